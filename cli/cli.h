@@ -1,0 +1,182 @@
+/* cli.h — shared declarations of the stoke command-line tool.
+**
+** The tool is a thin client of include/stoke.h: it never sees the library's
+** internals.  main.c holds the command table; each command lives in
+** cmd_<name>.c; options.c parses options and values; machine.c describes the
+** host; run.c runs a loader against a simulated consumer and reports it
+** (shared by bench and demo).
+**
+** Conventions (STYLE.md section 8): messages go to stderr, lowercase, no
+** final full stop, prefixed "stoke: "; data goes to stdout.  Exit codes are
+** CLI_OK, CLI_ERROR (runtime) and CLI_USAGE.
+*/
+#ifndef STOKE_CLI_H
+#define STOKE_CLI_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include <cjson/cJSON.h>
+
+#include "stoke.h"
+
+enum { CLI_OK = 0, CLI_ERROR = 1, CLI_USAGE = 2 };
+
+#if defined(__GNUC__)
+#define CLI_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define CLI_PRINTF(a, b)
+#endif
+
+/* ---- commands (main.c holds the table) ---------------------------------- */
+
+/* argv[0] is the command's name; returns an exit code. */
+typedef int (*cli_cmd_fn)(int argc, char **argv);
+
+int cmd_bench(int argc, char **argv);
+int cmd_demo(int argc, char **argv);
+
+/* Usage texts, printed by "stoke help <cmd>" and "stoke <cmd> --help". */
+extern const char cmd_bench_usage[];
+extern const char cmd_demo_usage[];
+
+/* ---- messages ----------------------------------------------------------- */
+
+/* "stoke: <message>\n" on stderr. */
+void cli_error(const char *fmt, ...) CLI_PRINTF(1, 2);
+
+/* ---- option parsing (options.c) ----------------------------------------- */
+
+typedef struct cli_opt {
+  const char *name; /* long name without "--" */
+  char short_name;  /* 0: none */
+  int has_arg;      /* 1: takes a value (--name=V, --name V, -xV, -x V) */
+  int id;           /* returned by cli_next_opt */
+} cli_opt;
+
+typedef struct cli_parser {
+  int argc;
+  char **argv;
+  int i;             /* next argv element to look at */
+  const char *cmd;   /* the command, for "see 'stoke help <cmd>'" */
+  const char *flag;  /* the option just returned, as written: "--workers" */
+  char flag_buf[64]; /* storage for flag when it has to be rebuilt */
+  const char *short_rest; /* rest of a bundle of short flags, e.g. "q" */
+  int only_args;          /* "--" seen: the rest is positional */
+} cli_parser;
+
+enum {
+  CLI_OPT_END = -1,   /* no more arguments */
+  CLI_OPT_ERROR = -2, /* unknown option or missing value; message printed */
+  CLI_OPT_ARG = -3    /* a positional argument, in *value */
+};
+
+void cli_parser_init(cli_parser *p, int argc, char **argv, const char *cmd);
+/* The next option: its id (value in *value when it takes one), or one of
+** CLI_OPT_*.  "--" ends the options; later arguments are positional. */
+int cli_next_opt(cli_parser *p, const cli_opt *opts, const char **value);
+
+/* Value parsers.  `what` names the option in the message ("--workers").
+** Each returns 0, or -1 after printing "stoke: <what>: ..." (a usage
+** error). */
+int cli_parse_u64(const char *what, const char *s, uint64_t *out);
+/* An unsigned in [lo, hi]. */
+int cli_parse_uint(const char *what, const char *s, unsigned lo, unsigned hi,
+                   unsigned *out);
+int cli_parse_size_t(const char *what, const char *s, size_t lo, size_t *out);
+/* A finite double > 0. */
+int cli_parse_positive(const char *what, const char *s, double *out);
+/* A duration: a number with a unit ns, us, ms or s ("5ms", "1.5s").  A bare
+** number is allowed only for 0, or when default_unit is given (e.g. "ms"). */
+int cli_parse_duration(const char *what, const char *s,
+                       const char *default_unit, int64_t *ns);
+/* A byte count: "8GiB", "512MiB", "100MB", "4096"; K, M, G, T alone are
+** binary, KB, MB, ... decimal. */
+int cli_parse_bytes(const char *what, const char *s, uint64_t *out);
+/* A shape "3x32x32": 1..STOKE_MAX_DIMS positive extents. */
+int cli_parse_shape(const char *what, const char *s, int *ndim,
+                    int64_t shape[STOKE_MAX_DIMS]);
+
+/* Format ns in the largest unit that keeps it exact: "5ms", "1500us", "0". */
+void cli_fmt_duration(int64_t ns, char *buf, size_t n);
+/* Format a shape as "3x32x32". */
+void cli_fmt_shape(int ndim, const int64_t *shape, char *buf, size_t n);
+
+/* ---- the host (machine.c) ----------------------------------------------- */
+
+/* {cpu, cores, memory_bytes, kernel, arch, compiler, stoke_version}. */
+cJSON *cli_machine_json(void);
+/* Peak resident set of this process in bytes (getrusage), 0 if unknown. */
+uint64_t cli_peak_rss_bytes(void);
+
+/* ---- a measured run (run.c) --------------------------------------------- */
+
+enum { CLI_COMPUTE_NONE = 0, CLI_COMPUTE_SLEEP = 1, CLI_COMPUTE_SPIN = 2 };
+
+/* Everything a run needs, after defaults and parsing. */
+typedef struct cli_run_spec {
+  stoke_synthetic_config synth; /* the source */
+  stoke_config cfg;             /* the loader; cfg.source is set by the run */
+  unsigned epochs;              /* total, warm-up included */
+  int compute_kind;             /* CLI_COMPUTE_* */
+  int64_t compute_ns;           /* per step */
+} cli_run_spec;
+
+typedef struct cli_run_result {
+  stoke_config eff;            /* the configuration in force */
+  size_t n_batches, n_samples; /* per epoch, this rank */
+  uint64_t host_bytes;
+  size_t n_epochs;
+  stoke_epoch_stats *epochs; /* n_epochs records, malloc'd */
+  stoke_stats stats;         /* steady state (warm-up excluded) */
+  stoke_diagnosis diag;
+  size_t n_measured;    /* epochs that are not warm-up */
+  double epoch_s;       /* mean wall seconds of measured epochs */
+  double samples_per_s; /* measured samples / measured seconds */
+  uint64_t peak_rss_bytes;
+} cli_run_result;
+
+/* Parse "sleep:5ms", "spin:0", "tensor" into the source part of spec.
+** Returns 0 or -1 after a usage message naming `what`. */
+int cli_parse_synthetic(const char *what, const char *s,
+                        stoke_synthetic_config *synth);
+/* Parse "fixed", "exp", "lognormal" or "lognormal:SIGMA". */
+int cli_parse_cost_dist(const char *what, const char *s,
+                        stoke_synthetic_config *synth);
+/* Parse "none", "sleep:12ms", "spin:12ms". */
+int cli_parse_compute(const char *what, const char *s, int *kind, int64_t *ns);
+
+/* Canonical text of the source ("sleep:5ms"), the cost distribution
+** ("lognormal:0.5") and the consumer step ("sleep:12ms", "none"). */
+void cli_fmt_synthetic(const stoke_synthetic_config *synth, char *buf,
+                       size_t n);
+void cli_fmt_cost_dist(const stoke_synthetic_config *synth, char *buf,
+                       size_t n);
+void cli_fmt_compute(int kind, int64_t ns, char *buf, size_t n);
+
+/* Run spec to the end.  Returns CLI_OK, or CLI_ERROR after printing
+** "stoke: <library message>".  On success free res with
+** cli_run_result_free(). */
+int cli_run(const cli_run_spec *spec, cli_run_result *res);
+void cli_run_result_free(cli_run_result *res);
+
+/* Human report: the per-epoch table, the steady state and the verdict. */
+void cli_print_epochs(FILE *f, const cli_run_result *res);
+void cli_print_summary(FILE *f, const cli_run_result *res);
+void cli_print_verdict(FILE *f, const char *indent,
+                       const stoke_diagnosis *diag);
+
+/* JSON parts of a report; each returns a new object (NULL on OOM). */
+cJSON *cli_config_json(const cli_run_spec *spec, const cli_run_result *res);
+cJSON *cli_epochs_json(const cli_run_result *res);
+cJSON *cli_summary_json(const cli_run_result *res);
+cJSON *cli_stages_json(const cli_run_result *res);
+
+/* Write root to path ("-" = stdout), pretty-printed.  Returns CLI_OK or
+** CLI_ERROR after a message. */
+int cli_write_json(const char *path, FILE *f, const cJSON *root);
+/* Open path for cli_write_json up front, so that a bad path fails before a
+** long run: returns stdout for "-", NULL after a message. */
+FILE *cli_open_output(const char *path);
+
+#endif /* STOKE_CLI_H */

@@ -1,0 +1,87 @@
+/* main.c — the stoke command: a git-style table of subcommands.
+**
+**   stoke <command> [options]      run a command
+**   stoke help [<command>]         list the commands, or one's options
+**   stoke --version                print the version
+*/
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+typedef struct cli_cmd {
+  const char *name;
+  cli_cmd_fn fn;
+  const char *usage;   /* printed by "stoke help <name>" */
+  const char *summary; /* one line for "stoke help" */
+} cli_cmd;
+
+static const cli_cmd commands[] = {
+    {"bench", cmd_bench, cmd_bench_usage,
+     "measure whether a training step waits for data"},
+    {"demo", cmd_demo, cmd_demo_usage,
+     "a starving loader, then the worker count that feeds it"},
+    {NULL, NULL, NULL, NULL}};
+
+static const cli_cmd *find_command(const char *name) {
+  for (const cli_cmd *c = commands; c->name; c++)
+    if (strcmp(c->name, name) == 0)
+      return c;
+  return NULL;
+}
+
+static void print_help(FILE *f) {
+  fprintf(f, "usage: stoke [--version] [--help] <command> [options]\n\n"
+             "commands:\n");
+  for (const cli_cmd *c = commands; c->name; c++)
+    fprintf(f, "  %-8s %s\n", c->name, c->summary);
+  fprintf(f, "\nsee 'stoke help <command>' for a command's options\n");
+}
+
+static int cmd_help(int argc, char **argv) {
+  if (argc < 2) {
+    print_help(stdout);
+    return CLI_OK;
+  }
+  if (argc > 2) {
+    cli_error("help: too many arguments");
+    return CLI_USAGE;
+  }
+  const cli_cmd *c = find_command(argv[1]);
+  if (!c) {
+    cli_error("help: '%s' is not a stoke command", argv[1]);
+    return CLI_USAGE;
+  }
+  fputs(c->usage, stdout);
+  return CLI_OK;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    print_help(stderr);
+    return CLI_USAGE;
+  }
+  const char *name = argv[1];
+  if (strcmp(name, "--version") == 0 || strcmp(name, "version") == 0) {
+    printf("stoke %s\n", stoke_version());
+    return CLI_OK;
+  }
+  if (strcmp(name, "help") == 0 || strcmp(name, "--help") == 0 ||
+      strcmp(name, "-h") == 0)
+    return cmd_help(argc - 1, argv + 1);
+  const cli_cmd *c = find_command(name);
+  if (!c) {
+    if (name[0] == '-')
+      cli_error("unknown option '%s'", name);
+    else
+      cli_error("'%s' is not a stoke command", name);
+    fprintf(stderr, "see 'stoke help'\n");
+    return CLI_USAGE;
+  }
+  int rc = c->fn(argc - 1, argv + 1);
+  if (fflush(stdout) != 0 && rc == CLI_OK) {
+    cli_error("cannot write to standard output");
+    rc = CLI_ERROR;
+  }
+  return rc;
+}

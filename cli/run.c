@@ -1,0 +1,506 @@
+/* run.c — one measured run: a synthetic source, a loader and a simulated
+** consumer, and its report (a table for people, JSON for machines).
+**
+** The tool does not time anything itself: the loader measures the two clocks
+** (waiting = inside stoke_loader_next, computing = from its return to the
+** next call) and the tool only reads them back.  What the tool does own is
+** the consumer's step:
+**
+**   sleep:D  a GPU-like step: the consumer thread is idle for D of wall time
+**            and leaves the CPU to the workers;
+**   spin:D   a CPU-bound step: the consumer thread burns D of its own CPU
+**            time (CLOCK_THREAD_CPUTIME_ID), so that on an oversubscribed
+**            machine the step costs D of work, not D of wall time.
+*/
+#define _XOPEN_SOURCE 700 /* clock_nanosleep, CLOCK_THREAD_CPUTIME_ID */
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+
+/* ---- specs --------------------------------------------------------------- */
+
+static const char *synth_kind_name(int kind) {
+  switch (kind) {
+  case STOKE_SYNTH_SLEEP:
+    return "sleep";
+  case STOKE_SYNTH_SPIN:
+    return "spin";
+  case STOKE_SYNTH_TENSOR:
+    return "tensor";
+  }
+  return "?";
+}
+
+int cli_parse_synthetic(const char *what, const char *s,
+                        stoke_synthetic_config *synth) {
+  const char *colon = strchr(s, ':');
+  size_t len = colon ? (size_t)(colon - s) : strlen(s);
+  int kind;
+  if (len == 5 && strncmp(s, "sleep", 5) == 0) {
+    kind = STOKE_SYNTH_SLEEP;
+  } else if (len == 4 && strncmp(s, "spin", 4) == 0) {
+    kind = STOKE_SYNTH_SPIN;
+  } else if (len == 6 && strncmp(s, "tensor", 6) == 0) {
+    kind = STOKE_SYNTH_TENSOR;
+  } else {
+    cli_error("%s: unknown synthetic kind '%.*s' (expected sleep:COST, "
+              "spin:COST or tensor)",
+              what, (int)len, s);
+    return -1;
+  }
+  if (kind == STOKE_SYNTH_TENSOR) {
+    if (colon) {
+      cli_error("%s: tensor takes no cost, got '%s'", what, s);
+      return -1;
+    }
+    synth->cost_ns = 0;
+  } else if (colon) {
+    if (cli_parse_duration(what, colon + 1, NULL, &synth->cost_ns))
+      return -1;
+  } /* else: the library's default cost */
+  synth->kind = kind;
+  return 0;
+}
+
+int cli_parse_cost_dist(const char *what, const char *s,
+                        stoke_synthetic_config *synth) {
+  if (strcmp(s, "fixed") == 0) {
+    synth->dist = STOKE_COST_FIXED;
+  } else if (strcmp(s, "exp") == 0) {
+    synth->dist = STOKE_COST_EXP;
+  } else if (strcmp(s, "lognormal") == 0) {
+    synth->dist = STOKE_COST_LOGNORMAL;
+  } else if (strncmp(s, "lognormal:", 10) == 0) {
+    if (cli_parse_positive(what, s + 10, &synth->sigma))
+      return -1;
+    synth->dist = STOKE_COST_LOGNORMAL;
+  } else {
+    cli_error("%s: unknown cost distribution '%s' (expected fixed, exp or "
+              "lognormal:SIGMA)",
+              what, s);
+    return -1;
+  }
+  return 0;
+}
+
+int cli_parse_compute(const char *what, const char *s, int *kind, int64_t *ns) {
+  if (strcmp(s, "none") == 0) {
+    *kind = CLI_COMPUTE_NONE;
+    *ns = 0;
+    return 0;
+  }
+  const char *colon = strchr(s, ':');
+  size_t len = colon ? (size_t)(colon - s) : strlen(s);
+  int k;
+  if (len == 5 && strncmp(s, "sleep", 5) == 0) {
+    k = CLI_COMPUTE_SLEEP;
+  } else if (len == 4 && strncmp(s, "spin", 4) == 0) {
+    k = CLI_COMPUTE_SPIN;
+  } else {
+    cli_error("%s: unknown step kind '%.*s' (expected sleep:TIME, spin:TIME "
+              "or none)",
+              what, (int)len, s);
+    return -1;
+  }
+  if (!colon) {
+    cli_error("%s: '%s' needs a time, e.g. %.*s:12ms", what, s, (int)len, s);
+    return -1;
+  }
+  if (cli_parse_duration(what, colon + 1, NULL, ns))
+    return -1;
+  *kind = k;
+  return 0;
+}
+
+void cli_fmt_synthetic(const stoke_synthetic_config *synth, char *buf,
+                       size_t n) {
+  if (synth->kind == STOKE_SYNTH_TENSOR) {
+    snprintf(buf, n, "tensor");
+    return;
+  }
+  char d[32];
+  cli_fmt_duration(synth->cost_ns, d, sizeof(d));
+  snprintf(buf, n, "%s:%s", synth_kind_name(synth->kind), d);
+}
+
+void cli_fmt_cost_dist(const stoke_synthetic_config *synth, char *buf,
+                       size_t n) {
+  switch (synth->dist) {
+  case STOKE_COST_EXP:
+    snprintf(buf, n, "exp");
+    break;
+  case STOKE_COST_LOGNORMAL:
+    snprintf(buf, n, "lognormal:%g", synth->sigma);
+    break;
+  default:
+    snprintf(buf, n, "fixed");
+  }
+}
+
+void cli_fmt_compute(int kind, int64_t ns, char *buf, size_t n) {
+  char d[32];
+  cli_fmt_duration(ns, d, sizeof(d));
+  if (kind == CLI_COMPUTE_SLEEP)
+    snprintf(buf, n, "sleep:%s", d);
+  else if (kind == CLI_COMPUTE_SPIN)
+    snprintf(buf, n, "spin:%s", d);
+  else
+    snprintf(buf, n, "none");
+}
+
+/* ---- the consumer's step ------------------------------------------------- */
+
+static int64_t clock_ns(clockid_t id) {
+  struct timespec ts;
+  clock_gettime(id, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void step_sleep(int64_t ns) {
+  /* Absolute deadline: an interrupted sleep resumes without drifting. */
+  int64_t until = clock_ns(CLOCK_MONOTONIC) + ns;
+  struct timespec ts = {(time_t)(until / 1000000000),
+                        (long)(until % 1000000000)};
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+    ;
+}
+
+static void step_spin(int64_t ns) {
+  int64_t until = clock_ns(CLOCK_THREAD_CPUTIME_ID) + ns;
+  volatile uint64_t sink = 0;
+  while (clock_ns(CLOCK_THREAD_CPUTIME_ID) < until)
+    for (int i = 0; i < 256; i++)
+      sink = sink * 6364136223846793005u + 1442695040888963407u;
+  (void)sink;
+}
+
+static void consumer_step(int kind, int64_t ns) {
+  if (kind == CLI_COMPUTE_SLEEP && ns > 0)
+    step_sleep(ns);
+  else if (kind == CLI_COMPUTE_SPIN && ns > 0)
+    step_spin(ns);
+}
+
+/* ---- the run ------------------------------------------------------------- */
+
+static void library_error(const stoke_loader *l, int rc) {
+  const char *msg = stoke_errmsg(l);
+  cli_error("%s", msg && msg[0] ? msg : stoke_strerror(rc));
+}
+
+void cli_run_result_free(cli_run_result *res) {
+  free(res->epochs);
+  res->epochs = NULL;
+  res->n_epochs = 0;
+}
+
+static int collect(stoke_loader *l, cli_run_result *res) {
+  res->stats.struct_size = sizeof(res->stats);
+  int rc = stoke_loader_stats(l, &res->stats);
+  if (rc < 0)
+    return rc;
+  size_t n = stoke_loader_n_epoch_stats(l);
+  res->epochs = calloc(n ? n : 1, sizeof(*res->epochs));
+  if (!res->epochs)
+    return STOKE_ENOMEM;
+  int64_t wall = 0;
+  uint64_t samples = 0;
+  for (size_t i = 0; i < n; i++) {
+    rc = stoke_loader_epoch_stats(l, i, &res->epochs[i]);
+    if (rc < 0)
+      return rc;
+    res->n_epochs++;
+    if (res->epochs[i].warmup)
+      continue;
+    res->n_measured++;
+    wall += res->epochs[i].wall_ns;
+    samples += res->epochs[i].samples;
+  }
+  if (res->n_measured)
+    res->epoch_s = (double)wall / 1e9 / (double)res->n_measured;
+  if (wall > 0)
+    res->samples_per_s = (double)samples / ((double)wall / 1e9);
+  return stoke_diagnose(&res->stats, &res->diag);
+}
+
+int cli_run(const cli_run_spec *spec, cli_run_result *res) {
+  memset(res, 0, sizeof(*res));
+  stoke_source *src = NULL;
+  int rc = stoke_source_create_synthetic(&spec->synth, &src);
+  if (rc < 0) {
+    library_error(NULL, rc);
+    return CLI_ERROR;
+  }
+  stoke_config cfg = spec->cfg;
+  cfg.source = src;
+  stoke_loader *l = NULL;
+  rc = stoke_loader_create(&cfg, &l);
+  stoke_source_destroy(src); /* the loader holds its own reference */
+  if (rc < 0) {
+    library_error(NULL, rc);
+    return CLI_ERROR;
+  }
+  stoke_loader_config(l, &res->eff);
+  res->eff.source = NULL; /* not ours to keep */
+  res->n_batches = stoke_loader_n_batches(l);
+  res->n_samples = stoke_loader_n_samples(l);
+  res->host_bytes = stoke_loader_host_bytes(l);
+
+  for (unsigned e = 0; e < spec->epochs; e++) {
+    for (;;) {
+      stoke_batch *b;
+      rc = stoke_loader_next(l, &b);
+      if (rc == STOKE_END)
+        break;
+      if (rc != STOKE_OK)
+        goto fail;
+      consumer_step(spec->compute_kind, spec->compute_ns);
+      stoke_batch_release(b);
+    }
+  }
+  rc = collect(l, res);
+  if (rc < 0)
+    goto fail;
+  res->peak_rss_bytes = cli_peak_rss_bytes();
+  stoke_loader_destroy(l);
+  return CLI_OK;
+fail:
+  library_error(l, rc);
+  stoke_loader_destroy(l);
+  cli_run_result_free(res);
+  return CLI_ERROR;
+}
+
+/* ---- the human report ---------------------------------------------------- */
+
+static double sec(int64_t ns) { return (double)ns / 1e9; }
+static double msec(int64_t ns) { return (double)ns / 1e6; }
+
+void cli_print_epochs(FILE *f, const cli_run_result *res) {
+  fprintf(f, "epoch  warm-up  seconds  waiting s  computing s  batches  "
+             "samples\n");
+  for (size_t i = 0; i < res->n_epochs; i++) {
+    const stoke_epoch_stats *e = &res->epochs[i];
+    fprintf(f, "%5llu  %-7s  %7.3f  %9.3f  %11.3f  %7llu  %7llu\n",
+            (unsigned long long)e->epoch, e->warmup ? "yes" : "",
+            sec(e->wall_ns), sec(e->wait_ns), sec(e->compute_ns),
+            (unsigned long long)e->batches, (unsigned long long)e->samples);
+  }
+}
+
+static void print_bytes(FILE *f, uint64_t b) {
+  static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = (double)b;
+  int u = 0;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    u++;
+  }
+  if (u == 0)
+    fprintf(f, "%llu B", (unsigned long long)b);
+  else
+    fprintf(f, "%.1f %s", v, units[u]);
+}
+
+/* A stage duration in the unit that reads best. */
+static void print_dur(FILE *f, int64_t ns) {
+  if (ns >= 1000000)
+    fprintf(f, "%8.3f ms", msec(ns));
+  else
+    fprintf(f, "%8.3f us", (double)ns / 1e3);
+}
+
+void cli_print_summary(FILE *f, const cli_run_result *res) {
+  const stoke_stats *st = &res->stats;
+  fprintf(f, "\nsteady state over %zu epoch%s (%llu steps, %llu samples)\n",
+          res->n_measured, res->n_measured == 1 ? "" : "s",
+          (unsigned long long)st->steps, (unsigned long long)st->samples);
+  fprintf(f, "  samples/s     %.1f\n", res->samples_per_s);
+  fprintf(f, "  epoch         %.3f s\n", res->epoch_s);
+  fprintf(f, "  wait ratio    %.1f%%  (waiting %.3f s, computing %.3f s)\n",
+          100 * st->wait_ratio, sec(st->wait.total_ns),
+          sec(st->compute.total_ns));
+  fprintf(f, "  wait ms       p50 %.2f  p95 %.2f  p99 %.2f  max %.2f\n",
+          msec(st->wait.p50_ns), msec(st->wait.p95_ns), msec(st->wait.p99_ns),
+          msec(st->wait.max_ns));
+  fprintf(f, "  queue empty   %.1f%% of next() calls  (mean depth %.2f)\n",
+          100 * st->queue_empty_frac, st->queue_mean_depth);
+  int any = 0;
+  for (int s = 0; s < STOKE_STAGE_COUNT; s++) {
+    const stoke_dist *d = &st->stage[s];
+    if (!d->count)
+      continue;
+    fprintf(f, "  %-12s  %-9s %9llu x", any ? "" : "stages",
+            stoke_stage_name(s), (unsigned long long)d->count);
+    print_dur(f, d->mean_ns);
+    fprintf(f, "  p95");
+    print_dur(f, d->p95_ns);
+    fprintf(f, "  total %.3f s\n", sec(d->total_ns));
+    any = 1;
+  }
+  if (!any)
+    fprintf(f, "  stages        none recorded\n");
+  fprintf(f, "  peak RSS      ");
+  print_bytes(f, res->peak_rss_bytes);
+  fprintf(f, "\n");
+}
+
+void cli_print_verdict(FILE *f, const char *indent,
+                       const stoke_diagnosis *diag) {
+  const char *name = stoke_verdict_name(diag->verdict);
+  const char *why = diag->reason;
+  size_t n = strlen(name);
+  /* The reason may open with the verdict itself ("starving: waiting ...");
+  ** print the name once. */
+  if (strncmp(why, name, n) == 0) {
+    why += n;
+    while (*why == ':' || *why == ' ' || *why == ',')
+      why++;
+  }
+  if (*why)
+    fprintf(f, "%sverdict: %s \xe2\x80\x94 %s\n", indent, name, why);
+  else
+    fprintf(f, "%sverdict: %s\n", indent, name);
+}
+
+/* ---- JSON ---------------------------------------------------------------- */
+
+cJSON *cli_config_json(const cli_run_spec *spec, const cli_run_result *res) {
+  const stoke_synthetic_config *sy = &spec->synth;
+  const stoke_config *c = &res->eff;
+  char buf[128];
+  cJSON *o = cJSON_CreateObject();
+  if (!o)
+    return NULL;
+  cli_fmt_synthetic(sy, buf, sizeof(buf));
+  cJSON_AddStringToObject(o, "source", "synthetic");
+  cJSON_AddStringToObject(o, "synthetic", buf);
+  cJSON_AddStringToObject(o, "synthetic_kind", synth_kind_name(sy->kind));
+  cJSON_AddNumberToObject(o, "cost_ns", (double)sy->cost_ns);
+  cli_fmt_cost_dist(sy, buf, sizeof(buf));
+  cJSON_AddStringToObject(o, "cost_dist", buf);
+  cJSON_AddNumberToObject(o, "samples", (double)sy->n_samples);
+  cli_fmt_shape(sy->ndim, sy->shape, buf, sizeof(buf));
+  cJSON_AddStringToObject(o, "shape", buf);
+  cJSON_AddNumberToObject(o, "classes", sy->n_classes);
+  cJSON_AddNumberToObject(o, "batch_size", (double)c->batch_size);
+  cJSON_AddNumberToObject(o, "workers", c->n_workers);
+  cJSON_AddNumberToObject(o, "prefetch", c->prefetch);
+  cJSON_AddBoolToObject(o, "shuffle", c->shuffle);
+  cJSON_AddNumberToObject(o, "seed", (double)c->seed);
+  cJSON_AddBoolToObject(o, "drop_last", c->drop_last);
+  cJSON_AddNumberToObject(o, "rank", c->rank);
+  cJSON_AddNumberToObject(o, "world", c->world);
+  cJSON_AddBoolToObject(o, "out_of_order", !c->in_order);
+  cJSON_AddNumberToObject(o, "timeout_ms", (double)c->sample_timeout_ms);
+  cJSON_AddNumberToObject(o, "mem_budget_bytes", (double)c->mem_budget_bytes);
+  cJSON_AddNumberToObject(o, "epochs", spec->epochs);
+  cJSON_AddNumberToObject(o, "warmup_epochs", c->warmup_epochs);
+  cli_fmt_compute(spec->compute_kind, spec->compute_ns, buf, sizeof(buf));
+  cJSON_AddStringToObject(o, "compute", buf);
+  cJSON_AddNumberToObject(o, "compute_ns", (double)spec->compute_ns);
+  cJSON_AddNumberToObject(o, "batches_per_epoch", (double)res->n_batches);
+  cJSON_AddNumberToObject(o, "samples_per_epoch", (double)res->n_samples);
+  cJSON_AddNumberToObject(o, "host_bytes", (double)res->host_bytes);
+  return o;
+}
+
+cJSON *cli_epochs_json(const cli_run_result *res) {
+  cJSON *a = cJSON_CreateArray();
+  if (!a)
+    return NULL;
+  for (size_t i = 0; i < res->n_epochs; i++) {
+    const stoke_epoch_stats *e = &res->epochs[i];
+    cJSON *o = cJSON_CreateObject();
+    if (!o)
+      break;
+    cJSON_AddItemToArray(a, o);
+    cJSON_AddNumberToObject(o, "index", (double)e->epoch);
+    cJSON_AddBoolToObject(o, "warmup", e->warmup);
+    cJSON_AddNumberToObject(o, "seconds", sec(e->wall_ns));
+    cJSON_AddNumberToObject(o, "wait_s", sec(e->wait_ns));
+    cJSON_AddNumberToObject(o, "compute_s", sec(e->compute_ns));
+    cJSON_AddNumberToObject(o, "batches", (double)e->batches);
+    cJSON_AddNumberToObject(o, "samples", (double)e->samples);
+  }
+  return a;
+}
+
+cJSON *cli_summary_json(const cli_run_result *res) {
+  const stoke_stats *st = &res->stats;
+  cJSON *o = cJSON_CreateObject();
+  if (!o)
+    return NULL;
+  cJSON_AddNumberToObject(o, "epochs", (double)res->n_measured);
+  cJSON_AddNumberToObject(o, "steps", (double)st->steps);
+  cJSON_AddNumberToObject(o, "samples", (double)st->samples);
+  cJSON_AddNumberToObject(o, "epoch_s", res->epoch_s);
+  cJSON_AddNumberToObject(o, "samples_per_s", res->samples_per_s);
+  cJSON_AddNumberToObject(o, "wait_s", sec(st->wait.total_ns));
+  cJSON_AddNumberToObject(o, "compute_s", sec(st->compute.total_ns));
+  cJSON_AddNumberToObject(o, "wait_ratio", st->wait_ratio);
+  cJSON_AddNumberToObject(o, "wait_p50_ms", msec(st->wait.p50_ns));
+  cJSON_AddNumberToObject(o, "wait_p95_ms", msec(st->wait.p95_ns));
+  cJSON_AddNumberToObject(o, "wait_p99_ms", msec(st->wait.p99_ns));
+  cJSON_AddNumberToObject(o, "wait_max_ms", msec(st->wait.max_ns));
+  cJSON_AddNumberToObject(o, "queue_empty_frac", st->queue_empty_frac);
+  cJSON_AddNumberToObject(o, "queue_mean_depth", st->queue_mean_depth);
+  cJSON_AddNumberToObject(o, "bytes", (double)st->bytes);
+  cJSON_AddNumberToObject(o, "peak_rss_bytes", (double)res->peak_rss_bytes);
+  cJSON_AddStringToObject(o, "verdict", stoke_verdict_name(res->diag.verdict));
+  cJSON_AddStringToObject(o, "verdict_reason", res->diag.reason);
+  return o;
+}
+
+cJSON *cli_stages_json(const cli_run_result *res) {
+  cJSON *a = cJSON_CreateArray();
+  if (!a)
+    return NULL;
+  for (int s = 0; s < STOKE_STAGE_COUNT; s++) {
+    const stoke_dist *d = &res->stats.stage[s];
+    cJSON *o = cJSON_CreateObject();
+    if (!o)
+      break;
+    cJSON_AddItemToArray(a, o);
+    cJSON_AddStringToObject(o, "name", stoke_stage_name(s));
+    cJSON_AddNumberToObject(o, "total_s", sec(d->total_ns));
+    cJSON_AddNumberToObject(o, "count", (double)d->count);
+    cJSON_AddNumberToObject(o, "mean_us", (double)d->mean_ns / 1e3);
+    cJSON_AddNumberToObject(o, "p95_us", (double)d->p95_ns / 1e3);
+  }
+  return a;
+}
+
+/* ---- output files -------------------------------------------------------- */
+
+FILE *cli_open_output(const char *path) {
+  if (strcmp(path, "-") == 0)
+    return stdout;
+  FILE *f = fopen(path, "w");
+  if (!f)
+    cli_error("cannot write '%s': %s", path, strerror(errno));
+  return f;
+}
+
+int cli_write_json(const char *path, FILE *f, const cJSON *root) {
+  char *text = root ? cJSON_Print(root) : NULL;
+  if (!text) {
+    cli_error("%s", stoke_strerror(STOKE_ENOMEM));
+    if (f != stdout)
+      fclose(f);
+    return CLI_ERROR;
+  }
+  int bad = fputs(text, f) < 0 || fputc('\n', f) == EOF;
+  free(text);
+  bad |= (f == stdout ? fflush(f) : fclose(f)) != 0;
+  if (bad) {
+    cli_error("cannot write '%s': %s", path, strerror(errno));
+    return CLI_ERROR;
+  }
+  return CLI_OK;
+}

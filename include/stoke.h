@@ -1,0 +1,440 @@
+/* stoke.h — the only public header of libstoke.
+**
+** stoke keeps an accelerator fed: worker threads read, decode and transform
+** samples straight into batch buffers, prefetch ahead, and hand batches out in
+** a deterministic order.  It measures, on every step, the two clocks of the
+** consumer contract:
+**
+**   stoke_batch *b;
+**   while (stoke_loader_next(loader, &b) == STOKE_OK) {  // time in next: waiting
+**     train_step(b);                                     // until next next:
+**     stoke_batch_release(b);                            //   computing
+**   }
+**
+** Conventions (see DESIGN.md):
+**  - Functions return 0 (STOKE_OK) or a negative STOKE_E* code; a few return
+**    the positive STOKE_END.  Values come back through out-parameters.
+**  - Inputs are borrowed for the duration of the call unless a comment says
+**    otherwise.  Batches are lent: give them back with stoke_batch_release().
+**  - Thread safety: one thread at a time per handle, unless stated.
+**  - A handle is unusable in a child created by fork().
+*/
+#ifndef STOKE_H
+#define STOKE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(STOKE_BUILDING_LIBRARY) && defined(__GNUC__)
+#define STOKE_API __attribute__((visibility("default")))
+#else
+#define STOKE_API
+#endif
+
+#define STOKE_VERSION_MAJOR 0
+#define STOKE_VERSION_MINOR 1
+#define STOKE_VERSION_PATCH 0
+#define STOKE_VERSION_STRING "0.1.0"
+
+/* The library's version string, e.g. "0.1.0".  Static storage. */
+STOKE_API const char *stoke_version(void);
+
+/* ------------------------------------------------------------------------ */
+/* Errors                                                                    */
+
+/* X(name, value, text): the one list of error codes. */
+#define STOKE_ERRNO_MAP(X)                                                    \
+  X(INVAL, -1, "invalid argument")                                            \
+  X(NOMEM, -2, "out of memory")                                               \
+  X(IO, -3, "input/output error")                                             \
+  X(SAMPLE, -4, "a sample could not be produced")                             \
+  X(TIMEDOUT, -5, "a sample took longer than the sample timeout")             \
+  X(BADSTATE, -6, "the handle is unusable after an earlier fatal error")      \
+  X(BUSY, -7, "every batch slot is held by the caller")                       \
+  X(BUDGET, -8, "the memory budget is too small for this configuration")      \
+  X(NOTSUP, -9, "not supported in this build or on this machine")             \
+  X(THREAD, -10, "a thread could not be created")                             \
+  X(FORMAT, -11, "malformed input data")
+
+typedef enum stoke_code {
+  STOKE_OK = 0,
+  STOKE_END = 1, /* stoke_loader_next: the epoch is over (not an error) */
+#define STOKE__ERR_ENUM(name, value, text) STOKE_E##name = value,
+  STOKE_ERRNO_MAP(STOKE__ERR_ENUM)
+#undef STOKE__ERR_ENUM
+} stoke_code;
+
+/* Static text for a code ("unknown error" for one that is not listed). */
+STOKE_API const char *stoke_strerror(int code);
+
+/* ------------------------------------------------------------------------ */
+/* Memory                                                                    */
+
+/* Allocation hooks.  Every allocation of the library goes through them.
+** NULL means malloc/free.  The functions must be thread-safe. */
+typedef struct stoke_allocator {
+  void *(*alloc)(void *user, size_t n_bytes);
+  void (*free)(void *user, void *ptr);
+  void *user;
+} stoke_allocator;
+
+/* ------------------------------------------------------------------------ */
+/* Data types and fields                                                     */
+
+typedef enum stoke_dtype {
+  STOKE_U8 = 1,
+  STOKE_I32 = 2,
+  STOKE_I64 = 3,
+  STOKE_F16 = 4,
+  STOKE_F32 = 5,
+  STOKE_F64 = 6
+} stoke_dtype;
+
+/* Bytes of one element of dtype, or 0 for an unknown dtype. */
+STOKE_API size_t stoke_dtype_size(int dtype);
+/* "u8", "i32", "i64", "f16", "f32", "f64"; "?" for an unknown dtype. */
+STOKE_API const char *stoke_dtype_name(int dtype);
+
+#define STOKE_MAX_DIMS 8
+
+/* The shape of one field of one sample, e.g. image {3,224,224} f32 or the
+** label {} i64 (ndim 0, a scalar). */
+typedef struct stoke_field_desc {
+  const char *name; /* borrowed, copied; NULL: named "f<index>" */
+  int dtype;        /* stoke_dtype */
+  int ndim;         /* 0..STOKE_MAX_DIMS */
+  int64_t shape[STOKE_MAX_DIMS];
+} stoke_field_desc;
+
+/* One field of a batch: a C-contiguous array of n samples, i.e. shape
+** {n, desc.shape...}.  Valid until the batch is released. */
+typedef struct stoke_tensor {
+  const char *name;
+  void *data;
+  int dtype;
+  int ndim; /* desc.ndim + 1: the batch dimension first */
+  int64_t shape[STOKE_MAX_DIMS + 1];
+  size_t n_bytes;
+} stoke_tensor;
+
+/* ------------------------------------------------------------------------ */
+/* Random numbers                                                            */
+
+/* A counter-based random stream.  Each sample of each epoch gets its own,
+** derived from (seed, epoch, sample index) only, so augmentation is the
+** same whatever the worker count and timing.  The layout is public so that
+** it can live on the stack; treat the fields as private. */
+typedef struct stoke_rng {
+  uint64_t key;
+  uint64_t counter;
+} stoke_rng;
+
+/* Make the stream of (seed, a, b): samples use (seed, epoch, index). */
+STOKE_API void stoke_rng_init(stoke_rng *rng, uint64_t seed, uint64_t a,
+                              uint64_t b);
+STOKE_API uint64_t stoke_rng_u64(stoke_rng *rng);
+/* Uniform in [0, 1) with 53 random bits. */
+STOKE_API double stoke_rng_uniform(stoke_rng *rng);
+/* Uniform integer in [0, n), unbiased; n > 0. */
+STOKE_API uint64_t stoke_rng_below(stoke_rng *rng, uint64_t n);
+/* Standard normal N(0, 1). */
+STOKE_API double stoke_rng_normal(stoke_rng *rng);
+
+/* ------------------------------------------------------------------------ */
+/* Sources: where sample i comes from                                        */
+
+typedef struct stoke_source stoke_source; /* opaque, reference-counted */
+typedef struct stoke_sample stoke_sample; /* opaque, lent to a fill callback */
+
+/* Fill one sample.  Called from worker threads, possibly concurrently for
+** different samples; never for the same sample twice in one epoch.  Write
+** each field's bytes to stoke_sample_field(s, f).  Return 0, or a nonzero
+** value after stoke_sample_fail() to report a bad sample. */
+typedef int (*stoke_fill_fn)(void *user, stoke_sample *s);
+
+/* The index of the sample to fill (0..n_samples-1). */
+STOKE_API size_t stoke_sample_index(const stoke_sample *s);
+/* The epoch being produced. */
+STOKE_API uint64_t stoke_sample_epoch(const stoke_sample *s);
+/* This sample's random stream (seed, epoch, index); owned by the loader. */
+STOKE_API stoke_rng *stoke_sample_rng(stoke_sample *s);
+/* Destination of field f: desc bytes, aligned to at least 16 bytes when the
+** field's size is a multiple of 16.  NULL for a bad f. */
+STOKE_API void *stoke_sample_field(stoke_sample *s, size_t f);
+/* From now on, time spent on this sample counts toward `stage` (a
+** stoke_stage: READ, DECODE or TRANSFORM).  A fill starts in READ. */
+STOKE_API void stoke_sample_stage(stoke_sample *s, int stage);
+/* Record why this sample failed (printf format); returns STOKE_ESAMPLE. */
+STOKE_API int stoke_sample_fail(stoke_sample *s, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* In-memory tensors: n_fields arrays of n_samples C-contiguous samples each
+** (data[f] holds n_samples * size-of-field bytes).  The arrays are borrowed:
+** they must stay valid and unchanged until the source and every loader using
+** it are destroyed.  Reads copy straight from them into the batch.  */
+STOKE_API int stoke_source_create_tensors(size_t n_samples, size_t n_fields,
+                                          const stoke_field_desc *fields,
+                                          const void *const *data,
+                                          stoke_source **out);
+
+/* A user callback fills each sample.  `user` is borrowed like the arrays
+** above. */
+STOKE_API int stoke_source_create_callback(size_t n_samples, size_t n_fields,
+                                           const stoke_field_desc *fields,
+                                           stoke_fill_fn fill, void *user,
+                                           stoke_source **out);
+
+/* Synthetic sources, for measurement.  Each sample has two fields:
+** "x" (f32, shape) filled with uniform noise from its stream, and "y"
+** (i64 scalar) = index % n_classes. */
+typedef enum stoke_synthetic_kind {
+  STOKE_SYNTH_SLEEP = 1,  /* the cost is spent waiting (I/O-like) */
+  STOKE_SYNTH_SPIN = 2,   /* the cost is spent burning this thread's CPU */
+  STOKE_SYNTH_TENSOR = 3  /* no cost: random features held in memory */
+} stoke_synthetic_kind;
+
+typedef enum stoke_cost_dist {
+  STOKE_COST_FIXED = 1,     /* every sample costs cost_ns */
+  STOKE_COST_EXP = 2,       /* exponential with mean cost_ns */
+  STOKE_COST_LOGNORMAL = 3  /* lognormal with mean cost_ns and log-sd sigma */
+} stoke_cost_dist;
+
+typedef struct stoke_synthetic_config {
+  size_t struct_size; /* set by stoke_synthetic_config_init() */
+  int kind;           /* stoke_synthetic_kind; default SLEEP */
+  int64_t cost_ns;    /* mean cost per sample; default 5 ms */
+  int dist;           /* stoke_cost_dist; default FIXED */
+  double sigma;       /* LOGNORMAL only; default 1.0 */
+  size_t n_samples;   /* default 256 */
+  int ndim;           /* shape of "x"; default {3, 32, 32} */
+  int64_t shape[STOKE_MAX_DIMS];
+  unsigned n_classes; /* default 2 */
+  uint64_t seed;      /* TENSOR: seed of the in-memory features; default 0 */
+} stoke_synthetic_config;
+
+STOKE_API void stoke_synthetic_config_init(stoke_synthetic_config *cfg);
+STOKE_API int stoke_source_create_synthetic(const stoke_synthetic_config *cfg,
+                                            stoke_source **out);
+
+/* The cost (ns) that synthetic sample `index` of `epoch` will have.  A pure
+** function of its arguments: tests and the diagnosis use it as ground truth.
+** 0 for sources that are not SLEEP or SPIN. */
+STOKE_API int64_t stoke_source_synthetic_cost(const stoke_source *src,
+                                              uint64_t seed, uint64_t epoch,
+                                              size_t index);
+
+STOKE_API size_t stoke_source_n_samples(const stoke_source *src);
+STOKE_API size_t stoke_source_n_fields(const stoke_source *src);
+/* The description of field f, or NULL.  Owned by the source. */
+STOKE_API const stoke_field_desc *stoke_source_field(const stoke_source *src,
+                                                     size_t f);
+/* Drop the caller's reference.  A loader holds its own reference, so a
+** source may be destroyed right after the loader is created.  NULL: no-op. */
+STOKE_API void stoke_source_destroy(stoke_source *src);
+
+/* ------------------------------------------------------------------------ */
+/* The loader                                                                */
+
+typedef struct stoke_loader stoke_loader; /* opaque */
+typedef struct stoke_batch stoke_batch;   /* opaque, lent to the caller */
+
+#define STOKE_WORKERS_AUTO ((unsigned)-1)
+
+typedef struct stoke_config {
+  size_t struct_size;      /* set by stoke_config_init(); ABI guard */
+  stoke_source *source;    /* required; the loader takes its own reference */
+  size_t batch_size;       /* samples per batch; default 32 */
+  unsigned n_workers;      /* 0: fill in the caller's thread inside next(),
+                              as PyTorch's num_workers=0; default AUTO =
+                              online CPUs */
+  unsigned prefetch;       /* K: batches prepared ahead of the one the caller
+                              holds (K + 1 slots in all); default 2, >= 1 */
+  int shuffle;             /* 0 sequential, 1 seeded shuffle; default 0 */
+  uint64_t seed;           /* default 0 */
+  int drop_last;           /* drop the final partial batch; default 0 */
+  unsigned rank, world;    /* shard for distributed training; default 0, 1 */
+  int shard_drop_last;     /* world > 1: drop the tail so every rank gets
+                              floor(N/world) (1), or pad by repeating the
+                              first samples to ceil(N/world) (0, default),
+                              as PyTorch's DistributedSampler */
+  int in_order;            /* 1 (default): batches in order; 0: a completed
+                              batch is handed out first (content unchanged) */
+  unsigned warmup_epochs;  /* epochs left out of the statistics; default 0 */
+  size_t warmup_steps;     /* steps left out after those; default 0 */
+  int64_t sample_timeout_ms; /* a sample running longer makes next() fail
+                                with STOKE_ETIMEDOUT naming it; 0 = never
+                                (default) */
+  uint64_t mem_budget_bytes; /* host bytes the loader may allocate; 0 = no
+                                limit (default).  Checked before anything is
+                                allocated. */
+  size_t max_chunk;        /* most samples a worker claims at once; 0 = auto
+                              (sized by measured sample cost) */
+  const stoke_allocator *alloc; /* NULL = malloc/free; borrowed, must outlive
+                                   the loader */
+} stoke_config;
+
+/* Fill cfg with defaults (and cfg->struct_size). */
+STOKE_API void stoke_config_init(stoke_config *cfg);
+
+/* Create a loader.  Validates cfg, checks the memory budget, allocates the
+** K + 1 batch slots and starts the workers, which wait for the first next().
+** On success returns 0 and sets *out; the caller must call
+** stoke_loader_destroy().  On failure returns a negative code, sets *out to
+** NULL, and stoke_errmsg(NULL) describes the failure on this thread.
+** Thread-safety: any thread. */
+STOKE_API int stoke_loader_create(const stoke_config *cfg,
+                                  stoke_loader **out);
+
+/* Stop the workers, wait for samples in progress to finish and free
+** everything, also batches still lent out (their views become invalid).
+** Safe at any point: mid-epoch, after an early break, after an error.
+** NULL: no-op. */
+STOKE_API void stoke_loader_destroy(stoke_loader *l);
+
+/* The next batch of the current epoch.  The first call starts an epoch;
+** after the last batch it returns STOKE_END once, and the call after that
+** starts the next epoch (epoch + 1, or the one set by stoke_loader_set_epoch).
+** Returns STOKE_OK and sets *out to a lent batch, valid until
+** stoke_batch_release(); STOKE_END; STOKE_EBUSY when the caller holds every
+** slot; or an error (STOKE_ESAMPLE, STOKE_ETIMEDOUT, ...) after which the
+** loader is poisoned: later calls return STOKE_EBADSTATE and
+** stoke_errmsg(l) keeps the first message, which names the sample.
+** Time inside this call is counted as waiting; time from its return to the
+** following call as computing.  Thread-safety: one consumer at a time. */
+STOKE_API int stoke_loader_next(stoke_loader *l, stoke_batch **out);
+
+/* Give a lent batch back; its slot returns to the pool.  Any thread, any
+** order.  NULL: no-op. */
+STOKE_API void stoke_batch_release(stoke_batch *b);
+
+/* Set the epoch number of the next epoch to start (like
+** DistributedSampler.set_epoch).  Between epochs only: STOKE_EINVAL while an
+** epoch is in progress. */
+STOKE_API int stoke_loader_set_epoch(stoke_loader *l, uint64_t epoch);
+
+/* Batches per epoch for this rank with the current configuration. */
+STOKE_API size_t stoke_loader_n_batches(const stoke_loader *l);
+/* Samples per epoch for this rank (after padding or dropping). */
+STOKE_API size_t stoke_loader_n_samples(const stoke_loader *l);
+/* The configuration in force (defaults resolved, e.g. n_workers). */
+STOKE_API void stoke_loader_config(const stoke_loader *l, stoke_config *out);
+/* Host bytes allocated for batch slots, worker scratch and the order. */
+STOKE_API uint64_t stoke_loader_host_bytes(const stoke_loader *l);
+
+/* The last detailed message of l, or with NULL of the calling thread's last
+** failed create.  Never NULL; "" when there was none. */
+STOKE_API const char *stoke_errmsg(const stoke_loader *l);
+
+/* Batch views ---------------------------------------------------------- */
+
+/* Samples in b (batch_size, or fewer in a final partial batch). */
+STOKE_API size_t stoke_batch_size(const stoke_batch *b);
+/* Position of b in its epoch (0-based) and the epoch number. */
+STOKE_API size_t stoke_batch_number(const stoke_batch *b);
+STOKE_API uint64_t stoke_batch_epoch(const stoke_batch *b);
+/* The source indices of the samples in b, in batch order; owned by b. */
+STOKE_API const size_t *stoke_batch_indices(const stoke_batch *b);
+STOKE_API size_t stoke_batch_n_fields(const stoke_batch *b);
+/* Describe field f of b.  STOKE_EINVAL for a bad f. */
+STOKE_API int stoke_batch_field(const stoke_batch *b, size_t f,
+                                stoke_tensor *out);
+
+/* ------------------------------------------------------------------------ */
+/* Statistics: the two clocks                                                */
+
+typedef enum stoke_stage {
+  STOKE_STAGE_READ = 0,      /* bytes of the sample from its source */
+  STOKE_STAGE_DECODE = 1,    /* bytes to pixels or tensors */
+  STOKE_STAGE_TRANSFORM = 2, /* pixels to the model's input, in the slot */
+  STOKE_STAGE_SLOT_WAIT = 3, /* a worker waiting for a free batch slot */
+  STOKE_STAGE_COPY = 4,      /* host to device copy */
+  STOKE_STAGE_COUNT = 5
+} stoke_stage;
+
+/* "read", "decode", "transform", "slot_wait", "copy". */
+STOKE_API const char *stoke_stage_name(int stage);
+
+/* Percentiles of a duration histogram (log buckets, <= 1.6% error). */
+typedef struct stoke_dist {
+  uint64_t count;
+  int64_t total_ns;
+  int64_t mean_ns, p50_ns, p95_ns, p99_ns, max_ns;
+} stoke_dist;
+
+typedef struct stoke_stats {
+  size_t struct_size;   /* set by the caller: sizeof(stoke_stats) */
+  /* Measured steps (warm-up excluded). */
+  uint64_t steps;
+  uint64_t samples;
+  uint64_t epochs_done;   /* all completed epochs, warm-up included */
+  stoke_dist wait;        /* time inside next() per step */
+  stoke_dist compute;     /* time between next() calls per step */
+  double wait_ratio;      /* wait / (wait + compute) */
+  /* Ready queue seen at each next(): batches complete and not yet handed
+  ** out. */
+  double queue_empty_frac; /* share of next() calls that found none */
+  double queue_mean_depth;
+  uint64_t queue_depth_hist[16]; /* depth 0..14, and 15 for 15 or more */
+  /* Producer side, summed over workers (or the caller's thread at W = 0). */
+  stoke_dist stage[STOKE_STAGE_COUNT]; /* per sample; SLOT_WAIT per wait */
+  int64_t worker_busy_ns;  /* wall time workers spent producing samples */
+  int64_t worker_cpu_ns;   /* CPU time they used doing it */
+  uint64_t chunks;         /* claims made by workers */
+  uint64_t bytes;          /* batch bytes delivered */
+} stoke_stats;
+
+/* Snapshot of the statistics since warm-up ended.  Any thread. */
+STOKE_API int stoke_loader_stats(const stoke_loader *l, stoke_stats *out);
+
+/* One record per finished epoch, warm-up ones included. */
+typedef struct stoke_epoch_stats {
+  uint64_t epoch;    /* the epoch's number */
+  int warmup;        /* 1 if left out of stoke_loader_stats */
+  int64_t wall_ns;   /* first next() of the epoch to the one returning END */
+  int64_t wait_ns, compute_ns;
+  uint64_t batches, samples;
+} stoke_epoch_stats;
+
+STOKE_API size_t stoke_loader_n_epoch_stats(const stoke_loader *l);
+/* Record i (0 = the first epoch run).  STOKE_EINVAL when out of range. */
+STOKE_API int stoke_loader_epoch_stats(const stoke_loader *l, size_t i,
+                                       stoke_epoch_stats *out);
+
+/* ------------------------------------------------------------------------ */
+/* Diagnosis                                                                 */
+
+typedef enum stoke_verdict {
+  STOKE_VERDICT_UNKNOWN = 0, /* too few steps to say */
+  STOKE_VERDICT_BUSY = 1,    /* waiting is a small share: the model is the cost */
+  STOKE_VERDICT_STARVING = 2,/* the producer's mean rate is below the consumer's */
+  STOKE_VERDICT_VARIANCE = 3 /* the mean keeps up, the wait has a long tail */
+} stoke_verdict;
+
+typedef struct stoke_diagnosis {
+  int verdict;            /* stoke_verdict */
+  double wait_ratio;      /* the numbers the verdict rests on */
+  double queue_empty_frac;
+  double tail_ratio;      /* wait p99 / max(step p50, 1 ms) */
+  char reason[256];       /* one line: the verdict and its numbers */
+} stoke_diagnosis;
+
+/* Thresholds, documented in docs/diagnosis.md. */
+#define STOKE_BUSY_WAIT_RATIO 0.10
+#define STOKE_STARVING_EMPTY_FRAC 0.50
+
+/* "busy", "starving", "variance", "unknown". */
+STOKE_API const char *stoke_verdict_name(int verdict);
+/* Judge a snapshot. */
+STOKE_API int stoke_diagnose(const stoke_stats *st, stoke_diagnosis *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* STOKE_H */

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Install the Debian packages stoke needs, only those missing.
+#   scripts/deps.sh          build and test dependencies
+#   scripts/deps.sh --bench  plus the references the benchmarks compare with
+set -euo pipefail
+
+pkgs=(build-essential cmake pkg-config libcmocka-dev libcjson-dev
+      libjpeg62-turbo-dev libspng-dev python3)
+if [[ "${1:-}" == "--bench" ]]; then
+  pkgs+=(python3-torch python3-numpy)
+fi
+
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" \
+    || missing+=("$p")
+done
+[[ ${#missing[@]} -eq 0 ]] && exit 0
+
+echo "stoke: installing ${missing[*]}" >&2
+SUDO=""
+[[ $(id -u) -eq 0 ]] || SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"

@@ -1,0 +1,224 @@
+/* internal.h — stoke__ functions and STOKE__ macros shared inside src/.
+** Nothing here is API: cli/ and python/ include only stoke.h. */
+#ifndef STOKE_INTERNAL_H
+#define STOKE_INTERNAL_H
+
+#include "stoke.h"
+
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define STOKE__CACHELINE 64
+#define STOKE__MAX_FIELDS 16
+#define STOKE__ERRMSG_CAP 512
+
+#define STOKE__MIN(a, b) ((a) < (b) ? (a) : (b))
+#define STOKE__MAX(a, b) ((a) > (b) ? (a) : (b))
+
+/* A broken invariant: a bug in stoke, never a user error. */
+#define STOKE__BUG(msg) stoke__bug(__FILE__, __LINE__, msg)
+void stoke__bug(const char *file, int line, const char *msg);
+
+/* ---- memory (src/core/alloc.c) ------------------------------------------ */
+
+/* All allocation goes through these, with the loader's allocator or NULL
+** for malloc/free.  They are also where tests inject allocation failures. */
+void *stoke__alloc(const stoke_allocator *a, size_t n);
+void *stoke__calloc(const stoke_allocator *a, size_t count, size_t size);
+void stoke__free(const stoke_allocator *a, void *p);
+/* Cache-line aligned (64 bytes); free with stoke__free_aligned. */
+void *stoke__alloc_aligned(const stoke_allocator *a, size_t n);
+void stoke__free_aligned(const stoke_allocator *a, void *p);
+char *stoke__strdup(const stoke_allocator *a, const char *s);
+/* a * b, or false on overflow. */
+bool stoke__mul_ok(size_t a, size_t b, size_t *out);
+
+/* ---- errors (src/core/error.c) ------------------------------------------ */
+
+/* Set the calling thread's create-time message (read by stoke_errmsg(NULL))
+** and return code. */
+int stoke__set_tls_error(int code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+void stoke__clear_tls_error(void);
+const char *stoke__tls_error(void);
+/* "12.0 MiB", "512 B": for messages. */
+void stoke__format_bytes(uint64_t n, char *buf, size_t cap);
+
+/* ---- clocks and threads (src/os/) --------------------------------------- */
+
+int64_t stoke__now_ns(void);        /* CLOCK_MONOTONIC */
+int64_t stoke__thread_cpu_ns(void); /* CLOCK_THREAD_CPUTIME_ID */
+/* Sleep ns (restarting after signals). */
+void stoke__sleep_ns(int64_t ns);
+/* Burn ns of this thread's CPU time (not wall time: on a busy machine the
+** call takes longer, as real CPU-bound work would). */
+void stoke__spin_cpu_ns(int64_t ns);
+unsigned stoke__online_cpus(void);
+
+typedef struct stoke__thread stoke__thread; /* wraps pthread_t */
+/* Start fn(arg) on a thread named `name` (at most 15 chars) with an explicit
+** stack size; the thread's timer slack is set to 1 us so that sleeps and
+** condition waits wake on time.  Returns 0 or STOKE_ETHREAD. */
+int stoke__thread_start(stoke__thread **out, const stoke_allocator *a,
+                        const char *name, void *(*fn)(void *), void *arg);
+void stoke__thread_join(stoke__thread *t, const stoke_allocator *a);
+
+/* ---- rng (src/sampler/rng.c) --------------------------------------------- */
+
+uint64_t stoke__mix64(uint64_t x);
+
+/* ---- sampler (src/sampler/sampler.c) -------------------------------------- */
+
+typedef struct stoke__plan {
+  size_t n_source;     /* samples in the source */
+  size_t per_rank;     /* samples this rank sees per epoch */
+  size_t batch_size;
+  size_t n_batches;    /* batches per epoch for this rank */
+  int shuffle;
+  uint64_t seed;
+  unsigned rank, world;
+  int shard_drop_last, drop_last;
+} stoke__plan;
+
+/* Fill in per_rank and n_batches from the other fields; STOKE_EINVAL (with
+** the TLS message) when the shard is empty. */
+int stoke__plan_init(stoke__plan *p);
+/* The epoch's order for this rank: order[0..per_rank) = source indices.
+** perm is scratch of n_source entries.  A pure function of (plan, epoch). */
+void stoke__plan_order(const stoke__plan *p, uint64_t epoch, size_t *perm,
+                       size_t *order);
+/* Samples in the batch at position `batch` of the epoch. */
+size_t stoke__plan_batch_len(const stoke__plan *p, size_t batch);
+
+/* ---- sources (src/source/) ------------------------------------------------- */
+
+struct stoke_sample {
+  size_t index;
+  uint64_t epoch;
+  uint64_t seed;          /* the loader's */
+  stoke_rng rng;
+  void *dst[STOKE__MAX_FIELDS];
+  void *scratch;          /* the worker's, reused across samples */
+  int stage;              /* stage being timed */
+  int64_t mark_ns;        /* when it began */
+  int64_t stage_ns[STOKE_STAGE_COUNT]; /* accumulated for this sample */
+  int64_t sleep_bias_ns;  /* the thread's measured sleep overshoot */
+  char *err;              /* the worker's message buffer */
+  size_t err_cap;
+  bool failed;
+};
+
+typedef struct stoke__source_ops {
+  int (*fill)(stoke_source *src, stoke_sample *s);
+  void (*destroy)(stoke_source *src);
+  /* Optional: where sample `index` lives (file, shard and offset), for
+  ** error messages.  Writes a NUL-terminated string into buf. */
+  void (*describe)(const stoke_source *src, size_t index, char *buf,
+                   size_t cap);
+} stoke__source_ops;
+
+struct stoke_source {
+  atomic_long refs;          /* atomic, acq_rel: last release frees */
+  size_t n_samples;
+  size_t n_fields;
+  stoke_field_desc fields[STOKE__MAX_FIELDS]; /* names owned */
+  size_t field_bytes[STOKE__MAX_FIELDS];
+  const stoke__source_ops *ops;
+  void *impl;                /* the kind's own state */
+  const char *kind;          /* "tensors", "callback", "synthetic" */
+};
+
+/* Validate and copy field descriptions into src (names duplicated). */
+int stoke__source_init(stoke_source *src, const char *kind, size_t n_samples,
+                       size_t n_fields, const stoke_field_desc *fields);
+void stoke__source_retain(stoke_source *src);
+void stoke__source_release(stoke_source *src);
+/* Bytes of one sample of a field desc (0 if invalid). */
+size_t stoke__field_bytes(const stoke_field_desc *d);
+
+/* ---- stats (src/stats/) ---------------------------------------------------- */
+
+/* Log-bucket histogram of durations in ns: 32 linear buckets below 32 ns,
+** then 32 buckets per power of two up to 2^40 ns (~18 min), so a bucket's
+** midpoint is within 1.6% of any value in it.  One writer at a time; any
+** thread may read (relaxed atomics, so reads are race-free). */
+#define STOKE__HIST_SUB 32
+#define STOKE__HIST_OCTAVES 36
+#define STOKE__HIST_BUCKETS (STOKE__HIST_SUB * (STOKE__HIST_OCTAVES + 1))
+
+typedef struct stoke__hist {
+  atomic_uint_least64_t bucket[STOKE__HIST_BUCKETS];
+  atomic_uint_least64_t count, sum, max;
+} stoke__hist;
+
+/* A plain copy, for merging and subtracting. */
+typedef struct stoke__hist_snap {
+  uint64_t bucket[STOKE__HIST_BUCKETS];
+  uint64_t count, sum, max;
+} stoke__hist_snap;
+
+size_t stoke__hist_bucket_of(uint64_t v);
+uint64_t stoke__hist_bucket_mid(size_t b);
+void stoke__hist_add(stoke__hist *h, uint64_t v);       /* single writer */
+void stoke__hist_read(const stoke__hist *h, stoke__hist_snap *acc); /* += */
+void stoke__hist_sub(stoke__hist_snap *a, const stoke__hist_snap *b);
+/* Value at quantile q in [0, 1] (bucket midpoint, clamped to max). */
+uint64_t stoke__hist_quantile(const stoke__hist_snap *h, double q);
+void stoke__hist_dist(const stoke__hist_snap *h, stoke_dist *out);
+
+/* Single-writer counter add: a relaxed load and store, which compiles to a
+** plain add on x86 (no lock prefix) yet is race-free for readers. */
+static inline void stoke__counter_add(atomic_uint_least64_t *c, uint64_t v) {
+  atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + v,
+                        memory_order_relaxed);
+}
+static inline uint64_t stoke__counter_get(const atomic_uint_least64_t *c) {
+  return atomic_load_explicit((atomic_uint_least64_t *)c,
+                              memory_order_relaxed);
+}
+
+/* What one producer thread measures.  Written only by that thread. */
+typedef struct stoke__producer_stats {
+  stoke__hist stage[STOKE_STAGE_COUNT];
+  atomic_uint_least64_t busy_ns, cpu_ns, chunks, samples;
+} stoke__producer_stats;
+
+/* What the consumer measures.  Written only by the consumer. */
+#define STOKE__DEPTH_BINS 16
+typedef struct stoke__consumer_stats {
+  stoke__hist wait, compute;
+  atomic_uint_least64_t depth[STOKE__DEPTH_BINS];
+  atomic_uint_least64_t steps, samples, bytes;
+} stoke__consumer_stats;
+
+/* Everything summed, for snapshots and the warm-up baseline. */
+typedef struct stoke__stats_snap {
+  stoke__hist_snap stage[STOKE_STAGE_COUNT];
+  stoke__hist_snap wait, compute;
+  uint64_t depth[STOKE__DEPTH_BINS];
+  uint64_t busy_ns, cpu_ns, chunks, produced;
+  uint64_t steps, samples, bytes;
+} stoke__stats_snap;
+
+void stoke__stats_snap_producer(const stoke__producer_stats *p,
+                                stoke__stats_snap *acc);
+void stoke__stats_snap_consumer(const stoke__consumer_stats *c,
+                                stoke__stats_snap *acc);
+void stoke__stats_snap_sub(stoke__stats_snap *a, const stoke__stats_snap *b);
+/* Fill the public view from a snapshot (struct_size already checked). */
+void stoke__stats_publish(const stoke__stats_snap *s, stoke_stats *out);
+
+/* ---- sample production (src/pipeline/produce.c) ---------------------------- */
+
+/* Fill one sample with src, timing its stages into ps.  Returns 0 or
+** STOKE_ESAMPLE with s->err set. */
+int stoke__produce(stoke_source *src, stoke_sample *s,
+                   stoke__producer_stats *ps);
+
+#endif /* STOKE_INTERNAL_H */

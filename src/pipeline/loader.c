@@ -1,0 +1,371 @@
+/* loader.c — the loader's life cycle: configuration, the memory budget,
+** creation and destruction, and the statistics read side.
+**
+** DESIGN
+** Threads: the caller's (create, next, release, destroy, any thread for
+** stats) and n_workers workers named stoke-w<N>, created once and kept
+** across epochs.  W = 0 creates no thread: next() fills the batch itself.
+** Memory: everything is allocated here, before any thread starts, and
+** checked first against cfg.mem_budget_bytes: K + 1 batch slots, the epoch
+** order, per-worker statistics.  Nothing grows during an epoch except the
+** list of epoch records (one small record per epoch).
+** Shutdown: destroy sets stop under mu, wakes every waiter and joins every
+** worker; a worker finishes the sample it is in, so a stuck user callback
+** delays destroy until it returns, and nothing is detached. */
+#define _POSIX_C_SOURCE 200809L
+#include "pipeline.h"
+
+#include <stdio.h>
+#include <string.h>
+
+void stoke_config_init(stoke_config *cfg) {
+  memset(cfg, 0, sizeof *cfg);
+  cfg->struct_size = sizeof *cfg;
+  cfg->batch_size = 32;
+  cfg->n_workers = STOKE_WORKERS_AUTO;
+  cfg->prefetch = 2;
+  cfg->world = 1;
+  cfg->in_order = 1;
+}
+
+/* Upper bound on threads: beyond this a config is a typo, not a plan. */
+#define STOKE__MAX_WORKERS 1024
+#define STOKE__MAX_PREFETCH 1024
+
+static int validate(const stoke_config *c) {
+  if (!c)
+    return stoke__set_tls_error(STOKE_EINVAL, "config: cfg is NULL");
+  if (c->struct_size != sizeof *c)
+    return stoke__set_tls_error(
+        STOKE_EINVAL,
+        "config: struct_size is %zu, expected %zu (call stoke_config_init)",
+        c->struct_size, sizeof *c);
+  if (!c->source)
+    return stoke__set_tls_error(STOKE_EINVAL, "config: source is NULL");
+  if (c->batch_size == 0)
+    return stoke__set_tls_error(STOKE_EINVAL, "config: batch_size is 0");
+  if (c->prefetch == 0 || c->prefetch > STOKE__MAX_PREFETCH)
+    return stoke__set_tls_error(STOKE_EINVAL,
+                                "config: prefetch is %u, expected 1..%d",
+                                c->prefetch, STOKE__MAX_PREFETCH);
+  if (c->n_workers != STOKE_WORKERS_AUTO && c->n_workers > STOKE__MAX_WORKERS)
+    return stoke__set_tls_error(STOKE_EINVAL,
+                                "config: n_workers is %u, expected 0..%d",
+                                c->n_workers, STOKE__MAX_WORKERS);
+  if (c->world == 0)
+    return stoke__set_tls_error(STOKE_EINVAL, "config: world is 0");
+  if (c->rank >= c->world)
+    return stoke__set_tls_error(STOKE_EINVAL,
+                                "config: rank %u is not below world %u",
+                                c->rank, c->world);
+  if (c->sample_timeout_ms < 0)
+    return stoke__set_tls_error(STOKE_EINVAL,
+                                "config: sample_timeout_ms is negative");
+  return 0;
+}
+
+/* The host memory ledger: every term the loader allocates. */
+typedef struct ledger {
+  uint64_t slots, order, workers, consumer;
+} ledger;
+
+static uint64_t ledger_total(const ledger *g) {
+  return g->slots + g->order + g->workers + g->consumer;
+}
+
+static void ledger_compute(const stoke_loader *l, ledger *g) {
+  uint64_t b = l->cfg.batch_size;
+  g->slots = (uint64_t)l->n_slots *
+             (b * l->sample_bytes + b * sizeof(size_t) + sizeof(stoke_batch));
+  g->order = ((uint64_t)l->plan.n_source + l->plan.per_rank) * sizeof(size_t);
+  g->workers = (uint64_t)STOKE__MAX(l->n_workers, 1) *
+               (sizeof(stoke__producer_stats) + sizeof(worker));
+  g->consumer = sizeof(stoke__consumer_stats) + sizeof(stoke__stats_snap);
+}
+
+static int check_budget(const stoke_loader *l, const ledger *g) {
+  uint64_t total = ledger_total(g), budget = l->cfg.mem_budget_bytes;
+  if (budget == 0 || total <= budget) return 0;
+  struct { const char *what; uint64_t n; } terms[] = {
+      {"batch slots", g->slots}, {"epoch order", g->order},
+      {"worker statistics", g->workers}, {"consumer statistics", g->consumer}};
+  size_t big = 0;
+  for (size_t i = 1; i < sizeof terms / sizeof terms[0]; i++)
+    if (terms[i].n > terms[big].n) big = i;
+  char need[32], have[32], slot[32], term[32];
+  stoke__format_bytes(total, need, sizeof need);
+  stoke__format_bytes(budget, have, sizeof have);
+  stoke__format_bytes(l->cfg.batch_size * l->sample_bytes, slot, sizeof slot);
+  stoke__format_bytes(terms[big].n, term, sizeof term);
+  if (big == 0)
+    return stoke__set_tls_error(
+        STOKE_EBUDGET,
+        "memory budget %s is too small: the loader needs %s, most of it %s "
+        "of batch slots (%zu slots = prefetch %u + 1, %s each); lower "
+        "prefetch or batch_size",
+        have, need, term, l->n_slots, l->cfg.prefetch, slot);
+  return stoke__set_tls_error(
+      STOKE_EBUDGET,
+      "memory budget %s is too small: the loader needs %s, most of it %s "
+      "of %s", have, need, term, terms[big].what);
+}
+
+static int alloc_slots(stoke_loader *l) {
+  l->slots = stoke__calloc(l->alloc, l->n_slots, sizeof *l->slots);
+  if (!l->slots) return STOKE_ENOMEM;
+  for (size_t i = 0; i < l->n_slots; i++) {
+    stoke_batch *b = &l->slots[i];
+    b->owner = l;
+    atomic_init(&b->remaining, 0);
+    b->indices = stoke__calloc(l->alloc, l->cfg.batch_size, sizeof(size_t));
+    if (!b->indices) return STOKE_ENOMEM;
+    for (size_t f = 0; f < l->src->n_fields; f++) {
+      b->data[f] = stoke__alloc_aligned(
+          l->alloc, l->cfg.batch_size * l->src->field_bytes[f]);
+      if (!b->data[f]) return STOKE_ENOMEM;
+    }
+    b->next_free = l->free_list;
+    l->free_list = b;
+  }
+  return 0;
+}
+
+static int alloc_workers(stoke_loader *l) {
+  size_t n = STOKE__MAX(l->n_workers, 1);
+  l->workers = stoke__calloc(l->alloc, n, sizeof *l->workers);
+  if (!l->workers) return STOKE_ENOMEM;
+  for (size_t i = 0; i < n; i++) {
+    worker *w = &l->workers[i];
+    w->l = l;
+    w->id = (unsigned)i;
+    w->sample.err = w->err;
+    w->sample.err_cap = sizeof w->err;
+    w->sample.seed = l->cfg.seed;
+    atomic_init(&w->cur_start_ns, 0);
+    atomic_init(&w->cur_index, 0);
+    w->stats = stoke__alloc_aligned(l->alloc, sizeof *w->stats);
+    if (!w->stats) return STOKE_ENOMEM;
+    memset(w->stats, 0, sizeof *w->stats);
+  }
+  return 0;
+}
+
+static int init_sync(stoke_loader *l) {
+  pthread_condattr_t ca;
+  if (pthread_condattr_init(&ca) != 0) return STOKE_ENOMEM;
+  /* Timed waits (the stuck-sample watchdog) use the monotonic clock. */
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  int rc = pthread_mutex_init(&l->mu, NULL) ||
+           pthread_mutex_init(&l->stats_mu, NULL) ||
+           pthread_cond_init(&l->work_cv, &ca) ||
+           pthread_cond_init(&l->ready_cv, &ca);
+  pthread_condattr_destroy(&ca);
+  return rc ? STOKE_ENOMEM : 0;
+}
+
+static void destroy_sync(stoke_loader *l) {
+  pthread_mutex_destroy(&l->mu);
+  pthread_mutex_destroy(&l->stats_mu);
+  pthread_cond_destroy(&l->work_cv);
+  pthread_cond_destroy(&l->ready_cv);
+}
+
+static void free_loader(stoke_loader *l) {
+  const stoke_allocator *a = l->alloc;
+  if (l->slots) {
+    for (size_t i = 0; i < l->n_slots; i++) {
+      stoke__free(a, l->slots[i].indices);
+      for (size_t f = 0; f < STOKE__MAX_FIELDS; f++)
+        stoke__free_aligned(a, l->slots[i].data[f]);
+    }
+    stoke__free(a, l->slots);
+  }
+  if (l->workers) {
+    for (size_t i = 0; i < STOKE__MAX(l->n_workers, 1); i++)
+      stoke__free_aligned(a, l->workers[i].stats);
+    stoke__free(a, l->workers);
+  }
+  stoke__free(a, l->perm);
+  stoke__free(a, l->order);
+  stoke__free_aligned(a, l->cstats);
+  stoke__free(a, l->baseline);
+  stoke__free(a, l->epochs);
+  stoke__source_release(l->src);
+  stoke__free(a, l);
+}
+
+static void stop_workers(stoke_loader *l, unsigned started) {
+  pthread_mutex_lock(&l->mu);
+  atomic_store_explicit(&l->stop, true, memory_order_relaxed);
+  pthread_cond_broadcast(&l->work_cv);
+  pthread_cond_broadcast(&l->ready_cv);
+  pthread_mutex_unlock(&l->mu);
+  for (unsigned i = 0; i < started; i++)
+    stoke__thread_join(l->workers[i].thread, l->alloc);
+}
+
+int stoke_loader_create(const stoke_config *cfg, stoke_loader **out) {
+  if (!out)
+    return stoke__set_tls_error(STOKE_EINVAL, "config: out is NULL");
+  *out = NULL;
+  stoke__clear_tls_error();
+  int rc = validate(cfg);
+  if (rc) return rc;
+
+  stoke_loader *l = stoke__calloc(cfg->alloc, 1, sizeof *l);
+  if (!l) return stoke__set_tls_error(STOKE_ENOMEM, "loader: out of memory");
+  l->cfg = *cfg;
+  l->alloc = cfg->alloc;
+  l->src = cfg->source;
+  stoke__source_retain(l->src);
+  if (l->cfg.n_workers == STOKE_WORKERS_AUTO)
+    l->cfg.n_workers = stoke__online_cpus();
+  l->n_workers = l->cfg.n_workers;
+  l->n_slots = (size_t)l->cfg.prefetch + 1;
+  for (size_t f = 0; f < l->src->n_fields; f++)
+    l->sample_bytes += l->src->field_bytes[f];
+  l->plan = (stoke__plan){.n_source = l->src->n_samples,
+                          .batch_size = l->cfg.batch_size,
+                          .shuffle = l->cfg.shuffle,
+                          .seed = l->cfg.seed,
+                          .rank = l->cfg.rank,
+                          .world = l->cfg.world,
+                          .shard_drop_last = l->cfg.shard_drop_last,
+                          .drop_last = l->cfg.drop_last};
+  atomic_init(&l->stop, false);
+  atomic_init(&l->epochs_done, 0);
+
+  rc = stoke__plan_init(&l->plan);
+  ledger g = {0};
+  if (rc == 0) {
+    ledger_compute(l, &g);
+    l->host_bytes = ledger_total(&g);
+    rc = check_budget(l, &g);
+  }
+  if (rc == 0 && init_sync(l) != 0) {
+    free_loader(l);
+    return stoke__set_tls_error(STOKE_ENOMEM, "loader: cannot set up locks");
+  }
+  if (rc != 0) {
+    free_loader(l);
+    return rc;
+  }
+  int mem = 0;
+  l->perm = stoke__calloc(l->alloc, l->plan.n_source, sizeof(size_t));
+  l->order = stoke__calloc(l->alloc, l->plan.per_rank, sizeof(size_t));
+  l->cstats = stoke__alloc_aligned(l->alloc, sizeof *l->cstats);
+  l->baseline = stoke__calloc(l->alloc, 1, sizeof *l->baseline);
+  if (!l->perm || !l->order || !l->cstats || !l->baseline) mem = STOKE_ENOMEM;
+  if (!mem) memset(l->cstats, 0, sizeof *l->cstats);
+  if (!mem) mem = alloc_slots(l);
+  if (!mem) mem = alloc_workers(l);
+  if (mem) {
+    char need[32];
+    stoke__format_bytes(l->host_bytes, need, sizeof need);
+    destroy_sync(l);
+    free_loader(l);
+    return stoke__set_tls_error(STOKE_ENOMEM,
+                                "loader: out of memory allocating %s", need);
+  }
+  l->measuring = l->cfg.warmup_epochs == 0 && l->cfg.warmup_steps == 0;
+
+  for (unsigned i = 0; i < l->n_workers; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "stoke-w%u", i);
+    rc = stoke__thread_start(&l->workers[i].thread, l->alloc, name,
+                             stoke__worker_main, &l->workers[i]);
+    if (rc != 0) {
+      unsigned n = l->n_workers;
+      stop_workers(l, i);
+      destroy_sync(l);
+      free_loader(l);
+      return stoke__set_tls_error(rc, "loader: cannot start worker %u of %u",
+                                  i, n);
+    }
+  }
+  *out = l;
+  return 0;
+}
+
+void stoke_loader_destroy(stoke_loader *l) {
+  if (!l) return;
+  stop_workers(l, l->n_workers);
+  destroy_sync(l);
+  free_loader(l);
+}
+
+const char *stoke_errmsg(const stoke_loader *l) {
+  if (!l) return stoke__tls_error();
+  /* errmsg is written once, under mu, before error is set, and never
+  ** changed after: returning it after the lock is released is safe. */
+  stoke_loader *ml = (stoke_loader *)l;
+  pthread_mutex_lock(&ml->mu);
+  const char *m = l->error ? l->errmsg : l->lastmsg;
+  pthread_mutex_unlock(&ml->mu);
+  return m;
+}
+
+size_t stoke_loader_n_batches(const stoke_loader *l) {
+  return l ? l->plan.n_batches : 0;
+}
+
+size_t stoke_loader_n_samples(const stoke_loader *l) {
+  if (!l) return 0;
+  if (!l->plan.drop_last) return l->plan.per_rank;
+  return l->plan.n_batches * l->plan.batch_size;
+}
+
+void stoke_loader_config(const stoke_loader *l, stoke_config *out) {
+  if (l && out) *out = l->cfg;
+}
+
+uint64_t stoke_loader_host_bytes(const stoke_loader *l) {
+  return l ? l->host_bytes : 0;
+}
+
+int stoke_loader_stats(const stoke_loader *l, stoke_stats *out) {
+  if (!l || !out || out->struct_size == 0) return STOKE_EINVAL;
+  stoke__stats_snap *snap = stoke__calloc(l->alloc, 1, sizeof *snap);
+  if (!snap) return STOKE_ENOMEM;
+  stoke_loader *ml = (stoke_loader *)l; /* locks are not logically state */
+  pthread_mutex_lock(&ml->stats_mu);
+  for (size_t i = 0; i < STOKE__MAX(l->n_workers, 1); i++)
+    stoke__stats_snap_producer(l->workers[i].stats, snap);
+  if (l->have_baseline) stoke__stats_snap_sub(snap, l->baseline);
+  pthread_mutex_unlock(&ml->stats_mu);
+  stoke__stats_snap_consumer(l->cstats, snap);
+  stoke_stats full;
+  full.struct_size = sizeof full;
+  stoke__stats_publish(snap, &full);
+  full.epochs_done =
+      atomic_load_explicit(&ml->epochs_done, memory_order_relaxed);
+  stoke__free(l->alloc, snap);
+  /* A caller built against an older, smaller stoke_stats gets its prefix. */
+  size_t n = STOKE__MIN(out->struct_size, sizeof full);
+  full.struct_size = n;
+  memcpy(out, &full, n);
+  return 0;
+}
+
+size_t stoke_loader_n_epoch_stats(const stoke_loader *l) {
+  if (!l) return 0;
+  stoke_loader *ml = (stoke_loader *)l;
+  pthread_mutex_lock(&ml->stats_mu);
+  size_t n = l->n_epochs;
+  pthread_mutex_unlock(&ml->stats_mu);
+  return n;
+}
+
+int stoke_loader_epoch_stats(const stoke_loader *l, size_t i,
+                             stoke_epoch_stats *out) {
+  if (!l || !out) return STOKE_EINVAL;
+  stoke_loader *ml = (stoke_loader *)l;
+  int rc = STOKE_EINVAL;
+  pthread_mutex_lock(&ml->stats_mu);
+  if (i < l->n_epochs) {
+    *out = l->epochs[i];
+    rc = 0;
+  }
+  pthread_mutex_unlock(&ml->stats_mu);
+  return rc;
+}

@@ -1,0 +1,512 @@
+/* pipeline.c — workers, slots and the consumer's next()/release().
+**
+** DESIGN
+** An epoch is a list of positions 0..per_rank-1 (l->order maps a position
+** to a source index); batch k covers positions [k*B, k*B + n_k).  Workers
+** claim *chunks* of consecutive positions under l->mu, write each sample
+** straight into its place in the batch's slot (collation in place, no copy),
+** and then, without the lock, subtract the chunk from the batch's
+** `remaining`; the worker that takes it to zero marks the batch READY and
+** wakes the consumer.  A chunk never spans two batches.
+**
+** Slots: K + 1 batch buffers.  Batch k takes a free slot when its first
+** position is claimed (so batches are assigned in order) and keeps it until
+** the caller releases it.  At most K + 1 batches exist at once: the window
+** of prefetch is simply the free list, and a worker that finds no free slot
+** waits on work_cv (measured as the SLOT_WAIT stage).
+**
+** Order: in order (default), next() hands out batch next_deliver and waits
+** for it; out of order, the lowest-numbered READY batch.  The content of a
+** batch depends only on (seed, epoch, rank, world, batch number), never on
+** which worker wrote which sample, nor when.
+**
+** Chunk size: each worker sizes its next claim from its measured cost per
+** sample (about 50 us of work per claim, at most one batch), so cheap
+** samples cost a lock per few hundred samples and expensive ones are spread
+** over all workers one at a time.
+**
+** Errors: the first failing sample poisons the loader (l->error, message
+** naming the sample); workers stop claiming, next() returns the error once
+** and STOKE_EBADSTATE after.  The consumer's wait is timed when a sample
+** timeout is set and checks what each worker is in the middle of.
+**
+** W = 0: no threads; next() claims the whole batch and fills it inline. */
+#define _POSIX_C_SOURCE 200809L
+#include "pipeline.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#define CHUNK_TARGET_NS 50000.0
+
+void stoke__fail_locked(stoke_loader *l, int code, const char *fmt, ...) {
+  if (l->error) return; /* the first error is the one reported */
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(l->errmsg, sizeof l->errmsg, fmt, ap);
+  va_end(ap);
+  l->error = code;
+  pthread_cond_broadcast(&l->ready_cv);
+  pthread_cond_broadcast(&l->work_cv);
+}
+
+/* ---- producing ------------------------------------------------------------ */
+
+static size_t chunk_size(const stoke_loader *l, const worker *w, size_t left) {
+  size_t max = l->cfg.max_chunk ? l->cfg.max_chunk : l->cfg.batch_size;
+  size_t n = 1;
+  if (w->cost_ewma_ns > 0) {
+    double want = CHUNK_TARGET_NS / w->cost_ewma_ns;
+    n = want >= (double)max ? max : (size_t)want;
+  }
+  if (n < 1) n = 1;
+  if (n > max) n = max;
+  return n < left ? n : left;
+}
+
+/* Assign the next batch of the epoch to a free slot (mu held). */
+static stoke_batch *assign_batch(stoke_loader *l) {
+  stoke_batch *b = l->free_list;
+  l->free_list = b->next_free;
+  b->next_free = NULL;
+  b->number = l->next_batch++;
+  b->epoch = l->epoch;
+  b->n = stoke__plan_batch_len(&l->plan, b->number);
+  memcpy(b->indices, l->order + b->number * l->cfg.batch_size,
+         b->n * sizeof(size_t));
+  atomic_store_explicit(&b->remaining, b->n, memory_order_relaxed);
+  b->state = SLOT_FILLING;
+  return b;
+}
+
+/* Claim the next chunk (mu held).  Returns false on stop.  *off is the
+** chunk's first offset in *out_b. */
+static bool claim(stoke_loader *l, worker *w, stoke_batch **out_b,
+                  size_t *off, size_t *n) {
+  int64_t slot_wait_start = 0;
+  for (;;) {
+    if (atomic_load_explicit(&l->stop, memory_order_relaxed)) return false;
+    if (l->epoch_active && !l->error &&
+        (l->claim_batch || l->next_batch < l->plan.n_batches)) {
+      if (!l->claim_batch) {
+        if (!l->free_list) {
+          /* The window is full: every slot is filling, ready or lent. */
+          if (!slot_wait_start) slot_wait_start = stoke__now_ns();
+          pthread_cond_wait(&l->work_cv, &l->mu);
+          continue;
+        }
+        l->claim_batch = assign_batch(l);
+        l->claim_pos = 0;
+      }
+      stoke_batch *b = l->claim_batch;
+      *out_b = b;
+      *off = l->claim_pos;
+      *n = chunk_size(l, w, b->n - l->claim_pos);
+      l->claim_pos += *n;
+      if (l->claim_pos == b->n) l->claim_batch = NULL;
+      if (slot_wait_start)
+        stoke__hist_add(&w->stats->stage[STOKE_STAGE_SLOT_WAIT],
+                        (uint64_t)(stoke__now_ns() - slot_wait_start));
+      return true;
+    }
+    slot_wait_start = 0; /* idle between epochs is not a slot wait */
+    pthread_cond_wait(&l->work_cv, &l->mu);
+  }
+}
+
+static void describe_sample(const stoke_loader *l, size_t index, char *buf,
+                            size_t cap) {
+  buf[0] = '\0';
+  if (l->src->ops->describe) {
+    buf[0] = ' ';
+    buf[1] = '(';
+    l->src->ops->describe(l->src, index, buf + 2, cap > 4 ? cap - 4 : 0);
+    strcat(buf, ")");
+  }
+}
+
+/* Fill samples [off, off + n) of b.  Returns 0 or STOKE_ESAMPLE after
+** poisoning the loader with a message naming the sample. */
+static int fill_chunk(stoke_loader *l, worker *w, stoke_batch *b, size_t off,
+                      size_t n) {
+  stoke_sample *s = &w->sample;
+  int64_t t0 = stoke__now_ns(), c0 = stoke__thread_cpu_ns();
+  size_t done = 0;
+  int rc = 0;
+  for (; done < n; done++) {
+    if (atomic_load_explicit(&l->stop, memory_order_relaxed)) break;
+    size_t pos = off + done, index = b->indices[pos];
+    s->index = index;
+    s->epoch = b->epoch;
+    stoke_rng_init(&s->rng, l->cfg.seed, b->epoch, index);
+    for (size_t f = 0; f < l->src->n_fields; f++)
+      s->dst[f] = (char *)b->data[f] + pos * l->src->field_bytes[f];
+    atomic_store_explicit(&w->cur_index, index, memory_order_relaxed);
+    atomic_store_explicit(&w->cur_start_ns, stoke__now_ns(),
+                          memory_order_relaxed);
+    rc = stoke__produce(l->src, s, w->stats);
+    atomic_store_explicit(&w->cur_start_ns, 0, memory_order_relaxed);
+    if (rc != 0) {
+      char where[256];
+      describe_sample(l, index, where, sizeof where);
+      pthread_mutex_lock(&l->mu);
+      stoke__fail_locked(l, STOKE_ESAMPLE,
+                         "sample %zu%s (epoch %llu, batch %zu) failed: %s",
+                         index, where, (unsigned long long)b->epoch,
+                         b->number, w->err[0] ? w->err : "no reason given");
+      pthread_mutex_unlock(&l->mu);
+      break;
+    }
+  }
+  int64_t dt = stoke__now_ns() - t0;
+  stoke__counter_add(&w->stats->busy_ns, (uint64_t)dt);
+  stoke__counter_add(&w->stats->cpu_ns,
+                     (uint64_t)(stoke__thread_cpu_ns() - c0));
+  stoke__counter_add(&w->stats->chunks, 1);
+  if (done > 0) {
+    double per = (double)dt / (double)done;
+    w->cost_ewma_ns =
+        w->cost_ewma_ns > 0 ? 0.7 * w->cost_ewma_ns + 0.3 * per : per;
+  }
+  if (rc != 0 || done < n) return rc ? rc : STOKE_EBADSTATE;
+  return 0;
+}
+
+/* Publish a filled chunk; the last one in marks the batch READY. */
+static void complete_chunk(stoke_loader *l, stoke_batch *b, size_t n) {
+  if (atomic_fetch_sub_explicit(&b->remaining, n, memory_order_acq_rel) != n)
+    return;
+  pthread_mutex_lock(&l->mu);
+  b->state = SLOT_READY;
+  pthread_cond_broadcast(&l->ready_cv);
+  pthread_mutex_unlock(&l->mu);
+}
+
+void *stoke__worker_main(void *arg) {
+  worker *w = arg;
+  stoke_loader *l = w->l;
+  pthread_mutex_lock(&l->mu);
+  stoke_batch *b;
+  size_t off, n;
+  while (claim(l, w, &b, &off, &n)) {
+    pthread_mutex_unlock(&l->mu);
+    if (fill_chunk(l, w, b, off, n) == 0) complete_chunk(l, b, n);
+    pthread_mutex_lock(&l->mu);
+  }
+  pthread_mutex_unlock(&l->mu);
+  return NULL;
+}
+
+/* ---- statistics hooks ------------------------------------------------------ */
+
+void stoke__take_baseline(stoke_loader *l) {
+  stoke__stats_snap *snap = l->baseline;
+  pthread_mutex_lock(&l->stats_mu);
+  memset(snap, 0, sizeof *snap);
+  for (size_t i = 0; i < STOKE__MAX(l->n_workers, 1); i++)
+    stoke__stats_snap_producer(l->workers[i].stats, snap);
+  l->have_baseline = true;
+  pthread_mutex_unlock(&l->stats_mu);
+}
+
+void stoke__record_epoch(stoke_loader *l, int64_t end_ns) {
+  stoke_epoch_stats e = {
+      .epoch = l->epoch,
+      .warmup = l->epoch_warmup,
+      .wall_ns = end_ns - l->epoch_start_ns,
+      .wait_ns = l->epoch_wait_ns,
+      .compute_ns = l->epoch_compute_ns,
+      .batches = l->epoch_batches,
+      .samples = l->epoch_samples,
+  };
+  pthread_mutex_lock(&l->stats_mu);
+  if (l->n_epochs == l->cap_epochs) {
+    size_t cap = l->cap_epochs ? 2 * l->cap_epochs : 16;
+    stoke_epoch_stats *p = stoke__calloc(l->alloc, cap, sizeof *p);
+    if (p) {
+      if (l->n_epochs) memcpy(p, l->epochs, l->n_epochs * sizeof *p);
+      stoke__free(l->alloc, l->epochs);
+      l->epochs = p;
+      l->cap_epochs = cap;
+    }
+  }
+  /* Out of memory for a record loses the record, not the epoch. */
+  if (l->n_epochs < l->cap_epochs) l->epochs[l->n_epochs++] = e;
+  pthread_mutex_unlock(&l->stats_mu);
+  atomic_fetch_add_explicit(&l->epochs_done, 1, memory_order_relaxed);
+}
+
+/* ---- the consumer ------------------------------------------------------------ */
+
+/* Start the next epoch (mu held, no epoch active, so no worker reads
+** order).  The order is computed under the lock: workers are idle and the
+** only other caller, release(), waits at most this long once per epoch. */
+static void start_epoch(stoke_loader *l, int64_t now) {
+  l->epoch = l->next_epoch;
+  l->next_epoch = l->epoch + 1;
+  stoke__plan_order(&l->plan, l->epoch, l->perm, l->order);
+  l->claim_batch = NULL;
+  l->claim_pos = 0;
+  l->next_batch = 0;
+  l->next_deliver = 0;
+  l->n_delivered = 0;
+  l->epoch_active = true;
+  l->epoch_start_ns = now;
+  l->epoch_wait_ns = l->epoch_compute_ns = 0;
+  l->epoch_batches = l->epoch_samples = 0;
+  uint64_t done = atomic_load_explicit(&l->epochs_done, memory_order_relaxed);
+  l->epoch_warmup = done < l->cfg.warmup_epochs;
+  pthread_cond_broadcast(&l->work_cv);
+}
+
+/* The batch next() may hand out now, or NULL (mu held).  *depth is how many
+** batches were ready to hand out. */
+static stoke_batch *deliverable(stoke_loader *l, size_t *depth) {
+  stoke_batch *best = NULL;
+  size_t ready = 0;
+  for (size_t i = 0; i < l->n_slots; i++) {
+    stoke_batch *b = &l->slots[i];
+    if (b->state != SLOT_READY || b->epoch != l->epoch) continue;
+    ready++;
+    if (!best || b->number < best->number) best = b;
+  }
+  if (l->cfg.in_order) {
+    /* Only the run of consecutive ready batches from next_deliver counts. */
+    size_t run = 0;
+    for (bool found = true; found;) {
+      found = false;
+      for (size_t i = 0; i < l->n_slots; i++) {
+        stoke_batch *b = &l->slots[i];
+        if (b->state == SLOT_READY && b->epoch == l->epoch &&
+            b->number == l->next_deliver + run) {
+          run++;
+          found = true;
+        }
+      }
+    }
+    ready = run;
+    if (best && best->number != l->next_deliver) best = NULL;
+  }
+  *depth = ready;
+  return best;
+}
+
+/* Look for a sample running past the timeout (mu held). */
+static void check_stuck(stoke_loader *l, int64_t now) {
+  int64_t limit = l->cfg.sample_timeout_ms * 1000000;
+  for (unsigned i = 0; i < l->n_workers; i++) {
+    worker *w = &l->workers[i];
+    int64_t start =
+        atomic_load_explicit(&w->cur_start_ns, memory_order_relaxed);
+    if (start == 0 || now - start <= limit) continue;
+    size_t index = atomic_load_explicit(&w->cur_index, memory_order_relaxed);
+    char where[256];
+    describe_sample(l, index, where, sizeof where);
+    stoke__fail_locked(l, STOKE_ETIMEDOUT,
+                       "sample %zu%s has been running for %lld ms on worker "
+                       "%u, over the sample timeout of %lld ms (epoch %llu)",
+                       index, where, (long long)((now - start) / 1000000), i,
+                       (long long)l->cfg.sample_timeout_ms,
+                       (unsigned long long)l->epoch);
+    return;
+  }
+}
+
+static void timed_wait(stoke_loader *l) {
+  if (l->cfg.sample_timeout_ms <= 0 || l->n_workers == 0) {
+    pthread_cond_wait(&l->ready_cv, &l->mu);
+    return;
+  }
+  /* Wake at least every quarter timeout (at most 250 ms) to look. */
+  int64_t step = STOKE__MIN(l->cfg.sample_timeout_ms * 1000000 / 4,
+                            (int64_t)250000000);
+  if (step < 1000000) step = 1000000;
+  int64_t t = stoke__now_ns() + step;
+  struct timespec ts = {.tv_sec = t / 1000000000, .tv_nsec = t % 1000000000};
+  if (pthread_cond_timedwait(&l->ready_cv, &l->mu, &ts) == ETIMEDOUT)
+    check_stuck(l, stoke__now_ns());
+}
+
+/* W = 0: fill the next batch in the caller's thread (mu held on entry and
+** on return; released while filling). */
+static int fill_inline(stoke_loader *l, stoke_batch **out) {
+  stoke_batch *b = assign_batch(l);
+  l->claim_batch = NULL;
+  pthread_mutex_unlock(&l->mu);
+  int rc = fill_chunk(l, &l->workers[0], b, 0, b->n);
+  pthread_mutex_lock(&l->mu);
+  if (rc != 0) return l->error ? l->error : rc;
+  b->state = SLOT_READY;
+  *out = b;
+  return 0;
+}
+
+/* Account a step's compute time (the gap since the last next() returned). */
+static void account_compute(stoke_loader *l, int64_t now) {
+  if (!l->last_return_ns) return;
+  int64_t c = now - l->last_return_ns;
+  l->epoch_compute_ns += c;
+  if (l->last_step_measured) stoke__hist_add(&l->cstats->compute, (uint64_t)c);
+  l->last_return_ns = 0;
+}
+
+static bool step_is_measured(stoke_loader *l) {
+  if (l->measuring) return true;
+  uint64_t done = atomic_load_explicit(&l->epochs_done, memory_order_relaxed);
+  if (done < l->cfg.warmup_epochs) return false;
+  if (l->warmup_steps_seen < l->cfg.warmup_steps) {
+    l->warmup_steps_seen++;
+    return false;
+  }
+  /* Warm-up just ended: what producers measured so far is left out. */
+  stoke__take_baseline(l);
+  l->measuring = true;
+  return true;
+}
+
+static int poisoned(stoke_loader *l) {
+  if (l->error_reported) return STOKE_EBADSTATE;
+  l->error_reported = true;
+  return l->error;
+}
+
+int stoke_loader_next(stoke_loader *l, stoke_batch **out) {
+  if (!l || !out) return STOKE_EINVAL;
+  *out = NULL;
+  int64_t t_enter = stoke__now_ns();
+  pthread_mutex_lock(&l->mu);
+  account_compute(l, t_enter);
+  if (l->error) {
+    int rc = poisoned(l);
+    pthread_mutex_unlock(&l->mu);
+    return rc;
+  }
+  if (!l->epoch_active) start_epoch(l, t_enter);
+  if (l->n_delivered == l->plan.n_batches) {
+    l->epoch_active = false;
+    pthread_mutex_unlock(&l->mu);
+    stoke__record_epoch(l, t_enter);
+    return STOKE_END;
+  }
+  bool measured = step_is_measured(l);
+
+  size_t depth = 0;
+  stoke_batch *b = deliverable(l, &depth);
+  size_t depth_seen = depth;
+  int rc = 0;
+  while (!b) {
+    if (l->error) {
+      rc = poisoned(l);
+      break;
+    }
+    if (l->n_workers == 0) {
+      if (!l->free_list) {
+        rc = STOKE_EBUSY;
+        break;
+      }
+      rc = fill_inline(l, &b);
+      if (rc) {
+        rc = poisoned(l);
+        break;
+      }
+      break;
+    }
+    if (l->n_lent == l->n_slots) {
+      rc = STOKE_EBUSY; /* nothing can be produced until a release */
+      break;
+    }
+    timed_wait(l);
+    b = deliverable(l, &depth);
+  }
+  if (rc) {
+    if (rc == STOKE_EBUSY)
+      snprintf(l->lastmsg, sizeof l->lastmsg,
+               "all %zu batch slots are held by the caller; release one "
+               "before next() (or raise prefetch)", l->n_slots);
+    pthread_mutex_unlock(&l->mu);
+    return rc;
+  }
+  b->state = SLOT_LENT;
+  l->n_lent++;
+  l->n_delivered++;
+  if (l->cfg.in_order) l->next_deliver++;
+  pthread_mutex_unlock(&l->mu);
+
+  int64_t t_ret = stoke__now_ns();
+  int64_t wait = t_ret - t_enter;
+  l->epoch_wait_ns += wait;
+  l->epoch_batches++;
+  l->epoch_samples += b->n;
+  l->steps_total++;
+  if (measured) {
+    stoke__consumer_stats *c = l->cstats;
+    stoke__hist_add(&c->wait, (uint64_t)wait);
+    stoke__counter_add(
+        &c->depth[STOKE__MIN(depth_seen, (size_t)STOKE__DEPTH_BINS - 1)], 1);
+    stoke__counter_add(&c->steps, 1);
+    stoke__counter_add(&c->samples, b->n);
+    stoke__counter_add(&c->bytes, b->n * l->sample_bytes);
+  }
+  l->last_step_measured = measured;
+  l->last_return_ns = t_ret;
+  *out = b;
+  return STOKE_OK;
+}
+
+void stoke_batch_release(stoke_batch *b) {
+  if (!b) return;
+  stoke_loader *l = b->owner;
+  pthread_mutex_lock(&l->mu);
+  if (b->state == SLOT_LENT) {
+    b->state = SLOT_FREE;
+    b->next_free = l->free_list;
+    l->free_list = b;
+    l->n_lent--;
+    pthread_cond_broadcast(&l->work_cv);
+  }
+  pthread_mutex_unlock(&l->mu);
+}
+
+int stoke_loader_set_epoch(stoke_loader *l, uint64_t epoch) {
+  if (!l) return STOKE_EINVAL;
+  pthread_mutex_lock(&l->mu);
+  int rc = 0;
+  if (l->epoch_active) {
+    rc = STOKE_EINVAL;
+    snprintf(l->lastmsg, sizeof l->lastmsg,
+             "set_epoch(%llu) during epoch %llu: call it between epochs",
+             (unsigned long long)epoch, (unsigned long long)l->epoch);
+  } else
+    l->next_epoch = epoch;
+  pthread_mutex_unlock(&l->mu);
+  return rc;
+}
+
+/* ---- batch views ---------------------------------------------------------------- */
+
+size_t stoke_batch_size(const stoke_batch *b) { return b ? b->n : 0; }
+size_t stoke_batch_number(const stoke_batch *b) { return b ? b->number : 0; }
+uint64_t stoke_batch_epoch(const stoke_batch *b) { return b ? b->epoch : 0; }
+const size_t *stoke_batch_indices(const stoke_batch *b) {
+  return b ? b->indices : NULL;
+}
+size_t stoke_batch_n_fields(const stoke_batch *b) {
+  return b ? b->owner->src->n_fields : 0;
+}
+
+int stoke_batch_field(const stoke_batch *b, size_t f, stoke_tensor *out) {
+  if (!b || !out || f >= b->owner->src->n_fields) return STOKE_EINVAL;
+  const stoke_source *src = b->owner->src;
+  const stoke_field_desc *d = &src->fields[f];
+  memset(out, 0, sizeof *out);
+  out->name = d->name;
+  out->data = b->data[f];
+  out->dtype = d->dtype;
+  out->ndim = d->ndim + 1;
+  out->shape[0] = (int64_t)b->n;
+  for (int i = 0; i < d->ndim; i++) out->shape[i + 1] = d->shape[i];
+  out->n_bytes = b->n * src->field_bytes[f];
+  return 0;
+}

@@ -1,0 +1,124 @@
+/* pipeline.h — the loader's private state, shared by loader.c (life cycle,
+** configuration, statistics) and pipeline.c (workers, next, release).
+**
+** Lock order: l->mu, then l->stats_mu.  stats_mu is a leaf; no user
+** callback, allocation-hook call or fill runs while mu is held, except the
+** allocator inside create/destroy where no other thread runs. */
+#ifndef STOKE_PIPELINE_H
+#define STOKE_PIPELINE_H
+
+#include "internal.h"
+
+#include <pthread.h>
+
+typedef enum slot_state {
+  SLOT_FREE = 0,  /* in the free list */
+  SLOT_FILLING,   /* assigned a batch; workers are writing samples */
+  SLOT_READY,     /* every sample written; waiting for next() */
+  SLOT_LENT       /* handed to the caller until stoke_batch_release */
+} slot_state;
+
+struct stoke_batch {
+  stoke_loader *owner;
+  void *data[STOKE__MAX_FIELDS]; /* one buffer per field, owned, aligned */
+  size_t *indices;               /* batch_size entries, owned */
+  size_t number;                 /* position in its epoch */
+  uint64_t epoch;
+  size_t n;                      /* samples in this batch */
+  atomic_size_t remaining;       /* samples not yet written; acq_rel: the
+                                    worker that takes it to 0 sees every
+                                    other worker's writes and marks READY */
+  int state;                     /* slot_state; protected by mu */
+  struct stoke_batch *next_free; /* protected by mu */
+};
+
+typedef struct worker {
+  stoke_loader *l;
+  unsigned id;
+  stoke__thread *thread;
+  stoke__producer_stats *stats;  /* written by this worker only */
+  stoke_sample sample;           /* reused for every sample */
+  char err[STOKE__ERRMSG_CAP];
+  /* What the worker is producing, for the stuck-sample watchdog.
+  ** atomic, relaxed: read only to write a message. */
+  atomic_int_least64_t cur_start_ns; /* 0 when not inside a fill */
+  atomic_size_t cur_index;
+  double cost_ewma_ns;           /* per sample; sizes the next claim */
+} worker;
+
+struct stoke_loader {
+  stoke_config cfg;              /* resolved; frozen at create */
+  const stoke_allocator *alloc;  /* borrowed from cfg */
+  stoke_source *src;             /* our reference */
+  stoke__plan plan;
+  size_t *perm;                  /* n_source scratch for the shuffle */
+  size_t *order;                 /* per_rank source indices of the epoch;
+                                    written only while no epoch is active */
+  size_t n_slots;                /* prefetch + 1 */
+  stoke_batch *slots;
+  size_t sample_bytes;
+  uint64_t host_bytes;
+
+  pthread_mutex_t mu;
+  pthread_cond_t work_cv;        /* workers: a slot was freed, an epoch
+                                    started, or stop */
+  pthread_cond_t ready_cv;       /* consumer: a batch became READY, an
+                                    error, or stop */
+  /* Protected by mu. */
+  bool epoch_active;
+  uint64_t epoch;                /* of the active (or last) epoch */
+  uint64_t next_epoch;           /* number of the next epoch to start */
+  size_t claim_pos;              /* next position of order to claim */
+  stoke_batch *claim_batch;      /* batch being claimed into, or NULL */
+  size_t next_batch;             /* number of the next batch to assign */
+  size_t next_deliver;           /* in order: lowest undelivered number */
+  size_t n_delivered;            /* batches handed out this epoch */
+  size_t n_lent;                 /* slots held by the caller */
+  stoke_batch *free_list;
+  int error;                     /* first fatal error, 0 if none */
+  bool error_reported;           /* next() returned it once already */
+  char errmsg[STOKE__ERRMSG_CAP];/* kept from the first error; never
+                                    changed once error is set */
+  char lastmsg[STOKE__ERRMSG_CAP];/* the last non-fatal message (EBUSY,
+                                    EINVAL); consumer thread, under mu */
+  atomic_bool stop;              /* set under mu; workers also poll it
+                                    between samples (relaxed) */
+
+  unsigned n_workers;
+  worker *workers;               /* n_workers, or one for W = 0 that the
+                                    consumer's thread uses */
+
+  /* Consumer side: only the thread inside next() touches these. */
+  stoke__consumer_stats *cstats;
+  int64_t last_return_ns;        /* 0: no step in progress */
+  bool last_step_measured;
+  bool measuring;
+  bool epoch_warmup;             /* the active epoch is a warm-up one */
+  uint64_t warmup_steps_seen;    /* steps skipped after warm-up epochs */
+  uint64_t steps_total;          /* all steps, warm-up included */
+  int64_t epoch_start_ns, epoch_wait_ns, epoch_compute_ns;
+  uint64_t epoch_batches, epoch_samples;
+
+  pthread_mutex_t stats_mu;      /* leaf */
+  /* Protected by stats_mu. */
+  stoke__stats_snap *baseline;   /* producers' totals when warm-up ended */
+  bool have_baseline;
+  stoke_epoch_stats *epochs;
+  size_t n_epochs, cap_epochs;
+  atomic_uint_least64_t epochs_done; /* relaxed: stats only */
+};
+
+/* pipeline.c */
+void *stoke__worker_main(void *arg);
+/* Take the producers' totals as the warm-up baseline (consumer thread). */
+void stoke__take_baseline(stoke_loader *l);
+/* Record a finished epoch (consumer thread). */
+void stoke__record_epoch(stoke_loader *l, int64_t end_ns);
+/* Set the loader's first fatal error (mu held). */
+void stoke__fail_locked(stoke_loader *l, int code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+#endif /* STOKE_PIPELINE_H */

@@ -1,0 +1,25 @@
+/* produce.c — one sample through its source, with its stages timed. */
+#include "internal.h"
+
+#include <string.h>
+
+int stoke__produce(stoke_source *src, stoke_sample *s,
+                   stoke__producer_stats *ps) {
+  memset(s->stage_ns, 0, sizeof s->stage_ns);
+  s->failed = false;
+  s->stage = STOKE_STAGE_READ;
+  s->mark_ns = stoke__now_ns();
+  int rc = src->ops->fill(src, s);
+  s->stage_ns[s->stage] += stoke__now_ns() - s->mark_ns;
+  /* READ is counted for every sample so that its count is the number of
+  ** samples produced; the other stages only when a source used them. */
+  stoke__hist_add(&ps->stage[STOKE_STAGE_READ],
+                  (uint64_t)s->stage_ns[STOKE_STAGE_READ]);
+  for (int st = STOKE_STAGE_DECODE; st <= STOKE_STAGE_TRANSFORM; st++)
+    if (s->stage_ns[st] > 0)
+      stoke__hist_add(&ps->stage[st], (uint64_t)s->stage_ns[st]);
+  stoke__counter_add(&ps->samples, 1);
+  if (rc != 0 && !s->failed && s->err && s->err_cap)
+    s->err[0] = '\0';
+  return rc != 0 ? STOKE_ESAMPLE : 0;
+}

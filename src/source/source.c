@@ -1,0 +1,250 @@
+/* source.c — what every source shares: field descriptions, reference
+** counting, and the sample handle given to fill callbacks.  Sources are
+** shared between the caller and every loader using them, so the last
+** reference frees them. */
+#include "internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+size_t stoke_dtype_size(int dtype) {
+  switch (dtype) {
+  case STOKE_U8: return 1;
+  case STOKE_F16: return 2;
+  case STOKE_I32:
+  case STOKE_F32: return 4;
+  case STOKE_I64:
+  case STOKE_F64: return 8;
+  default: return 0;
+  }
+}
+
+const char *stoke_dtype_name(int dtype) {
+  switch (dtype) {
+  case STOKE_U8: return "u8";
+  case STOKE_I32: return "i32";
+  case STOKE_I64: return "i64";
+  case STOKE_F16: return "f16";
+  case STOKE_F32: return "f32";
+  case STOKE_F64: return "f64";
+  default: return "?";
+  }
+}
+
+size_t stoke__field_bytes(const stoke_field_desc *d) {
+  size_t n = stoke_dtype_size(d->dtype);
+  if (n == 0 || d->ndim < 0 || d->ndim > STOKE_MAX_DIMS) return 0;
+  for (int i = 0; i < d->ndim; i++) {
+    if (d->shape[i] <= 0) return 0;
+    if (!stoke__mul_ok(n, (size_t)d->shape[i], &n)) return 0;
+  }
+  return n;
+}
+
+int stoke__source_init(stoke_source *src, const char *kind, size_t n_samples,
+                       size_t n_fields, const stoke_field_desc *fields) {
+  if (n_samples == 0)
+    return stoke__set_tls_error(STOKE_EINVAL, "%s source: no samples", kind);
+  if (n_fields == 0 || n_fields > STOKE__MAX_FIELDS || !fields)
+    return stoke__set_tls_error(STOKE_EINVAL,
+                                "%s source: n_fields is %zu, expected 1..%d",
+                                kind, n_fields, STOKE__MAX_FIELDS);
+  atomic_init(&src->refs, 1);
+  src->kind = kind;
+  src->n_samples = n_samples;
+  src->n_fields = n_fields;
+  for (size_t f = 0; f < n_fields; f++) {
+    const stoke_field_desc *d = &fields[f];
+    if (stoke_dtype_size(d->dtype) == 0)
+      return stoke__set_tls_error(STOKE_EINVAL,
+                                  "%s source: field %zu has unknown dtype %d",
+                                  kind, f, d->dtype);
+    if (d->ndim < 0 || d->ndim > STOKE_MAX_DIMS)
+      return stoke__set_tls_error(STOKE_EINVAL,
+                                  "%s source: field %zu has ndim %d, expected "
+                                  "0..%d", kind, f, d->ndim, STOKE_MAX_DIMS);
+    for (int i = 0; i < d->ndim; i++)
+      if (d->shape[i] <= 0)
+        return stoke__set_tls_error(
+            STOKE_EINVAL, "%s source: field %zu has shape[%d] = %lld, "
+            "expected > 0", kind, f, i, (long long)d->shape[i]);
+    size_t bytes = stoke__field_bytes(d);
+    if (bytes == 0)
+      return stoke__set_tls_error(STOKE_EINVAL,
+                                  "%s source: field %zu is too large", kind, f);
+    src->fields[f] = *d;
+    char fallback[16];
+    snprintf(fallback, sizeof fallback, "f%zu", f);
+    src->fields[f].name = stoke__strdup(NULL, d->name ? d->name : fallback);
+    if (!src->fields[f].name)
+      return stoke__set_tls_error(STOKE_ENOMEM, "%s source: out of memory",
+                                  kind);
+    src->field_bytes[f] = bytes;
+  }
+  return 0;
+}
+
+void stoke__source_retain(stoke_source *src) {
+  atomic_fetch_add_explicit(&src->refs, 1, memory_order_relaxed);
+}
+
+void stoke__source_release(stoke_source *src) {
+  if (!src) return;
+  /* acq_rel: the freeing thread must see every other holder's writes. */
+  if (atomic_fetch_sub_explicit(&src->refs, 1, memory_order_acq_rel) != 1)
+    return;
+  if (src->ops && src->ops->destroy) src->ops->destroy(src);
+  for (size_t f = 0; f < src->n_fields; f++)
+    stoke__free(NULL, (void *)src->fields[f].name);
+  stoke__free(NULL, src);
+}
+
+void stoke_source_destroy(stoke_source *src) { stoke__source_release(src); }
+
+size_t stoke_source_n_samples(const stoke_source *src) {
+  return src ? src->n_samples : 0;
+}
+
+size_t stoke_source_n_fields(const stoke_source *src) {
+  return src ? src->n_fields : 0;
+}
+
+const stoke_field_desc *stoke_source_field(const stoke_source *src, size_t f) {
+  if (!src || f >= src->n_fields) return NULL;
+  return &src->fields[f];
+}
+
+/* ---- the sample handle ---------------------------------------------------- */
+
+size_t stoke_sample_index(const stoke_sample *s) { return s->index; }
+uint64_t stoke_sample_epoch(const stoke_sample *s) { return s->epoch; }
+stoke_rng *stoke_sample_rng(stoke_sample *s) { return &s->rng; }
+
+void *stoke_sample_field(stoke_sample *s, size_t f) {
+  if (f >= STOKE__MAX_FIELDS) return NULL;
+  return s->dst[f];
+}
+
+void stoke_sample_stage(stoke_sample *s, int stage) {
+  if (stage < 0 || stage > STOKE_STAGE_TRANSFORM) return;
+  int64_t now = stoke__now_ns();
+  s->stage_ns[s->stage] += now - s->mark_ns;
+  s->mark_ns = now;
+  s->stage = stage;
+}
+
+int stoke_sample_fail(stoke_sample *s, const char *fmt, ...) {
+  s->failed = true;
+  if (s->err && s->err_cap) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(s->err, s->err_cap, fmt, ap);
+    va_end(ap);
+  }
+  return STOKE_ESAMPLE;
+}
+
+/* ---- in-memory tensors ------------------------------------------------------ */
+
+typedef struct tensors_impl {
+  const void *data[STOKE__MAX_FIELDS]; /* borrowed */
+} tensors_impl;
+
+static int tensors_fill(stoke_source *src, stoke_sample *s) {
+  const tensors_impl *t = src->impl;
+  for (size_t f = 0; f < src->n_fields; f++) {
+    size_t n = src->field_bytes[f];
+    memcpy(s->dst[f], (const char *)t->data[f] + s->index * n, n);
+  }
+  return 0;
+}
+
+static void tensors_destroy(stoke_source *src) { stoke__free(NULL, src->impl); }
+
+static const stoke__source_ops tensors_ops = {tensors_fill, tensors_destroy, NULL};
+
+static int finish_create(stoke_source *src, int rc, stoke_source **out) {
+  if (rc != 0) {
+    src->ops = NULL; /* impl not set up: free only the common part */
+    stoke__source_release(src);
+    return rc;
+  }
+  *out = src;
+  return 0;
+}
+
+int stoke_source_create_tensors(size_t n_samples, size_t n_fields,
+                                const stoke_field_desc *fields,
+                                const void *const *data, stoke_source **out) {
+  if (!out) return stoke__set_tls_error(STOKE_EINVAL, "tensors source: out is NULL");
+  *out = NULL;
+  if (!data)
+    return stoke__set_tls_error(STOKE_EINVAL, "tensors source: data is NULL");
+  stoke_source *src = stoke__calloc(NULL, 1, sizeof *src);
+  if (!src) return stoke__set_tls_error(STOKE_ENOMEM, "tensors source: out of memory");
+  int rc = stoke__source_init(src, "tensors", n_samples, n_fields, fields);
+  for (size_t f = 0; rc == 0 && f < n_fields; f++) {
+    size_t total;
+    if (!data[f])
+      rc = stoke__set_tls_error(STOKE_EINVAL,
+                                "tensors source: data[%zu] is NULL", f);
+    else if (!stoke__mul_ok(n_samples, src->field_bytes[f], &total))
+      rc = stoke__set_tls_error(STOKE_EINVAL,
+                                "tensors source: field %zu is too large", f);
+  }
+  tensors_impl *t = NULL;
+  if (rc == 0) {
+    t = stoke__calloc(NULL, 1, sizeof *t);
+    if (!t) rc = stoke__set_tls_error(STOKE_ENOMEM, "tensors source: out of memory");
+  }
+  if (rc == 0) {
+    for (size_t f = 0; f < n_fields; f++) t->data[f] = data[f];
+    src->impl = t;
+    src->ops = &tensors_ops;
+  }
+  return finish_create(src, rc, out);
+}
+
+/* ---- user callback ------------------------------------------------------------ */
+
+typedef struct callback_impl {
+  stoke_fill_fn fn;
+  void *user; /* borrowed */
+} callback_impl;
+
+static int callback_fill(stoke_source *src, stoke_sample *s) {
+  const callback_impl *c = src->impl;
+  int rc = c->fn(c->user, s);
+  if (rc != 0 && !s->failed)
+    stoke_sample_fail(s, "the fill callback returned %d", rc);
+  return rc != 0 ? STOKE_ESAMPLE : 0;
+}
+
+static void callback_destroy(stoke_source *src) { stoke__free(NULL, src->impl); }
+
+static const stoke__source_ops callback_ops = {callback_fill, callback_destroy, NULL};
+
+int stoke_source_create_callback(size_t n_samples, size_t n_fields,
+                                 const stoke_field_desc *fields,
+                                 stoke_fill_fn fill, void *user,
+                                 stoke_source **out) {
+  if (!out) return stoke__set_tls_error(STOKE_EINVAL, "callback source: out is NULL");
+  *out = NULL;
+  if (!fill)
+    return stoke__set_tls_error(STOKE_EINVAL, "callback source: fill is NULL");
+  stoke_source *src = stoke__calloc(NULL, 1, sizeof *src);
+  if (!src) return stoke__set_tls_error(STOKE_ENOMEM, "callback source: out of memory");
+  int rc = stoke__source_init(src, "callback", n_samples, n_fields, fields);
+  callback_impl *c = NULL;
+  if (rc == 0) {
+    c = stoke__calloc(NULL, 1, sizeof *c);
+    if (!c) rc = stoke__set_tls_error(STOKE_ENOMEM, "callback source: out of memory");
+  }
+  if (rc == 0) {
+    c->fn = fill;
+    c->user = user;
+    src->impl = c;
+    src->ops = &callback_ops;
+  }
+  return finish_create(src, rc, out);
+}

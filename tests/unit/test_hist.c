@@ -1,0 +1,111 @@
+/* test_hist.c — log-bucket histograms: bucket layout, error bound,
+** quantiles, merge and subtract. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+static void test_buckets_are_monotonic_and_tight(void **state) {
+  (void)state;
+  size_t prev = 0;
+  for (uint64_t v = 0; v < (1ULL << 40); v = v < 64 ? v + 1 : v + v / 7) {
+    size_t b = stoke__hist_bucket_of(v);
+    assert_true(b >= prev);
+    assert_true(b < STOKE__HIST_BUCKETS);
+    prev = b;
+    uint64_t mid = stoke__hist_bucket_mid(b);
+    /* The midpoint stands for v within 1/64 (1.6%), exactly below 32. */
+    if (v < 32) {
+      assert_int_equal(mid, v);
+    } else {
+      double err = ((double)mid - (double)v) / (double)v;
+      assert_true(err <= 1.0 / 64 + 1e-12);
+      assert_true(err >= -1.0 / 64 - 1e-12);
+    }
+  }
+  /* Beyond the last octave everything lands in the last bucket. */
+  assert_int_equal(stoke__hist_bucket_of(UINT64_MAX), STOKE__HIST_BUCKETS - 1);
+}
+
+static void test_quantiles_of_uniform(void **state) {
+  (void)state;
+  stoke__hist *h = calloc(1, sizeof *h);
+  for (uint64_t v = 1; v <= 10000; v++) stoke__hist_add(h, v * 1000);
+  stoke__hist_snap *s = calloc(1, sizeof *s);
+  stoke__hist_read(h, s);
+  assert_int_equal(s->count, 10000);
+  assert_int_equal(s->max, 10000000);
+  stoke_dist d;
+  stoke__hist_dist(s, &d);
+  assert_int_equal(d.mean_ns, 5000500);
+  /* Within the bucket error of the exact quantiles. */
+  assert_in_range(d.p50_ns, 5000000 * 0.984, 5000000 * 1.016);
+  assert_in_range(d.p95_ns, 9500000 * 0.984, 9500000 * 1.016);
+  assert_in_range(d.p99_ns, 9900000 * 0.984, 9900000 * 1.016);
+  assert_int_equal(d.max_ns, 10000000);
+  free(h);
+  free(s);
+}
+
+static void test_quantile_of_a_long_tail(void **state) {
+  (void)state;
+  stoke__hist *h = calloc(1, sizeof *h);
+  /* 98 fast steps and 2 very slow ones: p50 fast, p99 slow. */
+  for (int i = 0; i < 98; i++) stoke__hist_add(h, 1000);
+  stoke__hist_add(h, 50000000);
+  stoke__hist_add(h, 60000000);
+  stoke__hist_snap *s = calloc(1, sizeof *s);
+  stoke__hist_read(h, s);
+  assert_int_equal(stoke__hist_quantile(s, 0.5), 1000);
+  assert_true(stoke__hist_quantile(s, 0.99) >= 49000000);
+  assert_int_equal(stoke__hist_quantile(s, 1.0), 60000000);
+  free(h);
+  free(s);
+}
+
+static void test_empty_and_subtract(void **state) {
+  (void)state;
+  stoke__hist *h = calloc(1, sizeof *h);
+  stoke__hist_snap *a = calloc(1, sizeof *a), *b = calloc(1, sizeof *b);
+  stoke_dist d;
+  stoke__hist_dist(a, &d);
+  assert_int_equal(d.count, 0);
+  assert_int_equal(d.p99_ns, 0);
+  for (int i = 0; i < 10; i++) stoke__hist_add(h, 100);
+  stoke__hist_read(h, b); /* baseline: ten values of 100 */
+  for (int i = 0; i < 5; i++) stoke__hist_add(h, 7000);
+  stoke__hist_read(h, a);
+  stoke__hist_sub(a, b);
+  assert_int_equal(a->count, 5);
+  assert_int_equal(a->sum, 35000);
+  assert_in_range(stoke__hist_quantile(a, 0.5), 7000 * 0.984, 7000 * 1.016);
+  free(h);
+  free(a);
+  free(b);
+}
+
+static void test_counter_add(void **state) {
+  (void)state;
+  atomic_uint_least64_t c;
+  atomic_init(&c, 0);
+  stoke__counter_add(&c, 5);
+  stoke__counter_add(&c, 7);
+  assert_int_equal(stoke__counter_get(&c), 12);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_buckets_are_monotonic_and_tight),
+      cmocka_unit_test(test_quantiles_of_uniform),
+      cmocka_unit_test(test_quantile_of_a_long_tail),
+      cmocka_unit_test(test_empty_and_subtract),
+      cmocka_unit_test(test_counter_add),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
