@@ -65,13 +65,14 @@ stoke_calibrated() {
   shift 3
   [ "${BENCH_NO_STOKE:-0}" = 1 ] && return 0
   local calib=${json%.json}.calib.json
-  stoke_run "$calib" "$@" --epochs $((min_epochs + 1))
+  # -q: thousands of epochs would make the per-epoch table long.
+  stoke_run "$calib" "$@" --epochs $((min_epochs + 1)) -q
   local epoch_s n
   epoch_s=$("$PY" "$BENCH_DIR/benchlib.py" get "$calib" summary.epoch_s)
   n=$("$PY" -c "import math,sys; t,e,m=map(float,sys.argv[1:]); \
 print(int(min(200000, max(m, math.ceil(t / max(e, 1e-9))))))" \
     "$target" "$epoch_s" "$min_epochs")
-  stoke_run "$json" "$@" --epochs $((n + 1))
+  stoke_run "$json" "$@" --epochs $((n + 1)) -q
 }
 
 # torch_run SCRIPT ARGS...: /usr/bin/python3 bench/SCRIPT ARGS.

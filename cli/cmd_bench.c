@@ -37,6 +37,9 @@ const char cmd_bench_usage[] =
     "  --rank R, --world N    shard of a distributed job (RANK and WORLD_SIZE\n"
     "                         from the environment, else 0 and 1)\n"
     "  --out-of-order         hand out a completed batch first\n"
+    "  --no-epoch-prefetch    start each epoch at its first next(), as\n"
+    "                         PyTorch, instead of prefetching it while the\n"
+    "                         previous one ends\n"
     "  --timeout MS           fail when one sample takes longer (0 = never)\n"
     "  --mem-budget SIZE      host bytes the loader may use, e.g. 8GiB\n"
     "\n"
@@ -65,6 +68,7 @@ enum {
   O_RANK,
   O_WORLD,
   O_OUT_OF_ORDER,
+  O_NO_EPOCH_PREFETCH,
   O_TIMEOUT,
   O_MEM_BUDGET,
   O_EPOCHS,
@@ -89,6 +93,8 @@ static const cli_opt bench_opts[] = {{"synthetic", 0, 1, O_SYNTHETIC},
                                      {"rank", 0, 1, O_RANK},
                                      {"world", 0, 1, O_WORLD},
                                      {"out-of-order", 0, 0, O_OUT_OF_ORDER},
+                                     {"no-epoch-prefetch", 0, 0,
+                                      O_NO_EPOCH_PREFETCH},
                                      {"timeout", 0, 1, O_TIMEOUT},
                                      {"mem-budget", 0, 1, O_MEM_BUDGET},
                                      {"epochs", 0, 1, O_EPOCHS},
@@ -183,6 +189,9 @@ int cmd_bench(int argc, char **argv) {
       break;
     case O_OUT_OF_ORDER:
       spec.cfg.in_order = 0;
+      break;
+    case O_NO_EPOCH_PREFETCH:
+      spec.cfg.prefetch_next_epoch = 0;
       break;
     case O_TIMEOUT: {
       int64_t ns;

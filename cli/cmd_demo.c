@@ -7,11 +7,9 @@
 ** is busy) moves the split until the step computes instead of waits.  Each
 ** run is a warm-up epoch and a measured one.
 **
-** Why 32 is on the ladder: every epoch starts with an empty pipeline, so its
-** first step waits for one batch, B * t_d / W.  At W = 16 that is 10 ms
-** (plus timer slack) against 8 steps of 12 ms: about 10% of the epoch, right
-** on STOKE_BUSY_WAIT_RATIO, so 16 is busy on some runs and "variance" on
-** others.  32 halves the fill and settles it.
+** The loader prefetches the next epoch while the current one ends
+** (prefetch_next_epoch), so a measured epoch does not begin with an empty
+** queue; 32 stays on the ladder for machines slower to wake 16 sleepers.
 **
 ** A later version replaces the synthetic samples with real images.
 */

@@ -397,6 +397,7 @@ cJSON *cli_config_json(const cli_run_spec *spec, const cli_run_result *res) {
   cJSON_AddNumberToObject(o, "rank", c->rank);
   cJSON_AddNumberToObject(o, "world", c->world);
   cJSON_AddBoolToObject(o, "out_of_order", !c->in_order);
+  cJSON_AddBoolToObject(o, "prefetch_next_epoch", c->prefetch_next_epoch);
   cJSON_AddNumberToObject(o, "timeout_ms", (double)c->sample_timeout_ms);
   cJSON_AddNumberToObject(o, "mem_budget_bytes", (double)c->mem_budget_bytes);
   cJSON_AddNumberToObject(o, "epochs", spec->epochs);

@@ -274,6 +274,12 @@ typedef struct stoke_config {
   uint64_t mem_budget_bytes; /* host bytes the loader may allocate; 0 = no
                                 limit (default).  Checked before anything is
                                 allocated. */
+  int prefetch_next_epoch; /* 1 (default): once every batch of an epoch is
+                              claimed, workers start on the next epoch
+                              (epoch + 1), so it does not begin with an
+                              empty queue; a different set_epoch() discards
+                              that work.  0: an epoch starts at its first
+                              next(), as PyTorch's DataLoader. */
   size_t max_chunk;        /* most samples a worker claims at once; 0 = auto
                               (sized by measured sample cost) */
   const stoke_allocator *alloc; /* NULL = malloc/free; borrowed, must outlive

@@ -26,6 +26,7 @@ void stoke_config_init(stoke_config *cfg) {
   cfg->prefetch = 2;
   cfg->world = 1;
   cfg->in_order = 1;
+  cfg->prefetch_next_epoch = 1;
 }
 
 /* Upper bound on threads: beyond this a config is a typo, not a plan. */
@@ -279,8 +280,8 @@ int stoke_loader_create(const stoke_config *cfg, stoke_loader **out) {
       stop_workers(l, i);
       destroy_sync(l);
       free_loader(l);
-      return stoke__set_tls_error(rc, "loader: cannot start worker %u of %u",
-                                  i, n);
+      return stoke__set_tls_error(rc, "loader: cannot start worker %u of %u: %s",
+                                  i, n, stoke_strerror(rc));
     }
   }
   *out = l;

@@ -72,13 +72,44 @@ static stoke_batch *assign_batch(stoke_loader *l) {
   l->free_list = b->next_free;
   b->next_free = NULL;
   b->number = l->next_batch++;
-  b->epoch = l->epoch;
+  b->epoch = l->claim_epoch;
+  b->gen = l->claim_gen;
+  b->discard = false;
   b->n = stoke__plan_batch_len(&l->plan, b->number);
   memcpy(b->indices, l->order + b->number * l->cfg.batch_size,
          b->n * sizeof(size_t));
   atomic_store_explicit(&b->remaining, b->n, memory_order_relaxed);
   b->state = SLOT_FILLING;
   return b;
+}
+
+/* With prefetch_next_epoch: may workers move on to the next epoch?  Only
+** one epoch ahead of the consumer, and only when it has batches. */
+static bool may_advance(const stoke_loader *l) {
+  return l->cfg.prefetch_next_epoch && l->claim_open && !l->order_busy &&
+         l->epoch_active && l->claim_gen == l->deliver_gen &&
+         l->plan.n_batches > 0;
+}
+
+/* Open claims on the epoch after the one being delivered (mu held on entry
+** and return).  The order is computed outside the lock: claim_open is false
+** meanwhile, so nobody reads `order`, and order_busy tells start_epoch() to
+** wait for it. */
+static void advance_claims(stoke_loader *l) {
+  uint64_t target = l->next_epoch;
+  l->claim_open = false;
+  l->order_busy = true;
+  pthread_mutex_unlock(&l->mu);
+  stoke__plan_order(&l->plan, target, l->perm, l->order);
+  pthread_mutex_lock(&l->mu);
+  l->order_busy = false;
+  l->claim_epoch = target;
+  l->claim_gen++;
+  l->next_batch = 0;
+  l->claim_batch = NULL;
+  l->claim_open = true;
+  pthread_cond_broadcast(&l->ready_cv); /* start_epoch may wait for us */
+  pthread_cond_broadcast(&l->work_cv);
 }
 
 /* Claim the next chunk (mu held).  Returns false on stop.  *off is the
@@ -88,8 +119,15 @@ static bool claim(stoke_loader *l, worker *w, stoke_batch **out_b,
   int64_t slot_wait_start = 0;
   for (;;) {
     if (atomic_load_explicit(&l->stop, memory_order_relaxed)) return false;
-    if (l->epoch_active && !l->error &&
-        (l->claim_batch || l->next_batch < l->plan.n_batches)) {
+    bool open = l->claim_open && !l->error;
+    if (open && !l->claim_batch && l->next_batch == l->plan.n_batches) {
+      if (may_advance(l)) {
+        advance_claims(l);
+        continue;
+      }
+      open = false; /* this epoch is all claimed */
+    }
+    if (open) {
       if (!l->claim_batch) {
         if (!l->free_list) {
           /* The window is full: every slot is filling, ready or lent. */
@@ -179,8 +217,17 @@ static void complete_chunk(stoke_loader *l, stoke_batch *b, size_t n) {
   if (atomic_fetch_sub_explicit(&b->remaining, n, memory_order_acq_rel) != n)
     return;
   pthread_mutex_lock(&l->mu);
-  b->state = SLOT_READY;
-  pthread_cond_broadcast(&l->ready_cv);
+  if (b->discard) {
+    /* A prefetched epoch that set_epoch() replaced: back to the pool. */
+    b->discard = false;
+    b->state = SLOT_FREE;
+    b->next_free = l->free_list;
+    l->free_list = b;
+    pthread_cond_broadcast(&l->work_cv);
+  } else {
+    b->state = SLOT_READY;
+    pthread_cond_broadcast(&l->ready_cv);
+  }
   pthread_mutex_unlock(&l->mu);
 }
 
@@ -240,16 +287,47 @@ void stoke__record_epoch(stoke_loader *l, int64_t end_ns) {
 
 /* ---- the consumer ------------------------------------------------------------ */
 
-/* Start the next epoch (mu held, no epoch active, so no worker reads
-** order).  The order is computed under the lock: workers are idle and the
-** only other caller, release(), waits at most this long once per epoch. */
-static void start_epoch(stoke_loader *l, int64_t now) {
-  l->epoch = l->next_epoch;
-  l->next_epoch = l->epoch + 1;
-  stoke__plan_order(&l->plan, l->epoch, l->perm, l->order);
+/* Drop what workers prefetched for an epoch that is not the next one
+** (mu held): ready batches go back to the pool now, filling ones when their
+** last sample is written. */
+static void discard_prefetch(stoke_loader *l) {
+  for (size_t i = 0; i < l->n_slots; i++) {
+    stoke_batch *b = &l->slots[i];
+    if (b->gen != l->claim_gen) continue;
+    if (b->state == SLOT_READY) {
+      b->state = SLOT_FREE;
+      b->next_free = l->free_list;
+      l->free_list = b;
+    } else if (b->state == SLOT_FILLING) {
+      b->discard = true;
+    }
+  }
   l->claim_batch = NULL;
-  l->claim_pos = 0;
-  l->next_batch = 0;
+}
+
+/* Start the next epoch (mu held).  Either workers already prefetched it,
+** or claims (re)open on it here.  The order is computed under the lock:
+** workers have nothing to claim meanwhile, and release() waits at most this
+** long once per epoch. */
+static void start_epoch(stoke_loader *l, int64_t now) {
+  while (l->order_busy) pthread_cond_wait(&l->ready_cv, &l->mu);
+  uint64_t target = l->next_epoch;
+  bool ahead = l->claim_open && l->claim_gen != l->deliver_gen;
+  if (ahead && l->claim_epoch == target) {
+    l->deliver_gen = l->claim_gen; /* keep the prefetched batches */
+  } else {
+    if (ahead) discard_prefetch(l);
+    l->claim_open = false;
+    stoke__plan_order(&l->plan, target, l->perm, l->order);
+    l->claim_epoch = target;
+    l->deliver_gen = ++l->claim_gen;
+    l->claim_batch = NULL;
+    l->claim_pos = 0;
+    l->next_batch = 0;
+    l->claim_open = true;
+  }
+  l->epoch = target;
+  l->next_epoch = target + 1;
   l->next_deliver = 0;
   l->n_delivered = 0;
   l->epoch_active = true;
@@ -268,7 +346,7 @@ static stoke_batch *deliverable(stoke_loader *l, size_t *depth) {
   size_t ready = 0;
   for (size_t i = 0; i < l->n_slots; i++) {
     stoke_batch *b = &l->slots[i];
-    if (b->state != SLOT_READY || b->epoch != l->epoch) continue;
+    if (b->state != SLOT_READY || b->gen != l->deliver_gen) continue;
     ready++;
     if (!best || b->number < best->number) best = b;
   }
@@ -279,7 +357,7 @@ static stoke_batch *deliverable(stoke_loader *l, size_t *depth) {
       found = false;
       for (size_t i = 0; i < l->n_slots; i++) {
         stoke_batch *b = &l->slots[i];
-        if (b->state == SLOT_READY && b->epoch == l->epoch &&
+        if (b->state == SLOT_READY && b->gen == l->deliver_gen &&
             b->number == l->next_deliver + run) {
           run++;
           found = true;

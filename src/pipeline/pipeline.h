@@ -24,6 +24,9 @@ struct stoke_batch {
   size_t *indices;               /* batch_size entries, owned */
   size_t number;                 /* position in its epoch */
   uint64_t epoch;
+  uint64_t gen;                  /* the claim generation it belongs to */
+  bool discard;                  /* FILLING for an epoch that will not be
+                                    delivered: free it when filled; mu */
   size_t n;                      /* samples in this batch */
   atomic_size_t remaining;       /* samples not yet written; acq_rel: the
                                     worker that takes it to 0 sees every
@@ -52,8 +55,8 @@ struct stoke_loader {
   stoke_source *src;             /* our reference */
   stoke__plan plan;
   size_t *perm;                  /* n_source scratch for the shuffle */
-  size_t *order;                 /* per_rank source indices of the epoch;
-                                    written only while no epoch is active */
+  size_t *order;                 /* per_rank source indices of claim_epoch;
+                                    written only while claim_open is false */
   size_t n_slots;                /* prefetch + 1 */
   stoke_batch *slots;
   size_t sample_bytes;
@@ -64,11 +67,20 @@ struct stoke_loader {
                                     started, or stop */
   pthread_cond_t ready_cv;       /* consumer: a batch became READY, an
                                     error, or stop */
-  /* Protected by mu. */
+  /* Protected by mu.  Two sides: the consumer delivers epoch `epoch`
+  ** (generation deliver_gen) while workers assign batches of claim_epoch
+  ** (generation claim_gen): the same epoch, or with prefetch_next_epoch the
+  ** one after it.  A generation numbers each run of claims, so batches of a
+  ** discarded prefetch are never mistaken for the epoch's own. */
   bool epoch_active;
   uint64_t epoch;                /* of the active (or last) epoch */
   uint64_t next_epoch;           /* number of the next epoch to start */
-  size_t claim_pos;              /* next position of order to claim */
+  uint64_t deliver_gen;
+  bool claim_open;               /* order holds claim_epoch's order */
+  bool order_busy;               /* a worker computes the next order
+                                    outside the lock */
+  uint64_t claim_epoch, claim_gen;
+  size_t claim_pos;              /* next offset to claim in claim_batch */
   stoke_batch *claim_batch;      /* batch being claimed into, or NULL */
   size_t next_batch;             /* number of the next batch to assign */
   size_t next_deliver;           /* in order: lowest undelivered number */

@@ -113,6 +113,33 @@ static void test_fail_sample_shuffled(void **state) {
   }
 }
 
+/* A fill that returns nonzero without stoke_sample_fail still fails the
+** sample, and the message still names it. */
+static int fill_fail_silently(void *user, stoke_sample *s) {
+  (void)user;
+  return stoke_sample_index(s) == 61 ? -5 : 0;
+}
+
+static void test_fail_without_message(void **state) {
+  (void)state;
+  static const int64_t one[1] = {1};
+  stoke_field_desc f = tu_field("v", STOKE_U8, 1, one);
+  for (unsigned W = 0; W <= 2; W += 2) {
+    stoke_source *src = NULL;
+    TU_OK(stoke_source_create_callback(80, 1, &f, fill_fail_silently, NULL,
+                                       &src));
+    stoke_config c = tu_config(src, W, 2, 10);
+    stoke_loader *l = tu_loader(&c);
+    stoke_batch *b;
+    int rc;
+    while ((rc = stoke_loader_next(l, &b)) == STOKE_OK) stoke_batch_release(b);
+    TU_RC_L(l, rc, STOKE_ESAMPLE);
+    TU_CONTAINS(stoke_errmsg(l), "61");
+    stoke_loader_destroy(l);
+    stoke_source_destroy(src);
+  }
+}
+
 /* ---- stuck samples ----------------------------------------------------------- */
 
 /* Sample 23 waits (up to 10 s) until the test lets it go.  With a 100 ms
@@ -544,6 +571,7 @@ int main(void) {
       cmocka_unit_test(test_fail_sample_w0),
       cmocka_unit_test(test_fail_sample_workers),
       cmocka_unit_test(test_fail_sample_shuffled),
+      cmocka_unit_test(test_fail_without_message),
       cmocka_unit_test(test_stuck_sample_times_out),
       cmocka_unit_test(test_timeout_not_hit),
       cmocka_unit_test_setup_teardown(test_bad_configs, setup_src,

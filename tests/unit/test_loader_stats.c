@@ -327,6 +327,39 @@ static void test_stats_from_another_thread(void **state) {
   tu_cb_free(cb);
 }
 
+/* stoke_loader_mark_step_done ends the compute clock: 5 ms of "device work"
+** before the mark, 100 ms of something else after it.  The compute clock
+** holds the 5 ms (lower bound by construction) and not the 100 ms (the
+** median would have to be late by 95 ms to reach it). */
+static void test_mark_step_done(void **state) {
+  (void)state;
+  enum { N = 40 };
+  static int64_t v[N];
+  stoke_field_desc f = tu_field("v", STOKE_I64, 0, NULL);
+  const void *d0[1] = {v};
+  stoke_source *src = NULL;
+  TU_OK(stoke_source_create_tensors(N, 1, &f, d0, &src));
+  stoke_config c = tu_config(src, 1, 2, 4);
+  stoke_loader *l = tu_loader(&c);
+  stoke_batch *b;
+  int rc;
+  while ((rc = stoke_loader_next(l, &b)) == STOKE_OK) {
+    tu_sleep_ns(5000000);
+    stoke_loader_mark_step_done(l);
+    stoke_batch_release(b);
+    tu_sleep_ns(100000000);
+  }
+  TU_RC_L(l, rc, STOKE_END);
+  stoke_stats st = get_stats(l);
+  assert_int_equal(st.steps, 10);
+  TU_CHECK(st.compute.p50_ns >= 4900000 && st.compute.p50_ns < 100000000,
+           "compute p50 %lld ns: want the 5 ms before mark_step_done, not "
+           "the 105 ms to the next next()",
+           (long long)st.compute.p50_ns);
+  stoke_loader_destroy(l);
+  stoke_source_destroy(src);
+}
+
 /* ---- diagnosis on measured runs ------------------------------------------- */
 
 /* A slow producer: W = 0, every sample sleeps 2 ms (8 ms per batch of 4)
@@ -496,6 +529,7 @@ int main(void) {
       cmocka_unit_test(test_warmup_steps),
       cmocka_unit_test(test_chunks),
       cmocka_unit_test(test_stats_from_another_thread),
+      cmocka_unit_test(test_mark_step_done),
       cmocka_unit_test(test_diagnose_starving),
       cmocka_unit_test(test_diagnose_busy),
       cmocka_unit_test(test_diagnose_snapshots),

@@ -301,6 +301,56 @@ static void test_synthetic_labels(void **state) {
   stoke_source_destroy(src);
 }
 
+/* A SLEEP source spends its cost: at W = 0 an epoch lasts at least the sum
+** of stoke_source_synthetic_cost over its samples (a lower bound only), and
+** the workers' busy time covers it too. */
+static void test_synthetic_sleep_spends_cost(void **state) {
+  (void)state;
+  const int dists[] = {STOKE_COST_FIXED, STOKE_COST_EXP};
+  for (size_t k = 0; k < 2; k++) {
+    stoke_synthetic_config sc;
+    stoke_synthetic_config_init(&sc);
+    sc.kind = STOKE_SYNTH_SLEEP;
+    sc.dist = dists[k];
+    sc.cost_ns = 3000000; /* 3 ms */
+    sc.n_samples = 24;
+    sc.ndim = 1;
+    sc.shape[0] = 2;
+    stoke_source *src = NULL;
+    TU_OK(stoke_source_create_synthetic(&sc, &src));
+    stoke_config c = tu_config(src, 0, 1, 6);
+    c.seed = 31;
+    c.shuffle = 1;
+    stoke_loader *l = tu_loader(&c);
+    TU_OK(stoke_loader_set_epoch(l, 2));
+    int64_t sum = 0;
+    stoke_batch *b;
+    int rc;
+    int64_t t0 = tu_now_ns();
+    while ((rc = stoke_loader_next(l, &b)) == STOKE_OK) {
+      const size_t *ix = stoke_batch_indices(b);
+      for (size_t s = 0; s < stoke_batch_size(b); s++)
+        sum += stoke_source_synthetic_cost(src, 31, 2, ix[s]);
+      stoke_batch_release(b);
+    }
+    int64_t elapsed = tu_now_ns() - t0;
+    TU_RC_L(l, rc, STOKE_END);
+    if (dists[k] == STOKE_COST_FIXED) assert_int_equal(sum, 24 * 3000000);
+    TU_CHECK(elapsed >= sum, "dist %d: the epoch took %lld ns, its samples "
+             "cost %lld ns (with the loader's seed and epoch)", dists[k],
+             (long long)elapsed, (long long)sum);
+    stoke_stats st;
+    memset(&st, 0, sizeof st);
+    st.struct_size = sizeof st;
+    TU_OK(stoke_loader_stats(l, &st));
+    TU_CHECK(st.worker_busy_ns >= sum, "dist %d: worker_busy_ns %lld < the "
+             "samples' cost %lld", dists[k], (long long)st.worker_busy_ns,
+             (long long)sum);
+    stoke_loader_destroy(l);
+    stoke_source_destroy(src);
+  }
+}
+
 int main(void) {
   tu_watchdog(300);
   const struct CMUnitTest tests[] = {
@@ -311,6 +361,7 @@ int main(void) {
       cmocka_unit_test(test_cost_fixed_and_pure),
       cmocka_unit_test(test_cost_distributions),
       cmocka_unit_test(test_synthetic_labels),
+      cmocka_unit_test(test_synthetic_sleep_spends_cost),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -132,9 +132,12 @@ static inline uint8_t tu_pat(size_t i, uint64_t e, size_t j) {
   return (uint8_t)(i * 7u + e * 31u + j * 13u + 1u);
 }
 
+#define TU_CB_EPOCHS 64
+
 typedef struct tu_cb {
   size_t n;                 /* samples */
-  atomic_int *calls;        /* fills per index (reset by the test) */
+  atomic_int *calls;        /* fills per (epoch, index): TU_CB_EPOCHS x n;
+                               see tu_cb_calls, tu_cb_reset_calls */
   atomic_long n_calls;      /* all fills */
   atomic_int bad;           /* TU_BAD_* bits */
   atomic_int in_flight;     /* fills running now */
@@ -154,8 +157,8 @@ static inline tu_cb *tu_cb_new(size_t n) {
   tu_cb *c = calloc(1, sizeof *c);
   if (!c) return NULL;
   c->n = n;
-  c->calls = calloc(n ? n : 1, sizeof *c->calls);
-  for (size_t i = 0; i < n; i++) atomic_init(&c->calls[i], 0);
+  c->calls = calloc(TU_CB_EPOCHS * (n ? n : 1), sizeof *c->calls);
+  for (size_t i = 0; i < TU_CB_EPOCHS * n; i++) atomic_init(&c->calls[i], 0);
   atomic_init(&c->n_calls, 0);
   atomic_init(&c->bad, 0);
   atomic_init(&c->in_flight, 0);
@@ -175,10 +178,27 @@ static inline void tu_cb_free(tu_cb *c) {
   free(c);
 }
 
-/* Between epochs (no fill running): forget the counts of the last one. */
+/* Forget all fill counts; call when no fill can run (e.g. right after a
+** loader is created: its workers wait for the first next()).  Counts are
+** kept per epoch because workers may fill the next epoch's samples before
+** the current one ends (stoke_config.prefetch_next_epoch). */
 static inline void tu_cb_reset_calls(tu_cb *c) {
-  for (size_t i = 0; i < c->n; i++) atomic_store(&c->calls[i], 0);
+  for (size_t i = 0; i < TU_CB_EPOCHS * c->n; i++)
+    atomic_store(&c->calls[i], 0);
   atomic_store(&c->max_in_flight, 0);
+}
+
+/* Fills of sample i for epoch e so far (epochs >= TU_CB_EPOCHS: not kept). */
+static inline int tu_cb_calls(const tu_cb *c, uint64_t e, size_t i) {
+  if (e >= TU_CB_EPOCHS || i >= c->n) return -1;
+  return atomic_load(&c->calls[e * c->n + i]);
+}
+
+/* Fills of all samples for epoch e so far. */
+static inline long tu_cb_epoch_calls(const tu_cb *c, uint64_t e) {
+  long sum = 0;
+  for (size_t i = 0; i < c->n; i++) sum += tu_cb_calls(c, e, i);
+  return sum;
 }
 
 static inline int tu_cb_fill(void *user, stoke_sample *s) {
@@ -196,7 +216,7 @@ static inline int tu_cb_fill(void *user, stoke_sample *s) {
     atomic_fetch_or(&c->bad, TU_BAD_INDEX);
     goto out;
   }
-  atomic_fetch_add(&c->calls[i], 1);
+  if (e < TU_CB_EPOCHS) atomic_fetch_add(&c->calls[e * c->n + i], 1);
   if (c->sleep_ns > 0 && (c->sleep_every <= 1 || i % c->sleep_every == 0))
     tu_sleep_ns(c->sleep_ns);
   if ((long)i == c->stuck_index) {
