@@ -249,7 +249,6 @@ def torch_main(name, args, dataset, loader_kwargs, warmup=1, measured=None,
     epochs, waits = run_epochs(lambda: iter(loader), warmup=warmup,
                                measured=measured, min_seconds=min_seconds,
                                min_epochs=min_epochs)
-    pss = None
     it = getattr(loader, "_iterator", None)
     procs = getattr(it, "_workers", None) or []
     pids = [os.getpid()] + [p.pid for p in procs if p.pid]
@@ -276,8 +275,6 @@ def torch_main(name, args, dataset, loader_kwargs, warmup=1, measured=None,
         "summary": summary,
         "stages": [],
     }
-    # Shut the workers down before writing, so a W=32 run frees its memory.
-    del it, procs, loader
     write_json(args.json, out)
     s = summary
     print("torch %-8s W=%-2d epochs=%d epoch_s=%.4f samples/s=%.0f wait_ratio=%s"

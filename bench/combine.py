@@ -188,9 +188,16 @@ def seed000(stoke, torch, checks):
                                                  "summary.wait_p99_ms"),
                "stoke_verdict": benchlib.get(stoke.get(w, {}),
                                              "summary.verdict"),
+               "stoke_prefetch_next_epoch": benchlib.get(
+                   stoke.get(w, {}), "config.prefetch_next_epoch"),
                "torch_pss_bytes": benchlib.get(torch.get(w, {}),
                                                "summary.pss_total_bytes"),
                "measured_epochs": n_measured(stoke.get(w) or torch.get(w))}
+        if row["stoke_over_ideal"] is not None and \
+                row["stoke_over_ideal"] < 0.995:
+            checks.append("stoke W=%d: %.4f of ideal, faster than possible "
+                          "unless work ran before the epoch's first next()"
+                          % (w, row["stoke_over_ideal"]))
         rows.append(row)
         table_rows.append([w, fmt(ideal), fmt(s), fmt(t),
                            fmt(row["stoke_over_ideal"], "%.3f"),
@@ -212,8 +219,15 @@ def seed000(stoke, torch, checks):
     title = ("seed000: 256 samples x 5 ms (sleep), 3x32x32 f32 + label, "
              "batch 32; epoch seconds (mean of the measured epochs after 1 "
              "warm-up); ideal = 256 x 5 ms / max(W,1)")
+    pf = {r["stoke_prefetch_next_epoch"] for r in rows
+          if r["stoke_epoch_s"] is not None}
     notes = ["Ratios above 1 are slower than ideal; torch/stoke above 1 means "
              "stoke is faster.",
+             "stoke epoch prefetch: %s (on: workers start epoch e+1 once every "
+             "batch of epoch e is claimed; torch starts each epoch at "
+             "iter(); STOKE_EXTRA_ARGS=--no-epoch-prefetch measures stoke the "
+             "torch way)" % ("/".join(sorted({str(p).lower() for p in pf}))
+                             or "n/a"),
              "The JSON rows also hold the median epoch of each side, which "
              "one scheduling hiccup on a loaded machine does not move.",
              "torch hands whole batches to workers (8 batches here), so it "

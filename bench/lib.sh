@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # lib.sh - sourced by each benchmark script (bench/<name>.sh).
 #
 # Environment (all optional; run.sh sets the first three):
@@ -7,6 +8,9 @@
 #   BENCH_OUT    results folder         (default: bench/out)
 #   BENCH_NO_TORCH=1   skip the torch side
 #   BENCH_NO_STOKE=1   skip the stoke side (to test the torch scripts alone)
+#   STOKE_EXTRA_ARGS   more options for every `stoke bench`, e.g.
+#                      --no-epoch-prefetch (start each epoch at its first
+#                      next(), as PyTorch does)
 
 BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(dirname "$BENCH_DIR")
@@ -48,6 +52,9 @@ stoke_run() {
   shift
   [ "${BENCH_NO_STOKE:-0}" = 1 ] && return 0
   local log=${json%.json}.log
+  # shellcheck disable=SC2206 # word splitting of the extra options is meant
+  local extra=(${STOKE_EXTRA_ARGS:-})
+  set -- "$@" "${extra[@]}"
   echo "$STOKE bench $* --json $json" >>"$RAW/commands.txt"
   if ! "$STOKE" bench "$@" --json "$json" >"$log" 2>&1; then
     cat "$log" >&2

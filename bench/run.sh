@@ -26,8 +26,10 @@ esac
 names=("$@")
 [ ${#names[@]} -eq 0 ] && read -r -a names <<<"$ALL"
 for n in "${names[@]}"; do
-  [ -f "$BENCH_DIR/$n.sh" ] && [[ " $ALL " == *" $n "* ]] ||
-    { echo "bench: unknown benchmark '$n' (have: $ALL)" >&2; exit 2; }
+  if [ ! -f "$BENCH_DIR/$n.sh" ] || [[ " $ALL " != *" $n "* ]]; then
+    echo "bench: unknown benchmark '$n' (have: $ALL)" >&2
+    exit 2
+  fi
 done
 
 export STOKE_BUILD_DIR=${STOKE_BUILD_DIR:-$ROOT/build}
@@ -44,8 +46,10 @@ if [ "${BENCH_NO_STOKE:-0}" != 1 ]; then
   bt=$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$STOKE_BUILD_DIR/CMakeCache.txt")
   san=$(sed -n 's/^STOKE_SANITIZE:[A-Z]*=//p' "$STOKE_BUILD_DIR/CMakeCache.txt")
   if [ "$bt" != Release ] || [ -n "$san" ]; then
-    echo "bench: warning: $STOKE_BUILD_DIR is build type '$bt'" \
-      "${san:+with sanitizers '$san' }- numbers are not Release numbers;" \
+    extra=""
+    [ -n "$san" ] && extra=" with sanitizers '$san'"
+    echo "bench: warning: $STOKE_BUILD_DIR is build type '$bt'$extra -" \
+      "numbers are not Release numbers;" \
       "use STOKE_BUILD_DIR=build-release for a separate Release build" >&2
   fi
   cmake --build "$STOKE_BUILD_DIR" -j2 --target stoke-cli >&2
