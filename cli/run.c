@@ -281,15 +281,33 @@ fail:
 static double sec(int64_t ns) { return (double)ns / 1e9; }
 static double msec(int64_t ns) { return (double)ns / 1e6; }
 
+/* Seconds to the microsecond, so sub-millisecond epochs read. */
+static void print_secs(FILE *f, int width, int64_t ns) {
+  fprintf(f, "%*.6f", width, sec(ns));
+}
+
+/* Runs of many short epochs show the first and last few: the summary below
+** covers them all. */
+#define EPOCH_ROWS_EACH_END 4
+
 void cli_print_epochs(FILE *f, const cli_run_result *res) {
-  fprintf(f, "epoch  warm-up  seconds  waiting s  computing s  batches  "
+  fprintf(f, "epoch  warm-up    seconds  waiting s  computing s  batches  "
              "samples\n");
   for (size_t i = 0; i < res->n_epochs; i++) {
+    if (res->n_epochs > 3 * EPOCH_ROWS_EACH_END && i == EPOCH_ROWS_EACH_END) {
+      size_t skip = res->n_epochs - 2 * EPOCH_ROWS_EACH_END;
+      fprintf(f, "  ... %zu more epochs ...\n", skip);
+      i += skip - 1;
+      continue;
+    }
     const stoke_epoch_stats *e = &res->epochs[i];
-    fprintf(f, "%5llu  %-7s  %7.3f  %9.3f  %11.3f  %7llu  %7llu\n",
-            (unsigned long long)e->epoch, e->warmup ? "yes" : "",
-            sec(e->wall_ns), sec(e->wait_ns), sec(e->compute_ns),
-            (unsigned long long)e->batches, (unsigned long long)e->samples);
+    fprintf(f, "%5llu  %-7s  ", (unsigned long long)e->epoch,
+            e->warmup ? "yes" : "");
+    print_secs(f, 9, e->wall_ns);
+    print_secs(f, 11, e->wait_ns);
+    print_secs(f, 13, e->compute_ns);
+    fprintf(f, "  %7llu  %7llu\n", (unsigned long long)e->batches,
+            (unsigned long long)e->samples);
   }
 }
 
@@ -321,7 +339,7 @@ void cli_print_summary(FILE *f, const cli_run_result *res) {
           res->n_measured, res->n_measured == 1 ? "" : "s",
           (unsigned long long)st->steps, (unsigned long long)st->samples);
   fprintf(f, "  samples/s     %.1f\n", res->samples_per_s);
-  fprintf(f, "  epoch         %.3f s\n", res->epoch_s);
+  fprintf(f, "  epoch         %.6f s\n", res->epoch_s);
   fprintf(f, "  wait ratio    %.1f%%  (waiting %.3f s, computing %.3f s)\n",
           100 * st->wait_ratio, sec(st->wait.total_ns),
           sec(st->compute.total_ns));

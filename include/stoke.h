@@ -100,6 +100,7 @@ STOKE_API size_t stoke_dtype_size(int dtype);
 STOKE_API const char *stoke_dtype_name(int dtype);
 
 #define STOKE_MAX_DIMS 8
+#define STOKE_MAX_FIELDS 16 /* fields per sample */
 
 /* The shape of one field of one sample, e.g. image {3,224,224} f32 or the
 ** label {} i64 (ndim 0, a scalar). */
@@ -275,11 +276,12 @@ typedef struct stoke_config {
                                 limit (default).  Checked before anything is
                                 allocated. */
   int prefetch_next_epoch; /* 1 (default): once every batch of an epoch is
-                              claimed, workers start on the next epoch
-                              (epoch + 1), so it does not begin with an
-                              empty queue; a different set_epoch() discards
-                              that work.  0: an epoch starts at its first
-                              next(), as PyTorch's DataLoader. */
+                              claimed, idle workers start on the next one
+                              (epoch + 1, or the number set_epoch() gave
+                              after the END), so it does not begin with an
+                              empty queue; a set_epoch() to another number
+                              discards that work.  0: an epoch starts at its
+                              first next(), as PyTorch's DataLoader. */
   size_t max_chunk;        /* most samples a worker claims at once; 0 = auto
                               (sized by measured sample cost) */
   const stoke_allocator *alloc; /* NULL = malloc/free; borrowed, must outlive
@@ -394,6 +396,8 @@ typedef struct stoke_stats {
   int64_t worker_cpu_ns;   /* CPU time they used doing it */
   uint64_t chunks;         /* claims made by workers */
   uint64_t bytes;          /* batch bytes delivered */
+  unsigned n_workers;      /* the loader's, for reading the numbers */
+  unsigned prefetch;
 } stoke_stats;
 
 /* Snapshot of the statistics since warm-up ended.  Any thread. */

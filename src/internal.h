@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #define STOKE__CACHELINE 64
-#define STOKE__MAX_FIELDS 16
+#define STOKE__MAX_FIELDS STOKE_MAX_FIELDS
 #define STOKE__ERRMSG_CAP 512
 
 #define STOKE__MIN(a, b) ((a) < (b) ? (a) : (b))
@@ -112,6 +112,7 @@ struct stoke_sample {
   char *err;              /* the worker's message buffer */
   size_t err_cap;
   bool failed;
+  bool timed;             /* false: no clock reads for this sample */
 };
 
 typedef struct stoke__source_ops {
@@ -166,6 +167,7 @@ typedef struct stoke__hist_snap {
 size_t stoke__hist_bucket_of(uint64_t v);
 uint64_t stoke__hist_bucket_mid(size_t b);
 void stoke__hist_add(stoke__hist *h, uint64_t v);       /* single writer */
+void stoke__hist_add_n(stoke__hist *h, uint64_t v, uint64_t n); /* n times */
 void stoke__hist_read(const stoke__hist *h, stoke__hist_snap *acc); /* += */
 void stoke__hist_sub(stoke__hist_snap *a, const stoke__hist_snap *b);
 /* Value at quantile q in [0, 1] (bucket midpoint, clamped to max). */
@@ -216,9 +218,9 @@ void stoke__stats_publish(const stoke__stats_snap *s, stoke_stats *out);
 
 /* ---- sample production (src/pipeline/produce.c) ---------------------------- */
 
-/* Fill one sample with src, timing its stages into ps.  Returns 0 or
-** STOKE_ESAMPLE with s->err set. */
+/* Fill one sample with src; when `timed`, time its stages into ps (else
+** the caller accounts for it).  Returns 0 or STOKE_ESAMPLE with s->err set. */
 int stoke__produce(stoke_source *src, stoke_sample *s,
-                   stoke__producer_stats *ps);
+                   stoke__producer_stats *ps, bool timed);
 
 #endif /* STOKE_INTERNAL_H */

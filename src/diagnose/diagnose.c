@@ -47,6 +47,13 @@ int stoke_diagnose(const stoke_stats *st, stoke_diagnosis *out) {
              "busy: waiting %.1f%% of the step (under %.0f%%), the consumer "
              "is the cost",
              wait_pct, 100.0 * STOKE_BUSY_WAIT_RATIO);
+  } else if (st->n_workers == 0) {
+    /* No workers: there is no queue, every batch is made inside next(). */
+    out->verdict = STOKE_VERDICT_STARVING;
+    snprintf(out->reason, sizeof out->reason,
+             "starving: waiting %.1f%% of the step; with 0 workers every "
+             "batch is produced inside next(), nothing overlaps the step",
+             wait_pct);
   } else if (st->queue_empty_frac >= STOKE_STARVING_EMPTY_FRAC) {
     out->verdict = STOKE_VERDICT_STARVING;
     snprintf(out->reason, sizeof out->reason,

@@ -340,6 +340,8 @@ int stoke_loader_stats(const stoke_loader *l, stoke_stats *out) {
   stoke__stats_publish(snap, &full);
   full.epochs_done =
       atomic_load_explicit(&ml->epochs_done, memory_order_relaxed);
+  full.n_workers = l->n_workers;
+  full.prefetch = l->cfg.prefetch;
   stoke__free(l->alloc, snap);
   /* A caller built against an older, smaller stoke_stats gets its prefix. */
   size_t n = STOKE__MIN(out->struct_size, sizeof full);

@@ -4,10 +4,16 @@
 #include <string.h>
 
 int stoke__produce(stoke_source *src, stoke_sample *s,
-                   stoke__producer_stats *ps) {
-  memset(s->stage_ns, 0, sizeof s->stage_ns);
+                   stoke__producer_stats *ps, bool timed) {
   s->failed = false;
   s->stage = STOKE_STAGE_READ;
+  s->timed = timed;
+  if (!timed) {
+    /* The caller times the whole chunk (cheap samples); see fill_chunk. */
+    int rc = src->ops->fill(src, s);
+    return rc != 0 ? STOKE_ESAMPLE : 0;
+  }
+  memset(s->stage_ns, 0, sizeof s->stage_ns);
   s->mark_ns = stoke__now_ns();
   int rc = src->ops->fill(src, s);
   s->stage_ns[s->stage] += stoke__now_ns() - s->mark_ns;
@@ -19,7 +25,5 @@ int stoke__produce(stoke_source *src, stoke_sample *s,
     if (s->stage_ns[st] > 0)
       stoke__hist_add(&ps->stage[st], (uint64_t)s->stage_ns[st]);
   stoke__counter_add(&ps->samples, 1);
-  if (rc != 0 && !s->failed && s->err && s->err_cap)
-    s->err[0] = '\0';
   return rc != 0 ? STOKE_ESAMPLE : 0;
 }

@@ -43,14 +43,18 @@ size_t stoke__field_bytes(const stoke_field_desc *d) {
 
 int stoke__source_init(stoke_source *src, const char *kind, size_t n_samples,
                        size_t n_fields, const stoke_field_desc *fields) {
+  /* First, so that a failure below still frees src on release. */
+  atomic_init(&src->refs, 1);
+  src->kind = kind;
+  if (!fields)
+    return stoke__set_tls_error(STOKE_EINVAL, "%s source: fields is NULL",
+                                kind);
   if (n_samples == 0)
     return stoke__set_tls_error(STOKE_EINVAL, "%s source: no samples", kind);
-  if (n_fields == 0 || n_fields > STOKE__MAX_FIELDS || !fields)
+  if (n_fields == 0 || n_fields > STOKE__MAX_FIELDS)
     return stoke__set_tls_error(STOKE_EINVAL,
                                 "%s source: n_fields is %zu, expected 1..%d",
                                 kind, n_fields, STOKE__MAX_FIELDS);
-  atomic_init(&src->refs, 1);
-  src->kind = kind;
   src->n_samples = n_samples;
   src->n_fields = n_fields;
   for (size_t f = 0; f < n_fields; f++) {
@@ -127,6 +131,7 @@ void *stoke_sample_field(stoke_sample *s, size_t f) {
 
 void stoke_sample_stage(stoke_sample *s, int stage) {
   if (stage < 0 || stage > STOKE_STAGE_TRANSFORM) return;
+  if (!s->timed) return; /* a cheap sample, timed with its chunk */
   int64_t now = stoke__now_ns();
   s->stage_ns[s->stage] += now - s->mark_ns;
   s->mark_ns = now;

@@ -30,6 +30,15 @@ void stoke__hist_add(stoke__hist *h, uint64_t v) {
     atomic_store_explicit(&h->max, v, memory_order_relaxed);
 }
 
+void stoke__hist_add_n(stoke__hist *h, uint64_t v, uint64_t n) {
+  if (n == 0) return;
+  stoke__counter_add(&h->bucket[stoke__hist_bucket_of(v)], n);
+  stoke__counter_add(&h->count, n);
+  stoke__counter_add(&h->sum, v * n);
+  if (v > stoke__counter_get(&h->max))
+    atomic_store_explicit(&h->max, v, memory_order_relaxed);
+}
+
 void stoke__hist_read(const stoke__hist *h, stoke__hist_snap *acc) {
   for (size_t i = 0; i < STOKE__HIST_BUCKETS; i++)
     acc->bucket[i] += stoke__counter_get(&h->bucket[i]);

@@ -38,7 +38,7 @@ json_check "$TMP/r.json" \
   'assert d["summary"]["verdict"] == "busy", d["summary"]'
 
 say "the table: header, one row per epoch, steady state, verdict"
-grep -q '^epoch  warm-up  seconds  waiting s  computing s  batches  samples$' \
+grep -qE '^epoch  warm-up +seconds +waiting s +computing s +batches +samples$' \
   "$TMP/out" || fail "no epoch table header: $(cat "$TMP/out")"
 grep -Eq '^ +0  yes +[0-9.]+ +[0-9.]+ +[0-9.]+ +8 +64$' "$TMP/out" ||
   fail "no warm-up row"

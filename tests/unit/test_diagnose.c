@@ -20,6 +20,7 @@ static stoke_stats make(double wait_ratio, double empty, int64_t wait_p50,
   st.wait.p50_ns = wait_p50;
   st.wait.p99_ns = wait_p99;
   st.compute.p50_ns = compute_p50;
+  st.n_workers = 4;
   return st;
 }
 
@@ -35,6 +36,12 @@ static void test_verdicts(void **state) {
   stoke_diagnose(&starving, &d);
   assert_int_equal(d.verdict, STOKE_VERDICT_STARVING);
   assert_non_null(strstr(d.reason, "100%"));
+
+  stoke_stats inline_fill = make(0.95, 1.0, 150000000, 170000000, 100000);
+  inline_fill.n_workers = 0;
+  stoke_diagnose(&inline_fill, &d);
+  assert_int_equal(d.verdict, STOKE_VERDICT_STARVING);
+  assert_non_null(strstr(d.reason, "0 workers"));
 
   stoke_stats variance = make(0.30, 0.10, 10000, 80000000, 12000000);
   stoke_diagnose(&variance, &d);

@@ -31,10 +31,10 @@ static void check_fills(const tu_cb *cb, const tu_epoch *e, unsigned workers) {
     seen[e->idx[k]]++;
   }
   for (size_t i = 0; i < cb->n; i++)
-    TU_CHECK(atomic_load(&cb->calls[i]) == seen[i],
-             "sample %zu filled %d times, delivered %d times (epoch %llu)", i,
-             atomic_load(&cb->calls[i]), seen[i],
-             (unsigned long long)e->epoch);
+    TU_CHECK(tu_cb_calls(cb, e->epoch, i) == seen[i],
+             "sample %zu filled %d times for epoch %llu, delivered %d times",
+             i, tu_cb_calls(cb, e->epoch, i), (unsigned long long)e->epoch,
+             seen[i]);
   free(seen);
   TU_CHECK(atomic_load(&cb->bad) == 0, "a fill saw bad state: bits 0x%x",
            atomic_load(&cb->bad));
@@ -43,10 +43,16 @@ static void check_fills(const tu_cb *cb, const tu_epoch *e, unsigned workers) {
            "%d fills ran at once with W = %u", most, workers);
 }
 
-/* Run one checked epoch of l. */
+/* A loader over cb's source; the fill counts start from zero. */
+static stoke_loader *cb_loader(tu_cb *cb, const stoke_config *c) {
+  stoke_loader *l = tu_loader(c);
+  tu_cb_reset_calls(cb); /* workers wait for the first next() */
+  return l;
+}
+
+/* Run one checked epoch of l (each epoch number once per loader). */
 static void run_checked(stoke_loader *l, tu_cb *cb, tu_epoch *e,
                         unsigned workers, int in_order) {
-  tu_cb_reset_calls(cb);
   tu_epoch_ok(l, cb, e, in_order);
   check_fills(cb, e, workers);
 }
@@ -90,6 +96,7 @@ static void test_config_defaults(void **state) {
   assert_int_equal(c.warmup_steps, 0);
   assert_int_equal(c.sample_timeout_ms, 0);
   assert_int_equal(c.mem_budget_bytes, 0);
+  assert_int_equal(c.prefetch_next_epoch, 1);
   assert_int_equal(c.max_chunk, 0);
   assert_null(c.alloc);
 
@@ -100,7 +107,7 @@ static void test_config_defaults(void **state) {
   stoke_config_init(&in);
   in.source = src;
   in.batch_size = 4;
-  stoke_loader *l = tu_loader(&in);
+  stoke_loader *l = cb_loader(cb, &in);
   stoke_config got;
   memset(&got, 0, sizeof got);
   stoke_loader_config(l, &got);
@@ -144,7 +151,7 @@ static void test_batching(void **state) {
         c.drop_last = drop;
         c.shuffle = shuffle;
         c.seed = 3;
-        stoke_loader *l = tu_loader(&c);
+        stoke_loader *l = cb_loader(cb, &c);
         size_t want_batches = drop ? N / B : ceil_div(N, B);
         size_t want_samples = drop ? (N / B) * B : N;
         TU_CHECK(stoke_loader_n_batches(l) == want_batches,
@@ -213,8 +220,8 @@ static const unsigned k_pairs[][2] = {{0, 1}, {0, 3}, {1, 1}, {1, 2},
                                       {2, 3}, {3, 5}, {5, 8}, {8, 2},
                                       {16, 1}, {16, 8}, {3, 1}};
 
-static stoke_loader *prop_loader(stoke_source *src, const prop_cfg *p,
-                                 unsigned W, unsigned K) {
+static stoke_loader *prop_loader(tu_cb *cb, stoke_source *src,
+                                 const prop_cfg *p, unsigned W, unsigned K) {
   stoke_config c = tu_config(src, W, K, p->batch);
   c.shuffle = p->shuffle;
   c.seed = p->seed;
@@ -223,7 +230,8 @@ static stoke_loader *prop_loader(stoke_source *src, const prop_cfg *p,
   c.drop_last = p->drop_last;
   c.shard_drop_last = p->shard_drop;
   c.max_chunk = p->max_chunk;
-  return tu_loader(&c);
+  c.prefetch_next_epoch = (int)(W + K) % 2; /* both values, spread */
+  return cb_loader(cb, &c);
 }
 
 static void test_order_independent_of_workers(void **state) {
@@ -237,7 +245,7 @@ static void test_order_independent_of_workers(void **state) {
     stoke_source *src = tu_cb_source(cb);
     for (size_t pi = 0; pi < n_pairs; pi++) {
       unsigned W = k_pairs[pi][0], K = k_pairs[pi][1];
-      stoke_loader *l = prop_loader(src, p, W, K);
+      stoke_loader *l = prop_loader(cb, src, p, W, K);
       for (int ep = 0; ep < 2; ep++) {
         tu_epoch *dst = pi == 0 ? ref[ep] : e;
         run_checked(l, cb, dst, W, 1);
@@ -286,13 +294,13 @@ static void test_all_workers_prefetch(void **state) {
   tu_cb *cb = tu_cb_new(p.n);
   stoke_source *src = tu_cb_source(cb);
   tu_epoch *ref = tu_epoch_new(), *e = tu_epoch_new();
-  stoke_loader *l = prop_loader(src, &p, 0, 1);
+  stoke_loader *l = prop_loader(cb, src, &p, 0, 1);
   run_checked(l, cb, ref, 0, 1);
   stoke_loader_destroy(l);
   for (size_t wi = 0; wi < sizeof k_workers / sizeof *k_workers; wi++) {
     for (size_t ki = 0; ki < sizeof k_prefetch / sizeof *k_prefetch; ki++) {
       unsigned W = k_workers[wi], K = k_prefetch[ki];
-      l = prop_loader(src, &p, W, K);
+      l = prop_loader(cb, src, &p, W, K);
       run_checked(l, cb, e, W, 1);
       assert_int_equal(e->n_samples, ref->n_samples);
       TU_CHECK(memcmp(e->idx, ref->idx, e->n_samples * sizeof *e->idx) == 0,
@@ -334,7 +342,7 @@ static void test_sharding(void **state) {
         stoke_config c = tu_config(src, 0, 1, 4);
         c.shuffle = shuffle;
         c.seed = seed;
-        stoke_loader *l = tu_loader(&c);
+        stoke_loader *l = cb_loader(cb, &c);
         TU_OK(stoke_loader_set_epoch(l, epoch));
         run_checked(l, cb, g, 0, 1);
         stoke_loader_destroy(l);
@@ -355,7 +363,7 @@ static void test_sharding(void **state) {
               c.world = world;
               c.rank = rank;
               c.shard_drop_last = sdrop;
-              l = tu_loader(&c);
+              l = cb_loader(cb, &c);
               TU_OK(stoke_loader_set_epoch(l, epoch));
               TU_CHECK(stoke_loader_n_samples(l) == L,
                        "N %zu world %u rank %u sdrop %d: n_samples %zu, want "
@@ -418,11 +426,11 @@ static void test_ranks_disjoint_cover(void **state) {
       c.seed = 11;
       c.world = world;
       c.rank = rank;
-      stoke_loader *l = tu_loader(&c);
+      stoke_loader *l = cb_loader(cb, &c);
       run_checked(l, cb, e, 3, 1);
       stoke_loader_destroy(l);
       c.n_workers = 0;
-      l = tu_loader(&c);
+      l = cb_loader(cb, &c);
       run_checked(l, cb, e2, 0, 1);
       stoke_loader_destroy(l);
       assert_int_equal(e->n_samples, N / world);
@@ -458,7 +466,7 @@ static void test_sample_rng_values(void **state) {
     stoke_config c = tu_config(src, 3, 2, 8);
     c.shuffle = run & 1;
     c.seed = run == 2 ? 78 : 77;
-    stoke_loader *l = tu_loader(&c);
+    stoke_loader *l = cb_loader(cb, &c);
     run_checked(l, cb, ep[run], 3, 1);
     if (run == 1) run_checked(l, cb, ep[run], 3, 1);
     stoke_loader_destroy(l);
@@ -507,7 +515,7 @@ static void test_shuffle_epochs(void **state) {
   stoke_config c = tu_config(src, 2, 2, 10);
   c.shuffle = 1;
   c.seed = 5;
-  stoke_loader *l = tu_loader(&c);
+  stoke_loader *l = cb_loader(cb, &c);
   for (int i = 0; i < 3; i++) {
     run_checked(l, cb, a[i], 2, 1);
     assert_int_equal(a[i]->epoch, (uint64_t)i);
@@ -521,7 +529,7 @@ static void test_shuffle_epochs(void **state) {
 
   c.n_workers = 5;
   c.prefetch = 1;
-  l = tu_loader(&c);
+  l = cb_loader(cb, &c);
   for (int i = 0; i < 2; i++) {
     run_checked(l, cb, b[i], 5, 1);
     TU_CHECK(same_order(a[i], b[i]),
@@ -530,13 +538,13 @@ static void test_shuffle_epochs(void **state) {
   stoke_loader_destroy(l);
 
   c.seed = 6;
-  l = tu_loader(&c);
+  l = cb_loader(cb, &c);
   run_checked(l, cb, s, 5, 1);
   stoke_loader_destroy(l);
   TU_CHECK(!same_order(a[0], s), "seeds 5 and 6 gave the same order");
 
   c.shuffle = 0;
-  l = tu_loader(&c);
+  l = cb_loader(cb, &c);
   for (int i = 0; i < 2; i++) {
     run_checked(l, cb, q, 5, 1);
     TU_CHECK(is_identity(q), "unshuffled epoch %d is not 0..N-1", i);
@@ -562,7 +570,7 @@ static void test_set_epoch(void **state) {
   stoke_config c = tu_config(src, 2, 2, 6);
   c.shuffle = 1;
   c.seed = 1234;
-  stoke_loader *l = tu_loader(&c);
+  stoke_loader *l = cb_loader(cb, &c);
   for (int i = 0; i < 6; i++) {
     a[i] = tu_epoch_new();
     run_checked(l, cb, a[i], 2, 1);
@@ -570,27 +578,98 @@ static void test_set_epoch(void **state) {
   }
   stoke_loader_destroy(l);
 
-  l = tu_loader(&c);
-  TU_OK(stoke_loader_set_epoch(l, 4));
-  run_checked(l, cb, e, 2, 1);
-  assert_int_equal(e->epoch, 4);
-  TU_CHECK(same_order(e, a[4]), "set_epoch(4): order is not epoch 4's");
-  check_rng(e, 1234);
-  run_checked(l, cb, e, 2, 1);
-  assert_int_equal(e->epoch, 5);
-  TU_CHECK(same_order(e, a[5]), "the epoch after 4 is not epoch 5");
-  TU_OK(stoke_loader_set_epoch(l, 2));
-  run_checked(l, cb, e, 2, 1);
-  assert_int_equal(e->epoch, 2);
-  TU_CHECK(same_order(e, a[2]), "set_epoch(2): order is not epoch 2's");
-  TU_OK(stoke_loader_set_epoch(l, 0));
-  TU_OK(stoke_loader_set_epoch(l, 1)); /* the last call wins */
-  run_checked(l, cb, e, 2, 1);
-  assert_int_equal(e->epoch, 1);
-  TU_CHECK(same_order(e, a[1]), "set_epoch(1): order is not epoch 1's");
-  stoke_loader_destroy(l);
+  /* Also with the next epoch prefetched: a different set_epoch() must
+  ** discard that work, the same one (5 after 4) may use it. */
+  for (int pne = 0; pne <= 1; pne++) {
+    c.prefetch_next_epoch = pne;
+    l = cb_loader(cb, &c);
+    TU_OK(stoke_loader_set_epoch(l, 4));
+    run_checked(l, cb, e, 2, 1);
+    assert_int_equal(e->epoch, 4);
+    TU_CHECK(same_order(e, a[4]), "pne %d: set_epoch(4): order is not "
+             "epoch 4's", pne);
+    check_rng(e, 1234);
+    TU_OK(stoke_loader_set_epoch(l, 5)); /* the epoch it would run anyway */
+    run_checked(l, cb, e, 2, 1);
+    assert_int_equal(e->epoch, 5);
+    TU_CHECK(same_order(e, a[5]), "pne %d: the epoch after 4 is not 5", pne);
+    check_rng(e, 1234);
+    TU_OK(stoke_loader_set_epoch(l, 2));
+    run_checked(l, cb, e, 2, 1);
+    assert_int_equal(e->epoch, 2);
+    TU_CHECK(same_order(e, a[2]), "pne %d: set_epoch(2): order is not "
+             "epoch 2's", pne);
+    check_rng(e, 1234);
+    run_checked(l, cb, e, 2, 1); /* 3, no set_epoch */
+    assert_int_equal(e->epoch, 3);
+    TU_CHECK(same_order(e, a[3]), "pne %d: the epoch after 2 is not 3", pne);
+    TU_OK(stoke_loader_set_epoch(l, 0));
+    TU_OK(stoke_loader_set_epoch(l, 1)); /* the last call wins */
+    run_checked(l, cb, e, 2, 1);
+    assert_int_equal(e->epoch, 1);
+    TU_CHECK(same_order(e, a[1]), "pne %d: set_epoch(1): order is not "
+             "epoch 1's", pne);
+    check_rng(e, 1234);
+    stoke_loader_destroy(l);
+  }
 
   for (int i = 0; i < 6; i++) free(a[i]);
+  free(e);
+  stoke_source_destroy(src);
+  tu_cb_free(cb);
+}
+
+/* prefetch_next_epoch = 1: while the caller holds the last batch of epoch 0
+** (the epoch is still in progress), the workers start epoch 1 without
+** another next(); = 0: nothing of epoch 1 is filled until next() starts it
+** (checked after a pause: a correct loader never fills it, so the pause
+** cannot make this flaky). */
+static void test_prefetch_next_epoch(void **state) {
+  (void)state;
+  const size_t N = 40;
+  tu_cb *cb = tu_cb_new(N);
+  stoke_source *src = tu_cb_source(cb);
+  tu_epoch *e = tu_epoch_new();
+  for (int pne = 0; pne <= 1; pne++) {
+    stoke_config c = tu_config(src, 2, 2, 4);
+    c.shuffle = 1;
+    c.seed = 17;
+    c.prefetch_next_epoch = pne;
+    stoke_loader *l = cb_loader(cb, &c);
+    stoke_config got;
+    stoke_loader_config(l, &got);
+    assert_int_equal(got.prefetch_next_epoch, pne);
+    /* Epoch 0 up to its last batch, which stays held. */
+    stoke_batch *last = NULL;
+    for (size_t k = 0; k < stoke_loader_n_batches(l); k++) {
+      if (last) stoke_batch_release(last);
+      last = NULL;
+      TU_RC_L(l, stoke_loader_next(l, &last), STOKE_OK);
+      tu_check_batch(last, cb, NULL);
+    }
+    long ahead = 0;
+    if (pne) {
+      int64_t t0 = tu_now_ns();
+      while ((ahead = tu_cb_epoch_calls(cb, 1)) == 0 &&
+             tu_now_ns() - t0 < 5000000000LL)
+        tu_sleep_ns(200000);
+      TU_CHECK(ahead > 0, "prefetch_next_epoch 1: no sample of epoch 1 "
+               "filled within 5 s while the last batch of epoch 0 is held");
+    } else {
+      tu_sleep_ns(30000000);
+      ahead = tu_cb_epoch_calls(cb, 1);
+      TU_CHECK(ahead == 0, "prefetch_next_epoch 0: %ld samples of epoch 1 "
+               "filled before its first next()", ahead);
+    }
+    stoke_batch_release(last);
+    stoke_batch *b = NULL;
+    TU_RC_L(l, stoke_loader_next(l, &b), STOKE_END);
+    run_checked(l, cb, e, 2, 1); /* epoch 1: each sample filled once */
+    assert_int_equal(e->epoch, 1);
+    assert_int_equal(e->n_samples, N);
+    check_rng(e, 17);
+    stoke_loader_destroy(l);
+  }
   free(e);
   stoke_source_destroy(src);
   tu_cb_free(cb);
@@ -610,7 +689,7 @@ static void test_out_of_order(void **state) {
   c.shuffle = 1;
   c.seed = 9;
   for (int ep = 0; ep < 2; ep++) {
-    stoke_loader *lr = tu_loader(&c);
+    stoke_loader *lr = cb_loader(cb, &c);
     TU_OK(stoke_loader_set_epoch(lr, (uint64_t)ep));
     run_checked(lr, cb, ref, 0, 1);
     stoke_loader_destroy(lr);
@@ -619,7 +698,7 @@ static void test_out_of_order(void **state) {
       co.n_workers = W;
       co.prefetch = 4;
       co.in_order = 0;
-      stoke_loader *l = tu_loader(&co);
+      stoke_loader *l = cb_loader(cb, &co);
       TU_OK(stoke_loader_set_epoch(l, (uint64_t)ep));
       run_checked(l, cb, e, W, 0);
       stoke_loader_destroy(l);
@@ -666,7 +745,7 @@ static void test_hold_and_release_any_order(void **state) {
     stoke_config c = tu_config(src, W, K, 4);
     c.shuffle = 1;
     c.seed = 2;
-    stoke_loader *l = tu_loader(&c);
+    stoke_loader *l = cb_loader(cb, &c);
     tu_epoch *e = tu_epoch_new();
     stoke_batch *held[4];
     size_t n_held = 0, got = 0, round = 0;
@@ -892,6 +971,7 @@ int main(void) {
       cmocka_unit_test(test_sample_rng_values),
       cmocka_unit_test(test_shuffle_epochs),
       cmocka_unit_test(test_set_epoch),
+      cmocka_unit_test(test_prefetch_next_epoch),
       cmocka_unit_test(test_out_of_order),
       cmocka_unit_test(test_hold_and_release_any_order),
       cmocka_unit_test(test_tensor_source_bytes),

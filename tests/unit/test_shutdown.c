@@ -186,7 +186,10 @@ static void test_many_epochs(void **state) {
                (unsigned long long)e->epoch);
     }
     free(e);
-    assert_int_equal(atomic_load(&f->cb->n_calls), 50 * 20);
+    /* 50 epochs, and perhaps part of the 51st (prefetch_next_epoch). */
+    long calls = atomic_load(&f->cb->n_calls);
+    TU_CHECK(calls >= 50 * 20 && calls <= 51 * 20,
+             "W %u: %ld fills for 50 epochs of 20", W, calls);
     destroy_and_check(f, l, "after 50 epochs", W);
     fixture_free(f);
   }
