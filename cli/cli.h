@@ -120,7 +120,12 @@ typedef struct cli_run_spec {
   unsigned epochs;              /* total, warm-up included */
   int compute_kind;             /* CLI_COMPUTE_* */
   int64_t compute_ns;           /* per step */
+  const char *trace_path;       /* write a Chrome trace here, or NULL */
 } cli_run_spec;
+
+/* Spans kept per thread when a trace is asked for: the latest 64 Ki (2 MiB
+** per thread) cover several epochs of a typical run. */
+#define CLI_TRACE_EVENTS 65536
 
 typedef struct cli_run_result {
   stoke_config eff;            /* the configuration in force */

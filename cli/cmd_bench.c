@@ -49,6 +49,8 @@ const char cmd_bench_usage[] =
     "  --compute STEP         the training step: sleep:12ms (GPU-like, leaves\n"
     "                         the CPU free), spin:12ms (burns the consumer\n"
     "                         thread's CPU time) or none (none)\n"
+    "  --trace FILE           write a Chrome trace (open in Perfetto): spans\n"
+    "                         per sample and worker, wait and compute per step\n"
     "  --json FILE            write the report as JSON ('-' = stdout; the\n"
     "                         table then goes to stderr)\n"
     "  -q, --quiet            no table\n";
@@ -75,6 +77,7 @@ enum {
   O_NO_WARMUP,
   O_COMPUTE,
   O_JSON,
+  O_TRACE,
   O_QUIET,
   O_HELP
 };
@@ -101,6 +104,7 @@ static const cli_opt bench_opts[] = {{"synthetic", 0, 1, O_SYNTHETIC},
                                      {"no-warmup", 0, 0, O_NO_WARMUP},
                                      {"compute", 0, 1, O_COMPUTE},
                                      {"json", 0, 1, O_JSON},
+                                     {"trace", 0, 1, O_TRACE},
                                      {"quiet", 'q', 0, O_QUIET},
                                      {"help", 'h', 0, O_HELP},
                                      {NULL, 0, 0, 0}};
@@ -217,6 +221,9 @@ int cmd_bench(int argc, char **argv) {
       break;
     case O_JSON:
       json_path = v;
+      break;
+    case O_TRACE:
+      spec.trace_path = v;
       break;
     case O_QUIET:
       quiet = 1;

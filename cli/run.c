@@ -238,6 +238,8 @@ int cli_run(const cli_run_spec *spec, cli_run_result *res) {
   }
   stoke_config cfg = spec->cfg;
   cfg.source = src;
+  if (spec->trace_path && cfg.trace_events == 0)
+    cfg.trace_events = CLI_TRACE_EVENTS;
   stoke_loader *l = NULL;
   rc = stoke_loader_create(&cfg, &l);
   stoke_source_destroy(src); /* the loader holds its own reference */
@@ -266,6 +268,11 @@ int cli_run(const cli_run_spec *spec, cli_run_result *res) {
   rc = collect(l, res);
   if (rc < 0)
     goto fail;
+  if (spec->trace_path) {
+    rc = stoke_loader_write_trace(l, spec->trace_path);
+    if (rc < 0)
+      goto fail;
+  }
   res->peak_rss_bytes = cli_peak_rss_bytes();
   stoke_loader_destroy(l);
   return CLI_OK;

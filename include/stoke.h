@@ -282,6 +282,9 @@ typedef struct stoke_config {
                               empty queue; a set_epoch() to another number
                               discards that work.  0: an epoch starts at its
                               first next(), as PyTorch's DataLoader. */
+  size_t trace_events;     /* 0 (default): no trace.  Else each thread keeps
+                              its latest trace_events spans (32 bytes each)
+                              for stoke_loader_write_trace(). */
   size_t max_chunk;        /* most samples a worker claims at once; 0 = auto
                               (sized by measured sample cost) */
   const stoke_allocator *alloc; /* NULL = malloc/free; borrowed, must outlive
@@ -335,6 +338,15 @@ STOKE_API size_t stoke_loader_n_samples(const stoke_loader *l);
 STOKE_API void stoke_loader_config(const stoke_loader *l, stoke_config *out);
 /* Host bytes allocated for batch slots, worker scratch and the order. */
 STOKE_API uint64_t stoke_loader_host_bytes(const stoke_loader *l);
+
+/* Write the spans kept so far (cfg.trace_events) as a Chrome trace (Trace
+** Event JSON; open it in Perfetto or chrome://tracing): one track per
+** worker with read/decode/transform spans per sample (cheap samples as one
+** span per claimed chunk) and slot waits, a consumer track with a wait and
+** a compute span per step, and a counter of the ready queue's depth at each
+** next().  Returns 0, STOKE_EINVAL when tracing is off, or STOKE_EIO (see
+** stoke_errmsg(l)).  Any thread, any time, also while workers run. */
+STOKE_API int stoke_loader_write_trace(stoke_loader *l, const char *path);
 
 /* The last detailed message of l, or with NULL of the calling thread's last
 ** failed create.  Never NULL; "" when there was none. */

@@ -5,8 +5,10 @@
 
 #include "stoke.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -113,6 +115,7 @@ struct stoke_sample {
   size_t err_cap;
   bool failed;
   bool timed;             /* false: no clock reads for this sample */
+  struct stoke__trace *trace; /* the worker's, or NULL when not tracing */
 };
 
 typedef struct stoke__source_ops {
@@ -215,6 +218,40 @@ void stoke__stats_snap_consumer(const stoke__consumer_stats *c,
 void stoke__stats_snap_sub(stoke__stats_snap *a, const stoke__stats_snap *b);
 /* Fill the public view from a snapshot (struct_size already checked). */
 void stoke__stats_publish(const stoke__stats_snap *s, stoke_stats *out);
+
+/* ---- trace (src/stats/trace.c) -------------------------------------------- */
+
+/* Event kinds: the stages (stoke_stage values), then the consumer's. */
+enum {
+  STOKE__EV_WAIT = 8,    /* consumer inside next(); arg = batch number */
+  STOKE__EV_COMPUTE = 9, /* consumer between next() calls */
+  STOKE__EV_DEPTH = 10   /* counter: ready batches seen at next() */
+};
+
+typedef struct stoke__trace_event {
+  int64_t ts_ns, dur_ns;
+  uint64_t arg;          /* sample index, or batch number */
+  uint32_t kind;
+  uint32_t n;            /* samples in a chunk span (cheap samples) */
+} stoke__trace_event;
+
+/* A ring of the latest `cap` events of one thread. */
+typedef struct stoke__trace {
+  pthread_mutex_t mu;    /* leaf: the owner pushes, the exporter copies */
+  stoke__trace_event *ev;
+  size_t cap, head, len; /* protected by mu */
+  uint64_t dropped;      /* protected by mu */
+} stoke__trace;
+
+int stoke__trace_init(stoke__trace *t, const stoke_allocator *a, size_t cap);
+void stoke__trace_free(stoke__trace *t, const stoke_allocator *a);
+/* No-op when t is NULL or tracing is off. */
+void stoke__trace_push(stoke__trace *t, int kind, int64_t ts, int64_t dur,
+                       uint64_t arg, uint32_t n);
+/* Write every track as Trace Event JSON; tids are track indices. */
+int stoke__trace_write(FILE *f, stoke__trace *const *tracks,
+                       const char *const *names, size_t n_tracks, int64_t t0,
+                       const stoke_allocator *a);
 
 /* ---- sample production (src/pipeline/produce.c) ---------------------------- */
 

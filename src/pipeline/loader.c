@@ -15,6 +15,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "pipeline.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -67,11 +68,11 @@ static int validate(const stoke_config *c) {
 
 /* The host memory ledger: every term the loader allocates. */
 typedef struct ledger {
-  uint64_t slots, order, workers, consumer;
+  uint64_t slots, order, workers, consumer, trace;
 } ledger;
 
 static uint64_t ledger_total(const ledger *g) {
-  return g->slots + g->order + g->workers + g->consumer;
+  return g->slots + g->order + g->workers + g->consumer + g->trace;
 }
 
 static void ledger_compute(const stoke_loader *l, ledger *g) {
@@ -82,6 +83,8 @@ static void ledger_compute(const stoke_loader *l, ledger *g) {
   g->workers = (uint64_t)STOKE__MAX(l->n_workers, 1) *
                (sizeof(stoke__producer_stats) + sizeof(worker));
   g->consumer = sizeof(stoke__consumer_stats) + sizeof(stoke__stats_snap);
+  g->trace = (uint64_t)(STOKE__MAX(l->n_workers, 1) + 1) *
+             l->cfg.trace_events * sizeof(stoke__trace_event);
 }
 
 static int check_budget(const stoke_loader *l, const ledger *g) {
@@ -89,7 +92,8 @@ static int check_budget(const stoke_loader *l, const ledger *g) {
   if (budget == 0 || total <= budget) return 0;
   struct { const char *what; uint64_t n; } terms[] = {
       {"batch slots", g->slots}, {"epoch order", g->order},
-      {"worker statistics", g->workers}, {"consumer statistics", g->consumer}};
+      {"worker statistics", g->workers}, {"consumer statistics", g->consumer},
+      {"trace buffers (trace_events)", g->trace}};
   size_t big = 0;
   for (size_t i = 1; i < sizeof terms / sizeof terms[0]; i++)
     if (terms[i].n > terms[big].n) big = i;
@@ -151,6 +155,21 @@ static int alloc_workers(stoke_loader *l) {
   return 0;
 }
 
+static int alloc_traces(stoke_loader *l) {
+  l->t0_ns = stoke__now_ns();
+  if (l->cfg.trace_events == 0) return 0;
+  size_t n = STOKE__MAX(l->n_workers, 1) + 1;
+  l->traces = stoke__calloc(l->alloc, n, sizeof *l->traces);
+  if (!l->traces) return STOKE_ENOMEM;
+  for (; l->n_traces < n; l->n_traces++)
+    if (stoke__trace_init(&l->traces[l->n_traces], l->alloc,
+                          l->cfg.trace_events) != 0)
+      return STOKE_ENOMEM;
+  for (size_t i = 0; i < n - 1; i++)
+    l->workers[i].sample.trace = &l->traces[1 + i];
+  return 0;
+}
+
 static int init_sync(stoke_loader *l) {
   pthread_condattr_t ca;
   if (pthread_condattr_init(&ca) != 0) return STOKE_ENOMEM;
@@ -186,6 +205,8 @@ static void free_loader(stoke_loader *l) {
       stoke__free_aligned(a, l->workers[i].stats);
     stoke__free(a, l->workers);
   }
+  for (size_t i = 0; i < l->n_traces; i++) stoke__trace_free(&l->traces[i], a);
+  stoke__free(a, l->traces);
   stoke__free(a, l->perm);
   stoke__free(a, l->order);
   stoke__free_aligned(a, l->cstats);
@@ -260,6 +281,7 @@ int stoke_loader_create(const stoke_config *cfg, stoke_loader **out) {
   if (!mem) memset(l->cstats, 0, sizeof *l->cstats);
   if (!mem) mem = alloc_slots(l);
   if (!mem) mem = alloc_workers(l);
+  if (!mem) mem = alloc_traces(l);
   if (mem) {
     char need[32];
     stoke__format_bytes(l->host_bytes, need, sizeof need);
@@ -370,5 +392,56 @@ int stoke_loader_epoch_stats(const stoke_loader *l, size_t i,
     rc = 0;
   }
   pthread_mutex_unlock(&ml->stats_mu);
+  return rc;
+}
+
+int stoke_loader_write_trace(stoke_loader *l, const char *path) {
+  if (!l || !path) return STOKE_EINVAL;
+  if (!l->traces) {
+    pthread_mutex_lock(&l->mu);
+    snprintf(l->lastmsg, sizeof l->lastmsg,
+             "tracing is off: create the loader with trace_events > 0");
+    pthread_mutex_unlock(&l->mu);
+    return STOKE_EINVAL;
+  }
+  size_t n = l->n_traces;
+  stoke__trace **tracks = stoke__calloc(l->alloc, n, sizeof *tracks);
+  char (*names)[32] = stoke__calloc(l->alloc, n, sizeof *names);
+  const char **name_ptrs = stoke__calloc(l->alloc, n, sizeof *name_ptrs);
+  int rc = tracks && names && name_ptrs ? 0 : STOKE_ENOMEM;
+  for (size_t i = 0; rc == 0 && i < n; i++) {
+    tracks[i] = &l->traces[i];
+    if (i == 0)
+      snprintf(names[i], sizeof names[i], "consumer");
+    else if (l->n_workers == 0)
+      snprintf(names[i], sizeof names[i], "producer (in next())");
+    else
+      snprintf(names[i], sizeof names[i], "stoke-w%zu", i - 1);
+    name_ptrs[i] = names[i];
+  }
+  FILE *f = NULL;
+  int err = 0;
+  if (rc == 0) {
+    f = fopen(path, "w");
+    if (!f) {
+      err = errno;
+      rc = STOKE_EIO;
+    }
+  }
+  if (rc == 0) rc = stoke__trace_write(f, tracks, name_ptrs, n, l->t0_ns,
+                                       l->alloc);
+  if (f && fclose(f) != 0 && rc == 0) {
+    err = errno;
+    rc = STOKE_EIO;
+  }
+  stoke__free(l->alloc, tracks);
+  stoke__free(l->alloc, names);
+  stoke__free(l->alloc, name_ptrs);
+  if (rc != 0) {
+    pthread_mutex_lock(&l->mu);
+    snprintf(l->lastmsg, sizeof l->lastmsg, "cannot write trace %s: %s",
+             path, err ? strerror(err) : stoke_strerror(rc));
+    pthread_mutex_unlock(&l->mu);
+  }
   return rc;
 }

@@ -144,9 +144,13 @@ static bool claim(stoke_loader *l, worker *w, stoke_batch **out_b,
       *n = chunk_size(l, w, b->n - l->claim_pos);
       l->claim_pos += *n;
       if (l->claim_pos == b->n) l->claim_batch = NULL;
-      if (slot_wait_start)
+      if (slot_wait_start) {
+        int64_t waited = stoke__now_ns() - slot_wait_start;
         stoke__hist_add(&w->stats->stage[STOKE_STAGE_SLOT_WAIT],
-                        (uint64_t)(stoke__now_ns() - slot_wait_start));
+                        (uint64_t)waited);
+        stoke__trace_push(w->sample.trace, STOKE_STAGE_SLOT_WAIT,
+                          slot_wait_start, waited, b->number, 0);
+      }
       return true;
     }
     slot_wait_start = 0; /* idle between epochs is not a slot wait */
@@ -216,6 +220,8 @@ static int fill_chunk(stoke_loader *l, worker *w, stoke_batch *b, size_t off,
   if (per_chunk && done > 0) {
     stoke__hist_add_n(&ps->stage[STOKE_STAGE_READ], (uint64_t)dt / done,
                       done);
+    stoke__trace_push(s->trace, STOKE_STAGE_READ, t0, dt, b->indices[off],
+                      (uint32_t)done);
     stoke__counter_add(&ps->samples, done);
   }
   stoke__counter_add(&ps->busy_ns, (uint64_t)dt);
@@ -444,6 +450,9 @@ static void account_compute(stoke_loader *l, int64_t now) {
   if (!l->last_return_ns) return;
   int64_t c = now - l->last_return_ns;
   l->epoch_compute_ns += c;
+  if (l->traces)
+    stoke__trace_push(&l->traces[0], STOKE__EV_COMPUTE, l->last_return_ns, c,
+                      l->last_batch_number, 0);
   if (l->last_step_measured) stoke__hist_add(&l->cstats->compute, (uint64_t)c);
   l->last_return_ns = 0;
 }
@@ -532,6 +541,13 @@ int stoke_loader_next(stoke_loader *l, stoke_batch **out) {
 
   int64_t t_ret = stoke__now_ns();
   int64_t wait = t_ret - t_enter;
+  if (l->traces) {
+    stoke__trace_push(&l->traces[0], STOKE__EV_DEPTH, t_enter, 0, depth_seen,
+                      0);
+    stoke__trace_push(&l->traces[0], STOKE__EV_WAIT, t_enter, wait, b->number,
+                      0);
+  }
+  l->last_batch_number = b->number;
   l->epoch_wait_ns += wait;
   l->epoch_batches++;
   l->epoch_samples += b->n;

@@ -103,6 +103,7 @@ struct stoke_loader {
   /* Consumer side: only the thread inside next() touches these. */
   stoke__consumer_stats *cstats;
   int64_t last_return_ns;        /* 0: no step in progress */
+  size_t last_batch_number;      /* of the step in progress, for traces */
   bool last_step_measured;
   bool measuring;
   bool epoch_warmup;             /* the active epoch is a warm-up one */
@@ -110,6 +111,12 @@ struct stoke_loader {
   uint64_t steps_total;          /* all steps, warm-up included */
   int64_t epoch_start_ns, epoch_wait_ns, epoch_compute_ns;
   uint64_t epoch_batches, epoch_samples;
+
+  /* Tracing (cfg.trace_events > 0): track 0 is the consumer, track 1 + i
+  ** worker i (the inline producer at W = 0).  Each has its own lock. */
+  stoke__trace *traces;
+  size_t n_traces;
+  int64_t t0_ns;                 /* creation: trace timestamps start here */
 
   pthread_mutex_t stats_mu;      /* leaf */
   /* Protected by stats_mu. */

@@ -16,7 +16,10 @@ int stoke__produce(stoke_source *src, stoke_sample *s,
   memset(s->stage_ns, 0, sizeof s->stage_ns);
   s->mark_ns = stoke__now_ns();
   int rc = src->ops->fill(src, s);
-  s->stage_ns[s->stage] += stoke__now_ns() - s->mark_ns;
+  int64_t end = stoke__now_ns();
+  stoke__trace_push(s->trace, s->stage, s->mark_ns, end - s->mark_ns,
+                    s->index, 1);
+  s->stage_ns[s->stage] += end - s->mark_ns;
   /* READ is counted for every sample so that its count is the number of
   ** samples produced; the other stages only when a source used them. */
   stoke__hist_add(&ps->stage[STOKE_STAGE_READ],

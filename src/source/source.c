@@ -133,6 +133,8 @@ void stoke_sample_stage(stoke_sample *s, int stage) {
   if (stage < 0 || stage > STOKE_STAGE_TRANSFORM) return;
   if (!s->timed) return; /* a cheap sample, timed with its chunk */
   int64_t now = stoke__now_ns();
+  stoke__trace_push(s->trace, s->stage, s->mark_ns, now - s->mark_ns,
+                    s->index, 1);
   s->stage_ns[s->stage] += now - s->mark_ns;
   s->mark_ns = now;
   s->stage = stage;
