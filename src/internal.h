@@ -125,6 +125,14 @@ typedef struct stoke__source_ops {
   ** error messages.  Writes a NUL-terminated string into buf. */
   void (*describe)(const stoke_source *src, size_t index, char *buf,
                    size_t cap);
+  /* Optional: per-worker state (decoder contexts, read buffers), made when
+  ** the loader is created and handed to fill as stoke_sample.scratch.  One
+  ** worker uses it at a time.  Returns 0 or a STOKE_E* code (with the TLS
+  ** message set). */
+  int (*scratch_create)(stoke_source *src, const stoke_allocator *a,
+                        void **out);
+  void (*scratch_destroy)(stoke_source *src, const stoke_allocator *a,
+                          void *scratch);
 } stoke__source_ops;
 
 struct stoke_source {

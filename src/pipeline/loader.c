@@ -151,6 +151,11 @@ static int alloc_workers(stoke_loader *l) {
     w->stats = stoke__alloc_aligned(l->alloc, sizeof *w->stats);
     if (!w->stats) return STOKE_ENOMEM;
     memset(w->stats, 0, sizeof *w->stats);
+    if (l->src->ops->scratch_create) {
+      int rc = l->src->ops->scratch_create(l->src, l->alloc,
+                                           &w->sample.scratch);
+      if (rc != 0) return rc;
+    }
   }
   return 0;
 }
@@ -201,8 +206,12 @@ static void free_loader(stoke_loader *l) {
     stoke__free(a, l->slots);
   }
   if (l->workers) {
-    for (size_t i = 0; i < STOKE__MAX(l->n_workers, 1); i++)
-      stoke__free_aligned(a, l->workers[i].stats);
+    for (size_t i = 0; i < STOKE__MAX(l->n_workers, 1); i++) {
+      worker *w = &l->workers[i];
+      stoke__free_aligned(a, w->stats);
+      if (w->sample.scratch && l->src->ops->scratch_destroy)
+        l->src->ops->scratch_destroy(l->src, a, w->sample.scratch);
+    }
     stoke__free(a, l->workers);
   }
   for (size_t i = 0; i < l->n_traces; i++) stoke__trace_free(&l->traces[i], a);
@@ -282,6 +291,12 @@ int stoke_loader_create(const stoke_config *cfg, stoke_loader **out) {
   if (!mem) mem = alloc_slots(l);
   if (!mem) mem = alloc_workers(l);
   if (!mem) mem = alloc_traces(l);
+  if (mem && mem != STOKE_ENOMEM) {
+    /* A source's per-worker state failed for its own reason (message set). */
+    destroy_sync(l);
+    free_loader(l);
+    return mem;
+  }
   if (mem) {
     char need[32];
     stoke__format_bytes(l->host_bytes, need, sizeof need);

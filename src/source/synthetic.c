@@ -116,7 +116,7 @@ static void synth_destroy(stoke_source *src) {
   stoke__free(NULL, s);
 }
 
-static const stoke__source_ops synth_ops = {synth_fill, synth_destroy, NULL};
+static const stoke__source_ops synth_ops = {synth_fill, synth_destroy, NULL, NULL, NULL};
 
 int stoke_source_create_synthetic(const stoke_synthetic_config *cfg,
                                   stoke_source **out) {
