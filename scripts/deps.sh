@@ -4,10 +4,14 @@
 #   scripts/deps.sh --bench  plus the references the benchmarks compare with
 set -euo pipefail
 
+# The Python tests compare stoke with torchvision: they need Debian's
+# python3-torchvision (and torch, numpy, PIL, pytest) for /usr/bin/python3.
 pkgs=(build-essential cmake pkg-config libcmocka-dev libcjson-dev
-      libjpeg62-turbo-dev libspng-dev python3)
+      libjpeg62-turbo-dev libspng-dev python3 python3-pytest python3-numpy
+      python3-pil python3-torch python3-torchvision)
 if [[ "${1:-}" == "--bench" ]]; then
-  pkgs+=(python3-torch python3-numpy)
+  # Real photographs for the image benchmark's corpus.
+  pkgs+=(plasma-workspace-wallpapers)
 fi
 
 missing=()
