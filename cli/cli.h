@@ -35,10 +35,16 @@ typedef int (*cli_cmd_fn)(int argc, char **argv);
 
 int cmd_bench(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
+int cmd_tune(int argc, char **argv);
+int cmd_budget(int argc, char **argv);
+int cmd_profile(int argc, char **argv);
 
 /* Usage texts, printed by "stoke help <cmd>" and "stoke <cmd> --help". */
 extern const char cmd_bench_usage[];
 extern const char cmd_demo_usage[];
+extern const char cmd_tune_usage[];
+extern const char cmd_budget_usage[];
+extern const char cmd_profile_usage[];
 
 /* ---- messages ----------------------------------------------------------- */
 
@@ -158,6 +164,35 @@ void cli_fmt_synthetic(const stoke_synthetic_config *synth, char *buf,
 void cli_fmt_cost_dist(const stoke_synthetic_config *synth, char *buf,
                        size_t n);
 void cli_fmt_compute(int kind, int64_t ns, char *buf, size_t n);
+
+/* One simulated training step of the given kind (CLI_COMPUTE_*): what
+** cli_run does between next() and release; shared with tune. */
+void cli_consumer_step(int kind, int64_t ns);
+
+/* The source, loader and consumer options of bench, shared by commands
+** that run a loader (cmd_profile.c).  A command copies cli_run_opts
+** (NULL-terminated) in front of its own options, numbering its own from
+** CLI_RUN_OPT_LAST, and hands every id it does not know to
+** cli_run_args_apply. */
+#define CLI_RUN_OPT_LAST 21
+extern const cli_opt cli_run_opts[];
+
+typedef struct cli_run_args {
+  cli_run_spec spec;
+  int have_source, warmup;
+  unsigned rank, world;
+} cli_run_args;
+
+/* Defaults (RANK and WORLD_SIZE from the environment).  0, or -1 after a
+** usage message. */
+int cli_run_args_init(cli_run_args *a);
+/* Apply option `id` with flag text `flag` and value `value`: 0 done, -1
+** after a usage message, 1 when id is not a run option. */
+int cli_run_args_apply(cli_run_args *a, int id, const char *flag,
+                       const char *value);
+/* Checks across options; fills rank, world and warm-up into spec.cfg.  0,
+** or -1 after a usage message naming `cmd`. */
+int cli_run_args_finish(cli_run_args *a, const char *cmd);
 
 /* Run spec to the end.  Returns CLI_OK, or CLI_ERROR after printing
 ** "stoke: <library message>".  On success free res with

@@ -21,6 +21,12 @@ static const cli_cmd commands[] = {
      "measure whether a training step waits for data"},
     {"demo", cmd_demo, cmd_demo_usage,
      "a starving loader, then the worker count that feeds it"},
+    {"profile", cmd_profile, cmd_profile_usage,
+     "explain a run: verdict, queue model, what-if, advice"},
+    {"tune", cmd_tune, cmd_tune_usage,
+     "sweep workers and prefetch, pick the knee"},
+    {"budget", cmd_budget, cmd_budget_usage,
+     "host and device memory ledgers: what fits"},
     {NULL, NULL, NULL, NULL}};
 
 static const cli_cmd *find_command(const char *name) {

@@ -186,6 +186,8 @@ static void consumer_step(int kind, int64_t ns) {
     step_spin(ns);
 }
 
+void cli_consumer_step(int kind, int64_t ns) { consumer_step(kind, ns); }
+
 /* ---- the run ------------------------------------------------------------- */
 
 static void library_error(const stoke_loader *l, int rc) {

@@ -445,6 +445,23 @@ typedef struct stoke_diagnosis {
   double queue_empty_frac;
   double tail_ratio;      /* wait p99 / max(step p50, 1 ms) */
   char reason[256];       /* one line: the verdict and its numbers */
+  /* The queue model (docs/diagnosis.md), since 0.2.  Zero when the snapshot
+  ** has no producer measurements. */
+  int64_t t_d_ns;         /* producer wall time per sample (read + decode +
+                             transform means) */
+  int64_t t_cpu_ns;       /* CPU time per sample: t_d * cpu_frac */
+  int64_t t_io_ns;        /* off-CPU (waiting) time per sample, queueing for
+                             a core taken out */
+  double cpu_frac;        /* worker_cpu_ns / worker_busy_ns */
+  int64_t t_c_ns;         /* consumer step (compute mean) */
+  int64_t copy_ns;        /* host-to-device copy per batch, 0 if unmeasured */
+  size_t batch_size;      /* B used by the model */
+  double cores_avail;     /* cores left to the workers */
+  int64_t producer_batch_ns; /* B*max(t_d'/W_eff, t_cpu/cores_avail) */
+  int64_t predicted_step_ns; /* the model's step at this run's W and K */
+  int64_t measured_step_ns;  /* (waiting + computing) / steps */
+  double model_error;     /* predicted / measured - 1 */
+  int bound;              /* stoke_bound: what sets the predicted step */
 } stoke_diagnosis;
 
 /* Thresholds, documented in docs/diagnosis.md. */
@@ -453,8 +470,297 @@ typedef struct stoke_diagnosis {
 
 /* "busy", "starving", "variance", "unknown". */
 STOKE_API const char *stoke_verdict_name(int verdict);
-/* Judge a snapshot. */
+/* Judge a snapshot.  Equivalent to stoke_diagnose_ex(st, NULL, 0, out). */
 STOKE_API int stoke_diagnose(const stoke_stats *st, stoke_diagnosis *out);
+
+/* What sets the predicted step (stoke_diagnosis.bound, stoke_prediction). */
+typedef enum stoke_bound {
+  STOKE_BOUND_NONE = 0,
+  STOKE_BOUND_CONSUMER = 1, /* t_c: the model is the cost */
+  STOKE_BOUND_WORKERS = 2,  /* B*t_d'/W_eff: too few workers in flight */
+  STOKE_BOUND_CORES = 3,    /* B*t_cpu/cores_avail: the CPU is saturated */
+  STOKE_BOUND_SLOTS = 4,    /* W_eff capped by the K+1 batch slots */
+  STOKE_BOUND_INLINE = 5    /* W = 0: B*t_d + t_c, nothing overlaps */
+} stoke_bound;
+
+/* "consumer", "workers", "cores", "slots", "inline", "none". */
+STOKE_API const char *stoke_bound_name(int bound);
+
+/* The queue model's inputs, measured from a snapshot by stoke_model_init()
+** and editable before a prediction (e.g. consumer_cpu for a step that burns
+** CPU).  Every time is a mean; see docs/diagnosis.md for the formulas. */
+typedef struct stoke_model {
+  size_t struct_size;     /* set by stoke_model_init() */
+  size_t batch_size;      /* B */
+  unsigned n_workers;     /* W of the measured run */
+  unsigned prefetch;      /* K of the measured run */
+  double cores;           /* online CPUs (or the caller's number) */
+  double consumer_cpu;    /* cores the consumer's step burns while it
+                             computes: 0 for a GPU-like step (default), 1
+                             for a step that spins one core */
+  int64_t t_d_ns;         /* producer wall time per sample, as measured */
+  int64_t t_cpu_ns;       /* CPU per sample */
+  int64_t t_io_ns;        /* off-CPU time per sample (contention removed) */
+  double sigma;           /* log-sd of the per-sample cost (0 = fixed) */
+  int64_t stage_ns[STOKE_STAGE_COUNT]; /* per-sample mean of each stage */
+  int64_t t_c_ns;         /* consumer step */
+  int64_t copy_ns;        /* copy per batch on the critical path */
+  size_t chunk;           /* mean samples per worker claim */
+  size_t n_batches;       /* batches per epoch; 0 = unknown (no epoch
+                             prediction) */
+  int prefetch_next_epoch;/* 1: epochs start with a full queue */
+} stoke_model;
+
+/* Fill m from a snapshot.  cfg (borrowed, may be NULL) gives B and
+** prefetch_next_epoch; cores 0 means the online CPUs.  Returns 0, or
+** STOKE_EINVAL for NULL st/m or a snapshot with no measured steps. */
+STOKE_API int stoke_model_init(stoke_model *m, const stoke_stats *st,
+                               const stoke_config *cfg, unsigned cores);
+
+typedef struct stoke_prediction {
+  unsigned n_workers, prefetch;
+  int64_t producer_batch_ns; /* steady-state producer time per batch */
+  int64_t step_ns;           /* mean step, variance and slots included */
+  int64_t epoch_ns;          /* n_batches * step (+ an empty start); 0 when
+                                n_batches is unknown */
+  double wait_ratio;         /* predicted waiting share of the step */
+  int bound;                 /* stoke_bound */
+} stoke_prediction;
+
+/* Predict the run of model m with `workers` and `prefetch` (>= 1) instead:
+** the closed form of docs/diagnosis.md for the mean, and a short
+** deterministic simulation of the slots and the per-sample spread for the
+** waits.  Pure: same inputs, same output.  Returns 0 or STOKE_EINVAL. */
+STOKE_API int stoke_predict_step(const stoke_model *m, unsigned workers,
+                                 unsigned prefetch, stoke_prediction *out);
+
+/* Like stoke_diagnose, plus the queue model's numbers and its prediction of
+** this run.  cfg may be NULL; cores 0 means the online CPUs. */
+STOKE_API int stoke_diagnose_ex(const stoke_stats *st,
+                                const stoke_config *cfg, unsigned cores,
+                                stoke_diagnosis *out);
+
+/* One line of advice, a rung of the escalation ladder. */
+typedef enum stoke_advice_kind {
+  STOKE_ADVICE_MODEL = 1,     /* busy: the model is the cost */
+  STOKE_ADVICE_WORKERS = 2,   /* more workers, up to the knee */
+  STOKE_ADVICE_FEWER = 3,     /* oversubscribed: fewer workers, same step */
+  STOKE_ADVICE_PIN_COPY = 4,  /* pinned memory and asynchronous copies */
+  STOKE_ADVICE_CHEAPER = 5,   /* cheaper per-sample work (dominant stage) */
+  STOKE_ADVICE_PREFETCH = 6,  /* deeper prefetch for variance or slots */
+  STOKE_ADVICE_ECHO = 7       /* data echoing, the last resort */
+} stoke_advice_kind;
+
+typedef struct stoke_advice {
+  int kind;                  /* stoke_advice_kind */
+  unsigned n_workers;        /* the setting it proposes (WORKERS, FEWER,
+                                PREFETCH: the others keep the run's) */
+  unsigned prefetch;
+  int stage;                 /* CHEAPER: the dominant stoke_stage */
+  unsigned echo;             /* ECHO: times each batch is used */
+  int64_t now_step_ns;       /* the model's step of the run as it is */
+  int64_t predicted_step_ns; /* the step if the advice is taken */
+  double speedup;            /* now / predicted */
+  char text[256];            /* one line with the numbers */
+} stoke_advice;
+
+#define STOKE_MAX_ADVICE 8
+
+/* The escalation ladder for a run: up to `cap` lines into out, most useful
+** first, each with the gain the model expects.  *n_out gets the count.
+** cfg may be NULL; cores 0 means the online CPUs.  Returns 0 or
+** STOKE_EINVAL. */
+STOKE_API int stoke_advise(const stoke_stats *st, const stoke_config *cfg,
+                           unsigned cores, stoke_advice *out, size_t cap,
+                           size_t *n_out);
+/* The same from a model the caller filled or edited. */
+STOKE_API int stoke_advise_model(const stoke_model *m,
+                                 const stoke_stats *st, stoke_advice *out,
+                                 size_t cap, size_t *n_out);
+
+/* ------------------------------------------------------------------------ */
+/* Memory ledgers: host bytes of a loader, device bytes of a training step  */
+
+/* The host bytes a loader allocates, term by term (DESIGN.md: K x batch
+** bytes + W x worker state (+ cache)).  Plain data. */
+typedef struct stoke_host_ledger {
+  size_t struct_size;      /* set by the caller: sizeof(stoke_host_ledger) */
+  size_t n_slots;          /* batch slots: prefetch + 1 */
+  unsigned n_workers;      /* resolved (AUTO: online CPUs) */
+  uint64_t sample_bytes;   /* all fields of one sample */
+  uint64_t batch_bytes;    /* batch_size x sample_bytes */
+  uint64_t slots_bytes;    /* n_slots x (batch bytes + indices + header) */
+  uint64_t order_bytes;    /* the epoch order and the shuffle scratch */
+  uint64_t workers_bytes;  /* per-worker state and statistics (scratch) */
+  uint64_t consumer_bytes; /* the consumer's statistics */
+  uint64_t total_bytes;    /* the sum: what stoke_loader_host_bytes says */
+  uint64_t budget_bytes;   /* cfg->mem_budget_bytes; 0 = no limit */
+} stoke_host_ledger;
+
+/* The ledger of the loader cfg would create, without creating it: nothing
+** is allocated and no thread starts, so a tuner can skip configurations
+** over budget for free.  cfg->source is required (it gives the sample size
+** and count); n_workers AUTO resolves to the online CPUs.
+** Returns 0; STOKE_EINVAL for a bad cfg; or STOKE_EBUDGET when total_bytes
+** exceeds cfg->mem_budget_bytes, with *out filled in all the same.  On an
+** error stoke_errmsg(NULL) explains it, naming the biggest term.
+** Thread-safety: any thread.  Since 0.1. */
+STOKE_API int stoke_host_ledger_compute(const stoke_config *cfg,
+                                        stoke_host_ledger *out);
+/* The ledger of a live loader (its resolved configuration).  0 or
+** STOKE_EINVAL.  Any thread.  Since 0.1. */
+STOKE_API int stoke_loader_ledger(const stoke_loader *l,
+                                  stoke_host_ledger *out);
+
+/* Device memory of a training step: fixed bytes (weights + gradients +
+** optimizer state) plus activation bytes per sample of the microbatch,
+** against the device's memory less a reserve (allocator fragmentation,
+** CUDA context, workspaces).
+**
+**   usable  = device_bytes - round(reserve_frac x device_bytes)
+**   resident(n) = fixed_bytes + n x per_sample_bytes
+**   max_microbatch = floor((usable - fixed_bytes) / per_sample_bytes)
+**
+** All in bytes, so any unit works as long as the inputs agree: 3.2 GB fixed,
+** 0.34 GB per sample, 24 GB device, 10% reserve gives 54 whether GB means
+** 1e9 or 2^30 bytes (21.6 usable, 3.2 + 54 x 0.34 = 21.56 fits, 55 needs
+** 21.90). */
+typedef struct stoke_device_ledger {
+  uint64_t fixed_bytes;      /* IN: weights + grads + optimizer */
+  uint64_t per_sample_bytes; /* IN: activations per sample, > 0 */
+  uint64_t device_bytes;     /* IN: the device's memory, > 0 */
+  double reserve_frac;       /* IN: share of the device kept free, [0, 1) */
+  uint64_t reserve_bytes;    /* OUT */
+  uint64_t usable_bytes;     /* OUT: device - reserve */
+  uint64_t max_microbatch;   /* OUT: the largest that fits; 0 if none */
+} stoke_device_ledger;
+
+/* Fill the OUT fields of l from its IN fields.  Returns 0; STOKE_EINVAL
+** for per_sample_bytes or device_bytes 0 or a reserve outside [0, 1);
+** STOKE_EBUDGET when not even one sample fits (max_microbatch 0, the OUT
+** fields still filled).  stoke_errmsg(NULL) explains an error.
+** Thread-safety: any thread.  Since 0.1. */
+STOKE_API int stoke_device_ledger_compute(stoke_device_ledger *l);
+/* fixed + n x per_sample (saturating). */
+STOKE_API uint64_t stoke_device_ledger_resident(const stoke_device_ledger *l,
+                                                uint64_t microbatch);
+
+/* ------------------------------------------------------------------------ */
+/* Tuning: sweep workers x prefetch x batch size, pick the knee             */
+
+/* Throughput within this share of the best counts as "as good". */
+#define STOKE_TUNE_TOLERANCE 0.05
+
+typedef enum stoke_tune_status {
+  STOKE_TUNE_PENDING = 0,     /* not measured (yet, or the sweep stopped) */
+  STOKE_TUNE_MEASURED = 1,
+  STOKE_TUNE_OVER_BUDGET = 2  /* skipped: host ledger over the budget */
+} stoke_tune_status;
+
+/* One configuration of a sweep and what it measured.  Plain data: the knee
+** selection works on hand-made tables too. */
+typedef struct stoke_tune_point {
+  unsigned n_workers;
+  unsigned prefetch;
+  size_t batch_size;
+  uint64_t host_bytes;     /* the host ledger's total */
+  int status;              /* stoke_tune_status */
+  /* Measured, warm-up excluded (status MEASURED): */
+  double samples_per_s;    /* measured samples / measured wall time */
+  double epoch_s;          /* mean wall seconds of a measured epoch */
+  double wait_ratio;       /* wait / (wait + compute) */
+  double queue_empty_frac;
+  double worker_cpu_s;     /* CPU time the producers used, per epoch */
+  int verdict;             /* stoke_verdict of the measured steps */
+  uint64_t steps, samples; /* measured */
+} stoke_tune_point;
+
+/* The knee of a sweep. */
+typedef struct stoke_tune_knee {
+  size_t index;       /* the chosen point */
+  size_t best;        /* the point with the highest throughput */
+  int stall_removed;  /* 1: the knee is busy; 0: a consumer was given but no
+                         point as fast as the best is busy, so the knee is
+                         the cheapest of the fastest; -1: no consumer */
+  char reason[256];   /* one line: why this point */
+} stoke_tune_knee;
+
+/* Choose the knee of measured points: among the MEASURED points whose
+** throughput is at least (1 - tolerance) x the best, keep the busy ones if
+** have_consumer and any of them is busy; of those, the cheapest: fewest
+** workers, then least host memory, then higher throughput, then the
+** earlier index.  Points not MEASURED are ignored.  pts is borrowed.
+** Returns 0; STOKE_EINVAL for no measured point, NULL arguments or a
+** tolerance outside [0, 1).  Pure; any thread.  Since 0.1. */
+STOKE_API int stoke_tune_knee_find(const stoke_tune_point *pts, size_t n,
+                                   double tolerance, int have_consumer,
+                                   stoke_tune_knee *out);
+
+/* The consumer's step for a sweep: called between next() and the batch's
+** release, in the sweeping thread; its duration is the computing clock. */
+typedef void (*stoke_tune_step_fn)(void *user, stoke_batch *b);
+/* Called before a point runs (pt->status PENDING) and after it (MEASURED or
+** OVER_BUDGET); i counts from 0 to n - 1.  Return nonzero to stop the
+** sweep: before a point, it does not run; after, no further point runs. */
+typedef int (*stoke_tune_progress_fn)(void *user, size_t i, size_t n,
+                                      const stoke_tune_point *pt);
+
+typedef struct stoke_tune_config {
+  size_t struct_size;        /* set by stoke_tune_config_init() */
+  stoke_config base;         /* the loader to vary; base.source required.
+                                n_workers, prefetch, batch_size and
+                                warmup_* are set per point; points whose
+                                ledger exceeds base.mem_budget_bytes are
+                                skipped (OVER_BUDGET) */
+  const unsigned *workers;   /* the worker counts, or NULL: 0, 1, 2, 4, ...
+                                doubling up to max_workers (included) */
+  size_t n_workers;
+  unsigned max_workers;      /* 0: max(2 x online CPUs, 8) */
+  const unsigned *prefetch;  /* prefetch depths, or NULL: 1, 2, 4 */
+  size_t n_prefetch;
+  const size_t *batch_sizes; /* or NULL: base.batch_size only */
+  size_t n_batch_sizes;
+  unsigned warmup_epochs;    /* per point, left out; default 1 */
+  unsigned min_epochs;       /* measured epochs per point; default 1 */
+  int64_t min_measure_ns;    /* and at least this much measured wall time
+                                (up to 1000 epochs); default 0 */
+  stoke_tune_step_fn step;   /* the consumer's step; NULL: none */
+  void *step_user;
+  stoke_tune_progress_fn progress; /* NULL: none */
+  void *progress_user;
+  const volatile int *cancel; /* polled between points (a signal handler
+                                 may set it); nonzero stops the sweep; the
+                                 point in progress finishes first */
+} stoke_tune_config;
+
+STOKE_API void stoke_tune_config_init(stoke_tune_config *cfg);
+
+/* The points of cfg's grid in sweep order (batch size, then workers, then
+** prefetch; each PENDING with host_bytes and status OVER_BUDGET filled
+** from the host ledger).  With pts NULL or cap too small only *n is set
+** and STOKE_EINVAL returned when pts is not NULL.  0 or STOKE_EINVAL.
+** Since 0.1. */
+STOKE_API int stoke_tune_grid(const stoke_tune_config *cfg,
+                              stoke_tune_point *pts, size_t cap, size_t *n);
+
+/* Sweep: for each point of the grid, create one loader, run warm-up then
+** measured epochs through the step, and record the point.  pts must hold
+** the whole grid (stoke_tune_grid's n).  *n_done counts the points
+** finished (measured or skipped); fewer than the grid when cancelled or
+** stopped by progress.  Returns 0 (also when stopped early); STOKE_EINVAL;
+** or a loader's error (e.g. STOKE_ESAMPLE), after which the points before
+** the failing one stay valid and stoke_errmsg(NULL) has the message.
+** Blocks the calling thread for the whole sweep.  Since 0.1. */
+STOKE_API int stoke_tune_sweep(const stoke_tune_config *cfg,
+                               stoke_tune_point *pts, size_t cap,
+                               size_t *n_done);
+
+/* The PyTorch DataLoader arguments closest to W workers and prefetch K:
+** num_workers = W; prefetch_factor = ceil(K / W) (PyTorch counts batches
+** per worker, stoke batches in all; 0 when W = 0, meaning None);
+** persistent_workers = W > 0. */
+STOKE_API unsigned stoke_tune_prefetch_factor(unsigned n_workers,
+                                              unsigned prefetch);
 
 #ifdef __cplusplus
 }

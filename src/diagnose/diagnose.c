@@ -9,8 +9,13 @@
 ** variance  waiting is a real share but the queue was usually non-empty:
 **           the mean keeps up and the wait comes from a long tail, which
 **           deeper prefetch absorbs.
-** The thresholds and their reasoning are in docs/diagnosis.md. */
+** The thresholds and their reasoning are in docs/diagnosis.md.
+**
+** stoke_diagnose_ex adds the queue model (model.c): the per-sample costs
+** behind the verdict, the step the model predicts for this run and how far
+** that is from the measured one. */
 #include "internal.h"
+#include "model.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -25,7 +30,10 @@ const char *stoke_verdict_name(int verdict) {
 }
 
 int stoke_diagnose(const stoke_stats *st, stoke_diagnosis *out) {
-  if (!st || !out) return STOKE_EINVAL;
+  return stoke_diagnose_ex(st, NULL, 0, out);
+}
+
+static int verdict(const stoke_stats *st, stoke_diagnosis *out) {
   memset(out, 0, sizeof *out);
   out->wait_ratio = st->wait_ratio;
   out->queue_empty_frac = st->queue_empty_frac;
@@ -69,5 +77,35 @@ int stoke_diagnose(const stoke_stats *st, stoke_diagnosis *out) {
              wait_pct, empty_pct, (double)st->wait.p99_ns / 1e6,
              (double)st->wait.p50_ns / 1e6);
   }
+  return 0;
+}
+
+int stoke_diagnose_ex(const stoke_stats *st, const stoke_config *cfg,
+                      unsigned cores, stoke_diagnosis *out) {
+  if (!st || !out) return STOKE_EINVAL;
+  int rc = verdict(st, out);
+  if (rc != 0 || st->steps == 0) return rc;
+  out->measured_step_ns =
+      (st->wait.total_ns + st->compute.total_ns) / (int64_t)st->steps;
+  stoke_model m;
+  if (stoke_model_init(&m, st, cfg, cores) != 0) return 0;
+  out->t_d_ns = m.t_d_ns;
+  out->t_cpu_ns = m.t_cpu_ns;
+  out->t_io_ns = m.t_io_ns;
+  out->cpu_frac = st->worker_busy_ns > 0 ? (double)st->worker_cpu_ns /
+                                               (double)st->worker_busy_ns
+                                         : 0.0;
+  if (out->cpu_frac > 1) out->cpu_frac = 1;
+  out->t_c_ns = m.t_c_ns;
+  out->copy_ns = m.copy_ns;
+  out->batch_size = m.batch_size;
+  out->cores_avail = stoke__model_cores_avail(&m);
+  stoke_prediction p;
+  if (stoke_predict_step(&m, m.n_workers, m.prefetch, &p) != 0) return 0;
+  out->producer_batch_ns = p.producer_batch_ns;
+  out->predicted_step_ns = p.step_ns;
+  out->bound = p.bound;
+  if (out->measured_step_ns > 0)
+    out->model_error = (double)p.step_ns / (double)out->measured_step_ns - 1;
   return 0;
 }

@@ -1,0 +1,646 @@
+/* cmd_profile.c — "stoke profile": run a loader like bench, then explain
+** it: the two clocks per epoch, the wait percentiles, the stage breakdown,
+** queue emptiness, the verdict and every number behind it, the queue
+** model's prediction of this run and its error, a what-if table over
+** workers (W) and prefetch (K), and the escalation ladder with the gain the
+** model expects from each rung.
+**
+** The source, loader and consumer options are bench's; they are parsed by
+** the shared cli_run_args_* helpers defined here (bench keeps its own copy
+** for now and can switch to them without changing its behaviour).
+*/
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+const char cmd_profile_usage[] =
+    "usage: stoke profile --synthetic KIND [options]\n"
+    "\n"
+    "Run a loader as 'stoke bench' does and explain the result: the two\n"
+    "clocks, the stages, the verdict and its numbers, the queue model's\n"
+    "prediction (docs/diagnosis.md), a what-if table over workers and\n"
+    "prefetch, and advice, each line with its predicted gain.\n"
+    "\n"
+    "source, loader and consumer: as 'stoke help bench' (--synthetic,\n"
+    "  --samples, --shape, --cost-dist, --classes, -b, -j, --prefetch,\n"
+    "  --shuffle, --seed, --drop-last, --rank, --world, --out-of-order,\n"
+    "  --no-epoch-prefetch, --timeout, --mem-budget, --epochs, --no-warmup,\n"
+    "  --compute)\n"
+    "\n"
+    "model and report\n"
+    "  --cores N              cores the model assumes (online CPUs)\n"
+    "  --what-if-workers L    worker counts of the what-if table, e.g.\n"
+    "                         0,1,2,4,8 (0,1,2,4,8,16,32 and this run's)\n"
+    "  --what-if-prefetch L   prefetch depths of the table (1,2,4,8 and this\n"
+    "                         run's)\n"
+    "  --json FILE            bench's JSON plus a 'diagnosis' object ('-' =\n"
+    "                         stdout; the report then goes to stderr)\n"
+    "  -q, --quiet            no report\n";
+
+/* ---- the run options shared with bench ----------------------------------- */
+
+enum {
+  RO_SYNTHETIC = 1,
+  RO_SAMPLES,
+  RO_SHAPE,
+  RO_COST_DIST,
+  RO_CLASSES,
+  RO_BATCH,
+  RO_WORKERS,
+  RO_PREFETCH,
+  RO_SHUFFLE,
+  RO_SEED,
+  RO_DROP_LAST,
+  RO_RANK,
+  RO_WORLD,
+  RO_OUT_OF_ORDER,
+  RO_NO_EPOCH_PREFETCH,
+  RO_TIMEOUT,
+  RO_MEM_BUDGET,
+  RO_EPOCHS,
+  RO_NO_WARMUP,
+  RO_COMPUTE,
+  RO_LAST /* commands number their own options from here */
+};
+_Static_assert(RO_LAST == CLI_RUN_OPT_LAST, "cli.h: CLI_RUN_OPT_LAST");
+
+const cli_opt cli_run_opts[] = {{"synthetic", 0, 1, RO_SYNTHETIC},
+                                {"samples", 0, 1, RO_SAMPLES},
+                                {"shape", 0, 1, RO_SHAPE},
+                                {"cost-dist", 0, 1, RO_COST_DIST},
+                                {"classes", 0, 1, RO_CLASSES},
+                                {"batch-size", 'b', 1, RO_BATCH},
+                                {"workers", 'j', 1, RO_WORKERS},
+                                {"prefetch", 0, 1, RO_PREFETCH},
+                                {"shuffle", 0, 0, RO_SHUFFLE},
+                                {"seed", 0, 1, RO_SEED},
+                                {"drop-last", 0, 0, RO_DROP_LAST},
+                                {"rank", 0, 1, RO_RANK},
+                                {"world", 0, 1, RO_WORLD},
+                                {"out-of-order", 0, 0, RO_OUT_OF_ORDER},
+                                {"no-epoch-prefetch", 0, 0,
+                                 RO_NO_EPOCH_PREFETCH},
+                                {"timeout", 0, 1, RO_TIMEOUT},
+                                {"mem-budget", 0, 1, RO_MEM_BUDGET},
+                                {"epochs", 0, 1, RO_EPOCHS},
+                                {"no-warmup", 0, 0, RO_NO_WARMUP},
+                                {"compute", 0, 1, RO_COMPUTE},
+                                {NULL, 0, 0, 0}};
+
+static int env_default(const char *var, unsigned lo, unsigned *out) {
+  const char *v = getenv(var);
+  if (!v || !*v)
+    return 0;
+  return cli_parse_uint(var, v, lo, (unsigned)-1, out);
+}
+
+int cli_run_args_init(cli_run_args *a) {
+  memset(a, 0, sizeof(*a));
+  stoke_synthetic_config_init(&a->spec.synth);
+  stoke_config_init(&a->spec.cfg);
+  a->spec.cfg.n_workers = 0; /* PyTorch's num_workers default, not AUTO */
+  a->spec.epochs = 2;
+  a->spec.compute_kind = CLI_COMPUTE_NONE;
+  a->warmup = 1;
+  a->world = 1;
+  if (env_default("RANK", 0, &a->rank) ||
+      env_default("WORLD_SIZE", 1, &a->world))
+    return -1;
+  return 0;
+}
+
+int cli_run_args_apply(cli_run_args *a, int id, const char *f,
+                       const char *v) {
+  cli_run_spec *spec = &a->spec;
+  switch (id) {
+  case RO_SYNTHETIC:
+    a->have_source = 1;
+    return cli_parse_synthetic(f, v, &spec->synth);
+  case RO_SAMPLES:
+    return cli_parse_size_t(f, v, 1, &spec->synth.n_samples);
+  case RO_SHAPE:
+    return cli_parse_shape(f, v, &spec->synth.ndim, spec->synth.shape);
+  case RO_COST_DIST:
+    return cli_parse_cost_dist(f, v, &spec->synth);
+  case RO_CLASSES:
+    return cli_parse_uint(f, v, 1, (unsigned)-1, &spec->synth.n_classes);
+  case RO_BATCH:
+    return cli_parse_size_t(f, v, 1, &spec->cfg.batch_size);
+  case RO_WORKERS:
+    if (strcmp(v, "auto") == 0) {
+      spec->cfg.n_workers = STOKE_WORKERS_AUTO;
+      return 0;
+    }
+    return cli_parse_uint(f, v, 0, 4096, &spec->cfg.n_workers);
+  case RO_PREFETCH:
+    return cli_parse_uint(f, v, 1, 4096, &spec->cfg.prefetch);
+  case RO_SHUFFLE:
+    spec->cfg.shuffle = 1;
+    return 0;
+  case RO_SEED:
+    if (cli_parse_u64(f, v, &spec->cfg.seed))
+      return -1;
+    spec->synth.seed = spec->cfg.seed;
+    return 0;
+  case RO_DROP_LAST:
+    spec->cfg.drop_last = 1;
+    return 0;
+  case RO_RANK:
+    return cli_parse_uint(f, v, 0, (unsigned)-1, &a->rank);
+  case RO_WORLD:
+    return cli_parse_uint(f, v, 1, (unsigned)-1, &a->world);
+  case RO_OUT_OF_ORDER:
+    spec->cfg.in_order = 0;
+    return 0;
+  case RO_NO_EPOCH_PREFETCH:
+    spec->cfg.prefetch_next_epoch = 0;
+    return 0;
+  case RO_TIMEOUT: {
+    int64_t ns;
+    if (cli_parse_duration(f, v, "ms", &ns))
+      return -1;
+    if (ns > 0 && ns < 1000000) {
+      cli_error("%s: the resolution is 1ms, got '%s'", f, v);
+      return -1;
+    }
+    spec->cfg.sample_timeout_ms = ns / 1000000;
+    return 0;
+  }
+  case RO_MEM_BUDGET:
+    return cli_parse_bytes(f, v, &spec->cfg.mem_budget_bytes);
+  case RO_EPOCHS:
+    return cli_parse_uint(f, v, 1, 1000000, &spec->epochs);
+  case RO_NO_WARMUP:
+    a->warmup = 0;
+    return 0;
+  case RO_COMPUTE:
+    return cli_parse_compute(f, v, &spec->compute_kind, &spec->compute_ns);
+  }
+  return 1; /* not a run option */
+}
+
+int cli_run_args_finish(cli_run_args *a, const char *cmd) {
+  if (!a->have_source) {
+    cli_error("%s: no data source; give --synthetic sleep:5ms, spin:2ms "
+              "or tensor",
+              cmd);
+    return -1;
+  }
+  if (a->rank >= a->world) {
+    cli_error("--rank: must be below --world (%u), got %u", a->world,
+              a->rank);
+    return -1;
+  }
+  if (a->warmup && a->spec.epochs < 2) {
+    cli_error("--epochs: 1 epoch is all warm-up; use --epochs 2 or more, or "
+              "--no-warmup");
+    return -1;
+  }
+  a->spec.cfg.rank = a->rank;
+  a->spec.cfg.world = a->world;
+  a->spec.cfg.warmup_epochs = a->warmup ? 1 : 0;
+  return 0;
+}
+
+/* ---- profile's own options ----------------------------------------------- */
+
+enum {
+  O_CORES = RO_LAST,
+  O_WHATIF_W,
+  O_WHATIF_K,
+  O_JSON,
+  O_QUIET,
+  O_HELP
+  /* A later --trace FILE (Chrome trace of the run) goes here. */
+};
+
+static const cli_opt profile_own_opts[] = {
+    {"cores", 0, 1, O_CORES},
+    {"what-if-workers", 0, 1, O_WHATIF_W},
+    {"what-if-prefetch", 0, 1, O_WHATIF_K},
+    {"json", 0, 1, O_JSON},
+    {"quiet", 'q', 0, O_QUIET},
+    {"help", 'h', 0, O_HELP},
+    {NULL, 0, 0, 0}};
+
+#define N_RUN_OPTS (sizeof(cli_run_opts) / sizeof(cli_run_opts[0]) - 1)
+#define N_OWN_OPTS (sizeof(profile_own_opts) / sizeof(profile_own_opts[0]))
+
+#define MAX_WHATIF 16
+
+typedef struct uint_list {
+  unsigned v[MAX_WHATIF];
+  size_t n;
+} uint_list;
+
+/* "0,1,2,4": sorted, without duplicates. */
+static int parse_list(const char *what, const char *s, unsigned lo,
+                      uint_list *out) {
+  out->n = 0;
+  char buf[256];
+  if (strlen(s) >= sizeof(buf) || !*s) {
+    cli_error("%s: expected a list such as 1,2,4, got '%s'", what, s);
+    return -1;
+  }
+  strcpy(buf, s);
+  for (char *tok = buf, *next; tok; tok = next) {
+    next = strchr(tok, ',');
+    if (next)
+      *next++ = '\0';
+    unsigned x;
+    if (cli_parse_uint(what, tok, lo, 4096, &x))
+      return -1;
+    if (out->n == MAX_WHATIF) {
+      cli_error("%s: at most %d values", what, MAX_WHATIF);
+      return -1;
+    }
+    out->v[out->n++] = x;
+  }
+  return 0;
+}
+
+static void list_add(uint_list *l, unsigned x) {
+  for (size_t i = 0; i < l->n; i++)
+    if (l->v[i] == x)
+      return;
+  if (l->n < MAX_WHATIF)
+    l->v[l->n++] = x;
+}
+
+static int cmp_uint(const void *a, const void *b) {
+  unsigned x = *(const unsigned *)a, y = *(const unsigned *)b;
+  return x < y ? -1 : x > y;
+}
+
+static void list_sort(uint_list *l) {
+  uint_list u = {{0}, 0};
+  for (size_t i = 0; i < l->n; i++)
+    list_add(&u, l->v[i]);
+  qsort(u.v, u.n, sizeof(unsigned), cmp_uint);
+  *l = u;
+}
+
+/* ---- the analysis -------------------------------------------------------- */
+
+typedef struct profile {
+  stoke_model model;
+  stoke_prediction now; /* the model's view of this run */
+  int64_t measured_step_ns;
+  double measured_epoch_ns;
+  double step_error, epoch_error;
+  uint_list ws, ks;
+  stoke_prediction what_if[MAX_WHATIF][MAX_WHATIF];
+  stoke_advice advice[STOKE_MAX_ADVICE];
+  size_t n_advice;
+} profile;
+
+static double ms(int64_t ns) { return (double)ns / 1e6; }
+
+static int analyse(const cli_run_spec *spec, const cli_run_result *res,
+                   unsigned cores, profile *pr) {
+  const stoke_stats *st = &res->stats;
+  int rc = stoke_model_init(&pr->model, st, &res->eff, cores);
+  if (rc < 0)
+    return rc;
+  /* The tool knows its consumer: a spinning step holds one core. */
+  pr->model.consumer_cpu = spec->compute_kind == CLI_COMPUTE_SPIN ? 1.0 : 0.0;
+  pr->model.n_batches = res->n_batches;
+  rc = stoke_predict_step(&pr->model, res->eff.n_workers,
+                          res->eff.prefetch ? res->eff.prefetch : 1,
+                          &pr->now);
+  if (rc < 0)
+    return rc;
+  pr->measured_step_ns =
+      st->steps ? (st->wait.total_ns + st->compute.total_ns) /
+                      (int64_t)st->steps
+                : 0;
+  pr->measured_epoch_ns = res->epoch_s * 1e9;
+  if (pr->measured_step_ns > 0)
+    pr->step_error =
+        (double)pr->now.step_ns / (double)pr->measured_step_ns - 1;
+  if (pr->measured_epoch_ns > 0 && pr->now.epoch_ns > 0)
+    pr->epoch_error = (double)pr->now.epoch_ns / pr->measured_epoch_ns - 1;
+  for (size_t i = 0; i < pr->ws.n; i++)
+    for (size_t j = 0; j < pr->ks.n; j++)
+      stoke_predict_step(&pr->model, pr->ws.v[i], pr->ks.v[j],
+                         &pr->what_if[i][j]);
+  return stoke_advise_model(&pr->model, st, pr->advice, STOKE_MAX_ADVICE,
+                            &pr->n_advice);
+}
+
+static void print_profile(FILE *f, const cli_run_result *res,
+                          const profile *pr) {
+  const stoke_model *m = &pr->model;
+  const stoke_diagnosis *d = &res->diag;
+  double cpu_pct = m->t_d_ns ? 100.0 * (double)m->t_cpu_ns /
+                                   (double)m->t_d_ns
+                             : 0.0;
+  fprintf(f, "\nthe verdict's numbers\n");
+  fprintf(f, "  wait ratio    %.1f%%  (busy under %.0f%%)\n",
+          100 * d->wait_ratio, 100 * STOKE_BUSY_WAIT_RATIO);
+  fprintf(f, "  queue empty   %.1f%%  (starving at %.0f%% or more)\n",
+          100 * d->queue_empty_frac, 100 * STOKE_STARVING_EMPTY_FRAC);
+  fprintf(f, "  tail ratio    %.2f  (wait p99 / max(step p50, 1 ms))\n",
+          d->tail_ratio);
+  fprintf(f, "\nqueue model (docs/diagnosis.md)\n");
+  fprintf(f,
+          "  per sample    t_d %.3f ms  (on a core %.3f ms = %.0f%%, waiting "
+          "%.3f ms; sigma %.2f)\n",
+          ms(m->t_d_ns), ms(m->t_cpu_ns), cpu_pct, ms(m->t_io_ns), m->sigma);
+  fprintf(f, "  stages        read %.3f  decode %.3f  transform %.3f ms\n",
+          ms(m->stage_ns[STOKE_STAGE_READ]),
+          ms(m->stage_ns[STOKE_STAGE_DECODE]),
+          ms(m->stage_ns[STOKE_STAGE_TRANSFORM]));
+  fprintf(f, "  consumer      t_c %.3f ms per step, copy %.3f ms\n",
+          ms(m->t_c_ns), ms(m->copy_ns));
+  fprintf(f,
+          "  loader        B %zu, W %u, K %u, chunk %zu, cores %.0f (%.1f "
+          "for the workers)\n",
+          m->batch_size, m->n_workers, m->prefetch, m->chunk, m->cores,
+          m->cores - m->consumer_cpu < 1 ? 1.0 : m->cores - m->consumer_cpu);
+  if (m->n_workers == 0)
+    fprintf(f, "  producer      B*t_d = %.3f ms per batch, inside next()\n",
+            ms(pr->now.producer_batch_ns));
+  else
+    fprintf(f,
+            "  producer      B*max(t_d/W_eff, t_cpu/P) = %.3f ms per batch\n",
+            ms(pr->now.producer_batch_ns));
+  fprintf(f, "  bound         %s\n", stoke_bound_name(pr->now.bound));
+  fprintf(f, "  step          predicted %.3f ms, measured %.3f ms, error %+.1f%%\n",
+          ms(pr->now.step_ns), ms(pr->measured_step_ns),
+          100 * pr->step_error);
+  if (pr->now.epoch_ns > 0)
+    fprintf(f,
+            "  epoch         predicted %.6f s, measured %.6f s, error "
+            "%+.1f%%\n",
+            (double)pr->now.epoch_ns / 1e9, pr->measured_epoch_ns / 1e9,
+            100 * pr->epoch_error);
+
+  fprintf(f, "\nwhat if (predicted %s; * = this run)\n",
+          pr->now.epoch_ns > 0 ? "epoch seconds" : "step ms");
+  fprintf(f, "  workers \\ prefetch");
+  for (size_t j = 0; j < pr->ks.n; j++)
+    fprintf(f, " %10u", pr->ks.v[j]);
+  fputc('\n', f);
+  for (size_t i = 0; i < pr->ws.n; i++) {
+    fprintf(f, "  %18u", pr->ws.v[i]);
+    for (size_t j = 0; j < pr->ks.n; j++) {
+      const stoke_prediction *p = &pr->what_if[i][j];
+      int here = p->n_workers == res->eff.n_workers &&
+                 p->prefetch == res->eff.prefetch;
+      if (pr->now.epoch_ns > 0)
+        fprintf(f, " %9.4f%c", (double)p->epoch_ns / 1e9, here ? '*' : ' ');
+      else
+        fprintf(f, " %9.3f%c", ms(p->step_ns), here ? '*' : ' ');
+    }
+    fputc('\n', f);
+  }
+  fprintf(f, "\nadvice\n");
+  if (!pr->n_advice)
+    fprintf(f, "  none: the model sees nothing cheaper to change\n");
+  for (size_t i = 0; i < pr->n_advice; i++)
+    fprintf(f, "  %zu. %s\n", i + 1, pr->advice[i].text);
+}
+
+static const char *advice_kind_name(int kind) {
+  switch (kind) {
+  case STOKE_ADVICE_MODEL: return "model";
+  case STOKE_ADVICE_WORKERS: return "workers";
+  case STOKE_ADVICE_FEWER: return "fewer_workers";
+  case STOKE_ADVICE_PIN_COPY: return "pinned_async_copy";
+  case STOKE_ADVICE_CHEAPER: return "cheaper_samples";
+  case STOKE_ADVICE_PREFETCH: return "prefetch";
+  case STOKE_ADVICE_ECHO: return "data_echoing";
+  }
+  return "?";
+}
+
+static cJSON *diagnosis_json(const cli_run_result *res, const profile *pr) {
+  const stoke_model *m = &pr->model;
+  const stoke_diagnosis *d = &res->diag;
+  cJSON *o = cJSON_CreateObject();
+  if (!o)
+    return NULL;
+  cJSON_AddStringToObject(o, "verdict", stoke_verdict_name(d->verdict));
+  cJSON_AddStringToObject(o, "reason", d->reason);
+  cJSON_AddNumberToObject(o, "wait_ratio", d->wait_ratio);
+  cJSON_AddNumberToObject(o, "queue_empty_frac", d->queue_empty_frac);
+  cJSON_AddNumberToObject(o, "tail_ratio", d->tail_ratio);
+  cJSON_AddNumberToObject(o, "busy_wait_ratio", STOKE_BUSY_WAIT_RATIO);
+  cJSON_AddNumberToObject(o, "starving_empty_frac",
+                          STOKE_STARVING_EMPTY_FRAC);
+  cJSON *mo = cJSON_AddObjectToObject(o, "model");
+  if (mo) {
+    cJSON_AddNumberToObject(mo, "t_d_ns", (double)m->t_d_ns);
+    cJSON_AddNumberToObject(mo, "t_cpu_ns", (double)m->t_cpu_ns);
+    cJSON_AddNumberToObject(mo, "t_io_ns", (double)m->t_io_ns);
+    cJSON_AddNumberToObject(mo, "cpu_frac",
+                            m->t_d_ns ? (double)m->t_cpu_ns /
+                                            (double)m->t_d_ns
+                                      : 0.0);
+    cJSON_AddNumberToObject(mo, "sigma", m->sigma);
+    cJSON_AddNumberToObject(mo, "read_ns",
+                            (double)m->stage_ns[STOKE_STAGE_READ]);
+    cJSON_AddNumberToObject(mo, "decode_ns",
+                            (double)m->stage_ns[STOKE_STAGE_DECODE]);
+    cJSON_AddNumberToObject(mo, "transform_ns",
+                            (double)m->stage_ns[STOKE_STAGE_TRANSFORM]);
+    cJSON_AddNumberToObject(mo, "t_c_ns", (double)m->t_c_ns);
+    cJSON_AddNumberToObject(mo, "copy_ns", (double)m->copy_ns);
+    cJSON_AddNumberToObject(mo, "batch_size", (double)m->batch_size);
+    cJSON_AddNumberToObject(mo, "workers", m->n_workers);
+    cJSON_AddNumberToObject(mo, "prefetch", m->prefetch);
+    cJSON_AddNumberToObject(mo, "chunk", (double)m->chunk);
+    cJSON_AddNumberToObject(mo, "cores", m->cores);
+    cJSON_AddNumberToObject(mo, "consumer_cpu", m->consumer_cpu);
+    cJSON_AddNumberToObject(mo, "batches_per_epoch", (double)m->n_batches);
+  }
+  cJSON *po = cJSON_AddObjectToObject(o, "prediction");
+  if (po) {
+    cJSON_AddNumberToObject(po, "producer_batch_ns",
+                            (double)pr->now.producer_batch_ns);
+    cJSON_AddNumberToObject(po, "predicted_step_ns",
+                            (double)pr->now.step_ns);
+    cJSON_AddNumberToObject(po, "measured_step_ns",
+                            (double)pr->measured_step_ns);
+    cJSON_AddNumberToObject(po, "step_error", pr->step_error);
+    cJSON_AddNumberToObject(po, "predicted_epoch_s",
+                            (double)pr->now.epoch_ns / 1e9);
+    cJSON_AddNumberToObject(po, "measured_epoch_s",
+                            pr->measured_epoch_ns / 1e9);
+    cJSON_AddNumberToObject(po, "epoch_error", pr->epoch_error);
+    cJSON_AddNumberToObject(po, "predicted_wait_ratio", pr->now.wait_ratio);
+    cJSON_AddStringToObject(po, "bound", stoke_bound_name(pr->now.bound));
+  }
+  cJSON *wa = cJSON_AddArrayToObject(o, "what_if");
+  for (size_t i = 0; wa && i < pr->ws.n; i++)
+    for (size_t j = 0; j < pr->ks.n; j++) {
+      const stoke_prediction *p = &pr->what_if[i][j];
+      cJSON *e = cJSON_CreateObject();
+      if (!e)
+        break;
+      cJSON_AddItemToArray(wa, e);
+      cJSON_AddNumberToObject(e, "workers", p->n_workers);
+      cJSON_AddNumberToObject(e, "prefetch", p->prefetch);
+      cJSON_AddNumberToObject(e, "producer_batch_ns",
+                              (double)p->producer_batch_ns);
+      cJSON_AddNumberToObject(e, "step_ns", (double)p->step_ns);
+      cJSON_AddNumberToObject(e, "epoch_s", (double)p->epoch_ns / 1e9);
+      cJSON_AddNumberToObject(e, "wait_ratio", p->wait_ratio);
+      cJSON_AddStringToObject(e, "bound", stoke_bound_name(p->bound));
+    }
+  cJSON *aa = cJSON_AddArrayToObject(o, "advice");
+  for (size_t i = 0; aa && i < pr->n_advice; i++) {
+    const stoke_advice *a = &pr->advice[i];
+    cJSON *e = cJSON_CreateObject();
+    if (!e)
+      break;
+    cJSON_AddItemToArray(aa, e);
+    cJSON_AddStringToObject(e, "kind", advice_kind_name(a->kind));
+    cJSON_AddStringToObject(e, "text", a->text);
+    cJSON_AddNumberToObject(e, "workers", a->n_workers);
+    cJSON_AddNumberToObject(e, "prefetch", a->prefetch);
+    if (a->kind == STOKE_ADVICE_CHEAPER)
+      cJSON_AddStringToObject(e, "stage", stoke_stage_name(a->stage));
+    if (a->kind == STOKE_ADVICE_ECHO)
+      cJSON_AddNumberToObject(e, "echo", a->echo);
+    cJSON_AddNumberToObject(e, "now_step_ns", (double)a->now_step_ns);
+    cJSON_AddNumberToObject(e, "predicted_step_ns",
+                            (double)a->predicted_step_ns);
+    cJSON_AddNumberToObject(e, "speedup", a->speedup);
+  }
+  return o;
+}
+
+/* ---- the command --------------------------------------------------------- */
+
+int cmd_profile(int argc, char **argv) {
+  cli_opt opts[N_RUN_OPTS + N_OWN_OPTS];
+  memcpy(opts, cli_run_opts, N_RUN_OPTS * sizeof(cli_opt));
+  memcpy(opts + N_RUN_OPTS, profile_own_opts, sizeof(profile_own_opts));
+
+  cli_run_args args;
+  if (cli_run_args_init(&args))
+    return CLI_USAGE;
+  unsigned cores = 0;
+  int quiet = 0, have_ws = 0, have_ks = 0;
+  const char *json_path = NULL;
+  static profile pr; /* the what-if table is large for a stack */
+  memset(&pr, 0, sizeof(pr));
+
+  cli_parser p;
+  cli_parser_init(&p, argc, argv, "profile");
+  const char *v;
+  int id;
+  while ((id = cli_next_opt(&p, opts, &v)) != CLI_OPT_END) {
+    const char *f = p.flag;
+    int bad = 0;
+    switch (id) {
+    case CLI_OPT_ERROR:
+      return CLI_USAGE;
+    case CLI_OPT_ARG:
+      cli_error("profile: unexpected argument '%s'", v);
+      return CLI_USAGE;
+    case O_HELP:
+      fputs(cmd_profile_usage, stdout);
+      return CLI_OK;
+    case O_CORES:
+      bad = cli_parse_uint(f, v, 1, 65536, &cores);
+      break;
+    case O_WHATIF_W:
+      bad = parse_list(f, v, 0, &pr.ws);
+      have_ws = 1;
+      break;
+    case O_WHATIF_K:
+      bad = parse_list(f, v, 1, &pr.ks);
+      have_ks = 1;
+      break;
+    case O_JSON:
+      json_path = v;
+      break;
+    case O_QUIET:
+      quiet = 1;
+      break;
+    default:
+      bad = cli_run_args_apply(&args, id, f, v) != 0;
+    }
+    if (bad)
+      return CLI_USAGE;
+  }
+  if (cli_run_args_finish(&args, "profile"))
+    return CLI_USAGE;
+  const cli_run_spec *spec = &args.spec;
+
+  FILE *json = NULL;
+  if (json_path && !(json = cli_open_output(json_path)))
+    return CLI_ERROR;
+  FILE *out = json == stdout ? stderr : stdout;
+
+  cli_run_result res;
+  int rc = cli_run(spec, &res);
+  if (rc != CLI_OK) {
+    if (json && json != stdout) {
+      fclose(json);
+      remove(json_path);
+    }
+    return rc;
+  }
+  if (!have_ws) {
+    static const unsigned dw[] = {0, 1, 2, 4, 8, 16, 32};
+    for (size_t i = 0; i < sizeof(dw) / sizeof(dw[0]); i++)
+      list_add(&pr.ws, dw[i]);
+    list_add(&pr.ws, res.eff.n_workers);
+  }
+  if (!have_ks) {
+    static const unsigned dk[] = {1, 2, 4, 8};
+    for (size_t i = 0; i < sizeof(dk) / sizeof(dk[0]); i++)
+      list_add(&pr.ks, dk[i]);
+    list_add(&pr.ks, res.eff.prefetch);
+  }
+  list_sort(&pr.ws);
+  list_sort(&pr.ks);
+  int arc = res.stats.steps ? analyse(spec, &res, cores, &pr) : STOKE_EINVAL;
+  if (arc < 0) {
+    cli_error("profile: %llu measured steps are too few to model; run more "
+              "epochs or samples",
+              (unsigned long long)res.stats.steps);
+    if (json && json != stdout) {
+      fclose(json);
+      remove(json_path);
+    }
+    cli_run_result_free(&res);
+    return CLI_ERROR;
+  }
+
+  if (!quiet) {
+    char src[64], step[64], dist[64];
+    cli_fmt_synthetic(&spec->synth, src, sizeof(src));
+    cli_fmt_compute(spec->compute_kind, spec->compute_ns, step, sizeof(step));
+    cli_fmt_cost_dist(&spec->synth, dist, sizeof(dist));
+    fprintf(out,
+            "stoke profile: synthetic %s (%s) x %zu samples, batch %zu, "
+            "%u workers, prefetch %u, step %s\n",
+            src, dist, spec->synth.n_samples, res.eff.batch_size,
+            res.eff.n_workers, res.eff.prefetch, step);
+    cli_print_epochs(out, &res);
+    cli_print_summary(out, &res);
+    cli_print_verdict(out, "", &res.diag);
+    print_profile(out, &res, &pr);
+  }
+  if (json) {
+    cJSON *root = cJSON_CreateObject();
+    if (root) {
+      cJSON_AddItemToObject(root, "config", cli_config_json(spec, &res));
+      cJSON_AddItemToObject(root, "machine", cli_machine_json());
+      cJSON_AddItemToObject(root, "epochs", cli_epochs_json(&res));
+      cJSON_AddItemToObject(root, "summary", cli_summary_json(&res));
+      cJSON_AddItemToObject(root, "stages", cli_stages_json(&res));
+      cJSON_AddItemToObject(root, "diagnosis", diagnosis_json(&res, &pr));
+    }
+    rc = cli_write_json(json_path, json, root);
+    cJSON_Delete(root);
+  }
+  cli_run_result_free(&res);
+  return rc;
+}

@@ -1,0 +1,877 @@
+/* cmd_tune.c — "stoke tune": sweep workers x prefetch (x batch size) against
+** a simulated step, pick the knee, and say it as flags, as PyTorch
+** DataLoader arguments, as JSON and as an SVG plot.
+**
+** The sweep and the knee live in the library (stoke_tune_sweep,
+** stoke_tune_knee_find); this file parses options, draws the progress line,
+** handles Ctrl-C and writes the reports.  Ctrl-C sets a flag that the
+** progress callback reads between points: the point in progress finishes
+** its epochs, then everything measured so far is printed and written and
+** the command exits 130 (128 + SIGINT, as a shell reports it).
+*/
+#define _POSIX_C_SOURCE 200809L /* sigaction, isatty, fileno */
+
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "svg.h"
+
+const char cmd_tune_usage[] =
+    "usage: stoke tune --synthetic KIND [options]\n"
+    "\n"
+    "Sweep worker threads x prefetch depth (x batch size) with a warm-up\n"
+    "epoch per point, and pick the knee: the cheapest configuration (fewest\n"
+    "workers, then least host memory) within 5% of the best throughput\n"
+    "that removes the stall when a step is given (verdict busy), or the\n"
+    "best achievable when none does.\n"
+    "\n"
+    "source\n"
+    "  --synthetic KIND       sleep:5ms, spin:2ms or tensor\n"
+    "  --samples N            samples in the dataset (256)\n"
+    "  --shape DxHxW          shape of a sample's features (3x32x32)\n"
+    "  --cost-dist DIST       fixed, exp or lognormal:SIGMA (fixed)\n"
+    "  --classes N            label classes (2)\n"
+    "\n"
+    "grid\n"
+    "  -j, --workers LIST     worker counts, e.g. 0,2,4 (default 0, 1, 2, 4,\n"
+    "                         ... doubling up to --max-workers)\n"
+    "  --max-workers N        the ladder's top (max(2 x cores, 8), or\n"
+    "                         --cpu-budget)\n"
+    "  --cpu-budget N         CPU-bound work: never more than N workers\n"
+    "  --prefetch LIST        prefetch depths (1,2,4)\n"
+    "  -b, --batch-size N     samples per batch (32)\n"
+    "  --batch-sizes LIST     sweep batch sizes too, e.g. 32,64,128\n"
+    "  --mem-budget SIZE      skip points whose host ledger exceeds SIZE\n"
+    "  --shuffle, --seed N    as for bench\n"
+    "\n"
+    "measurement\n"
+    "  --compute STEP         the training step: sleep:12ms, spin:12ms or\n"
+    "                         none (none)\n"
+    "  --epochs N             measured epochs per point after the warm-up (1)\n"
+    "  --min-time DUR         and at least this much measured time (0)\n"
+    "  --tolerance PCT        'as good as the best' (5%)\n"
+    "\n"
+    "report\n"
+    "  --json FILE            every point, the knee and the machine ('-' =\n"
+    "                         stdout; the table then goes to stderr)\n"
+    "  --svg FILE             throughput and wait share against workers\n"
+    "  -q, --quiet            no table and no progress line\n"
+    "\n"
+    "Ctrl-C stops the sweep after the point in progress and still reports\n"
+    "what was measured (exit status 130).\n";
+
+enum {
+  O_SYNTHETIC = 1,
+  O_SAMPLES,
+  O_SHAPE,
+  O_COST_DIST,
+  O_CLASSES,
+  O_WORKERS,
+  O_MAX_WORKERS,
+  O_CPU_BUDGET,
+  O_PREFETCH,
+  O_BATCH,
+  O_BATCH_SIZES,
+  O_MEM_BUDGET,
+  O_SHUFFLE,
+  O_SEED,
+  O_COMPUTE,
+  O_EPOCHS,
+  O_MIN_TIME,
+  O_TOLERANCE,
+  O_JSON,
+  O_SVG,
+  O_QUIET,
+  O_HELP
+};
+
+static const cli_opt tune_opts[] = {{"synthetic", 0, 1, O_SYNTHETIC},
+                                    {"samples", 0, 1, O_SAMPLES},
+                                    {"shape", 0, 1, O_SHAPE},
+                                    {"cost-dist", 0, 1, O_COST_DIST},
+                                    {"classes", 0, 1, O_CLASSES},
+                                    {"workers", 'j', 1, O_WORKERS},
+                                    {"max-workers", 0, 1, O_MAX_WORKERS},
+                                    {"cpu-budget", 0, 1, O_CPU_BUDGET},
+                                    {"prefetch", 0, 1, O_PREFETCH},
+                                    {"batch-size", 'b', 1, O_BATCH},
+                                    {"batch-sizes", 0, 1, O_BATCH_SIZES},
+                                    {"mem-budget", 0, 1, O_MEM_BUDGET},
+                                    {"shuffle", 0, 0, O_SHUFFLE},
+                                    {"seed", 0, 1, O_SEED},
+                                    {"compute", 0, 1, O_COMPUTE},
+                                    {"epochs", 0, 1, O_EPOCHS},
+                                    {"min-time", 0, 1, O_MIN_TIME},
+                                    {"tolerance", 0, 1, O_TOLERANCE},
+                                    {"json", 0, 1, O_JSON},
+                                    {"svg", 0, 1, O_SVG},
+                                    {"quiet", 'q', 0, O_QUIET},
+                                    {"help", 'h', 0, O_HELP},
+                                    {NULL, 0, 0, 0}};
+
+#define MAX_LIST 64
+
+/* "1,2,4": 1..MAX_LIST unsigned values in [lo, hi]. */
+static int parse_list(const char *what, const char *s, unsigned lo,
+                      unsigned hi, unsigned *out, size_t *n) {
+  *n = 0;
+  char buf[512];
+  if (strlen(s) >= sizeof buf || !*s) {
+    cli_error("%s: expected a list such as 1,2,4, got '%s'", what, s);
+    return -1;
+  }
+  strcpy(buf, s);
+  for (char *tok = buf, *comma; tok; tok = comma ? comma + 1 : NULL) {
+    comma = strchr(tok, ',');
+    if (comma) *comma = '\0';
+    if (*n == MAX_LIST) {
+      cli_error("%s: at most %d values", what, MAX_LIST);
+      return -1;
+    }
+    if (cli_parse_uint(what, tok, lo, hi, &out[*n]))
+      return -1;
+    (*n)++;
+  }
+  return 0;
+}
+
+/* "5%" or "0.05": a share in [0, 1). */
+static int parse_share(const char *what, const char *s, double *out) {
+  char *end;
+  errno = 0;
+  if (!((s[0] >= '0' && s[0] <= '9') || s[0] == '.'))
+    goto bad;
+  double v = strtod(s, &end);
+  if (errno || end == s)
+    goto bad;
+  if (strcmp(end, "%") == 0)
+    v /= 100.0;
+  else if (*end)
+    goto bad;
+  if (!(v >= 0 && v < 1)) {
+    cli_error("%s: must be at least 0 and below 100%%, got '%s'", what, s);
+    return -1;
+  }
+  *out = v;
+  return 0;
+bad:
+  cli_error("%s: expected a percentage such as 5%%, got '%s'", what, s);
+  return -1;
+}
+
+/* ---- Ctrl-C and progress ------------------------------------------------- */
+
+static volatile sig_atomic_t interrupted;
+
+static void on_sigint(int sig) {
+  (void)sig;
+  interrupted = 1;
+}
+
+typedef struct tune_ctx {
+  int compute_kind;
+  int64_t compute_ns;
+  int quiet;
+  int tty;          /* stderr is a terminal: redraw one line with \r */
+  int line_open;    /* a \r line is on screen */
+} tune_ctx;
+
+static void on_step(void *user, stoke_batch *b) {
+  (void)b;
+  const tune_ctx *t = user;
+  cli_consumer_step(t->compute_kind, t->compute_ns);
+}
+
+static void describe(char *buf, size_t n, const stoke_tune_point *p) {
+  snprintf(buf, n, "%u worker%s, prefetch %u, batch %zu", p->n_workers,
+           p->n_workers == 1 ? "" : "s", p->prefetch, p->batch_size);
+}
+
+static int on_progress(void *user, size_t i, size_t n,
+                       const stoke_tune_point *p) {
+  tune_ctx *t = user;
+  if (!t->quiet) {
+    char what[96], bytes[32];
+    describe(what, sizeof what, p);
+    if (p->status == STOKE_TUNE_PENDING) {
+      if (t->tty) {
+        fprintf(stderr, "\r\033[Ktune [%zu/%zu] %s: measuring...", i + 1, n,
+                what);
+        t->line_open = 1;
+      }
+    } else {
+      if (t->tty) fputs("\r\033[K", stderr);
+      if (p->status == STOKE_TUNE_OVER_BUDGET) {
+        snprintf(bytes, sizeof bytes, "%.1f MiB",
+                 (double)p->host_bytes / 1048576.0);
+        fprintf(stderr, "tune [%zu/%zu] %s: skipped, needs %s of host "
+                        "memory, over the budget",
+                i + 1, n, what, bytes);
+      } else {
+        fprintf(stderr, "tune [%zu/%zu] %s: %.1f samples/s, waiting %.1f%%, "
+                        "%s",
+                i + 1, n, what, p->samples_per_s, 100 * p->wait_ratio,
+                stoke_verdict_name(p->verdict));
+      }
+      /* On a terminal the line stays until the next point overwrites it. */
+      fputc(t->tty ? ' ' : '\n', stderr);
+      t->line_open = t->tty;
+    }
+    fflush(stderr);
+  }
+  return interrupted != 0;
+}
+
+static void close_line(tune_ctx *t) {
+  if (t->line_open) {
+    fputs("\r\033[K", stderr);
+    t->line_open = 0;
+  }
+}
+
+/* ---- reports ------------------------------------------------------------- */
+
+static void fmt_bytes(char *buf, size_t n, uint64_t b) {
+  static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = (double)b;
+  int u = 0;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    u++;
+  }
+  if (u == 0)
+    snprintf(buf, n, "%llu B", (unsigned long long)b);
+  else
+    snprintf(buf, n, "%.1f %s", v, units[u]);
+}
+
+static const char *status_name(int s) {
+  switch (s) {
+  case STOKE_TUNE_MEASURED:
+    return "measured";
+  case STOKE_TUNE_OVER_BUDGET:
+    return "over_budget";
+  default:
+    return "pending";
+  }
+}
+
+/* Points in table order: batch size, workers, prefetch. */
+static int by_config(const void *a, const void *b) {
+  const stoke_tune_point *p = *(const stoke_tune_point *const *)a;
+  const stoke_tune_point *q = *(const stoke_tune_point *const *)b;
+  if (p->batch_size != q->batch_size)
+    return p->batch_size < q->batch_size ? -1 : 1;
+  if (p->n_workers != q->n_workers)
+    return p->n_workers < q->n_workers ? -1 : 1;
+  if (p->prefetch != q->prefetch)
+    return p->prefetch < q->prefetch ? -1 : 1;
+  return 0;
+}
+
+static void flags_of(char *buf, size_t n, const stoke_tune_point *k,
+                     int batch_swept) {
+  if (batch_swept)
+    snprintf(buf, n, "-j %u --prefetch %u -b %zu", k->n_workers, k->prefetch,
+             k->batch_size);
+  else
+    snprintf(buf, n, "-j %u --prefetch %u", k->n_workers, k->prefetch);
+}
+
+static void pytorch_of(char *buf, size_t n, const stoke_tune_point *k) {
+  unsigned pf = stoke_tune_prefetch_factor(k->n_workers, k->prefetch);
+  if (k->n_workers == 0)
+    snprintf(buf, n,
+             "DataLoader(dataset, batch_size=%zu, num_workers=0, "
+             "pin_memory=True)",
+             k->batch_size);
+  else
+    snprintf(buf, n,
+             "DataLoader(dataset, batch_size=%zu, num_workers=%u, "
+             "prefetch_factor=%u, persistent_workers=True, pin_memory=True)",
+             k->batch_size, k->n_workers, pf);
+}
+
+static void print_table(FILE *f, stoke_tune_point *const *rows, size_t n,
+                        const stoke_tune_point *pts, const stoke_tune_knee *k,
+                        int have_knee) {
+  double best = have_knee ? pts[k->best].samples_per_s : 0;
+  fprintf(f, "workers  prefetch  batch   samples/s  of best  waiting  "
+             "verdict    host memory\n");
+  for (size_t i = 0; i < n; i++) {
+    const stoke_tune_point *p = rows[i];
+    char bytes[32];
+    fmt_bytes(bytes, sizeof bytes, p->host_bytes);
+    fprintf(f, "%7u  %8u  %5zu  ", p->n_workers, p->prefetch, p->batch_size);
+    if (p->status == STOKE_TUNE_MEASURED)
+      fprintf(f, "%10.1f  %6.1f%%  %6.1f%%  %-9s", p->samples_per_s,
+              best > 0 ? 100 * p->samples_per_s / best : 0,
+              100 * p->wait_ratio, stoke_verdict_name(p->verdict));
+    else
+      fprintf(f, "%10s  %7s  %7s  %-9s", "-", "-", "-",
+              p->status == STOKE_TUNE_OVER_BUDGET ? "skipped" : "not run");
+    fprintf(f, "  %11s", bytes);
+    if (have_knee && p == &pts[k->index])
+      fputs("  <- knee", f);
+    else if (have_knee && p == &pts[k->best])
+      fputs("  (best)", f);
+    else if (p->status == STOKE_TUNE_OVER_BUDGET)
+      fputs("  over budget", f);
+    fputc('\n', f);
+  }
+}
+
+static cJSON *point_json(const stoke_tune_point *p) {
+  cJSON *o = cJSON_CreateObject();
+  if (!o)
+    return NULL;
+  cJSON_AddNumberToObject(o, "workers", p->n_workers);
+  cJSON_AddNumberToObject(o, "prefetch", p->prefetch);
+  cJSON_AddNumberToObject(o, "batch_size", (double)p->batch_size);
+  cJSON_AddStringToObject(o, "status", status_name(p->status));
+  cJSON_AddNumberToObject(o, "host_bytes", (double)p->host_bytes);
+  if (p->status == STOKE_TUNE_MEASURED) {
+    cJSON_AddNumberToObject(o, "samples_per_s", p->samples_per_s);
+    cJSON_AddNumberToObject(o, "epoch_s", p->epoch_s);
+    cJSON_AddNumberToObject(o, "wait_ratio", p->wait_ratio);
+    cJSON_AddNumberToObject(o, "queue_empty_frac", p->queue_empty_frac);
+    cJSON_AddNumberToObject(o, "worker_cpu_s", p->worker_cpu_s);
+    cJSON_AddStringToObject(o, "verdict", stoke_verdict_name(p->verdict));
+    cJSON_AddNumberToObject(o, "steps", (double)p->steps);
+    cJSON_AddNumberToObject(o, "samples", (double)p->samples);
+  }
+  return o;
+}
+
+static cJSON *knee_json(const stoke_tune_point *pts,
+                        const stoke_tune_knee *k, int batch_swept) {
+  const stoke_tune_point *p = &pts[k->index];
+  cJSON *o = cJSON_CreateObject();
+  if (!o)
+    return NULL;
+  char buf[256];
+  cJSON_AddNumberToObject(o, "index", (double)k->index);
+  cJSON_AddNumberToObject(o, "best_index", (double)k->best);
+  cJSON_AddNumberToObject(o, "workers", p->n_workers);
+  cJSON_AddNumberToObject(o, "prefetch", p->prefetch);
+  cJSON_AddNumberToObject(o, "batch_size", (double)p->batch_size);
+  cJSON_AddNumberToObject(o, "samples_per_s", p->samples_per_s);
+  cJSON_AddNumberToObject(o, "best_samples_per_s",
+                          pts[k->best].samples_per_s);
+  cJSON_AddNumberToObject(o, "wait_ratio", p->wait_ratio);
+  cJSON_AddStringToObject(o, "verdict", stoke_verdict_name(p->verdict));
+  cJSON_AddNumberToObject(o, "host_bytes", (double)p->host_bytes);
+  if (k->stall_removed < 0)
+    cJSON_AddNullToObject(o, "stall_removed");
+  else
+    cJSON_AddBoolToObject(o, "stall_removed", k->stall_removed);
+  cJSON_AddStringToObject(o, "reason", k->reason);
+  flags_of(buf, sizeof buf, p, batch_swept);
+  cJSON_AddStringToObject(o, "flags", buf);
+  cJSON *py = cJSON_AddObjectToObject(o, "pytorch");
+  if (py) {
+    cJSON_AddNumberToObject(py, "batch_size", (double)p->batch_size);
+    cJSON_AddNumberToObject(py, "num_workers", p->n_workers);
+    if (p->n_workers)
+      cJSON_AddNumberToObject(
+          py, "prefetch_factor",
+          stoke_tune_prefetch_factor(p->n_workers, p->prefetch));
+    else
+      cJSON_AddNullToObject(py, "prefetch_factor");
+    cJSON_AddBoolToObject(py, "persistent_workers", p->n_workers > 0);
+    cJSON_AddBoolToObject(py, "pin_memory", 1);
+    pytorch_of(buf, sizeof buf, p);
+    cJSON_AddStringToObject(py, "call", buf);
+  }
+  return o;
+}
+
+/* The plot: one solid throughput line and one dashed wait line per
+** (batch size, prefetch) family, against the worker counts measured. */
+static int write_svg(const char *path, FILE *f, const stoke_tune_point *pts,
+                     size_t n, const stoke_tune_knee *k, int have_knee,
+                     const char *subtitle) {
+  unsigned ws[MAX_LIST * 4];
+  size_t nw = 0;
+  typedef struct fam {
+    size_t batch;
+    unsigned prefetch;
+  } fam;
+  fam fams[64];
+  size_t nf = 0;
+  for (size_t i = 0; i < n; i++) {
+    const stoke_tune_point *p = &pts[i];
+    if (p->status != STOKE_TUNE_MEASURED)
+      continue;
+    size_t j;
+    for (j = 0; j < nw && ws[j] != p->n_workers; j++)
+      ;
+    if (j == nw && nw < sizeof ws / sizeof ws[0])
+      ws[nw++] = p->n_workers;
+    for (j = 0; j < nf && !(fams[j].batch == p->batch_size &&
+                            fams[j].prefetch == p->prefetch);
+         j++)
+      ;
+    if (j == nf && nf < sizeof fams / sizeof fams[0])
+      fams[nf++] = (fam){p->batch_size, p->prefetch};
+  }
+  /* Worker counts ascending (insertion sort: a handful). */
+  for (size_t i = 1; i < nw; i++)
+    for (size_t j = i; j > 0 && ws[j - 1] > ws[j]; j--) {
+      unsigned t = ws[j];
+      ws[j] = ws[j - 1];
+      ws[j - 1] = t;
+    }
+  int batch_varies = 0;
+  for (size_t j = 1; j < nf; j++)
+    batch_varies |= fams[j].batch != fams[0].batch;
+  double *ys = malloc((2 * nf * nw + 1) * sizeof *ys);
+  char(*labels)[64] = malloc((2 * nf + 1) * sizeof *labels);
+  char(*ticks)[16] = malloc((nw + 1) * sizeof *ticks);
+  const char **tickp = malloc((nw + 1) * sizeof *tickp);
+  svg_series *series = malloc((2 * nf + 1) * sizeof *series);
+  int rc = CLI_ERROR;
+  if (!ys || !labels || !ticks || !tickp || !series) {
+    cli_error("%s", stoke_strerror(STOKE_ENOMEM));
+    goto out;
+  }
+  for (size_t i = 0; i < 2 * nf * nw; i++)
+    ys[i] = NAN;
+  for (size_t w = 0; w < nw; w++) {
+    snprintf(ticks[w], sizeof ticks[w], "%u", ws[w]);
+    tickp[w] = ticks[w];
+  }
+  size_t mark_x = 0;
+  for (size_t i = 0; i < n; i++) {
+    const stoke_tune_point *p = &pts[i];
+    if (p->status != STOKE_TUNE_MEASURED)
+      continue;
+    size_t w, j;
+    for (w = 0; w < nw && ws[w] != p->n_workers; w++)
+      ;
+    for (j = 0; j < nf && !(fams[j].batch == p->batch_size &&
+                            fams[j].prefetch == p->prefetch);
+         j++)
+      ;
+    if (w == nw || j == nf)
+      continue;
+    ys[(2 * j) * nw + w] = p->samples_per_s;
+    ys[(2 * j + 1) * nw + w] = 100 * p->wait_ratio;
+    if (have_knee && i == k->index)
+      mark_x = w;
+  }
+  for (size_t j = 0; j < nf; j++) {
+    if (batch_varies) {
+      snprintf(labels[2 * j], sizeof labels[0],
+               "samples/s, batch %zu, prefetch %u", fams[j].batch,
+               fams[j].prefetch);
+      snprintf(labels[2 * j + 1], sizeof labels[0],
+               "waiting %%, batch %zu, prefetch %u", fams[j].batch,
+               fams[j].prefetch);
+    } else {
+      snprintf(labels[2 * j], sizeof labels[0], "samples/s, prefetch %u",
+               fams[j].prefetch);
+      snprintf(labels[2 * j + 1], sizeof labels[0], "waiting %%, prefetch %u",
+               fams[j].prefetch);
+    }
+    series[2 * j] = (svg_series){labels[2 * j], &ys[2 * j * nw], 0, 0,
+                                 (int)j};
+    series[2 * j + 1] = (svg_series){labels[2 * j + 1],
+                                     &ys[(2 * j + 1) * nw], 1, 1, (int)j};
+  }
+  char mark[160] = "";
+  if (have_knee) {
+    const stoke_tune_point *p = &pts[k->index];
+    snprintf(mark, sizeof mark, "knee: -j %u --prefetch %u%s", p->n_workers,
+             p->prefetch, batch_varies ? "" : "");
+    if (batch_varies)
+      snprintf(mark, sizeof mark, "knee: -j %u --prefetch %u -b %zu",
+               p->n_workers, p->prefetch, p->batch_size);
+  }
+  svg_chart c = {
+      .title = "stoke tune: throughput and waiting against workers",
+      .subtitle = subtitle,
+      .x_label = "worker threads",
+      .y_label = "samples per second",
+      .y2_label = "waiting, % of the step (dashed)",
+      .y2_max = 100,
+      .x_ticks = tickp,
+      .n_x = nw,
+      .series = series,
+      .n_series = 2 * nf,
+      .has_mark = have_knee && nw > 0,
+      .mark_x = mark_x,
+      .mark_y = have_knee ? pts[k->index].samples_per_s : 0,
+      .mark_label = mark};
+  int bad = svg_write_chart(f, &c) != 0;
+  bad |= fclose(f) != 0;
+  f = NULL;
+  if (bad)
+    cli_error("cannot write '%s': %s", path, strerror(errno));
+  else
+    rc = CLI_OK;
+out:
+  if (f)
+    fclose(f);
+  free(ys);
+  free(labels);
+  free(ticks);
+  free(tickp);
+  free(series);
+  return rc;
+}
+
+/* ---- the command --------------------------------------------------------- */
+
+int cmd_tune(int argc, char **argv) {
+  stoke_synthetic_config synth;
+  stoke_synthetic_config_init(&synth);
+  stoke_tune_config tc;
+  stoke_tune_config_init(&tc);
+  unsigned workers[MAX_LIST], prefetch[MAX_LIST], bs_list[MAX_LIST];
+  size_t n_workers = 0, n_prefetch = 0, n_bs = 0;
+  size_t batch_sizes[MAX_LIST];
+  unsigned max_workers = 0, cpu_budget = 0, epochs = 1;
+  int64_t min_time_ns = 0;
+  double tolerance = STOKE_TUNE_TOLERANCE;
+  tune_ctx t = {CLI_COMPUTE_NONE, 0, 0, 0, 0};
+  int have_source = 0;
+  const char *json_path = NULL, *svg_path = NULL;
+
+  cli_parser p;
+  cli_parser_init(&p, argc, argv, "tune");
+  const char *v;
+  int id;
+  while ((id = cli_next_opt(&p, tune_opts, &v)) != CLI_OPT_END) {
+    const char *f = p.flag;
+    int bad = 0;
+    switch (id) {
+    case CLI_OPT_ERROR:
+      return CLI_USAGE;
+    case CLI_OPT_ARG:
+      cli_error("tune: reading a dataset ('%s') is not supported yet; use "
+                "--synthetic",
+                v);
+      return CLI_USAGE;
+    case O_HELP:
+      fputs(cmd_tune_usage, stdout);
+      return CLI_OK;
+    case O_SYNTHETIC:
+      bad = cli_parse_synthetic(f, v, &synth);
+      have_source = 1;
+      break;
+    case O_SAMPLES:
+      bad = cli_parse_size_t(f, v, 1, &synth.n_samples);
+      break;
+    case O_SHAPE:
+      bad = cli_parse_shape(f, v, &synth.ndim, synth.shape);
+      break;
+    case O_COST_DIST:
+      bad = cli_parse_cost_dist(f, v, &synth);
+      break;
+    case O_CLASSES:
+      bad = cli_parse_uint(f, v, 1, (unsigned)-1, &synth.n_classes);
+      break;
+    case O_WORKERS:
+      bad = parse_list(f, v, 0, 1024, workers, &n_workers);
+      break;
+    case O_MAX_WORKERS:
+      bad = cli_parse_uint(f, v, 1, 1024, &max_workers);
+      break;
+    case O_CPU_BUDGET:
+      bad = cli_parse_uint(f, v, 1, 1024, &cpu_budget);
+      break;
+    case O_PREFETCH:
+      bad = parse_list(f, v, 1, 1024, prefetch, &n_prefetch);
+      break;
+    case O_BATCH:
+      bad = cli_parse_size_t(f, v, 1, &tc.base.batch_size);
+      break;
+    case O_BATCH_SIZES:
+      bad = parse_list(f, v, 1, 1u << 24, bs_list, &n_bs);
+      break;
+    case O_MEM_BUDGET:
+      bad = cli_parse_bytes(f, v, &tc.base.mem_budget_bytes);
+      if (!bad && tc.base.mem_budget_bytes == 0) {
+        cli_error("%s: must be more than 0, got '%s'", f, v);
+        bad = 1;
+      }
+      break;
+    case O_SHUFFLE:
+      tc.base.shuffle = 1;
+      break;
+    case O_SEED:
+      bad = cli_parse_u64(f, v, &tc.base.seed);
+      synth.seed = tc.base.seed;
+      break;
+    case O_COMPUTE:
+      bad = cli_parse_compute(f, v, &t.compute_kind, &t.compute_ns);
+      break;
+    case O_EPOCHS:
+      bad = cli_parse_uint(f, v, 1, 1000, &epochs);
+      break;
+    case O_MIN_TIME:
+      bad = cli_parse_duration(f, v, NULL, &min_time_ns);
+      break;
+    case O_TOLERANCE:
+      bad = parse_share(f, v, &tolerance);
+      break;
+    case O_JSON:
+      json_path = v;
+      break;
+    case O_SVG:
+      svg_path = v;
+      break;
+    case O_QUIET:
+      t.quiet = 1;
+      break;
+    }
+    if (bad)
+      return CLI_USAGE;
+  }
+  if (!have_source) {
+    cli_error("tune: no data source; give --synthetic sleep:5ms, spin:2ms "
+              "or tensor");
+    return CLI_USAGE;
+  }
+  if (svg_path && strcmp(svg_path, "-") == 0) {
+    cli_error("--svg: give a file name, not '-'");
+    return CLI_USAGE;
+  }
+  if (json_path && svg_path && strcmp(json_path, svg_path) == 0) {
+    cli_error("--svg: the same file as --json ('%s')", svg_path);
+    return CLI_USAGE;
+  }
+  /* The worker ladder: --max-workers, else --cpu-budget, else the
+  ** library's max(2 x cores, 8); --cpu-budget also caps a given list. */
+  if (cpu_budget && max_workers > cpu_budget) {
+    cli_error("--max-workers: %u is over --cpu-budget %u", max_workers,
+              cpu_budget);
+    return CLI_USAGE;
+  }
+  if (n_workers) {
+    size_t kept = 0;
+    for (size_t i = 0; i < n_workers; i++)
+      if (!cpu_budget || workers[i] <= cpu_budget)
+        workers[kept++] = workers[i];
+    if (kept < n_workers && !t.quiet)
+      cli_error("tune: skipping %zu worker count%s over --cpu-budget %u",
+                n_workers - kept, n_workers - kept == 1 ? "" : "s",
+                cpu_budget);
+    n_workers = kept;
+    if (!n_workers) {
+      cli_error("-j: every worker count is over --cpu-budget %u", cpu_budget);
+      return CLI_USAGE;
+    }
+    tc.workers = workers;
+    tc.n_workers = n_workers;
+  }
+  tc.max_workers = max_workers ? max_workers : cpu_budget;
+  if (n_prefetch) {
+    tc.prefetch = prefetch;
+    tc.n_prefetch = n_prefetch;
+  }
+  if (n_bs) {
+    for (size_t i = 0; i < n_bs; i++)
+      batch_sizes[i] = bs_list[i];
+    tc.batch_sizes = batch_sizes;
+    tc.n_batch_sizes = n_bs;
+  }
+  tc.min_epochs = epochs;
+  tc.min_measure_ns = min_time_ns;
+  tc.step = on_step;
+  tc.step_user = &t;
+  tc.progress = on_progress;
+  tc.progress_user = &t;
+  t.tty = isatty(fileno(stderr));
+
+  stoke_source *src = NULL;
+  int rc = stoke_source_create_synthetic(&synth, &src);
+  if (rc < 0) {
+    cli_error("%s", stoke_errmsg(NULL)[0] ? stoke_errmsg(NULL)
+                                          : stoke_strerror(rc));
+    return CLI_ERROR;
+  }
+  tc.base.source = src;
+  size_t n = 0;
+  rc = stoke_tune_grid(&tc, NULL, 0, &n);
+  stoke_tune_point *pts = rc == 0 ? calloc(n ? n : 1, sizeof *pts) : NULL;
+  stoke_tune_point **rows = pts ? calloc(n ? n : 1, sizeof *rows) : NULL;
+  if (rc < 0 || !rows) {
+    cli_error("%s", rc < 0 ? stoke_errmsg(NULL)
+                           : stoke_strerror(STOKE_ENOMEM));
+    stoke_source_destroy(src);
+    free(pts);
+    return CLI_ERROR;
+  }
+  int exit_rc = CLI_OK;
+  FILE *json = NULL, *svg = NULL;
+  if (json_path && !(json = cli_open_output(json_path)))
+    exit_rc = CLI_ERROR;
+  if (exit_rc == CLI_OK && svg_path && !(svg = fopen(svg_path, "w"))) {
+    cli_error("cannot write '%s': %s", svg_path, strerror(errno));
+    exit_rc = CLI_ERROR;
+  }
+  if (exit_rc != CLI_OK) {
+    if (json && json != stdout)
+      fclose(json);
+    stoke_source_destroy(src);
+    free(pts);
+    free(rows);
+    return exit_rc;
+  }
+  FILE *table = json == stdout ? stderr : stdout;
+
+  struct sigaction sa, old_sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_sigint;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, &old_sa);
+
+  size_t done = 0;
+  int sweep_rc = stoke_tune_sweep(&tc, pts, n, &done);
+  char sweep_msg[512] = "";
+  if (sweep_rc < 0)
+    snprintf(sweep_msg, sizeof sweep_msg, "%s", stoke_errmsg(NULL));
+  sigaction(SIGINT, &old_sa, NULL);
+  close_line(&t);
+  stoke_source_destroy(src);
+  int was_interrupted = interrupted != 0;
+  if (sweep_rc < 0) {
+    cli_error("%s", sweep_msg[0] ? sweep_msg : stoke_strerror(sweep_rc));
+    exit_rc = CLI_ERROR;
+  } else if (was_interrupted) {
+    cli_error("tune: interrupted after %zu of %zu points; reporting what was "
+              "measured",
+              done, n);
+    exit_rc = 128 + SIGINT;
+  }
+
+  size_t n_skipped = 0, n_measured = 0;
+  for (size_t i = 0; i < done; i++) {
+    rows[i] = &pts[i];
+    n_skipped += pts[i].status == STOKE_TUNE_OVER_BUDGET;
+    n_measured += pts[i].status == STOKE_TUNE_MEASURED;
+  }
+  qsort(rows, done, sizeof *rows, by_config);
+  stoke_tune_knee knee;
+  int have_knee = n_measured > 0 &&
+                  stoke_tune_knee_find(pts, done, tolerance,
+                                       t.compute_kind != CLI_COMPUTE_NONE,
+                                       &knee) == 0;
+  int batch_swept = n_bs > 0;
+  char src_text[64], step[64], subtitle[256], budget[32] = "none";
+  cli_fmt_synthetic(&synth, src_text, sizeof src_text);
+  cli_fmt_compute(t.compute_kind, t.compute_ns, step, sizeof step);
+  if (tc.base.mem_budget_bytes)
+    fmt_bytes(budget, sizeof budget, tc.base.mem_budget_bytes);
+  snprintf(subtitle, sizeof subtitle,
+           "synthetic %s x %zu samples, step %s, %zu of %zu points measured",
+           src_text, synth.n_samples, step, n_measured, n);
+
+  if (!t.quiet) {
+    fprintf(table, "stoke tune: synthetic %s x %zu samples, step %s, %zu "
+                   "point%s",
+            src_text, synth.n_samples, step, n, n == 1 ? "" : "s");
+    if (tc.base.mem_budget_bytes)
+      fprintf(table, ", host memory budget %s", budget);
+    fputc('\n', table);
+    print_table(table, rows, done, pts, &knee, have_knee);
+    if (n_skipped)
+      fprintf(table, "%zu point%s skipped: the host ledger is over the %s "
+                     "budget\n",
+              n_skipped, n_skipped == 1 ? "" : "s", budget);
+    if (done < n)
+      fprintf(table, "%zu point%s not run\n", n - done,
+              n - done == 1 ? "" : "s");
+    if (have_knee) {
+      const stoke_tune_point *k = &pts[knee.index];
+      char flags[96], py[256];
+      flags_of(flags, sizeof flags, k, batch_swept);
+      pytorch_of(py, sizeof py, k);
+      fprintf(table, "\nknee: %s\n", knee.reason);
+      fprintf(table, "  stoke flags  %s\n", flags);
+      fprintf(table, "  PyTorch      %s\n", py);
+      if (k->n_workers)
+        fprintf(table,
+                "  note         prefetch_factor = ceil(%u / %u) = %u counts "
+                "batches per worker process, so PyTorch holds %u batches "
+                "ahead\n"
+                "               where stoke holds %u; PyTorch workers are "
+                "processes, each building whole batches,\n"
+                "               stoke's are threads sharing every batch; "
+                "pin_memory=True only helps when batches go to a GPU\n",
+                k->prefetch, k->n_workers,
+                stoke_tune_prefetch_factor(k->n_workers, k->prefetch),
+                k->n_workers *
+                    stoke_tune_prefetch_factor(k->n_workers, k->prefetch),
+                k->prefetch);
+      else
+        fprintf(table, "  note         0 workers: no prefetch_factor or "
+                       "persistent_workers in PyTorch (both need workers)\n");
+    } else if (!n_measured) {
+      fprintf(table, "\nno point was measured: no knee\n");
+    }
+  }
+
+  if (json) {
+    cJSON *root = cJSON_CreateObject();
+    if (root) {
+      cJSON *c = cJSON_AddObjectToObject(root, "config");
+      if (c) {
+        char buf[64];
+        cJSON_AddStringToObject(c, "source", "synthetic");
+        cJSON_AddStringToObject(c, "synthetic", src_text);
+        cli_fmt_cost_dist(&synth, buf, sizeof buf);
+        cJSON_AddStringToObject(c, "cost_dist", buf);
+        cJSON_AddNumberToObject(c, "samples", (double)synth.n_samples);
+        cli_fmt_shape(synth.ndim, synth.shape, buf, sizeof buf);
+        cJSON_AddStringToObject(c, "shape", buf);
+        cJSON_AddStringToObject(c, "compute", step);
+        cJSON_AddNumberToObject(c, "compute_ns", (double)t.compute_ns);
+        cJSON_AddNumberToObject(c, "batch_size",
+                                (double)tc.base.batch_size);
+        cJSON_AddNumberToObject(c, "mem_budget_bytes",
+                                (double)tc.base.mem_budget_bytes);
+        cJSON_AddNumberToObject(c, "cpu_budget", cpu_budget);
+        cJSON_AddNumberToObject(c, "max_workers", tc.max_workers);
+        cJSON_AddNumberToObject(c, "warmup_epochs", tc.warmup_epochs);
+        cJSON_AddNumberToObject(c, "epochs", epochs);
+        cJSON_AddNumberToObject(c, "min_time_s", (double)min_time_ns / 1e9);
+        cJSON_AddNumberToObject(c, "tolerance", tolerance);
+        cJSON_AddBoolToObject(c, "shuffle", tc.base.shuffle);
+        cJSON_AddNumberToObject(c, "seed", (double)tc.base.seed);
+      }
+      cJSON_AddItemToObject(root, "machine", cli_machine_json());
+      cJSON *arr = cJSON_AddArrayToObject(root, "points");
+      for (size_t i = 0; arr && i < done; i++)
+        cJSON_AddItemToArray(arr, point_json(&pts[i]));
+      if (have_knee)
+        cJSON_AddItemToObject(root, "knee",
+                              knee_json(pts, &knee, batch_swept));
+      else
+        cJSON_AddNullToObject(root, "knee");
+      cJSON_AddNumberToObject(root, "points_planned", (double)n);
+      cJSON_AddNumberToObject(root, "points_done", (double)done);
+      cJSON_AddNumberToObject(root, "points_skipped", (double)n_skipped);
+      cJSON_AddBoolToObject(root, "interrupted", was_interrupted);
+      if (sweep_rc < 0)
+        cJSON_AddStringToObject(root, "error", sweep_msg);
+    }
+    if (cli_write_json(json_path, json, root) != CLI_OK && exit_rc == CLI_OK)
+      exit_rc = CLI_ERROR;
+    cJSON_Delete(root);
+  }
+  if (svg && write_svg(svg_path, svg, pts, done, &knee, have_knee,
+                       subtitle) != CLI_OK &&
+      exit_rc == CLI_OK)
+    exit_rc = CLI_ERROR;
+  free(pts);
+  free(rows);
+  return exit_rc;
+}

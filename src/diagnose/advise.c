@@ -1,0 +1,275 @@
+/* advise.c — the escalation ladder, each rung priced by the queue model.
+**
+** The rungs, cheapest first (docs/diagnosis.md):
+**   busy       the model is the cost; a faster pipeline gains only the wait
+**              (and fewer workers would do, when the run has more than the
+**              knee);
+**   workers    more workers up to the knee: the smallest W whose predicted
+**              step is within KNEE_TOL of the best any W reaches, never
+**              counting on more than the cores for the CPU share;
+**   fewer      oversubscribed: more workers than cores on CPU-bound work
+**              cost memory and switches and buy nothing;
+**   prefetch   deeper prefetch when slots cap the workers in flight or the
+**              per-sample spread makes steps wait (variance);
+**   pin/copy   a measured copy on the critical path: pinned memory and
+**              asynchronous copies overlap it;
+**   cheaper    when even the knee leaves the producer slower than the
+**              consumer: make the dominant stage cheaper;
+**   echo       when even all cores cannot keep up: reuse each batch e times
+**              (data echoing), the last resort since it changes training.
+** Every line names the setting, the step the model predicts with it, the
+** step now and the ratio. */
+#include "internal.h"
+#include "model.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#define KNEE_TOL 0.05 /* the knee: within 5% of the best step */
+#define GAIN_MIN 0.05 /* advice must buy at least 5% */
+
+static const unsigned worker_steps[] = {1,  2,  3,  4,  6,  8,   12,  16,
+                                        24, 32, 48, 64, 96, 128, 192, 256};
+static const unsigned prefetch_steps[] = {1, 2, 3, 4, 6, 8, 12, 16, 32};
+#define N_ELEMS(a) (sizeof(a) / sizeof((a)[0]))
+
+static int64_t step_of(const stoke_model *m, unsigned w, unsigned k) {
+  stoke_prediction p;
+  if (stoke_predict_step(m, w, k, &p) != 0) return INT64_MAX;
+  return p.step_ns;
+}
+
+static double ms(int64_t ns) { return (double)ns / 1e6; }
+
+typedef struct ladder {
+  stoke_advice *out;
+  size_t cap, n;
+  int64_t now;
+} ladder;
+
+static stoke_advice *add(ladder *l, int kind, int64_t predicted) {
+  if (l->n >= l->cap) return NULL;
+  stoke_advice *a = &l->out[l->n++];
+  memset(a, 0, sizeof *a);
+  a->kind = kind;
+  a->now_step_ns = l->now;
+  a->predicted_step_ns = predicted;
+  a->speedup = predicted > 0 ? (double)l->now / (double)predicted : 0.0;
+  return a;
+}
+
+/* The knee over W at prefetch k: smallest W within KNEE_TOL of the best. */
+static unsigned knee(const stoke_model *m, unsigned k, unsigned w_max,
+                     int64_t *step) {
+  int64_t steps[N_ELEMS(worker_steps)];
+  int64_t best = INT64_MAX;
+  size_t n = 0;
+  for (; n < N_ELEMS(worker_steps) && worker_steps[n] <= w_max; n++) {
+    steps[n] = step_of(m, worker_steps[n], k);
+    if (steps[n] < best) best = steps[n];
+  }
+  for (size_t i = 0; i < n; i++)
+    if ((double)steps[i] <= (double)best * (1 + KNEE_TOL)) {
+      *step = steps[i];
+      return worker_steps[i];
+    }
+  *step = best;
+  return 1;
+}
+
+static const char *stage_remedy(int stage) {
+  switch (stage) {
+  case STOKE_STAGE_READ:
+    return "pack samples into shards or a faster storage layout";
+  case STOKE_STAGE_DECODE:
+    return "decode only the region kept, or pre-resize the images";
+  default: return "cheaper or fused transforms";
+  }
+}
+
+int stoke_advise_model(const stoke_model *m, const stoke_stats *st,
+                       stoke_advice *out, size_t cap, size_t *n_out) {
+  if (!m || !st || !n_out || (!out && cap)) return STOKE_EINVAL;
+  *n_out = 0;
+  stoke_diagnosis dg;
+  int rc = stoke_diagnose(st, &dg);
+  if (rc != 0) return rc;
+  if (dg.verdict == STOKE_VERDICT_UNKNOWN || m->batch_size < 1) return 0;
+  unsigned w = m->n_workers, k = m->prefetch ? m->prefetch : 1;
+  ladder l = {out, cap, 0, step_of(m, w, k)};
+  int64_t tc = m->t_c_ns + m->copy_ns;
+  double p = stoke__model_cores_avail(m);
+  /* Beyond 8 workers per core nothing more is asked of the model. */
+  unsigned w_max = (unsigned)(8 * p) > w ? (unsigned)(8 * p) : w;
+  if (w_max > 256) w_max = 256;
+  int64_t knee_step;
+  unsigned w_knee = knee(m, k, w_max, &knee_step);
+  double cpu_frac =
+      m->t_d_ns > 0 ? (double)m->t_cpu_ns / (double)m->t_d_ns : 0.0;
+  bool cpu_bound = m->t_cpu_ns > 0 && (double)m->t_cpu_ns * (double)w >
+                                          p * (double)(m->t_cpu_ns + m->t_io_ns);
+  stoke_advice *a;
+
+  if (dg.verdict == STOKE_VERDICT_BUSY) {
+    int64_t best = tc > 0 ? tc : 1;
+    if ((a = add(&l, STOKE_ADVICE_MODEL, best)))
+      snprintf(a->text, sizeof a->text,
+               "the model is the cost: the step computes %.2f ms and waits "
+               "%.1f%%; a faster pipeline gains at most %.2fx",
+               ms(m->t_c_ns), 100 * st->wait_ratio, a->speedup);
+    if (w > 1 && w_knee < w &&
+        (double)step_of(m, w_knee, k) <= (double)l.now * (1 + KNEE_TOL) &&
+        (a = add(&l, STOKE_ADVICE_FEWER, step_of(m, w_knee, k)))) {
+      a->n_workers = w_knee;
+      a->prefetch = k;
+      snprintf(a->text, sizeof a->text,
+               "-j %u is enough: predicted step %.2f ms (now %.2f ms); %u "
+               "workers keep up and free %u threads",
+               w_knee, ms(a->predicted_step_ns), ms(l.now), w_knee,
+               w - w_knee);
+    }
+    *n_out = l.n;
+    return 0;
+  }
+
+  /* More workers, up to the knee. */
+  unsigned w_adv = w;
+  if (w_knee > w && (double)knee_step < (double)l.now * (1 - GAIN_MIN) &&
+      (a = add(&l, STOKE_ADVICE_WORKERS, knee_step))) {
+    a->n_workers = w_adv = w_knee;
+    a->prefetch = k;
+    int n = snprintf(a->text, sizeof a->text,
+                     "-j %u: predicted step %.2f ms (now %.2f ms), %.1fx",
+                     w_knee, ms(knee_step), ms(l.now), a->speedup);
+    if (cpu_frac > 0.5 && n > 0 && (size_t)n < sizeof a->text)
+      snprintf(a->text + n, sizeof a->text - (size_t)n,
+               "; CPU-bound (%.0f%% of a sample on a core): past %.0f cores "
+               "more workers do not help",
+               100 * cpu_frac, p);
+  } else if (w > p && cpu_bound && w_knee < w &&
+             (double)step_of(m, w_knee, k) <= (double)l.now * (1 + KNEE_TOL) &&
+             (a = add(&l, STOKE_ADVICE_FEWER, step_of(m, w_knee, k)))) {
+    /* Oversubscribed CPU-bound work: same step with fewer threads. */
+    a->n_workers = w_adv = w_knee;
+    a->prefetch = k;
+    snprintf(a->text, sizeof a->text,
+             "oversubscribed: %u workers on %.0f cores for CPU-bound samples "
+             "(%.0f%% on a core); -j %u predicts the same step (%.2f ms, now "
+             "%.2f ms)",
+             w, p, 100 * cpu_frac, w_knee, ms(a->predicted_step_ns),
+             ms(l.now));
+  }
+  int64_t base = step_of(m, w_adv, k);
+
+  /* Deeper prefetch: for the spread, or when the slots cap the workers. */
+  if (w_adv > 0) {
+    unsigned k_best = k;
+    int64_t s_best = base, s_min = base;
+    for (size_t i = 0; i < N_ELEMS(prefetch_steps); i++) {
+      int64_t s = step_of(m, w_adv, prefetch_steps[i]);
+      if (s < s_min) s_min = s;
+    }
+    for (size_t i = 0; i < N_ELEMS(prefetch_steps); i++) {
+      unsigned kk = prefetch_steps[i];
+      int64_t s = step_of(m, w_adv, kk);
+      if (kk > k && (double)s <= (double)s_min * (1 + KNEE_TOL / 2)) {
+        k_best = kk;
+        s_best = s;
+        break;
+      }
+    }
+    bool worth = (double)s_best < (double)base * (1 - GAIN_MIN);
+    if (k_best > k && (worth || dg.verdict == STOKE_VERDICT_VARIANCE) &&
+        (a = add(&l, STOKE_ADVICE_PREFETCH, s_best))) {
+      a->n_workers = w_adv;
+      a->prefetch = k_best;
+      snprintf(a->text, sizeof a->text,
+               "--prefetch %u%s: predicted step %.2f ms (now %.2f ms), "
+               "%.2fx; deeper prefetch absorbs the spread of the sample "
+               "cost (sigma %.2f), not its mean",
+               k_best, w_adv != w ? " with that -j" : "", ms(s_best),
+               ms(l.now), a->speedup, m->sigma);
+      base = s_best;
+      k = k_best;
+    }
+  }
+
+  /* A measured copy on the critical path. */
+  if (m->copy_ns > 0) {
+    stoke_model mm = *m;
+    mm.copy_ns = 0;
+    int64_t s = step_of(&mm, w_adv, k);
+    if ((double)s < (double)base * (1 - GAIN_MIN) &&
+        (a = add(&l, STOKE_ADVICE_PIN_COPY, s)))
+      snprintf(a->text, sizeof a->text,
+               "pinned memory and asynchronous copies: the copy takes %.2f ms "
+               "per batch; overlapped, predicted step %.2f ms (now %.2f ms), "
+               "%.2fx",
+               ms(m->copy_ns), ms(s), ms(l.now), a->speedup);
+  }
+
+  /* Still producer-bound at the knee: cheaper samples, then echoing. */
+  int64_t prod_best = INT64_MAX;
+  for (size_t i = 0; i < N_ELEMS(worker_steps) && worker_steps[i] <= w_max;
+       i++) {
+    int64_t pb = stoke__model_producer_batch(m, worker_steps[i], k, NULL);
+    if (pb < prod_best) prod_best = pb;
+  }
+  int64_t prod_adv = stoke__model_producer_batch(m, w_adv, k, NULL);
+  if ((double)prod_adv > (double)tc * (1 + GAIN_MIN) && m->t_d_ns > 0) {
+    int top = STOKE_STAGE_READ;
+    for (int s = STOKE_STAGE_DECODE; s <= STOKE_STAGE_TRANSFORM; s++)
+      if (m->stage_ns[s] > m->stage_ns[top]) top = s;
+    double keep = 1.0 - 0.5 * (double)m->stage_ns[top] / (double)m->t_d_ns;
+    if (keep < 0.5) keep = 0.5;
+    stoke_model mm = *m;
+    mm.t_d_ns = (int64_t)((double)m->t_d_ns * keep);
+    mm.t_cpu_ns = (int64_t)((double)m->t_cpu_ns * keep);
+    mm.t_io_ns = (int64_t)((double)m->t_io_ns * keep);
+    mm.stage_ns[top] /= 2;
+    int64_t s = step_of(&mm, w_adv, k);
+    if ((double)s < (double)base * (1 - GAIN_MIN) &&
+        (a = add(&l, STOKE_ADVICE_CHEAPER, s))) {
+      a->stage = top;
+      a->n_workers = w_adv;
+      a->prefetch = k;
+      snprintf(a->text, sizeof a->text,
+               "cheaper %s (%.2f ms of %.2f ms per sample): %s; at half the "
+               "cost, predicted step %.2f ms (now %.2f ms), %.2fx",
+               stoke_stage_name(top), ms(m->stage_ns[top]), ms(m->t_d_ns),
+               stage_remedy(top), ms(s), ms(l.now), a->speedup);
+    }
+  }
+  if ((double)prod_best > (double)tc * (1 + GAIN_MIN) && tc > 0) {
+    double e = ceil((double)prod_best / (double)tc);
+    if (e > 16) e = 16;
+    int64_t s = (int64_t)((double)prod_best / e);
+    if (s < tc) s = tc;
+    if ((a = add(&l, STOKE_ADVICE_ECHO, s))) {
+      a->echo = (unsigned)e;
+      a->n_workers = w_adv;
+      a->prefetch = k;
+      snprintf(a->text, sizeof a->text,
+               "last resort, data echoing x%u: even with every core the "
+               "producer needs %.2f ms per batch against a %.2f ms step; "
+               "using each batch %u times predicts %.2f ms per step (now "
+               "%.2f ms), %.2fx",
+               a->echo, ms(prod_best), ms(tc), a->echo, ms(s), ms(l.now),
+               a->speedup);
+    }
+  }
+  *n_out = l.n;
+  return 0;
+}
+
+int stoke_advise(const stoke_stats *st, const stoke_config *cfg,
+                 unsigned cores, stoke_advice *out, size_t cap,
+                 size_t *n_out) {
+  if (!st || !n_out || (!out && cap)) return STOKE_EINVAL;
+  *n_out = 0;
+  stoke_model m;
+  int rc = stoke_model_init(&m, st, cfg, cores);
+  if (rc != 0) return rc;
+  return stoke_advise_model(&m, st, out, cap, n_out);
+}

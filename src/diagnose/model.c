@@ -1,0 +1,284 @@
+/* model.c — the queue model: from measured clocks to a predicted step.
+**
+** DESIGN
+** A loader is a producer (W workers, each spending t_d of wall time per
+** sample, of which t_cpu on a core and t_io off it) feeding a consumer that
+** spends t_c per batch of B samples through K + 1 batch slots.  In steady
+** state one batch costs the producer
+**
+**   T_p(W) = B * max( (t_cpu + t_io) / W_eff ,  t_cpu / P )
+**
+** where W_eff = min(W, samples in flight the slots allow) and P the cores
+** left to the workers (cores - consumer_cpu, at least 1): the first term is
+** the workers' own latency bound, the second the CPU bound that no number
+** of workers can beat.  The step is max(T_p, t_c) + copy; with W = 0 the
+** consumer's thread fills each batch itself, so step = B * (t_cpu + t_io) +
+** t_c.  docs/diagnosis.md derives it.
+**
+** The closed form gives the mean.  Waits also come from the spread of the
+** per-sample cost (a slow sample holds its whole batch back) and from slots
+** (K + 1 buffers cap how far ahead the producer runs), which the closed form
+** cannot see; stoke_predict_step therefore also replays the loader's rules
+** in a small deterministic simulation: samples claimed in order in chunks by
+** the first free worker, a batch taking a slot when its first chunk starts
+** and freeing it when the consumer releases it, batches handed out in
+** order.  Per-sample costs are lognormal around the measured mean (sigma
+** from the measured mean/median ratio), stretched by the CPU-saturation
+** factor when the workers ask for more than P cores.  The simulation uses
+** no allocation and a fixed seed: the same model always predicts the same.
+**
+** Measuring t_io: on a saturated machine a worker's wall time also contains
+** time spent runnable but waiting for a core.  With A workers producing at
+** once on P cores each CPU-bound sample stretches by max(1, A / P), so
+** t_io = max(0, t_d - t_cpu * max(1, A / P)).  A is busy time over wall
+** time of the measured steps. */
+#include "internal.h"
+#include "model.h"
+
+#include <math.h>
+#include <string.h>
+
+const char *stoke_bound_name(int bound) {
+  switch (bound) {
+  case STOKE_BOUND_CONSUMER: return "consumer";
+  case STOKE_BOUND_WORKERS: return "workers";
+  case STOKE_BOUND_CORES: return "cores";
+  case STOKE_BOUND_SLOTS: return "slots";
+  case STOKE_BOUND_INLINE: return "inline";
+  default: return "none";
+  }
+}
+
+int stoke_model_init(stoke_model *m, const stoke_stats *st,
+                     const stoke_config *cfg, unsigned cores) {
+  if (!m || !st) return STOKE_EINVAL;
+  memset(m, 0, sizeof *m);
+  m->struct_size = sizeof *m;
+  if (st->steps == 0) return STOKE_EINVAL;
+  m->n_workers = st->n_workers;
+  m->prefetch = st->prefetch ? st->prefetch : 1;
+  m->cores = cores ? cores : stoke__online_cpus();
+  if (m->cores < 1) m->cores = 1;
+  m->prefetch_next_epoch = cfg ? cfg->prefetch_next_epoch : 1;
+  if (cfg && cfg->batch_size)
+    m->batch_size = cfg->batch_size;
+  else
+    m->batch_size = (size_t)((double)st->samples / (double)st->steps + 0.5);
+  if (m->batch_size < 1) m->batch_size = 1;
+
+  /* Every produced sample passes READ: its count is the number produced
+  ** (the consumer's count when the stages were not timed). */
+  uint64_t produced = st->stage[STOKE_STAGE_READ].count;
+  if (!produced) produced = st->samples;
+  int64_t work = 0, top = 0;
+  int top_stage = STOKE_STAGE_READ;
+  for (int s = STOKE_STAGE_READ; s <= STOKE_STAGE_TRANSFORM; s++) {
+    const stoke_dist *d = &st->stage[s];
+    if (!produced) break;
+    m->stage_ns[s] = d->total_ns / (int64_t)produced;
+    work += d->total_ns;
+    if (d->total_ns > top) {
+      top = d->total_ns;
+      top_stage = s;
+    }
+  }
+  if (work == 0) work = st->worker_busy_ns;
+  if (produced) m->t_d_ns = work / (int64_t)produced;
+  double cpu_frac = st->worker_busy_ns > 0 ? (double)st->worker_cpu_ns /
+                                                 (double)st->worker_busy_ns
+                                           : 0.0;
+  if (cpu_frac > 1) cpu_frac = 1;
+  if (cpu_frac < 0) cpu_frac = 0;
+  m->t_cpu_ns = (int64_t)((double)m->t_d_ns * cpu_frac);
+
+  /* A: workers producing at once, averaged over the measured steps. */
+  double wall = (double)(st->wait.total_ns + st->compute.total_ns);
+  double active = wall > 0 ? (double)st->worker_busy_ns / wall : 0.0;
+  double p = m->cores - m->consumer_cpu;
+  if (p < 1) p = 1;
+  double stretch = st->n_workers && active > p ? active / p : 1.0;
+  double io = (double)m->t_d_ns - (double)m->t_cpu_ns * stretch;
+  m->t_io_ns = io > 0 ? (int64_t)io : 0;
+
+  /* Spread: lognormal sigma from mean/median of the dominant stage, which
+  ** is timed per sample when samples are not cheap.  The log buckets are
+  ** within 1.6%, so a ratio under 1.03 reads as a fixed cost. */
+  const stoke_dist *d = &st->stage[top_stage];
+  if (d->p50_ns > 0 && d->mean_ns > 0) {
+    double r = (double)d->mean_ns / (double)d->p50_ns;
+    m->sigma = r > 1.03 ? sqrt(2.0 * log(r)) : 0.0;
+    if (m->sigma > 3.0) m->sigma = 3.0;
+  }
+
+  m->t_c_ns = st->compute.mean_ns;
+  if (st->stage[STOKE_STAGE_COPY].count)
+    m->copy_ns = st->stage[STOKE_STAGE_COPY].total_ns / (int64_t)st->steps;
+  m->chunk = st->chunks ? (size_t)((double)produced / (double)st->chunks + 0.5)
+                        : 1;
+  if (m->chunk < 1) m->chunk = 1;
+  if (m->chunk > m->batch_size) m->chunk = m->batch_size;
+  return 0;
+}
+
+/* ---- the closed form ------------------------------------------------------ */
+
+double stoke__model_cores_avail(const stoke_model *m) {
+  double p = m->cores - m->consumer_cpu;
+  return p < 1 ? 1 : p;
+}
+
+/* Workers that can be producing at once: samples in flight are capped by
+** the K + 1 slots (the consumer holds one while it computes), one chunk
+** per worker. */
+static double slot_workers(const stoke_model *m, unsigned prefetch) {
+  double per_batch = ceil((double)m->batch_size / (double)m->chunk);
+  return ((double)prefetch + 1.0) * per_batch;
+}
+
+int64_t stoke__model_producer_batch(const stoke_model *m, unsigned workers,
+                                    unsigned prefetch, int *bound) {
+  double b = (double)m->batch_size;
+  double d = (double)(m->t_cpu_ns + m->t_io_ns);
+  if (workers == 0) {
+    if (bound) *bound = STOKE_BOUND_INLINE;
+    return (int64_t)(b * d);
+  }
+  double slots = slot_workers(m, prefetch);
+  double w_eff = (double)workers < slots ? (double)workers : slots;
+  double lat = b * d / w_eff;
+  double cpu = b * (double)m->t_cpu_ns / stoke__model_cores_avail(m);
+  if (bound) {
+    if (cpu >= lat)
+      *bound = STOKE_BOUND_CORES;
+    else
+      *bound = (double)workers > slots ? STOKE_BOUND_SLOTS
+                                        : STOKE_BOUND_WORKERS;
+  }
+  return (int64_t)(lat > cpu ? lat : cpu);
+}
+
+/* ---- the simulation ------------------------------------------------------- */
+
+#define SIM_MAX_WORKERS 256
+#define SIM_MAX_SLOTS 64
+#define SIM_MAX_SAMPLES 65536
+
+typedef struct sim_out {
+  double epoch_ns; /* mean wall of the epochs after the first */
+  double step_ns;
+  double wait_ratio;
+} sim_out;
+
+static void simulate(const stoke_model *m, unsigned workers, unsigned prefetch,
+                     size_t nb, unsigned epochs, sim_out *out) {
+  int64_t free_at[SIM_MAX_WORKERS];
+  int64_t release[SIM_MAX_SLOTS]; /* ring: release time of batch j % S */
+  unsigned w = workers < SIM_MAX_WORKERS ? workers : SIM_MAX_WORKERS;
+  unsigned slots = prefetch + 1 < SIM_MAX_SLOTS ? prefetch + 1 : SIM_MAX_SLOTS;
+  size_t b = m->batch_size, chunk = m->chunk;
+  double d = (double)(m->t_cpu_ns + m->t_io_ns);
+  /* CPU saturation: the workers that can run at once ask for
+  ** n * t_cpu / d cores; beyond P every sample stretches alike. */
+  double running = (double)w < slot_workers(m, prefetch)
+                       ? (double)w
+                       : slot_workers(m, prefetch);
+  double stretch = d > 0 ? running * (double)m->t_cpu_ns /
+                               (stoke__model_cores_avail(m) * d)
+                         : 1.0;
+  if (stretch < 1) stretch = 1;
+  double mean = d * stretch, sigma = m->sigma;
+  int64_t tc = m->t_c_ns + m->copy_ns;
+  memset(free_at, 0, sizeof free_at);
+  memset(release, 0, sizeof release);
+  stoke_rng rng;
+  /* One seed for every (W, K): what-if rows differ by the setting only. */
+  stoke_rng_init(&rng, 0x5707e, 0, 0);
+
+  int64_t prev_release = 0, epoch_start = 0;
+  double sum_epoch = 0, sum_wait = 0, sum_step = 0;
+  size_t j = 0;
+  for (unsigned e = 0; e < epochs; e++) {
+    /* Without epoch prefetch nothing of epoch e starts before the
+    ** consumer's first next() of it (right after the previous END). */
+    int64_t gate = m->prefetch_next_epoch ? 0 : prev_release;
+    epoch_start = prev_release;
+    for (size_t k = 0; k < nb; k++, j++) {
+      int64_t slot_free = j >= slots ? release[j % slots] : 0;
+      if (slot_free < gate) slot_free = gate;
+      int64_t done = 0;
+      for (size_t off = 0; off < b; off += chunk) {
+        size_t n = b - off < chunk ? b - off : chunk;
+        double cost = 0;
+        for (size_t i = 0; i < n; i++) {
+          double x = 1.0;
+          if (sigma > 0)
+            x = exp(sigma * stoke_rng_normal(&rng) - 0.5 * sigma * sigma);
+          cost += mean * x;
+        }
+        unsigned best = 0;
+        for (unsigned i = 1; i < w; i++)
+          if (free_at[i] < free_at[best]) best = i;
+        int64_t start = free_at[best] > slot_free ? free_at[best] : slot_free;
+        free_at[best] = start + (int64_t)cost;
+        if (free_at[best] > done) done = free_at[best];
+      }
+      int64_t got = done > prev_release ? done : prev_release;
+      if (e > 0) {
+        sum_wait += (double)(got - prev_release);
+        sum_step += (double)(got - prev_release + tc);
+      }
+      prev_release = got + tc;
+      release[j % slots] = prev_release;
+    }
+    if (e > 0) sum_epoch += (double)(prev_release - epoch_start);
+  }
+  double n_ep = epochs > 1 ? (double)(epochs - 1) : 1.0;
+  out->epoch_ns = sum_epoch / n_ep;
+  out->step_ns = sum_epoch / (n_ep * (double)nb);
+  out->wait_ratio = sum_step > 0 ? sum_wait / sum_step : 0.0;
+}
+
+int stoke_predict_step(const stoke_model *m, unsigned workers,
+                       unsigned prefetch, stoke_prediction *out) {
+  if (!m || !out || prefetch < 1 || m->batch_size < 1 || m->chunk < 1)
+    return STOKE_EINVAL;
+  memset(out, 0, sizeof *out);
+  out->n_workers = workers;
+  out->prefetch = prefetch;
+  int bound = STOKE_BOUND_NONE;
+  out->producer_batch_ns =
+      stoke__model_producer_batch(m, workers, prefetch, &bound);
+  int64_t tc = m->t_c_ns + m->copy_ns;
+  if (workers == 0) {
+    /* Nothing overlaps: the batch is made inside next(), then the step. */
+    out->step_ns = out->producer_batch_ns + tc;
+    out->wait_ratio = out->step_ns > 0 ? (double)out->producer_batch_ns /
+                                             (double)out->step_ns
+                                       : 0.0;
+    out->epoch_ns = (int64_t)m->n_batches * out->step_ns;
+    out->bound = STOKE_BOUND_INLINE;
+    return 0;
+  }
+  out->bound = out->producer_batch_ns > tc ? bound : STOKE_BOUND_CONSUMER;
+  /* Epochs as the loader runs them when they are short enough to replay
+  ** whole; otherwise a steady-state window scaled to the epoch. */
+  size_t nb = m->n_batches ? m->n_batches : 256;
+  size_t per_epoch = nb * m->batch_size;
+  unsigned epochs;
+  if (per_epoch > SIM_MAX_SAMPLES / 2) {
+    nb = SIM_MAX_SAMPLES / 2 / m->batch_size;
+    if (nb < 4) nb = 4;
+    epochs = 2;
+  } else {
+    epochs = (unsigned)(SIM_MAX_SAMPLES / per_epoch);
+    if (epochs > 64) epochs = 64;
+    if (epochs < 2) epochs = 2;
+  }
+  sim_out so;
+  simulate(m, workers, prefetch, nb, epochs, &so);
+  out->step_ns = (int64_t)so.step_ns;
+  out->wait_ratio = so.wait_ratio;
+  out->epoch_ns = m->n_batches ? (int64_t)(so.step_ns * (double)m->n_batches)
+                               : 0;
+  return 0;
+}

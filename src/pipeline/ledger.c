@@ -1,0 +1,112 @@
+/* ledger.c — the host memory ledger of a configuration, without a loader.
+**
+** The terms mirror what stoke_loader_create allocates (loader.c): K + 1
+** batch slots (each: the batch's field buffers, its index array and its
+** header), the epoch order plus the shuffle scratch, one worker record and
+** one statistics block per worker (one for W = 0, used by the consumer's
+** thread), and the consumer's statistics with the warm-up baseline.
+** tests/unit/test_tune.c checks that the total equals
+** stoke_loader_host_bytes() of a real loader, so the two cannot drift
+** silently.
+**
+** TODO(loader.c): ledger_compute()/check_budget() there duplicate this
+** arithmetic; the loader should call stoke__host_ledger() instead. */
+#include "pipeline.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* The ledger of a resolved configuration over src.  No validation. */
+static void compute(const stoke_config *c, unsigned n_workers,
+                    const stoke__plan *plan, const stoke_source *src,
+                    stoke_host_ledger *g) {
+  memset(g, 0, sizeof *g);
+  g->struct_size = sizeof *g;
+  uint64_t b = c->batch_size;
+  for (size_t f = 0; f < src->n_fields; f++)
+    g->sample_bytes += src->field_bytes[f];
+  g->n_slots = (size_t)c->prefetch + 1;
+  g->n_workers = n_workers;
+  g->batch_bytes = b * g->sample_bytes;
+  g->slots_bytes = (uint64_t)g->n_slots *
+                   (g->batch_bytes + b * sizeof(size_t) + sizeof(stoke_batch));
+  g->order_bytes =
+      ((uint64_t)plan->n_source + plan->per_rank) * sizeof(size_t);
+  g->workers_bytes = (uint64_t)STOKE__MAX(n_workers, 1) *
+                     (sizeof(stoke__producer_stats) + sizeof(worker));
+  g->consumer_bytes =
+      sizeof(stoke__consumer_stats) + sizeof(stoke__stats_snap);
+  g->total_bytes =
+      g->slots_bytes + g->order_bytes + g->workers_bytes + g->consumer_bytes;
+  g->budget_bytes = c->mem_budget_bytes;
+}
+
+/* STOKE_EBUDGET with a message naming the biggest term, or 0. */
+static int check(const stoke_host_ledger *g, unsigned prefetch,
+                 size_t batch_size) {
+  if (g->budget_bytes == 0 || g->total_bytes <= g->budget_bytes) return 0;
+  struct { const char *what; uint64_t n; } terms[] = {
+      {"batch slots", g->slots_bytes},
+      {"epoch order", g->order_bytes},
+      {"worker state and statistics", g->workers_bytes},
+      {"consumer statistics", g->consumer_bytes}};
+  size_t big = 0;
+  for (size_t i = 1; i < sizeof terms / sizeof terms[0]; i++)
+    if (terms[i].n > terms[big].n) big = i;
+  char need[32], have[32], slot[32], term[32];
+  stoke__format_bytes(g->total_bytes, need, sizeof need);
+  stoke__format_bytes(g->budget_bytes, have, sizeof have);
+  stoke__format_bytes(g->batch_bytes, slot, sizeof slot);
+  stoke__format_bytes(terms[big].n, term, sizeof term);
+  if (big == 0)
+    return stoke__set_tls_error(
+        STOKE_EBUDGET,
+        "memory budget %s is too small: the loader needs %s, most of it %s "
+        "of batch slots (%zu slots = prefetch %u + 1, %s each at batch "
+        "size %zu); lower prefetch or batch_size",
+        have, need, term, g->n_slots, prefetch, slot, batch_size);
+  return stoke__set_tls_error(
+      STOKE_EBUDGET,
+      "memory budget %s is too small: the loader needs %s, most of it %s "
+      "of %s", have, need, term, terms[big].what);
+}
+
+int stoke_host_ledger_compute(const stoke_config *c, stoke_host_ledger *out) {
+  if (!c || !out)
+    return stoke__set_tls_error(STOKE_EINVAL, "ledger: NULL argument");
+  if (c->struct_size != sizeof *c)
+    return stoke__set_tls_error(
+        STOKE_EINVAL,
+        "config: struct_size is %zu, expected %zu (call stoke_config_init)",
+        c->struct_size, sizeof *c);
+  if (!c->source)
+    return stoke__set_tls_error(STOKE_EINVAL, "config: source is NULL");
+  if (c->batch_size == 0)
+    return stoke__set_tls_error(STOKE_EINVAL, "config: batch_size is 0");
+  if (c->prefetch == 0)
+    return stoke__set_tls_error(STOKE_EINVAL, "config: prefetch is 0");
+  if (c->world == 0 || c->rank >= c->world)
+    return stoke__set_tls_error(STOKE_EINVAL,
+                                "config: rank %u is not below world %u",
+                                c->rank, c->world);
+  stoke__plan plan = {.n_source = c->source->n_samples,
+                      .batch_size = c->batch_size,
+                      .shuffle = c->shuffle,
+                      .seed = c->seed,
+                      .rank = c->rank,
+                      .world = c->world,
+                      .shard_drop_last = c->shard_drop_last,
+                      .drop_last = c->drop_last};
+  int rc = stoke__plan_init(&plan);
+  if (rc) return rc;
+  unsigned w = c->n_workers == STOKE_WORKERS_AUTO ? stoke__online_cpus()
+                                                  : c->n_workers;
+  compute(c, w, &plan, c->source, out);
+  return check(out, c->prefetch, c->batch_size);
+}
+
+int stoke_loader_ledger(const stoke_loader *l, stoke_host_ledger *out) {
+  if (!l || !out) return STOKE_EINVAL;
+  compute(&l->cfg, l->n_workers, &l->plan, l->src, out);
+  return 0;
+}

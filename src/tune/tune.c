@@ -1,0 +1,309 @@
+/* tune.c — the offline sweep (workers x prefetch x batch size) and the knee.
+**
+** DESIGN
+** The sweep is a plain loop in the caller's thread: for each point of the
+** grid it computes the host ledger (skipping points over the budget without
+** allocating anything), creates one loader, runs warm-up epochs and then
+** measured epochs through the caller's step, reads the loader's own clocks
+** and destroys it.  A point is therefore measured exactly like
+** `stoke bench`: warm-up excluded, throughput = measured samples / measured
+** wall time.  Cancellation is cooperative: the cancel flag and the progress
+** callback are consulted between points only, so a point in progress always
+** finishes its epochs and every recorded number is a whole measurement.
+**
+** The knee is a pure function of the table (stoke_tune_knee_find), so it
+** can be tested on hand-made tables and reused by Python or an online
+** tuner:
+**   1. best = the highest measured throughput;
+**   2. good = points with throughput >= (1 - tolerance) x best; a curve
+**      that is not monotonic (8 workers slower than 4) needs no special
+**      case, only "as good as the best";
+**   3. with a consumer, the stall matters more than the last percent: if
+**      any good point is busy (the consumer rarely waits), keep only those;
+**      if none is, the stall cannot be removed at these settings and the
+**      cheapest of the fastest is the best achievable;
+**   4. cheapest = fewest workers (threads compete with the step for CPU),
+**      then least host memory, then the faster, then the earlier point. */
+#include "internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+void stoke_tune_config_init(stoke_tune_config *cfg) {
+  memset(cfg, 0, sizeof *cfg);
+  cfg->struct_size = sizeof *cfg;
+  stoke_config_init(&cfg->base);
+  cfg->warmup_epochs = 1;
+  cfg->min_epochs = 1;
+}
+
+unsigned stoke_tune_prefetch_factor(unsigned n_workers, unsigned prefetch) {
+  if (n_workers == 0) return 0;
+  return (prefetch + n_workers - 1) / n_workers;
+}
+
+/* ---- the knee ------------------------------------------------------------ */
+
+/* Is a cheaper than b?  Fewest workers, then least memory, then faster. */
+static bool cheaper(const stoke_tune_point *a, const stoke_tune_point *b) {
+  if (a->n_workers != b->n_workers) return a->n_workers < b->n_workers;
+  if (a->host_bytes != b->host_bytes) return a->host_bytes < b->host_bytes;
+  return a->samples_per_s > b->samples_per_s;
+}
+
+int stoke_tune_knee_find(const stoke_tune_point *pts, size_t n,
+                         double tolerance, int have_consumer,
+                         stoke_tune_knee *out) {
+  if (!pts || !out)
+    return stoke__set_tls_error(STOKE_EINVAL, "tune: NULL argument");
+  memset(out, 0, sizeof *out);
+  if (!(tolerance >= 0.0 && tolerance < 1.0))
+    return stoke__set_tls_error(STOKE_EINVAL,
+                                "tune: tolerance %g is outside [0, 1)",
+                                tolerance);
+  size_t best = n;
+  for (size_t i = 0; i < n; i++) {
+    if (pts[i].status != STOKE_TUNE_MEASURED) continue;
+    if (best == n || pts[i].samples_per_s > pts[best].samples_per_s) best = i;
+  }
+  if (best == n)
+    return stoke__set_tls_error(STOKE_EINVAL, "tune: no measured point");
+  double floor_tp = (1.0 - tolerance) * pts[best].samples_per_s;
+  bool any_busy = false;
+  for (size_t i = 0; i < n; i++)
+    if (pts[i].status == STOKE_TUNE_MEASURED &&
+        pts[i].samples_per_s >= floor_tp &&
+        pts[i].verdict == STOKE_VERDICT_BUSY)
+      any_busy = true;
+  bool need_busy = have_consumer && any_busy;
+  size_t knee = n;
+  for (size_t i = 0; i < n; i++) {
+    const stoke_tune_point *p = &pts[i];
+    if (p->status != STOKE_TUNE_MEASURED || p->samples_per_s < floor_tp)
+      continue;
+    if (need_busy && p->verdict != STOKE_VERDICT_BUSY) continue;
+    if (knee == n || cheaper(p, &pts[knee])) knee = i;
+  }
+  out->index = knee;
+  out->best = best;
+  out->stall_removed = !have_consumer ? -1 : need_busy ? 1 : 0;
+  const stoke_tune_point *k = &pts[knee];
+  double share = pts[best].samples_per_s > 0
+                     ? 100.0 * k->samples_per_s / pts[best].samples_per_s
+                     : 100.0;
+  const char *why = out->stall_removed == 1
+                        ? "the cheapest busy configuration"
+                    : out->stall_removed == 0
+                        ? "no configuration as fast as the best removes the "
+                          "stall; the cheapest of the fastest"
+                        : "the cheapest configuration";
+  snprintf(out->reason, sizeof out->reason,
+           "%s within %.0f%% of the best: %u workers, prefetch %u, batch "
+           "%zu at %.1f%% of the best throughput",
+           why, 100.0 * tolerance, k->n_workers, k->prefetch, k->batch_size,
+           share);
+  return 0;
+}
+
+/* ---- the grid ------------------------------------------------------------ */
+
+static const unsigned default_prefetch[] = {1, 2, 4};
+
+static int check_config(const stoke_tune_config *c) {
+  if (!c)
+    return stoke__set_tls_error(STOKE_EINVAL, "tune: config is NULL");
+  if (c->struct_size != sizeof *c)
+    return stoke__set_tls_error(
+        STOKE_EINVAL,
+        "tune: struct_size is %zu, expected %zu (call stoke_tune_config_init)",
+        c->struct_size, sizeof *c);
+  if (!c->base.source)
+    return stoke__set_tls_error(STOKE_EINVAL, "tune: base.source is NULL");
+  if ((c->workers && !c->n_workers) || (c->prefetch && !c->n_prefetch) ||
+      (c->batch_sizes && !c->n_batch_sizes))
+    return stoke__set_tls_error(STOKE_EINVAL, "tune: an empty list");
+  for (size_t i = 0; c->prefetch && i < c->n_prefetch; i++)
+    if (c->prefetch[i] == 0)
+      return stoke__set_tls_error(STOKE_EINVAL, "tune: prefetch 0");
+  for (size_t i = 0; c->batch_sizes && i < c->n_batch_sizes; i++)
+    if (c->batch_sizes[i] == 0)
+      return stoke__set_tls_error(STOKE_EINVAL, "tune: batch size 0");
+  if (c->min_epochs == 0)
+    return stoke__set_tls_error(STOKE_EINVAL, "tune: min_epochs is 0");
+  return 0;
+}
+
+/* The default worker ladder 0, 1, 2, 4, ..., max (max included even when
+** it is not a power of two).  Returns the count written to v (at most 34). */
+#define LADDER_CAP 34
+static size_t ladder(unsigned max, unsigned v[LADDER_CAP]) {
+  size_t n = 0;
+  v[n++] = 0;
+  for (unsigned x = 1; x < max && n < LADDER_CAP - 1; x *= 2) v[n++] = x;
+  if (max > 0) v[n++] = max;
+  return n;
+}
+
+static unsigned max_workers_of(const stoke_tune_config *c) {
+  if (c->max_workers) return c->max_workers;
+  unsigned cores = stoke__online_cpus();
+  return STOKE__MAX(2 * cores, 8u);
+}
+
+static size_t n_worker_values(const stoke_tune_config *c) {
+  if (c->workers) return c->n_workers;
+  unsigned v[LADDER_CAP];
+  return ladder(max_workers_of(c), v);
+}
+
+static unsigned worker_value(const stoke_tune_config *c, size_t i) {
+  if (c->workers) return c->workers[i];
+  unsigned v[LADDER_CAP];
+  ladder(max_workers_of(c), v);
+  return v[i];
+}
+
+int stoke_tune_grid(const stoke_tune_config *c, stoke_tune_point *pts,
+                    size_t cap, size_t *n) {
+  if (!n) return stoke__set_tls_error(STOKE_EINVAL, "tune: n is NULL");
+  *n = 0;
+  int rc = check_config(c);
+  if (rc) return rc;
+  size_t nw = n_worker_values(c);
+  size_t nk = c->prefetch ? c->n_prefetch : 3;
+  size_t nb = c->batch_sizes ? c->n_batch_sizes : 1;
+  size_t total = nw * nk * nb;
+  *n = total;
+  if (!pts) return 0;
+  if (cap < total)
+    return stoke__set_tls_error(STOKE_EINVAL,
+                                "tune: %zu points do not fit in %zu", total,
+                                cap);
+  size_t at = 0;
+  for (size_t b = 0; b < nb; b++)
+    for (size_t w = 0; w < nw; w++)
+      for (size_t k = 0; k < nk; k++) {
+        stoke_tune_point *p = &pts[at++];
+        memset(p, 0, sizeof *p);
+        p->batch_size = c->batch_sizes ? c->batch_sizes[b] : c->base.batch_size;
+        p->n_workers = worker_value(c, w);
+        p->prefetch = c->prefetch ? c->prefetch[k] : default_prefetch[k];
+        stoke_config lc = c->base;
+        lc.batch_size = p->batch_size;
+        lc.n_workers = p->n_workers;
+        lc.prefetch = p->prefetch;
+        stoke_host_ledger g;
+        g.struct_size = sizeof g;
+        rc = stoke_host_ledger_compute(&lc, &g);
+        if (rc == STOKE_EBUDGET) {
+          p->status = STOKE_TUNE_OVER_BUDGET;
+        } else if (rc != 0) {
+          *n = 0;
+          return rc;
+        }
+        p->host_bytes = g.total_bytes;
+      }
+  stoke__clear_tls_error();
+  return 0;
+}
+
+/* ---- the sweep ----------------------------------------------------------- */
+
+static int fail_from(stoke_loader *l, int rc) {
+  const char *msg = stoke_errmsg(l);
+  return stoke__set_tls_error(rc, "%s", msg[0] ? msg : stoke_strerror(rc));
+}
+
+/* Run one point: warm-up, then measured epochs until both minimums hold. */
+static int measure(const stoke_tune_config *c, stoke_tune_point *p) {
+  stoke_config lc = c->base;
+  lc.batch_size = p->batch_size;
+  lc.n_workers = p->n_workers;
+  lc.prefetch = p->prefetch;
+  lc.warmup_epochs = c->warmup_epochs;
+  lc.warmup_steps = 0;
+  stoke_loader *l = NULL;
+  int rc = stoke_loader_create(&lc, &l);
+  if (rc) return rc; /* the TLS message is the loader's */
+  unsigned epochs = 0;
+  int64_t measured_ns = 0;
+  for (;;) {
+    stoke_batch *b;
+    rc = stoke_loader_next(l, &b);
+    if (rc == STOKE_END) {
+      epochs++;
+      if (epochs > c->warmup_epochs) {
+        stoke_epoch_stats e;
+        size_t last = stoke_loader_n_epoch_stats(l);
+        if (last && stoke_loader_epoch_stats(l, last - 1, &e) == 0)
+          measured_ns += e.wall_ns;
+        unsigned done = epochs - c->warmup_epochs;
+        if (done >= c->min_epochs &&
+            (measured_ns >= c->min_measure_ns || done >= 1000))
+          break;
+      }
+      continue;
+    }
+    if (rc != STOKE_OK) {
+      rc = fail_from(l, rc);
+      stoke_loader_destroy(l);
+      return rc;
+    }
+    if (c->step) c->step(c->step_user, b);
+    stoke_batch_release(b);
+  }
+  stoke_stats st;
+  st.struct_size = sizeof st;
+  rc = stoke_loader_stats(l, &st);
+  stoke_diagnosis d;
+  if (rc == 0) rc = stoke_diagnose(&st, &d);
+  if (rc != 0) {
+    rc = fail_from(l, rc);
+    stoke_loader_destroy(l);
+    return rc;
+  }
+  int64_t wall = 0;
+  unsigned n_measured = 0;
+  size_t ne = stoke_loader_n_epoch_stats(l);
+  for (size_t i = 0; i < ne; i++) {
+    stoke_epoch_stats e;
+    if (stoke_loader_epoch_stats(l, i, &e) != 0 || e.warmup) continue;
+    wall += e.wall_ns;
+    n_measured++;
+  }
+  p->host_bytes = stoke_loader_host_bytes(l);
+  p->steps = st.steps;
+  p->samples = st.samples;
+  p->samples_per_s = wall > 0 ? (double)st.samples / ((double)wall / 1e9) : 0;
+  p->epoch_s = n_measured ? (double)wall / 1e9 / n_measured : 0;
+  p->wait_ratio = st.wait_ratio;
+  p->queue_empty_frac = st.queue_empty_frac;
+  p->worker_cpu_s =
+      n_measured ? (double)st.worker_cpu_ns / 1e9 / n_measured : 0;
+  p->verdict = d.verdict;
+  p->status = STOKE_TUNE_MEASURED;
+  stoke_loader_destroy(l);
+  return 0;
+}
+
+int stoke_tune_sweep(const stoke_tune_config *c, stoke_tune_point *pts,
+                     size_t cap, size_t *n_done) {
+  if (!n_done || !pts)
+    return stoke__set_tls_error(STOKE_EINVAL, "tune: NULL argument");
+  *n_done = 0;
+  size_t n;
+  int rc = stoke_tune_grid(c, pts, cap, &n);
+  if (rc) return rc;
+  for (size_t i = 0; i < n; i++) {
+    if (c->cancel && *c->cancel) break;
+    stoke_tune_point *p = &pts[i];
+    if (c->progress && c->progress(c->progress_user, i, n, p)) break;
+    if (p->status != STOKE_TUNE_OVER_BUDGET) {
+      rc = measure(c, p);
+      if (rc) return rc;
+    }
+    *n_done = i + 1;
+    if (c->progress && c->progress(c->progress_user, i, n, p)) break;
+  }
+  return 0;
+}

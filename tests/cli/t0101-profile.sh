@@ -1,0 +1,104 @@
+#!/bin/bash
+# stoke profile: bench's report plus the diagnosis (verdict numbers, queue
+# model, what-if table, advice), as text and as JSON.  Only structure and
+# verdicts that hold by construction (10x margins), never a speed.
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+
+PROFILE_SCHEMA='
+dg = d["diagnosis"]
+for k in ("verdict", "reason", "wait_ratio", "queue_empty_frac", "tail_ratio",
+          "model", "prediction", "what_if", "advice"):
+    assert k in dg, k
+assert dg["verdict"] == d["summary"]["verdict"], dg
+for k in ("t_d_ns", "t_cpu_ns", "t_io_ns", "cpu_frac", "sigma", "t_c_ns",
+          "copy_ns", "batch_size", "workers", "prefetch", "cores"):
+    assert k in dg["model"], k
+m = dg["model"]
+assert m["t_cpu_ns"] <= m["t_d_ns"] + 1 and 0 <= m["cpu_frac"] <= 1, m
+p = dg["prediction"]
+for k in ("producer_batch_ns", "predicted_step_ns", "measured_step_ns",
+          "step_error", "predicted_epoch_s", "measured_epoch_s",
+          "epoch_error", "bound"):
+    assert k in p, k
+assert p["predicted_step_ns"] > 0 and p["measured_step_ns"] > 0, p
+for e in dg["what_if"]:
+    for k in ("workers", "prefetch", "step_ns", "epoch_s", "wait_ratio",
+              "bound"):
+        assert k in e, k
+    assert e["step_ns"] > 0 and e["prefetch"] >= 1, e
+for a in dg["advice"]:
+    for k in ("kind", "text", "predicted_step_ns", "now_step_ns", "speedup"):
+        assert k in a, k
+'
+
+say "profile: sleep:2ms samples, 1 worker, 0.2 ms step -> starving, advice -j"
+run_stoke profile --synthetic sleep:2ms --samples 32 -b 4 -j 1 \
+  --compute sleep:200us --json "$TMP/s.json"
+[ "$rc" -eq 0 ] || fail "exit $rc: $(cat "$TMP/err")"
+json_check "$TMP/s.json" "$BENCH_SCHEMA"
+json_check "$TMP/s.json" "$PROFILE_SCHEMA"
+json_check "$TMP/s.json" '
+dg = d["diagnosis"]
+assert dg["verdict"] == "starving", dg["verdict"]
+assert dg["prediction"]["bound"] == "workers", dg["prediction"]
+assert dg["model"]["workers"] == 1 and dg["model"]["batch_size"] == 4
+a = dg["advice"][0]
+assert a["kind"] == "workers" and a["workers"] > 1 and a["speedup"] > 1, a
+assert a["text"].startswith("-j "), a
+ws = sorted({e["workers"] for e in dg["what_if"]})
+ks = sorted({e["prefetch"] for e in dg["what_if"]})
+assert ws == [0, 1, 2, 4, 8, 16, 32] and ks == [1, 2, 4, 8], (ws, ks)
+'
+for section in '^verdict: starving' '^the verdict.s numbers' \
+  '^queue model' '^  step  *predicted' '^what if' '^advice' '^  1\. -j '; do
+  grep -q "$section" "$TMP/out" || fail "no '$section' in: $(cat "$TMP/out")"
+done
+
+say "profile: tensor source, 3 ms step -> busy, the model is the cost"
+run_stoke profile --synthetic tensor --samples 32 -b 4 -j 2 \
+  --compute sleep:3ms --json - --what-if-workers 0,2,4 \
+  --what-if-prefetch 2,1
+[ "$rc" -eq 0 ] || fail "exit $rc: $(cat "$TMP/err")"
+cp "$TMP/out" "$TMP/b.json"
+json_check "$TMP/b.json" "$PROFILE_SCHEMA"
+json_check "$TMP/b.json" '
+dg = d["diagnosis"]
+assert dg["verdict"] == "busy", dg["verdict"]
+assert dg["prediction"]["bound"] == "consumer", dg["prediction"]
+assert dg["advice"][0]["kind"] == "model", dg["advice"]
+pairs = [(e["workers"], e["prefetch"]) for e in dg["what_if"]]
+assert pairs == [(0, 1), (0, 2), (2, 1), (2, 2), (4, 1), (4, 2)], pairs
+'
+grep -q '^verdict: busy' "$TMP/err" || fail "report not on stderr with --json -"
+
+say "profile: spin samples on 0 workers -> inline, with the cpu share"
+run_stoke profile --synthetic spin:1ms --samples 16 -b 4 -j 0 -q \
+  --json "$TMP/i.json"
+[ "$rc" -eq 0 ] || fail "exit $rc: $(cat "$TMP/err")"
+[ ! -s "$TMP/out" ] || fail "-q printed: $(cat "$TMP/out")"
+json_check "$TMP/i.json" '
+dg = d["diagnosis"]
+assert dg["verdict"] == "starving", dg
+assert dg["prediction"]["bound"] == "inline", dg["prediction"]
+assert dg["model"]["cpu_frac"] > 0, dg["model"]   # a busy machine lowers it
+'
+
+say "profile usage errors"
+expect_usage "profile: no data source" profile --samples 8
+expect_usage "--what-if-workers: expected a number" profile \
+  --synthetic tensor --what-if-workers 1,x
+expect_usage "--what-if-prefetch: must be between 1" profile \
+  --synthetic tensor --what-if-prefetch 0
+expect_usage "--cores: must be between 1" profile --synthetic tensor --cores 0
+expect_usage "--epochs: 1 epoch is all warm-up" profile --synthetic tensor \
+  --epochs 1
+expect_usage "unknown option '--frobnicate'" profile --synthetic tensor \
+  --frobnicate
+
+say "help lists profile"
+run_stoke help
+grep -q '^  profile' "$TMP/out" || fail "help: $(cat "$TMP/out")"
+run_stoke help profile
+grep -q 'what-if-workers' "$TMP/out" || fail "help profile: $(cat "$TMP/out")"
+echo ok

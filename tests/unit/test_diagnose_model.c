@@ -1,0 +1,362 @@
+/* test_diagnose_model.c — the queue model, the what-if prediction and the
+** advice: the arithmetic on hand-made snapshots, then the verdict, the bound
+** and the first advice on a few real runs whose costs differ by 10x or more
+** (no timed assertion: noise cannot flip a 10x margin). */
+#define _POSIX_C_SOURCE 200809L
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <string.h>
+#include <time.h>
+
+#include "stoke.h"
+
+#define MS 1000000LL
+
+/* A snapshot of a loader with B = 8, `steps` steps, per-sample producer
+** cost t_d (cpu_frac of it on a core), consumer step t_c, wait share w. */
+static stoke_stats snap(unsigned workers, unsigned prefetch, int64_t t_d,
+                        double cpu_frac, int64_t t_c, double wait_ratio,
+                        double empty) {
+  stoke_stats st;
+  memset(&st, 0, sizeof st);
+  st.struct_size = sizeof st;
+  st.steps = 100;
+  st.samples = 800;
+  st.n_workers = workers;
+  st.prefetch = prefetch;
+  st.wait_ratio = wait_ratio;
+  st.queue_empty_frac = empty;
+  st.compute.count = 100;
+  st.compute.mean_ns = st.compute.p50_ns = t_c;
+  st.compute.total_ns = 100 * t_c;
+  int64_t wait_mean = (int64_t)((double)t_c * wait_ratio / (1 - wait_ratio));
+  st.wait.count = 100;
+  st.wait.mean_ns = st.wait.p50_ns = st.wait.p99_ns = wait_mean;
+  st.wait.total_ns = 100 * wait_mean;
+  stoke_dist *r = &st.stage[STOKE_STAGE_READ];
+  r->count = 800;
+  r->mean_ns = r->p50_ns = r->p95_ns = r->p99_ns = r->max_ns = t_d;
+  r->total_ns = 800 * t_d;
+  st.worker_busy_ns = 800 * t_d;
+  st.worker_cpu_ns = (int64_t)(cpu_frac * (double)st.worker_busy_ns);
+  st.chunks = 800;
+  return st;
+}
+
+static void test_model_init_arithmetic(void **state) {
+  (void)state;
+  /* Waiting samples: 1 ms each, 10% on a core; 4 workers; 2 cores. */
+  stoke_stats st = snap(4, 2, 1 * MS, 0.1, 2 * MS, 0.5, 0.9);
+  stoke_model m;
+  assert_int_equal(stoke_model_init(&m, &st, NULL, 2), 0);
+  assert_int_equal(m.struct_size, sizeof m);
+  assert_int_equal(m.batch_size, 8);
+  assert_int_equal(m.n_workers, 4);
+  assert_int_equal(m.prefetch, 2);
+  assert_true(m.cores == 2.0);
+  assert_int_equal(m.t_d_ns, 1 * MS);
+  assert_int_equal(m.t_cpu_ns, MS / 10);
+  /* A = busy / wall = 800 ms / 400 ms = 2 workers at once on 2 cores: no
+  ** queueing for a core, so the off-CPU part is all of the rest. */
+  assert_int_equal(m.t_io_ns, 9 * MS / 10);
+  assert_int_equal(m.t_c_ns, 2 * MS);
+  assert_int_equal(m.chunk, 1);
+  assert_true(m.sigma == 0.0);
+  assert_int_equal(m.stage_ns[STOKE_STAGE_READ], 1 * MS);
+
+  /* The config's batch size wins over samples / steps. */
+  stoke_config cfg;
+  stoke_config_init(&cfg);
+  cfg.batch_size = 16;
+  cfg.prefetch_next_epoch = 0;
+  assert_int_equal(stoke_model_init(&m, &st, &cfg, 2), 0);
+  assert_int_equal(m.batch_size, 16);
+  assert_int_equal(m.prefetch_next_epoch, 0);
+
+  /* Spinning samples on an oversubscribed machine: 8 workers busy all the
+  ** time on 2 cores, each sample 1 ms of CPU seen as 4 ms of wall.  The
+  ** stretch (A / P = 4) is queueing for a core, not waiting. */
+  stoke_stats sp = snap(8, 2, 4 * MS, 0.25, 1 * MS, 0.9, 1.0);
+  sp.wait.total_ns = 800 * 4 * MS / 8 - sp.compute.total_ns;
+  assert_int_equal(stoke_model_init(&m, &sp, NULL, 2), 0);
+  assert_int_equal(m.t_cpu_ns, 1 * MS);
+  assert_int_equal(m.t_io_ns, 0);
+
+  /* A spread: mean / median = e^(sigma^2 / 2). */
+  stoke_stats ln = snap(4, 2, 1 * MS, 0.1, 2 * MS, 0.5, 0.9);
+  ln.stage[STOKE_STAGE_READ].p50_ns = (int64_t)(1e6 / exp(0.5));
+  assert_int_equal(stoke_model_init(&m, &ln, NULL, 2), 0);
+  assert_true(fabs(m.sigma - 1.0) < 0.01);
+
+  assert_int_equal(stoke_model_init(NULL, &st, NULL, 2), STOKE_EINVAL);
+  assert_int_equal(stoke_model_init(&m, NULL, NULL, 2), STOKE_EINVAL);
+  stoke_stats none = st;
+  none.steps = 0;
+  assert_int_equal(stoke_model_init(&m, &none, NULL, 2), STOKE_EINVAL);
+}
+
+/* A model by hand: B, t_cpu, t_io, t_c, cores; fixed costs, chunk 1. */
+static stoke_model hand(size_t b, int64_t cpu, int64_t io, int64_t tc,
+                        double cores) {
+  stoke_model m;
+  memset(&m, 0, sizeof m);
+  m.struct_size = sizeof m;
+  m.batch_size = b;
+  m.n_workers = 1;
+  m.prefetch = 2;
+  m.cores = cores;
+  m.t_cpu_ns = cpu;
+  m.t_io_ns = io;
+  m.t_d_ns = cpu + io;
+  m.stage_ns[STOKE_STAGE_READ] = cpu + io;
+  m.t_c_ns = tc;
+  m.chunk = 1;
+  m.prefetch_next_epoch = 1;
+  return m;
+}
+
+static int near(int64_t got, int64_t want, double tol) {
+  return fabs((double)got / (double)want - 1) <= tol;
+}
+
+static void test_predict_closed_form(void **state) {
+  (void)state;
+  stoke_prediction p;
+  /* W = 0: nothing overlaps, step = B * t_d + t_c exactly. */
+  stoke_model m = hand(8, 0, 1 * MS, 2 * MS, 2);
+  m.n_batches = 10;
+  assert_int_equal(stoke_predict_step(&m, 0, 2, &p), 0);
+  assert_int_equal(p.step_ns, 10 * MS);
+  assert_int_equal(p.epoch_ns, 100 * MS);
+  assert_int_equal(p.bound, STOKE_BOUND_INLINE);
+  assert_true(fabs(p.wait_ratio - 0.8) < 1e-9);
+
+  /* Waiting samples: B * t_d / W, the cores do not limit. */
+  assert_int_equal(stoke_predict_step(&m, 2, 2, &p), 0);
+  assert_int_equal(p.producer_batch_ns, 4 * MS);
+  assert_int_equal(p.bound, STOKE_BOUND_WORKERS);
+  assert_true(near(p.step_ns, 4 * MS, 0.02));
+  assert_int_equal(stoke_predict_step(&m, 8, 2, &p), 0);
+  assert_int_equal(p.producer_batch_ns, 1 * MS);
+  assert_int_equal(p.bound, STOKE_BOUND_CONSUMER);
+  assert_true(near(p.step_ns, 2 * MS, 0.02));
+  assert_true(p.wait_ratio < 0.01);
+
+  /* CPU-bound samples: past the 2 cores more workers do not help. */
+  stoke_model c = hand(8, 1 * MS, 0, MS / 10, 2);
+  assert_int_equal(stoke_predict_step(&c, 2, 2, &p), 0);
+  assert_int_equal(p.producer_batch_ns, 4 * MS);
+  assert_int_equal(stoke_predict_step(&c, 16, 2, &p), 0);
+  assert_int_equal(p.producer_batch_ns, 4 * MS);
+  assert_int_equal(p.bound, STOKE_BOUND_CORES);
+  assert_true(near(p.step_ns, 4 * MS, 0.02));
+  /* A consumer that burns a core leaves one to the workers. */
+  c.consumer_cpu = 1;
+  assert_int_equal(stoke_predict_step(&c, 16, 2, &p), 0);
+  assert_int_equal(p.producer_batch_ns, 8 * MS);
+
+  /* Slots: K + 1 = 2 batches of 8 samples keep at most 16 workers busy. */
+  stoke_model s = hand(8, 0, 1 * MS, MS / 10, 64);
+  assert_int_equal(stoke_predict_step(&s, 32, 1, &p), 0);
+  assert_int_equal(p.producer_batch_ns, MS / 2);
+  assert_int_equal(p.bound, STOKE_BOUND_SLOTS);
+
+  /* Pure and deterministic; bad arguments. */
+  stoke_prediction q;
+  stoke_model v = hand(8, 0, 1 * MS, 2 * MS, 2);
+  v.sigma = 1.0;
+  stoke_predict_step(&v, 4, 2, &p);
+  stoke_predict_step(&v, 4, 2, &q);
+  assert_memory_equal(&p, &q, sizeof p);
+  /* The spread costs waits the mean cannot see; prefetch absorbs them. */
+  stoke_prediction k1, k8;
+  stoke_predict_step(&v, 8, 1, &k1);
+  stoke_predict_step(&v, 8, 8, &k8);
+  assert_true(k1.step_ns > k8.step_ns);
+  assert_int_equal(stoke_predict_step(&v, 4, 0, &p), STOKE_EINVAL);
+  assert_int_equal(stoke_predict_step(NULL, 4, 1, &p), STOKE_EINVAL);
+  assert_int_equal(stoke_predict_step(&v, 4, 1, NULL), STOKE_EINVAL);
+}
+
+static const stoke_advice *find(const stoke_advice *a, size_t n, int kind) {
+  for (size_t i = 0; i < n; i++)
+    if (a[i].kind == kind) return &a[i];
+  return NULL;
+}
+
+static void test_advice_ladder(void **state) {
+  (void)state;
+  stoke_advice a[STOKE_MAX_ADVICE];
+  size_t n;
+  /* Starving on waiting samples: more workers, with the gain. */
+  stoke_stats st = snap(1, 2, 1 * MS, 0.05, 1 * MS, 0.85, 1.0);
+  assert_int_equal(stoke_advise(&st, NULL, 2, a, STOKE_MAX_ADVICE, &n), 0);
+  assert_true(n >= 1);
+  assert_int_equal(a[0].kind, STOKE_ADVICE_WORKERS);
+  assert_true(a[0].n_workers >= 8 && a[0].n_workers <= 16);
+  assert_true(a[0].speedup > 5);
+  assert_non_null(strstr(a[0].text, "-j "));
+  assert_non_null(strstr(a[0].text, "predicted step"));
+
+  /* Busy: the model is the cost. */
+  stoke_stats busy = snap(4, 2, MS / 10, 0.05, 10 * MS, 0.01, 0.0);
+  assert_int_equal(stoke_advise(&busy, NULL, 2, a, STOKE_MAX_ADVICE, &n), 0);
+  assert_true(n >= 1);
+  assert_int_equal(a[0].kind, STOKE_ADVICE_MODEL);
+  assert_non_null(strstr(a[0].text, "the model is the cost"));
+
+  /* CPU-bound, oversubscribed (16 workers, 2 cores) and still slower than
+  ** a tiny step: fewer workers do as well, cheaper reads, then echoing. */
+  stoke_stats cpu = snap(16, 2, 8 * MS, 0.125, MS / 10, 0.95, 1.0);
+  cpu.wait.total_ns = 800 * 8 * MS / 16 - cpu.compute.total_ns;
+  assert_int_equal(stoke_advise(&cpu, NULL, 2, a, STOKE_MAX_ADVICE, &n), 0);
+  const stoke_advice *fewer = find(a, n, STOKE_ADVICE_FEWER);
+  assert_non_null(fewer);
+  assert_true(fewer->n_workers <= 2);
+  assert_non_null(strstr(fewer->text, "oversubscribed"));
+  const stoke_advice *cheaper = find(a, n, STOKE_ADVICE_CHEAPER);
+  assert_non_null(cheaper);
+  assert_int_equal(cheaper->stage, STOKE_STAGE_READ);
+  const stoke_advice *echo = find(a, n, STOKE_ADVICE_ECHO);
+  assert_non_null(echo);
+  assert_true(echo->echo >= 2);
+  assert_ptr_equal(echo, &a[n - 1]); /* the last resort comes last */
+
+  /* A measured copy on the critical path. */
+  stoke_stats cp = snap(8, 2, MS / 10, 0.05, 1 * MS, 0.6, 0.2);
+  stoke_dist *c = &cp.stage[STOKE_STAGE_COPY];
+  c->count = 100;
+  c->total_ns = 100 * 3 * MS;
+  c->mean_ns = c->p50_ns = 3 * MS;
+  assert_int_equal(stoke_advise(&cp, NULL, 2, a, STOKE_MAX_ADVICE, &n), 0);
+  const stoke_advice *pin = find(a, n, STOKE_ADVICE_PIN_COPY);
+  assert_non_null(pin);
+  assert_true(pin->speedup > 2);
+
+  /* Capacity and bad arguments. */
+  assert_int_equal(stoke_advise(&st, NULL, 2, a, 0, &n), 0);
+  assert_int_equal(n, 0);
+  assert_int_equal(stoke_advise(&st, NULL, 2, NULL, 1, &n), STOKE_EINVAL);
+  assert_int_equal(stoke_advise(&st, NULL, 2, a, 1, &n), 0);
+  assert_int_equal(n, 1);
+  assert_int_equal(stoke_advise(NULL, NULL, 2, a, 1, &n), STOKE_EINVAL);
+}
+
+static void test_diagnose_ex_fields(void **state) {
+  (void)state;
+  stoke_stats st = snap(2, 2, 1 * MS, 0.05, 2 * MS, 0.5, 1.0);
+  stoke_diagnosis d;
+  assert_int_equal(stoke_diagnose_ex(&st, NULL, 2, &d), 0);
+  assert_int_equal(d.verdict, STOKE_VERDICT_STARVING);
+  assert_int_equal(d.t_d_ns, 1 * MS);
+  assert_int_equal(d.t_c_ns, 2 * MS);
+  assert_int_equal(d.batch_size, 8);
+  assert_true(fabs(d.cpu_frac - 0.05) < 1e-6);
+  assert_int_equal(d.producer_batch_ns, 4 * MS);
+  assert_int_equal(d.measured_step_ns, 4 * MS);
+  assert_int_equal(d.bound, STOKE_BOUND_WORKERS);
+  assert_true(fabs(d.model_error) < 0.03);
+  assert_string_equal(stoke_bound_name(d.bound), "workers");
+  /* The old entry point still works and fills the same. */
+  stoke_diagnosis d0;
+  assert_int_equal(stoke_diagnose(&st, &d0), 0);
+  assert_int_equal(d0.verdict, d.verdict);
+  assert_int_equal(d0.t_d_ns, d.t_d_ns);
+}
+
+/* ---- real runs --------------------------------------------------------- */
+
+static void sleep_ns(int64_t ns) {
+  struct timespec ts = {(time_t)(ns / 1000000000), (long)(ns % 1000000000)};
+  while (nanosleep(&ts, &ts) != 0) {
+  }
+}
+
+typedef struct real {
+  stoke_diagnosis d;
+  stoke_advice a[STOKE_MAX_ADVICE];
+  size_t n_advice;
+} real;
+
+static void run_real(int kind, int64_t cost, unsigned w, int64_t step,
+                     real *out) {
+  stoke_synthetic_config sc;
+  stoke_synthetic_config_init(&sc);
+  sc.kind = kind;
+  sc.cost_ns = cost;
+  sc.n_samples = 32;
+  sc.ndim = 1;
+  sc.shape[0] = 16;
+  stoke_source *src = NULL;
+  assert_int_equal(stoke_source_create_synthetic(&sc, &src), 0);
+  stoke_config cfg;
+  stoke_config_init(&cfg);
+  cfg.source = src;
+  cfg.batch_size = 4;
+  cfg.n_workers = w;
+  cfg.warmup_epochs = 1;
+  stoke_loader *l = NULL;
+  assert_int_equal(stoke_loader_create(&cfg, &l), 0);
+  stoke_source_destroy(src);
+  for (int e = 0; e < 2; e++) {
+    stoke_batch *b;
+    int rc;
+    while ((rc = stoke_loader_next(l, &b)) == STOKE_OK) {
+      sleep_ns(step);
+      stoke_batch_release(b);
+    }
+    assert_int_equal(rc, STOKE_END);
+  }
+  stoke_stats st;
+  st.struct_size = sizeof st;
+  assert_int_equal(stoke_loader_stats(l, &st), 0);
+  stoke_config eff;
+  stoke_loader_config(l, &eff);
+  assert_int_equal(stoke_diagnose_ex(&st, &eff, 0, &out->d), 0);
+  assert_int_equal(stoke_advise(&st, &eff, 0, out->a, STOKE_MAX_ADVICE,
+                                &out->n_advice),
+                   0);
+  stoke_loader_destroy(l);
+}
+
+static void test_real_runs(void **state) {
+  (void)state;
+  real r;
+  /* 1 worker, 2 ms per sample (8 ms per batch) against a 0.2 ms step: 40x
+  ** starving, bound by the workers; the first advice adds workers. */
+  run_real(STOKE_SYNTH_SLEEP, 2 * MS, 1, MS / 5, &r);
+  assert_int_equal(r.d.verdict, STOKE_VERDICT_STARVING);
+  assert_int_equal(r.d.bound, STOKE_BOUND_WORKERS);
+  assert_true(r.n_advice >= 1);
+  assert_int_equal(r.a[0].kind, STOKE_ADVICE_WORKERS);
+  assert_true(r.a[0].n_workers > 1);
+
+  /* In-memory tensors against a 3 ms step: busy, bound by the consumer. */
+  run_real(STOKE_SYNTH_TENSOR, 0, 2, 3 * MS, &r);
+  assert_int_equal(r.d.verdict, STOKE_VERDICT_BUSY);
+  assert_int_equal(r.d.bound, STOKE_BOUND_CONSUMER);
+  assert_true(r.n_advice >= 1);
+  assert_int_equal(r.a[0].kind, STOKE_ADVICE_MODEL);
+
+  /* No workers, 1 ms per sample, a 0.1 ms step: 40x starving, inline. */
+  run_real(STOKE_SYNTH_SLEEP, 1 * MS, 0, MS / 10, &r);
+  assert_int_equal(r.d.verdict, STOKE_VERDICT_STARVING);
+  assert_int_equal(r.d.bound, STOKE_BOUND_INLINE);
+  assert_int_equal(r.a[0].kind, STOKE_ADVICE_WORKERS);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_model_init_arithmetic),
+      cmocka_unit_test(test_predict_closed_form),
+      cmocka_unit_test(test_advice_ladder),
+      cmocka_unit_test(test_diagnose_ex_fields),
+      cmocka_unit_test(test_real_runs),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
