@@ -224,6 +224,102 @@ STOKE_API void stoke_synthetic_config_init(stoke_synthetic_config *cfg);
 STOKE_API int stoke_source_create_synthetic(const stoke_synthetic_config *cfg,
                                             stoke_source **out);
 
+/* Image datasets.  Each sample has two fields: "image" (the transform's
+** output: {3, H, W} for chw or {H, W, 3} for hwc, in its dtype) and "label"
+** (i64).  Per sample: read the encoded bytes, decode only the window the
+** crop needs (JPEG: region decoding and DCT-domain scaling at 1/2, 1/4 or
+** 1/8 when the crop is that much larger than the output), then resample
+** with PIL's bilinear filter (antialiased when shrinking), flip, normalize
+** and write straight into the batch.  Random choices come from the sample's
+** stream, so a batch is the same whatever the worker count. */
+typedef enum stoke_image_kind {
+  STOKE_IMAGES_AUTO = 0,   /* a directory: FOLDER; *.tar: TAR; *.stoke: PACKED */
+  STOKE_IMAGES_FOLDER = 1, /* torchvision ImageFolder: root/class/x.jpg */
+  STOKE_IMAGES_TAR = 2,    /* WebDataset-style shards: a path, a pattern such
+                              as train-{0000..0099}.tar, or a glob */
+  STOKE_IMAGES_PACKED = 3  /* stoke pack's shards (docs/packed-format.md) */
+} stoke_image_kind;
+
+typedef struct stoke_image_config {
+  size_t struct_size;    /* set by stoke_image_config_init() */
+  int kind;              /* stoke_image_kind; default AUTO */
+  const char *transform; /* e.g. "random-resized-crop=224,flip,
+                            normalize=imagenet,chw,f32"; default
+                            "random-resized-crop=224,flip,chw,u8";
+                            copied.  See docs/transforms.md. */
+  uint64_t max_pixels;   /* per image, checked on its header; default
+                            178956970 (PIL's decompression-bomb limit) */
+  uint64_t max_bytes;    /* largest decoded window; default 256 MiB */
+  int verify_checksums;  /* PACKED: check every sample's CRC at open */
+} stoke_image_config;
+
+STOKE_API void stoke_image_config_init(stoke_image_config *cfg);
+/* Open an image dataset.  Errors (STOKE_EINVAL, STOKE_EIO, STOKE_EFORMAT,
+** STOKE_ENOMEM) leave a message in stoke_errmsg(NULL) naming the file,
+** shard or offset, e.g. an empty class folder or a truncated shard; a bad
+** transform spec names the offending token.  cfg may be NULL. */
+STOKE_API int stoke_source_create_images(const char *path,
+                                         const stoke_image_config *cfg,
+                                         stoke_source **out);
+
+/* Classes of an image source (ImageFolder and tar: sorted names; packed:
+** none), 0 / NULL for other sources. */
+STOKE_API size_t stoke_source_n_classes(const stoke_source *src);
+STOKE_API const char *stoke_source_class_name(const stoke_source *src,
+                                              size_t c);
+/* Files skipped when the dataset was opened (not an image, unsupported
+** format, a tar sample without an image or a label), with the reason. */
+STOKE_API size_t stoke_source_n_skipped(const stoke_source *src);
+STOKE_API const char *stoke_source_skipped(const stoke_source *src, size_t k,
+                                           const char **reason);
+/* Label of sample index, or -1. */
+STOKE_API int64_t stoke_source_label(const stoke_source *src, size_t index);
+/* "tensors", "callback", "synthetic", "folder", "tar" or "packed". */
+STOKE_API const char *stoke_source_kind(const stoke_source *src);
+/* Where sample index lives (file, shard, offset); "" when unknown. */
+STOKE_API void stoke_source_describe(const stoke_source *src, size_t index,
+                                     char *buf, size_t cap);
+
+typedef enum stoke_image_format {
+  STOKE_IMAGE_JPEG = 1,
+  STOKE_IMAGE_PNG = 2
+} stoke_image_format;
+
+typedef struct stoke_image_info {
+  int format;            /* stoke_image_format */
+  uint32_t width, height;
+  unsigned channels;     /* in the file: 1 gray, 3 colour, 4 CMYK or RGBA */
+  int progressive;       /* JPEG progressive or PNG interlaced */
+  int has_alpha;
+  size_t bytes;          /* encoded size */
+} stoke_image_info;
+
+/* Read sample index of an image source and describe its header (nothing is
+** decoded).  Errors name the sample and file in stoke_errmsg(NULL).  Any
+** thread. */
+STOKE_API int stoke_source_probe(const stoke_source *src, size_t index,
+                                 stoke_image_info *out);
+
+/* Called after each packed sample; return nonzero to stop (the pack then
+** fails and leaves no shard behind). */
+typedef int (*stoke_pack_progress_fn)(void *user, size_t done, size_t total,
+                                      uint64_t bytes);
+
+typedef struct stoke_pack_result {
+  size_t n_samples, n_shards;
+  uint64_t bytes;        /* encoded sample bytes written */
+  char first_shard[512]; /* e.g. "out-00000.stoke" */
+} stoke_pack_result;
+
+/* Write every sample of an image source, in index order, to packed shards
+** OUT_PREFIX-00000.stoke, -00001, ... of about shard_bytes each (0: one
+** shard).  Streaming: memory stays bounded whatever the dataset size, and a
+** shard appears under its final name only once complete.  Every header is
+** probed, so a broken file fails here, naming it. */
+STOKE_API int stoke_pack(const stoke_source *src, const char *out_prefix,
+                         uint64_t shard_bytes, stoke_pack_progress_fn progress,
+                         void *user, stoke_pack_result *res);
+
 /* The cost (ns) that synthetic sample `index` of `epoch` will have.  A pure
 ** function of its arguments: tests and the diagnosis use it as ground truth.
 ** 0 for sources that are not SLEEP or SPIN. */
@@ -467,6 +563,9 @@ typedef struct stoke_diagnosis {
 /* Thresholds, documented in docs/diagnosis.md. */
 #define STOKE_BUSY_WAIT_RATIO 0.10
 #define STOKE_STARVING_EMPTY_FRAC 0.50
+/* Starving also when a lower bound of the producer's time per batch (the
+** queue model's, see stoke_diagnose_model) is this many consumer steps. */
+#define STOKE_STARVING_PRODUCER_RATIO 1.2
 
 /* "busy", "starving", "variance", "unknown". */
 STOKE_API const char *stoke_verdict_name(int verdict);
@@ -539,6 +638,15 @@ STOKE_API int stoke_predict_step(const stoke_model *m, unsigned workers,
 STOKE_API int stoke_diagnose_ex(const stoke_stats *st,
                                 const stoke_config *cfg, unsigned cores,
                                 stoke_diagnosis *out);
+
+/* Like stoke_diagnose_ex, from a model the caller filled or edited (e.g.
+** consumer_cpu = 1 for a step that spins a core, n_batches).  The verdict
+** uses the model's producer floor: max(B * t_d / W_eff, B * max(t_d' /
+** W_eff, t_cpu / cores_avail)) >= STOKE_STARVING_PRODUCER_RATIO * (t_c +
+** copy) is starving whatever the queue shows.  Returns 0 or STOKE_EINVAL. */
+STOKE_API int stoke_diagnose_model(const stoke_stats *st,
+                                   const stoke_model *m,
+                                   stoke_diagnosis *out);
 
 /* One line of advice, a rung of the escalation ladder. */
 typedef enum stoke_advice_kind {

@@ -1,0 +1,401 @@
+/* image.c — image datasets as sources: storage (blob.h: an ImageFolder
+** directory, tar shards or packed shards) + decode (src/decode/) +
+** transform (src/transform/), fused per sample:
+**
+**   read     the encoded bytes (pread into the worker's buffer, or a
+**            pointer into the mmap of a packed shard)
+**   decode   probe the header, plan the crop from the sample's random
+**            stream, decode only the window the resampler will read, at the
+**            largest DCT scale (1/2, 1/4, 1/8) that loses no output detail
+**   transform resample the exact crop box out of that window, flip,
+**            normalize, write straight into the batch slot
+**
+** Each worker owns a decoder context, a read buffer and resampler scratch
+** (scratch_create), so no state is shared between workers and a sample is
+** the same whatever worker made it. */
+#define _POSIX_C_SOURCE 200809L
+#include "internal.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "decode/decode.h"
+#include "source/blob.h"
+#include "transform/transform.h"
+
+typedef struct image_impl {
+  stoke__blobset *set;   /* owned */
+  stoke__tf_spec spec;
+  stoke_image_config cfg;
+  char *transform_text;  /* owned copy of cfg.transform */
+} image_impl;
+
+typedef struct image_scratch {
+  stoke__decoder *dec;
+  stoke__blob_reader reader;
+  stoke__tf_scratch tf;
+} image_scratch;
+
+#define DEFAULT_TRANSFORM "random-resized-crop=224,flip,chw,u8"
+
+void stoke_image_config_init(stoke_image_config *cfg) {
+  memset(cfg, 0, sizeof *cfg);
+  cfg->struct_size = sizeof *cfg;
+  cfg->kind = STOKE_IMAGES_AUTO;
+  cfg->transform = DEFAULT_TRANSFORM;
+  cfg->max_pixels = STOKE__DECODE_DEFAULT_MAX_PIXELS;
+  cfg->max_bytes = 256u << 20;
+}
+
+static int image_fill(stoke_source *src, stoke_sample *s) {
+  const image_impl *im = src->impl;
+  image_scratch *sc = s->scratch;
+  char err[STOKE__ERRMSG_CAP];
+  const uint8_t *bytes;
+  size_t n;
+  if (stoke__blobset_read(im->set, s->index, &sc->reader, &bytes, &n, err,
+                          sizeof err) != 0)
+    return stoke_sample_fail(s, "%s", err);
+
+  stoke_sample_stage(s, STOKE_STAGE_DECODE);
+  stoke__img_info info;
+  if (stoke__decode_probe(sc->dec, bytes, n, &info, err, sizeof err) != 0)
+    return stoke_sample_fail(s, "%s", err);
+  stoke__tf_plan plan;
+  if (stoke__tf_plan_make(&im->spec, (int)info.width, (int)info.height,
+                          &s->rng, &plan) != 0)
+    return stoke_sample_fail(s, "%s", stoke__tls_error());
+  /* Decode only what the resampler reads, at the scale that keeps every
+  ** output pixel's detail; out_w/out_h force exactly that scale. */
+  int denom = stoke__tf_plan_dct_denom(&plan), win[4];
+  stoke__tf_plan_window(&plan, denom, win);
+  if (win[2] > (int)info.width) win[2] = (int)info.width;
+  if (win[3] > (int)info.height) win[3] = (int)info.height;
+  stoke__decode_req req = {
+      .x = (uint32_t)win[0], .y = (uint32_t)win[1],
+      .w = (uint32_t)(win[2] - win[0]), .h = (uint32_t)(win[3] - win[1])};
+  req.out_w = (req.w + (uint32_t)denom - 1) / (uint32_t)denom;
+  req.out_h = (req.h + (uint32_t)denom - 1) / (uint32_t)denom;
+  stoke__image img;
+  if (stoke__decode(sc->dec, bytes, n, &req, &img, err, sizeof err) != 0)
+    return stoke_sample_fail(s, "%s", err);
+
+  stoke_sample_stage(s, STOKE_STAGE_TRANSFORM);
+  stoke__tf_image tfi = {.px = img.pixels, .w = (int)img.width,
+                         .h = (int)img.height, .stride = img.stride,
+                         .x0 = img.win_x, .y0 = img.win_y,
+                         .scale = img.scale};
+  if (stoke__tf_apply(&im->spec, &plan, &tfi, &sc->tf, s->dst[0]) != 0)
+    return stoke_sample_fail(s, "transform: %s", stoke__tls_error());
+  int64_t label = stoke__blobset_label(im->set, s->index);
+  memcpy(s->dst[1], &label, sizeof label);
+  return 0;
+}
+
+static void image_destroy(stoke_source *src) {
+  image_impl *im = src->impl;
+  if (!im) return;
+  stoke__blobset_close(im->set);
+  stoke__free(NULL, im->transform_text);
+  stoke__free(NULL, im);
+}
+
+static void image_describe(const stoke_source *src, size_t index, char *buf,
+                           size_t cap) {
+  const image_impl *im = src->impl;
+  stoke__blobset_describe(im->set, index, buf, cap);
+}
+
+static int image_scratch_create(stoke_source *src, const stoke_allocator *a,
+                                void **out) {
+  const image_impl *im = src->impl;
+  image_scratch *sc = stoke__calloc(a, 1, sizeof *sc);
+  if (!sc) return STOKE_ENOMEM;
+  stoke__decoder_opts o;
+  stoke__decoder_opts_init(&o);
+  o.max_pixels = im->cfg.max_pixels;
+  o.max_bytes = (size_t)im->cfg.max_bytes;
+  o.alloc = a;
+  int rc = stoke__decoder_create(&o, &sc->dec);
+  if (rc != 0) {
+    stoke__free(a, sc);
+    return rc;
+  }
+  stoke__blob_reader_init(&sc->reader, a);
+  stoke__tf_scratch_init(&sc->tf, a);
+  *out = sc;
+  return 0;
+}
+
+static void image_scratch_destroy(stoke_source *src, const stoke_allocator *a,
+                                  void *p) {
+  (void)src;
+  image_scratch *sc = p;
+  stoke__decoder_destroy(sc->dec);
+  stoke__blob_reader_free(&sc->reader);
+  stoke__tf_scratch_free(&sc->tf);
+  stoke__free(a, sc);
+}
+
+static const stoke__source_ops image_ops = {
+    image_fill, image_destroy, image_describe, image_scratch_create,
+    image_scratch_destroy};
+
+static bool ends_with(const char *s, const char *suffix) {
+  size_t n = strlen(s), k = strlen(suffix);
+  return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+/* AUTO: a directory is an ImageFolder; a path or pattern ending in .tar is
+** a set of tar shards, one ending in .stoke a set of packed shards. */
+static int detect_kind(const char *path) {
+  struct stat st;
+  if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) return STOKE_IMAGES_FOLDER;
+  if (ends_with(path, ".tar") || ends_with(path, ".tar}"))
+    return STOKE_IMAGES_TAR;
+  if (ends_with(path, ".stoke") || ends_with(path, ".stoke}"))
+    return STOKE_IMAGES_PACKED;
+  return 0;
+}
+
+int stoke_source_create_images(const char *path, const stoke_image_config *cfg,
+                               stoke_source **out) {
+  if (!out) return stoke__set_tls_error(STOKE_EINVAL, "images: out is NULL");
+  *out = NULL;
+  stoke_image_config def;
+  if (!cfg) {
+    stoke_image_config_init(&def);
+    cfg = &def;
+  }
+  if (cfg->struct_size != sizeof *cfg)
+    return stoke__set_tls_error(
+        STOKE_EINVAL, "images: struct_size is %zu, expected %zu (call "
+                      "stoke_image_config_init)", cfg->struct_size, sizeof *cfg);
+  if (!path || !*path)
+    return stoke__set_tls_error(STOKE_EINVAL, "images: no path given");
+  int kind = cfg->kind ? cfg->kind : detect_kind(path);
+  if (kind < STOKE_IMAGES_FOLDER || kind > STOKE_IMAGES_PACKED)
+    return stoke__set_tls_error(
+        STOKE_EINVAL,
+        "images: cannot tell what %s is: expected a directory (ImageFolder), "
+        "tar shards (*.tar, a {a..b} pattern or a glob) or packed shards "
+        "(*.stoke)", path);
+
+  image_impl *im = stoke__calloc(NULL, 1, sizeof *im);
+  if (!im) return stoke__set_tls_error(STOKE_ENOMEM, "images: out of memory");
+  im->cfg = *cfg;
+  const char *text = cfg->transform ? cfg->transform : DEFAULT_TRANSFORM;
+  int rc = stoke__tf_parse(text, &im->spec);
+  if (rc == 0) {
+    im->transform_text = stoke__strdup(NULL, text);
+    if (!im->transform_text)
+      rc = stoke__set_tls_error(STOKE_ENOMEM, "images: out of memory");
+    im->cfg.transform = im->transform_text;
+  }
+  char err[STOKE__ERRMSG_CAP];
+  const char *specs[1] = {path};
+  if (rc == 0) {
+    if (kind == STOKE_IMAGES_FOLDER)
+      rc = stoke__blobset_open_folder(path, NULL, &im->set, err, sizeof err);
+    else if (kind == STOKE_IMAGES_TAR)
+      rc = stoke__blobset_open_tar(specs, 1, NULL, &im->set, err, sizeof err);
+    else
+      rc = stoke__blobset_open_packed(
+          specs, 1, cfg->verify_checksums ? STOKE__PACK_VERIFY_CRC : 0, NULL,
+          &im->set, err, sizeof err);
+    if (rc != 0) stoke__set_tls_error(rc, "%s", err);
+  }
+  stoke_source *src = NULL;
+  if (rc == 0) {
+    src = stoke__calloc(NULL, 1, sizeof *src);
+    if (!src) rc = stoke__set_tls_error(STOKE_ENOMEM, "images: out of memory");
+  }
+  if (rc == 0) {
+    stoke_field_desc fields[2];
+    memset(fields, 0, sizeof fields);
+    stoke__tf_field_desc(&im->spec, &fields[0]);
+    fields[0].name = "image";
+    fields[1].name = "label";
+    fields[1].dtype = STOKE_I64;
+    rc = stoke__source_init(src, stoke__blobset_kind(im->set),
+                            stoke__blobset_n_samples(im->set), 2, fields);
+    if (rc == 0) {
+      src->impl = im;
+      src->ops = &image_ops;
+      *out = src;
+      return 0;
+    }
+  }
+  if (src) stoke__source_release(src); /* ops unset: frees the common part */
+  stoke__blobset_close(im->set);
+  stoke__free(NULL, im->transform_text);
+  stoke__free(NULL, im);
+  return rc;
+}
+
+/* ---- queries that only image sources answer ------------------------------ */
+
+static const image_impl *image_of(const stoke_source *src) {
+  return src && src->ops == &image_ops ? src->impl : NULL;
+}
+
+size_t stoke_source_n_classes(const stoke_source *src) {
+  const image_impl *im = image_of(src);
+  return im ? stoke__blobset_n_classes(im->set) : 0;
+}
+
+const char *stoke_source_class_name(const stoke_source *src, size_t c) {
+  const image_impl *im = image_of(src);
+  return im ? stoke__blobset_class_name(im->set, c) : NULL;
+}
+
+size_t stoke_source_n_skipped(const stoke_source *src) {
+  const image_impl *im = image_of(src);
+  return im ? stoke__blobset_n_skipped(im->set) : 0;
+}
+
+const char *stoke_source_skipped(const stoke_source *src, size_t k,
+                                 const char **reason) {
+  const image_impl *im = image_of(src);
+  if (reason) *reason = NULL;
+  return im ? stoke__blobset_skipped(im->set, k, reason) : NULL;
+}
+
+int64_t stoke_source_label(const stoke_source *src, size_t index) {
+  const image_impl *im = image_of(src);
+  if (!im || index >= src->n_samples) return -1;
+  return stoke__blobset_label(im->set, index);
+}
+
+const char *stoke_source_kind(const stoke_source *src) {
+  return src ? src->kind : "";
+}
+
+void stoke_source_describe(const stoke_source *src, size_t index, char *buf,
+                           size_t cap) {
+  if (!buf || cap == 0) return;
+  buf[0] = '\0';
+  if (src && index < src->n_samples && src->ops && src->ops->describe)
+    src->ops->describe(src, index, buf, cap);
+}
+
+/* Read sample `index` into r and probe its header (mu-free: any thread). */
+static int probe_one(const image_impl *im, size_t index, stoke__blob_reader *r,
+                     stoke__decoder *dec, const uint8_t **bytes, size_t *n,
+                     stoke_image_info *out) {
+  char err[STOKE__ERRMSG_CAP], where[256];
+  int rc = stoke__blobset_read(im->set, index, r, bytes, n, err, sizeof err);
+  if (rc != 0) return stoke__set_tls_error(rc, "%s", err);
+  stoke__img_info info;
+  rc = stoke__decode_probe(dec, *bytes, *n, &info, err, sizeof err);
+  if (rc != 0) {
+    stoke__blobset_describe(im->set, index, where, sizeof where);
+    return stoke__set_tls_error(rc, "sample %zu (%s): %s", index, where, err);
+  }
+  memset(out, 0, sizeof *out);
+  out->format = info.format == STOKE__IMG_JPEG ? STOKE_IMAGE_JPEG
+                                               : STOKE_IMAGE_PNG;
+  out->width = info.width;
+  out->height = info.height;
+  out->channels = info.channels;
+  out->progressive = info.progressive;
+  out->has_alpha = info.has_alpha;
+  out->bytes = *n;
+  return 0;
+}
+
+int stoke_source_probe(const stoke_source *src, size_t index,
+                       stoke_image_info *out) {
+  const image_impl *im = image_of(src);
+  if (!im || !out || index >= src->n_samples)
+    return stoke__set_tls_error(STOKE_EINVAL,
+                                "probe: not an image source, or index %zu out "
+                                "of range", index);
+  stoke__decoder_opts o;
+  stoke__decoder_opts_init(&o);
+  stoke__decoder *dec;
+  int rc = stoke__decoder_create(&o, &dec);
+  if (rc != 0) return stoke__set_tls_error(rc, "probe: out of memory");
+  stoke__blob_reader r;
+  stoke__blob_reader_init(&r, NULL);
+  const uint8_t *bytes;
+  size_t n;
+  rc = probe_one(im, index, &r, dec, &bytes, &n, out);
+  stoke__blob_reader_free(&r);
+  stoke__decoder_destroy(dec);
+  return rc;
+}
+
+int stoke_pack(const stoke_source *src, const char *out_prefix,
+               uint64_t shard_bytes, stoke_pack_progress_fn progress,
+               void *user, stoke_pack_result *res) {
+  const image_impl *im = image_of(src);
+  if (!im || !out_prefix || !*out_prefix)
+    return stoke__set_tls_error(STOKE_EINVAL,
+                                "pack: needs an image source and an output "
+                                "prefix");
+  if (res) memset(res, 0, sizeof *res);
+  char err[STOKE__ERRMSG_CAP];
+  stoke__pack_writer *w = NULL;
+  stoke__decoder_opts o;
+  stoke__decoder_opts_init(&o);
+  stoke__decoder *dec = NULL;
+  stoke__blob_reader r;
+  stoke__blob_reader_init(&r, NULL);
+  int rc = stoke__decoder_create(&o, &dec);
+  if (rc != 0) {
+    rc = stoke__set_tls_error(rc, "pack: out of memory");
+    goto out;
+  }
+  rc = stoke__pack_writer_create(out_prefix, shard_bytes, 0, NULL, &w, err,
+                                 sizeof err);
+  if (rc != 0) {
+    rc = stoke__set_tls_error(rc, "%s", err);
+    goto out;
+  }
+  size_t total = src->n_samples;
+  uint64_t bytes_done = 0;
+  for (size_t i = 0; i < total; i++) {
+    const uint8_t *bytes;
+    size_t n;
+    stoke_image_info info;
+    /* The header is checked here so a broken file fails the pack, not a
+    ** training run later; width and height go into the index. */
+    rc = probe_one(im, i, &r, dec, &bytes, &n, &info);
+    if (rc != 0) goto out;
+    rc = stoke__pack_writer_add(
+        w, bytes, n, stoke__blobset_label(im->set, i), info.width,
+        info.height,
+        info.format == STOKE_IMAGE_JPEG ? STOKE__BLOB_JPEG : STOKE__BLOB_PNG,
+        err, sizeof err);
+    if (rc != 0) {
+      rc = stoke__set_tls_error(rc, "%s", err);
+      goto out;
+    }
+    bytes_done += n;
+    if (progress && progress(user, i + 1, total, bytes_done) != 0) {
+      rc = stoke__set_tls_error(STOKE_EINVAL, "pack: stopped after %zu of "
+                                "%zu samples; nothing was kept", i + 1, total);
+      goto out;
+    }
+  }
+  size_t n_shards = 0;
+  rc = stoke__pack_writer_finish(w, &n_shards, err, sizeof err);
+  if (rc != 0) {
+    rc = stoke__set_tls_error(rc, "%s", err);
+    goto out;
+  }
+  if (res) {
+    res->n_samples = total;
+    res->n_shards = n_shards;
+    res->bytes = bytes_done;
+    snprintf(res->first_shard, sizeof res->first_shard, "%s",
+             n_shards ? stoke__pack_writer_shard_path(w, 0) : "");
+  }
+out:
+  stoke__pack_writer_destroy(w); /* before finish: removes the .tmp files */
+  stoke__decoder_destroy(dec);
+  stoke__blob_reader_free(&r);
+  return rc;
+}
