@@ -37,6 +37,8 @@ int cmd_bench(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 int cmd_tune(int argc, char **argv);
 int cmd_budget(int argc, char **argv);
+int cmd_pack(int argc, char **argv);
+int cmd_inspect(int argc, char **argv);
 int cmd_profile(int argc, char **argv);
 
 /* Usage texts, printed by "stoke help <cmd>" and "stoke <cmd> --help". */
@@ -44,6 +46,8 @@ extern const char cmd_bench_usage[];
 extern const char cmd_demo_usage[];
 extern const char cmd_tune_usage[];
 extern const char cmd_budget_usage[];
+extern const char cmd_pack_usage[];
+extern const char cmd_inspect_usage[];
 extern const char cmd_profile_usage[];
 
 /* ---- messages ----------------------------------------------------------- */

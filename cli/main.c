@@ -27,6 +27,10 @@ static const cli_cmd commands[] = {
      "sweep workers and prefetch, pick the knee"},
     {"budget", cmd_budget, cmd_budget_usage,
      "host and device memory ledgers: what fits"},
+    {"pack", cmd_pack, cmd_pack_usage,
+     "write an image dataset into packed shards"},
+    {"inspect", cmd_inspect, cmd_inspect_usage,
+     "describe a dataset and one batch of it"},
     {NULL, NULL, NULL, NULL}};
 
 static const cli_cmd *find_command(const char *name) {

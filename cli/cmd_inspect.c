@@ -1,0 +1,268 @@
+/* cmd_inspect.c — "stoke inspect DATA": what a dataset holds (samples,
+** classes and their counts, formats, file size and resolution statistics,
+** skipped files) and one batch through the loader described as seed 002's
+** batch inspector does (per field: shape, dtype, bytes, pinned or not). */
+#define _POSIX_C_SOURCE 200809L
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+const char cmd_inspect_usage[] =
+    "usage: stoke inspect DATA [--transform SPEC] [-b N] [--probe N]\n"
+    "\n"
+    "Describe an image dataset (an ImageFolder directory, tar shards or\n"
+    "packed shards): samples, classes and their counts, formats, file size\n"
+    "and resolution statistics, skipped files, then one batch made through\n"
+    "the loader (shape, dtype, bytes, pinned or not).\n"
+    "\n"
+    "  --transform SPEC       as for bench (random-resized-crop=224,flip,chw,u8)\n"
+    "  -b, --batch-size N     samples in the described batch (8)\n"
+    "  --probe N              read the headers of at most N samples, spread\n"
+    "                         over the dataset (all)\n"
+    "  --json FILE            write the description as JSON ('-' = stdout)\n";
+
+enum { O_TRANSFORM = 1, O_BATCH, O_PROBE, O_JSON, O_HELP };
+
+static const cli_opt inspect_opts[] = {{"transform", 0, 1, O_TRANSFORM},
+                                       {"batch-size", 'b', 1, O_BATCH},
+                                       {"probe", 0, 1, O_PROBE},
+                                       {"json", 0, 1, O_JSON},
+                                       {"help", 'h', 0, O_HELP},
+                                       {NULL, 0, 0, 0}};
+
+static int cmp_u32(const void *a, const void *b) {
+  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+static int cmp_size(const void *a, const void *b) {
+  size_t x = *(const size_t *)a, y = *(const size_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* min / median / mean / max of a sorted array, as text and JSON. */
+static void stat_u32(FILE *f, cJSON *o, const char *name, uint32_t *v,
+                     size_t n) {
+  qsort(v, n, sizeof *v, cmp_u32);
+  double sum = 0;
+  for (size_t i = 0; i < n; i++) sum += v[i];
+  fprintf(f, "  %-8s min %u  median %u  mean %.0f  max %u\n", name, v[0],
+          v[n / 2], sum / (double)n, v[n - 1]);
+  cJSON *s = cJSON_AddObjectToObject(o, name);
+  cJSON_AddNumberToObject(s, "min", v[0]);
+  cJSON_AddNumberToObject(s, "median", v[n / 2]);
+  cJSON_AddNumberToObject(s, "mean", sum / (double)n);
+  cJSON_AddNumberToObject(s, "max", v[n - 1]);
+}
+
+static int describe_batch(FILE *f, cJSON *root, stoke_source *src,
+                          size_t batch) {
+  stoke_config cfg;
+  stoke_config_init(&cfg);
+  cfg.source = src;
+  cfg.batch_size = batch;
+  cfg.n_workers = 0;
+  cfg.prefetch_next_epoch = 0;
+  stoke_loader *l;
+  if (stoke_loader_create(&cfg, &l) != 0) {
+    cli_error("%s", stoke_errmsg(NULL));
+    return CLI_ERROR;
+  }
+  stoke_batch *b;
+  int rc = stoke_loader_next(l, &b);
+  if (rc != STOKE_OK) {
+    cli_error("%s", rc == STOKE_END ? "inspect: no batch" : stoke_errmsg(l));
+    stoke_loader_destroy(l);
+    return CLI_ERROR;
+  }
+  fprintf(f, "\none batch (batch %zu of epoch %llu, %zu samples):\n",
+          stoke_batch_number(b), (unsigned long long)stoke_batch_epoch(b),
+          stoke_batch_size(b));
+  cJSON *fields = cJSON_AddArrayToObject(root, "batch");
+  for (size_t i = 0; i < stoke_batch_n_fields(b); i++) {
+    stoke_tensor t;
+    stoke_batch_field(b, i, &t);
+    /* As PyTorch prints a shape: (8, 3, 224, 224), and (8,) for one. */
+    char shape[128];
+    size_t len = 0;
+    for (int d = 0; d < t.ndim && len < sizeof shape; d++)
+      len += (size_t)snprintf(shape + len, sizeof shape - len, "%s%lld",
+                              d ? ", " : "", (long long)t.shape[d]);
+    if (t.ndim == 1 && len < sizeof shape)
+      snprintf(shape + len, sizeof shape - len, ",");
+    /* Host memory until the device stage lands: never pinned yet. */
+    fprintf(f, "  batch.%-6s shape=(%s) dtype=%s bytes=%zu pinned=False\n",
+            t.name, shape, stoke_dtype_name(t.dtype), t.n_bytes);
+    cJSON *e = cJSON_CreateObject();
+    cJSON_AddStringToObject(e, "name", t.name);
+    cJSON *sh = cJSON_AddArrayToObject(e, "shape");
+    for (int d = 0; d < t.ndim; d++)
+      cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)t.shape[d]));
+    cJSON_AddStringToObject(e, "dtype", stoke_dtype_name(t.dtype));
+    cJSON_AddNumberToObject(e, "bytes", (double)t.n_bytes);
+    cJSON_AddBoolToObject(e, "pinned", 0);
+    cJSON_AddItemToArray(fields, e);
+  }
+  stoke_batch_release(b);
+  stoke_loader_destroy(l);
+  return CLI_OK;
+}
+
+int cmd_inspect(int argc, char **argv) {
+  const char *data = NULL, *json_path = NULL;
+  stoke_image_config ic;
+  stoke_image_config_init(&ic);
+  size_t batch = 8, probe = (size_t)-1;
+  cli_parser p;
+  cli_parser_init(&p, argc, argv, "inspect");
+  const char *v;
+  int id;
+  while ((id = cli_next_opt(&p, inspect_opts, &v)) != CLI_OPT_END) {
+    switch (id) {
+    case CLI_OPT_ERROR:
+      return CLI_USAGE;
+    case CLI_OPT_ARG:
+      if (data) {
+        cli_error("inspect: one dataset only, got '%s' and '%s'", data, v);
+        return CLI_USAGE;
+      }
+      data = v;
+      break;
+    case O_HELP:
+      fputs(cmd_inspect_usage, stdout);
+      return CLI_OK;
+    case O_TRANSFORM:
+      ic.transform = v;
+      break;
+    case O_BATCH:
+      if (cli_parse_size_t(p.flag, v, 1, &batch) != 0) return CLI_USAGE;
+      break;
+    case O_PROBE:
+      if (cli_parse_size_t(p.flag, v, 1, &probe) != 0) return CLI_USAGE;
+      break;
+    case O_JSON:
+      json_path = v;
+      break;
+    }
+  }
+  if (!data) {
+    cli_error("inspect: needs a dataset; see 'stoke help inspect'");
+    return CLI_USAGE;
+  }
+  stoke_source *src;
+  if (stoke_source_create_images(data, &ic, &src) != 0) {
+    cli_error("%s", stoke_errmsg(NULL));
+    /* A malformed transform spec is the caller's usage mistake. */
+    return strncmp(stoke_errmsg(NULL), "transform", 9) == 0 ? CLI_USAGE
+                                                            : CLI_ERROR;
+  }
+  FILE *json = NULL;
+  if (json_path && !(json = cli_open_output(json_path))) {
+    stoke_source_destroy(src);
+    return CLI_ERROR;
+  }
+  FILE *f = json == stdout ? stderr : stdout;
+  cJSON *root = cJSON_CreateObject();
+  size_t n = stoke_source_n_samples(src), nc = stoke_source_n_classes(src);
+  fprintf(f, "%s: %s, %zu samples, %zu classes\n", data,
+          stoke_source_kind(src), n, nc);
+  cJSON_AddStringToObject(root, "path", data);
+  cJSON_AddStringToObject(root, "kind", stoke_source_kind(src));
+  cJSON_AddNumberToObject(root, "samples", (double)n);
+
+  /* Class counts from the labels (no file is read for them). */
+  size_t max_label = nc;
+  for (size_t i = 0; i < n; i++) {
+    int64_t lab = stoke_source_label(src, i);
+    if (lab >= 0 && (size_t)lab + 1 > max_label) max_label = (size_t)lab + 1;
+  }
+  size_t *counts = calloc(max_label ? max_label : 1, sizeof *counts);
+  for (size_t i = 0; i < n; i++) {
+    int64_t lab = stoke_source_label(src, i);
+    if (lab >= 0) counts[lab]++;
+  }
+  cJSON *cl = cJSON_AddArrayToObject(root, "classes");
+  fprintf(f, "classes:\n");
+  for (size_t c = 0; c < max_label; c++) {
+    const char *name = c < nc ? stoke_source_class_name(src, c) : NULL;
+    if (c < 12 || c + 3 >= max_label)
+      fprintf(f, "  %4zu  %-24s %zu\n", c, name ? name : "-", counts[c]);
+    else if (c == 12)
+      fprintf(f, "  ...\n");
+    cJSON *e = cJSON_CreateObject();
+    cJSON_AddNumberToObject(e, "label", (double)c);
+    if (name) cJSON_AddStringToObject(e, "name", name);
+    cJSON_AddNumberToObject(e, "count", (double)counts[c]);
+    cJSON_AddItemToArray(cl, e);
+  }
+  free(counts);
+
+  /* Headers of (up to) `probe` samples spread evenly over the dataset. */
+  size_t m = probe < n ? probe : n, jpeg = 0, png = 0, prog = 0, gray = 0,
+         alpha = 0;
+  uint32_t *w = calloc(m ? m : 1, sizeof *w), *h = calloc(m ? m : 1, sizeof *h);
+  size_t *bytes = calloc(m ? m : 1, sizeof *bytes);
+  int rc = CLI_OK;
+  for (size_t k = 0; k < m; k++) {
+    size_t i = m == n ? k : k * n / m;
+    stoke_image_info info;
+    if (stoke_source_probe(src, i, &info) != 0) {
+      cli_error("%s", stoke_errmsg(NULL));
+      rc = CLI_ERROR;
+      break;
+    }
+    w[k] = info.width;
+    h[k] = info.height;
+    bytes[k] = info.bytes;
+    jpeg += info.format == STOKE_IMAGE_JPEG;
+    png += info.format == STOKE_IMAGE_PNG;
+    prog += info.progressive != 0;
+    gray += info.channels == 1;
+    alpha += info.has_alpha != 0;
+  }
+  if (rc == CLI_OK && m > 0) {
+    fprintf(f, "%zu headers read: %zu JPEG (%zu progressive), %zu PNG; %zu "
+               "grayscale, %zu with alpha\n",
+            m, jpeg, prog, png, gray, alpha);
+    cJSON *st = cJSON_AddObjectToObject(root, "probed");
+    cJSON_AddNumberToObject(st, "n", (double)m);
+    cJSON_AddNumberToObject(st, "jpeg", (double)jpeg);
+    cJSON_AddNumberToObject(st, "png", (double)png);
+    cJSON_AddNumberToObject(st, "progressive", (double)prog);
+    cJSON_AddNumberToObject(st, "grayscale", (double)gray);
+    cJSON_AddNumberToObject(st, "alpha", (double)alpha);
+    stat_u32(f, st, "width", w, m);
+    stat_u32(f, st, "height", h, m);
+    qsort(bytes, m, sizeof *bytes, cmp_size);
+    double sum = 0;
+    for (size_t k = 0; k < m; k++) sum += (double)bytes[k];
+    fprintf(f, "  %-8s min %zu  median %zu  mean %.0f  max %zu\n", "bytes",
+            bytes[0], bytes[m / 2], sum / (double)m, bytes[m - 1]);
+    cJSON *b = cJSON_AddObjectToObject(st, "bytes");
+    cJSON_AddNumberToObject(b, "min", (double)bytes[0]);
+    cJSON_AddNumberToObject(b, "median", (double)bytes[m / 2]);
+    cJSON_AddNumberToObject(b, "mean", sum / (double)m);
+    cJSON_AddNumberToObject(b, "max", (double)bytes[m - 1]);
+  }
+  free(w);
+  free(h);
+  free(bytes);
+  size_t n_skip = stoke_source_n_skipped(src);
+  cJSON *sk = cJSON_AddArrayToObject(root, "skipped");
+  if (rc == CLI_OK && n_skip) fprintf(f, "skipped %zu files:\n", n_skip);
+  for (size_t k = 0; rc == CLI_OK && k < n_skip; k++) {
+    const char *why, *path = stoke_source_skipped(src, k, &why);
+    if (k < 20) fprintf(f, "  %s: %s\n", path, why ? why : "");
+    cJSON *e = cJSON_CreateObject();
+    cJSON_AddStringToObject(e, "path", path ? path : "");
+    cJSON_AddStringToObject(e, "reason", why ? why : "");
+    cJSON_AddItemToArray(sk, e);
+  }
+  if (rc == CLI_OK) rc = describe_batch(f, root, src, batch < n ? batch : n);
+  if (rc == CLI_OK && json) rc = cli_write_json(json_path, json, root);
+  else if (json && json != stdout) fclose(json);
+  cJSON_Delete(root);
+  stoke_source_destroy(src);
+  return rc;
+}
