@@ -1,0 +1,442 @@
+/* test_image_source.c — image datasets through the whole engine: every
+** storage kind (folder, tar, packed) feeds every transform; a batch is the
+** same whatever the worker count and whatever the storage (the same sample
+** index gets the same random crop); bad files fail with a message naming
+** the file and the cause. */
+#define _DEFAULT_SOURCE /* mkdtemp */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <jpeglib.h>
+#include <spng.h>
+
+#include "decode_fixtures.h"
+#include "stoke.h"
+
+static char root[64];
+static char folder[128];
+
+static void write_file(const char *dir, const char *name, const void *p,
+                       size_t n) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  if (n) assert_int_equal(fwrite(p, 1, n, f), n);
+  fclose(f);
+}
+
+static void write_jpeg(const char *dir, const char *name, uint32_t w,
+                       uint32_t h, const df_jpeg_opts *o, uint64_t seed) {
+  uint8_t *px = df_pattern(w, h, seed), *buf;
+  size_t n;
+  if (o->in == JCS_GRAYSCALE) { /* one channel: take the pattern's green */
+    for (size_t i = 0; i < (size_t)w * h; i++) px[i] = px[3 * i + 1];
+  } else if (o->in == JCS_CMYK) {
+    uint8_t *cmyk = malloc((size_t)w * h * 4);
+    for (size_t i = 0; i < (size_t)w * h; i++) {
+      cmyk[4 * i] = px[3 * i];
+      cmyk[4 * i + 1] = px[3 * i + 1];
+      cmyk[4 * i + 2] = px[3 * i + 2];
+      cmyk[4 * i + 3] = 30;
+    }
+    free(px);
+    px = cmyk;
+  }
+  df_jpeg(px, w, h, o, &buf, &n);
+  write_file(dir, name, buf, n);
+  free(px);
+  free(buf);
+}
+
+static void write_png(const char *dir, const char *name, uint32_t w,
+                      uint32_t h, uint8_t color, uint8_t depth) {
+  size_t ch = color == SPNG_COLOR_TYPE_TRUECOLOR ? 3
+              : color == SPNG_COLOR_TYPE_TRUECOLOR_ALPHA ? 4 : 1;
+  size_t len = (size_t)w * h * ch * (depth / 8);
+  uint8_t *px = malloc(len);
+  for (size_t i = 0; i < len; i++) px[i] = (uint8_t)(i * 7 + i / 13);
+  struct spng_plte plte = {.n_entries = 256};
+  for (int i = 0; i < 256; i++) {
+    plte.entries[i].red = (uint8_t)i;
+    plte.entries[i].green = (uint8_t)(255 - i);
+    plte.entries[i].blue = (uint8_t)(i * 3);
+  }
+  uint8_t *buf;
+  size_t n;
+  assert_int_equal(df_png(px, len, w, h, color, depth, 0,
+                          color == SPNG_COLOR_TYPE_INDEXED ? &plte : NULL,
+                          NULL, &buf, &n),
+                   0);
+  write_file(dir, name, buf, n);
+  free(px);
+  free(buf);
+}
+
+static void mkdir_in(char *out, size_t cap, const char *parent,
+                     const char *name) {
+  snprintf(out, cap, "%s/%s", parent, name);
+  assert_int_equal(mkdir(out, 0755), 0);
+}
+
+/* cat: JPEGs of every kind; dog: PNGs of every kind (and one named .jpg);
+** zebra: 4:4:4 JPEGs and a file that is not an image. */
+static int setup(void **state) {
+  (void)state;
+  snprintf(root, sizeof root, "/tmp/stoke-img-XXXXXX");
+  assert_non_null(mkdtemp(root));
+  mkdir_in(folder, sizeof folder, root, "train");
+  char d[256];
+  df_jpeg_opts rgb = {JCS_RGB, JCS_UNKNOWN, 90, 0, 2, 2};
+  df_jpeg_opts prog = {JCS_RGB, JCS_UNKNOWN, 85, 1, 2, 2};
+  df_jpeg_opts gray = {JCS_GRAYSCALE, JCS_UNKNOWN, 90, 0, 0, 0};
+  df_jpeg_opts cmyk = {JCS_CMYK, JCS_UNKNOWN, 90, 0, 0, 0};
+  df_jpeg_opts full = {JCS_RGB, JCS_UNKNOWN, 92, 0, 1, 1};
+  mkdir_in(d, sizeof d, folder, "cat");
+  write_jpeg(d, "a.jpg", 333, 257, &rgb, 1);
+  write_jpeg(d, "b.JPEG", 1, 1, &rgb, 2);
+  write_jpeg(d, "c.jpg", 640, 480, &prog, 3);
+  write_jpeg(d, "d.jpg", 200, 300, &gray, 4);
+  write_jpeg(d, "e.jpg", 150, 120, &cmyk, 5);
+  write_jpeg(d, "f.jpg", 1200, 900, &rgb, 6); /* DCT-scaled crops */
+  mkdir_in(d, sizeof d, folder, "dog");
+  write_png(d, "a.png", 90, 70, SPNG_COLOR_TYPE_TRUECOLOR, 8);
+  write_png(d, "b.png", 64, 64, SPNG_COLOR_TYPE_INDEXED, 8);
+  write_png(d, "c.png", 50, 80, SPNG_COLOR_TYPE_GRAYSCALE, 16);
+  write_png(d, "d.png", 77, 33, SPNG_COLOR_TYPE_TRUECOLOR_ALPHA, 8);
+  write_png(d, "fake.jpg", 40, 40, SPNG_COLOR_TYPE_TRUECOLOR, 8);
+  mkdir_in(d, sizeof d, folder, "zebra");
+  write_jpeg(d, "a.jpg", 100, 100, &full, 7);
+  write_jpeg(d, "b.jpg", 480, 640, &full, 8);
+  write_file(d, "README.txt", "not an image\n", 13);
+  return 0;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  char cmd[160];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+  return system(cmd);
+}
+
+enum { N_IMAGES = 13 };
+
+/* One epoch with W workers: every batch's bytes concatenated, in order. */
+static uint8_t *run_epoch(stoke_source *src, unsigned workers, size_t batch,
+                          size_t *bytes, int64_t *labels) {
+  stoke_config cfg;
+  stoke_config_init(&cfg);
+  cfg.source = src;
+  cfg.batch_size = batch;
+  cfg.n_workers = workers;
+  cfg.shuffle = 1;
+  cfg.seed = 7;
+  stoke_loader *l;
+  assert_int_equal(stoke_loader_create(&cfg, &l), 0);
+  uint8_t *all = NULL;
+  size_t n = 0, k = 0;
+  stoke_batch *b;
+  int rc;
+  while ((rc = stoke_loader_next(l, &b)) == STOKE_OK) {
+    stoke_tensor img, lab;
+    assert_int_equal(stoke_batch_field(b, 0, &img), 0);
+    assert_int_equal(stoke_batch_field(b, 1, &lab), 0);
+    all = realloc(all, n + img.n_bytes);
+    memcpy(all + n, img.data, img.n_bytes);
+    n += img.n_bytes;
+    for (size_t i = 0; i < stoke_batch_size(b); i++)
+      labels[k++] = ((const int64_t *)lab.data)[i] * 1000 +
+                    (int64_t)stoke_batch_indices(b)[i];
+    stoke_batch_release(b);
+  }
+  if (rc != STOKE_END) fail_msg("epoch failed: %s", stoke_errmsg(l));
+  assert_int_equal(k, N_IMAGES);
+  stoke_loader_destroy(l);
+  *bytes = n;
+  return all;
+}
+
+static stoke_source *open_images(const char *path, const char *transform) {
+  stoke_image_config ic;
+  stoke_image_config_init(&ic);
+  ic.transform = transform;
+  stoke_source *src = NULL;
+  int rc = stoke_source_create_images(path, &ic, &src);
+  if (rc != 0) fail_msg("open %s: %s", path, stoke_errmsg(NULL));
+  return src;
+}
+
+static void test_folder_listing(void **state) {
+  (void)state;
+  stoke_source *src = open_images(folder, NULL);
+  assert_string_equal(stoke_source_kind(src), "folder");
+  assert_int_equal(stoke_source_n_samples(src), N_IMAGES);
+  assert_int_equal(stoke_source_n_classes(src), 3);
+  assert_string_equal(stoke_source_class_name(src, 0), "cat");
+  assert_string_equal(stoke_source_class_name(src, 2), "zebra");
+  assert_int_equal(stoke_source_label(src, 0), 0);
+  assert_int_equal(stoke_source_label(src, N_IMAGES - 1), 2);
+  assert_int_equal(stoke_source_n_skipped(src), 1);
+  const char *why, *path = stoke_source_skipped(src, 0, &why);
+  assert_non_null(strstr(path, "README.txt"));
+  assert_non_null(why);
+  /* The default transform: 3x224x224 u8 and an i64 label. */
+  const stoke_field_desc *d = stoke_source_field(src, 0);
+  assert_int_equal(d->dtype, STOKE_U8);
+  assert_int_equal(d->shape[0], 3);
+  assert_int_equal(d->shape[1], 224);
+  stoke_image_info info;
+  assert_int_equal(stoke_source_probe(src, 0, &info), 0);
+  assert_int_equal(info.format, STOKE_IMAGE_JPEG);
+  assert_int_equal(info.width, 333);
+  assert_int_equal(info.height, 257);
+  /* dog/fake.jpg holds PNG bytes: the format comes from the bytes. */
+  assert_int_equal(stoke_source_probe(src, 10, &info), 0);
+  assert_int_equal(info.format, STOKE_IMAGE_PNG);
+  stoke_source_destroy(src);
+}
+
+/* Every transform through W = 0 and W = 3 gives identical epochs. */
+static void test_transforms_and_worker_counts(void **state) {
+  (void)state;
+  static const char *const specs[] = {
+      "random-resized-crop=64,flip,chw,u8",
+      "resize=80,center-crop=64,normalize=imagenet,chw,f32",
+      "random-resized-crop=48x40,hwc,f16",
+  };
+  static const size_t out_bytes[] = {3 * 64 * 64, 3 * 64 * 64 * 4,
+                                     48 * 40 * 3 * 2};
+  for (size_t t = 0; t < sizeof specs / sizeof specs[0]; t++) {
+    stoke_source *src = open_images(folder, specs[t]);
+    int64_t l0[N_IMAGES], l3[N_IMAGES];
+    size_t n0, n3;
+    uint8_t *a = run_epoch(src, 0, 4, &n0, l0);
+    uint8_t *b = run_epoch(src, 3, 4, &n3, l3);
+    assert_int_equal(n0, N_IMAGES * out_bytes[t]);
+    assert_int_equal(n0, n3);
+    assert_memory_equal(a, b, n0);
+    assert_memory_equal(l0, l3, sizeof l0);
+    /* Not all zero: pixels were written. */
+    size_t nz = 0;
+    for (size_t i = 0; i < n0; i++) nz += a[i] != 0;
+    assert_true(nz > n0 / 4);
+    free(a);
+    free(b);
+    stoke_source_destroy(src);
+  }
+}
+
+/* A minimal ustar writer: WebDataset-style members key.ext. */
+static void tar_member(FILE *f, const char *name, const void *p, size_t n) {
+  unsigned char h[512] = {0};
+  snprintf((char *)h, 100, "%s", name);
+  snprintf((char *)h + 100, 8, "0000644");
+  snprintf((char *)h + 108, 8, "0000000");
+  snprintf((char *)h + 116, 8, "0000000");
+  snprintf((char *)h + 124, 12, "%011lo", (unsigned long)n);
+  snprintf((char *)h + 136, 12, "%011o", 0);
+  h[156] = '0';
+  memcpy(h + 257, "ustar", 6);
+  memcpy(h + 263, "00", 2);
+  memset(h + 148, ' ', 8);
+  unsigned sum = 0;
+  for (int i = 0; i < 512; i++) sum += h[i];
+  snprintf((char *)h + 148, 8, "%06o", sum);
+  fwrite(h, 1, 512, f);
+  fwrite(p, 1, n, f);
+  static const unsigned char zero[512];
+  fwrite(zero, 1, (512 - n % 512) % 512, f);
+}
+
+static void *slurp(const char *path, size_t *n) {
+  FILE *f = fopen(path, "rb");
+  assert_non_null(f);
+  fseek(f, 0, SEEK_END);
+  *n = (size_t)ftell(f);
+  rewind(f);
+  void *p = malloc(*n ? *n : 1);
+  assert_int_equal(fread(p, 1, *n, f), *n);
+  fclose(f);
+  return p;
+}
+
+/* The same samples in the same index order give the same epoch from a
+** folder, a tar shard and packed shards. */
+static void test_three_storages_agree(void **state) {
+  (void)state;
+  const char *spec = "random-resized-crop=56,flip,normalize=imagenet,chw,f32";
+  stoke_source *fsrc = open_images(folder, spec);
+  /* Pack it (small shards: several files). */
+  char prefix[256], pattern[300];
+  snprintf(prefix, sizeof prefix, "%s/packed", root);
+  stoke_pack_result res;
+  assert_int_equal(stoke_pack(fsrc, prefix, 20000, NULL, NULL, &res), 0);
+  assert_int_equal(res.n_samples, N_IMAGES);
+  assert_true(res.n_shards >= 2);
+  snprintf(pattern, sizeof pattern, "%s-*.stoke", prefix);
+  stoke_source *psrc = open_images(pattern, spec);
+  assert_string_equal(stoke_source_kind(psrc), "packed");
+  /* A tar of the same files, in index order, with .cls labels. */
+  char tarpath[256];
+  snprintf(tarpath, sizeof tarpath, "%s/train-0000.tar", root);
+  FILE *tf = fopen(tarpath, "wb");
+  assert_non_null(tf);
+  for (size_t i = 0; i < N_IMAGES; i++) {
+    char where[256], path[640], key[64];
+    stoke_source_describe(fsrc, i, where, sizeof where);
+    snprintf(path, sizeof path, "%s", where); /* a folder names the file */
+    size_t n;
+    if (access(path, R_OK) != 0) fail_msg("describe gave '%s'", where);
+    void *p = slurp(path, &n);
+    snprintf(key, sizeof key, "s%03zu.jpg", i);
+    tar_member(tf, key, p, n);
+    char cls[16];
+    int len = snprintf(cls, sizeof cls, "%lld",
+                       (long long)stoke_source_label(fsrc, i));
+    snprintf(key, sizeof key, "s%03zu.cls", i);
+    tar_member(tf, key, cls, (size_t)len);
+    free(p);
+  }
+  static const unsigned char end[1024];
+  fwrite(end, 1, sizeof end, tf);
+  fclose(tf);
+  stoke_source *tsrc = open_images(tarpath, spec);
+  assert_string_equal(stoke_source_kind(tsrc), "tar");
+
+  int64_t lf[N_IMAGES], lp[N_IMAGES], lt[N_IMAGES];
+  size_t nf, np, nt;
+  uint8_t *a = run_epoch(fsrc, 2, 5, &nf, lf);
+  uint8_t *b = run_epoch(psrc, 2, 5, &np, lp);
+  uint8_t *c = run_epoch(tsrc, 1, 5, &nt, lt);
+  assert_int_equal(nf, np);
+  assert_int_equal(nf, nt);
+  assert_memory_equal(a, b, nf);
+  assert_memory_equal(a, c, nf);
+  assert_memory_equal(lf, lp, sizeof lf);
+  assert_memory_equal(lf, lt, sizeof lf);
+  free(a);
+  free(b);
+  free(c);
+  stoke_source_destroy(fsrc);
+  stoke_source_destroy(psrc);
+  stoke_source_destroy(tsrc);
+}
+
+/* A bad file fails its sample: next() names the file and the cause. */
+static void expect_sample_error(const char *dir, const char *file,
+                                const char *cause) {
+  stoke_source *src = open_images(dir, "random-resized-crop=32,chw,u8");
+  stoke_config cfg;
+  stoke_config_init(&cfg);
+  cfg.source = src;
+  cfg.batch_size = 2;
+  cfg.n_workers = 2;
+  stoke_loader *l;
+  assert_int_equal(stoke_loader_create(&cfg, &l), 0);
+  stoke_batch *b;
+  int rc;
+  while ((rc = stoke_loader_next(l, &b)) == STOKE_OK) stoke_batch_release(b);
+  assert_int_equal(rc, STOKE_ESAMPLE);
+  const char *msg = stoke_errmsg(l);
+  if (!strstr(msg, file) || !strstr(msg, cause))
+    fail_msg("message '%s' should name '%s' and '%s'", msg, file, cause);
+  assert_int_equal(stoke_loader_next(l, &b), STOKE_EBADSTATE);
+  stoke_loader_destroy(l);
+  stoke_source_destroy(src);
+}
+
+static void test_bad_files(void **state) {
+  (void)state;
+  char bad[256], d[300];
+  mkdir_in(bad, sizeof bad, root, "bad");
+  snprintf(d, sizeof d, "%s/x", bad);
+  assert_int_equal(mkdir(d, 0755), 0);
+  df_jpeg_opts rgb = {JCS_RGB, JCS_UNKNOWN, 90, 0, 2, 2};
+  write_jpeg(d, "good.jpg", 64, 64, &rgb, 9);
+  /* Truncated JPEG. */
+  uint8_t *px = df_pattern(120, 90, 3), *buf;
+  size_t n;
+  df_jpeg_rgb(px, 120, 90, 0, &buf, &n);
+  write_file(d, "trunc.jpg", buf, n / 2);
+  expect_sample_error(bad, "trunc.jpg", "JPEG");
+  remove(strcat(strcpy((char[512]){0}, d), "/trunc.jpg"));
+  /* Zero bytes. */
+  write_file(d, "empty.jpg", "", 0);
+  expect_sample_error(bad, "empty.jpg", "empty");
+  remove(strcat(strcpy((char[512]){0}, d), "/empty.jpg"));
+  /* A header claiming 60000x60000 (a decompression bomb): refused by
+  ** max_pixels before any big allocation; 65535 is refused by libjpeg. */
+  size_t sof = df_jpeg_sof(buf, n);
+  assert_true(sof > 0);
+  buf[sof + 5] = 0xea;
+  buf[sof + 6] = 0x60;
+  buf[sof + 7] = 0xea;
+  buf[sof + 8] = 0x60;
+  write_file(d, "bomb.jpg", buf, n);
+  expect_sample_error(bad, "bomb.jpg", "max_pixels");
+  buf[sof + 5] = buf[sof + 6] = buf[sof + 7] = buf[sof + 8] = 0xff;
+  write_file(d, "bomb.jpg", buf, n);
+  expect_sample_error(bad, "bomb.jpg", "65500");
+  remove(strcat(strcpy((char[512]){0}, d), "/bomb.jpg"));
+  free(px);
+  free(buf);
+  /* An empty class folder fails the open, naming it. */
+  char empty[320];
+  snprintf(empty, sizeof empty, "%s/y", bad);
+  assert_int_equal(mkdir(empty, 0755), 0);
+  stoke_source *src = NULL;
+  assert_true(stoke_source_create_images(bad, NULL, &src) < 0);
+  assert_null(src);
+  assert_non_null(strstr(stoke_errmsg(NULL), "y"));
+}
+
+static void test_bad_arguments(void **state) {
+  (void)state;
+  stoke_image_config ic;
+  stoke_image_config_init(&ic);
+  ic.transform = "random-resized-crop=224,rotate=3";
+  stoke_source *src = NULL;
+  assert_int_equal(stoke_source_create_images(folder, &ic, &src),
+                   STOKE_EINVAL);
+  assert_non_null(strstr(stoke_errmsg(NULL), "rotate"));
+  assert_int_equal(stoke_source_create_images("/nonexistent/x.bin", NULL,
+                                              &src),
+                   STOKE_EINVAL);
+  assert_non_null(strstr(stoke_errmsg(NULL), "/nonexistent/x.bin"));
+  assert_true(stoke_source_create_images("/nonexistent-dir/a-*.stoke", NULL,
+                                         &src) < 0);
+  ic.struct_size = 3;
+  assert_int_equal(stoke_source_create_images(folder, &ic, &src),
+                   STOKE_EINVAL);
+  /* Queries on a source that is not an image source. */
+  stoke_synthetic_config sc;
+  stoke_synthetic_config_init(&sc);
+  assert_int_equal(stoke_source_create_synthetic(&sc, &src), 0);
+  assert_int_equal(stoke_source_n_classes(src), 0);
+  assert_int_equal(stoke_source_label(src, 0), -1);
+  stoke_image_info info;
+  assert_int_equal(stoke_source_probe(src, 0, &info), STOKE_EINVAL);
+  assert_int_equal(stoke_pack(src, "/tmp/x", 0, NULL, NULL, NULL),
+                   STOKE_EINVAL);
+  stoke_source_destroy(src);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_folder_listing),
+      cmocka_unit_test(test_transforms_and_worker_counts),
+      cmocka_unit_test(test_three_storages_agree),
+      cmocka_unit_test(test_bad_files),
+      cmocka_unit_test(test_bad_arguments),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
