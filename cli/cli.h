@@ -40,6 +40,7 @@ int cmd_budget(int argc, char **argv);
 int cmd_pack(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
 int cmd_profile(int argc, char **argv);
+int cmd_report(int argc, char **argv);
 
 /* Usage texts, printed by "stoke help <cmd>" and "stoke <cmd> --help". */
 extern const char cmd_bench_usage[];
@@ -49,6 +50,7 @@ extern const char cmd_budget_usage[];
 extern const char cmd_pack_usage[];
 extern const char cmd_inspect_usage[];
 extern const char cmd_profile_usage[];
+extern const char cmd_report_usage[];
 
 /* ---- messages ----------------------------------------------------------- */
 
@@ -149,6 +151,10 @@ typedef struct cli_run_result {
   double epoch_s;       /* mean wall seconds of measured epochs */
   double samples_per_s; /* measured samples / measured seconds */
   uint64_t peak_rss_bytes;
+  /* Measured epochs: time the consumer's thread was runnable but not
+  ** running (Linux schedstat run delay), e.g. workers oversubscribing the
+  ** cores; -1 when unknown. */
+  int64_t consumer_run_delay_ns;
 } cli_run_result;
 
 /* Parse "sleep:5ms", "spin:0", "tensor" into the source part of spec.

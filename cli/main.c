@@ -31,6 +31,7 @@ static const cli_cmd commands[] = {
      "write an image dataset into packed shards"},
     {"inspect", cmd_inspect, cmd_inspect_usage,
      "describe a dataset and one batch of it"},
+    {"report", cmd_report, cmd_report_usage, "an HTML page from the JSON"},
     {NULL, NULL, NULL, NULL}};
 
 static const cli_cmd *find_command(const char *name) {

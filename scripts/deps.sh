@@ -8,7 +8,8 @@ set -euo pipefail
 # python3-torchvision (and torch, numpy, PIL, pytest) for /usr/bin/python3.
 pkgs=(build-essential cmake pkg-config libcmocka-dev libcjson-dev
       libjpeg62-turbo-dev libspng-dev python3 python3-pytest python3-numpy
-      python3-pil python3-torch python3-torchvision)
+      python3-pil python3-torch python3-torchvision
+      chromium) # the report's rendering test
 if [[ "${1:-}" == "--bench" ]]; then
   # Real photographs for the image benchmark's corpus.
   pkgs+=(plasma-workspace-wallpapers)
