@@ -511,6 +511,20 @@ typedef struct stoke_stats {
 /* Snapshot of the statistics since warm-up ended.  Any thread. */
 STOKE_API int stoke_loader_stats(const stoke_loader *l, stoke_stats *out);
 
+/* One bucket of a duration histogram: count values in [lo_ns, hi_ns). */
+typedef struct stoke_hist_bucket {
+  int64_t lo_ns, hi_ns;
+  uint64_t count;
+} stoke_hist_bucket;
+
+/* The histogram of the wait inside next() since warm-up ended: its
+** non-empty log buckets (about 3% wide), in increasing order.  Writes at
+** most cap of them to out and returns how many there are (so a call with
+** cap 0 sizes the array).  Any thread. */
+STOKE_API size_t stoke_loader_wait_histogram(const stoke_loader *l,
+                                             stoke_hist_bucket *out,
+                                             size_t cap);
+
 /* One record per finished epoch, warm-up ones included. */
 typedef struct stoke_epoch_stats {
   uint64_t epoch;    /* the epoch's number */

@@ -177,6 +177,7 @@ typedef struct stoke__hist_snap {
 
 size_t stoke__hist_bucket_of(uint64_t v);
 uint64_t stoke__hist_bucket_mid(size_t b);
+void stoke__hist_bucket_range(size_t b, uint64_t *lo, uint64_t *hi);
 void stoke__hist_add(stoke__hist *h, uint64_t v);       /* single writer */
 void stoke__hist_add_n(stoke__hist *h, uint64_t v, uint64_t n); /* n times */
 void stoke__hist_read(const stoke__hist *h, stoke__hist_snap *acc); /* += */

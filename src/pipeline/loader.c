@@ -460,3 +460,21 @@ int stoke_loader_write_trace(stoke_loader *l, const char *path) {
   }
   return rc;
 }
+
+size_t stoke_loader_wait_histogram(const stoke_loader *l,
+                                   stoke_hist_bucket *out, size_t cap) {
+  if (!l) return 0;
+  /* Consumer stats are only written while measuring: no baseline needed. */
+  size_t n = 0;
+  for (size_t b = 0; b < STOKE__HIST_BUCKETS; b++) {
+    uint64_t c = stoke__counter_get(&l->cstats->wait.bucket[b]);
+    if (c == 0) continue;
+    if (out && n < cap) {
+      uint64_t lo, hi;
+      stoke__hist_bucket_range(b, &lo, &hi);
+      out[n] = (stoke_hist_bucket){(int64_t)lo, (int64_t)hi, c};
+    }
+    n++;
+  }
+  return n;
+}

@@ -86,3 +86,15 @@ void stoke__hist_dist(const stoke__hist_snap *h, stoke_dist *out) {
   out->p99_ns = (int64_t)stoke__hist_quantile(h, 0.99);
   out->max_ns = (int64_t)h->max;
 }
+
+/* The value range of bucket b: [lo, hi). */
+void stoke__hist_bucket_range(size_t b, uint64_t *lo, uint64_t *hi) {
+  if (b < STOKE__HIST_SUB) {
+    *lo = b;
+    *hi = b + 1;
+    return;
+  }
+  size_t e = b / STOKE__HIST_SUB + 4, sub = b % STOKE__HIST_SUB;
+  *lo = ((uint64_t)(STOKE__HIST_SUB + sub)) << (e - 5);
+  *hi = *lo + ((uint64_t)1 << (e - 5));
+}

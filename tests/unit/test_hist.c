@@ -90,6 +90,22 @@ static void test_empty_and_subtract(void **state) {
   free(b);
 }
 
+static void test_bucket_ranges_tile(void **state) {
+  (void)state;
+  uint64_t prev_hi = 0;
+  for (size_t b = 0; b < STOKE__HIST_BUCKETS; b++) {
+    uint64_t lo, hi;
+    stoke__hist_bucket_range(b, &lo, &hi);
+    assert_int_equal(lo, prev_hi); /* no gap, no overlap */
+    assert_true(hi > lo);
+    assert_int_equal(stoke__hist_bucket_of(lo), b);
+    assert_int_equal(stoke__hist_bucket_of(hi - 1), b);
+    uint64_t mid = stoke__hist_bucket_mid(b);
+    assert_true(mid >= lo && mid < hi);
+    prev_hi = hi;
+  }
+}
+
 static void test_counter_add(void **state) {
   (void)state;
   atomic_uint_least64_t c;
@@ -105,6 +121,7 @@ int main(void) {
       cmocka_unit_test(test_quantiles_of_uniform),
       cmocka_unit_test(test_quantile_of_a_long_tail),
       cmocka_unit_test(test_empty_and_subtract),
+      cmocka_unit_test(test_bucket_ranges_tile),
       cmocka_unit_test(test_counter_add),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
