@@ -717,6 +717,7 @@ typedef struct stoke_host_ledger {
   uint64_t consumer_bytes; /* the consumer's statistics */
   uint64_t total_bytes;    /* the sum: what stoke_loader_host_bytes says */
   uint64_t budget_bytes;   /* cfg->mem_budget_bytes; 0 = no limit */
+  uint64_t trace_bytes;    /* span rings when cfg->trace_events > 0 */
 } stoke_host_ledger;
 
 /* The ledger of the loader cfg would create, without creating it: nothing

@@ -5,21 +5,17 @@
 ** header), the epoch order plus the shuffle scratch, one worker record and
 ** one statistics block per worker (one for W = 0, used by the consumer's
 ** thread), and the consumer's statistics with the warm-up baseline.
+** The loader checks its budget with these same functions, and
 ** tests/unit/test_tune.c checks that the total equals
-** stoke_loader_host_bytes() of a real loader, so the two cannot drift
-** silently.
-**
-** TODO(loader.c): ledger_compute()/check_budget() there duplicate this
-** arithmetic; the loader should call stoke__host_ledger() instead. */
+** stoke_loader_host_bytes() of a real loader. */
 #include "pipeline.h"
 
 #include <stdio.h>
 #include <string.h>
 
-/* The ledger of a resolved configuration over src.  No validation. */
-static void compute(const stoke_config *c, unsigned n_workers,
-                    const stoke__plan *plan, const stoke_source *src,
-                    stoke_host_ledger *g) {
+void stoke__host_ledger(const stoke_config *c, unsigned n_workers,
+                        const stoke__plan *plan, const stoke_source *src,
+                        stoke_host_ledger *g) {
   memset(g, 0, sizeof *g);
   g->struct_size = sizeof *g;
   uint64_t b = c->batch_size;
@@ -36,20 +32,22 @@ static void compute(const stoke_config *c, unsigned n_workers,
                      (sizeof(stoke__producer_stats) + sizeof(worker));
   g->consumer_bytes =
       sizeof(stoke__consumer_stats) + sizeof(stoke__stats_snap);
-  g->total_bytes =
-      g->slots_bytes + g->order_bytes + g->workers_bytes + g->consumer_bytes;
+  g->trace_bytes = (uint64_t)(STOKE__MAX(n_workers, 1) + 1) *
+                   c->trace_events * sizeof(stoke__trace_event);
+  g->total_bytes = g->slots_bytes + g->order_bytes + g->workers_bytes +
+                   g->consumer_bytes + g->trace_bytes;
   g->budget_bytes = c->mem_budget_bytes;
 }
 
-/* STOKE_EBUDGET with a message naming the biggest term, or 0. */
-static int check(const stoke_host_ledger *g, unsigned prefetch,
-                 size_t batch_size) {
+int stoke__host_ledger_check(const stoke_host_ledger *g, unsigned prefetch,
+                             size_t batch_size) {
   if (g->budget_bytes == 0 || g->total_bytes <= g->budget_bytes) return 0;
   struct { const char *what; uint64_t n; } terms[] = {
       {"batch slots", g->slots_bytes},
       {"epoch order", g->order_bytes},
       {"worker state and statistics", g->workers_bytes},
-      {"consumer statistics", g->consumer_bytes}};
+      {"consumer statistics", g->consumer_bytes},
+      {"trace buffers (trace_events)", g->trace_bytes}};
   size_t big = 0;
   for (size_t i = 1; i < sizeof terms / sizeof terms[0]; i++)
     if (terms[i].n > terms[big].n) big = i;
@@ -101,12 +99,12 @@ int stoke_host_ledger_compute(const stoke_config *c, stoke_host_ledger *out) {
   if (rc) return rc;
   unsigned w = c->n_workers == STOKE_WORKERS_AUTO ? stoke__online_cpus()
                                                   : c->n_workers;
-  compute(c, w, &plan, c->source, out);
-  return check(out, c->prefetch, c->batch_size);
+  stoke__host_ledger(c, w, &plan, c->source, out);
+  return stoke__host_ledger_check(out, c->prefetch, c->batch_size);
 }
 
 int stoke_loader_ledger(const stoke_loader *l, stoke_host_ledger *out) {
   if (!l || !out) return STOKE_EINVAL;
-  compute(&l->cfg, l->n_workers, &l->plan, l->src, out);
+  stoke__host_ledger(&l->cfg, l->n_workers, &l->plan, l->src, out);
   return 0;
 }

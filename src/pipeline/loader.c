@@ -66,55 +66,6 @@ static int validate(const stoke_config *c) {
   return 0;
 }
 
-/* The host memory ledger: every term the loader allocates. */
-typedef struct ledger {
-  uint64_t slots, order, workers, consumer, trace;
-} ledger;
-
-static uint64_t ledger_total(const ledger *g) {
-  return g->slots + g->order + g->workers + g->consumer + g->trace;
-}
-
-static void ledger_compute(const stoke_loader *l, ledger *g) {
-  uint64_t b = l->cfg.batch_size;
-  g->slots = (uint64_t)l->n_slots *
-             (b * l->sample_bytes + b * sizeof(size_t) + sizeof(stoke_batch));
-  g->order = ((uint64_t)l->plan.n_source + l->plan.per_rank) * sizeof(size_t);
-  g->workers = (uint64_t)STOKE__MAX(l->n_workers, 1) *
-               (sizeof(stoke__producer_stats) + sizeof(worker));
-  g->consumer = sizeof(stoke__consumer_stats) + sizeof(stoke__stats_snap);
-  g->trace = (uint64_t)(STOKE__MAX(l->n_workers, 1) + 1) *
-             l->cfg.trace_events * sizeof(stoke__trace_event);
-}
-
-static int check_budget(const stoke_loader *l, const ledger *g) {
-  uint64_t total = ledger_total(g), budget = l->cfg.mem_budget_bytes;
-  if (budget == 0 || total <= budget) return 0;
-  struct { const char *what; uint64_t n; } terms[] = {
-      {"batch slots", g->slots}, {"epoch order", g->order},
-      {"worker statistics", g->workers}, {"consumer statistics", g->consumer},
-      {"trace buffers (trace_events)", g->trace}};
-  size_t big = 0;
-  for (size_t i = 1; i < sizeof terms / sizeof terms[0]; i++)
-    if (terms[i].n > terms[big].n) big = i;
-  char need[32], have[32], slot[32], term[32];
-  stoke__format_bytes(total, need, sizeof need);
-  stoke__format_bytes(budget, have, sizeof have);
-  stoke__format_bytes(l->cfg.batch_size * l->sample_bytes, slot, sizeof slot);
-  stoke__format_bytes(terms[big].n, term, sizeof term);
-  if (big == 0)
-    return stoke__set_tls_error(
-        STOKE_EBUDGET,
-        "memory budget %s is too small: the loader needs %s, most of it %s "
-        "of batch slots (%zu slots = prefetch %u + 1, %s each); lower "
-        "prefetch or batch_size",
-        have, need, term, l->n_slots, l->cfg.prefetch, slot);
-  return stoke__set_tls_error(
-      STOKE_EBUDGET,
-      "memory budget %s is too small: the loader needs %s, most of it %s "
-      "of %s", have, need, term, terms[big].what);
-}
-
 static int alloc_slots(stoke_loader *l) {
   l->slots = stoke__calloc(l->alloc, l->n_slots, sizeof *l->slots);
   if (!l->slots) return STOKE_ENOMEM;
@@ -267,11 +218,11 @@ int stoke_loader_create(const stoke_config *cfg, stoke_loader **out) {
   atomic_init(&l->epochs_done, 0);
 
   rc = stoke__plan_init(&l->plan);
-  ledger g = {0};
   if (rc == 0) {
-    ledger_compute(l, &g);
-    l->host_bytes = ledger_total(&g);
-    rc = check_budget(l, &g);
+    stoke_host_ledger g;
+    stoke__host_ledger(&l->cfg, l->n_workers, &l->plan, l->src, &g);
+    l->host_bytes = g.total_bytes;
+    rc = stoke__host_ledger_check(&g, l->cfg.prefetch, l->cfg.batch_size);
   }
   if (rc == 0 && init_sync(l) != 0) {
     free_loader(l);

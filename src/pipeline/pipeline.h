@@ -127,6 +127,14 @@ struct stoke_loader {
   atomic_uint_least64_t epochs_done; /* relaxed: stats only */
 };
 
+/* ledger.c: the host memory ledger of a resolved configuration (no
+** validation), and the budget check naming the biggest term. */
+void stoke__host_ledger(const stoke_config *c, unsigned n_workers,
+                        const stoke__plan *plan, const stoke_source *src,
+                        stoke_host_ledger *g);
+int stoke__host_ledger_check(const stoke_host_ledger *g, unsigned prefetch,
+                             size_t batch_size);
+
 /* pipeline.c */
 void *stoke__worker_main(void *arg);
 /* Take the producers' totals as the warm-up baseline (consumer thread). */
