@@ -155,6 +155,9 @@ typedef struct cli_run_result {
   ** running (Linux schedstat run delay), e.g. workers oversubscribing the
   ** cores; -1 when unknown. */
   int64_t consumer_run_delay_ns;
+  /* stoke_model_init(stats, eff, 0) while the workers were alive, so that
+  ** it holds their scheduler statistics (run_delay_frac). */
+  stoke_model model;
 } cli_run_result;
 
 /* Parse "sleep:5ms", "spin:0", "tensor" into the source part of spec.
@@ -228,5 +231,12 @@ int cli_write_json(const char *path, FILE *f, const cJSON *root);
 /* Open path for cli_write_json up front, so that a bad path fails before a
 ** long run: returns stdout for "-", NULL after a message. */
 FILE *cli_open_output(const char *path);
+
+/* ---- the demo's dataset (demo_data.c) ------------------------------------ */
+
+/* Make the built-in image dataset under dir unless an earlier run did:
+** synthesised JPEGs, one folder per class.  Returns 0, or -1 after a
+** message. */
+int cli_demo_dataset(const char *dir, FILE *log);
 
 #endif /* STOKE_CLI_H */

@@ -6,8 +6,11 @@
 ** model expects from each rung.
 **
 ** The source, loader and consumer options are bench's; they are parsed by
-** the shared cli_run_args_* helpers defined here (bench keeps its own copy
-** for now and can switch to them without changing its behaviour).
+** the shared cli_run_args_* helpers defined here (bench uses them too).
+**
+** The verdict is stoke_diagnose_model's on the model profile builds (which
+** knows the consumer's CPU from --compute), so it can differ from bench's
+** stoke_diagnose on a spinning step; the JSON's summary carries it too.
 */
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +37,8 @@ const char cmd_profile_usage[] =
     "                         0,1,2,4,8 (0,1,2,4,8,16,32 and this run's)\n"
     "  --what-if-prefetch L   prefetch depths of the table (1,2,4,8 and this\n"
     "                         run's)\n"
+    "  --trace FILE           write a Chrome trace (open in Perfetto): spans\n"
+    "                         per sample and worker, wait and compute per step\n"
     "  --json FILE            bench's JSON plus a 'diagnosis' object ('-' =\n"
     "                         stdout; the report then goes to stderr)\n"
     "  -q, --quiet            no report\n";
@@ -211,8 +216,8 @@ enum {
   O_WHATIF_K,
   O_JSON,
   O_QUIET,
-  O_HELP
-  /* A later --trace FILE (Chrome trace of the run) goes here. */
+  O_HELP,
+  O_TRACE
 };
 
 static const cli_opt profile_own_opts[] = {
@@ -222,6 +227,7 @@ static const cli_opt profile_own_opts[] = {
     {"json", 0, 1, O_JSON},
     {"quiet", 'q', 0, O_QUIET},
     {"help", 'h', 0, O_HELP},
+    {"trace", 0, 1, O_TRACE},
     {NULL, 0, 0, 0}};
 
 #define N_RUN_OPTS (sizeof(cli_run_opts) / sizeof(cli_run_opts[0]) - 1)
@@ -287,6 +293,7 @@ typedef struct profile {
   stoke_model model;
   stoke_prediction now; /* the model's view of this run */
   int64_t measured_step_ns;
+  int64_t consumer_delay_ns; /* per step: runnable, not running */
   double measured_epoch_ns;
   double step_error, epoch_error;
   uint_list ws, ks;
@@ -297,7 +304,7 @@ typedef struct profile {
 
 static double ms(int64_t ns) { return (double)ns / 1e6; }
 
-static int analyse(const cli_run_spec *spec, const cli_run_result *res,
+static int analyse(const cli_run_spec *spec, cli_run_result *res,
                    unsigned cores, profile *pr) {
   const stoke_stats *st = &res->stats;
   int rc = stoke_model_init(&pr->model, st, &res->eff, cores);
@@ -305,6 +312,13 @@ static int analyse(const cli_run_spec *spec, const cli_run_result *res,
     return rc;
   /* The tool knows its consumer: a spinning step holds one core. */
   pr->model.consumer_cpu = spec->compute_kind == CLI_COMPUTE_SPIN ? 1.0 : 0.0;
+  /* The loader is gone: its workers' queueing for a core, measured while
+  ** they lived, comes from the run's model. */
+  if (res->model.run_delay_frac >= 0) {
+    pr->model.run_delay_frac = res->model.run_delay_frac;
+    pr->model.t_io_ns = res->model.t_io_ns;
+    pr->model.sigma = res->model.sigma; /* deflated with that t_io */
+  }
   pr->model.n_batches = res->n_batches;
   rc = stoke_predict_step(&pr->model, res->eff.n_workers,
                           res->eff.prefetch ? res->eff.prefetch : 1,
@@ -316,6 +330,22 @@ static int analyse(const cli_run_spec *spec, const cli_run_result *res,
                       (int64_t)st->steps
                 : 0;
   pr->measured_epoch_ns = res->epoch_s * 1e9;
+  /* The verdict from this model: it knows the consumer's CPU.  When the
+  ** consumer's thread waited for a core (workers oversubscribing the CPU
+  ** delay a sleeping step's wake-up; Linux schedstat says how long), its
+  ** computing clock holds that wait: the producer is compared with the
+  ** step the consumer asked for.  The clocks and the prediction stay as
+  ** measured. */
+  stoke_model vm = pr->model;
+  if (res->consumer_run_delay_ns > 0 && st->steps) {
+    pr->consumer_delay_ns = res->consumer_run_delay_ns / (int64_t)st->steps;
+    vm.t_c_ns -= pr->consumer_delay_ns;
+    if (vm.t_c_ns < 0)
+      vm.t_c_ns = 0;
+  }
+  rc = stoke_diagnose_model(st, &vm, &res->diag);
+  if (rc < 0)
+    return rc;
   if (pr->measured_step_ns > 0)
     pr->step_error =
         (double)pr->now.step_ns / (double)pr->measured_step_ns - 1;
@@ -348,12 +378,26 @@ static void print_profile(FILE *f, const cli_run_result *res,
           "  per sample    t_d %.3f ms  (on a core %.3f ms = %.0f%%, waiting "
           "%.3f ms; sigma %.2f)\n",
           ms(m->t_d_ns), ms(m->t_cpu_ns), cpu_pct, ms(m->t_io_ns), m->sigma);
+  if (m->run_delay_frac >= 0)
+    fprintf(f,
+            "                queueing for a core %.3f ms (schedstat: %.2f ns "
+            "runnable per ns on a core)\n",
+            ms((int64_t)((double)m->t_cpu_ns * m->run_delay_frac)),
+            m->run_delay_frac);
   fprintf(f, "  stages        read %.3f  decode %.3f  transform %.3f ms\n",
           ms(m->stage_ns[STOKE_STAGE_READ]),
           ms(m->stage_ns[STOKE_STAGE_DECODE]),
           ms(m->stage_ns[STOKE_STAGE_TRANSFORM]));
   fprintf(f, "  consumer      t_c %.3f ms per step, copy %.3f ms\n",
           ms(m->t_c_ns), ms(m->copy_ns));
+  if (pr->consumer_delay_ns > 0)
+    fprintf(f,
+            "                of it %.3f ms waiting for a core (the verdict "
+            "uses %.3f ms)\n",
+            ms(pr->consumer_delay_ns),
+            ms(m->t_c_ns > pr->consumer_delay_ns
+                   ? m->t_c_ns - pr->consumer_delay_ns
+                   : 0));
   fprintf(f,
           "  loader        B %zu, W %u, K %u, chunk %zu, cores %.0f (%.1f "
           "for the workers)\n",
@@ -440,6 +484,7 @@ static cJSON *diagnosis_json(const cli_run_result *res, const profile *pr) {
                                             (double)m->t_d_ns
                                       : 0.0);
     cJSON_AddNumberToObject(mo, "sigma", m->sigma);
+    cJSON_AddNumberToObject(mo, "run_delay_frac", m->run_delay_frac);
     cJSON_AddNumberToObject(mo, "read_ns",
                             (double)m->stage_ns[STOKE_STAGE_READ]);
     cJSON_AddNumberToObject(mo, "decode_ns",
@@ -448,6 +493,8 @@ static cJSON *diagnosis_json(const cli_run_result *res, const profile *pr) {
                             (double)m->stage_ns[STOKE_STAGE_TRANSFORM]);
     cJSON_AddNumberToObject(mo, "t_c_ns", (double)m->t_c_ns);
     cJSON_AddNumberToObject(mo, "copy_ns", (double)m->copy_ns);
+    cJSON_AddNumberToObject(mo, "consumer_run_delay_ns",
+                            (double)pr->consumer_delay_ns);
     cJSON_AddNumberToObject(mo, "batch_size", (double)m->batch_size);
     cJSON_AddNumberToObject(mo, "workers", m->n_workers);
     cJSON_AddNumberToObject(mo, "prefetch", m->prefetch);
@@ -561,6 +608,9 @@ int cmd_profile(int argc, char **argv) {
       break;
     case O_QUIET:
       quiet = 1;
+      break;
+    case O_TRACE:
+      args.spec.trace_path = v;
       break;
     default:
       bad = cli_run_args_apply(&args, id, f, v) != 0;

@@ -227,7 +227,22 @@ static int collect(stoke_loader *l, cli_run_result *res) {
     res->epoch_s = (double)wall / 1e9 / (double)res->n_measured;
   if (wall > 0)
     res->samples_per_s = (double)samples / ((double)wall / 1e9);
+  if (res->stats.steps)
+    stoke_model_init(&res->model, &res->stats, &res->eff, 0);
   return stoke_diagnose(&res->stats, &res->diag);
+}
+
+/* The calling thread's run delay (ns runnable but not running), from
+** /proc/thread-self/schedstat; -1 when unavailable. */
+static int64_t thread_run_delay_ns(void) {
+  FILE *f = fopen("/proc/thread-self/schedstat", "r");
+  if (!f)
+    return -1;
+  long long run = 0, delay = -1;
+  if (fscanf(f, "%lld %lld", &run, &delay) != 2)
+    delay = -1;
+  fclose(f);
+  return (int64_t)delay;
 }
 
 int cli_run(const cli_run_spec *spec, cli_run_result *res) {
@@ -255,7 +270,10 @@ int cli_run(const cli_run_spec *spec, cli_run_result *res) {
   res->n_samples = stoke_loader_n_samples(l);
   res->host_bytes = stoke_loader_host_bytes(l);
 
+  int64_t delay0 = -1;
   for (unsigned e = 0; e < spec->epochs; e++) {
+    if (e == cfg.warmup_epochs)
+      delay0 = thread_run_delay_ns();
     for (;;) {
       stoke_batch *b;
       rc = stoke_loader_next(l, &b);
@@ -267,9 +285,12 @@ int cli_run(const cli_run_spec *spec, cli_run_result *res) {
       stoke_batch_release(b);
     }
   }
+  int64_t delay1 = thread_run_delay_ns();
   rc = collect(l, res);
   if (rc < 0)
     goto fail;
+  res->consumer_run_delay_ns =
+      delay0 >= 0 && delay1 >= delay0 ? delay1 - delay0 : -1;
   if (spec->trace_path) {
     rc = stoke_loader_write_trace(l, spec->trace_path);
     if (rc < 0)

@@ -622,10 +622,17 @@ typedef struct stoke_model {
   size_t n_batches;       /* batches per epoch; 0 = unknown (no epoch
                              prediction) */
   int prefetch_next_epoch;/* 1: epochs start with a full queue */
+  double run_delay_frac;  /* the workers' time runnable but not running per
+                             ns on a core (Linux schedstat of the live
+                             threads named stoke-w*), or -1: unknown, t_io
+                             then uses the max(1, A/P) estimate */
 } stoke_model;
 
 /* Fill m from a snapshot.  cfg (borrowed, may be NULL) gives B and
-** prefetch_next_epoch; cores 0 means the online CPUs.  Returns 0, or
+** prefetch_next_epoch; cores 0 means the online CPUs.  While the loader's
+** workers are alive, their scheduler statistics (run_delay_frac) tell
+** queueing for a core from waiting off it; call it before destroying the
+** loader to get them.  Returns 0, or
 ** STOKE_EINVAL for NULL st/m or a snapshot with no measured steps. */
 STOKE_API int stoke_model_init(stoke_model *m, const stoke_stats *st,
                                const stoke_config *cfg, unsigned cores);

@@ -269,4 +269,12 @@ int stoke__trace_write(FILE *f, stoke__trace *const *tracks,
 int stoke__produce(stoke_source *src, stoke_sample *s,
                    stoke__producer_stats *ps, bool timed);
 
+/* ---- scheduler statistics (src/os/schedstat.c) ---------------------------- */
+
+/* Sum the run time and the run delay (runnable, not running) of this
+** process's threads whose name starts with prefix.  Returns the threads
+** found, or -1 where the OS does not say (then both are 0). */
+int stoke__schedstat_threads(const char *prefix, int64_t *run_ns,
+                             int64_t *delay_ns);
+
 #endif /* STOKE_INTERNAL_H */

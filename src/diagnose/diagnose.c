@@ -2,7 +2,9 @@
 **
 ** busy      waiting is under STOKE_BUSY_WAIT_RATIO of the step: the model
 **           is the cost, and a faster pipeline would change nothing;
-** starving  waiting is a real share and the ready queue was empty at most
+** starving  waiting is a real share and either a lower bound of the
+**           producer's time per batch is STOKE_STARVING_PRODUCER_RATIO
+**           times the step or more, or the ready queue was empty at most
 **           next() calls (>= STOKE_STARVING_EMPTY_FRAC): the producer's
 **           mean rate is below the consumer's (Little's law: a queue that
 **           is empty on average cannot be fixed by making it deeper);
@@ -33,7 +35,13 @@ int stoke_diagnose(const stoke_stats *st, stoke_diagnosis *out) {
   return stoke_diagnose_ex(st, NULL, 0, out);
 }
 
-static int verdict(const stoke_stats *st, stoke_diagnosis *out) {
+/* The verdict.  m (may be NULL) gives the producer's floor: when even a
+** lower bound of the producer's time per batch is STOKE_STARVING_PRODUCER_
+** RATIO times the step, the producer is slower on average whatever the
+** queue shows (CPU-bound workers on few cores finish batches in bursts, so
+** the queue is non-empty at most next() calls although it drains). */
+static int verdict(const stoke_stats *st, const stoke_model *m,
+                   stoke_diagnosis *out) {
   memset(out, 0, sizeof *out);
   out->wait_ratio = st->wait_ratio;
   out->queue_empty_frac = st->queue_empty_frac;
@@ -49,7 +57,23 @@ static int verdict(const stoke_stats *st, stoke_diagnosis *out) {
   }
   double wait_pct = 100.0 * st->wait_ratio;
   double empty_pct = 100.0 * st->queue_empty_frac;
-  if (st->wait_ratio < STOKE_BUSY_WAIT_RATIO) {
+  int64_t tp = 0, tc = 0;
+  if (m && st->n_workers > 0 && m->t_d_ns > 0) {
+    tp = stoke__model_producer_floor(m);
+    tc = m->t_c_ns + m->copy_ns;
+  }
+  if (tp > 0 && (double)tp >= STOKE_STARVING_PRODUCER_RATIO * (double)tc) {
+    /* Checked before the wait: with the step the consumer asked for (the
+    ** caller's model may take out the time its thread waited for a core),
+    ** a producer this slow starves it even when its own clock shows the
+    ** time as computing. */
+    out->verdict = STOKE_VERDICT_STARVING;
+    snprintf(out->reason, sizeof out->reason,
+             "starving: waiting %.1f%% of the step; the producer needs at "
+             "least %.2f ms per batch against a %.2f ms step (queue empty "
+             "at %.0f%% of next() calls)",
+             wait_pct, (double)tp / 1e6, (double)tc / 1e6, empty_pct);
+  } else if (st->wait_ratio < STOKE_BUSY_WAIT_RATIO) {
     out->verdict = STOKE_VERDICT_BUSY;
     snprintf(out->reason, sizeof out->reason,
              "busy: waiting %.1f%% of the step (under %.0f%%), the consumer "
@@ -83,25 +107,34 @@ static int verdict(const stoke_stats *st, stoke_diagnosis *out) {
 int stoke_diagnose_ex(const stoke_stats *st, const stoke_config *cfg,
                       unsigned cores, stoke_diagnosis *out) {
   if (!st || !out) return STOKE_EINVAL;
-  int rc = verdict(st, out);
+  stoke_model m;
+  if (st->steps == 0 || stoke_model_init(&m, st, cfg, cores) != 0)
+    return verdict(st, NULL, out);
+  return stoke_diagnose_model(st, &m, out);
+}
+
+int stoke_diagnose_model(const stoke_stats *st, const stoke_model *m,
+                         stoke_diagnosis *out) {
+  if (!st || !out || !m) return STOKE_EINVAL;
+  int rc = verdict(st, m, out);
   if (rc != 0 || st->steps == 0) return rc;
   out->measured_step_ns =
       (st->wait.total_ns + st->compute.total_ns) / (int64_t)st->steps;
-  stoke_model m;
-  if (stoke_model_init(&m, st, cfg, cores) != 0) return 0;
-  out->t_d_ns = m.t_d_ns;
-  out->t_cpu_ns = m.t_cpu_ns;
-  out->t_io_ns = m.t_io_ns;
+  out->t_d_ns = m->t_d_ns;
+  out->t_cpu_ns = m->t_cpu_ns;
+  out->t_io_ns = m->t_io_ns;
   out->cpu_frac = st->worker_busy_ns > 0 ? (double)st->worker_cpu_ns /
                                                (double)st->worker_busy_ns
                                          : 0.0;
   if (out->cpu_frac > 1) out->cpu_frac = 1;
-  out->t_c_ns = m.t_c_ns;
-  out->copy_ns = m.copy_ns;
-  out->batch_size = m.batch_size;
-  out->cores_avail = stoke__model_cores_avail(&m);
+  out->t_c_ns = m->t_c_ns;
+  out->copy_ns = m->copy_ns;
+  out->batch_size = m->batch_size;
+  out->cores_avail = stoke__model_cores_avail(m);
   stoke_prediction p;
-  if (stoke_predict_step(&m, m.n_workers, m.prefetch, &p) != 0) return 0;
+  if (stoke_predict_step(m, m->n_workers, m->prefetch ? m->prefetch : 1,
+                         &p) != 0)
+    return 0;
   out->producer_batch_ns = p.producer_batch_ns;
   out->predicted_step_ns = p.step_ns;
   out->bound = p.bound;

@@ -12,4 +12,9 @@ double stoke__model_cores_avail(const stoke_model *m);
 int64_t stoke__model_producer_batch(const stoke_model *m, unsigned workers,
                                     unsigned prefetch, int *bound);
 
+/* A lower bound of the producer's time per batch at m's own W and K: the
+** closed form and B * (measured t_d) / W_eff, whichever is larger; 0 with
+** no workers or no producer measurements. */
+int64_t stoke__model_producer_floor(const stoke_model *m);
+
 #endif

@@ -84,6 +84,35 @@ assert dg["prediction"]["bound"] == "inline", dg["prediction"]
 assert dg["model"]["cpu_frac"] > 0, dg["model"]   # a busy machine lowers it
 '
 
+say "profile --trace: Trace Event JSON with a track per worker"
+run_stoke profile --synthetic sleep:1ms --samples 32 -b 8 -j 2 \
+  --compute sleep:1ms --no-epoch-prefetch -q --trace "$TMP/ptrace.json" \
+  --json "$TMP/pt.json"
+[ "$rc" -eq 0 ] || fail "exit $rc: $(cat "$TMP/err")"
+json_check "$TMP/pt.json" "$PROFILE_SCHEMA"
+json_check "$TMP/ptrace.json" '
+ev = d["traceEvents"]
+assert isinstance(ev, list) and ev, "no events"
+for e in ev:
+    assert e["ph"] in ("M", "X", "C") and "pid" in e and "name" in e, e
+    assert e["ph"] == "C" or isinstance(e["tid"], int), e
+    assert e["ph"] == "M" or e["ts"] >= 0, e
+names = {e["tid"]: e["args"]["name"] for e in ev if e["ph"] == "M"}
+assert names == {0: "consumer", 1: "stoke-w0", 2: "stoke-w1"}, names
+spans = [e for e in ev if e["ph"] == "X"]
+reads = [e for e in spans if e["name"] == "read"]
+assert len(reads) == 64 and all(e["tid"] in (1, 2) for e in reads), len(reads)
+assert {e["tid"] for e in reads} == {1, 2}, "one worker idle"
+steps = [e for e in spans if e["name"] in ("wait", "compute")]
+assert len(steps) == 16 and all(e["tid"] == 0 for e in steps), len(steps)
+assert all(e["dur"] >= 0 and e["ts"] >= 0 for e in spans)
+assert d["otherData"]["dropped_events"] == 0
+'
+run_stoke profile --synthetic tensor --samples 16 -b 8 -j 1 -q \
+  --trace /nonexistent-dir/t.json
+[ "$rc" -eq 1 ] || fail "exit $rc, expected 1"
+grep -q "/nonexistent-dir/t.json" "$TMP/err" || fail "no path: $(cat "$TMP/err")"
+
 say "profile usage errors"
 expect_usage "profile: no data source" profile --samples 8
 expect_usage "--what-if-workers: expected a number" profile \
@@ -101,4 +130,5 @@ run_stoke help
 grep -q '^  profile' "$TMP/out" || fail "help: $(cat "$TMP/out")"
 run_stoke help profile
 grep -q 'what-if-workers' "$TMP/out" || fail "help profile: $(cat "$TMP/out")"
+grep -q -- '--trace FILE' "$TMP/out" || fail "help profile: $(cat "$TMP/out")"
 echo ok

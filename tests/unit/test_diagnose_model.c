@@ -269,6 +269,50 @@ static void test_diagnose_ex_fields(void **state) {
   assert_int_equal(d0.t_d_ns, d.t_d_ns);
 }
 
+/* CPU-bound workers on few cores finish batches in bursts: the queue is
+** non-empty at most next() calls although the producer is far slower than
+** the step.  The producer floor (>= 5x past the 1.2 threshold either way)
+** decides, not the queue. */
+static void test_producer_floor_rule(void **state) {
+  (void)state;
+  stoke_diagnosis d;
+  /* 8 spin workers, 1 ms of CPU per sample stretched to 4 ms of wall on
+  ** 2 cores: >= 4 ms per batch of 8 against a 0.5 ms step (8x). */
+  stoke_stats st = snap(8, 2, 4 * MS, 0.25, MS / 2, 0.85, 0.30);
+  assert_int_equal(stoke_diagnose_ex(&st, NULL, 2, &d), 0);
+  assert_int_equal(d.verdict, STOKE_VERDICT_STARVING);
+  assert_non_null(strstr(d.reason, "producer"));
+  /* Without the cores: the measured t_d alone gives B * t_d / W = 4 ms. */
+  assert_int_equal(stoke_diagnose(&st, &d), 0);
+  assert_int_equal(d.verdict, STOKE_VERDICT_STARVING);
+  /* The same producer against a 40 ms step: 10x under, a real tail. */
+  stoke_stats tail = snap(8, 2, 4 * MS, 0.25, 40 * MS, 0.30, 0.10);
+  assert_int_equal(stoke_diagnose_ex(&tail, NULL, 2, &d), 0);
+  assert_int_equal(d.verdict, STOKE_VERDICT_VARIANCE);
+  /* From an edited model: a spinning step leaves 1 of 2 cores, so 1 ms of
+  ** CPU per sample is >= 8 ms per batch against a 1.5 ms step (5.3x). */
+  stoke_stats cpu = snap(8, 2, MS, 1.0, 3 * MS / 2, 0.5, 0.2);
+  stoke_model m;
+  assert_int_equal(stoke_model_init(&m, &cpu, NULL, 2), 0);
+  m.consumer_cpu = 1.0;
+  assert_int_equal(stoke_diagnose_model(&cpu, &m, &d), 0);
+  assert_int_equal(d.verdict, STOKE_VERDICT_STARVING);
+  assert_int_equal(stoke_diagnose_model(&cpu, NULL, &d), STOKE_EINVAL);
+
+  /* The consumer's clock says computing 98% of the time, but its thread
+  ** was waiting for a core the workers held: with the step it asked for
+  ** (0.5 ms, taken from the model) the >= 4 ms producer starves it (6.7x);
+  ** with the step as measured (25 ms) it is busy (7.5x under). */
+  stoke_stats hog = snap(8, 2, MS, 1.0, 25 * MS, 0.02, 0.0);
+  assert_int_equal(stoke_model_init(&m, &hog, NULL, 2), 0);
+  assert_int_equal(stoke_diagnose_model(&hog, &m, &d), 0);
+  assert_int_equal(d.verdict, STOKE_VERDICT_BUSY);
+  m.t_c_ns = MS / 2;
+  assert_int_equal(stoke_diagnose_model(&hog, &m, &d), 0);
+  assert_int_equal(d.verdict, STOKE_VERDICT_STARVING);
+  assert_non_null(strstr(d.reason, "producer"));
+}
+
 /* ---- real runs --------------------------------------------------------- */
 
 static void sleep_ns(int64_t ns) {
@@ -356,6 +400,7 @@ int main(void) {
       cmocka_unit_test(test_predict_closed_form),
       cmocka_unit_test(test_advice_ladder),
       cmocka_unit_test(test_diagnose_ex_fields),
+      cmocka_unit_test(test_producer_floor_rule),
       cmocka_unit_test(test_real_runs),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

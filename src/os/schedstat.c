@@ -1,0 +1,58 @@
+/* schedstat.c — how long this process's threads waited for a core.
+**
+** Linux keeps, per thread, the time it ran and the time it was runnable but
+** not running (run delay) in /proc/<pid>/task/<tid>/schedstat.  The queue
+** model uses the workers' ratio of the two to tell queueing for a core
+** (the machine is saturated, by our workers or by other processes) from
+** waiting off the CPU (I/O).  Elsewhere, or without /proc, it reports
+** nothing and the model falls back to its estimate. */
+#define _GNU_SOURCE
+#include "internal.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <string.h>
+
+#if defined(__linux__)
+static int read_task(const char *tid, const char *prefix, int64_t *run,
+                     int64_t *delay) {
+  char path[64], comm[32];
+  snprintf(path, sizeof path, "/proc/self/task/%.16s/comm", tid);
+  FILE *f = fopen(path, "r");
+  if (!f) return 0;
+  int ok = fgets(comm, sizeof comm, f) != NULL;
+  fclose(f);
+  if (!ok || strncmp(comm, prefix, strlen(prefix)) != 0) return 0;
+  snprintf(path, sizeof path, "/proc/self/task/%.16s/schedstat", tid);
+  f = fopen(path, "r");
+  if (!f) return 0;
+  long long r = 0, d = 0;
+  ok = fscanf(f, "%lld %lld", &r, &d) == 2;
+  fclose(f);
+  if (!ok) return 0;
+  *run += (int64_t)r;
+  *delay += (int64_t)d;
+  return 1;
+}
+#endif
+
+int stoke__schedstat_threads(const char *prefix, int64_t *run_ns,
+                             int64_t *delay_ns) {
+  *run_ns = 0;
+  *delay_ns = 0;
+#if defined(__linux__)
+  DIR *dir = opendir("/proc/self/task");
+  if (!dir) return -1;
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(dir)) != NULL) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    n += read_task(e->d_name, prefix, run_ns, delay_ns);
+  }
+  closedir(dir);
+  return n;
+#else
+  (void)prefix;
+  return -1;
+#endif
+}
