@@ -127,7 +127,9 @@ enum { CLI_COMPUTE_NONE = 0, CLI_COMPUTE_SLEEP = 1, CLI_COMPUTE_SPIN = 2 };
 
 /* Everything a run needs, after defaults and parsing. */
 typedef struct cli_run_spec {
-  stoke_synthetic_config synth; /* the source */
+  const char *data;             /* an image dataset, or NULL: synthetic */
+  stoke_image_config image;     /* with data: how to read it */
+  stoke_synthetic_config synth; /* without data: the source */
   stoke_config cfg;             /* the loader; cfg.source is set by the run */
   unsigned epochs;              /* total, warm-up included */
   int compute_kind;             /* CLI_COMPUTE_* */
@@ -140,6 +142,8 @@ typedef struct cli_run_spec {
 #define CLI_TRACE_EVENTS 65536
 
 typedef struct cli_run_result {
+  char source_kind[16];        /* "synthetic", "folder", "tar", "packed" */
+  size_t source_samples;       /* in the source, all ranks */
   stoke_config eff;            /* the configuration in force */
   size_t n_batches, n_samples; /* per epoch, this rank */
   uint64_t host_bytes;
@@ -187,14 +191,22 @@ void cli_consumer_step(int kind, int64_t ns);
 ** (NULL-terminated) in front of its own options, numbering its own from
 ** CLI_RUN_OPT_LAST, and hands every id it does not know to
 ** cli_run_args_apply. */
-#define CLI_RUN_OPT_LAST 21
+#define CLI_RUN_OPT_LAST 22
 extern const cli_opt cli_run_opts[];
+
+/* "synthetic sleep:5ms (fixed) x 256 samples" or "images DIR (...)". */
+void cli_fmt_source(const cli_run_spec *spec, size_t n_samples, char *buf,
+                    size_t n);
 
 typedef struct cli_run_args {
   cli_run_spec spec;
-  int have_source, warmup;
+  int have_source, warmup;  /* have_source: --synthetic given */
   unsigned rank, world;
+  const char *default_transform; /* to tell whether --transform was given */
 } cli_run_args;
+
+/* A positional argument: the dataset.  0, or -1 after a usage message. */
+int cli_run_args_data(cli_run_args *a, const char *path);
 
 /* Defaults (RANK and WORLD_SIZE from the environment).  0, or -1 after a
 ** usage message. */

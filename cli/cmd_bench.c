@@ -10,13 +10,18 @@
 #include "cli.h"
 
 const char cmd_bench_usage[] =
-    "usage: stoke bench --synthetic KIND [options]\n"
+    "usage: stoke bench DATA|--synthetic KIND [options]\n"
     "\n"
     "Run a loader against a simulated training step and report whether the\n"
     "step waits for data (waiting = time inside next(), computing = time\n"
     "from its return to the next call).\n"
     "\n"
     "source\n"
+    "  DATA                   an image dataset: an ImageFolder directory,\n"
+    "                         tar shards (a path, train-{0000..0099}.tar or\n"
+    "                         a glob) or packed shards (*.stoke, stoke pack)\n"
+    "  --transform SPEC       for DATA (random-resized-crop=224,flip,chw,u8);\n"
+    "                         see docs/transforms.md\n"
     "  --synthetic KIND       sleep:5ms, spin:2ms (per-sample cost; ns, us,\n"
     "                         ms or s) or tensor (no cost)\n"
     "  --samples N            samples in the dataset (256)\n"
@@ -89,8 +94,9 @@ int cmd_bench(int argc, char **argv) {
     case CLI_OPT_ERROR:
       return CLI_USAGE;
     case CLI_OPT_ARG:
-      cli_error("bench: unexpected argument '%s'", v);
-      return CLI_USAGE;
+      if (cli_run_args_data(&args, v) != 0)
+        return CLI_USAGE;
+      break;
     case O_HELP:
       fputs(cmd_bench_usage, stdout);
       return CLI_OK;
@@ -128,15 +134,14 @@ int cmd_bench(int argc, char **argv) {
     return rc;
   }
   if (!quiet) {
-    char src[64], step[64], dist[64];
-    cli_fmt_synthetic(&spec->synth, src, sizeof(src));
+    char src[1200], step[64];
+    cli_fmt_source(spec, res.n_samples, src, sizeof(src));
     cli_fmt_compute(spec->compute_kind, spec->compute_ns, step, sizeof(step));
-    cli_fmt_cost_dist(&spec->synth, dist, sizeof(dist));
     fprintf(table,
-            "stoke bench: synthetic %s (%s) x %zu samples, batch %zu, "
-            "%u workers, prefetch %u, step %s",
-            src, dist, spec->synth.n_samples, res.eff.batch_size,
-            res.eff.n_workers, res.eff.prefetch, step);
+            "stoke bench: %s, batch %zu, %u workers, prefetch %u, "
+            "step %s",
+            src, res.eff.batch_size, res.eff.n_workers, res.eff.prefetch,
+            step);
     if (res.eff.world > 1)
       fprintf(table, ", rank %u of %u", res.eff.rank, res.eff.world);
     fputc('\n', table);

@@ -18,15 +18,15 @@
 #include "cli.h"
 
 const char cmd_profile_usage[] =
-    "usage: stoke profile --synthetic KIND [options]\n"
+    "usage: stoke profile DATA|--synthetic KIND [options]\n"
     "\n"
     "Run a loader as 'stoke bench' does and explain the result: the two\n"
     "clocks, the stages, the verdict and its numbers, the queue model's\n"
     "prediction (docs/diagnosis.md), a what-if table over workers and\n"
     "prefetch, and advice, each line with its predicted gain.\n"
     "\n"
-    "source, loader and consumer: as 'stoke help bench' (--synthetic,\n"
-    "  --samples, --shape, --cost-dist, --classes, -b, -j, --prefetch,\n"
+    "source, loader and consumer: as 'stoke help bench' (DATA, --transform,\n"
+    "  --synthetic, --samples, --shape, --cost-dist, --classes, -b, -j, --prefetch,\n"
     "  --shuffle, --seed, --drop-last, --rank, --world, --out-of-order,\n"
     "  --no-epoch-prefetch, --timeout, --mem-budget, --epochs, --no-warmup,\n"
     "  --compute)\n"
@@ -45,173 +45,10 @@ const char cmd_profile_usage[] =
 
 /* ---- the run options shared with bench ----------------------------------- */
 
-enum {
-  RO_SYNTHETIC = 1,
-  RO_SAMPLES,
-  RO_SHAPE,
-  RO_COST_DIST,
-  RO_CLASSES,
-  RO_BATCH,
-  RO_WORKERS,
-  RO_PREFETCH,
-  RO_SHUFFLE,
-  RO_SEED,
-  RO_DROP_LAST,
-  RO_RANK,
-  RO_WORLD,
-  RO_OUT_OF_ORDER,
-  RO_NO_EPOCH_PREFETCH,
-  RO_TIMEOUT,
-  RO_MEM_BUDGET,
-  RO_EPOCHS,
-  RO_NO_WARMUP,
-  RO_COMPUTE,
-  RO_LAST /* commands number their own options from here */
-};
-_Static_assert(RO_LAST == CLI_RUN_OPT_LAST, "cli.h: CLI_RUN_OPT_LAST");
-
-const cli_opt cli_run_opts[] = {{"synthetic", 0, 1, RO_SYNTHETIC},
-                                {"samples", 0, 1, RO_SAMPLES},
-                                {"shape", 0, 1, RO_SHAPE},
-                                {"cost-dist", 0, 1, RO_COST_DIST},
-                                {"classes", 0, 1, RO_CLASSES},
-                                {"batch-size", 'b', 1, RO_BATCH},
-                                {"workers", 'j', 1, RO_WORKERS},
-                                {"prefetch", 0, 1, RO_PREFETCH},
-                                {"shuffle", 0, 0, RO_SHUFFLE},
-                                {"seed", 0, 1, RO_SEED},
-                                {"drop-last", 0, 0, RO_DROP_LAST},
-                                {"rank", 0, 1, RO_RANK},
-                                {"world", 0, 1, RO_WORLD},
-                                {"out-of-order", 0, 0, RO_OUT_OF_ORDER},
-                                {"no-epoch-prefetch", 0, 0,
-                                 RO_NO_EPOCH_PREFETCH},
-                                {"timeout", 0, 1, RO_TIMEOUT},
-                                {"mem-budget", 0, 1, RO_MEM_BUDGET},
-                                {"epochs", 0, 1, RO_EPOCHS},
-                                {"no-warmup", 0, 0, RO_NO_WARMUP},
-                                {"compute", 0, 1, RO_COMPUTE},
-                                {NULL, 0, 0, 0}};
-
-static int env_default(const char *var, unsigned lo, unsigned *out) {
-  const char *v = getenv(var);
-  if (!v || !*v)
-    return 0;
-  return cli_parse_uint(var, v, lo, (unsigned)-1, out);
-}
-
-int cli_run_args_init(cli_run_args *a) {
-  memset(a, 0, sizeof(*a));
-  stoke_synthetic_config_init(&a->spec.synth);
-  stoke_config_init(&a->spec.cfg);
-  a->spec.cfg.n_workers = 0; /* PyTorch's num_workers default, not AUTO */
-  a->spec.epochs = 2;
-  a->spec.compute_kind = CLI_COMPUTE_NONE;
-  a->warmup = 1;
-  a->world = 1;
-  if (env_default("RANK", 0, &a->rank) ||
-      env_default("WORLD_SIZE", 1, &a->world))
-    return -1;
-  return 0;
-}
-
-int cli_run_args_apply(cli_run_args *a, int id, const char *f,
-                       const char *v) {
-  cli_run_spec *spec = &a->spec;
-  switch (id) {
-  case RO_SYNTHETIC:
-    a->have_source = 1;
-    return cli_parse_synthetic(f, v, &spec->synth);
-  case RO_SAMPLES:
-    return cli_parse_size_t(f, v, 1, &spec->synth.n_samples);
-  case RO_SHAPE:
-    return cli_parse_shape(f, v, &spec->synth.ndim, spec->synth.shape);
-  case RO_COST_DIST:
-    return cli_parse_cost_dist(f, v, &spec->synth);
-  case RO_CLASSES:
-    return cli_parse_uint(f, v, 1, (unsigned)-1, &spec->synth.n_classes);
-  case RO_BATCH:
-    return cli_parse_size_t(f, v, 1, &spec->cfg.batch_size);
-  case RO_WORKERS:
-    if (strcmp(v, "auto") == 0) {
-      spec->cfg.n_workers = STOKE_WORKERS_AUTO;
-      return 0;
-    }
-    return cli_parse_uint(f, v, 0, 4096, &spec->cfg.n_workers);
-  case RO_PREFETCH:
-    return cli_parse_uint(f, v, 1, 4096, &spec->cfg.prefetch);
-  case RO_SHUFFLE:
-    spec->cfg.shuffle = 1;
-    return 0;
-  case RO_SEED:
-    if (cli_parse_u64(f, v, &spec->cfg.seed))
-      return -1;
-    spec->synth.seed = spec->cfg.seed;
-    return 0;
-  case RO_DROP_LAST:
-    spec->cfg.drop_last = 1;
-    return 0;
-  case RO_RANK:
-    return cli_parse_uint(f, v, 0, (unsigned)-1, &a->rank);
-  case RO_WORLD:
-    return cli_parse_uint(f, v, 1, (unsigned)-1, &a->world);
-  case RO_OUT_OF_ORDER:
-    spec->cfg.in_order = 0;
-    return 0;
-  case RO_NO_EPOCH_PREFETCH:
-    spec->cfg.prefetch_next_epoch = 0;
-    return 0;
-  case RO_TIMEOUT: {
-    int64_t ns;
-    if (cli_parse_duration(f, v, "ms", &ns))
-      return -1;
-    if (ns > 0 && ns < 1000000) {
-      cli_error("%s: the resolution is 1ms, got '%s'", f, v);
-      return -1;
-    }
-    spec->cfg.sample_timeout_ms = ns / 1000000;
-    return 0;
-  }
-  case RO_MEM_BUDGET:
-    return cli_parse_bytes(f, v, &spec->cfg.mem_budget_bytes);
-  case RO_EPOCHS:
-    return cli_parse_uint(f, v, 1, 1000000, &spec->epochs);
-  case RO_NO_WARMUP:
-    a->warmup = 0;
-    return 0;
-  case RO_COMPUTE:
-    return cli_parse_compute(f, v, &spec->compute_kind, &spec->compute_ns);
-  }
-  return 1; /* not a run option */
-}
-
-int cli_run_args_finish(cli_run_args *a, const char *cmd) {
-  if (!a->have_source) {
-    cli_error("%s: no data source; give --synthetic sleep:5ms, spin:2ms "
-              "or tensor",
-              cmd);
-    return -1;
-  }
-  if (a->rank >= a->world) {
-    cli_error("--rank: must be below --world (%u), got %u", a->world,
-              a->rank);
-    return -1;
-  }
-  if (a->warmup && a->spec.epochs < 2) {
-    cli_error("--epochs: 1 epoch is all warm-up; use --epochs 2 or more, or "
-              "--no-warmup");
-    return -1;
-  }
-  a->spec.cfg.rank = a->rank;
-  a->spec.cfg.world = a->world;
-  a->spec.cfg.warmup_epochs = a->warmup ? 1 : 0;
-  return 0;
-}
-
 /* ---- profile's own options ----------------------------------------------- */
 
 enum {
-  O_CORES = RO_LAST,
+  O_CORES = CLI_RUN_OPT_LAST,
   O_WHATIF_W,
   O_WHATIF_K,
   O_JSON,
@@ -230,7 +67,7 @@ static const cli_opt profile_own_opts[] = {
     {"trace", 0, 1, O_TRACE},
     {NULL, 0, 0, 0}};
 
-#define N_RUN_OPTS (sizeof(cli_run_opts) / sizeof(cli_run_opts[0]) - 1)
+#define N_RUN_OPTS (CLI_RUN_OPT_LAST - 1) /* ids 1 .. CLI_RUN_OPT_LAST - 1 */
 #define N_OWN_OPTS (sizeof(profile_own_opts) / sizeof(profile_own_opts[0]))
 
 #define MAX_WHATIF 16
@@ -587,8 +424,9 @@ int cmd_profile(int argc, char **argv) {
     case CLI_OPT_ERROR:
       return CLI_USAGE;
     case CLI_OPT_ARG:
-      cli_error("profile: unexpected argument '%s'", v);
-      return CLI_USAGE;
+      if (cli_run_args_data(&args, v) != 0)
+        return CLI_USAGE;
+      break;
     case O_HELP:
       fputs(cmd_profile_usage, stdout);
       return CLI_OK;
@@ -664,15 +502,14 @@ int cmd_profile(int argc, char **argv) {
   }
 
   if (!quiet) {
-    char src[64], step[64], dist[64];
-    cli_fmt_synthetic(&spec->synth, src, sizeof(src));
+    char src[1200], step[64];
+    cli_fmt_source(spec, res.n_samples, src, sizeof(src));
     cli_fmt_compute(spec->compute_kind, spec->compute_ns, step, sizeof(step));
-    cli_fmt_cost_dist(&spec->synth, dist, sizeof(dist));
     fprintf(out,
-            "stoke profile: synthetic %s (%s) x %zu samples, batch %zu, "
-            "%u workers, prefetch %u, step %s\n",
-            src, dist, spec->synth.n_samples, res.eff.batch_size,
-            res.eff.n_workers, res.eff.prefetch, step);
+            "stoke profile: %s, batch %zu, %u workers, prefetch %u, "
+            "step %s\n",
+            src, res.eff.batch_size, res.eff.n_workers, res.eff.prefetch,
+            step);
     cli_print_epochs(out, &res);
     cli_print_summary(out, &res);
     cli_print_verdict(out, "", &res.diag);

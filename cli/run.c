@@ -128,6 +128,19 @@ void cli_fmt_synthetic(const stoke_synthetic_config *synth, char *buf,
   snprintf(buf, n, "%s:%s", synth_kind_name(synth->kind), d);
 }
 
+void cli_fmt_source(const cli_run_spec *spec, size_t n_samples, char *buf,
+                    size_t n) {
+  if (spec->data) {
+    snprintf(buf, n, "images %s (%zu samples, transform %s)", spec->data,
+             n_samples, spec->image.transform);
+    return;
+  }
+  char src[64], dist[64];
+  cli_fmt_synthetic(&spec->synth, src, sizeof(src));
+  cli_fmt_cost_dist(&spec->synth, dist, sizeof(dist));
+  snprintf(buf, n, "synthetic %s (%s) x %zu samples", src, dist, n_samples);
+}
+
 void cli_fmt_cost_dist(const stoke_synthetic_config *synth, char *buf,
                        size_t n) {
   switch (synth->dist) {
@@ -248,11 +261,16 @@ static int64_t thread_run_delay_ns(void) {
 int cli_run(const cli_run_spec *spec, cli_run_result *res) {
   memset(res, 0, sizeof(*res));
   stoke_source *src = NULL;
-  int rc = stoke_source_create_synthetic(&spec->synth, &src);
+  int rc = spec->data
+               ? stoke_source_create_images(spec->data, &spec->image, &src)
+               : stoke_source_create_synthetic(&spec->synth, &src);
   if (rc < 0) {
     library_error(NULL, rc);
     return CLI_ERROR;
   }
+  snprintf(res->source_kind, sizeof(res->source_kind), "%s",
+           stoke_source_kind(src));
+  res->source_samples = stoke_source_n_samples(src);
   stoke_config cfg = spec->cfg;
   cfg.source = src;
   if (spec->trace_path && cfg.trace_events == 0)
@@ -425,17 +443,25 @@ cJSON *cli_config_json(const cli_run_spec *spec, const cli_run_result *res) {
   cJSON *o = cJSON_CreateObject();
   if (!o)
     return NULL;
-  cli_fmt_synthetic(sy, buf, sizeof(buf));
-  cJSON_AddStringToObject(o, "source", "synthetic");
-  cJSON_AddStringToObject(o, "synthetic", buf);
-  cJSON_AddStringToObject(o, "synthetic_kind", synth_kind_name(sy->kind));
-  cJSON_AddNumberToObject(o, "cost_ns", (double)sy->cost_ns);
-  cli_fmt_cost_dist(sy, buf, sizeof(buf));
-  cJSON_AddStringToObject(o, "cost_dist", buf);
-  cJSON_AddNumberToObject(o, "samples", (double)sy->n_samples);
-  cli_fmt_shape(sy->ndim, sy->shape, buf, sizeof(buf));
-  cJSON_AddStringToObject(o, "shape", buf);
-  cJSON_AddNumberToObject(o, "classes", sy->n_classes);
+  if (spec->data) {
+    cJSON_AddStringToObject(o, "source", "images");
+    cJSON_AddStringToObject(o, "data", spec->data);
+    cJSON_AddStringToObject(o, "data_kind", res->source_kind);
+    cJSON_AddStringToObject(o, "transform", spec->image.transform);
+    cJSON_AddNumberToObject(o, "samples", (double)res->source_samples);
+  } else {
+    cli_fmt_synthetic(sy, buf, sizeof(buf));
+    cJSON_AddStringToObject(o, "source", "synthetic");
+    cJSON_AddStringToObject(o, "synthetic", buf);
+    cJSON_AddStringToObject(o, "synthetic_kind", synth_kind_name(sy->kind));
+    cJSON_AddNumberToObject(o, "cost_ns", (double)sy->cost_ns);
+    cli_fmt_cost_dist(sy, buf, sizeof(buf));
+    cJSON_AddStringToObject(o, "cost_dist", buf);
+    cJSON_AddNumberToObject(o, "samples", (double)sy->n_samples);
+    cli_fmt_shape(sy->ndim, sy->shape, buf, sizeof(buf));
+    cJSON_AddStringToObject(o, "shape", buf);
+    cJSON_AddNumberToObject(o, "classes", sy->n_classes);
+  }
   cJSON_AddNumberToObject(o, "batch_size", (double)c->batch_size);
   cJSON_AddNumberToObject(o, "workers", c->n_workers);
   cJSON_AddNumberToObject(o, "prefetch", c->prefetch);

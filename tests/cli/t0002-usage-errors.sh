@@ -53,7 +53,10 @@ RANK=3 WORLD_SIZE=2 expect_usage "--rank: must be below --world (2), got 3" benc
 
 say "missing source, stray argument, flag with a value"
 expect_usage "no data source" bench
-expect_usage "unexpected argument 'data/'" bench "${S[@]}" data/
+expect_usage "give a dataset or --synthetic, not both" bench "${S[@]}" data/
+expect_usage "one dataset only, got 'a/' and 'b/'" bench a/ b/
+expect_usage "--transform: only for an image dataset" bench "${S[@]}" \
+  --transform center-crop=8
 expect_usage "--shuffle: takes no value" bench "${S[@]}" --shuffle=yes
 expect_usage "unknown option '--nope'" demo --nope
 expect_usage "unexpected argument 'x'" demo x

@@ -1,0 +1,199 @@
+/* run_args.c — the options every measuring command shares (bench,
+** profile): the source (a dataset path, or --synthetic and its shape), the
+** loader and the simulated consumer.  Each command numbers its own options
+** from CLI_RUN_OPT_LAST and hands the rest here. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+enum {
+  RO_SYNTHETIC = 1,
+  RO_SAMPLES,
+  RO_SHAPE,
+  RO_COST_DIST,
+  RO_CLASSES,
+  RO_BATCH,
+  RO_WORKERS,
+  RO_PREFETCH,
+  RO_SHUFFLE,
+  RO_SEED,
+  RO_DROP_LAST,
+  RO_RANK,
+  RO_WORLD,
+  RO_OUT_OF_ORDER,
+  RO_NO_EPOCH_PREFETCH,
+  RO_TIMEOUT,
+  RO_MEM_BUDGET,
+  RO_EPOCHS,
+  RO_NO_WARMUP,
+  RO_COMPUTE,
+  RO_TRANSFORM,
+  RO_LAST /* commands number their own options from here */
+};
+_Static_assert(RO_LAST == CLI_RUN_OPT_LAST, "cli.h: CLI_RUN_OPT_LAST");
+
+const cli_opt cli_run_opts[] = {{"synthetic", 0, 1, RO_SYNTHETIC},
+                                {"samples", 0, 1, RO_SAMPLES},
+                                {"shape", 0, 1, RO_SHAPE},
+                                {"cost-dist", 0, 1, RO_COST_DIST},
+                                {"classes", 0, 1, RO_CLASSES},
+                                {"batch-size", 'b', 1, RO_BATCH},
+                                {"workers", 'j', 1, RO_WORKERS},
+                                {"prefetch", 0, 1, RO_PREFETCH},
+                                {"shuffle", 0, 0, RO_SHUFFLE},
+                                {"seed", 0, 1, RO_SEED},
+                                {"drop-last", 0, 0, RO_DROP_LAST},
+                                {"rank", 0, 1, RO_RANK},
+                                {"world", 0, 1, RO_WORLD},
+                                {"out-of-order", 0, 0, RO_OUT_OF_ORDER},
+                                {"no-epoch-prefetch", 0, 0,
+                                 RO_NO_EPOCH_PREFETCH},
+                                {"timeout", 0, 1, RO_TIMEOUT},
+                                {"mem-budget", 0, 1, RO_MEM_BUDGET},
+                                {"epochs", 0, 1, RO_EPOCHS},
+                                {"no-warmup", 0, 0, RO_NO_WARMUP},
+                                {"compute", 0, 1, RO_COMPUTE},
+                                {"transform", 0, 1, RO_TRANSFORM},
+                                {NULL, 0, 0, 0}};
+
+static int env_default(const char *var, unsigned lo, unsigned *out) {
+  const char *v = getenv(var);
+  if (!v || !*v)
+    return 0;
+  return cli_parse_uint(var, v, lo, (unsigned)-1, out);
+}
+
+int cli_run_args_init(cli_run_args *a) {
+  memset(a, 0, sizeof(*a));
+  stoke_synthetic_config_init(&a->spec.synth);
+  stoke_image_config_init(&a->spec.image);
+  a->default_transform = a->spec.image.transform;
+  stoke_config_init(&a->spec.cfg);
+  a->spec.cfg.n_workers = 0; /* PyTorch's num_workers default, not AUTO */
+  a->spec.epochs = 2;
+  a->spec.compute_kind = CLI_COMPUTE_NONE;
+  a->warmup = 1;
+  a->world = 1;
+  if (env_default("RANK", 0, &a->rank) ||
+      env_default("WORLD_SIZE", 1, &a->world))
+    return -1;
+  return 0;
+}
+
+int cli_run_args_apply(cli_run_args *a, int id, const char *f,
+                       const char *v) {
+  cli_run_spec *spec = &a->spec;
+  switch (id) {
+  case RO_SYNTHETIC:
+    a->have_source = 1;
+    return cli_parse_synthetic(f, v, &spec->synth);
+  case RO_SAMPLES:
+    return cli_parse_size_t(f, v, 1, &spec->synth.n_samples);
+  case RO_SHAPE:
+    return cli_parse_shape(f, v, &spec->synth.ndim, spec->synth.shape);
+  case RO_COST_DIST:
+    return cli_parse_cost_dist(f, v, &spec->synth);
+  case RO_CLASSES:
+    return cli_parse_uint(f, v, 1, (unsigned)-1, &spec->synth.n_classes);
+  case RO_BATCH:
+    return cli_parse_size_t(f, v, 1, &spec->cfg.batch_size);
+  case RO_WORKERS:
+    if (strcmp(v, "auto") == 0) {
+      spec->cfg.n_workers = STOKE_WORKERS_AUTO;
+      return 0;
+    }
+    return cli_parse_uint(f, v, 0, 4096, &spec->cfg.n_workers);
+  case RO_PREFETCH:
+    return cli_parse_uint(f, v, 1, 4096, &spec->cfg.prefetch);
+  case RO_SHUFFLE:
+    spec->cfg.shuffle = 1;
+    return 0;
+  case RO_SEED:
+    if (cli_parse_u64(f, v, &spec->cfg.seed))
+      return -1;
+    spec->synth.seed = spec->cfg.seed;
+    return 0;
+  case RO_DROP_LAST:
+    spec->cfg.drop_last = 1;
+    return 0;
+  case RO_RANK:
+    return cli_parse_uint(f, v, 0, (unsigned)-1, &a->rank);
+  case RO_WORLD:
+    return cli_parse_uint(f, v, 1, (unsigned)-1, &a->world);
+  case RO_OUT_OF_ORDER:
+    spec->cfg.in_order = 0;
+    return 0;
+  case RO_NO_EPOCH_PREFETCH:
+    spec->cfg.prefetch_next_epoch = 0;
+    return 0;
+  case RO_TIMEOUT: {
+    int64_t ns;
+    if (cli_parse_duration(f, v, "ms", &ns))
+      return -1;
+    if (ns > 0 && ns < 1000000) {
+      cli_error("%s: the resolution is 1ms, got '%s'", f, v);
+      return -1;
+    }
+    spec->cfg.sample_timeout_ms = ns / 1000000;
+    return 0;
+  }
+  case RO_MEM_BUDGET:
+    return cli_parse_bytes(f, v, &spec->cfg.mem_budget_bytes);
+  case RO_EPOCHS:
+    return cli_parse_uint(f, v, 1, 1000000, &spec->epochs);
+  case RO_NO_WARMUP:
+    a->warmup = 0;
+    return 0;
+  case RO_COMPUTE:
+    return cli_parse_compute(f, v, &spec->compute_kind, &spec->compute_ns);
+  case RO_TRANSFORM:
+    spec->image.transform = v;
+    return 0;
+  }
+  return 1; /* not a run option */
+}
+
+int cli_run_args_data(cli_run_args *a, const char *path) {
+  if (a->spec.data) {
+    cli_error("one dataset only, got '%s' and '%s'", a->spec.data, path);
+    return -1;
+  }
+  a->spec.data = path;
+  return 0;
+}
+
+int cli_run_args_finish(cli_run_args *a, const char *cmd) {
+  if (a->spec.data && a->have_source) {
+    cli_error("%s: give a dataset or --synthetic, not both", cmd);
+    return -1;
+  }
+  if (!a->have_source && !a->spec.data) {
+    cli_error("%s: no data source; give a dataset (an ImageFolder "
+              "directory, tar or packed shards) or --synthetic sleep:5ms, "
+              "spin:2ms or tensor",
+              cmd);
+    return -1;
+  }
+  if (!a->spec.data && a->spec.image.transform !=
+                           a->default_transform) {
+    cli_error("--transform: only for an image dataset");
+    return -1;
+  }
+  if (a->rank >= a->world) {
+    cli_error("--rank: must be below --world (%u), got %u", a->world,
+              a->rank);
+    return -1;
+  }
+  if (a->warmup && a->spec.epochs < 2) {
+    cli_error("--epochs: 1 epoch is all warm-up; use --epochs 2 or more, or "
+              "--no-warmup");
+    return -1;
+  }
+  a->spec.cfg.rank = a->rank;
+  a->spec.cfg.world = a->world;
+  a->spec.cfg.warmup_epochs = a->warmup ? 1 : 0;
+  return 0;
+}
+
