@@ -250,5 +250,7 @@ FILE *cli_open_output(const char *path);
 ** synthesised JPEGs, one folder per class.  Returns 0, or -1 after a
 ** message. */
 int cli_demo_dataset(const char *dir, FILE *log);
+/* mkdir -p: 0, or -1 with errno set. */
+int cli_mkdir_p(const char *path);
 
 #endif /* STOKE_CLI_H */

@@ -2,6 +2,7 @@
 ** shards into packed shards (docs/packed-format.md), streaming, with a
 ** progress bar on a terminal and plain progress lines otherwise. */
 #define _POSIX_C_SOURCE 200809L
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -121,6 +122,18 @@ int cmd_pack(int argc, char **argv) {
   if (json_path && !(json = cli_open_output(json_path))) {
     stoke_source_destroy(src);
     return CLI_ERROR;
+  }
+  /* The shards' folder is made if missing, as `mkdir -p`. */
+  const char *slash = strrchr(out, '/');
+  if (slash && slash != out) {
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%.*s", (int)(slash - out), out);
+    if (cli_mkdir_p(dir) != 0) {
+      cli_error("pack: cannot create %s: %s", dir, strerror(errno));
+      stoke_source_destroy(src);
+      if (json && json != stdout) fclose(json);
+      return CLI_ERROR;
+    }
   }
   progress pr = {quiet ? NULL : stderr, isatty(2), now_s(), 0};
   stoke_pack_result res;

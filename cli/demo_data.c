@@ -24,7 +24,7 @@ static uint64_t next_rand(uint64_t *s) {
   return z ^ (z >> 31);
 }
 
-static int mkdir_p(const char *path) {
+int cli_mkdir_p(const char *path) {
   char buf[1200];
   snprintf(buf, sizeof buf, "%s", path);
   for (char *p = buf + 1; *p; p++) {
@@ -99,7 +99,7 @@ int cli_demo_dataset(const char *dir, FILE *log) {
   for (int c = 0; c < DEMO_CLASSES; c++) {
     char cdir[1100];
     snprintf(cdir, sizeof cdir, "%s/class_%d", dir, c);
-    if (mkdir_p(cdir) != 0) {
+    if (cli_mkdir_p(cdir) != 0) {
       cli_error("demo: cannot create %s: %s", cdir, strerror(errno));
       free(px);
       return -1;

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Image datasets through the CLI: inspect, pack, and bench on the folder,
+# packed shards and tar shards; bad files and bad specs get clear errors.
+. "$(dirname "$0")/lib.sh"
+
+"$PY" -c 'import PIL' 2>/dev/null || { echo "python3-pil missing"; exit 77; }
+say "a small ImageFolder: 3 classes of JPEGs, one PNG, one text file"
+"$PY" - "$TMP/train" <<'PYEOF'
+import os, random, sys
+from PIL import Image
+root = sys.argv[1]
+rng = random.Random(1)
+for c in ("ant", "bee", "cow"):
+    os.makedirs(os.path.join(root, c))
+    for i in range(6):
+        w, h = rng.randint(60, 300), rng.randint(60, 300)
+        img = Image.new("RGB", (w, h))
+        img.putdata([(x % 256, (x * 7) % 256, rng.randrange(256))
+                     for x in range(w * h)])
+        img.save(os.path.join(root, c, "%d.jpg" % i), quality=90)
+Image.new("RGB", (40, 30), (9, 90, 200)).save(os.path.join(root, "cow", "p.png"))
+open(os.path.join(root, "bee", "notes.txt"), "w").write("hello\n")
+PYEOF
+
+say "inspect: samples, classes, skipped files, one batch"
+run_stoke inspect "$TMP/train" --json "$TMP/inspect.json"
+[ "$rc" -eq 0 ] || fail "inspect exit $rc: $(cat "$TMP/err")"
+json_check "$TMP/inspect.json" '
+assert d["kind"] == "folder" and d["samples"] == 19, d
+assert [c["name"] for c in d["classes"]] == ["ant", "bee", "cow"]
+assert [c["count"] for c in d["classes"]] == [6, 6, 7]
+assert d["probed"]["jpeg"] == 18 and d["probed"]["png"] == 1
+assert len(d["skipped"]) == 1 and d["skipped"][0]["path"].endswith("notes.txt")
+img = d["batch"][0]
+assert img["shape"] == [8, 3, 224, 224] and img["dtype"] == "u8", img
+assert img["bytes"] == 8 * 3 * 224 * 224 and img["pinned"] is False
+'
+
+say "pack into several shards; bench reads the folder, the shards and a tar"
+run_stoke pack "$TMP/train" -o "$TMP/pk/train" --shard-size 40KB --json "$TMP/pack.json"
+[ "$rc" -eq 0 ] || fail "pack exit $rc: $(cat "$TMP/err")"
+json_check "$TMP/pack.json" '
+assert d["samples"] == 19 and d["shards"] >= 2 and d["classes"] == 3, d
+'
+ls "$TMP"/pk/train-*.stoke >/dev/null || fail "no shard written"
+ls "$TMP"/pk/*.tmp 2>/dev/null && fail "a .tmp file was left behind"
+"$PY" - "$TMP" <<'PYEOF'
+import glob, io, os, sys, tarfile
+root = sys.argv[1]
+files = sorted(glob.glob(os.path.join(root, "train", "*", "*.*")))
+files = [f for f in files if not f.endswith(".txt")]
+classes = sorted({os.path.basename(os.path.dirname(f)) for f in files})
+with tarfile.open(os.path.join(root, "train-0000.tar"), "w") as t:
+    for i, f in enumerate(files):
+        ext = os.path.splitext(f)[1]
+        t.add(f, arcname="%04d%s" % (i, ext))
+        cls = str(classes.index(os.path.basename(os.path.dirname(f)))).encode()
+        info = tarfile.TarInfo("%04d.cls" % i)
+        info.size = len(cls)
+        t.addfile(info, io.BytesIO(cls))
+PYEOF
+T=random-resized-crop=64,flip,normalize=imagenet,chw,f32
+for data in "$TMP/train" "$TMP/pk/train-*.stoke" "$TMP/train-0000.tar"; do
+  run_stoke bench "$data" --transform "$T" -b 4 -j 2 --epochs 2 --shuffle \
+    --json "$TMP/b.json" -q
+  [ "$rc" -eq 0 ] || fail "bench $data: exit $rc: $(cat "$TMP/err")"
+  json_check "$TMP/b.json" '
+c = d["config"]
+assert c["source"] == "images" and c["transform"].startswith("random-resized"), c
+assert all(e["samples"] == 19 and e["batches"] == 5 for e in d["epochs"]), d["epochs"]
+names = [s["name"] for s in d["stages"]]
+assert "decode" in names and "transform" in names, names
+'
+done
+
+say "a truncated JPEG fails its sample, naming the file"
+head -c 300 "$TMP/train/ant/0.jpg" >"$TMP/t.jpg" && mv "$TMP/t.jpg" "$TMP/train/ant/0.jpg"
+run_stoke bench "$TMP/train" -b 4 -j 2 --epochs 2 -q
+[ "$rc" -eq 1 ] || fail "exit $rc, expected 1"
+grep -q "ant/0.jpg" "$TMP/err" || fail "file not named: $(cat "$TMP/err")"
+grep -q "JPEG" "$TMP/err" || fail "cause not named: $(cat "$TMP/err")"
+check_messages
+
+say "a bad transform spec is a usage error pointing at the token"
+run_stoke bench "$TMP/pk/train-*.stoke" --transform "center-crop=64,twirl"
+[ "$rc" -ne 0 ] || fail "bad spec accepted"
+grep -q "twirl" "$TMP/err" || fail "token not named: $(cat "$TMP/err")"
+echo ok
