@@ -22,7 +22,7 @@
 #include "svg.h"
 
 const char cmd_tune_usage[] =
-    "usage: stoke tune --synthetic KIND [options]\n"
+    "usage: stoke tune DATA|--synthetic KIND [options]\n"
     "\n"
     "Sweep worker threads x prefetch depth (x batch size) with a warm-up\n"
     "epoch per point, and pick the knee: the cheapest configuration (fewest\n"
@@ -31,6 +31,8 @@ const char cmd_tune_usage[] =
     "best achievable when none does.\n"
     "\n"
     "source\n"
+    "  DATA                   an image dataset (folder, tar or packed shards)\n"
+    "  --transform SPEC       for DATA (random-resized-crop=224,flip,chw,u8)\n"
     "  --synthetic KIND       sleep:5ms, spin:2ms or tensor\n"
     "  --samples N            samples in the dataset (256)\n"
     "  --shape DxHxW          shape of a sample's features (3x32x32)\n"
@@ -87,10 +89,12 @@ enum {
   O_JSON,
   O_SVG,
   O_QUIET,
-  O_HELP
+  O_HELP,
+  O_TRANSFORM
 };
 
 static const cli_opt tune_opts[] = {{"synthetic", 0, 1, O_SYNTHETIC},
+                                    {"transform", 0, 1, O_TRANSFORM},
                                     {"samples", 0, 1, O_SAMPLES},
                                     {"shape", 0, 1, O_SHAPE},
                                     {"cost-dist", 0, 1, O_COST_DIST},
@@ -541,7 +545,9 @@ int cmd_tune(int argc, char **argv) {
   double tolerance = STOKE_TUNE_TOLERANCE;
   tune_ctx t = {CLI_COMPUTE_NONE, 0, 0, 0, 0};
   int have_source = 0;
-  const char *json_path = NULL, *svg_path = NULL;
+  const char *json_path = NULL, *svg_path = NULL, *data = NULL;
+  stoke_image_config image;
+  stoke_image_config_init(&image);
 
   cli_parser p;
   cli_parser_init(&p, argc, argv, "tune");
@@ -554,10 +560,15 @@ int cmd_tune(int argc, char **argv) {
     case CLI_OPT_ERROR:
       return CLI_USAGE;
     case CLI_OPT_ARG:
-      cli_error("tune: reading a dataset ('%s') is not supported yet; use "
-                "--synthetic",
-                v);
-      return CLI_USAGE;
+      if (data) {
+        cli_error("tune: one dataset only, got '%s' and '%s'", data, v);
+        return CLI_USAGE;
+      }
+      data = v;
+      break;
+    case O_TRANSFORM:
+      image.transform = v;
+      break;
     case O_HELP:
       fputs(cmd_tune_usage, stdout);
       return CLI_OK;
@@ -634,9 +645,13 @@ int cmd_tune(int argc, char **argv) {
     if (bad)
       return CLI_USAGE;
   }
-  if (!have_source) {
-    cli_error("tune: no data source; give --synthetic sleep:5ms, spin:2ms "
-              "or tensor");
+  if (data && have_source) {
+    cli_error("tune: give a dataset or --synthetic, not both");
+    return CLI_USAGE;
+  }
+  if (!have_source && !data) {
+    cli_error("tune: no data source; give a dataset or --synthetic "
+              "sleep:5ms, spin:2ms or tensor");
     return CLI_USAGE;
   }
   if (svg_path && strcmp(svg_path, "-") == 0) {
@@ -691,13 +706,15 @@ int cmd_tune(int argc, char **argv) {
   t.tty = isatty(fileno(stderr));
 
   stoke_source *src = NULL;
-  int rc = stoke_source_create_synthetic(&synth, &src);
+  int rc = data ? stoke_source_create_images(data, &image, &src)
+                : stoke_source_create_synthetic(&synth, &src);
   if (rc < 0) {
     cli_error("%s", stoke_errmsg(NULL)[0] ? stoke_errmsg(NULL)
                                           : stoke_strerror(rc));
     return CLI_ERROR;
   }
   tc.base.source = src;
+  size_t n_source = stoke_source_n_samples(src);
   size_t n = 0;
   rc = stoke_tune_grid(&tc, NULL, 0, &n);
   stoke_tune_point *pts = rc == 0 ? calloc(n ? n : 1, sizeof *pts) : NULL;
@@ -765,19 +782,23 @@ int cmd_tune(int argc, char **argv) {
                                        t.compute_kind != CLI_COMPUTE_NONE,
                                        &knee) == 0;
   int batch_swept = n_bs > 0;
-  char src_text[64], step[64], subtitle[256], budget[32] = "none";
-  cli_fmt_synthetic(&synth, src_text, sizeof src_text);
+  char src_text[1100], step[64], subtitle[1400], budget[32] = "none";
+  if (data)
+    snprintf(src_text, sizeof src_text, "images %s (transform %s)", data,
+             image.transform);
+  else
+    cli_fmt_synthetic(&synth, src_text, sizeof src_text);
   cli_fmt_compute(t.compute_kind, t.compute_ns, step, sizeof step);
   if (tc.base.mem_budget_bytes)
     fmt_bytes(budget, sizeof budget, tc.base.mem_budget_bytes);
   snprintf(subtitle, sizeof subtitle,
-           "synthetic %s x %zu samples, step %s, %zu of %zu points measured",
-           src_text, synth.n_samples, step, n_measured, n);
+           "%s%s x %zu samples, step %s, %zu of %zu points measured",
+           data ? "" : "synthetic ", src_text, n_source, step, n_measured, n);
 
   if (!t.quiet) {
-    fprintf(table, "stoke tune: synthetic %s x %zu samples, step %s, %zu "
-                   "point%s",
-            src_text, synth.n_samples, step, n, n == 1 ? "" : "s");
+    fprintf(table, "stoke tune: %s%s x %zu samples, step %s, %zu point%s",
+            data ? "" : "synthetic ", src_text, n_source, step, n,
+            n == 1 ? "" : "s");
     if (tc.base.mem_budget_bytes)
       fprintf(table, ", host memory budget %s", budget);
     fputc('\n', table);
@@ -825,13 +846,20 @@ int cmd_tune(int argc, char **argv) {
       cJSON *c = cJSON_AddObjectToObject(root, "config");
       if (c) {
         char buf[64];
-        cJSON_AddStringToObject(c, "source", "synthetic");
-        cJSON_AddStringToObject(c, "synthetic", src_text);
-        cli_fmt_cost_dist(&synth, buf, sizeof buf);
-        cJSON_AddStringToObject(c, "cost_dist", buf);
-        cJSON_AddNumberToObject(c, "samples", (double)synth.n_samples);
-        cli_fmt_shape(synth.ndim, synth.shape, buf, sizeof buf);
-        cJSON_AddStringToObject(c, "shape", buf);
+        if (data) {
+          cJSON_AddStringToObject(c, "source", "images");
+          cJSON_AddStringToObject(c, "data", data);
+          cJSON_AddStringToObject(c, "transform", image.transform);
+          cJSON_AddNumberToObject(c, "samples", (double)n_source);
+        } else {
+          cJSON_AddStringToObject(c, "source", "synthetic");
+          cJSON_AddStringToObject(c, "synthetic", src_text);
+          cli_fmt_cost_dist(&synth, buf, sizeof buf);
+          cJSON_AddStringToObject(c, "cost_dist", buf);
+          cJSON_AddNumberToObject(c, "samples", (double)synth.n_samples);
+          cli_fmt_shape(synth.ndim, synth.shape, buf, sizeof buf);
+          cJSON_AddStringToObject(c, "shape", buf);
+        }
         cJSON_AddStringToObject(c, "compute", step);
         cJSON_AddNumberToObject(c, "compute_ns", (double)t.compute_ns);
         cJSON_AddNumberToObject(c, "batch_size",
