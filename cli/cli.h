@@ -250,6 +250,8 @@ FILE *cli_open_output(const char *path);
 ** synthesised JPEGs, one folder per class.  Returns 0, or -1 after a
 ** message. */
 int cli_demo_dataset(const char *dir, FILE *log);
+/* `stoke demo --seed000` (demo_seed000.c). */
+int cli_demo_seed000(int argc, char **argv);
 /* mkdir -p: 0, or -1 with errno set. */
 int cli_mkdir_p(const char *path);
 

@@ -1,118 +1,142 @@
-/* cmd_demo.c — "stoke demo": the seed-000 story in a few seconds.
+/* cmd_demo.c — "stoke demo": the main job.  The story of the seed texts,
+** end to end, on real JPEG decoding, with no arguments and no network:
 **
-** 256 samples that each cost 5 ms of waiting (a stand-in for reading and
-** decoding an image), batches of 32, and a 12 ms GPU-like training step.
-** With PyTorch's default of 0 workers the step waits for data almost all the
-** time: starving.  Adding workers (1, 2, 4, 8, 16, 32; stop at the first that
-** is busy) moves the split until the step computes instead of waits.  Each
-** run is a warm-up epoch and a measured one.
+**   1. a built-in image dataset (synthesised JPEGs, made once into a cache);
+**   2. PyTorch's defaults (0 workers) against a simulated GPU step: the
+**      profile says "starving", with its numbers and advice;
+**   3. `stoke tune` sweeps workers and prefetch and picks the knee;
+**   4. the same run with the knee's settings: the split flips to "busy";
+**   5. report.html (the whole story as a page) and trace.json (Perfetto).
 **
-** The loader prefetches the next epoch while the current one ends
-** (prefetch_next_epoch), so a measured epoch does not begin with an empty
-** queue; 32 stays on the ladder for machines slower to wake 16 sleepers.
+** The simulated step is sized from this machine's measured cost per image,
+** so that 0 workers starve it and the machine's cores can feed it: what the
+** demo shows is the flip, not a number tuned to one computer.
 **
-** A later version replaces the synthetic samples with real images.
-*/
+** Each stage is the real command (profile, tune, report) run in-process, so
+** the demo prints exactly what a user would see. */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 
 const char cmd_demo_usage[] =
-    "usage: stoke demo [--json FILE]\n"
+    "usage: stoke demo [--out DIR] [--cache DIR] [--json FILE]\n"
+    "       stoke demo --seed000 [--json FILE]\n"
     "\n"
-    "Show a starving loader and the worker count that feeds it: 256\n"
-    "synthetic samples costing 5 ms each (sleep), batch 32, a 12 ms GPU-like\n"
-    "step, one warm-up and one measured epoch per run.  Runs 0 workers\n"
-    "(PyTorch's default), then 1, 2, 4, 8, 16 and 32 until the verdict is\n"
-    "busy.\n"
+    "Show a GPU waiting for data and the settings that feed it, on a\n"
+    "built-in image dataset (synthesised JPEGs made once into a cache):\n"
+    "profile PyTorch's default of 0 workers against a simulated GPU step\n"
+    "(starving), tune workers and prefetch, rerun with the knee (busy), and\n"
+    "write report.html and trace.json.  Under a minute on 2 cores.\n"
     "\n"
-    "  --json FILE            write the runs as JSON ('-' = stdout; the text\n"
-    "                         then goes to stderr)\n"
-    "  -q, --quiet            no text\n";
+    "  --out DIR              where the report, trace and JSON go\n"
+    "                         (stoke-demo)\n"
+    "  --cache DIR            where the dataset is kept ($XDG_CACHE_HOME or\n"
+    "                         ~/.cache, /stoke/demo-v1)\n"
+    "  --json FILE            a summary of the story as JSON\n"
+    "  --seed000              the seed-000 experiment instead: synthetic\n"
+    "                         samples costing 5 ms, workers 0 to 32\n";
 
-enum { O_JSON = 1, O_QUIET, O_HELP };
+enum { O_OUT = 1, O_CACHE, O_JSON, O_HELP, O_SEED000 };
 
-static const cli_opt demo_opts[] = {{"json", 0, 1, O_JSON},
-                                    {"quiet", 'q', 0, O_QUIET},
-                                    {"help", 'h', 0, O_HELP},
-                                    {NULL, 0, 0, 0}};
+static const cli_opt opts[] = {{"out", 0, 1, O_OUT},
+                               {"cache", 0, 1, O_CACHE},
+                               {"json", 0, 1, O_JSON},
+                               {"help", 'h', 0, O_HELP},
+                               {"seed000", 0, 0, O_SEED000},
+                               {NULL, 0, 0, 0}};
 
-static const unsigned demo_workers[] = {0, 1, 2, 4, 8, 16, 32};
-#define N_DEMO_RUNS (sizeof(demo_workers) / sizeof(demo_workers[0]))
+#define BATCH 32
 
-typedef struct demo_run {
-  unsigned workers;
-  double epoch_s, wait_s, compute_s, samples_per_s;
-  stoke_diagnosis diag;
-} demo_run;
-
-static void demo_spec(cli_run_spec *spec, unsigned workers) {
-  memset(spec, 0, sizeof(*spec));
-  stoke_synthetic_config_init(&spec->synth);
-  spec->synth.kind = STOKE_SYNTH_SLEEP;
-  spec->synth.cost_ns = 5000000;
-  spec->synth.dist = STOKE_COST_FIXED;
-  spec->synth.n_samples = 256;
-  spec->synth.ndim = 3;
-  spec->synth.shape[0] = 3;
-  spec->synth.shape[1] = 32;
-  spec->synth.shape[2] = 32;
-  spec->synth.n_classes = 2;
-  stoke_config_init(&spec->cfg);
-  spec->cfg.batch_size = 32;
-  spec->cfg.n_workers = workers;
-  spec->cfg.prefetch = 2;
-  spec->cfg.warmup_epochs = 1;
-  spec->epochs = 2;
-  spec->compute_kind = CLI_COMPUTE_SLEEP;
-  spec->compute_ns = 12000000;
+/* Run a command in-process, as `stoke ARGS...`. */
+static int run_cmd(cli_cmd_fn fn, const char *const *args) {
+  char *argv[40];
+  int argc = 0;
+  for (; args[argc] && argc < 39; argc++) argv[argc] = (char *)args[argc];
+  argv[argc] = NULL;
+  fflush(stdout);
+  int rc = fn(argc, argv);
+  fflush(stdout);
+  fflush(stderr);
+  return rc;
 }
 
-static void print_row(FILE *f, const demo_run *r) {
-  fprintf(f, "  %3u  %8.3f  %9.3f  %11.3f  %s\n", r->workers, r->epoch_s,
-          r->wait_s, r->compute_s, stoke_verdict_name(r->diag.verdict));
-}
-
-static cJSON *demo_json(const cli_run_spec *spec0, const cli_run_result *res0,
-                        const demo_run *runs, size_t n, double speedup) {
-  cJSON *root = cJSON_CreateObject();
-  if (!root)
-    return NULL;
-  /* The story's settings, as bench would report them for W = 0. */
-  cJSON_AddItemToObject(root, "config", cli_config_json(spec0, res0));
-  cJSON_AddItemToObject(root, "machine", cli_machine_json());
-  cJSON *a = cJSON_AddArrayToObject(root, "runs");
-  for (size_t i = 0; a && i < n; i++) {
-    const demo_run *r = &runs[i];
-    cJSON *o = cJSON_CreateObject();
-    if (!o)
-      break;
-    cJSON_AddItemToArray(a, o);
-    cJSON_AddNumberToObject(o, "workers", r->workers);
-    cJSON_AddNumberToObject(o, "epoch_s", r->epoch_s);
-    cJSON_AddNumberToObject(o, "wait_s", r->wait_s);
-    cJSON_AddNumberToObject(o, "compute_s", r->compute_s);
-    cJSON_AddNumberToObject(o, "samples_per_s", r->samples_per_s);
-    cJSON_AddNumberToObject(o, "wait_ratio", r->diag.wait_ratio);
-    cJSON_AddNumberToObject(o, "queue_empty_frac", r->diag.queue_empty_frac);
-    cJSON_AddStringToObject(o, "verdict", stoke_verdict_name(r->diag.verdict));
-    cJSON_AddStringToObject(o, "verdict_reason", r->diag.reason);
+static cJSON *read_json(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  rewind(f);
+  char *buf = malloc((size_t)n + 1);
+  cJSON *j = NULL;
+  if (buf && fread(buf, 1, (size_t)n, f) == (size_t)n) {
+    buf[n] = '\0';
+    j = cJSON_Parse(buf);
   }
-  cJSON_AddNumberToObject(root, "speedup", speedup);
-  cJSON_AddNumberToObject(root, "final_workers", runs[n - 1].workers);
-  cJSON_AddStringToObject(root, "final_verdict",
-                          stoke_verdict_name(runs[n - 1].diag.verdict));
-  return root;
+  free(buf);
+  fclose(f);
+  return j;
+}
+
+static double num_at(const cJSON *o, const char *a, const char *b) {
+  const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, a);
+  if (b) x = cJSON_GetObjectItemCaseSensitive(x, b);
+  return cJSON_IsNumber(x) ? x->valuedouble : NAN;
+}
+
+static const char *str_at(const cJSON *o, const char *a, const char *b) {
+  const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, a);
+  if (b) x = cJSON_GetObjectItemCaseSensitive(x, b);
+  return cJSON_IsString(x) ? x->valuestring : "?";
+}
+
+static void default_cache(char *buf, size_t n) {
+  const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+  if (xdg && *xdg)
+    snprintf(buf, n, "%s/stoke/demo-v1", xdg);
+  else if (home && *home)
+    snprintf(buf, n, "%s/.cache/stoke/demo-v1", home);
+  else
+    snprintf(buf, n, "/tmp/stoke-demo-cache-v1");
+}
+
+/* The measured cost of one image at 0 workers (read+decode+transform):
+** one quick epoch over part of the dataset. */
+static int measure_cost(const char *data, double *sec_per_image) {
+  cli_run_spec spec;
+  memset(&spec, 0, sizeof spec);
+  spec.data = data;
+  stoke_image_config_init(&spec.image);
+  stoke_synthetic_config_init(&spec.synth);
+  stoke_config_init(&spec.cfg);
+  spec.cfg.batch_size = BATCH;
+  spec.cfg.n_workers = 0;
+  spec.cfg.warmup_epochs = 1;
+  spec.epochs = 2;
+  spec.compute_kind = CLI_COMPUTE_NONE;
+  cli_run_result res;
+  if (cli_run(&spec, &res) != CLI_OK) return -1;
+  *sec_per_image = res.samples_per_s > 0 ? 1.0 / res.samples_per_s : 0;
+  cli_run_result_free(&res);
+  return *sec_per_image > 0 ? 0 : -1;
 }
 
 int cmd_demo(int argc, char **argv) {
-  const char *json_path = NULL;
-  int quiet = 0;
+  for (int i = 1; i < argc; i++)
+    if (strcmp(argv[i], "--seed000") == 0) {
+      /* The seed-000 story keeps its own options. */
+      for (int k = i; k + 1 < argc; k++) argv[k] = argv[k + 1];
+      return cli_demo_seed000(argc - 1, argv);
+    }
+  const char *out = "stoke-demo", *cache = NULL, *json_path = NULL;
   cli_parser p;
   cli_parser_init(&p, argc, argv, "demo");
   const char *v;
   int id;
-  while ((id = cli_next_opt(&p, demo_opts, &v)) != CLI_OPT_END) {
+  while ((id = cli_next_opt(&p, opts, &v)) != CLI_OPT_END) {
     switch (id) {
     case CLI_OPT_ERROR:
       return CLI_USAGE;
@@ -122,98 +146,133 @@ int cmd_demo(int argc, char **argv) {
     case O_HELP:
       fputs(cmd_demo_usage, stdout);
       return CLI_OK;
+    case O_OUT:
+      out = v;
+      break;
+    case O_CACHE:
+      cache = v;
+      break;
     case O_JSON:
       json_path = v;
-      break;
-    case O_QUIET:
-      quiet = 1;
       break;
     }
   }
   FILE *json = NULL;
-  if (json_path && !(json = cli_open_output(json_path)))
+  if (json_path && !(json = cli_open_output(json_path))) return CLI_ERROR;
+  char data[1024];
+  if (cache)
+    snprintf(data, sizeof data, "%s", cache);
+  else
+    default_cache(data, sizeof data);
+  if (cli_demo_dataset(data, stdout) != 0) return CLI_ERROR;
+  if (cli_mkdir_p(out) != 0) {
+    cli_error("demo: cannot create %s", out);
     return CLI_ERROR;
-  FILE *out = json == stdout ? stderr : stdout;
-  if (quiet)
-    out = NULL;
+  }
+  double t_img;
+  if (measure_cost(data, &t_img) != 0) return CLI_ERROR;
+  /* A step 0.75x the time 0 workers need for a batch: 0 workers starve it
+  ** (they wait 57% of the step), two cores make a batch in about 0.5x. */
+  int step_ms = (int)ceil(0.75 * BATCH * t_img * 1000.0);
+  if (step_ms < 2) step_ms = 2;
+  char step[32], before[1100], after[1100], tune[1100], svg[1100],
+      trace[1100], report[1100];
+  snprintf(step, sizeof step, "sleep:%dms", step_ms);
+  snprintf(before, sizeof before, "%s/before.json", out);
+  snprintf(after, sizeof after, "%s/after.json", out);
+  snprintf(tune, sizeof tune, "%s/tune.json", out);
+  snprintf(svg, sizeof svg, "%s/tune.svg", out);
+  snprintf(trace, sizeof trace, "%s/trace.json", out);
+  snprintf(report, sizeof report, "%s/report.html", out);
 
-  if (out)
-    fprintf(out,
-            "stoke demo: 256 samples costing 5 ms each (sleep), batch 32, a "
-            "12 ms GPU-like step;\n"
-            "            one warm-up epoch, then one measured epoch per run\n"
-            "\n");
-  demo_run runs[N_DEMO_RUNS];
-  size_t n = 0;
-  cli_run_spec spec0;
-  cli_run_result res0;
+  printf("\nstoke demo: images in %s, batch %d; a simulated GPU step of %d "
+         "ms\n(0.75x the %.2f ms per batch this machine needs to make one "
+         "with 0 workers)\n",
+         data, BATCH, step_ms, BATCH * t_img * 1000.0);
+  printf("\n== 1. PyTorch's defaults: 0 workers, every batch made inside "
+         "next()\n\n");
+  const char *a1[] = {"profile", data, "-b", "32", "-j", "0", "--compute",
+                      step, "--epochs", "2", "--json", before, NULL};
+  if (run_cmd(cmd_profile, a1) != CLI_OK) return CLI_ERROR;
+
+  printf("\n== 2. stoke tune: workers x prefetch against the same step\n\n");
+  char maxw[16];
+  unsigned cores = (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
+  snprintf(maxw, sizeof maxw, "%u", cores * 2 > 8 ? 8 : cores * 2 < 4 ? 4
+                                                                      : cores * 2);
+  const char *a2[] = {"tune",  data,         "-b",       "32",
+                      "--compute", step,     "--max-workers", maxw,
+                      "--prefetch", "1,2",   "--json",   tune,
+                      "--svg", svg,          NULL};
+  if (run_cmd(cmd_tune, a2) != CLI_OK) return CLI_ERROR;
+  cJSON *tj = read_json(tune);
+  double kw = num_at(tj, "knee", "workers"), kk = num_at(tj, "knee",
+                                                          "prefetch");
+  if (!tj || isnan(kw) || isnan(kk)) {
+    cli_error("demo: tune found no knee (see %s)", tune);
+    cJSON_Delete(tj);
+    return CLI_ERROR;
+  }
+  cJSON_Delete(tj);
+  char ws[16], ks[16];
+  snprintf(ws, sizeof ws, "%.0f", kw);
+  snprintf(ks, sizeof ks, "%.0f", kk);
+
+  printf("\n== 3. the knee's settings: -j %s --prefetch %s\n\n", ws, ks);
+  const char *a3[] = {"profile", data,  "-b",      "32",   "-j",  ws,
+                      "--prefetch", ks, "--compute", step, "--epochs", "2",
+                      "--json", after,  "--trace", trace,  NULL};
+  if (run_cmd(cmd_profile, a3) != CLI_OK) return CLI_ERROR;
+
+  const char *a4[] = {"report", before, tune, after, "-o", report, NULL};
+  if (run_cmd(cmd_report, a4) != CLI_OK) return CLI_ERROR;
+
+  cJSON *bj = read_json(before), *aj = read_json(after);
+  double b_epoch = num_at(bj, "summary", "epoch_s"),
+         a_epoch = num_at(aj, "summary", "epoch_s");
+  printf("\n== the split, before and after\n\n");
+  printf("  %-22s %9s %10s %12s  %s\n", "", "epoch s", "waiting", "computing",
+         "verdict");
+  const cJSON *runs[2] = {bj, aj};
+  const char *names[2] = {"0 workers (PyTorch)", "knee"};
+  for (int i = 0; i < 2; i++)
+    printf("  %-22s %9.3f %9.1f%% %11.1f%%  %s\n", names[i],
+           num_at(runs[i], "summary", "epoch_s"),
+           100 * num_at(runs[i], "summary", "wait_ratio"),
+           100 * (1 - num_at(runs[i], "summary", "wait_ratio")),
+           str_at(runs[i], "summary", "verdict"));
+  printf("\n  %.1fx faster per epoch with -j %s --prefetch %s\n",
+         b_epoch / a_epoch, ws, ks);
+  printf("\nwrote %s (open it in a browser), %s (open it in "
+         "https://ui.perfetto.dev or chrome://tracing), %s, and the runs' "
+         "JSON in %s\n",
+         report, trace, svg, out);
   int rc = CLI_OK;
-  memset(&res0, 0, sizeof(res0));
-  for (size_t i = 0; i < N_DEMO_RUNS; i++) {
-    cli_run_spec spec;
-    cli_run_result res;
-    demo_spec(&spec, demo_workers[i]);
-    rc = cli_run(&spec, &res);
-    if (rc != CLI_OK)
-      break;
-    demo_run *r = &runs[n++];
-    r->workers = res.eff.n_workers;
-    r->epoch_s = res.epoch_s;
-    r->wait_s = (double)res.stats.wait.total_ns / 1e9;
-    r->compute_s = (double)res.stats.compute.total_ns / 1e9;
-    r->samples_per_s = res.samples_per_s;
-    r->diag = res.diag;
-    if (i == 0) {
-      spec0 = spec;
-      res0 = res; /* keeps its epochs until the end */
-      if (out) {
-        fprintf(out,
-                "workers 0 (PyTorch's default): epoch %.3f s, waiting "
-                "%.3f s, computing %.3f s\n",
-                r->epoch_s, r->wait_s, r->compute_s);
-        cli_print_verdict(out, "  ", &r->diag);
-        fprintf(out, "\nmore workers:\n");
-      }
-    } else {
-      if (out) {
-        fprintf(out,
-                "workers %u: epoch %.3f s, waiting %.3f s, computing "
-                "%.3f s\n",
-                r->workers, r->epoch_s, r->wait_s, r->compute_s);
-        cli_print_verdict(out, "  ", &r->diag);
-      }
-      cli_run_result_free(&res);
-    }
-    if (r->diag.verdict == STOKE_VERDICT_BUSY && i > 0)
-      break;
-  }
-  if (rc != CLI_OK) {
-    cli_run_result_free(&res0);
-    if (json && json != stdout) {
-      fclose(json);
-      remove(json_path);
-    }
-    return rc;
-  }
-
-  const demo_run *first = &runs[0], *last = &runs[n - 1];
-  double speedup = last->epoch_s > 0 ? first->epoch_s / last->epoch_s : 0;
-  if (out) {
-    fprintf(out, "\n    W   epoch s  waiting s  computing s  verdict\n");
-    print_row(out, first);
-    if (n > 1)
-      print_row(out, last);
-    fprintf(out, "\nspeed-up: %.1fx with %u workers instead of 0\n", speedup,
-            last->workers);
-    if (last->diag.verdict != STOKE_VERDICT_BUSY)
-      fprintf(out, "note: still %s at %u workers on this machine\n",
-              stoke_verdict_name(last->diag.verdict), last->workers);
-  }
   if (json) {
-    cJSON *root = demo_json(&spec0, &res0, runs, n, speedup);
-    rc = cli_write_json(json_path, json, root);
-    cJSON_Delete(root);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "data", data);
+    cJSON_AddNumberToObject(o, "step_ms", step_ms);
+    cJSON_AddNumberToObject(o, "batch_size", BATCH);
+    cJSON *b = cJSON_AddObjectToObject(o, "before");
+    cJSON_AddNumberToObject(b, "workers", 0);
+    cJSON_AddNumberToObject(b, "epoch_s", b_epoch);
+    cJSON_AddNumberToObject(b, "wait_ratio",
+                            num_at(bj, "summary", "wait_ratio"));
+    cJSON_AddStringToObject(b, "verdict", str_at(bj, "summary", "verdict"));
+    cJSON *a = cJSON_AddObjectToObject(o, "after");
+    cJSON_AddNumberToObject(a, "workers", kw);
+    cJSON_AddNumberToObject(a, "prefetch", kk);
+    cJSON_AddNumberToObject(a, "epoch_s", a_epoch);
+    cJSON_AddNumberToObject(a, "wait_ratio",
+                            num_at(aj, "summary", "wait_ratio"));
+    cJSON_AddStringToObject(a, "verdict", str_at(aj, "summary", "verdict"));
+    cJSON_AddNumberToObject(o, "speedup", b_epoch / a_epoch);
+    cJSON_AddStringToObject(o, "report", report);
+    cJSON_AddStringToObject(o, "trace", trace);
+    rc = cli_write_json(json_path, json, o);
+    cJSON_Delete(o);
   }
-  cli_run_result_free(&res0);
+  cJSON_Delete(bj);
+  cJSON_Delete(aj);
   return rc;
 }

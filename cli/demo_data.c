@@ -15,7 +15,7 @@
 #include "cli.h"
 
 #define DEMO_CLASSES 8
-#define DEMO_PER_CLASS 80
+#define DEMO_PER_CLASS 40
 
 static uint64_t next_rand(uint64_t *s) {
   uint64_t z = (*s += 0x9e3779b97f4a7c15ull);

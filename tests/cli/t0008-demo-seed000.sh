@@ -1,10 +1,11 @@
 #!/bin/bash
-# stoke demo: 0 workers starve, and the last worker count tried is busy.
+# stoke demo --seed000: 0 workers starve, and the last worker count tried is
+# busy.
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
-say "stoke demo --json FILE"
-run_stoke demo --json "$TMP/demo.json"
+say "stoke demo --seed000 --json FILE"
+run_stoke demo --seed000 --json "$TMP/demo.json"
 [ "$rc" -eq 0 ] || fail "exit $rc: $(cat "$TMP/err")"
 check_messages
 json_check "$TMP/demo.json" '

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# stoke demo, the main job: the built-in image dataset, 0 workers starving,
+# tune, the knee's run, report.html and trace.json.  Checks what holds by
+# construction: 0 workers starve (every batch is made inside next()), the
+# knee uses workers and waits less, and every file is written and valid.
+. "$(dirname "$0")/lib.sh"
+
+say "stoke demo --cache --out --json"
+run_stoke demo --cache "$TMP/cache" --out "$TMP/d1" --json "$TMP/demo.json"
+[ "$rc" -eq 0 ] || fail "demo exit $rc: $(tail -20 "$TMP/err")"
+grep -q "== 1. PyTorch's defaults" "$TMP/out" || fail "no step 1 in the story"
+grep -q "wrote .*report.html" "$TMP/out" || fail "does not say where the report is"
+for f in report.html trace.json tune.svg before.json after.json tune.json; do
+  [ -s "$TMP/d1/$f" ] || fail "no $f"
+done
+[ -f "$TMP/cache/.complete" ] || fail "dataset not marked complete"
+json_check "$TMP/demo.json" '
+b, a = d["before"], d["after"]
+assert b["workers"] == 0 and b["verdict"] == "starving", b
+assert a["workers"] >= 1, a
+assert a["wait_ratio"] < b["wait_ratio"], (a, b)
+assert d["step_ms"] >= 2
+'
+json_check "$TMP/d1/trace.json" '
+names = {e["args"]["name"] for e in d["traceEvents"] if e["ph"] == "M"}
+assert "consumer" in names and "stoke-w0" in names, names
+spans = {e["name"] for e in d["traceEvents"] if e["ph"] == "X"}
+assert {"read", "decode", "transform", "wait", "compute"} <= spans, spans
+'
+grep -q "starving" "$TMP/d1/report.html" || fail "report lacks the verdict"
+
+say "a second run reuses the dataset"
+run_stoke demo --cache "$TMP/cache" --out "$TMP/d2"
+grep -q "making the demo dataset" "$TMP/out" && fail "the dataset was made again"
+[ "$rc" -eq 0 ] || fail "second demo exit $rc"
+echo ok
