@@ -4,7 +4,9 @@
 . "$(dirname "$0")/lib.sh"
 
 expect_usage "--synthetic" tune
-expect_usage "not supported yet" tune /data/imagenet
+expect_usage "give a dataset or --synthetic, not both" tune /data/imagenet \
+  --synthetic tensor
+expect_usage "one dataset only" tune /data/a /data/b
 expect_usage "--tolerance" tune --synthetic tensor --tolerance 120%
 expect_usage "--tolerance" tune --synthetic tensor --tolerance x
 expect_usage "-j" tune --synthetic tensor -j 1,,2
@@ -57,4 +59,9 @@ run_stoke tune --synthetic tensor --samples 64 -b 64 -j 0 --mem-budget 100KiB \
 [ "$rc" -eq 0 ] || fail "exit $rc: $(cat "$TMP/err")"
 grep -q 'no point was measured' "$TMP/out" || fail "$(cat "$TMP/out")"
 json_check "$TMP/n.json" 'assert d["knee"] is None'
+
+say "a dataset that does not exist is a runtime error naming it"
+run_stoke tune /nonexistent/imagenet --compute sleep:1ms
+[ "$rc" -eq 1 ] || fail "exit $rc, expected 1"
+grep -q "/nonexistent/imagenet" "$TMP/err" || fail "path not named: $(cat "$TMP/err")"
 echo ok
