@@ -62,6 +62,9 @@ void stoke__sleep_ns(int64_t ns);
 ** call takes longer, as real CPU-bound work would). */
 void stoke__spin_cpu_ns(int64_t ns);
 unsigned stoke__online_cpus(void);
+/* Drop the whole pages of a read-only file mapping inside [p, p + n) from
+** the resident set (src/os/memory.c). */
+void stoke__drop_pages(const void *p, size_t n);
 
 typedef struct stoke__thread stoke__thread; /* wraps pthread_t */
 /* Start fn(arg) on a thread named `name` (at most 15 chars) with an explicit
