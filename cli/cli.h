@@ -224,6 +224,15 @@ int cli_run_args_finish(cli_run_args *a, const char *cmd);
 ** cli_run_result_free(). */
 int cli_run(const cli_run_spec *spec, cli_run_result *res);
 void cli_run_result_free(cli_run_result *res);
+/* Open json_path ("-" = stdout; NULL = none) before the run, so a bad path
+** fails first, then cli_run().  On failure the file is removed and *json is
+** NULL. */
+int cli_run_open(const cli_run_spec *spec, const char *json_path,
+                 FILE **json, cli_run_result *res);
+/* The headline ("stoke bench: <source>, batch ..."), the epochs, the
+** summary and the verdict. */
+void cli_print_report(FILE *f, const char *cmd, const cli_run_spec *spec,
+                      const cli_run_result *res);
 
 /* Human report: the per-epoch table, the steady state and the verdict. */
 void cli_print_epochs(FILE *f, const cli_run_result *res);

@@ -119,35 +119,14 @@ int cmd_bench(int argc, char **argv) {
     return CLI_USAGE;
   const cli_run_spec *spec = &args.spec;
 
-  FILE *json = NULL;
-  if (json_path && !(json = cli_open_output(json_path)))
-    return CLI_ERROR;
-  FILE *table = json == stdout ? stderr : stdout;
-
+  FILE *json;
   cli_run_result res;
-  int rc = cli_run(spec, &res);
-  if (rc != CLI_OK) {
-    if (json && json != stdout) {
-      fclose(json);
-      remove(json_path);
-    }
+  int rc = cli_run_open(spec, json_path, &json, &res);
+  if (rc != CLI_OK)
     return rc;
-  }
+  FILE *table = json == stdout ? stderr : stdout;
   if (!quiet) {
-    char src[1200], step[64];
-    cli_fmt_source(spec, res.n_samples, src, sizeof(src));
-    cli_fmt_compute(spec->compute_kind, spec->compute_ns, step, sizeof(step));
-    fprintf(table,
-            "stoke bench: %s, batch %zu, %u workers, prefetch %u, "
-            "step %s",
-            src, res.eff.batch_size, res.eff.n_workers, res.eff.prefetch,
-            step);
-    if (res.eff.world > 1)
-      fprintf(table, ", rank %u of %u", res.eff.rank, res.eff.world);
-    fputc('\n', table);
-    cli_print_epochs(table, &res);
-    cli_print_summary(table, &res);
-    cli_print_verdict(table, "", &res.diag);
+    cli_print_report(table, "bench", spec, &res);
   }
   if (json) {
     cJSON *root = cJSON_CreateObject();

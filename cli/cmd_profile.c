@@ -460,20 +460,12 @@ int cmd_profile(int argc, char **argv) {
     return CLI_USAGE;
   const cli_run_spec *spec = &args.spec;
 
-  FILE *json = NULL;
-  if (json_path && !(json = cli_open_output(json_path)))
-    return CLI_ERROR;
-  FILE *out = json == stdout ? stderr : stdout;
-
+  FILE *json;
   cli_run_result res;
-  int rc = cli_run(spec, &res);
-  if (rc != CLI_OK) {
-    if (json && json != stdout) {
-      fclose(json);
-      remove(json_path);
-    }
+  int rc = cli_run_open(spec, json_path, &json, &res);
+  if (rc != CLI_OK)
     return rc;
-  }
+  FILE *out = json == stdout ? stderr : stdout;
   if (!have_ws) {
     static const unsigned dw[] = {0, 1, 2, 4, 8, 16, 32};
     for (size_t i = 0; i < sizeof(dw) / sizeof(dw[0]); i++)
@@ -502,17 +494,7 @@ int cmd_profile(int argc, char **argv) {
   }
 
   if (!quiet) {
-    char src[1200], step[64];
-    cli_fmt_source(spec, res.n_samples, src, sizeof(src));
-    cli_fmt_compute(spec->compute_kind, spec->compute_ns, step, sizeof(step));
-    fprintf(out,
-            "stoke profile: %s, batch %zu, %u workers, prefetch %u, "
-            "step %s\n",
-            src, res.eff.batch_size, res.eff.n_workers, res.eff.prefetch,
-            step);
-    cli_print_epochs(out, &res);
-    cli_print_summary(out, &res);
-    cli_print_verdict(out, "", &res.diag);
+    cli_print_report(out, "profile", spec, &res);
     print_profile(out, &res, &pr);
   }
   if (json) {

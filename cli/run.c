@@ -324,7 +324,40 @@ fail:
   return CLI_ERROR;
 }
 
+int cli_run_open(const cli_run_spec *spec, const char *json_path,
+                 FILE **json, cli_run_result *res) {
+  *json = NULL;
+  if (json_path && !(*json = cli_open_output(json_path)))
+    return CLI_ERROR;
+  int rc = cli_run(spec, res);
+  if (rc != CLI_OK) {
+    /* No half report: a failed run leaves no JSON file behind. */
+    if (*json && *json != stdout) {
+      fclose(*json);
+      remove(json_path);
+    }
+    *json = NULL;
+  }
+  return rc;
+}
+
 /* ---- the human report ---------------------------------------------------- */
+
+void cli_print_report(FILE *f, const char *cmd, const cli_run_spec *spec,
+                      const cli_run_result *res) {
+  char src[1200], step[64];
+  cli_fmt_source(spec, res->n_samples, src, sizeof(src));
+  cli_fmt_compute(spec->compute_kind, spec->compute_ns, step, sizeof(step));
+  fprintf(f, "stoke %s: %s, batch %zu, %u workers, prefetch %u, step %s", cmd,
+          src, res->eff.batch_size, res->eff.n_workers, res->eff.prefetch,
+          step);
+  if (res->eff.world > 1)
+    fprintf(f, ", rank %u of %u", res->eff.rank, res->eff.world);
+  fputc('\n', f);
+  cli_print_epochs(f, res);
+  cli_print_summary(f, res);
+  cli_print_verdict(f, "", &res->diag);
+}
 
 static double sec(int64_t ns) { return (double)ns / 1e9; }
 static double msec(int64_t ns) { return (double)ns / 1e6; }
