@@ -142,6 +142,8 @@ typedef struct cli_run_spec {
 #define CLI_TRACE_EVENTS 65536
 
 typedef struct cli_run_result {
+  stoke_hist_bucket *wait_hist; /* non-empty wait buckets, malloc'd */
+  size_t n_wait_hist;
   char source_kind[16];        /* "synthetic", "folder", "tar", "packed" */
   size_t source_samples;       /* in the source, all ranks */
   stoke_config eff;            /* the configuration in force */

@@ -336,7 +336,11 @@ static void run_description(FILE *f, const input *in) {
   const char *syn = str(c, "synthetic"), *dist = str(c, "cost_dist");
   double samples = num(c, "samples");
   fputs("<dt>source</dt><dd>", f);
-  if (syn) {
+  if (str(c, "data")) {
+    escf(f, "images %s", str(c, "data"));
+    if (str(c, "transform"))
+      escf(f, " (transform %s)", str(c, "transform"));
+  } else if (syn) {
     escf(f, "%s %s", str(c, "source") ? str(c, "source") : "synthetic",
          syn);
     if (dist)
@@ -1046,9 +1050,15 @@ static int tune_curve(FILE *f, const input *in) {
     snprintf(mark, sizeof mark, "knee: %s", str(k, "flags"));
   const cJSON *c = obj(in->root, "config");
   char subtitle[192];
-  snprintf(subtitle, sizeof subtitle, "synthetic %s x %.0f samples, step %s",
-           str(c, "synthetic") ? str(c, "synthetic") : "?",
-           num(c, "samples"), str(c, "compute") ? str(c, "compute") : "?");
+  if (str(c, "data"))
+    snprintf(subtitle, sizeof subtitle, "images %s x %.0f samples, step %s",
+             str(c, "data"), num(c, "samples"),
+             str(c, "compute") ? str(c, "compute") : "?");
+  else
+    snprintf(subtitle, sizeof subtitle,
+             "synthetic %s x %.0f samples, step %s",
+             str(c, "synthetic") ? str(c, "synthetic") : "?",
+             num(c, "samples"), str(c, "compute") ? str(c, "compute") : "?");
   svg_chart ch = {.title = "Throughput and waiting against workers",
                   .subtitle = subtitle,
                   .x_label = "worker threads",

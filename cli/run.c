@@ -212,6 +212,9 @@ void cli_run_result_free(cli_run_result *res) {
   free(res->epochs);
   res->epochs = NULL;
   res->n_epochs = 0;
+  free(res->wait_hist);
+  res->wait_hist = NULL;
+  res->n_wait_hist = 0;
 }
 
 static int collect(stoke_loader *l, cli_run_result *res) {
@@ -219,6 +222,13 @@ static int collect(stoke_loader *l, cli_run_result *res) {
   int rc = stoke_loader_stats(l, &res->stats);
   if (rc < 0)
     return rc;
+  size_t nh = stoke_loader_wait_histogram(l, NULL, 0);
+  res->wait_hist = calloc(nh ? nh : 1, sizeof(*res->wait_hist));
+  if (!res->wait_hist)
+    return STOKE_ENOMEM;
+  res->n_wait_hist = stoke_loader_wait_histogram(l, res->wait_hist, nh);
+  if (res->n_wait_hist > nh)
+    res->n_wait_hist = nh;
   size_t n = stoke_loader_n_epoch_stats(l);
   res->epochs = calloc(n ? n : 1, sizeof(*res->epochs));
   if (!res->epochs)
@@ -552,6 +562,15 @@ cJSON *cli_summary_json(const cli_run_result *res) {
   cJSON_AddNumberToObject(o, "wait_s", sec(st->wait.total_ns));
   cJSON_AddNumberToObject(o, "compute_s", sec(st->compute.total_ns));
   cJSON_AddNumberToObject(o, "wait_ratio", st->wait_ratio);
+  /* The wait's log buckets, for `stoke report`'s histogram. */
+  cJSON *h = cJSON_AddArrayToObject(o, "wait_histogram");
+  for (size_t i = 0; h && i < res->n_wait_hist; i++) {
+    cJSON *b = cJSON_CreateObject();
+    cJSON_AddNumberToObject(b, "lo_ms", (double)res->wait_hist[i].lo_ns / 1e6);
+    cJSON_AddNumberToObject(b, "hi_ms", (double)res->wait_hist[i].hi_ns / 1e6);
+    cJSON_AddNumberToObject(b, "count", (double)res->wait_hist[i].count);
+    cJSON_AddItemToArray(h, b);
+  }
   cJSON_AddNumberToObject(o, "wait_p50_ms", msec(st->wait.p50_ns));
   cJSON_AddNumberToObject(o, "wait_p95_ms", msec(st->wait.p95_ns));
   cJSON_AddNumberToObject(o, "wait_p99_ms", msec(st->wait.p99_ns));
