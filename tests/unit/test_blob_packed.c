@@ -25,27 +25,9 @@
 #include <unistd.h>
 
 #include "source/blob.h"
+#include "tmpdir.h"
 
 static char errbuf[1024];
-
-static int rm_one(const char *p, const struct stat *st, int flag,
-                  struct FTW *f) {
-  (void)st;
-  (void)flag;
-  (void)f;
-  return remove(p);
-}
-
-static void rm_rf(const char *dir) {
-  nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-static char *make_tmp(void) {
-  char *d = strdup("/tmp/stoke-blob-XXXXXX");
-  assert_non_null(d);
-  assert_non_null(mkdtemp(d));
-  return d;
-}
 
 /* Files in dir (not . and ..); *tmp counts those ending in .tmp. */
 static int count_files(const char *dir, int *tmp) {
