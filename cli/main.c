@@ -20,7 +20,7 @@ static const cli_cmd commands[] = {
     {"bench", cmd_bench, cmd_bench_usage,
      "measure whether a training step waits for data"},
     {"demo", cmd_demo, cmd_demo_usage,
-     "a starving loader, then the worker count that feeds it"},
+     "the story: a starving loader, tune, the settings that feed it"},
     {"profile", cmd_profile, cmd_profile_usage,
      "explain a run: verdict, queue model, what-if, advice"},
     {"tune", cmd_tune, cmd_tune_usage,
