@@ -32,6 +32,8 @@ const char cmd_budget_usage[] =
     "  --reserve PCT          share kept free (10%)\n"
     "\n"
     "host\n"
+    "  DATA                   an image dataset (folder, tar or packed\n"
+    "                         shards), with --transform SPEC as for bench\n"
     "  --synthetic KIND       the source, as for bench (sleep:5ms, tensor)\n"
     "  --samples N, --shape DxHxW, --classes N\n"
     "  -b, --batch-size N     samples per batch (32)\n"
@@ -56,7 +58,8 @@ enum {
   O_PREFETCH,
   O_MEM_BUDGET,
   O_JSON,
-  O_HELP
+  O_HELP,
+  O_TRANSFORM
 };
 
 static const cli_opt budget_opts[] = {{"fixed", 0, 1, O_FIXED},
@@ -64,6 +67,7 @@ static const cli_opt budget_opts[] = {{"fixed", 0, 1, O_FIXED},
                                       {"device", 0, 1, O_DEVICE},
                                       {"reserve", 0, 1, O_RESERVE},
                                       {"synthetic", 0, 1, O_SYNTHETIC},
+                                      {"transform", 0, 1, O_TRANSFORM},
                                       {"samples", 0, 1, O_SAMPLES},
                                       {"shape", 0, 1, O_SHAPE},
                                       {"classes", 0, 1, O_CLASSES},
@@ -221,15 +225,11 @@ static void host_row(FILE *f, const char *what, const char *each,
 }
 
 static void print_host(FILE *f, const stoke_host_ledger *g,
-                       const stoke_synthetic_config *sy, size_t batch,
-                       unsigned prefetch) {
-  char src[64], shape[64], a[32], each[48], note[96];
-  cli_fmt_synthetic(sy, src, sizeof src);
-  cli_fmt_shape(sy->ndim, sy->shape, shape, sizeof shape);
-  fprintf(f, "host ledger: synthetic %s, %zu samples of %s, batch %zu, %u "
-             "worker%s, prefetch %u\n",
-          src, sy->n_samples, shape, batch, g->n_workers,
-          g->n_workers == 1 ? "" : "s", prefetch);
+                       const char *source, size_t batch, unsigned prefetch) {
+  char a[32], each[48], note[96];
+  fprintf(f, "host ledger: %s, batch %zu, %u worker%s, prefetch %u\n",
+          source, batch, g->n_workers, g->n_workers == 1 ? "" : "s",
+          prefetch);
   fmt_bytes(a, sizeof a, g->batch_bytes);
   snprintf(each, sizeof each, "%zu x %s", g->n_slots, a);
   fmt_bytes(a, sizeof a, g->sample_bytes);
@@ -286,7 +286,9 @@ int cmd_budget(int argc, char **argv) {
   stoke_config_init(&cfg);
   cfg.n_workers = 0; /* as bench */
   int have_source = 0, have_loader_opt = 0;
-  const char *json_path = NULL;
+  const char *json_path = NULL, *data = NULL;
+  stoke_image_config image;
+  stoke_image_config_init(&image);
 
   cli_parser p;
   cli_parser_init(&p, argc, argv, "budget");
@@ -301,8 +303,16 @@ int cmd_budget(int argc, char **argv) {
     case CLI_OPT_ERROR:
       return CLI_USAGE;
     case CLI_OPT_ARG:
-      cli_error("budget: unexpected argument '%s'", v);
-      return CLI_USAGE;
+      if (data) {
+        cli_error("budget: one dataset only, got '%s' and '%s'", data, v);
+        return CLI_USAGE;
+      }
+      data = v;
+      have_source = 1;
+      break;
+    case O_TRANSFORM:
+      image.transform = v;
+      break;
     case O_HELP:
       fputs(cmd_budget_usage, stdout);
       return CLI_OK;
@@ -374,8 +384,8 @@ int cmd_budget(int argc, char **argv) {
     return CLI_USAGE;
   }
   if (have_loader_opt && !have_source) {
-    cli_error("budget: loader options need a source; give --synthetic "
-              "sleep:5ms or tensor");
+    cli_error("budget: loader options need a source; give a dataset or "
+              "--synthetic sleep:5ms or tensor");
     return CLI_USAGE;
   }
   if (!have_device_opt && !have_source) {
@@ -413,7 +423,8 @@ int cmd_budget(int argc, char **argv) {
   }
   if (have_source) {
     stoke_source *src = NULL;
-    int src_rc = stoke_source_create_synthetic(&synth, &src);
+    int src_rc = data ? stoke_source_create_images(data, &image, &src)
+                      : stoke_source_create_synthetic(&synth, &src);
     if (src_rc < 0) {
       cli_error("%s", stoke_errmsg(NULL)[0] ? stoke_errmsg(NULL)
                                             : stoke_strerror(src_rc));
@@ -421,6 +432,17 @@ int cmd_budget(int argc, char **argv) {
       goto done;
     }
     cfg.source = src;
+    char source[1200];
+    if (data) {
+      snprintf(source, sizeof source, "images %s (%zu samples, transform "
+               "%s)", data, stoke_source_n_samples(src), image.transform);
+    } else {
+      char kind[64], shape[64];
+      cli_fmt_synthetic(&synth, kind, sizeof kind);
+      cli_fmt_shape(synth.ndim, synth.shape, shape, sizeof shape);
+      snprintf(source, sizeof source, "synthetic %s, %zu samples of %s", kind,
+               synth.n_samples, shape);
+    }
     stoke_host_ledger g;
     g.struct_size = sizeof g;
     int hrc = stoke_host_ledger_compute(&cfg, &g);
@@ -434,7 +456,7 @@ int cmd_budget(int argc, char **argv) {
     }
     if (have_device_opt)
       fputc('\n', out);
-    print_host(out, &g, &synth, cfg.batch_size, cfg.prefetch);
+    print_host(out, &g, source, cfg.batch_size, cfg.prefetch);
     if (root)
       cJSON_AddItemToObject(root, "host",
                             host_json(&g, cfg.batch_size, cfg.prefetch));

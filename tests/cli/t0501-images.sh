@@ -73,6 +73,17 @@ assert "decode" in names and "transform" in names, names
 '
 done
 
+say "budget: the host ledger of an image loader"
+run_stoke budget "$TMP/train" -b 4 -j 2 --transform center-crop=64,hwc,f32 \
+  --json "$TMP/budget.json"
+[ "$rc" -eq 0 ] || fail "budget exit $rc: $(cat "$TMP/err")"
+json_check "$TMP/budget.json" '
+h = d["host"]
+assert h["batch_size"] == 4 and h["workers"] == 2, h
+assert h["sample_bytes"] == 64 * 64 * 3 * 4 + 8, h  # image f32 + i64 label
+assert h["total_bytes"] > 3 * 4 * h["sample_bytes"], h
+'
+
 say "a truncated JPEG fails its sample, naming the file"
 head -c 300 "$TMP/train/ant/0.jpg" >"$TMP/t.jpg" && mv "$TMP/t.jpg" "$TMP/train/ant/0.jpg"
 run_stoke bench "$TMP/train" -b 4 -j 2 --epochs 2 -q
