@@ -76,5 +76,5 @@ expect_usage "--reserve" budget --fixed 1GB --per-sample 1GB --device 24GB \
 expect_usage "--per-sample" budget --fixed 1GB --per-sample 0 --device 24GB
 expect_usage "--device" budget --fixed 1GB --per-sample 1GB --device 24XB
 expect_usage "--synthetic" budget -b 64
-expect_usage "unexpected argument" budget extra
+expect_usage "one dataset only" budget data/a data/b
 echo ok
