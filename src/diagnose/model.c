@@ -23,9 +23,12 @@
 ** the first free worker, a batch taking a slot when its first chunk starts
 ** and freeing it when the consumer releases it, batches handed out in
 ** order.  Per-sample costs are lognormal around the measured mean (sigma
-** from the measured mean/median ratio), stretched by the CPU-saturation
-** factor when the workers ask for more than P cores.  The simulation uses
-** no allocation and a fixed seed: the same model always predicts the same.
+** from the measured mean/median ratio), each split into t_cpu work done
+** first and t_io of sleeping after it; the cores are shared as the OS
+** shares them (processor sharing): the n samples in their CPU phase at a
+** given moment progress at min(1, P / n) each, so a long sample speeds up
+** as the others finish.  The simulation is event-driven, uses no
+** allocation and a fixed seed: the same model always predicts the same.
 **
 ** Measuring t_io: on a saturated machine a worker's wall time also contains
 ** time spent runnable but waiting for a core.  Where the OS says (Linux
@@ -124,7 +127,7 @@ int stoke_model_init(stoke_model *m, const stoke_stats *st,
   ** CPU-bound samples finish inside one time slice (the median barely
   ** moves) while preempted ones wait a whole round (the mean stretches by
   ** s = t_d / (t_cpu + t_io)), so the ratio is divided by s; the
-  ** simulation applies the stretch to every sample itself. */
+  ** simulation's processor sharing reproduces the queueing itself. */
   const stoke_dist *d = &st->stage[top_stage];
   if (d->p50_ns > 0 && d->mean_ns > 0) {
     double r = (double)d->mean_ns / (double)d->p50_ns;
@@ -200,7 +203,7 @@ int64_t stoke__model_producer_floor(const stoke_model *m) {
 
 #define SIM_MAX_WORKERS 256
 #define SIM_MAX_SLOTS 64
-#define SIM_MAX_SAMPLES 65536
+#define SIM_MAX_SAMPLES 16384
 
 typedef struct sim_out {
   double epoch_ns; /* mean wall of the epochs after the first */
@@ -208,76 +211,160 @@ typedef struct sim_out {
   double wait_ratio;
 } sim_out;
 
+/* One worker's chunk in progress: its current sample ends when the work
+** clock reaches v_end. */
+typedef struct sim_job {
+  double v_end;
+  uint64_t sample; /* the current sample's index in the simulated run */
+  size_t left;     /* samples of the chunk after the current one */
+  size_t batch;
+} sim_job;
+
+typedef struct sim_state {
+  double sigma, d; /* spread; mean cost per sample, t_cpu + t_io */
+  double v; /* work clock: the work one in-flight sample has been given */
+  stoke_rng rng;
+} sim_state;
+
+/* Starts sample j->sample: a lognormal cost around the mean d.  The draw
+** depends on the sample's index only (a normal takes two counters of the
+** stream, so sample i gets the i-th draw whatever order the samples start
+** in): what-if rows differ by the setting, not by who claimed what when. */
+static void sim_start(sim_state *s, sim_job *j) {
+  double x = 1.0;
+  if (s->sigma > 0) {
+    s->rng.counter = 2 * j->sample;
+    x = exp(s->sigma * stoke_rng_normal(&s->rng) - 0.5 * s->sigma * s->sigma);
+  }
+  j->v_end = s->v + s->d * x;
+}
+
+/* The loader's rules replayed under processor sharing.  Chunks are claimed
+** in order by a free worker, the first chunk of a batch once the batch has
+** a slot (batch j - S released; S = K + 1) and, without epoch prefetch,
+** once the previous epoch is over.  A sample's CPU work and its waiting
+** interleave finely (read a block, decode it, read the next), so while in
+** flight it asks for f = t_cpu / (t_cpu + t_io) of a core; the OS shares
+** the P cores among the n samples in flight, each progressing at
+** min(1, P / (n f)) of its own speed: a long sample speeds up as the others
+** finish.  Time jumps from event to event: a sample ending, a slot freeing
+** (the consumer releasing a batch t_c + copy after it got it).  Fixed
+** arrays only: at most SIM_MAX_WORKERS chunks in flight. */
 static void simulate(const stoke_model *m, unsigned workers, unsigned prefetch,
                      size_t nb, unsigned epochs, sim_out *out) {
-  int64_t free_at[SIM_MAX_WORKERS];
-  int64_t release[SIM_MAX_SLOTS]; /* ring: release time of batch j % S */
+  sim_job job[SIM_MAX_WORKERS];
+  double release[SIM_MAX_SLOTS]; /* ring: release time of batch j % S */
+  double done_at[SIM_MAX_SLOTS]; /* ring: when batch j's last chunk ended */
+  size_t chunks_left[SIM_MAX_SLOTS];
   unsigned w = workers < SIM_MAX_WORKERS ? workers : SIM_MAX_WORKERS;
+  if (w < 1) w = 1;
   unsigned slots = prefetch + 1 < SIM_MAX_SLOTS ? prefetch + 1 : SIM_MAX_SLOTS;
   size_t b = m->batch_size, chunk = m->chunk;
+  size_t per_batch = (b + chunk - 1) / chunk;
+  double p = stoke__model_cores_avail(m);
+  double tc = (double)(m->t_c_ns + m->copy_ns);
+  size_t total = nb * (size_t)epochs;
+  int gated = !m->prefetch_next_epoch;
   double d = (double)(m->t_cpu_ns + m->t_io_ns);
-  /* CPU saturation: the workers that can run at once ask for
-  ** n * t_cpu / d cores; beyond P every sample stretches alike. */
-  double running = (double)w < slot_workers(m, prefetch)
-                       ? (double)w
-                       : slot_workers(m, prefetch);
-  /* When the consumer is the slower side the slots are full and one batch
-  ** is made at a time: only its chunks run at once, however many workers
-  ** wait (W > B workers do not all spin together). */
-  double per_batch = ceil((double)b / (double)chunk);
-  if (stoke__model_producer_batch(m, workers, prefetch, NULL) <
-          m->t_c_ns + m->copy_ns &&
-      running > per_batch)
-    running = per_batch;
-  double stretch = d > 0 ? running * (double)m->t_cpu_ns /
-                               (stoke__model_cores_avail(m) * d)
-                         : 1.0;
-  if (stretch < 1) stretch = 1;
-  double mean = d * stretch, sigma = m->sigma;
-  int64_t tc = m->t_c_ns + m->copy_ns;
-  memset(free_at, 0, sizeof free_at);
-  memset(release, 0, sizeof release);
-  stoke_rng rng;
+  double f = d > 0 ? (double)m->t_cpu_ns / d : 0.0; /* cores per sample */
+  sim_state s = {m->sigma, d, 0, {0, 0}};
+  double t = 0; /* wall time */
   /* One seed for every (W, K): what-if rows differ by the setting only. */
-  stoke_rng_init(&rng, 0x5707e, 0, 0);
+  stoke_rng_init(&s.rng, 0x5707e, 0, 0);
 
-  int64_t prev_release = 0, epoch_start = 0;
+  unsigned nact = 0;
+  size_t jc = 0, off = 0; /* next chunk to claim: its batch, first sample */
+  size_t jn = 0;          /* the next batch the consumer takes */
+  double cons_free = 0, gate = 0, epoch_start = 0;
   double sum_epoch = 0, sum_wait = 0, sum_step = 0;
-  size_t j = 0;
-  for (unsigned e = 0; e < epochs; e++) {
-    /* Without epoch prefetch nothing of epoch e starts before the
-    ** consumer's first next() of it (right after the previous END). */
-    int64_t gate = m->prefetch_next_epoch ? 0 : prev_release;
-    epoch_start = prev_release;
-    for (size_t k = 0; k < nb; k++, j++) {
-      int64_t slot_free = j >= slots ? release[j % slots] : 0;
-      if (slot_free < gate) slot_free = gate;
-      int64_t done = 0;
-      for (size_t off = 0; off < b; off += chunk) {
-        size_t n = b - off < chunk ? b - off : chunk;
-        double cost = 0;
-        for (size_t i = 0; i < n; i++) {
-          double x = 1.0;
-          if (sigma > 0)
-            x = exp(sigma * stoke_rng_normal(&rng) - 0.5 * sigma * sigma);
-          cost += mean * x;
+  memset(chunks_left, 0, sizeof chunks_left);
+  memset(release, 0, sizeof release);
+  memset(done_at, 0, sizeof done_at);
+  while (jn < total) {
+    /* Claims: free workers take the next chunks in order. */
+    double claim_at = INFINITY;
+    while (jc < total && nact < w) {
+      if (off == 0) {
+        double at = 0;
+        if (jc >= slots) at = jn + slots > jc ? release[jc % slots] : INFINITY;
+        if (gated && jc >= nb) {
+          /* Nothing of an epoch starts before the consumer's first next()
+          ** of it, right after the previous epoch's last release. */
+          if (jn < jc / nb * nb)
+            at = INFINITY;
+          else if (gate > at)
+            at = gate;
         }
-        unsigned best = 0;
-        for (unsigned i = 1; i < w; i++)
-          if (free_at[i] < free_at[best]) best = i;
-        int64_t start = free_at[best] > slot_free ? free_at[best] : slot_free;
-        free_at[best] = start + (int64_t)cost;
-        if (free_at[best] > done) done = free_at[best];
+        if (at > t) {
+          claim_at = at;
+          break;
+        }
+        chunks_left[jc % slots] = per_batch;
       }
-      int64_t got = done > prev_release ? done : prev_release;
-      if (e > 0) {
-        sum_wait += (double)(got - prev_release);
-        sum_step += (double)(got - prev_release + tc);
+      size_t n = b - off < chunk ? b - off : chunk;
+      sim_job *j = &job[nact++];
+      j->sample = (uint64_t)jc * b + off;
+      j->left = n - 1;
+      j->batch = jc;
+      sim_start(&s, j);
+      off += n;
+      if (off >= b) {
+        off = 0;
+        jc++;
       }
-      prev_release = got + tc;
-      release[j % slots] = prev_release;
     }
-    if (e > 0) sum_epoch += (double)(prev_release - epoch_start);
+    /* The next event: the first in-flight sample to end, or a claim. */
+    double v_min = INFINITY, t_next = claim_at;
+    for (unsigned i = 0; i < nact; i++)
+      if (job[i].v_end < v_min) v_min = job[i].v_end;
+    double demand = (double)nact * f;
+    double rate = demand > p ? p / demand : 1.0;
+    if (nact) {
+      double t_end = t + (v_min - s.v) / rate;
+      if (t_end < t_next) t_next = t_end;
+    }
+    if (!(t_next < INFINITY)) break; /* cannot happen: something is due */
+    if (t_next > t) {
+      s.v += (t_next - t) * rate;
+      t = t_next;
+    }
+    /* Samples ending now (ties within rounding end together). */
+    double eps = 1e-9 * (1.0 + s.v);
+    for (unsigned i = 0; i < nact;) {
+      sim_job *j = &job[i];
+      if (j->v_end > s.v + eps) {
+        i++;
+        continue;
+      }
+      if (j->left) { /* the chunk's next sample, same worker */
+        j->left--;
+        j->sample++;
+        sim_start(&s, j);
+        continue; /* a zero-cost sample ends at once */
+      }
+      /* Chunk done: the worker is free; the batch may be complete. */
+      size_t bj = j->batch;
+      *j = job[--nact];
+      if (--chunks_left[bj % slots]) continue;
+      done_at[bj % slots] = t;
+      /* The consumer takes the completed batches in order. */
+      while (jn < jc && chunks_left[jn % slots] == 0) {
+        double got = done_at[jn % slots] > cons_free ? done_at[jn % slots]
+                                                     : cons_free;
+        if (jn >= nb) {
+          sum_wait += got - cons_free;
+          sum_step += got - cons_free + tc;
+        }
+        cons_free = got + tc;
+        release[jn % slots] = cons_free;
+        chunks_left[jn % slots] = (size_t)-1; /* consumed, slot not reused */
+        if ((jn + 1) % nb == 0) {
+          if (jn >= nb) sum_epoch += cons_free - epoch_start;
+          epoch_start = gate = cons_free;
+        }
+        jn++;
+      }
+    }
   }
   double n_ep = epochs > 1 ? (double)(epochs - 1) : 1.0;
   out->epoch_ns = sum_epoch / n_ep;

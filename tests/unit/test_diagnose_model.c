@@ -183,6 +183,32 @@ static void test_predict_closed_form(void **state) {
   assert_int_equal(stoke_predict_step(&v, 4, 1, NULL), STOKE_EINVAL);
 }
 
+/* The simulation shares the cores as the OS does (processor sharing). */
+static void test_predict_processor_sharing(void **state) {
+  (void)state;
+  stoke_prediction p;
+  /* Mixed samples (1 ms CPU interleaved with 1 ms waiting) on 2 cores:
+  ** 3 workers ask for 1.5 cores, so the latency bound holds exactly,
+  ** B * t_d / W = 5.33 ms; 8 workers ask for 4, the cores bound it at
+  ** B * t_cpu / P = 4 ms.  (Each sample running its CPU part, then its
+  ** waiting, in lockstep would predict 6.67 and 5 ms.) */
+  stoke_model x = hand(8, 1 * MS, 1 * MS, MS / 10, 2);
+  x.n_batches = 16;
+  assert_int_equal(stoke_predict_step(&x, 3, 8, &p), 0);
+  assert_true(near(p.step_ns, 16 * MS / 3, 0.01));
+  assert_int_equal(stoke_predict_step(&x, 8, 8, &p), 0);
+  assert_true(near(p.step_ns, 4 * MS, 0.01));
+  /* CPU-bound samples with a heavy tail on saturated cores: the cores stay
+  ** busy while enough samples are in flight (a long sample speeds up as
+  ** the others finish), so the step stays near B * t_cpu / P = 4 ms.
+  ** Stretching every sample by W / P alike predicted 6.3 ms. */
+  stoke_model c = hand(8, 1 * MS, 0, MS / 10, 2);
+  c.n_batches = 16;
+  c.sigma = 1.0;
+  assert_int_equal(stoke_predict_step(&c, 16, 8, &p), 0);
+  assert_true(p.step_ns >= 4 * MS * 0.97 && p.step_ns <= 4 * MS * 1.10);
+}
+
 static const stoke_advice *find(const stoke_advice *a, size_t n, int kind) {
   for (size_t i = 0; i < n; i++)
     if (a[i].kind == kind) return &a[i];
@@ -398,6 +424,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_model_init_arithmetic),
       cmocka_unit_test(test_predict_closed_form),
+      cmocka_unit_test(test_predict_processor_sharing),
       cmocka_unit_test(test_advice_ladder),
       cmocka_unit_test(test_diagnose_ex_fields),
       cmocka_unit_test(test_producer_floor_rule),
