@@ -551,7 +551,6 @@ int stoke_loader_next(stoke_loader *l, stoke_batch **out) {
   l->epoch_wait_ns += wait;
   l->epoch_batches++;
   l->epoch_samples += b->n;
-  l->steps_total++;
   if (measured) {
     stoke__consumer_stats *c = l->cstats;
     stoke__hist_add(&c->wait, (uint64_t)wait);

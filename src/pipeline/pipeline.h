@@ -108,7 +108,6 @@ struct stoke_loader {
   bool measuring;
   bool epoch_warmup;             /* the active epoch is a warm-up one */
   uint64_t warmup_steps_seen;    /* steps skipped after warm-up epochs */
-  uint64_t steps_total;          /* all steps, warm-up included */
   int64_t epoch_start_ns, epoch_wait_ns, epoch_compute_ns;
   uint64_t epoch_batches, epoch_samples;
 

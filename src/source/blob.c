@@ -223,6 +223,11 @@ int stoke__blobset_read(const stoke__blobset *s, size_t i,
   return s->ops->read(s->impl, i, r, ptr, len, err, cap);
 }
 
+void stoke__blobset_done(const stoke__blobset *s, size_t i,
+                         const uint8_t *ptr, size_t len) {
+  if (s->ops->done && ptr) s->ops->done(s->impl, i, ptr, len);
+}
+
 /* ---- the reader ---------------------------------------------------------- */
 
 void stoke__blob_reader_init(stoke__blob_reader *r, const stoke_allocator *a) {

@@ -129,6 +129,11 @@ const char *stoke__blobset_skipped(const stoke__blobset *s, size_t k,
 int stoke__blobset_read(const stoke__blobset *s, size_t i,
                         stoke__blob_reader *r, const uint8_t **ptr,
                         size_t *len, char *err, size_t cap);
+/* Done with the bytes of sample i from stoke__blobset_read: packed shards
+** let their mapped pages leave the resident set; a no-op for the others,
+** whose bytes live in the reader's buffer. */
+void stoke__blobset_done(const stoke__blobset *s, size_t i,
+                         const uint8_t *ptr, size_t len);
 
 /* ---- pack writer (pack_writer.c) ----------------------------------------- */
 
@@ -187,6 +192,8 @@ typedef struct stoke__blob_ops {
   int (*read)(const void *impl, size_t i, stoke__blob_reader *r,
               const uint8_t **ptr, size_t *len, char *err, size_t cap);
   void (*destroy)(void *impl, const stoke_allocator *a);
+  /* Optional: the caller is done with the bytes read for sample i. */
+  void (*done)(const void *impl, size_t i, const uint8_t *ptr, size_t len);
 } stoke__blob_ops;
 
 /* Growable list of strings with optional reasons, for class names and

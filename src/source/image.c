@@ -79,11 +79,7 @@ static int image_fill(stoke_source *src, stoke_sample *s) {
   req.out_h = (req.h + (uint32_t)denom - 1) / (uint32_t)denom;
   stoke__image img;
   int rc = stoke__decode(sc->dec, bytes, n, &req, &img, err, sizeof err);
-  /* Bytes that are not in our read buffer come from a packed shard's
-  ** mapping: once decoded, its pages leave the resident set. */
-  uintptr_t b0 = (uintptr_t)sc->reader.buf, at = (uintptr_t)bytes;
-  if (!b0 || at < b0 || at >= b0 + sc->reader.cap)
-    stoke__drop_pages(bytes, n);
+  stoke__blobset_done(im->set, s->index, bytes, n);
   if (rc != 0) return stoke_sample_fail(s, "%s", err);
 
   stoke_sample_stage(s, STOKE_STAGE_TRANSFORM);

@@ -125,9 +125,18 @@ static int packed_read(const void *impl, size_t i, stoke__blob_reader *r,
   return 0;
 }
 
+/* Decoded: the sample's pages leave the resident set (the page cache keeps
+** them), so a loader over large shards stays within its memory budget. */
+static void packed_done(const void *impl, size_t i, const uint8_t *ptr,
+                        size_t len) {
+  (void)impl;
+  (void)i;
+  stoke__drop_pages(ptr, len);
+}
+
 static const stoke__blob_ops packed_ops = {
     "packed", packed_label, packed_format, packed_dims,
-    packed_describe, packed_read, packed_destroy,
+    packed_describe, packed_read, packed_destroy, packed_done,
 };
 
 /* ---- validation ---------------------------------------------------------- */
