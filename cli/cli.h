@@ -196,6 +196,13 @@ void cli_consumer_step(int kind, int64_t ns);
 #define CLI_RUN_OPT_LAST 22
 extern const cli_opt cli_run_opts[];
 
+/* The source of bench, profile, tune and budget: the image dataset `data`
+** read with `image`, or without data the synthetic `synth`.  CLI_OK, or
+** CLI_ERROR after printing the library's message. */
+int cli_source_create(const char *data, const stoke_image_config *image,
+                      const stoke_synthetic_config *synth,
+                      stoke_source **out);
+
 /* "synthetic sleep:5ms (fixed) x 256 samples" or "images DIR (...)". */
 void cli_fmt_source(const cli_run_spec *spec, size_t n_samples, char *buf,
                     size_t n);

@@ -423,11 +423,7 @@ int cmd_budget(int argc, char **argv) {
   }
   if (have_source) {
     stoke_source *src = NULL;
-    int src_rc = data ? stoke_source_create_images(data, &image, &src)
-                      : stoke_source_create_synthetic(&synth, &src);
-    if (src_rc < 0) {
-      cli_error("%s", stoke_errmsg(NULL)[0] ? stoke_errmsg(NULL)
-                                            : stoke_strerror(src_rc));
+    if (cli_source_create(data, &image, &synth, &src) != CLI_OK) {
       rc = CLI_ERROR;
       goto done;
     }

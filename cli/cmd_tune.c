@@ -706,13 +706,9 @@ int cmd_tune(int argc, char **argv) {
   t.tty = isatty(fileno(stderr));
 
   stoke_source *src = NULL;
-  int rc = data ? stoke_source_create_images(data, &image, &src)
-                : stoke_source_create_synthetic(&synth, &src);
-  if (rc < 0) {
-    cli_error("%s", stoke_errmsg(NULL)[0] ? stoke_errmsg(NULL)
-                                          : stoke_strerror(rc));
-    return CLI_ERROR;
-  }
+  int rc = cli_source_create(data, &image, &synth, &src);
+  if (rc != CLI_OK)
+    return rc;
   tc.base.source = src;
   size_t n_source = stoke_source_n_samples(src);
   size_t n = 0;

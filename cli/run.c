@@ -268,16 +268,24 @@ static int64_t thread_run_delay_ns(void) {
   return (int64_t)delay;
 }
 
-int cli_run(const cli_run_spec *spec, cli_run_result *res) {
-  memset(res, 0, sizeof(*res));
-  stoke_source *src = NULL;
-  int rc = spec->data
-               ? stoke_source_create_images(spec->data, &spec->image, &src)
-               : stoke_source_create_synthetic(&spec->synth, &src);
+int cli_source_create(const char *data, const stoke_image_config *image,
+                      const stoke_synthetic_config *synth,
+                      stoke_source **out) {
+  int rc = data ? stoke_source_create_images(data, image, out)
+                : stoke_source_create_synthetic(synth, out);
   if (rc < 0) {
     library_error(NULL, rc);
     return CLI_ERROR;
   }
+  return CLI_OK;
+}
+
+int cli_run(const cli_run_spec *spec, cli_run_result *res) {
+  memset(res, 0, sizeof(*res));
+  stoke_source *src = NULL;
+  int rc = cli_source_create(spec->data, &spec->image, &spec->synth, &src);
+  if (rc != CLI_OK)
+    return rc;
   snprintf(res->source_kind, sizeof(res->source_kind), "%s",
            stoke_source_kind(src));
   res->source_samples = stoke_source_n_samples(src);
