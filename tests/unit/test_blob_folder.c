@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "source/blob.h"
-#include "tmpdir.h"
+#include "blob_fixtures.h"
 
 static char errbuf[1024];
 
@@ -288,24 +288,6 @@ static void test_folder_allocator(void **state) {
 }
 
 
-/* An allocator that fails allocation number fail_at (1-based; 0 = never)
-** and counts what is live, for the ENOMEM loops. */
-typedef struct failing {
-  long n, fail_at, live, faults;
-} failing;
-static void *f_alloc(void *u, size_t n) {
-  failing *f = u;
-  if (f->fail_at && ++f->n == f->fail_at) {
-    f->faults++;
-    return NULL;
-  }
-  f->live++;
-  return malloc(n);
-}
-static void f_free(void *u, void *p) {
-  ((failing *)u)->live--;
-  free(p);
-}
 
 /* Every allocation failure is STOKE_ENOMEM, leaves *out NULL and leaks
 ** nothing (live returns to 0; LeakSanitizer checks malloc too). */

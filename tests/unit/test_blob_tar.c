@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "source/blob.h"
-#include "tmpdir.h"
+#include "blob_fixtures.h"
 
 static char errbuf[1024];
 
@@ -505,24 +505,6 @@ static void test_expand(void **state) {
 }
 
 
-/* An allocator that fails allocation number fail_at (1-based; 0 = never)
-** and counts what is live, for the ENOMEM loops. */
-typedef struct failing {
-  long n, fail_at, live, faults;
-} failing;
-static void *f_alloc(void *u, size_t n) {
-  failing *f = u;
-  if (f->fail_at && ++f->n == f->fail_at) {
-    f->faults++;
-    return NULL;
-  }
-  f->live++;
-  return malloc(n);
-}
-static void f_free(void *u, void *p) {
-  ((failing *)u)->live--;
-  free(p);
-}
 
 static void test_tar_oom(void **state) {
   (void)state;
