@@ -11,7 +11,7 @@
 #include "cli.h"
 
 const char cmd_pack_usage[] =
-    "usage: stoke pack SRC -o OUT [--shard-size 256MB]\n"
+    "usage: stoke pack SRC -o OUT [--shard-size 256MB] [--keep-bytes]\n"
     "\n"
     "Write the images of SRC (an ImageFolder directory, or tar shards: a\n"
     "path, a pattern such as train-{0000..0099}.tar, or a glob) into packed\n"
@@ -19,15 +19,23 @@ const char cmd_pack_usage[] =
     "Every image's header is checked on the way; a broken file stops the\n"
     "pack, naming it, and leaves no shard behind.\n"
     "\n"
+    "JPEGs are rewritten losslessly on the way: the same DCT coefficients\n"
+    "(so the same pixels), one baseline scan, a restart marker every 16\n"
+    "pixels and optimised Huffman tables, so that a random crop decodes from\n"
+    "the part of the file that covers it only.  CMYK JPEGs, PNGs and files\n"
+    "the rewrite cannot read are stored as they are.\n"
+    "\n"
     "  -o, --output OUT       prefix of the shards (required)\n"
     "  --shard-size SIZE      target size of a shard (256MB); 0 = one shard\n"
+    "  --keep-bytes           store every file byte for byte (no rewrite)\n"
     "  --json FILE            write the summary as JSON ('-' = stdout)\n"
     "  -q, --quiet            no progress and no summary\n";
 
-enum { O_OUT = 1, O_SHARD, O_JSON, O_QUIET, O_HELP };
+enum { O_OUT = 1, O_SHARD, O_KEEP, O_JSON, O_QUIET, O_HELP };
 
 static const cli_opt pack_opts[] = {{"output", 'o', 1, O_OUT},
                                     {"shard-size", 0, 1, O_SHARD},
+                                    {"keep-bytes", 0, 0, O_KEEP},
                                     {"json", 0, 1, O_JSON},
                                     {"quiet", 'q', 0, O_QUIET},
                                     {"help", 'h', 0, O_HELP},
@@ -70,7 +78,8 @@ static int on_progress(void *user, size_t done, size_t total, uint64_t bytes) {
 
 int cmd_pack(int argc, char **argv) {
   const char *src_path = NULL, *out = NULL, *json_path = NULL;
-  uint64_t shard = 256000000;
+  stoke_pack_config cfg;
+  stoke_pack_config_init(&cfg);
   int quiet = 0;
   cli_parser p;
   cli_parser_init(&p, argc, argv, "pack");
@@ -94,7 +103,11 @@ int cmd_pack(int argc, char **argv) {
       out = v;
       break;
     case O_SHARD:
-      if (cli_parse_bytes(p.flag, v, &shard) != 0) return CLI_USAGE;
+      if (cli_parse_bytes(p.flag, v, &cfg.shard_bytes) != 0)
+        return CLI_USAGE;
+      break;
+    case O_KEEP:
+      cfg.keep_bytes = 1;
       break;
     case O_JSON:
       json_path = v;
@@ -137,7 +150,9 @@ int cmd_pack(int argc, char **argv) {
   }
   progress pr = {quiet ? NULL : stderr, isatty(2), now_s(), 0};
   stoke_pack_result res;
-  int rc = stoke_pack(src, out, shard, on_progress, &pr, &res);
+  cfg.progress = on_progress;
+  cfg.user = &pr;
+  int rc = stoke_pack(src, out, &cfg, &res);
   if (rc != 0) {
     cli_error("%s", stoke_errmsg(NULL));
     stoke_source_destroy(src);
@@ -154,6 +169,13 @@ int cmd_pack(int argc, char **argv) {
             res.n_samples, n_classes, src_path, stoke_source_kind(src),
             res.n_shards, res.n_shards == 1 ? "" : "s", res.first_shard,
             (double)res.bytes / 1e6, secs);
+    if (res.n_rewritten)
+      fprintf(f, "rewrote %zu JPEGs for crop decoding: %.1f MB in, %.1f MB "
+                 "out\n", res.n_rewritten, (double)res.bytes_in / 1e6,
+              (double)res.bytes / 1e6);
+    if (res.n_kept)
+      fprintf(f, "kept %zu JPEGs as they were; the first: %s\n",
+              res.n_kept, res.first_kept);
     if (n_skip) fprintf(f, "skipped %zu files:\n", n_skip);
     for (size_t k = 0; k < n_skip && k < 20; k++) {
       const char *why, *path = stoke_source_skipped(src, k, &why);
@@ -170,6 +192,10 @@ int cmd_pack(int argc, char **argv) {
     cJSON_AddNumberToObject(o, "shards", (double)res.n_shards);
     cJSON_AddStringToObject(o, "first_shard", res.first_shard);
     cJSON_AddNumberToObject(o, "bytes", (double)res.bytes);
+    cJSON_AddNumberToObject(o, "bytes_in", (double)res.bytes_in);
+    cJSON_AddNumberToObject(o, "jpegs_rewritten", (double)res.n_rewritten);
+    cJSON_AddNumberToObject(o, "jpegs_kept", (double)res.n_kept);
+    cJSON_AddStringToObject(o, "first_kept", res.first_kept);
     cJSON_AddNumberToObject(o, "seconds", secs);
     cJSON *sk = cJSON_AddArrayToObject(o, "skipped");
     for (size_t k = 0; k < n_skip; k++) {

@@ -305,20 +305,41 @@ STOKE_API int stoke_source_probe(const stoke_source *src, size_t index,
 typedef int (*stoke_pack_progress_fn)(void *user, size_t done, size_t total,
                                       uint64_t bytes);
 
+typedef struct stoke_pack_config {
+  size_t struct_size;        /* set by stoke_pack_config_init() */
+  uint64_t shard_bytes;      /* target size of a shard; 0 = one shard */
+  /* false (default): JPEGs are rewritten losslessly (the same DCT
+  ** coefficients, so the same pixels) as one baseline scan with a restart
+  ** marker every 16 pixels and optimised Huffman tables, so that a random
+  ** crop decodes from the part of the file that covers it only.  CMYK
+  ** files, PNGs and files the rewrite cannot read are stored as they are.
+  ** true: every file is stored byte for byte. */
+  int keep_bytes;
+  stoke_pack_progress_fn progress; /* NULL: none */
+  void *user;                      /* passed to progress */
+} stoke_pack_config;
+
+/* shard_bytes 256 MB, JPEGs rewritten, no progress callback. */
+STOKE_API void stoke_pack_config_init(stoke_pack_config *cfg);
+
 typedef struct stoke_pack_result {
   size_t n_samples, n_shards;
+  uint64_t bytes_in;     /* encoded sample bytes read */
   uint64_t bytes;        /* encoded sample bytes written */
+  size_t n_rewritten;    /* JPEGs rewritten with restart markers */
+  size_t n_kept;         /* JPEGs stored as they were (why: below) */
+  char first_kept[512];  /* the first of them and why, or "" */
   char first_shard[512]; /* e.g. "out-00000.stoke" */
 } stoke_pack_result;
 
 /* Write every sample of an image source, in index order, to packed shards
-** OUT_PREFIX-00000.stoke, -00001, ... of about shard_bytes each (0: one
-** shard).  Streaming: memory stays bounded whatever the dataset size, and a
-** shard appears under its final name only once complete.  Every header is
+** OUT_PREFIX-00000.stoke, -00001, ... (cfg NULL: the defaults above).
+** Streaming: memory stays bounded whatever the dataset size, and a shard
+** appears under its final name only once complete.  Every header is
 ** probed, so a broken file fails here, naming it. */
 STOKE_API int stoke_pack(const stoke_source *src, const char *out_prefix,
-                         uint64_t shard_bytes, stoke_pack_progress_fn progress,
-                         void *user, stoke_pack_result *res);
+                         const stoke_pack_config *cfg,
+                         stoke_pack_result *res);
 
 /* The cost (ns) that synthetic sample `index` of `epoch` will have.  A pure
 ** function of its arguments: tests and the diagnosis use it as ground truth.

@@ -12,6 +12,7 @@ void stoke__decoder_opts_init(stoke__decoder_opts *o) {
   o->max_pixels = STOKE__DECODE_DEFAULT_MAX_PIXELS;
   o->max_bytes = STOKE__DECODE_DEFAULT_MAX_BYTES;
   o->warnings_fatal = true;
+  o->restart_cuts = true;
 }
 
 int stoke__decoder_create(const stoke__decoder_opts *opts,
@@ -39,6 +40,7 @@ void stoke__decoder_destroy(stoke__decoder *d) {
   if (!d) return;
   stoke__jpeg_fini(d);
   stoke__free(d->opts.alloc, d->buf);
+  stoke__free(d->opts.alloc, d->cut);
   stoke__free(d->opts.alloc, d);
 }
 
@@ -105,6 +107,11 @@ int stoke__decode_probe(stoke__decoder *d, const void *data, size_t n,
   case STOKE__IMG_PNG: return stoke__png_probe(d, data, n, out, err, cap);
   default: return not_an_image(data, n, err, cap);
   }
+}
+
+bool stoke__decode_peek(const void *data, size_t n, stoke__img_info *out) {
+  return data && stoke__decode_sniff(data, n) == STOKE__IMG_JPEG &&
+         stoke__jpeg_peek(data, n, out);
 }
 
 unsigned stoke__decode_pick_scale(uint32_t crop_w, uint32_t crop_h,

@@ -80,12 +80,17 @@ typedef struct stoke__decoder_opts {
   ** with grey and carry on) fails the sample.  false: the pixels are
   ** returned and stoke__image.n_warnings counts the warnings. */
   bool warnings_fatal;
+  /* true (default): a crop of a JPEG whose restart intervals tile its MCU
+  ** rows (every JPEG `stoke pack` writes) is cut out of the entropy data
+  ** and only that part is decoded (jpeg_rst.c).  Same pixels either way;
+  ** false is for tests and measurements. */
+  bool restart_cuts;
   const stoke_allocator *alloc;  /* NULL = malloc/free; borrowed, must
                                     outlive the decoder */
 } stoke__decoder_opts;
 
 /* Defaults: max_pixels 178956970, max_bytes 1 GiB, warnings fatal,
-** malloc/free. */
+** restart cuts on, malloc/free. */
 void stoke__decoder_opts_init(stoke__decoder_opts *o);
 
 /* What to decode.  All coordinates in full-resolution pixels. */
@@ -127,6 +132,7 @@ typedef struct stoke__image {
   double crop_x, crop_y, crop_w, crop_h; /* the crop box, window coords */
   stoke__img_info info;     /* of the whole file */
   long n_warnings;          /* libjpeg corrupt-data warnings tolerated */
+  bool restart_cut;         /* only the crop's restart intervals decoded */
 } stoke__image;
 
 typedef struct stoke__decoder stoke__decoder;
@@ -150,6 +156,12 @@ const char *stoke__img_format_name(stoke__img_format f); /* "JPEG", ... */
 int stoke__decode_probe(stoke__decoder *d, const void *data, size_t n,
                         stoke__img_info *out, char *err, size_t cap);
 
+/* The size and kind of an image from its frame header alone, for the
+** loader's hot path: a marker walk, no libjpeg (a JPEG's tables are read
+** when it is decoded).  false when that walk finds no frame header or the
+** data is not a JPEG; stoke__decode_probe then reads it properly. */
+bool stoke__decode_peek(const void *data, size_t n, stoke__img_info *out);
+
 /* The JPEG scale denominator (1, 2, 4 or 8) chosen for a crop of
 ** crop_w x crop_h resized to out_w x out_h: the largest whose scaled crop
 ** is still >= the output in both dimensions.  0 in out_w or out_h: 1. */
@@ -163,5 +175,15 @@ unsigned stoke__decode_pick_scale(uint32_t crop_w, uint32_t crop_h,
 int stoke__decode(stoke__decoder *d, const void *data, size_t n,
                   const stoke__decode_req *req, stoke__image *out, char *err,
                   size_t cap);
+
+/* Rewrite a JPEG losslessly for packed shards (jpeg_transcode.c): same
+** coefficients, one baseline scan, optimised Huffman tables, restart
+** intervals at most 16 px wide.  0 with *out (the caller frees it through
+** the decoder's allocator) and *out_n; 0 with *out NULL when the file is to
+** be kept as it is (CMYK/YCCK, or already cut-ready); STOKE_EFORMAT or
+** STOKE_ENOMEM with a message otherwise. */
+int stoke__jpeg_transcode(stoke__decoder *d, const uint8_t *data, size_t n,
+                          uint8_t **out, size_t *out_n, char *err,
+                          size_t cap);
 
 #endif /* STOKE_DECODE_H */

@@ -31,7 +31,47 @@ struct stoke__decoder {
   stoke__jpeg_err jerr;
   struct jpeg_source_mgr src;
   bool cinfo_ready;            /* jpeg_create_decompress done */
+  uint8_t *cut;                /* a crop's JPEG cut by restart intervals */
+  size_t cut_cap;
 };
+
+/* ---- restart-interval cuts (jpeg_rst.c) ---------------------------------- */
+
+/* The layout of a baseline JPEG whose restart intervals tile its MCU rows:
+** interval k covers MCU row k / segs_x, columns [k % segs_x * seg_w, +
+** seg_w) in pixels. */
+typedef struct stoke__jpeg_rst {
+  uint32_t width, height;      /* of the image */
+  uint32_t mcu_w, mcu_h;       /* MCU size in pixels */
+  uint32_t mcus_x, mcus_y;     /* MCUs per row, MCU rows */
+  uint32_t interval;           /* restart interval, in MCUs */
+  uint32_t seg_w, segs_x;      /* an interval's width in pixels; per row */
+  size_t sof_at;               /* offset of the SOF marker */
+  size_t scan_at;              /* first byte of entropy-coded data */
+} stoke__jpeg_rst;
+
+/* A rectangle of whole intervals, and the pixels it covers. */
+typedef struct stoke__jpeg_rst_box {
+  uint32_t seg_x0, seg_x1;     /* interval columns [x0, x1) */
+  uint32_t seg_y0, seg_y1;     /* MCU rows [y0, y1) */
+  uint32_t x, y, w, h;         /* in image pixels (clipped to the image) */
+} stoke__jpeg_rst_box;
+
+/* true when data[0..n) is a single-scan baseline (Huffman) JPEG with a
+** restart interval that divides its MCU rows; only the header is read. */
+bool stoke__jpeg_rst_parse(const uint8_t *data, size_t n, stoke__jpeg_rst *L);
+/* The smallest box of intervals covering pixels [x0, x1) x [y0, y1). */
+void stoke__jpeg_rst_box_for(const stoke__jpeg_rst *L, uint32_t x0,
+                             uint32_t y0, uint32_t x1, uint32_t y1,
+                             stoke__jpeg_rst_box *box);
+/* Bytes stoke__jpeg_rst_cut may write for box. */
+size_t stoke__jpeg_rst_cut_bound(const stoke__jpeg_rst *L, size_t n,
+                                 const stoke__jpeg_rst_box *box);
+/* Write the JPEG of just box into out[0..cap) (cap >= the bound); false
+** when the entropy data does not have the markers the header promises. */
+bool stoke__jpeg_rst_cut(const stoke__jpeg_rst *L, const uint8_t *data,
+                         size_t n, const stoke__jpeg_rst_box *box,
+                         uint8_t *out, size_t cap, size_t *out_n);
 
 /* printf into err[0..cap); returns code. */
 int stoke__decode_fail(char *err, size_t cap, int code, const char *fmt, ...)
@@ -52,6 +92,7 @@ int stoke__decode_check_size(const stoke__decoder *d, uint32_t w, uint32_t h,
 int stoke__jpeg_init(stoke__decoder *d);
 void stoke__jpeg_fini(stoke__decoder *d);
 
+bool stoke__jpeg_peek(const uint8_t *data, size_t n, stoke__img_info *out);
 int stoke__jpeg_probe(stoke__decoder *d, const uint8_t *data, size_t n,
                       stoke__img_info *out, char *err, size_t cap);
 int stoke__jpeg_decode(stoke__decoder *d, const uint8_t *data, size_t n,

@@ -144,8 +144,9 @@ static void begin(stoke__decoder *d, const uint8_t *data, size_t n,
 /* Find the frame header (SOFn) by walking the marker segments ourselves,
 ** so that a header claiming a huge image is refused with our message
 ** before libjpeg sees it.  Returns false when there is no well-formed SOF
-** before the first scan; libjpeg then reports what is wrong. */
-static bool find_sof(const uint8_t *p, size_t n, uint32_t *w, uint32_t *h) {
+** before the first scan; libjpeg then reports what is wrong.  *info gets
+** what the SOF says. */
+static bool find_sof(const uint8_t *p, size_t n, stoke__img_info *info) {
   size_t i = 2; /* after SOI */
   while (i + 4 <= n) {
     if (p[i] != 0xff) return false;
@@ -164,14 +165,23 @@ static bool find_sof(const uint8_t *p, size_t n, uint32_t *w, uint32_t *h) {
     bool sof = m >= 0xc0 && m <= 0xcf && m != 0xc4 && m != 0xc8 &&
                m != 0xcc;
     if (sof) {
-      if (len < 8 || i + 9 > n) return false;
-      *h = (uint32_t)p[i + 5] << 8 | p[i + 6];
-      *w = (uint32_t)p[i + 7] << 8 | p[i + 8];
+      if (len < 8 || i + 10 > n) return false;
+      memset(info, 0, sizeof *info);
+      info->format = STOKE__IMG_JPEG;
+      info->height = (uint32_t)p[i + 5] << 8 | p[i + 6];
+      info->width = (uint32_t)p[i + 7] << 8 | p[i + 8];
+      info->channels = p[i + 9];
+      info->progressive = m == 0xc2 || m == 0xc6 || m == 0xca || m == 0xce;
       return true;
     }
     i += 2 + len;
   }
   return false;
+}
+
+bool stoke__jpeg_peek(const uint8_t *data, size_t n, stoke__img_info *out) {
+  return n >= 4 && find_sof(data, n, out) && out->width > 0 &&
+         out->height > 0 && out->channels > 0;
 }
 
 static void fill_info(const struct jpeg_decompress_struct *c,
@@ -350,17 +360,107 @@ abort:
   return rc;
 }
 
+/* ---- restart cuts (jpeg_rst.c) ------------------------------------------ */
+
+/* Make d->cut at least n bytes. */
+static bool reserve_cut(stoke__decoder *d, size_t n) {
+  if (n <= d->cut_cap) return true;
+  stoke__free(d->opts.alloc, d->cut);
+  d->cut_cap = 0;
+  d->cut = stoke__alloc(d->opts.alloc, n);
+  if (!d->cut) return false;
+  d->cut_cap = n;
+  return true;
+}
+
+/* The cut's inner edges (those inside the image) lack the neighbours the
+** chroma upsampler blends in, so their outermost decoded pixels may differ
+** from a full decode: drop them.  The crop is at least one scaled pixel
+** inside each inner edge (the margin decode_cut adds), so it stays whole. */
+static void trim_inner_edges(stoke__image *o, const stoke__jpeg_rst *L,
+                             const stoke__jpeg_rst_box *b) {
+  unsigned s = o->scale;
+  uint32_t ow = (b->w + s - 1) / s, oh = (b->h + s - 1) / s;
+  if (b->x > 0 && o->win_x == 0) {
+    o->pixels += 3;
+    o->width--;
+    o->win_x += s;
+    o->crop_x -= 1;
+  }
+  if (b->x + b->w < L->width && o->win_x / s + o->width == ow) o->width--;
+  if (b->y > 0 && o->win_y == 0) {
+    o->pixels += o->stride;
+    o->height--;
+    o->win_y += s;
+    o->crop_y -= 1;
+  }
+  if (b->y + b->h < L->height && o->win_y / s + o->height == oh) o->height--;
+  o->win_w = STOKE__MIN(o->width * s, b->w - o->win_x);
+  o->win_h = STOKE__MIN(o->height * s, b->h - o->win_y);
+}
+
+/* Decode req's crop from only the restart intervals that cover it.  false
+** when the file has no usable intervals, the cut would be the whole image,
+** or anything at all fails: the caller then decodes the original stream
+** the ordinary way, which gives the same pixels or reports the error. */
+static bool decode_cut(stoke__decoder *d, const uint8_t *data, size_t n,
+                       const stoke__decode_req *req, stoke__image *out) {
+  stoke__jpeg_rst L;
+  if (!d->opts.restart_cuts || req->w == 0 || req->h == 0 ||
+      !stoke__jpeg_rst_parse(data, n, &L))
+    return false;
+  if (req->x >= L.width || req->y >= L.height || req->w > L.width - req->x ||
+      req->h > L.height - req->y)
+    return false;
+  /* A margin of one scaled pixel round the crop, for trim_inner_edges. */
+  unsigned s = stoke__decode_pick_scale(req->w, req->h, req->out_w,
+                                        req->out_h);
+  uint32_t x0 = req->x > s ? req->x - s : 0, y0 = req->y > s ? req->y - s : 0;
+  uint32_t x1 = STOKE__MIN(req->x + req->w + s, L.width);
+  uint32_t y1 = STOKE__MIN(req->y + req->h + s, L.height);
+  stoke__jpeg_rst_box b;
+  stoke__jpeg_rst_box_for(&L, x0, y0, x1, y1, &b);
+  if (b.w == L.width && b.h == L.height) return false;
+  size_t cut_n;
+  if (!reserve_cut(d, stoke__jpeg_rst_cut_bound(&L, n, &b)) ||
+      !stoke__jpeg_rst_cut(&L, data, n, &b, d->cut, d->cut_cap, &cut_n))
+    return false;
+
+  stoke__decode_req r = *req;
+  r.x -= b.x;
+  r.y -= b.y;
+  begin(d, d->cut, cut_n, NULL, 0);
+  if (setjmp(d->jerr.jmp)) {
+    jpeg_abort_decompress(&d->cinfo);
+    d->jerr.decoding = false;
+    return false;
+  }
+  if (decode_body(d, &r, out, NULL, 0) != 0) return false;
+  trim_inner_edges(out, &L, &b);
+  out->win_x += b.x;
+  out->win_y += b.y;
+  out->info.width = L.width;
+  out->info.height = L.height;
+  out->restart_cut = true;
+  return true;
+}
+
 int stoke__jpeg_decode(stoke__decoder *d, const uint8_t *data, size_t n,
                        const stoke__decode_req *req, stoke__image *out,
                        char *err, size_t cap) {
-  uint32_t w, h;
-  if (find_sof(data, n, &w, &h)) {
+  stoke__img_info sof;
+  if (find_sof(data, n, &sof)) {
     out->info.format = STOKE__IMG_JPEG;
-    out->info.width = w;
-    out->info.height = h;
-    int rc = stoke__decode_check_size(d, w, h, 0, 0, NULL, err, cap);
+    out->info.width = sof.width;
+    out->info.height = sof.height;
+    int rc = stoke__decode_check_size(d, sof.width, sof.height, 0, 0, NULL,
+                                      err, cap);
     if (rc != 0) return rc;
   }
+  if (decode_cut(d, data, n, req, out)) return 0;
+  stoke__img_info seen = out->info;
+  memset(out, 0, sizeof *out);
+  out->info = seen;
   begin(d, data, n, err, cap);
   if (setjmp(d->jerr.jmp)) {
     jpeg_abort_decompress(&d->cinfo);

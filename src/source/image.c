@@ -60,7 +60,8 @@ static int image_fill(stoke_source *src, stoke_sample *s) {
 
   stoke_sample_stage(s, STOKE_STAGE_DECODE);
   stoke__img_info info;
-  if (stoke__decode_probe(sc->dec, bytes, n, &info, err, sizeof err) != 0)
+  if (!stoke__decode_peek(bytes, n, &info) &&
+      stoke__decode_probe(sc->dec, bytes, n, &info, err, sizeof err) != 0)
     return stoke_sample_fail(s, "%s", err);
   stoke__tf_plan plan;
   if (stoke__tf_plan_make(&im->spec, (int)info.width, (int)info.height,
@@ -328,15 +329,56 @@ int stoke_source_probe(const stoke_source *src, size_t index,
   return rc;
 }
 
+void stoke_pack_config_init(stoke_pack_config *cfg) {
+  memset(cfg, 0, sizeof *cfg);
+  cfg->struct_size = sizeof *cfg;
+  cfg->shard_bytes = 256000000;
+}
+
+/* The bytes to store for a JPEG: rewritten for restart cuts, or (*out
+** NULL) the original.  Only running out of memory fails the pack; a file
+** the rewrite cannot read is kept, counted, and decodes (or fails) at
+** training time exactly as it would from the folder. */
+static int pack_rewrite(const image_impl *im, size_t index,
+                        stoke__decoder *dec, const uint8_t *bytes, size_t n,
+                        uint8_t **out, size_t *out_n, stoke_pack_result *res) {
+  char err[STOKE__ERRMSG_CAP];
+  int rc = stoke__jpeg_transcode(dec, bytes, n, out, out_n, err, sizeof err);
+  if (rc == STOKE_ENOMEM)
+    return stoke__set_tls_error(rc, "pack: sample %zu: %s", index, err);
+  if (rc == 0 && *out) {
+    res->n_rewritten++;
+    return 0;
+  }
+  res->n_kept++;
+  if (!res->first_kept[0]) {
+    char where[256];
+    stoke__blobset_describe(im->set, index, where, sizeof where);
+    snprintf(res->first_kept, sizeof res->first_kept, "%.200s: %.300s", where,
+             rc != 0 ? err : "CMYK, or restart markers already in place");
+  }
+  return 0;
+}
+
 int stoke_pack(const stoke_source *src, const char *out_prefix,
-               uint64_t shard_bytes, stoke_pack_progress_fn progress,
-               void *user, stoke_pack_result *res) {
+               const stoke_pack_config *cfg, stoke_pack_result *res) {
   const image_impl *im = image_of(src);
   if (!im || !out_prefix || !*out_prefix)
     return stoke__set_tls_error(STOKE_EINVAL,
                                 "pack: needs an image source and an output "
                                 "prefix");
-  if (res) memset(res, 0, sizeof *res);
+  stoke_pack_config def;
+  if (!cfg) {
+    stoke_pack_config_init(&def);
+    cfg = &def;
+  }
+  if (cfg->struct_size != sizeof *cfg)
+    return stoke__set_tls_error(
+        STOKE_EINVAL, "pack: struct_size is %zu, expected %zu (call "
+                      "stoke_pack_config_init)", cfg->struct_size, sizeof *cfg);
+  stoke_pack_result local;
+  if (!res) res = &local;
+  memset(res, 0, sizeof *res);
   char err[STOKE__ERRMSG_CAP];
   stoke__pack_writer *w = NULL;
   stoke__decoder_opts o;
@@ -344,19 +386,19 @@ int stoke_pack(const stoke_source *src, const char *out_prefix,
   stoke__decoder *dec = NULL;
   stoke__blob_reader r;
   stoke__blob_reader_init(&r, NULL);
+  uint8_t *rewritten = NULL;
   int rc = stoke__decoder_create(&o, &dec);
   if (rc != 0) {
     rc = stoke__set_tls_error(rc, "pack: out of memory");
     goto out;
   }
-  rc = stoke__pack_writer_create(out_prefix, shard_bytes, 0, NULL, &w, err,
-                                 sizeof err);
+  rc = stoke__pack_writer_create(out_prefix, cfg->shard_bytes, 0, NULL, &w,
+                                 err, sizeof err);
   if (rc != 0) {
     rc = stoke__set_tls_error(rc, "%s", err);
     goto out;
   }
   size_t total = src->n_samples;
-  uint64_t bytes_done = 0;
   for (size_t i = 0; i < total; i++) {
     const uint8_t *bytes;
     size_t n;
@@ -365,17 +407,26 @@ int stoke_pack(const stoke_source *src, const char *out_prefix,
     ** training run later; width and height go into the index. */
     rc = probe_one(im, i, &r, dec, &bytes, &n, &info);
     if (rc != 0) goto out;
+    res->bytes_in += n;
+    size_t rn = 0;
+    if (info.format == STOKE_IMAGE_JPEG && !cfg->keep_bytes) {
+      rc = pack_rewrite(im, i, dec, bytes, n, &rewritten, &rn, res);
+      if (rc != 0) goto out;
+      if (rewritten) bytes = rewritten, n = rn;
+    }
     rc = stoke__pack_writer_add(
         w, bytes, n, stoke__blobset_label(im->set, i), info.width,
         info.height,
         info.format == STOKE_IMAGE_JPEG ? STOKE__BLOB_JPEG : STOKE__BLOB_PNG,
         err, sizeof err);
+    stoke__free(NULL, rewritten);
+    rewritten = NULL;
     if (rc != 0) {
       rc = stoke__set_tls_error(rc, "%s", err);
       goto out;
     }
-    bytes_done += n;
-    if (progress && progress(user, i + 1, total, bytes_done) != 0) {
+    res->bytes += n;
+    if (cfg->progress && cfg->progress(cfg->user, i + 1, total, res->bytes)) {
       rc = stoke__set_tls_error(STOKE_EINVAL, "pack: stopped after %zu of "
                                 "%zu samples; nothing was kept", i + 1, total);
       goto out;
@@ -387,14 +438,12 @@ int stoke_pack(const stoke_source *src, const char *out_prefix,
     rc = stoke__set_tls_error(rc, "%s", err);
     goto out;
   }
-  if (res) {
-    res->n_samples = total;
-    res->n_shards = n_shards;
-    res->bytes = bytes_done;
-    snprintf(res->first_shard, sizeof res->first_shard, "%s",
-             n_shards ? stoke__pack_writer_shard_path(w, 0) : "");
-  }
+  res->n_samples = total;
+  res->n_shards = n_shards;
+  snprintf(res->first_shard, sizeof res->first_shard, "%s",
+           n_shards ? stoke__pack_writer_shard_path(w, 0) : "");
 out:
+  stoke__free(NULL, rewritten);
   stoke__pack_writer_destroy(w); /* before finish: removes the .tmp files */
   stoke__decoder_destroy(dec);
   stoke__blob_reader_free(&r);

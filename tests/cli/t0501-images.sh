@@ -41,6 +41,14 @@ run_stoke pack "$TMP/train" -o "$TMP/pk/train" --shard-size 40KB --json "$TMP/pa
 [ "$rc" -eq 0 ] || fail "pack exit $rc: $(cat "$TMP/err")"
 json_check "$TMP/pack.json" '
 assert d["samples"] == 19 and d["shards"] >= 2 and d["classes"] == 3, d
+# JPEGs are rewritten for restart cuts unless --keep-bytes; PNGs never.
+assert d["jpegs_rewritten"] > 0 and d["jpegs_kept"] == 0, d
+assert d["bytes_in"] > 0 and d["bytes"] > 0, d
+'
+run_stoke pack "$TMP/train" -o "$TMP/pk-kept/train" --keep-bytes --json "$TMP/kept.json"
+[ "$rc" -eq 0 ] || fail "pack --keep-bytes exit $rc: $(cat "$TMP/err")"
+json_check "$TMP/kept.json" '
+assert d["jpegs_rewritten"] == 0 and d["bytes"] == d["bytes_in"], d
 '
 ls "$TMP"/pk/train-*.stoke >/dev/null || fail "no shard written"
 ls "$TMP"/pk/*.tmp 2>/dev/null && fail "a .tmp file was left behind"

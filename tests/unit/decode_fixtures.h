@@ -58,6 +58,7 @@ typedef struct df_jpeg_opts {
   int quality;
   int progressive;
   int h_samp, v_samp;   /* luma sampling factors: 2,2 = 4:2:0; 1,1 = 4:4:4 */
+  unsigned restart;     /* a restart marker every this many MCUs; 0 none */
 } df_jpeg_opts;
 
 /* Encode pixels (w*h*components of `in`) into *out (free()). */
@@ -83,6 +84,7 @@ static inline void df_jpeg(const uint8_t *px, uint32_t w, uint32_t h,
     c.comp_info[0].v_samp_factor = o->v_samp;
   }
   if (o->progressive) jpeg_simple_progression(&c);
+  c.restart_interval = o->restart;
   jpeg_start_compress(&c, TRUE);
   size_t stride = (size_t)w * (size_t)c.input_components;
   while (c.next_scanline < h) {
@@ -97,7 +99,7 @@ static inline void df_jpeg(const uint8_t *px, uint32_t w, uint32_t h,
 
 static inline void df_jpeg_rgb(const uint8_t *px, uint32_t w, uint32_t h,
                                int progressive, uint8_t **out, size_t *n) {
-  df_jpeg_opts o = {JCS_RGB, JCS_UNKNOWN, 90, progressive, 2, 2};
+  df_jpeg_opts o = {JCS_RGB, JCS_UNKNOWN, 90, progressive, 2, 2, 0};
   df_jpeg(px, w, h, &o, out, n);
 }
 

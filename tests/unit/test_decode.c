@@ -208,7 +208,7 @@ static void test_probe(void **state) {
   uint8_t gray[64 * 48], *j;
   size_t n;
   memset(gray, 99, sizeof gray);
-  df_jpeg_opts go = {JCS_GRAYSCALE, JCS_UNKNOWN, 90, 1, 0, 0};
+  df_jpeg_opts go = {JCS_GRAYSCALE, JCS_UNKNOWN, 90, 1, 0, 0, 0};
   df_jpeg(gray, 64, 48, &go, &j, &n);
   assert_int_equal(stoke__decode_probe(d, j, n, &info, err, sizeof err), 0);
   assert_int_equal(info.channels, 1);
@@ -250,7 +250,7 @@ static void test_jpeg_full(void **state) {
       size_t n;
       if (kind == 2) {
         for (size_t k = 0; k < (size_t)w * h; k++) px[k] = px[3 * k + 1];
-        df_jpeg_opts o = {JCS_GRAYSCALE, JCS_UNKNOWN, 90, 0, 0, 0};
+        df_jpeg_opts o = {JCS_GRAYSCALE, JCS_UNKNOWN, 90, 0, 0, 0, 0};
         df_jpeg(px, w, h, &o, &j, &n);
       } else {
         df_jpeg_rgb(px, w, h, kind == 1, &j, &n);
@@ -288,15 +288,31 @@ static void test_jpeg_full(void **state) {
 /* Random crops at every scale, on 4:2:0, 4:2:2, 4:4:4, progressive and
 ** gray files: the window equals the same window of libjpeg's full decode
 ** at that scale, pixel for pixel, and contains the crop. */
+/* Restart cuts (jpeg_rst.c) apply to baseline files whose restart
+** interval divides the MCUs of a row: 517 px is 33 MCUs of 16 px or 65
+** blocks of 8, 333 px is 21 or 42. */
+static bool cuts_apply(const df_jpeg_opts *o, uint32_t W) {
+  unsigned mcu = o->in == JCS_GRAYSCALE || o->h_samp == 1 ? 8 : 16;
+  return o->restart && !o->progressive &&
+         ((W + mcu - 1) / mcu) % o->restart == 0;
+}
+
 static void test_jpeg_region_exact(void **state) {
   (void)state;
   static const df_jpeg_opts kinds[] = {
-      {JCS_RGB, JCS_UNKNOWN, 90, 0, 2, 2},
-      {JCS_RGB, JCS_UNKNOWN, 85, 0, 2, 1},
-      {JCS_RGB, JCS_UNKNOWN, 95, 0, 1, 1},
-      {JCS_RGB, JCS_UNKNOWN, 90, 1, 2, 2},
-      {JCS_RGB, JCS_UNKNOWN, 90, 1, 1, 1},
-      {JCS_GRAYSCALE, JCS_UNKNOWN, 90, 0, 0, 0},
+      {JCS_RGB, JCS_UNKNOWN, 90, 0, 2, 2, 0},
+      {JCS_RGB, JCS_UNKNOWN, 85, 0, 2, 1, 0},
+      {JCS_RGB, JCS_UNKNOWN, 95, 0, 1, 1, 0},
+      {JCS_RGB, JCS_UNKNOWN, 90, 1, 2, 2, 0},
+      {JCS_RGB, JCS_UNKNOWN, 90, 1, 1, 1, 0},
+      {JCS_GRAYSCALE, JCS_UNKNOWN, 90, 0, 0, 0, 0},
+      /* With restart markers, as `stoke pack` writes them. */
+      {JCS_RGB, JCS_UNKNOWN, 90, 0, 2, 2, 1},  /* 333: 21 MCUs, cut */
+      {JCS_RGB, JCS_UNKNOWN, 85, 0, 2, 1, 3},  /* 517: 33 = 11 x 3, cut */
+      {JCS_RGB, JCS_UNKNOWN, 95, 0, 1, 1, 2},  /* 333: 42 = 21 x 2, cut */
+      {JCS_RGB, JCS_UNKNOWN, 90, 0, 2, 2, 2},  /* 517: 33 MCUs, no cut */
+      {JCS_GRAYSCALE, JCS_UNKNOWN, 90, 0, 0, 0, 1}, /* 333: 42 blocks */
+      {JCS_GRAYSCALE, JCS_UNKNOWN, 90, 0, 0, 0, 5}, /* 517: 65 = 13 x 5 */
   };
   stoke__decoder *d = new_decoder(NULL);
   uint64_t rng = 42;
@@ -311,7 +327,7 @@ static void test_jpeg_region_exact(void **state) {
     uint32_t rw[9], rh[9];
     for (unsigned s = 1; s <= 8; s *= 2)
       ref[s] = df_ref_jpeg(j, n, s, &rw[s], &rh[s]);
-    unsigned seen = 0;
+    unsigned seen = 0, cuts = 0;
     for (int t = 0; t < 60; t++) {
       stoke__decode_req r = {0};
       r.w = 1 + (uint32_t)(df_rng(&rng) % W);
@@ -333,8 +349,14 @@ static void test_jpeg_region_exact(void **state) {
             r.out_w, r.out_h);
       check_window(&img, ref[s], rw[s], rh[s]);
       check_crop_mapping(&img, &r);
+      cuts += img.restart_cut;
     }
     assert_int_equal(seen, 1 | 2 | 4 | 8);
+    /* Most random crops leave whole rows or columns of intervals out. */
+    if (cuts_apply(&kinds[k], W))
+      CHECK(cuts >= 40, "kind %zu: only %u of 60 decodes cut", k, cuts);
+    else
+      CHECK(cuts == 0, "kind %zu: %u decodes cut", k, cuts);
     for (unsigned s = 1; s <= 8; s *= 2) free(ref[s]);
     free(j);
     free(px);
@@ -398,7 +420,7 @@ static void test_jpeg_cmyk(void **state) {
   stoke__decoder *d = new_decoder(NULL);
   for (int ycck = 0; ycck < 2; ycck++) {
     df_jpeg_opts o = {JCS_CMYK, ycck ? JCS_YCCK : JCS_UNKNOWN, 95, ycck, 0,
-                      0};
+                      0, 0};
     uint8_t *j;
     size_t n;
     df_jpeg(cmyk, W, H, &o, &j, &n);

@@ -96,11 +96,11 @@ static int setup(void **state) {
   assert_non_null(mkdtemp(root));
   mkdir_in(folder, sizeof folder, root, "train");
   char d[256];
-  df_jpeg_opts rgb = {JCS_RGB, JCS_UNKNOWN, 90, 0, 2, 2};
-  df_jpeg_opts prog = {JCS_RGB, JCS_UNKNOWN, 85, 1, 2, 2};
-  df_jpeg_opts gray = {JCS_GRAYSCALE, JCS_UNKNOWN, 90, 0, 0, 0};
-  df_jpeg_opts cmyk = {JCS_CMYK, JCS_UNKNOWN, 90, 0, 0, 0};
-  df_jpeg_opts full = {JCS_RGB, JCS_UNKNOWN, 92, 0, 1, 1};
+  df_jpeg_opts rgb = {JCS_RGB, JCS_UNKNOWN, 90, 0, 2, 2, 0};
+  df_jpeg_opts prog = {JCS_RGB, JCS_UNKNOWN, 85, 1, 2, 2, 0};
+  df_jpeg_opts gray = {JCS_GRAYSCALE, JCS_UNKNOWN, 90, 0, 0, 0, 0};
+  df_jpeg_opts cmyk = {JCS_CMYK, JCS_UNKNOWN, 90, 0, 0, 0, 0};
+  df_jpeg_opts full = {JCS_RGB, JCS_UNKNOWN, 92, 0, 1, 1, 0};
   mkdir_in(d, sizeof d, folder, "cat");
   write_jpeg(d, "a.jpg", 333, 257, &rgb, 1);
   write_jpeg(d, "b.JPEG", 1, 1, &rgb, 2);
@@ -278,13 +278,30 @@ static void test_three_storages_agree(void **state) {
   /* Pack it (small shards: several files). */
   char prefix[256], pattern[300];
   snprintf(prefix, sizeof prefix, "%s/packed", root);
+  stoke_pack_config pc;
+  stoke_pack_config_init(&pc);
+  pc.shard_bytes = 20000;
   stoke_pack_result res;
-  assert_int_equal(stoke_pack(fsrc, prefix, 20000, NULL, NULL, &res), 0);
+  assert_int_equal(stoke_pack(fsrc, prefix, &pc, &res), 0);
   assert_int_equal(res.n_samples, N_IMAGES);
   assert_true(res.n_shards >= 2);
+  /* Every JPEG is rewritten with restart markers but the CMYK one. */
+  assert_int_equal(res.n_rewritten, 7);
+  assert_int_equal(res.n_kept, 1);
+  if (!strstr(res.first_kept, "e.jpg"))
+    fail_msg("first kept: '%s'", res.first_kept);
   snprintf(pattern, sizeof pattern, "%s-*.stoke", prefix);
   stoke_source *psrc = open_images(pattern, spec);
   assert_string_equal(stoke_source_kind(psrc), "packed");
+  /* And once byte for byte. */
+  char kprefix[256], kpattern[300];
+  snprintf(kprefix, sizeof kprefix, "%s/kept", root);
+  pc.keep_bytes = 1;
+  assert_int_equal(stoke_pack(fsrc, kprefix, &pc, &res), 0);
+  assert_int_equal(res.n_rewritten, 0);
+  assert_int_equal(res.bytes, res.bytes_in);
+  snprintf(kpattern, sizeof kpattern, "%s-*.stoke", kprefix);
+  stoke_source *ksrc = open_images(kpattern, spec);
   /* A tar of the same files, in index order, with .cls labels. */
   char tarpath[256];
   snprintf(tarpath, sizeof tarpath, "%s/train-0000.tar", root);
@@ -317,18 +334,27 @@ static void test_three_storages_agree(void **state) {
   uint8_t *a = run_epoch(fsrc, 2, 5, &nf, lf);
   uint8_t *b = run_epoch(psrc, 2, 5, &np, lp);
   uint8_t *c = run_epoch(tsrc, 1, 5, &nt, lt);
+  int64_t lk[N_IMAGES];
+  size_t nk;
+  uint8_t *k = run_epoch(ksrc, 3, 5, &nk, lk);
   assert_int_equal(nf, np);
   assert_int_equal(nf, nt);
+  assert_int_equal(nf, nk);
+  /* The rewritten JPEGs, decoded from restart cuts, give the same bytes. */
   assert_memory_equal(a, b, nf);
   assert_memory_equal(a, c, nf);
+  assert_memory_equal(a, k, nf);
   assert_memory_equal(lf, lp, sizeof lf);
   assert_memory_equal(lf, lt, sizeof lf);
+  assert_memory_equal(lf, lk, sizeof lf);
   free(a);
   free(b);
   free(c);
+  free(k);
   stoke_source_destroy(fsrc);
   stoke_source_destroy(psrc);
   stoke_source_destroy(tsrc);
+  stoke_source_destroy(ksrc);
 }
 
 /* A bad file fails its sample: next() names the file and the cause. */
@@ -360,7 +386,7 @@ static void test_bad_files(void **state) {
   mkdir_in(bad, sizeof bad, root, "bad");
   snprintf(d, sizeof d, "%s/x", bad);
   assert_int_equal(mkdir(d, 0755), 0);
-  df_jpeg_opts rgb = {JCS_RGB, JCS_UNKNOWN, 90, 0, 2, 2};
+  df_jpeg_opts rgb = {JCS_RGB, JCS_UNKNOWN, 90, 0, 2, 2, 0};
   write_jpeg(d, "good.jpg", 64, 64, &rgb, 9);
   /* Truncated JPEG. */
   uint8_t *px = df_pattern(120, 90, 3), *buf;
@@ -374,7 +400,7 @@ static void test_bad_files(void **state) {
   expect_sample_error(bad, "empty.jpg", "empty");
   remove(strcat(strcpy((char[512]){0}, d), "/empty.jpg"));
   /* A header claiming 60000x60000 (a decompression bomb): refused by
-  ** max_pixels before any big allocation; 65535 is refused by libjpeg. */
+  ** max_pixels before any big allocation, from the frame header alone. */
   size_t sof = df_jpeg_sof(buf, n);
   assert_true(sof > 0);
   buf[sof + 5] = 0xea;
@@ -385,7 +411,7 @@ static void test_bad_files(void **state) {
   expect_sample_error(bad, "bomb.jpg", "max_pixels");
   buf[sof + 5] = buf[sof + 6] = buf[sof + 7] = buf[sof + 8] = 0xff;
   write_file(d, "bomb.jpg", buf, n);
-  expect_sample_error(bad, "bomb.jpg", "65500");
+  expect_sample_error(bad, "bomb.jpg", "65535x65535 exceeds max_pixels");
   remove(strcat(strcpy((char[512]){0}, d), "/bomb.jpg"));
   free(px);
   free(buf);
@@ -425,7 +451,7 @@ static void test_bad_arguments(void **state) {
   assert_int_equal(stoke_source_label(src, 0), -1);
   stoke_image_info info;
   assert_int_equal(stoke_source_probe(src, 0, &info), STOKE_EINVAL);
-  assert_int_equal(stoke_pack(src, "/tmp/x", 0, NULL, NULL, NULL),
+  assert_int_equal(stoke_pack(src, "/tmp/x", NULL, NULL),
                    STOKE_EINVAL);
   stoke_source_destroy(src);
 }
