@@ -4,7 +4,8 @@
 # and f32 (ToTensor + Normalize), on an ImageNet-like corpus made from real
 # photographs (bench/make_corpus.py).  Also the raw ceiling: every file
 # decoded at full scale with libjpeg-turbo on the same cores, nothing else.
-# stoke reads the corpus three ways: the folder, tar shards, packed shards.
+# stoke reads the corpus four ways: the folder, tar shards, packed shards
+# byte for byte (packed-raw) and packed shards as `stoke pack` writes them.
 #
 #   IMAGES_CORPUS=bench/out/corpus   made on first use (2000 images)
 #   IMAGES_TORCH_WORKERS="0 1 2 3 4"
@@ -23,8 +24,16 @@ cores=$(nproc)
 if [ ! -d "$corpus/train" ]; then
   "$PY" "$BENCH_DIR/make_corpus.py" "$corpus/train" --images 2000 >&2
 fi
-if [ ! -f "$corpus/packed-00000.stoke" ]; then
-  "$STOKE" pack "$corpus/train" -o "$corpus/packed" --shard-size 32MB -q
+# Packed twice: as `stoke pack` writes it (JPEGs rewritten with restart
+# markers, so crops decode from their own intervals) and byte for byte
+# (--keep-bytes: the same region decoding as the folder and the tar).
+# Shards from before the rewrite existed (no pack.json) are made again.
+if ! grep -q jpegs_rewritten "$corpus/pack.json" 2>/dev/null; then
+  rm -f "$corpus"/packed-*.stoke "$corpus"/raw/packed-*.stoke
+  "$STOKE" pack "$corpus/train" -o "$corpus/packed" --shard-size 32MB -q \
+    --json "$corpus/pack.json"
+  "$STOKE" pack "$corpus/train" -o "$corpus/raw/packed" --shard-size 32MB \
+    -q --keep-bytes
 fi
 if [ ! -f "$corpus/tar/train-0000.tar" ]; then
   # WebDataset layout: key.jpg + key.cls, 500 samples a shard.
@@ -50,6 +59,8 @@ n_tar=$(ls "$corpus"/tar/train-*.tar | wc -l)
 n_packed=$(ls "$corpus"/packed-*.stoke | wc -l)
 tar_spec="$corpus/tar/train-{0000..$(printf %04d $((n_tar - 1)))}.tar"
 packed_spec="$corpus/packed-{00000..$(printf %05d $((n_packed - 1)))}.stoke"
+n_raw=$(ls "$corpus"/raw/packed-*.stoke | wc -l)
+raw_spec="$corpus/raw/packed-{00000..$(printf %05d $((n_raw - 1)))}.stoke"
 
 echo "images: the decode ceiling" >&2
 cc -O2 -o "$RAW/decode_ceiling" "$BENCH_DIR/decode_ceiling.c" -ljpeg -lpthread
@@ -69,10 +80,11 @@ for dtype in u8 f32; do
       --json "$RAW/torch_${dtype}_w$w.json"
   done
   for w in $stoke_workers; do
-    for kind in folder tar packed; do
+    for kind in folder tar packed-raw packed; do
       case $kind in
         folder) data=$corpus/train ;;
         tar) data=$tar_spec ;;
+        packed-raw) data=$raw_spec ;;
         packed) data=$packed_spec ;;
       esac
       echo "images: stoke $kind $dtype W=$w" >&2

@@ -55,19 +55,19 @@ def main(raw, out_path):
                   dtype, "%.0f" % best if best else "-", best_w,
                   ceiling["threads"], ceiling["images_per_s"],
                   ceiling1["images_per_s"]))
-        print("  %-7s %2s %9s %9s %10s %9s %9s  %s" % (
+        print("  %-10s %2s %9s %9s %10s %9s %9s  %s" % (
             "storage", "W", "images/s", "x torch", "x ceiling", "RSS MiB",
             "limit", "stage means (us)"))
         for w in sorted(torch):
             t = torch[w]
-            print("  %-7s %2d %9.0f %9s %10.2f %9.0f %9s" % (
+            print("  %-10s %2d %9.0f %9s %10.2f %9.0f %9s" % (
                 "torch", w, t["images_per_s"], "", t["images_per_s"] /
                 ceiling["images_per_s"], t["peak_rss_bytes"] / 2**20, ""))
         for (kind, w), s in sorted(stoke.items()):
             limit = (s["prefetch"] + 1) * s["batch_bytes"] + 64 * 2**20
             stages = " ".join("%s %.0f" % (k, v) for k, v in s["stages"].items()
                               if k in ("read", "decode", "transform"))
-            print("  %-7s %2d %9.0f %9s %10.2f %9.0f %9.0f  %s" % (
+            print("  %-10s %2d %9.0f %9s %10.2f %9.0f %9.0f  %s" % (
                 kind, w, s["images_per_s"],
                 "%.2f" % (s["images_per_s"] / best) if best else "-",
                 s["images_per_s"] / ceiling["images_per_s"],
