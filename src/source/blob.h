@@ -158,6 +158,11 @@ int stoke__pack_writer_add(stoke__pack_writer *w, const void *bytes,
 /* Complete the last shard, fsync, rename every shard to its final name and
 ** fsync the folder.  *n_shards (may be NULL) = shards written.  After an
 ** error the writer is poisoned: only destroy is allowed. */
+/* Store class names (label k is names[k]) in every shard; only before the
+** first add.  Names are non-empty; their total size at most 16 MiB. */
+int stoke__pack_writer_set_classes(stoke__pack_writer *w,
+                                   const char *const *names, size_t n,
+                                   char *err, size_t cap);
 int stoke__pack_writer_finish(stoke__pack_writer *w, size_t *n_shards,
                               char *err, size_t cap);
 /* Final path of shard k (k < shards so far), owned by the writer. */
@@ -256,5 +261,8 @@ static inline void stoke__put_le64(uint8_t *p, uint64_t v) {
 #define STOKE__PACK_HEADER 64
 #define STOKE__PACK_ENTRY 40
 #define STOKE__PACK_FOOTER 32
+/* Header flag: a class table follows the header (docs/packed-format.md). */
+#define STOKE__PACK_FLAG_CLASSES 1u
+#define STOKE__PACK_CLASSES_HEAD 16 /* count, bytes, CRC, reserved */
 
 #endif /* STOKE_SOURCE_BLOB_H */

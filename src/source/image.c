@@ -360,6 +360,21 @@ static int pack_rewrite(const image_impl *im, size_t index,
   return 0;
 }
 
+/* An ImageFolder's class names go into every shard, so that packed data
+** still names its labels. */
+static int pack_classes(const image_impl *im, stoke__pack_writer *w) {
+  size_t nc = stoke__blobset_n_classes(im->set);
+  if (nc == 0) return 0;
+  const char **names = stoke__calloc(NULL, nc, sizeof *names);
+  if (!names) return stoke__set_tls_error(STOKE_ENOMEM, "pack: out of memory");
+  for (size_t c = 0; c < nc; c++)
+    names[c] = stoke__blobset_class_name(im->set, c);
+  char err[STOKE__ERRMSG_CAP];
+  int rc = stoke__pack_writer_set_classes(w, names, nc, err, sizeof err);
+  stoke__free(NULL, names);
+  return rc ? stoke__set_tls_error(rc, "%s", err) : 0;
+}
+
 int stoke_pack(const stoke_source *src, const char *out_prefix,
                const stoke_pack_config *cfg, stoke_pack_result *res) {
   const image_impl *im = image_of(src);
@@ -398,6 +413,8 @@ int stoke_pack(const stoke_source *src, const char *out_prefix,
     rc = stoke__set_tls_error(rc, "%s", err);
     goto out;
   }
+  rc = pack_classes(im, w);
+  if (rc != 0) goto out;
   size_t total = src->n_samples;
   for (size_t i = 0; i < total; i++) {
     const uint8_t *bytes;

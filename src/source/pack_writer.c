@@ -32,6 +32,8 @@ struct stoke__pack_writer {
   uint64_t pos;             /* end of the current shard's data */
   uint8_t *index;           /* owned: n entries of cap, current shard */
   size_t n, cap;
+  uint8_t *classes;         /* owned: the class table, or NULL */
+  size_t classes_len;
   bool finished;
   bool failed;              /* poisoned: only destroy */
 };
@@ -101,6 +103,51 @@ int stoke__pack_writer_create(const char *prefix, uint64_t shard_bytes,
   return 0;
 }
 
+int stoke__pack_writer_set_classes(stoke__pack_writer *w,
+                                   const char *const *names, size_t n,
+                                   char *err, size_t cap) {
+  if (w->failed || w->finished || w->finals.n > 0)
+    return stoke__blob_err(STOKE_EBADSTATE, err, cap,
+                           "pack writer: class names go before the first "
+                           "sample");
+  size_t bytes = 0;
+  for (size_t k = 0; k < n; k++) {
+    size_t len = names[k] ? strlen(names[k]) : 0;
+    if (len == 0)
+      return stoke__blob_err(STOKE_EINVAL, err, cap,
+                             "pack writer: class %zu has no name", k);
+    bytes += len + 1;
+    if (bytes > (size_t)16 << 20)
+      return stoke__blob_err(STOKE_EINVAL, err, cap,
+                             "pack writer: class names over 16 MiB");
+  }
+  stoke__free(w->a, w->classes);
+  w->classes = NULL;
+  w->classes_len = 0;
+  if (n == 0) return 0;
+  uint8_t *t = stoke__alloc(w->a, STOKE__PACK_CLASSES_HEAD + bytes);
+  if (!t)
+    return stoke__blob_err(STOKE_ENOMEM, err, cap,
+                           "pack writer: out of memory");
+  uint8_t *o = t + STOKE__PACK_CLASSES_HEAD;
+  for (size_t k = 0; k < n; k++) {
+    size_t len = strlen(names[k]) + 1;
+    memcpy(o, names[k], len);
+    o += len;
+  }
+  stoke__put_le32(t, (uint32_t)n);
+  stoke__put_le32(t + 4, (uint32_t)bytes);
+  stoke__put_le32(t + 8, stoke__crc32(0, t + STOKE__PACK_CLASSES_HEAD,
+                                      bytes));
+  stoke__put_le32(t + 12, 0);
+  w->classes = t;
+  w->classes_len = STOKE__PACK_CLASSES_HEAD + bytes;
+  /* The data still starts on a page (or align) boundary after the table. */
+  uint64_t page = STOKE__MAX(4096u, w->align);
+  w->data_off = (STOKE__PACK_HEADER + w->classes_len + page - 1) / page * page;
+  return 0;
+}
+
 static int begin_shard(stoke__pack_writer *w, char *err, size_t cap) {
   char final[PATH_CAP], tmp[TMP_CAP];
   int n = snprintf(final, sizeof final, "%s-%05zu.stoke", w->prefix,
@@ -135,6 +182,7 @@ static int end_shard(stoke__pack_writer *w, char *err, size_t cap) {
   memcpy(foot + 24, STOKE__PACK_END_MAGIC, 8);
   memcpy(head, STOKE__PACK_MAGIC, 8);
   stoke__put_le32(head + 8, STOKE__PACK_VERSION);
+  stoke__put_le32(head + 12, w->classes ? STOKE__PACK_FLAG_CLASSES : 0);
   stoke__put_le64(head + 16, w->n);
   stoke__put_le64(head + 24, w->data_off);
   stoke__put_le64(head + 32, index_off);
@@ -142,7 +190,11 @@ static int end_shard(stoke__pack_writer *w, char *err, size_t cap) {
   stoke__put_le32(head + 44, STOKE__PACK_ENTRY);
   stoke__put_le32(head + 60, stoke__crc32(0, head, 60));
   const char *what = NULL;
-  if (index_bytes && pwrite_full(w->fd, w->index, index_bytes, index_off))
+  if (w->classes && pwrite_full(w->fd, w->classes, w->classes_len,
+                                STOKE__PACK_HEADER))
+    what = "write the class table";
+  else if (index_bytes &&
+           pwrite_full(w->fd, w->index, index_bytes, index_off))
     what = "write the index";
   else if (pwrite_full(w->fd, foot, sizeof foot, index_off + index_bytes))
     what = "write the footer";
@@ -289,6 +341,7 @@ void stoke__pack_writer_destroy(stoke__pack_writer *w) {
   }
   stoke__blob_strs_free(&w->finals, a);
   stoke__free(a, w->index);
+  stoke__free(a, w->classes);
   stoke__free(a, w->prefix);
   stoke__free(a, w);
 }

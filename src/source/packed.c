@@ -29,6 +29,8 @@ typedef struct pack_shard {
   const uint8_t *index;  /* into map */
   uint64_t n;            /* entries */
   size_t first;          /* global index of entry 0 */
+  const uint8_t *classes; /* the class table's names, into map, or NULL */
+  uint32_t n_classes, classes_bytes;
 } pack_shard;
 
 /* Decoded samples' pages are given back to the page cache in bulk, once
@@ -174,6 +176,43 @@ static const stoke__blob_ops packed_ops = {
 
 #define BAD(...) stoke__blob_err(STOKE_EFORMAT, err, cap, __VA_ARGS__)
 
+/* The class table between the header and the data: its count, size and
+** CRC, and exactly that many non-empty NUL-terminated names. */
+static int validate_classes(pack_shard *s, uint64_t data_off, char *err,
+                            size_t cap) {
+  const char *path = s->path;
+  const uint8_t *t = s->map + STOKE__PACK_HEADER;
+  uint64_t room = data_off - STOKE__PACK_HEADER;
+  if (room < STOKE__PACK_CLASSES_HEAD)
+    return BAD("packed source: %s: no room for the class table before the "
+               "data at %llu", path, (unsigned long long)data_off);
+  uint32_t nc = stoke__le32(t), nb = stoke__le32(t + 4);
+  if (nb > room - STOKE__PACK_CLASSES_HEAD)
+    return BAD("packed source: %s: class table of %u bytes runs into the "
+               "data at %llu", path, nb, (unsigned long long)data_off);
+  const uint8_t *names = t + STOKE__PACK_CLASSES_HEAD;
+  uint32_t crc = stoke__crc32(0, names, nb);
+  if (crc != stoke__le32(t + 8))
+    return BAD("packed source: %s: class table CRC-32 mismatch (stored "
+               "%08x, computed %08x): damaged class names", path,
+               stoke__le32(t + 8), crc);
+  uint32_t k = 0;
+  for (size_t i = 0; i < nb; k++) {
+    const uint8_t *z = memchr(names + i, 0, nb - i);
+    if (!z || z == names + i)
+      return BAD("packed source: %s: class name %u is empty or not "
+                 "terminated", path, k);
+    i = (size_t)(z - names) + 1;
+  }
+  if (k != nc || nc == 0)
+    return BAD("packed source: %s: the class table says %u classes and "
+               "holds %u names", path, nc, k);
+  s->classes = names;
+  s->n_classes = nc;
+  s->classes_bytes = nb;
+  return 0;
+}
+
 /* Check everything about a mapped shard that a read will rely on. */
 static int validate(pack_shard *s, char *err, size_t cap) {
   const uint8_t *m = s->map;
@@ -194,8 +233,9 @@ static int validate(pack_shard *s, char *err, size_t cap) {
     return BAD("packed source: %s: header CRC-32 mismatch (stored %08x, "
                "computed %08x): damaged header", path, stoke__le32(m + 60),
                hcrc);
-  if (flags != 0)
-    return BAD("packed source: %s: unknown flags %08x", path, flags);
+  if (flags & ~STOKE__PACK_FLAG_CLASSES)
+    return BAD("packed source: %s: unknown flags %08x (written by a newer "
+               "stoke?)", path, flags);
   uint64_t n = stoke__le64(m + 16), data_off = stoke__le64(m + 24);
   uint64_t index_off = stoke__le64(m + 32);
   uint32_t align = stoke__le32(m + 40), entry = stoke__le32(m + 44);
@@ -209,6 +249,10 @@ static int validate(pack_shard *s, char *err, size_t cap) {
     return BAD("packed source: %s: data offset %llu is not a multiple of "
                "%u past the header", path, (unsigned long long)data_off,
                align);
+  if (flags & STOKE__PACK_FLAG_CLASSES) {
+    int rc = validate_classes(s, data_off, err, cap);
+    if (rc) return rc;
+  }
   if (index_off < data_off || index_off % 8)
     return BAD("packed source: %s: index offset %llu is before the data "
                "(%llu) or unaligned", path, (unsigned long long)index_off,
@@ -264,6 +308,11 @@ static int validate(pack_shard *s, char *err, size_t cap) {
     if (format >= STOKE__BLOB_FORMAT_COUNT)
       return BAD("packed source: %s: entry %llu: unknown format %u", path,
                  (unsigned long long)k, format);
+    int64_t label = (int64_t)stoke__le64(e + 16);
+    if (s->n_classes && (label < 0 || label >= (int64_t)s->n_classes))
+      return BAD("packed source: %s: entry %llu: label %lld is not one of "
+                 "the %u classes", path, (unsigned long long)k,
+                 (long long)label, s->n_classes);
     prev_end = off + len;
   }
   s->index = index;
@@ -271,10 +320,35 @@ static int validate(pack_shard *s, char *err, size_t cap) {
   return 0;
 }
 
+/* Shards of one dataset carry one class table, or none: the names of the
+** first, checked against every other. */
+static int shared_classes(const packed_impl *p, const stoke_allocator *a,
+                          stoke__blob_strs *out, char *err, size_t cap) {
+  const pack_shard *s0 = &p->shards[0];
+  for (size_t k = 1; k < p->n_shards; k++) {
+    const pack_shard *s = &p->shards[k];
+    if (s->n_classes != s0->n_classes ||
+        s->classes_bytes != s0->classes_bytes ||
+        (s->classes && memcmp(s->classes, s0->classes, s->classes_bytes)))
+      return BAD("packed source: %s and %s have different class tables "
+                 "(%u and %u classes): shards of different datasets?",
+                 s0->path, s->path, s0->n_classes, s->n_classes);
+  }
+  const char *name = (const char *)s0->classes;
+  for (uint32_t c = 0; c < s0->n_classes; c++) {
+    if (stoke__blob_strs_add(out, a, name, NULL))
+      return stoke__blob_err(STOKE_ENOMEM, err, cap,
+                             "packed source: out of memory");
+    name += strlen(name) + 1;
+  }
+  return 0;
+}
+
 int stoke__blobset_open_packed(const char *const *specs, size_t n_specs,
                                unsigned flags, const stoke_allocator *a,
                                stoke__blobset **out, char *err, size_t cap) {
   *out = NULL;
+  stoke__blob_strs classes = {0}; /* before any goto fail */
   if (flags & ~STOKE__PACK_VERIFY_CRC)
     return stoke__blob_err(STOKE_EINVAL, err, cap,
                            "packed source: unknown flags %x", flags);
@@ -347,6 +421,8 @@ int stoke__blobset_open_packed(const char *const *specs, size_t n_specs,
     p->shards[w++] = p->shards[k];
   }
   p->n_shards = w;
+  rc = shared_classes(p, a, &classes, err, cap);
+  if (rc) goto fail;
   p->res = stoke__calloc(a, 1, sizeof *p->res);
   atomic_bool *touched =
       p->res ? stoke__calloc(a, p->n_shards, sizeof *touched) : NULL;
@@ -358,9 +434,10 @@ int stoke__blobset_open_packed(const char *const *specs, size_t n_specs,
   atomic_init(&p->res->since_drop, 0);
   for (size_t k = 0; k < p->n_shards; k++) atomic_init(&touched[k], false);
   p->res->touched = touched;
-  return stoke__blobset_wrap(&packed_ops, p, p->n, NULL, NULL, a, out, err,
-                             cap);
+  return stoke__blobset_wrap(&packed_ops, p, p->n, &classes, NULL, a, out,
+                             err, cap);
 fail:
+  stoke__blob_strs_free(&classes, a);
   packed_destroy(p, a);
   return rc;
 }

@@ -412,6 +412,116 @@ static void test_damaged(void **state) {
 
 /* ---- the writer's failure paths ------------------------------------------ */
 
+/* A pack of N_SAMPLES with class names (label i % n_names) at
+** dir/NAME-*.stoke; label_bump makes sample 5's label n_names + 3. */
+static void write_named(const char *dir, const char *name,
+                        const char *const *names, size_t n_names,
+                        bool label_bump) {
+  char prefix[4096];
+  snprintf(prefix, sizeof prefix, "%s/%s", dir, name);
+  stoke__pack_writer *w = NULL;
+  assert_int_equal(stoke__pack_writer_create(prefix, 9000, 0, NULL, &w,
+                                             errbuf, sizeof errbuf), 0);
+  int rc = stoke__pack_writer_set_classes(w, names, n_names, errbuf,
+                                          sizeof errbuf);
+  if (rc) fail_msg("set_classes: %s", errbuf);
+  uint8_t b[1024];
+  for (size_t i = 0; i < N_SAMPLES; i++) {
+    sample_bytes(i, b);
+    int64_t label = label_bump && i == 5 ? (int64_t)n_names + 3
+                                         : (int64_t)(i % n_names);
+    assert_int_equal(stoke__pack_writer_add(w, b, sample_len(i), label, 1, 1,
+                                            sample_format(i), errbuf,
+                                            sizeof errbuf), 0);
+  }
+  /* Too late for names now. */
+  assert_int_equal(stoke__pack_writer_set_classes(w, names, n_names, errbuf,
+                                                  sizeof errbuf),
+                   STOKE_EBADSTATE);
+  assert_int_equal(stoke__pack_writer_finish(w, NULL, errbuf, sizeof errbuf),
+                   0);
+  stoke__pack_writer_destroy(w);
+}
+
+/* Class names travel in every shard, and are checked like the rest. */
+static void test_class_table(void **state) {
+  (void)state;
+  char *dir = make_tmp();
+  static const char *const names[] = {"ant", "bee", "cat"};
+  write_named(dir, "named", names, 3, false);
+  char spec[4200], p[4200];
+  snprintf(spec, sizeof spec, "%s/named-*.stoke", dir);
+  stoke__blobset *s = open_spec(spec, 0);
+  assert_int_equal(stoke__blobset_n_classes(s), 3);
+  for (size_t c = 0; c < 3; c++)
+    assert_string_equal(stoke__blobset_class_name(s, c), names[c]);
+  /* The samples are where they always were. */
+  uint8_t b[1024];
+  for (size_t i = 0; i < N_SAMPLES; i++) {
+    const uint8_t *bytes;
+    size_t n;
+    assert_int_equal(stoke__blobset_read(s, i, NULL, &bytes, &n, errbuf,
+                                         sizeof errbuf), 0);
+    sample_bytes(i, b);
+    assert_int_equal(n, sample_len(i));
+    assert_memory_equal(bytes, b, n);
+    assert_int_equal(stoke__blobset_label(s, i), (int64_t)(i % 3));
+  }
+  stoke__blobset_close(s);
+
+  /* Bad names are refused by the writer. */
+  stoke__pack_writer *w = NULL;
+  snprintf(p, sizeof p, "%s/never", dir);
+  assert_int_equal(stoke__pack_writer_create(p, 9000, 0, NULL, &w, errbuf,
+                                             sizeof errbuf), 0);
+  static const char *const empty[] = {"a", ""};
+  assert_int_equal(stoke__pack_writer_set_classes(w, empty, 2, errbuf,
+                                                  sizeof errbuf),
+                   STOKE_EINVAL);
+  stoke__pack_writer_destroy(w);
+
+  /* A damaged name, a label outside the classes, unknown flags. */
+  snprintf(p, sizeof p, "%s/named-00000.stoke", dir);
+  file f = load(p);
+  uint8_t *c = malloc(f.n);
+  memcpy(c, f.b, f.n);
+  c[STOKE__PACK_HEADER + STOKE__PACK_CLASSES_HEAD + 1] ^= 0x20; /* "aNt" */
+  snprintf(p, sizeof p, "%s/name.bin", dir);
+  save(p, c, f.n);
+  expect_bad(p, "class table CRC-32", NULL);
+  memcpy(c, f.b, f.n);
+  stoke__put_le32(c + 12, 3);
+  stoke__put_le32(c + 60, stoke__crc32(0, c, 60));
+  snprintf(p, sizeof p, "%s/flags.bin", dir);
+  save(p, c, f.n);
+  expect_bad(p, "unknown flags 00000003", NULL);
+  memcpy(c, f.b, f.n);
+  stoke__put_le32(c + STOKE__PACK_HEADER, 4); /* says 4 names, holds 3 */
+  snprintf(p, sizeof p, "%s/count.bin", dir);
+  save(p, c, f.n);
+  expect_bad(p, "says 4 classes and holds 3", NULL);
+  free(c);
+  free(f.b);
+  write_named(dir, "bump", names, 3, true);
+  snprintf(p, sizeof p, "%s/bump-00000.stoke", dir);
+  expect_bad(p, "label 6 is not one of the 3 classes", NULL);
+
+  /* Shards of two datasets with different classes do not mix. */
+  static const char *const other[] = {"ant", "bee", "cow"};
+  write_named(dir, "other", other, 3, false);
+  char both[2][4200];
+  snprintf(both[0], sizeof both[0], "%s/named-00000.stoke", dir);
+  snprintf(both[1], sizeof both[1], "%s/other-00000.stoke", dir);
+  const char *specs[2] = {both[0], both[1]};
+  s = (stoke__blobset *)1;
+  assert_int_equal(stoke__blobset_open_packed(specs, 2, 0, NULL, &s, errbuf,
+                                              sizeof errbuf), STOKE_EFORMAT);
+  assert_null(s);
+  if (!strstr(errbuf, "different class tables")) fail_msg("%s", errbuf);
+  rm_rf(dir);
+  free(dir);
+}
+
 static void test_writer_abort(void **state) {
   (void)state;
   char *dir = make_tmp();
@@ -599,6 +709,7 @@ int main(void) {
       cmocka_unit_test(test_round_trip),
       cmocka_unit_test(test_concurrent),
       cmocka_unit_test(test_damaged),
+      cmocka_unit_test(test_class_table),
       cmocka_unit_test(test_writer_abort),
       cmocka_unit_test(test_oom),
   };

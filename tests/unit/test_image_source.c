@@ -293,6 +293,11 @@ static void test_three_storages_agree(void **state) {
   snprintf(pattern, sizeof pattern, "%s-*.stoke", prefix);
   stoke_source *psrc = open_images(pattern, spec);
   assert_string_equal(stoke_source_kind(psrc), "packed");
+  /* The folder's class names travel with the shards. */
+  assert_int_equal(stoke_source_n_classes(psrc), stoke_source_n_classes(fsrc));
+  for (size_t c = 0; c < stoke_source_n_classes(fsrc); c++)
+    assert_string_equal(stoke_source_class_name(psrc, c),
+                        stoke_source_class_name(fsrc, c));
   /* And once byte for byte. */
   char kprefix[256], kpattern[300];
   snprintf(kprefix, sizeof kprefix, "%s/kept", root);
