@@ -92,6 +92,9 @@ int stoke__decode_check_size(const stoke__decoder *d, uint32_t w, uint32_t h,
 int stoke__jpeg_init(stoke__decoder *d);
 void stoke__jpeg_fini(stoke__decoder *d);
 
+/* Point d's libjpeg context (source, error messages) at data[0..n). */
+void stoke__jpeg_begin(stoke__decoder *d, const uint8_t *data, size_t n,
+                       char *err, size_t cap);
 bool stoke__jpeg_peek(const uint8_t *data, size_t n, stoke__img_info *out);
 int stoke__jpeg_probe(stoke__decoder *d, const uint8_t *data, size_t n,
                       stoke__img_info *out, char *err, size_t cap);

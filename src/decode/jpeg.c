@@ -125,8 +125,8 @@ void stoke__jpeg_fini(stoke__decoder *d) {
 }
 
 /* Point the context at one input and its message buffer. */
-static void begin(stoke__decoder *d, const uint8_t *data, size_t n,
-                  char *err, size_t cap) {
+void stoke__jpeg_begin(stoke__decoder *d, const uint8_t *data, size_t n,
+                       char *err, size_t cap) {
   d->jerr.data = data;
   d->jerr.n = n;
   d->jerr.hit_eof = false;
@@ -196,7 +196,7 @@ static void fill_info(const struct jpeg_decompress_struct *c,
 
 int stoke__jpeg_probe(stoke__decoder *d, const uint8_t *data, size_t n,
                       stoke__img_info *out, char *err, size_t cap) {
-  begin(d, data, n, err, cap);
+  stoke__jpeg_begin(d, data, n, err, cap);
   if (setjmp(d->jerr.jmp)) {
     jpeg_abort_decompress(&d->cinfo);
     return d->jerr.code;
@@ -429,7 +429,7 @@ static bool decode_cut(stoke__decoder *d, const uint8_t *data, size_t n,
   stoke__decode_req r = *req;
   r.x -= b.x;
   r.y -= b.y;
-  begin(d, d->cut, cut_n, NULL, 0);
+  stoke__jpeg_begin(d, d->cut, cut_n, NULL, 0);
   if (setjmp(d->jerr.jmp)) {
     jpeg_abort_decompress(&d->cinfo);
     d->jerr.decoding = false;
@@ -461,7 +461,7 @@ int stoke__jpeg_decode(stoke__decoder *d, const uint8_t *data, size_t n,
   stoke__img_info seen = out->info;
   memset(out, 0, sizeof *out);
   out->info = seen;
-  begin(d, data, n, err, cap);
+  stoke__jpeg_begin(d, data, n, err, cap);
   if (setjmp(d->jerr.jmp)) {
     jpeg_abort_decompress(&d->cinfo);
     d->jerr.decoding = false;

@@ -102,16 +102,7 @@ static void rewrite(stoke__decoder *d, tc_ctx *t, const uint8_t *data,
   t->co_made = true;
   t->dest.buf = stoke__alloc(t->dest.a, t->dest.cap);
   if (!t->dest.buf) ERREXIT1(&t->co, JERR_OUT_OF_MEMORY, 0);
-  d->jerr.data = data;
-  d->jerr.n = n;
-  d->jerr.hit_eof = false;
-  d->jerr.decoding = false;
-  d->jerr.err = err;
-  d->jerr.cap = cap;
-  d->jerr.code = 0;
-  d->jerr.pub.num_warnings = 0;
-  d->src.next_input_byte = data;
-  d->src.bytes_in_buffer = n;
+  stoke__jpeg_begin(d, data, n, err, cap);
   struct jpeg_decompress_struct *di = &d->cinfo;
   jpeg_read_header(di, TRUE);
   jvirt_barray_ptr *coef = jpeg_read_coefficients(di);

@@ -19,13 +19,23 @@
 **
 ** Writing fuses the rest: the vertical pass produces one u8 output row,
 ** which is written in the slot's layout, mirrored if flipped, through a
-** 256-entry table per channel for the float dtypes (x/255, normalize, f16). */
+** 256-entry table per channel for the float dtypes (x/255, normalize, f16).
+**
+** The passes here are the portable reference; resample_sse41.c and
+** resample_avx2.c do the same integer sums with vectors, so every
+** instruction set gives the same bytes.  Which one runs is the scratch's
+** choice (stoke__tf_scratch.isa, the best the CPU has unless a test asks
+** for less). */
 #include "transform/transform.h"
 
 #include <math.h>
 #include <string.h>
 
-#define PRECISION_BITS (32 - 8 - 2)
+#include "transform/resample_simd.h"
+
+#if STOKE__TF_X86
+#include <cpuid.h>
+#endif
 
 /* Scratch buffers (stoke__tf_scratch.buf). */
 enum { BUF_W, BUF_KX, BUF_KY, BUF_TMP, BUF_ROW, BUF_COUNT };
@@ -33,6 +43,7 @@ enum { BUF_W, BUF_KX, BUF_KY, BUF_TMP, BUF_ROW, BUF_COUNT };
 void stoke__tf_scratch_init(stoke__tf_scratch *s, const stoke_allocator *a) {
   memset(s, 0, sizeof *s);
   s->alloc = a;
+  s->isa = stoke__tf_isa_best();
 }
 
 void stoke__tf_scratch_free(stoke__tf_scratch *s) {
@@ -86,9 +97,13 @@ uint16_t stoke__tf_f16(float f) {
 
 /* ---- coefficients -------------------------------------------------------- */
 
+/* Pillow's bilinear filter: 1 - |x| inside (-1, 1), else 0.  Written
+** without branches (their signs alternate from tap to tap, which costs
+** mispredictions); the values are the same: 1 - |x| <= 0 exactly when
+** |x| >= 1, and then the result is +0 as Pillow's. */
 static double triangle(double x) {
-  if (x < 0.0) x = -x;
-  return x < 1.0 ? 1.0 - x : 0.0;
+  double t = 1.0 - fabs(x);
+  return t > 0.0 ? t : 0.0;
 }
 
 /* Pillow's precompute_coeffs + normalize_coeffs_8bpc for one axis: output
@@ -125,14 +140,17 @@ static int coeffs(stoke__tf_scratch *s, int which, int in_size, double in0,
     xmax -= xmin;
     if (xmax > ksize) xmax = ksize; /* only when weights there are 0 */
     if (xmax < 0) xmax = 0;
+    /* Over all ksize taps, those from xmax on weighing +0 (which leaves
+    ** ww as it was and divides to +0): loops of a fixed count, whose exits
+    ** the branch predictor gets right. */
     double ww = 0.0;
-    for (int x = 0; x < xmax; x++) {
-      w[x] = triangle((x + xmin - center + 0.5) * ss);
+    for (int x = 0; x < ksize; x++) {
+      w[x] = x < xmax ? triangle((x + xmin - center + 0.5) * ss) : 0.0;
       ww += w[x];
     }
     int32_t *k = kk + (size_t)xx * ksize;
     for (int x = 0; x < ksize; x++) {
-      double v = x < xmax ? (ww != 0.0 ? w[x] / ww : w[x]) : 0.0;
+      double v = ww != 0.0 ? w[x] / ww : 0.0; /* ww is 0 when all are */
       double f = v * (1 << PRECISION_BITS);
       k[x] = (int32_t)(f < 0 ? -0.5 + f : 0.5 + f);
     }
@@ -150,229 +168,26 @@ static inline uint8_t clip8(int32_t v) {
   return (uint8_t)(v >> PRECISION_BITS);
 }
 
-/* ---- SSE4.1 kernels ------------------------------------------------------
-**
-** The same integer sums as the scalar passes, so the same bytes.  A 22-bit
-** coefficient k (0 <= k <= 2^22) is split as k = kh * 2^11 + kl with kh and
-** kl in [0, 2^11], both int16, so that pmaddwd (16 x 16 -> 32-bit products,
-** adjacent pairs summed) computes sum(p * kh) and sum(p * kl) two taps at a
-** time; sum(p * k) = (sum(p * kh) << 11) + sum(p * kl), exactly, with no
-** intermediate over 2^31 for up to MAX_SIMD_TAPS taps.  Then srai 22 and
-** the saturating packs are clip8.  Taps are taken in pairs; an odd last tap
-** pairs with a zero coefficient (its pixel is read, never used). */
-#if (defined(__x86_64__) || defined(__i386__)) && \
-    (defined(__GNUC__) || defined(__clang__))
-#define STOKE__TF_SSE41 1
-#include <immintrin.h>
-#define SSE41 __attribute__((target("sse4.1")))
-#else
-#define STOKE__TF_SSE41 0
+/* ---- instruction sets --------------------------------------------------- */
+
+int stoke__tf_isa_best(void) {
+#if STOKE__TF_X86
+  /* F16C by cpuid: not every compiler's __builtin_cpu_supports knows it. */
+  unsigned eax, ebx, ecx, edx;
+  bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C);
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c)
+    return STOKE__TF_ISA_AVX2;
+  if (__builtin_cpu_supports("sse4.1")) return STOKE__TF_ISA_SSE41;
 #endif
-
-#define KSPLIT 11
-#define MAX_SIMD_TAPS 256 /* lo sums: 255 * 2047 * taps < 2^31 */
-#define ROW_SLACK 16      /* bytes after tmp rows and the output row */
-
-static bool force_scalar;
-
-/* Test hook (tests/unit/test_transform.c): true runs the portable scalar
-** passes even where SSE4.1 is available.  Not thread-safe: set it before
-** applying. */
-void stoke__tf_force_scalar(bool on);
-void stoke__tf_force_scalar(bool on) { force_scalar = on; }
-
-static bool use_sse41(void) {
-#if STOKE__TF_SSE41
-  return !force_scalar && __builtin_cpu_supports("sse4.1");
-#else
-  return false;
-#endif
+  return STOKE__TF_ISA_SCALAR;
 }
 
-#if STOKE__TF_SSE41
-static inline uint32_t pair16(int32_t a, int32_t b) {
-  return (uint32_t)(uint16_t)a | (uint32_t)(uint16_t)b << 16;
+/* The kernels this call uses: the scratch's, or scalar when a kernel has
+** more taps than the vector sums allow. */
+static int isa_for(const stoke__tf_scratch *s, int ksx, int ksy) {
+  if (ksx > MAX_SIMD_TAPS || ksy > MAX_SIMD_TAPS) return STOKE__TF_ISA_SCALAR;
+  return s->isa;
 }
-
-/* The horizontal coefficients as broadcast vectors: for output pixel xx,
-** pair q: tab[(xx * kp + q) * 2] = (kh[2q], kh[2q+1]) x 4 and the next one
-** the kl's; pairs past the pixel's taps are zero. */
-static void hcoef_table(const int *xb, const int32_t *kx, int ksx, int W,
-                        int kp, uint32_t *tab) {
-  for (int xx = 0; xx < W; xx++) {
-    const int32_t *k = kx + (size_t)xx * ksx;
-    int n = xb[2 * xx + 1];
-    for (int q = 0; q < kp; q++) {
-      int32_t k0 = 2 * q < n ? k[2 * q] : 0;
-      int32_t k1 = 2 * q + 1 < n ? k[2 * q + 1] : 0;
-      uint32_t hi = pair16(k0 >> KSPLIT, k1 >> KSPLIT);
-      uint32_t lo = pair16(k0 & ((1 << KSPLIT) - 1), k1 & ((1 << KSPLIT) - 1));
-      uint32_t *t = tab + ((size_t)xx * kp + q) * 8;
-      for (int i = 0; i < 4; i++) {
-        t[i] = hi;
-        t[4 + i] = lo;
-      }
-    }
-  }
-}
-
-/* One output pixel's 3 channels (lane 3 is 0), before clip8 (<< 22). */
-SSE41 static inline __m128i hpixel(const uint8_t *p, const __m128i *t, int kp,
-                                  __m128i shuf) {
-  __m128i sh = _mm_setzero_si128(), sl = _mm_setzero_si128();
-  for (int q = 0; q < kp; q++) {
-    __m128i v = _mm_shuffle_epi8(
-        _mm_loadl_epi64((const __m128i *)(const void *)(p + 6 * q)), shuf);
-    sh = _mm_add_epi32(sh, _mm_madd_epi16(v, _mm_loadu_si128(t + 2 * q)));
-    sl = _mm_add_epi32(sl, _mm_madd_epi16(v, _mm_loadu_si128(t + 2 * q + 1)));
-  }
-  __m128i bias = _mm_set1_epi32(1 << (PRECISION_BITS - 1));
-  __m128i s = _mm_add_epi32(_mm_slli_epi32(sh, KSPLIT), _mm_add_epi32(sl, bias));
-  return _mm_srai_epi32(s, PRECISION_BITS);
-}
-
-/* Horizontal pass of one row: pixels [0, n_fast) by vectors, four at a
-** time; n_fast is such that their reads (8 bytes at 3 * xb + 6q) stay
-** inside the row's bytes.  The caller does the rest.  Writes up to 4 bytes
-** past 3 * n_fast (the row slack). */
-SSE41 static inline __attribute__((always_inline)) void
-hrow_body(const uint8_t *in, uint8_t *out, const int *xb, const __m128i *tab,
-          int kp, int n_fast) {
-  const __m128i shuf = _mm_setr_epi8(0, -1, 3, -1, 1, -1, 4, -1, 2, -1, 5,
-                                     -1, -1, -1, -1, -1);
-  const __m128i pack = _mm_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14,
-                                     -1, -1, -1, -1);
-  int xx = 0;
-  for (; xx + 4 <= n_fast; xx += 4) {
-    const __m128i *t = tab + (size_t)xx * kp * 2;
-    __m128i a = hpixel(in + 3 * (size_t)xb[2 * xx], t, kp, shuf);
-    __m128i b = hpixel(in + 3 * (size_t)xb[2 * xx + 2], t + 2 * kp, kp, shuf);
-    __m128i c = hpixel(in + 3 * (size_t)xb[2 * xx + 4], t + 4 * kp, kp, shuf);
-    __m128i d = hpixel(in + 3 * (size_t)xb[2 * xx + 6], t + 6 * kp, kp, shuf);
-    __m128i r = _mm_packus_epi16(_mm_packs_epi32(a, b), _mm_packs_epi32(c, d));
-    _mm_storeu_si128((__m128i *)(void *)(out + 3 * (size_t)xx),
-                     _mm_shuffle_epi8(r, pack));
-  }
-  for (; xx < n_fast; xx++) {
-    __m128i a = hpixel(in + 3 * (size_t)xb[2 * xx], tab + (size_t)xx * kp * 2,
-                       kp, shuf);
-    uint32_t v = (uint32_t)_mm_cvtsi128_si32(
-        _mm_packus_epi16(_mm_packs_epi32(a, a), a));
-    out[3 * xx] = (uint8_t)v;
-    out[3 * xx + 1] = (uint8_t)(v >> 8);
-    out[3 * xx + 2] = (uint8_t)(v >> 16);
-  }
-}
-
-/* With the usual pair counts as constants, so that the tap loops unroll
-** (2: enlarging or a mild shrink; 3: a shrink by up to 2). */
-SSE41 static void hrow_sse41(const uint8_t *in, uint8_t *out, const int *xb,
-                             const __m128i *tab, int kp, int n_fast) {
-  if (kp == 2)
-    hrow_body(in, out, xb, tab, 2, n_fast);
-  else if (kp == 3)
-    hrow_body(in, out, xb, tab, 3, n_fast);
-  else
-    hrow_body(in, out, xb, tab, kp, n_fast);
-}
-
-/* Vertical pass of one output row: n rows of tmp (row_bytes apart, from
-** in) weighted by k, 16 bytes at a time, into row.  Reads and writes up to
-** 15 bytes past row_bytes (the slack). */
-SSE41 static void vrow_sse41(const uint8_t *in, size_t row_bytes,
-                             const int32_t *k, int n, uint8_t *row) {
-  const __m128i zero = _mm_setzero_si128();
-  const __m128i bias = _mm_set1_epi32(1 << (PRECISION_BITS - 1));
-  /* Per pair of taps: the two rows and the split coefficients (an odd
-  ** last tap pairs with itself and a zero weight). */
-  enum { MAXP = (MAX_SIMD_TAPS + 1) / 2 };
-  __m128i kh[MAXP], kl[MAXP];
-  const uint8_t *ra[MAXP], *rb[MAXP];
-  int np = (n + 1) / 2;
-  for (int q = 0; q < np; q++) {
-    int y = 2 * q;
-    int32_t k0 = k[y], k1 = y + 1 < n ? k[y + 1] : 0;
-    ra[q] = in + (size_t)y * row_bytes;
-    rb[q] = y + 1 < n ? ra[q] + row_bytes : ra[q];
-    kh[q] = _mm_set1_epi32((int)pair16(k0 >> KSPLIT, k1 >> KSPLIT));
-    kl[q] = _mm_set1_epi32((int)pair16(k0 & ((1 << KSPLIT) - 1),
-                                       k1 & ((1 << KSPLIT) - 1)));
-  }
-  for (size_t i = 0; i < row_bytes; i += 16) {
-    __m128i h0 = zero, h1 = zero, h2 = zero, h3 = zero;
-    __m128i l0 = zero, l1 = zero, l2 = zero, l3 = zero;
-    for (int q = 0; q < np; q++) {
-      __m128i a = _mm_loadu_si128((const __m128i *)(const void *)(ra[q] + i));
-      __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(rb[q] + i));
-      __m128i ablo = _mm_unpacklo_epi8(a, b), abhi = _mm_unpackhi_epi8(a, b);
-      __m128i v0 = _mm_cvtepu8_epi16(ablo), v1 = _mm_unpackhi_epi8(ablo, zero);
-      __m128i v2 = _mm_cvtepu8_epi16(abhi), v3 = _mm_unpackhi_epi8(abhi, zero);
-      h0 = _mm_add_epi32(h0, _mm_madd_epi16(v0, kh[q]));
-      h1 = _mm_add_epi32(h1, _mm_madd_epi16(v1, kh[q]));
-      h2 = _mm_add_epi32(h2, _mm_madd_epi16(v2, kh[q]));
-      h3 = _mm_add_epi32(h3, _mm_madd_epi16(v3, kh[q]));
-      l0 = _mm_add_epi32(l0, _mm_madd_epi16(v0, kl[q]));
-      l1 = _mm_add_epi32(l1, _mm_madd_epi16(v1, kl[q]));
-      l2 = _mm_add_epi32(l2, _mm_madd_epi16(v2, kl[q]));
-      l3 = _mm_add_epi32(l3, _mm_madd_epi16(v3, kl[q]));
-    }
-#define FIN(h, l)                                                          \
-  _mm_srai_epi32(_mm_add_epi32(_mm_slli_epi32(h, KSPLIT),                  \
-                               _mm_add_epi32(l, bias)),                    \
-                 PRECISION_BITS)
-    __m128i r = _mm_packus_epi16(_mm_packs_epi32(FIN(h0, l0), FIN(h1, l1)),
-                                 _mm_packs_epi32(FIN(h2, l2), FIN(h3, l3)));
-#undef FIN
-    _mm_storeu_si128((__m128i *)(void *)(row + i), r);
-  }
-}
-
-/* De-interleave one RGB row into three planes, mirrored if flip: pixels
-** [0, W / 16 * 16) by vectors; returns how many were done. */
-SSE41 static size_t planes_sse41(const uint8_t *row, size_t W, bool flip,
-                                 uint8_t *o0, uint8_t *o1, uint8_t *o2) {
-  static const int8_t fwd[9][16] = {
-      {0, 3, 6, 9, 12, 15, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1},
-      {-1, -1, -1, -1, -1, -1, 2, 5, 8, 11, 14, -1, -1, -1, -1, -1},
-      {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 1, 4, 7, 10, 13},
-      {1, 4, 7, 10, 13, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1},
-      {-1, -1, -1, -1, -1, 0, 3, 6, 9, 12, 15, -1, -1, -1, -1, -1},
-      {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 2, 5, 8, 11, 14},
-      {2, 5, 8, 11, 14, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1},
-      {-1, -1, -1, -1, -1, 1, 4, 7, 10, 13, -1, -1, -1, -1, -1, -1},
-      {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 3, 6, 9, 12, 15}};
-  static const int8_t rev[9][16] = {
-      {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 15, 12, 9, 6, 3, 0},
-      {-1, -1, -1, -1, -1, 14, 11, 8, 5, 2, -1, -1, -1, -1, -1, -1},
-      {13, 10, 7, 4, 1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1},
-      {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 13, 10, 7, 4, 1},
-      {-1, -1, -1, -1, -1, 15, 12, 9, 6, 3, 0, -1, -1, -1, -1, -1},
-      {14, 11, 8, 5, 2, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1},
-      {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 14, 11, 8, 5, 2},
-      {-1, -1, -1, -1, -1, -1, 13, 10, 7, 4, 1, -1, -1, -1, -1, -1},
-      {15, 12, 9, 6, 3, 0, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1}};
-  const int8_t(*m)[16] = flip ? rev : fwd;
-  __m128i mk[9];
-  for (int i = 0; i < 9; i++)
-    mk[i] = _mm_loadu_si128((const __m128i *)(const void *)m[i]);
-  uint8_t *o[3] = {o0, o1, o2};
-  size_t n = W / 16 * 16;
-  for (size_t x = 0; x < n; x += 16) {
-    const __m128i *p = (const __m128i *)(const void *)(row + 3 * x);
-    __m128i a = _mm_loadu_si128(p), b = _mm_loadu_si128(p + 1),
-            c = _mm_loadu_si128(p + 2);
-    size_t at = flip ? W - 16 - x : x;
-    for (int ch = 0; ch < 3; ch++) {
-      __m128i v = _mm_or_si128(
-          _mm_or_si128(_mm_shuffle_epi8(a, mk[3 * ch]),
-                       _mm_shuffle_epi8(b, mk[3 * ch + 1])),
-          _mm_shuffle_epi8(c, mk[3 * ch + 2]));
-      _mm_storeu_si128((__m128i *)(void *)(o[ch] + at), v);
-    }
-  }
-  return n;
-}
-#endif /* STOKE__TF_SSE41 */
 
 /* ---- output -------------------------------------------------------------- */
 
@@ -380,7 +195,7 @@ static void build_lut(const stoke__tf_spec *spec, stoke__tf_scratch *s) {
   float key[7] = {spec->mean[0], spec->mean[1], spec->mean[2], spec->std[0],
                   spec->std[1],  spec->std[2],  spec->normalize ? 1.f : 0.f};
   if (s->lut_ok && memcmp(key, s->lut_key, sizeof key) == 0) return;
-  for (int c = 0; c < 3; c++)
+  for (int c = 0; c < 3; c++) {
     for (int v = 0; v < 256; v++) {
       /* The same float32 operations as ToTensor (div 255) then Normalize
       ** (sub mean, div std), so the values match torchvision's exactly. */
@@ -389,21 +204,137 @@ static void build_lut(const stoke__tf_spec *spec, stoke__tf_scratch *s) {
       s->lut[c][v] = x;
       s->lut16[c][v] = stoke__tf_f16(x);
     }
+    /* For the vector kernels: ToTensor alone is mean 0, std 1 (x - 0 and
+    ** x / 1 are x); 1 / std rounded once, as Markstein's division needs. */
+    float mean = spec->normalize ? spec->mean[c] : 0.0f;
+    float sd = spec->normalize ? spec->std[c] : 1.0f;
+    s->norm[c][0] = mean;
+    s->norm[c][1] = sd;
+    s->norm[c][2] = 1.0f / sd;
+  }
+  s->norm_exact = -1;
   memcpy(s->lut_key, key, sizeof key);
   s->lut_ok = true;
 }
 
+/* One RGB row into three planes, mirrored if flip. */
+static void split_planes(const uint8_t *row, size_t W, bool flip, int isa,
+                         uint8_t *o0, uint8_t *o1, uint8_t *o2) {
+  size_t x = 0;
+#if STOKE__TF_X86
+  /* The vectors take whole blocks from the front of the row, whose
+  ** mirrored places are at the back of the planes; the rest goes on. */
+  if (isa >= STOKE__TF_ISA_AVX2)
+    x = stoke__tf_planes_avx2(row, W, flip, o0, o1, o2);
+  if (isa >= STOKE__TF_ISA_SSE41 && W - x >= 16) {
+    size_t at = flip ? 0 : x, n = W - x;
+    x += stoke__tf_planes_sse41(row + 3 * x, n, flip, o0 + at, o1 + at,
+                                o2 + at);
+  }
+#else
+  (void)isa;
+#endif
+  for (; x < W; x++) {
+    size_t at = flip ? W - 1 - x : x;
+    o0[at] = row[3 * x];
+    o1[at] = row[3 * x + 1];
+    o2[at] = row[3 * x + 2];
+  }
+}
+
+/* One RGB row as it is, or with its pixels in reverse order. */
+static void mirror_or_copy(const uint8_t *row, size_t W, bool flip, int isa,
+                           uint8_t *out) {
+  if (!flip) {
+    memcpy(out, row, 3 * W);
+    return;
+  }
+  size_t x = 0;
+#if STOKE__TF_X86
+  if (isa >= STOKE__TF_ISA_SSE41) x = stoke__tf_mirror_sse41(row, W, out);
+#else
+  (void)isa;
+#endif
+  for (; x < W; x++) memcpy(out + 3 * (W - 1 - x), row + 3 * x, 3);
+}
+
+#if STOKE__TF_X86
+/* Whether the AVX2 float kernels give the table's values, to the bit, for
+** the dtype (STOKE_F32 or STOKE_F16): checked once per table on all 256
+** inputs of each channel; where they do not, the table is used. */
+static bool norm_avx2_exact(stoke__tf_scratch *s, int dtype) {
+  if (s->norm_exact < 0) {
+    uint8_t v[256];
+    float f[256];
+    uint16_t h[256];
+    for (int i = 0; i < 256; i++) v[i] = (uint8_t)i;
+    s->norm_exact = 3; /* bit 0: f32, bit 1: f16 */
+    for (int c = 0; c < 3; c++) {
+      stoke__tf_norm_f32_avx2(v, 256, s->norm[c], f);
+      stoke__tf_norm_f16_avx2(v, 256, s->norm[c], h);
+      if (memcmp(f, s->lut[c], sizeof f) != 0) s->norm_exact &= ~1;
+      if (memcmp(h, s->lut16[c], sizeof h) != 0) s->norm_exact &= ~2;
+    }
+  }
+  return s->norm_exact & (dtype == STOKE_F32 ? 1 : 2);
+}
+
+/* Float CHW by the AVX2 kernels: the row split into planes (mirrored
+** there), then each plane's values computed 8 at a time and stored as
+** whole vectors; the last W % 8 from the table.  False when the kernels
+** are not exact for this table: the caller writes it. */
+static bool emit_float_chw_avx2(const stoke__tf_spec *spec,
+                                stoke__tf_scratch *s, bool flip, int y,
+                                const uint8_t *row, uint8_t *planes,
+                                void *dst) {
+  if (!norm_avx2_exact(s, spec->dtype)) return false;
+  size_t W = (size_t)spec->out_w, plane = W * (size_t)spec->out_h;
+  size_t es = stoke_dtype_size(spec->dtype), n8 = W / 8 * 8;
+  split_planes(row, W, flip, STOKE__TF_ISA_AVX2, planes, planes + W,
+               planes + 2 * W);
+  for (int c = 0; c < 3; c++) {
+    const uint8_t *in = planes + c * W;
+    char *o = (char *)dst + (c * plane + (size_t)y * W) * es;
+    if (spec->dtype == STOKE_F32) {
+      stoke__tf_norm_f32_avx2(in, n8, s->norm[c], o);
+      for (size_t x = n8; x < W; x++) memcpy(o + 4 * x, &s->lut[c][in[x]], 4);
+    } else {
+      stoke__tf_norm_f16_avx2(in, n8, s->norm[c], o);
+      for (size_t x = n8; x < W; x++)
+        memcpy(o + 2 * x, &s->lut16[c][in[x]], 2);
+    }
+  }
+  return true;
+}
+#endif /* STOKE__TF_X86 */
+
 /* Write output row y (u8 RGB, unflipped) into dst.  The layout and dtype
 ** branches sit outside the pixel loops; stores go through memcpy because a
-** slot need not be aligned (it compiles to plain stores). */
-static void emit_row(const stoke__tf_spec *spec, const stoke__tf_scratch *s,
-                     bool flip, bool simd, int y, const uint8_t *row,
-                     void *dst) {
+** slot need not be aligned (it compiles to plain stores).  `planes` is
+** 3 * out_w bytes of scratch. */
+static void emit_row(const stoke__tf_spec *spec, stoke__tf_scratch *s,
+                     int isa, bool flip, int y, const uint8_t *row,
+                     uint8_t *planes, void *dst) {
   size_t W = (size_t)spec->out_w, plane = W * (size_t)spec->out_h;
   size_t es = stoke_dtype_size(spec->dtype);
   char *out = dst;
-  /* Element (x, c) of this row goes to base + x * xstep + c * cstep;
-  ** flipping starts at the last column and steps backwards. */
+  if (spec->dtype == STOKE_U8) {
+    uint8_t *o = (uint8_t *)out + (size_t)y * W * (spec->layout ==
+                                                   STOKE__TF_HWC ? 3 : 1);
+    if (spec->layout == STOKE__TF_HWC)
+      mirror_or_copy(row, W, flip, isa, o);
+    else /* three planes at once: one pass over the row */
+      split_planes(row, W, flip, isa, o, o + plane, o + 2 * plane);
+    return;
+  }
+#if STOKE__TF_X86
+  if (spec->layout == STOKE__TF_CHW && isa >= STOKE__TF_ISA_AVX2 &&
+      emit_float_chw_avx2(spec, s, flip, y, row, planes, dst))
+    return;
+#endif
+  /* Through the tables.  Element (x, c) of this row goes to
+  ** base + x * xstep + c * cstep; flipping starts at the last column and
+  ** steps backwards. */
   ptrdiff_t xstep, cstep;
   char *base;
   if (spec->layout == STOKE__TF_HWC) {
@@ -419,34 +350,10 @@ static void emit_row(const stoke__tf_spec *spec, const stoke__tf_scratch *s,
     base += (ptrdiff_t)(W - 1) * xstep;
     xstep = -xstep;
   }
-  if (spec->dtype == STOKE_U8 && spec->layout == STOKE__TF_HWC && !flip) {
-    memcpy(base, row, 3 * W);
-    return;
-  }
-  if (spec->dtype == STOKE_U8 && spec->layout == STOKE__TF_CHW) {
-    /* Three planes at once: one pass over the row. */
-    uint8_t *o0 = (uint8_t *)out + (size_t)y * W, *o1 = o0 + plane,
-            *o2 = o1 + plane;
-    size_t x = 0;
-#if STOKE__TF_SSE41
-    if (simd) x = planes_sse41(row, W, flip, o0, o1, o2);
-#else
-    (void)simd;
-#endif
-    for (; x < W; x++) {
-      size_t at = flip ? W - 1 - x : x;
-      o0[at] = row[3 * x];
-      o1[at] = row[3 * x + 1];
-      o2[at] = row[3 * x + 2];
-    }
-    return;
-  }
   for (int c = 0; c < 3; c++) {
     char *o = base + c * cstep;
     const uint8_t *in = row + c;
-    if (spec->dtype == STOKE_U8) {
-      for (size_t x = 0; x < W; x++, o += xstep) *(uint8_t *)o = in[3 * x];
-    } else if (spec->dtype == STOKE_F16) {
+    if (spec->dtype == STOKE_F16) {
       const uint16_t *lut = s->lut16[c];
       for (size_t x = 0; x < W; x++, o += xstep)
         memcpy(o, &lut[in[3 * x]], 2);
@@ -458,6 +365,142 @@ static void emit_row(const stoke__tf_spec *spec, const stoke__tf_scratch *s,
   }
 }
 
+/* ---- passes -------------------------------------------------------------- */
+
+/* One apply call's resampling: its coefficients and its intermediate. */
+typedef struct pass {
+  int isa;                /* STOKE__TF_ISA_*, after isa_for */
+  int W, H;               /* output size */
+  const int *xb, *yb;     /* coeffs' bounds per output pixel / row */
+  const int32_t *kx, *ky; /* and weights, ksx / ksy per pixel / row */
+  int ksx, ksy;
+  const void *htab;       /* the vector coefficient table (kp pairs) */
+  int kp;
+  int n_sse, n_avx;       /* output pixels whose vector loads stay in a row */
+  uint8_t *tmp;           /* the intermediate: n_rows rows, stride apart */
+  size_t n_rows, row_bytes, stride;
+  int y_first;            /* the window row of tmp's first row */
+} pass;
+
+/* Horizontal pass, scalar: pixels [x0, W) of one row. */
+static void hrow_scalar(const pass *p, const uint8_t *in, uint8_t *out,
+                        int x0) {
+  const int32_t bias = 1 << (PRECISION_BITS - 1);
+  for (int xx = x0; xx < p->W; xx++) {
+    const uint8_t *q = in + 3 * (size_t)p->xb[2 * xx];
+    const int32_t *k = p->kx + (size_t)xx * p->ksx;
+    int n = p->xb[2 * xx + 1];
+    int32_t s0 = bias, s1 = bias, s2 = bias;
+    for (int x = 0; x < n; x++) {
+      s0 += q[3 * x] * k[x];
+      s1 += q[3 * x + 1] * k[x];
+      s2 += q[3 * x + 2] * k[x];
+    }
+    out[3 * xx] = clip8(s0);
+    out[3 * xx + 1] = clip8(s1);
+    out[3 * xx + 2] = clip8(s2);
+  }
+}
+
+/* Pixels [x0, W) of one row: by SSE4.1 vectors as far as their loads stay
+** in the row, then scalar.  Then the bytes between the row's end and the
+** next row, which the vector passes write and read a little of, are
+** zeroed, so that every byte read is defined. */
+static void hrow_rest(const pass *p, const uint8_t *in, uint8_t *out,
+                      int x0) {
+#if STOKE__TF_X86
+  if (p->isa >= STOKE__TF_ISA_SSE41 && x0 < p->n_sse) {
+    stoke__tf_hrow_sse41(in, out, p->xb, p->htab, p->kp, x0, p->n_sse);
+    x0 = p->n_sse;
+  }
+#endif
+  hrow_scalar(p, in, out, x0);
+  memset(out + p->row_bytes, 0, p->stride - p->row_bytes);
+}
+
+/* Horizontal pass: window rows y_first.. into tmp, AVX2 two rows at a
+** time.  `in` is the window's top-left pixel. */
+static void hpass(const pass *p, const uint8_t *in, size_t in_stride) {
+  size_t r = 0;
+  const uint8_t *src = in + (size_t)p->y_first * in_stride;
+#if STOKE__TF_X86
+  if (p->isa >= STOKE__TF_ISA_AVX2)
+    for (; r + 2 <= p->n_rows; r += 2) {
+      const uint8_t *in0 = src + r * in_stride, *in1 = in0 + in_stride;
+      uint8_t *out0 = p->tmp + r * p->stride, *out1 = out0 + p->stride;
+      stoke__tf_hrows_avx2(in0, in1, out0, out1, p->xb, p->htab, p->kp,
+                           p->n_avx);
+      hrow_rest(p, in0, out0, p->n_avx);
+      hrow_rest(p, in1, out1, p->n_avx);
+    }
+#endif
+  for (; r < p->n_rows; r++)
+    hrow_rest(p, src + r * in_stride, p->tmp + r * p->stride, 0);
+}
+
+/* Vertical pass of output row yy into row (row_bytes, plus ROW_SLACK that
+** the vectors may write); acc is row_bytes int32 for the scalar sums.
+** Integer sums are exact, so summing row by row (cache-friendly) gives
+** Pillow's results although Pillow sums column by column. */
+static void vrow(const pass *p, int yy, int32_t *acc, uint8_t *row) {
+  const int32_t *k = p->ky + (size_t)yy * p->ksy;
+  int n = p->yb[2 * yy + 1];
+  const uint8_t *in = p->tmp + (size_t)(p->yb[2 * yy] - p->y_first) * p->stride;
+#if STOKE__TF_X86
+  if (p->isa >= STOKE__TF_ISA_AVX2) {
+    stoke__tf_vrow_avx2(in, p->stride, p->row_bytes, k, n, row);
+    return;
+  }
+  if (p->isa >= STOKE__TF_ISA_SSE41) {
+    stoke__tf_vrow_sse41(in, p->stride, p->row_bytes, k, n, row);
+    return;
+  }
+#endif
+  const int32_t bias = 1 << (PRECISION_BITS - 1);
+  for (size_t i = 0; i < p->row_bytes; i++) acc[i] = bias;
+  for (int y = 0; y < n; y++) {
+    const uint8_t *src = in + (size_t)y * p->stride;
+    int32_t ky_y = k[y];
+    for (size_t i = 0; i < p->row_bytes; i++) acc[i] += src[i] * ky_y;
+  }
+  for (size_t i = 0; i < p->row_bytes; i++) row[i] = clip8(acc[i]);
+}
+
+#if STOKE__TF_X86
+/* How many pixels of a row a vector pass may do: a pixel's loads reach
+** `reach` bytes past 3 * xb, and must stay within the `avail` bytes of the
+** region's row from the window's left edge (bounds are monotonic: a prefix
+** qualifies). */
+static int fast_prefix(const pass *p, size_t reach, size_t avail) {
+  int n = 0;
+  while (n < p->W && 3 * (size_t)p->xb[2 * n] + reach <= avail) n++;
+  return n;
+}
+
+#endif /* STOKE__TF_X86 */
+
+/* The vector passes' coefficient table and reach. */
+static int vector_setup(pass *p, stoke__tf_scratch *s, size_t avail) {
+#if STOKE__TF_X86
+  if (p->isa < STOKE__TF_ISA_SSE41) return 0;
+  int kp = 1;
+  for (int xx = 0; xx < p->W; xx++)
+    kp = STOKE__MAX(kp, (p->xb[2 * xx + 1] + 1) / 2);
+  void *tab = grow(s, BUF_W, (size_t)p->W * (size_t)kp * 32);
+  if (!tab)
+    return stoke__set_tls_error(STOKE_ENOMEM, "transform: out of memory "
+                                "for coefficients (%dx%d)", p->H, p->W);
+  stoke__tf_hcoef_table(p->xb, p->kx, p->ksx, p->W, kp, tab);
+  p->htab = tab;
+  p->kp = kp;
+  p->n_sse = fast_prefix(p, 6 * (size_t)kp + 2, avail);
+  if (p->isa >= STOKE__TF_ISA_AVX2)
+    p->n_avx = fast_prefix(p, stoke__tf_hreach_avx2(kp), avail);
+#else
+  (void)p, (void)s, (void)avail;
+#endif
+  return 0;
+}
 
 /* ---- apply --------------------------------------------------------------- */
 
@@ -495,108 +538,56 @@ int stoke__tf_apply(const stoke__tf_spec *spec, const stoke__tf_plan *plan,
   if (cx1 <= cx0 || cy1 <= cy0)
     return stoke__set_tls_error(STOKE_EINVAL, "transform: empty clip window");
 
-  int W = plan->out_w, H = plan->out_h;
+  pass p = {.W = plan->out_w, .H = plan->out_h};
   int *xb, *yb;
   int32_t *kx, *ky;
-  int ksx = coeffs(s, BUF_KX, cx1 - cx0, bx - cx0, bx + bw - cx0, W, &xb, &kx);
-  int ksy = ksx ? coeffs(s, BUF_KY, cy1 - cy0, by - cy0, by + bh - cy0, H,
+  p.ksx = coeffs(s, BUF_KX, cx1 - cx0, bx - cx0, bx + bw - cx0, p.W, &xb, &kx);
+  p.ksy = p.ksx ? coeffs(s, BUF_KY, cy1 - cy0, by - cy0, by + bh - cy0, p.H,
                          &yb, &ky)
                 : 0;
-  if (!ksx || !ksy)
+  if (!p.ksx || !p.ksy)
     return stoke__set_tls_error(STOKE_ENOMEM, "transform: out of memory for "
-                                "coefficients (%dx%d)", H, W);
+                                "coefficients (%dx%d)", p.H, p.W);
+  p.xb = xb, p.yb = yb, p.kx = kx, p.ky = ky;
+  p.isa = isa_for(s, p.ksx, p.ksy);
   /* Rows of the window the vertical pass reads: [y_first, y_last). */
+  int H = p.H;
   int y_first = yb[0];
   int y_last = yb[2 * (H - 1)] + yb[2 * (H - 1) + 1];
   for (int i = 1; i < H; i++) /* bounds are monotonic; be safe anyway */
     y_first = STOKE__MIN(y_first, yb[2 * i]);
-  size_t row_bytes = (size_t)W * 3;
-  size_t n_rows = (size_t)(y_last - y_first), tmp_bytes;
-  if (!stoke__mul_ok(n_rows ? n_rows : 1, row_bytes, &tmp_bytes) ||
-      tmp_bytes > SIZE_MAX - ROW_SLACK)
+  p.y_first = y_first;
+  p.n_rows = (size_t)(y_last - y_first);
+  p.row_bytes = (size_t)p.W * 3;
+  /* Each intermediate row is followed by at least ROW_SLACK bytes, which
+  ** the vector passes write and read past its end; 32-byte multiples. */
+  p.stride = (p.row_bytes + ROW_SLACK + 31) / 32 * 32;
+  size_t tmp_bytes;
+  if (!stoke__mul_ok(p.n_rows ? p.n_rows : 1, p.stride, &tmp_bytes))
     return stoke__set_tls_error(STOKE_ENOMEM, "transform: box too large");
-  /* ROW_SLACK: the vector passes read and write a little past the end. */
-  uint8_t *tmp = grow(s, BUF_TMP, tmp_bytes + ROW_SLACK);
-  uint8_t *rowbuf =
-      grow(s, BUF_ROW, row_bytes * (1 + sizeof(int32_t)) + ROW_SLACK);
-  if (!tmp || !rowbuf)
+  p.tmp = grow(s, BUF_TMP, tmp_bytes);
+  /* The output row's buffer: the scalar sums, the row (and slack), then
+  ** three planes for the float writer. */
+  size_t acc_bytes = p.row_bytes * sizeof(int32_t);
+  uint8_t *rowbuf = grow(s, BUF_ROW, acc_bytes + p.row_bytes + ROW_SLACK +
+                                         p.row_bytes);
+  if (!p.tmp || !rowbuf)
     return stoke__set_tls_error(STOKE_ENOMEM, "transform: out of memory for "
                                 "the intermediate image (%zu bytes)",
                                 tmp_bytes);
-  memset(tmp + tmp_bytes, 0, ROW_SLACK);
   /* The accumulators first: the allocation's alignment suits them. */
   int32_t *acc = (int32_t *)(void *)rowbuf;
-  uint8_t *row = rowbuf + row_bytes * sizeof(int32_t);
+  uint8_t *row = rowbuf + acc_bytes;
+  uint8_t *planes = row + p.row_bytes + ROW_SLACK;
   build_lut(spec, s);
+  int rc = vector_setup(&p, s, 3 * (size_t)(img->w - cx0));
+  if (rc) return rc;
 
-  bool simd = use_sse41() && ksx <= MAX_SIMD_TAPS && ksy <= MAX_SIMD_TAPS;
-  const int32_t bias = 1 << (PRECISION_BITS - 1);
-  /* Horizontal pass: window rows y_first..y_last, W columns out. */
-  int n_fast = 0; /* output pixels the vector pass does, per row */
-#if STOKE__TF_SSE41
-  const __m128i *htab = NULL;
-  int kp = 0;
-  if (simd) {
-    for (int xx = 0; xx < W; xx++)
-      kp = STOKE__MAX(kp, (xb[2 * xx + 1] + 1) / 2);
-    kp = STOKE__MAX(kp, 1);
-    htab = grow(s, BUF_W, (size_t)W * (size_t)kp * 32);
-    if (!htab)
-      return stoke__set_tls_error(STOKE_ENOMEM, "transform: out of memory "
-                                  "for coefficients (%dx%d)", H, W);
-    hcoef_table(xb, kx, ksx, W, kp, (uint32_t *)(uintptr_t)htab);
-    /* A pixel's loads end 3 * xb + 6 * kp + 2 bytes into the window row;
-    ** pixels whose loads would pass the region's row go scalar (bounds
-    ** are monotonic: a prefix is fast). */
-    size_t avail = 3 * (size_t)(img->w - cx0);
-    while (n_fast < W &&
-           3 * (size_t)xb[2 * n_fast] + 6 * (size_t)kp + 2 <= avail)
-      n_fast++;
-  }
-#endif
-  for (size_t r = 0; r < n_rows; r++) {
-    const uint8_t *in = img->px + (size_t)(cy0 + y_first + (int)r) *
-                                      img->stride + 3 * (size_t)cx0;
-    uint8_t *out = tmp + r * row_bytes;
-#if STOKE__TF_SSE41
-    if (simd) hrow_sse41(in, out, xb, htab, kp, n_fast);
-#endif
-    for (int xx = n_fast; xx < W; xx++) {
-      const uint8_t *p = in + 3 * (size_t)xb[2 * xx];
-      const int32_t *k = kx + (size_t)xx * ksx;
-      int n = xb[2 * xx + 1];
-      int32_t s0 = bias, s1 = bias, s2 = bias;
-      for (int x = 0; x < n; x++) {
-        s0 += p[3 * x] * k[x];
-        s1 += p[3 * x + 1] * k[x];
-        s2 += p[3 * x + 2] * k[x];
-      }
-      out[3 * xx] = clip8(s0);
-      out[3 * xx + 1] = clip8(s1);
-      out[3 * xx + 2] = clip8(s2);
-    }
-  }
-  /* Vertical pass, one output row at a time, straight to the slot.
-  ** Integer sums are exact, so summing row by row (cache-friendly) gives
-  ** Pillow's results although Pillow sums column by column. */
+  hpass(&p, img->px + (size_t)cy0 * img->stride + 3 * (size_t)cx0,
+        img->stride);
   for (int yy = 0; yy < H; yy++) {
-    const int32_t *k = ky + (size_t)yy * ksy;
-    int ymin = yb[2 * yy] - y_first, n = yb[2 * yy + 1];
-#if STOKE__TF_SSE41
-    if (simd) {
-      vrow_sse41(tmp + (size_t)ymin * row_bytes, row_bytes, k, n, row);
-      emit_row(spec, s, plan->flip, true, yy, row, dst);
-      continue;
-    }
-#endif
-    for (size_t i = 0; i < row_bytes; i++) acc[i] = bias;
-    for (int y = 0; y < n; y++) {
-      const uint8_t *in = tmp + (size_t)(ymin + y) * row_bytes;
-      int32_t ky_y = k[y];
-      for (size_t i = 0; i < row_bytes; i++) acc[i] += in[i] * ky_y;
-    }
-    for (size_t i = 0; i < row_bytes; i++) row[i] = clip8(acc[i]);
-    emit_row(spec, s, plan->flip, false, yy, row, dst);
+    vrow(&p, yy, acc, row);
+    emit_row(spec, s, p.isa, plan->flip, yy, row, planes, dst);
   }
   return 0;
 }

@@ -118,6 +118,18 @@ typedef struct stoke__tf_image {
   double scale;      /* full-res pixels per region pixel: 1, 2, 4 or 8 */
 } stoke__tf_image;
 
+/* The kernels stoke__tf_apply may use, in order: each gives the same bytes
+** as the scalar reference, faster. */
+enum {
+  STOKE__TF_ISA_SCALAR = 0, /* portable C: the reference */
+  STOKE__TF_ISA_SSE41 = 1,  /* x86 SSE4.1 */
+  STOKE__TF_ISA_AVX2 = 2    /* x86 AVX2 with FMA and F16C */
+};
+
+/* The best of the STOKE__TF_ISA_* that this CPU runs.  It asks the CPU
+** (cpuid): once per scratch, not per sample.  Thread-safe. */
+int stoke__tf_isa_best(void);
+
 /* Per-worker scratch: coefficient tables, the intermediate image of the
 ** horizontal pass and the normalize lookup table.  Buffers only grow and
 ** are reused across samples; after the first few samples apply allocates
@@ -125,6 +137,9 @@ typedef struct stoke__tf_image {
 ** (free of a zeroed scratch is a no-op). */
 typedef struct stoke__tf_scratch {
   const stoke_allocator *alloc; /* borrowed; NULL = malloc/free */
+  /* The kernels apply uses, STOKE__TF_ISA_*: init sets the best the CPU
+  ** has; tests set a lower one to compare the paths (never a higher). */
+  int isa;
   void *buf[5];                 /* see resample.c: grow-only buffers */
   size_t cap[5];                /* bytes of each */
   /* Normalize table: u8 -> output value per channel, built for lut_key. */
@@ -132,6 +147,11 @@ typedef struct stoke__tf_scratch {
   uint16_t lut16[3][256];
   float lut_key[7];             /* mean, std, normalize: what lut is for */
   bool lut_ok;
+  /* The same for the vector kernels: per channel mean, std and 1 / std
+  ** (0, 1, 1 without normalize); whether they reproduce lut (bit 0) and
+  ** lut16 (bit 1) exactly, -1 until checked. */
+  float norm[3][3];
+  int norm_exact;
 } stoke__tf_scratch;
 
 void stoke__tf_scratch_init(stoke__tf_scratch *s, const stoke_allocator *a);

@@ -793,43 +793,90 @@ static void test_apply_out_of_memory(void **state) {
   free(px);
 }
 
-/* The vector passes (SSE4.1, where the CPU has it) against the portable
-** scalar ones: the same bytes for random boxes, scales, shrinks and
-** enlargements, flips, layouts and dtypes, on images allocated to the exact
-** byte so that a read past the region shows under ASan. */
-void stoke__tf_force_scalar(bool on); /* resample.c's test hook */
+/* ---- the vector paths against the scalar reference ----------------------
+**
+** Every instruction set the CPU has (stoke__tf_scratch.isa) must give the
+** scalar passes' bytes: for random boxes, scales, shrinks and enlargements,
+** flips, layouts and dtypes, on images allocated to the exact byte so that
+** a read past the region shows under ASan. */
 
-static void test_vector_passes_match_scalar(void **state) {
+/* The output of spec for plan with each path up to the CPU's best, compared
+** with the scalar one; returns how many paths were compared. */
+static int check_paths(const stoke__tf_spec *spec, const stoke__tf_plan *p,
+                       const stoke__tf_image *img, stoke__tf_scratch *s) {
+  size_t n = stoke__tf_out_bytes(spec);
+  int best = stoke__tf_isa_best(), compared = 0;
+  s->isa = STOKE__TF_ISA_SCALAR;
+  uint8_t *want = apply_ok(spec, p, img, s);
+  for (int isa = STOKE__TF_ISA_SCALAR + 1; isa <= best; isa++) {
+    s->isa = isa;
+    uint8_t *got = apply_ok(spec, p, img, s);
+    if (memcmp(got, want, n) != 0) {
+      size_t at = 0;
+      while (got[at] == want[at]) at++;
+      fprintf(stderr, "isa %d differs from scalar at byte %zu of %zu: "
+              "box %gx%g at (%g, %g), clip [%d, %d) x [%d, %d), region "
+              "%dx%d at (%g, %g) scale %g, flip %d\n", isa, at, n, p->box_w,
+              p->box_h, p->box_x, p->box_y, p->clip_x0, p->clip_x1,
+              p->clip_y0, p->clip_y1, img->w, img->h, img->x0, img->y0,
+              img->scale, p->flip);
+    }
+    assert_memory_equal(got, want, n);
+    free(got);
+    compared++;
+  }
+  s->isa = best;
+  free(want);
+  return compared;
+}
+
+static uint32_t lcg(uint32_t *r) {
+  *r = *r * 1103515245u + 12345u;
+  return *r >> 8;
+}
+
+static void test_vector_paths_match_scalar(void **state) {
   (void)state;
   static const char *specs[] = {
       "center-crop=224,chw,u8", "center-crop=224,hwc,u8",
       "center-crop=17x13,chw,u8", "center-crop=31,normalize=imagenet,f32",
-      "center-crop=9x40,hwc,f16", "center-crop=1,chw,u8"};
+      "center-crop=9x40,hwc,f16", "center-crop=1,chw,u8",
+      "center-crop=224,normalize=imagenet,chw,f32",
+      "center-crop=224,normalize=imagenet,chw,f16",
+      "center-crop=100x227,chw,f32", "center-crop=57x45,normalize=0.5/0.5,f16",
+      "center-crop=224,normalize=imagenet,hwc,f32", "center-crop=3x33,chw,u8",
+      "center-crop=5x37,hwc,u8", "center-crop=64x200,normalize=imagenet,f16"};
+  const int n_specs = (int)(sizeof specs / sizeof specs[0]);
   uint32_t r = 12345;
   stoke__tf_scratch s;
   stoke__tf_scratch_init(&s, NULL);
-  for (int it = 0; it < 300; it++) {
-    r = r * 1103515245u + 12345u;
-    int w = 1 + (int)(r >> 8) % 500;
-    r = r * 1103515245u + 12345u;
-    int h = 1 + (int)(r >> 8) % 400;
+  for (int it = 0; it < 600; it++) {
+    int w = 1 + (int)(lcg(&r) % 500), h = 1 + (int)(lcg(&r) % 400);
     uint8_t *px = make_image(w, h, r);
-    stoke__tf_spec spec = parse_ok(specs[it % 6]);
-    r = r * 1103515245u + 12345u;
-    int bw = 1 + (int)(r >> 8) % w;
-    r = r * 1103515245u + 12345u;
-    int bh = 1 + (int)(r >> 8) % h;
-    r = r * 1103515245u + 12345u;
-    int bx = (int)(r >> 8) % (w - bw + 1);
-    r = r * 1103515245u + 12345u;
-    int by = (int)(r >> 8) % (h - bh + 1);
+    stoke__tf_spec spec = parse_ok(specs[it % n_specs]);
+    /* Mostly boxes of 0.3 to 2 times the output (the common shrinks and
+    ** enlargements), sometimes any size. */
+    int bw, bh;
+    if (lcg(&r) % 4) {
+      bw = (int)(spec.out_w * (0.3 + (lcg(&r) % 1700) / 1000.0));
+      bh = (int)(spec.out_h * (0.3 + (lcg(&r) % 1700) / 1000.0));
+      bw = STOKE__MAX(1, STOKE__MIN(bw, w));
+      bh = STOKE__MAX(1, STOKE__MIN(bh, h));
+    } else {
+      bw = 1 + (int)(lcg(&r) % (uint32_t)w);
+      bh = 1 + (int)(lcg(&r) % (uint32_t)h);
+    }
+    int bx = (int)(lcg(&r) % (uint32_t)(w - bw + 1));
+    int by = (int)(lcg(&r) % (uint32_t)(h - bh + 1));
     stoke__tf_plan p = box_plan(bx, by, bw, bh, spec.out_w, spec.out_h);
-    p.flip = (r >> 4) & 1;
-    /* Half the time: the region is exactly the clip window, as a
-    ** decoder's crop, in its own tight allocation. */
+    p.flip = lcg(&r) & 1;
     stoke__tf_image img = full_image(px, w, h);
     uint8_t *reg = NULL;
-    if (it & 1) {
+    switch (it % 3) {
+    case 0: /* the whole image */
+      break;
+    case 1: /* exactly the clip window, as a decoder's crop, in its own
+            ** tight allocation */
       reg = malloc((size_t)bw * bh * 3);
       assert_non_null(reg);
       for (int y = 0; y < bh; y++)
@@ -838,17 +885,108 @@ static void test_vector_passes_match_scalar(void **state) {
       img = (stoke__tf_image){.px = reg, .w = bw, .h = bh,
                               .stride = 3 * (size_t)bw, .x0 = bx,
                               .y0 = by, .scale = 1};
+      break;
+    default: /* the image as a 1/2-scale decode of one twice its size:
+             ** fractional boxes in region pixels */
+      img.scale = 2;
+      p.box_x = p.clip_x0 = 2 * bx + 1;
+      p.box_y = p.clip_y0 = 2 * by;
+      p.box_w = 2 * bw - 1;
+      p.box_h = 2 * bh - 1;
+      p.clip_x1 = 2 * (bx + bw);
+      p.clip_y1 = 2 * (by + bh) - 1;
+      break;
     }
-    stoke__tf_force_scalar(true);
-    uint8_t *want = apply_ok(&spec, &p, &img, &s);
-    stoke__tf_force_scalar(false);
-    uint8_t *got = apply_ok(&spec, &p, &img, &s);
-    assert_memory_equal(got, want, stoke__tf_out_bytes(&spec));
-    free(got);
-    free(want);
+    check_paths(&spec, &p, &img, &s);
     free(reg);
     free(px);
   }
+  stoke__tf_scratch_free(&s);
+}
+
+/* The planner's own boxes, as the loader makes them: random-resized-crop
+** of photo-sized images, and resize then center-crop (fractional boxes,
+** the whole image as the clip window). */
+static void test_vector_paths_match_scalar_on_plans(void **state) {
+  (void)state;
+  static const char *specs[] = {
+      "random-resized-crop=224,flip,chw,u8",
+      "random-resized-crop=224,flip,normalize=imagenet,chw,f32",
+      "random-resized-crop=224,flip,normalize=imagenet,chw,f16",
+      "random-resized-crop=224,flip,hwc,u8",
+      "random-resized-crop=160x192,flip,normalize=imagenet,hwc,f32",
+      "resize=256,center-crop=224,normalize=imagenet,chw,f32",
+      "resize=256,center-crop=224,chw,u8"};
+  static const int sizes[][2] = {{440, 365}, {500, 375}, {333, 500},
+                                 {1024, 683}, {231, 229}};
+  stoke__tf_scratch s;
+  stoke__tf_scratch_init(&s, NULL);
+  for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+    int w = sizes[k][0], h = sizes[k][1];
+    uint8_t *px = make_image(w, h, (uint32_t)k);
+    stoke__tf_image img = full_image(px, w, h);
+    for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
+      stoke__tf_spec spec = parse_ok(specs[i]);
+      for (uint64_t j = 0; j < 12; j++) {
+        stoke_rng rng;
+        stoke_rng_init(&rng, 5, k, j);
+        stoke__tf_plan p;
+        assert_int_equal(stoke__tf_plan_make(&spec, w, h, &rng, &p), 0);
+        check_paths(&spec, &p, &img, &s);
+      }
+    }
+    free(px);
+  }
+  stoke__tf_scratch_free(&s);
+}
+
+/* Every byte value through each path's float writer, for normalizations
+** whose divisions round in different places: an identity-sized row holding
+** all 256 values in each channel. */
+static void test_vector_paths_every_value(void **state) {
+  (void)state;
+  static const char *norms[] = {"", ",normalize=imagenet",
+                                ",normalize=0.5/0.5",
+                                ",normalize=0.1,0.7,0.333/0.3,0.01,3.7",
+                                ",normalize=0.485,0.456,0.406/1,1,1",
+                                /* x / 1e-39 overflows: the vector kernels
+                                ** are not exact there, and are not used */
+                                ",normalize=0.2/0.5,0.5,1e-39"};
+  uint8_t px[256 * 3];
+  for (int x = 0; x < 256; x++)
+    for (int c = 0; c < 3; c++) px[3 * x + c] = (uint8_t)(x * (2 * c + 1));
+  stoke__tf_image img = full_image(px, 256, 1);
+  stoke__tf_plan p = box_plan(0, 0, 256, 1, 256, 1);
+  stoke__tf_scratch s;
+  stoke__tf_scratch_init(&s, NULL);
+  for (size_t i = 0; i < sizeof norms / sizeof norms[0]; i++)
+    for (int d = 0; d < 2; d++)
+      for (int flip = 0; flip < 2; flip++) {
+        char text[128];
+        snprintf(text, sizeof text, "center-crop=1x256%s,%s", norms[i],
+                 d ? "f16" : "f32");
+        stoke__tf_spec spec = parse_ok(text);
+        p.flip = flip;
+        check_paths(&spec, &p, &img, &s);
+        /* Which writer ran: the kernels, except for the last. */
+        if (stoke__tf_isa_best() >= STOKE__TF_ISA_AVX2)
+          assert_int_equal(s.norm_exact, i + 1 < sizeof norms / sizeof norms[0]
+                                             ? 3 : 0);
+      }
+  stoke__tf_scratch_free(&s);
+}
+
+static void test_isa_choice(void **state) {
+  (void)state;
+  int best = stoke__tf_isa_best();
+  assert_true(best >= STOKE__TF_ISA_SCALAR && best <= STOKE__TF_ISA_AVX2);
+  stoke__tf_scratch s;
+  stoke__tf_scratch_init(&s, NULL);
+  assert_int_equal(s.isa, best);
+  fprintf(stderr, "transform kernels: best %s\n",
+          best == STOKE__TF_ISA_AVX2    ? "avx2"
+          : best == STOKE__TF_ISA_SSE41 ? "sse4.1"
+                                        : "scalar");
   stoke__tf_scratch_free(&s);
 }
 
@@ -871,7 +1009,10 @@ int main(void) {
       cmocka_unit_test(test_plan_window_suffices),
       cmocka_unit_test(test_apply_errors_and_scratch_reuse),
       cmocka_unit_test(test_apply_out_of_memory),
-      cmocka_unit_test(test_vector_passes_match_scalar),
+      cmocka_unit_test(test_vector_paths_match_scalar),
+      cmocka_unit_test(test_vector_paths_match_scalar_on_plans),
+      cmocka_unit_test(test_vector_paths_every_value),
+      cmocka_unit_test(test_isa_choice),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
