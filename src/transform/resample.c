@@ -35,6 +35,7 @@
 
 #if STOKE__TF_X86
 #include <cpuid.h>
+#include <xmmintrin.h> /* _mm_sfence: SSE, in every x86-64 */
 #endif
 
 /* Scratch buffers (stoke__tf_scratch.buf). */
@@ -589,5 +590,10 @@ int stoke__tf_apply(const stoke__tf_spec *spec, const stoke__tf_plan *plan,
     vrow(&p, yy, acc, row);
     emit_row(spec, s, p.isa, plan->flip, yy, row, planes, dst);
   }
+#if STOKE__TF_X86
+  /* Order the streaming stores of the float writers before whatever
+  ** publishes the sample to another thread. */
+  if (p.isa >= STOKE__TF_ISA_SSE41) _mm_sfence();
+#endif
   return 0;
 }

@@ -271,6 +271,18 @@ AVX2 void stoke__tf_norm_f32_avx2(const uint8_t *in, size_t n,
                                   const float *norm, void *out) {
   norm_consts c = norm_load(norm);
   float *o = out;
+#ifndef STOKE_NO_NT
+  /* Streaming stores when aligned (every row of a 224-wide slot is): a
+  ** float batch is far larger than the caches and is next read by the
+  ** device copy, so writing around the cache saves the read-for-ownership
+  ** of every line and leaves the decoder's working set in place.  The
+  ** caller fences before the sample is published (stoke__tf_fence). */
+  if (((uintptr_t)o & 31) == 0) {
+    for (size_t i = 0; i < n; i += 8)
+      _mm256_stream_ps(o + i, norm8(in + i, &c));
+    return;
+  }
+#endif
   for (size_t i = 0; i < n; i += 8) _mm256_storeu_ps(o + i, norm8(in + i, &c));
 }
 

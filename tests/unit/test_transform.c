@@ -61,9 +61,12 @@ static stoke__tf_plan box_plan(int x, int y, int w, int h, int ow, int oh) {
   return p;
 }
 
+/* The output is 64-byte aligned, as a batch slot is, so that rows whose
+** width is a multiple of 8 take the streaming-store path and the others
+** the plain one. */
 static void *apply_ok(const stoke__tf_spec *spec, const stoke__tf_plan *p,
                       const stoke__tf_image *img, stoke__tf_scratch *s) {
-  void *out = malloc(stoke__tf_out_bytes(spec));
+  void *out = aligned_alloc(64, (stoke__tf_out_bytes(spec) + 63) / 64 * 64);
   assert_non_null(out);
   int rc = stoke__tf_apply(spec, p, img, s, out);
   if (rc) fprintf(stderr, "apply: %s\n", stoke__tls_error());
