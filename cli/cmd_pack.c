@@ -28,14 +28,16 @@ const char cmd_pack_usage[] =
     "  -o, --output OUT       prefix of the shards (required)\n"
     "  --shard-size SIZE      target size of a shard (256MB); 0 = one shard\n"
     "  --keep-bytes           store every file byte for byte (no rewrite)\n"
+    "  -j, --threads N        threads reading and rewriting (all cores)\n"
     "  --json FILE            write the summary as JSON ('-' = stdout)\n"
     "  -q, --quiet            no progress and no summary\n";
 
-enum { O_OUT = 1, O_SHARD, O_KEEP, O_JSON, O_QUIET, O_HELP };
+enum { O_OUT = 1, O_SHARD, O_KEEP, O_THREADS, O_JSON, O_QUIET, O_HELP };
 
 static const cli_opt pack_opts[] = {{"output", 'o', 1, O_OUT},
                                     {"shard-size", 0, 1, O_SHARD},
                                     {"keep-bytes", 0, 0, O_KEEP},
+                                    {"threads", 'j', 1, O_THREADS},
                                     {"json", 0, 1, O_JSON},
                                     {"quiet", 'q', 0, O_QUIET},
                                     {"help", 'h', 0, O_HELP},
@@ -108,6 +110,10 @@ int cmd_pack(int argc, char **argv) {
       break;
     case O_KEEP:
       cfg.keep_bytes = 1;
+      break;
+    case O_THREADS:
+      if (cli_parse_uint(p.flag, v, 1, 1024, &cfg.n_threads) != 0)
+        return CLI_USAGE;
       break;
     case O_JSON:
       json_path = v;

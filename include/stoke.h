@@ -315,11 +315,14 @@ typedef struct stoke_pack_config {
   ** files, PNGs and files the rewrite cannot read are stored as they are.
   ** true: every file is stored byte for byte. */
   int keep_bytes;
+  /* Threads reading and rewriting samples (0: one per online core); the
+  ** shards are the same bytes whatever the count. */
+  unsigned n_threads;
   stoke_pack_progress_fn progress; /* NULL: none */
   void *user;                      /* passed to progress */
 } stoke_pack_config;
 
-/* shard_bytes 256 MB, JPEGs rewritten, no progress callback. */
+/* shard_bytes 256 MB, JPEGs rewritten, every core, no progress callback. */
 STOKE_API void stoke_pack_config_init(stoke_pack_config *cfg);
 
 typedef struct stoke_pack_result {

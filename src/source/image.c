@@ -22,6 +22,7 @@
 
 #include "decode/decode.h"
 #include "source/blob.h"
+#include "source/image.h"
 #include "transform/transform.h"
 
 typedef struct image_impl {
@@ -282,18 +283,24 @@ void stoke_source_describe(const stoke_source *src, size_t index, char *buf,
     src->ops->describe(src, index, buf, cap);
 }
 
-/* Read sample `index` into r and probe its header (mu-free: any thread). */
-static int probe_one(const image_impl *im, size_t index, stoke__blob_reader *r,
-                     stoke__decoder *dec, const uint8_t **bytes, size_t *n,
-                     stoke_image_info *out) {
-  char err[STOKE__ERRMSG_CAP], where[256];
-  int rc = stoke__blobset_read(im->set, index, r, bytes, n, err, sizeof err);
-  if (rc != 0) return stoke__set_tls_error(rc, "%s", err);
+const stoke__blobset *stoke__image_blobset(const stoke_source *src) {
+  const image_impl *im = image_of(src);
+  return im ? im->set : NULL;
+}
+
+int stoke__image_probe(const stoke__blobset *set, size_t index,
+                       stoke__blob_reader *r, stoke__decoder *dec,
+                       const uint8_t **bytes, size_t *n,
+                       stoke_image_info *out, char *err, size_t cap) {
+  char msg[STOKE__ERRMSG_CAP], where[256];
+  int rc = stoke__blobset_read(set, index, r, bytes, n, err, cap);
+  if (rc != 0) return rc;
   stoke__img_info info;
-  rc = stoke__decode_probe(dec, *bytes, *n, &info, err, sizeof err);
+  rc = stoke__decode_probe(dec, *bytes, *n, &info, msg, sizeof msg);
   if (rc != 0) {
-    stoke__blobset_describe(im->set, index, where, sizeof where);
-    return stoke__set_tls_error(rc, "sample %zu (%s): %s", index, where, err);
+    stoke__blobset_describe(set, index, where, sizeof where);
+    snprintf(err, cap, "sample %zu (%s): %s", index, where, msg);
+    return rc;
   }
   memset(out, 0, sizeof *out);
   out->format = info.format == STOKE__IMG_JPEG ? STOKE_IMAGE_JPEG
@@ -323,146 +330,11 @@ int stoke_source_probe(const stoke_source *src, size_t index,
   stoke__blob_reader_init(&r, NULL);
   const uint8_t *bytes;
   size_t n;
-  rc = probe_one(im, index, &r, dec, &bytes, &n, out);
+  char err[STOKE__ERRMSG_CAP];
+  rc = stoke__image_probe(im->set, index, &r, dec, &bytes, &n, out, err,
+                          sizeof err);
+  if (rc != 0) stoke__set_tls_error(rc, "%s", err);
   stoke__blob_reader_free(&r);
   stoke__decoder_destroy(dec);
-  return rc;
-}
-
-void stoke_pack_config_init(stoke_pack_config *cfg) {
-  memset(cfg, 0, sizeof *cfg);
-  cfg->struct_size = sizeof *cfg;
-  cfg->shard_bytes = 256000000;
-}
-
-/* The bytes to store for a JPEG: rewritten for restart cuts, or (*out
-** NULL) the original.  Only running out of memory fails the pack; a file
-** the rewrite cannot read is kept, counted, and decodes (or fails) at
-** training time exactly as it would from the folder. */
-static int pack_rewrite(const image_impl *im, size_t index,
-                        stoke__decoder *dec, const uint8_t *bytes, size_t n,
-                        uint8_t **out, size_t *out_n, stoke_pack_result *res) {
-  char err[STOKE__ERRMSG_CAP];
-  int rc = stoke__jpeg_transcode(dec, bytes, n, out, out_n, err, sizeof err);
-  if (rc == STOKE_ENOMEM)
-    return stoke__set_tls_error(rc, "pack: sample %zu: %s", index, err);
-  if (rc == 0 && *out) {
-    res->n_rewritten++;
-    return 0;
-  }
-  res->n_kept++;
-  if (!res->first_kept[0]) {
-    char where[256];
-    stoke__blobset_describe(im->set, index, where, sizeof where);
-    snprintf(res->first_kept, sizeof res->first_kept, "%.200s: %.300s", where,
-             rc != 0 ? err : "CMYK, or restart markers already in place");
-  }
-  return 0;
-}
-
-/* An ImageFolder's class names go into every shard, so that packed data
-** still names its labels. */
-static int pack_classes(const image_impl *im, stoke__pack_writer *w) {
-  size_t nc = stoke__blobset_n_classes(im->set);
-  if (nc == 0) return 0;
-  const char **names = stoke__calloc(NULL, nc, sizeof *names);
-  if (!names) return stoke__set_tls_error(STOKE_ENOMEM, "pack: out of memory");
-  for (size_t c = 0; c < nc; c++)
-    names[c] = stoke__blobset_class_name(im->set, c);
-  char err[STOKE__ERRMSG_CAP];
-  int rc = stoke__pack_writer_set_classes(w, names, nc, err, sizeof err);
-  stoke__free(NULL, names);
-  return rc ? stoke__set_tls_error(rc, "%s", err) : 0;
-}
-
-int stoke_pack(const stoke_source *src, const char *out_prefix,
-               const stoke_pack_config *cfg, stoke_pack_result *res) {
-  const image_impl *im = image_of(src);
-  if (!im || !out_prefix || !*out_prefix)
-    return stoke__set_tls_error(STOKE_EINVAL,
-                                "pack: needs an image source and an output "
-                                "prefix");
-  stoke_pack_config def;
-  if (!cfg) {
-    stoke_pack_config_init(&def);
-    cfg = &def;
-  }
-  if (cfg->struct_size != sizeof *cfg)
-    return stoke__set_tls_error(
-        STOKE_EINVAL, "pack: struct_size is %zu, expected %zu (call "
-                      "stoke_pack_config_init)", cfg->struct_size, sizeof *cfg);
-  stoke_pack_result local;
-  if (!res) res = &local;
-  memset(res, 0, sizeof *res);
-  char err[STOKE__ERRMSG_CAP];
-  stoke__pack_writer *w = NULL;
-  stoke__decoder_opts o;
-  stoke__decoder_opts_init(&o);
-  stoke__decoder *dec = NULL;
-  stoke__blob_reader r;
-  stoke__blob_reader_init(&r, NULL);
-  uint8_t *rewritten = NULL;
-  int rc = stoke__decoder_create(&o, &dec);
-  if (rc != 0) {
-    rc = stoke__set_tls_error(rc, "pack: out of memory");
-    goto out;
-  }
-  rc = stoke__pack_writer_create(out_prefix, cfg->shard_bytes, 0, NULL, &w,
-                                 err, sizeof err);
-  if (rc != 0) {
-    rc = stoke__set_tls_error(rc, "%s", err);
-    goto out;
-  }
-  rc = pack_classes(im, w);
-  if (rc != 0) goto out;
-  size_t total = src->n_samples;
-  for (size_t i = 0; i < total; i++) {
-    const uint8_t *bytes;
-    size_t n;
-    stoke_image_info info;
-    /* The header is checked here so a broken file fails the pack, not a
-    ** training run later; width and height go into the index. */
-    rc = probe_one(im, i, &r, dec, &bytes, &n, &info);
-    if (rc != 0) goto out;
-    res->bytes_in += n;
-    size_t rn = 0;
-    if (info.format == STOKE_IMAGE_JPEG && !cfg->keep_bytes) {
-      rc = pack_rewrite(im, i, dec, bytes, n, &rewritten, &rn, res);
-      if (rc != 0) goto out;
-      if (rewritten) bytes = rewritten, n = rn;
-    }
-    rc = stoke__pack_writer_add(
-        w, bytes, n, stoke__blobset_label(im->set, i), info.width,
-        info.height,
-        info.format == STOKE_IMAGE_JPEG ? STOKE__BLOB_JPEG : STOKE__BLOB_PNG,
-        err, sizeof err);
-    stoke__free(NULL, rewritten);
-    rewritten = NULL;
-    if (rc != 0) {
-      rc = stoke__set_tls_error(rc, "%s", err);
-      goto out;
-    }
-    res->bytes += n;
-    if (cfg->progress && cfg->progress(cfg->user, i + 1, total, res->bytes)) {
-      rc = stoke__set_tls_error(STOKE_EINVAL, "pack: stopped after %zu of "
-                                "%zu samples; nothing was kept", i + 1, total);
-      goto out;
-    }
-  }
-  size_t n_shards = 0;
-  rc = stoke__pack_writer_finish(w, &n_shards, err, sizeof err);
-  if (rc != 0) {
-    rc = stoke__set_tls_error(rc, "%s", err);
-    goto out;
-  }
-  res->n_samples = total;
-  res->n_shards = n_shards;
-  snprintf(res->first_shard, sizeof res->first_shard, "%s",
-           n_shards ? stoke__pack_writer_shard_path(w, 0) : "");
-out:
-  stoke__free(NULL, rewritten);
-  stoke__pack_writer_destroy(w); /* before finish: removes the .tmp files */
-  stoke__decoder_destroy(dec);
-  stoke__blob_reader_free(&r);
   return rc;
 }

@@ -98,6 +98,22 @@ run_stoke bench "$TMP/train" -b 4 -j 2 --epochs 2 -q
 [ "$rc" -eq 1 ] || fail "exit $rc, expected 1"
 grep -q "ant/0.jpg" "$TMP/err" || fail "file not named: $(cat "$TMP/err")"
 grep -q "JPEG" "$TMP/err" || fail "cause not named: $(cat "$TMP/err")"
+
+say "a broken header fails the pack, naming the file; nothing is left behind"
+run_stoke pack "$TMP/train" -o "$TMP/pk-bad/t" -j 2
+[ "$rc" -eq 1 ] || fail "exit $rc, expected 1"
+grep -q "ant/0.jpg" "$TMP/err" || fail "file not named: $(cat "$TMP/err")"
+ls "$TMP"/pk-bad/* 2>/dev/null && fail "a failed pack left files behind"
+
+say "pack keeps a JPEG whose data it cannot rewrite, naming it"
+n=$(stat -c %s "$TMP/train/ant/2.jpg")
+head -c $((n / 2)) "$TMP/train/ant/2.jpg" >"$TMP/train/ant/0.jpg"
+run_stoke pack "$TMP/train" -o "$TMP/pk-trunc/t" -j 2 --json "$TMP/trunc.json"
+[ "$rc" -eq 0 ] || fail "pack exit $rc: $(cat "$TMP/err")"
+json_check "$TMP/trunc.json" '
+assert d["jpegs_kept"] == 1 and "ant/0.jpg" in d["first_kept"], d
+assert "premature end" in d["first_kept"], d
+'
 check_messages
 
 say "a bad transform spec is a usage error pointing at the token"

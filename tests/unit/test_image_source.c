@@ -362,6 +362,58 @@ static void test_three_storages_agree(void **state) {
   stoke_source_destroy(ksrc);
 }
 
+static int stop_at_5(void *user, size_t done, size_t total, uint64_t bytes) {
+  (void)user;
+  (void)total;
+  (void)bytes;
+  return done >= 5;
+}
+
+/* Packing on 1 or 4 threads writes the same bytes; a progress callback
+** that stops the pack leaves no shard behind. */
+static void test_pack_threads(void **state) {
+  (void)state;
+  stoke_source *src = open_images(folder, "random-resized-crop=32,chw,u8");
+  stoke_pack_config pc;
+  stoke_pack_config_init(&pc);
+  pc.shard_bytes = 30000;
+  char a[256], b[256];
+  snprintf(a, sizeof a, "%s/t1", root);
+  snprintf(b, sizeof b, "%s/t4", root);
+  stoke_pack_result ra, rb;
+  pc.n_threads = 1;
+  assert_int_equal(stoke_pack(src, a, &pc, &ra), 0);
+  pc.n_threads = 4;
+  assert_int_equal(stoke_pack(src, b, &pc, &rb), 0);
+  assert_int_equal(ra.n_shards, rb.n_shards);
+  assert_true(ra.n_shards >= 2);
+  assert_int_equal(ra.bytes, rb.bytes);
+  assert_int_equal(ra.n_rewritten, rb.n_rewritten);
+  assert_string_equal(ra.first_kept, rb.first_kept);
+  for (size_t k = 0; k < ra.n_shards; k++) {
+    char pa[300], pb[300];
+    snprintf(pa, sizeof pa, "%s-%05zu.stoke", a, k);
+    snprintf(pb, sizeof pb, "%s-%05zu.stoke", b, k);
+    size_t na, nb;
+    void *da = slurp(pa, &na), *db = slurp(pb, &nb);
+    assert_int_equal(na, nb);
+    assert_memory_equal(da, db, na);
+    free(da);
+    free(db);
+  }
+  char c[256], probe[300];
+  snprintf(c, sizeof c, "%s/stopped", root);
+  pc.progress = stop_at_5;
+  assert_int_equal(stoke_pack(src, c, &pc, NULL), STOKE_EINVAL);
+  if (!strstr(stoke_errmsg(NULL), "stopped after 5"))
+    fail_msg("message: %s", stoke_errmsg(NULL));
+  snprintf(probe, sizeof probe, "%s-00000.stoke", c);
+  assert_int_equal(access(probe, F_OK), -1);
+  snprintf(probe, sizeof probe, "%s-00000.stoke.tmp", c);
+  assert_int_equal(access(probe, F_OK), -1);
+  stoke_source_destroy(src);
+}
+
 /* A bad file fails its sample: next() names the file and the cause. */
 static void expect_sample_error(const char *dir, const char *file,
                                 const char *cause) {
@@ -466,6 +518,7 @@ int main(void) {
       cmocka_unit_test(test_folder_listing),
       cmocka_unit_test(test_transforms_and_worker_counts),
       cmocka_unit_test(test_three_storages_agree),
+      cmocka_unit_test(test_pack_threads),
       cmocka_unit_test(test_bad_files),
       cmocka_unit_test(test_bad_arguments),
   };

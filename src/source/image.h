@@ -1,0 +1,19 @@
+/* image.h — what src/source/pack.c needs of an image source (internal). */
+#ifndef STOKE_SOURCE_IMAGE_H
+#define STOKE_SOURCE_IMAGE_H
+
+#include "decode/decode.h"
+#include "source/blob.h"
+
+/* The storage behind an image source; NULL for any other source. */
+const stoke__blobset *stoke__image_blobset(const stoke_source *src);
+
+/* Read sample index into r and probe its header: *bytes, *n (valid until
+** r's next read) and *out.  Errors name the sample and its file in err.
+** Any thread, with its own r and dec. */
+int stoke__image_probe(const stoke__blobset *set, size_t index,
+                       stoke__blob_reader *r, stoke__decoder *dec,
+                       const uint8_t **bytes, size_t *n,
+                       stoke_image_info *out, char *err, size_t cap);
+
+#endif /* STOKE_SOURCE_IMAGE_H */

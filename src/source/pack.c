@@ -1,0 +1,284 @@
+/* pack.c — stoke_pack: an image source into packed shards, on every core.
+**
+** Rewriting a JPEG for restart cuts (jpeg_transcode.c) costs several times
+** its decode, so the samples are read, probed and rewritten by producer
+** threads, each with its own decoder and reader, while the calling thread
+** hands them to the streaming writer (pack_writer.c) strictly in index
+** order.  The output is therefore the same bytes whatever the thread
+** count.  Producers run at most `n_slots` samples ahead of the writer: a
+** slot holds one finished sample, so memory stays bounded by a few samples
+** per thread whatever the dataset size. */
+#include "internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "decode/decode.h"
+#include "source/blob.h"
+#include "source/image.h"
+
+/* One finished sample, waiting for the writer. */
+typedef struct pack_slot {
+  size_t index;             /* the sample held, valid when ready */
+  bool ready;
+  int rc;                   /* 0 or the producer's STOKE_E* */
+  char err[STOKE__ERRMSG_CAP];
+  uint8_t *bytes;           /* owned: what goes into the shard */
+  size_t n, cap;
+  size_t n_in;              /* bytes read */
+  stoke_image_info info;
+  bool rewritten, kept;     /* a JPEG rewritten, or kept as it was */
+  char kept_why[STOKE__ERRMSG_CAP];
+} pack_slot;
+
+/* One producer thread's own tools. */
+typedef struct pack_worker {
+  struct pack_job *job;
+  stoke__decoder *dec;
+  stoke__blob_reader reader;
+  stoke__thread *thread;
+} pack_worker;
+
+typedef struct pack_job {
+  const stoke__blobset *set;
+  bool rewrite;             /* !keep_bytes */
+  size_t total;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;        /* any change below */
+  size_t next;              /* next sample to claim */
+  size_t consumed;          /* samples the writer has taken */
+  bool stop;
+  pack_slot *slots;
+  size_t n_slots;
+} pack_job;
+
+void stoke_pack_config_init(stoke_pack_config *cfg) {
+  memset(cfg, 0, sizeof *cfg);
+  cfg->struct_size = sizeof *cfg;
+  cfg->shard_bytes = 256000000;
+}
+
+static int slot_take(pack_slot *s, const uint8_t *bytes, size_t n) {
+  if (n > s->cap) {
+    stoke__free(NULL, s->bytes);
+    s->cap = 0;
+    s->bytes = stoke__alloc(NULL, n ? n : 1);
+    if (!s->bytes) return STOKE_ENOMEM;
+    s->cap = n ? n : 1;
+  }
+  if (n) memcpy(s->bytes, bytes, n);
+  s->n = n;
+  return 0;
+}
+
+/* Read, probe and (for JPEGs) rewrite sample i into slot s.  A JPEG the
+** rewrite cannot read is kept as it was (it then decodes, or fails, at
+** training time exactly as from the folder); only a broken header or
+** running out of memory fails the pack. */
+static void produce(pack_worker *w, size_t i, pack_slot *s) {
+  const pack_job *j = w->job;
+  const uint8_t *bytes;
+  size_t n;
+  s->rewritten = s->kept = false;
+  s->rc = stoke__image_probe(j->set, i, &w->reader, w->dec, &bytes, &n,
+                             &s->info, s->err, sizeof s->err);
+  if (s->rc != 0) return;
+  s->n_in = n;
+  if (j->rewrite && s->info.format == STOKE_IMAGE_JPEG) {
+    uint8_t *out;
+    size_t out_n;
+    char why[STOKE__ERRMSG_CAP];
+    int rc = stoke__jpeg_transcode(w->dec, bytes, n, &out, &out_n, why,
+                                   sizeof why);
+    if (rc == STOKE_ENOMEM) {
+      s->rc = rc;
+      snprintf(s->err, sizeof s->err, "pack: sample %zu: %.400s", i, why);
+      return;
+    }
+    if (rc == 0 && out) {
+      stoke__free(NULL, s->bytes);
+      s->bytes = out;
+      s->n = s->cap = out_n;
+      s->rewritten = true;
+      return;
+    }
+    s->kept = true;
+    char where[256];
+    stoke__blobset_describe(j->set, i, where, sizeof where);
+    snprintf(s->kept_why, sizeof s->kept_why, "%.200s: %.300s", where,
+             rc != 0 ? why : "CMYK, or restart markers already in place");
+  }
+  if (slot_take(s, bytes, n) != 0) {
+    s->rc = STOKE_ENOMEM;
+    snprintf(s->err, sizeof s->err, "pack: sample %zu: out of memory", i);
+  }
+}
+
+static void *producer_main(void *arg) {
+  pack_worker *w = arg;
+  pack_job *j = w->job;
+  for (;;) {
+    pthread_mutex_lock(&j->mu);
+    while (!j->stop && j->next < j->total &&
+           j->next >= j->consumed + j->n_slots)
+      pthread_cond_wait(&j->cv, &j->mu);
+    if (j->stop || j->next >= j->total) {
+      pthread_mutex_unlock(&j->mu);
+      return NULL;
+    }
+    size_t i = j->next++;
+    pthread_mutex_unlock(&j->mu);
+    /* The writer has taken sample i - n_slots: the slot is free. */
+    pack_slot *s = &j->slots[i % j->n_slots];
+    produce(w, i, s);
+    pthread_mutex_lock(&j->mu);
+    s->index = i;
+    s->ready = true;
+    pthread_cond_broadcast(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+  }
+}
+
+/* An ImageFolder's class names go into every shard, so that packed data
+** still names its labels. */
+static int pack_classes(const stoke__blobset *set, stoke__pack_writer *w) {
+  size_t nc = stoke__blobset_n_classes(set);
+  if (nc == 0) return 0;
+  const char **names = stoke__calloc(NULL, nc, sizeof *names);
+  if (!names) return stoke__set_tls_error(STOKE_ENOMEM, "pack: out of memory");
+  for (size_t c = 0; c < nc; c++) names[c] = stoke__blobset_class_name(set, c);
+  char err[STOKE__ERRMSG_CAP];
+  int rc = stoke__pack_writer_set_classes(w, names, nc, err, sizeof err);
+  stoke__free(NULL, names);
+  return rc ? stoke__set_tls_error(rc, "%s", err) : 0;
+}
+
+/* The writer's side: every sample in index order into w. */
+static int consume(pack_job *j, stoke__pack_writer *w,
+                   const stoke_pack_config *cfg, stoke_pack_result *res) {
+  char err[STOKE__ERRMSG_CAP];
+  for (size_t i = 0; i < j->total; i++) {
+    pack_slot *s = &j->slots[i % j->n_slots];
+    pthread_mutex_lock(&j->mu);
+    while (!(s->ready && s->index == i)) pthread_cond_wait(&j->cv, &j->mu);
+    pthread_mutex_unlock(&j->mu);
+    if (s->rc != 0) return stoke__set_tls_error(s->rc, "%s", s->err);
+    res->bytes_in += s->n_in;
+    res->n_rewritten += s->rewritten;
+    if (s->kept && res->n_kept++ == 0)
+      snprintf(res->first_kept, sizeof res->first_kept, "%s", s->kept_why);
+    int rc = stoke__pack_writer_add(
+        w, s->bytes, s->n, stoke__blobset_label(j->set, i), s->info.width,
+        s->info.height,
+        s->info.format == STOKE_IMAGE_JPEG ? STOKE__BLOB_JPEG
+                                           : STOKE__BLOB_PNG,
+        err, sizeof err);
+    if (rc != 0) return stoke__set_tls_error(rc, "%s", err);
+    res->bytes += s->n;
+    pthread_mutex_lock(&j->mu);
+    s->ready = false;
+    j->consumed = i + 1;
+    pthread_cond_broadcast(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+    if (cfg->progress && cfg->progress(cfg->user, i + 1, j->total, res->bytes))
+      return stoke__set_tls_error(STOKE_EINVAL, "pack: stopped after %zu of "
+                                  "%zu samples; nothing was kept", i + 1,
+                                  j->total);
+  }
+  return 0;
+}
+
+static void free_workers(pack_worker *ws, size_t n) {
+  for (size_t k = 0; k < n; k++) {
+    stoke__decoder_destroy(ws[k].dec);
+    stoke__blob_reader_free(&ws[k].reader);
+  }
+  stoke__free(NULL, ws);
+}
+
+int stoke_pack(const stoke_source *src, const char *out_prefix,
+               const stoke_pack_config *cfg, stoke_pack_result *res) {
+  const stoke__blobset *set = stoke__image_blobset(src);
+  if (!set || !out_prefix || !*out_prefix)
+    return stoke__set_tls_error(STOKE_EINVAL,
+                                "pack: needs an image source and an output "
+                                "prefix");
+  stoke_pack_config def;
+  if (!cfg) {
+    stoke_pack_config_init(&def);
+    cfg = &def;
+  }
+  if (cfg->struct_size != sizeof *cfg)
+    return stoke__set_tls_error(
+        STOKE_EINVAL, "pack: struct_size is %zu, expected %zu (call "
+                      "stoke_pack_config_init)", cfg->struct_size, sizeof *cfg);
+  stoke_pack_result local;
+  if (!res) res = &local;
+  memset(res, 0, sizeof *res);
+
+  pack_job j = {.set = set, .rewrite = !cfg->keep_bytes,
+                .total = stoke__blobset_n_samples(set)};
+  size_t n_threads = cfg->n_threads ? cfg->n_threads : stoke__online_cpus();
+  n_threads = STOKE__MAX((size_t)1, STOKE__MIN(n_threads, (size_t)64));
+  n_threads = STOKE__MIN(n_threads, STOKE__MAX(j.total, (size_t)1));
+  j.n_slots = 4 * n_threads;
+  j.slots = stoke__calloc(NULL, j.n_slots, sizeof *j.slots);
+  pack_worker *ws = stoke__calloc(NULL, n_threads, sizeof *ws);
+  stoke__pack_writer *w = NULL;
+  size_t started = 0;
+  char err[STOKE__ERRMSG_CAP];
+  int rc = j.slots && ws ? 0 : STOKE_ENOMEM;
+  for (size_t k = 0; rc == 0 && k < n_threads; k++) {
+    ws[k].job = &j;
+    stoke__blob_reader_init(&ws[k].reader, NULL);
+    rc = stoke__decoder_create(NULL, &ws[k].dec);
+  }
+  if (rc != 0) {
+    rc = stoke__set_tls_error(rc, "pack: out of memory");
+    goto out;
+  }
+  rc = stoke__pack_writer_create(out_prefix, cfg->shard_bytes, 0, NULL, &w,
+                                 err, sizeof err);
+  if (rc != 0) {
+    rc = stoke__set_tls_error(rc, "%s", err);
+    goto out;
+  }
+  rc = pack_classes(set, w);
+  if (rc != 0) goto out;
+  pthread_mutex_init(&j.mu, NULL);
+  pthread_cond_init(&j.cv, NULL);
+  for (; started < n_threads; started++)
+    if (stoke__thread_start(&ws[started].thread, NULL, "stoke-pack",
+                            producer_main, &ws[started]) != 0)
+      break;
+  rc = started ? consume(&j, w, cfg, res)
+               : stoke__set_tls_error(STOKE_ETHREAD,
+                                      "pack: cannot start a thread");
+  pthread_mutex_lock(&j.mu);
+  j.stop = true;
+  pthread_cond_broadcast(&j.cv);
+  pthread_mutex_unlock(&j.mu);
+  for (size_t k = 0; k < started; k++)
+    stoke__thread_join(ws[k].thread, NULL);
+  pthread_cond_destroy(&j.cv);
+  pthread_mutex_destroy(&j.mu);
+  if (rc != 0) goto out;
+
+  size_t n_shards = 0;
+  rc = stoke__pack_writer_finish(w, &n_shards, err, sizeof err);
+  if (rc != 0) {
+    rc = stoke__set_tls_error(rc, "%s", err);
+    goto out;
+  }
+  res->n_samples = j.total;
+  res->n_shards = n_shards;
+  snprintf(res->first_shard, sizeof res->first_shard, "%s",
+           n_shards ? stoke__pack_writer_shard_path(w, 0) : "");
+out:
+  stoke__pack_writer_destroy(w); /* before finish: removes the .tmp files */
+  if (ws) free_workers(ws, n_threads);
+  if (j.slots)
+    for (size_t k = 0; k < j.n_slots; k++) stoke__free(NULL, j.slots[k].bytes);
+  stoke__free(NULL, j.slots);
+  return rc;
+}
