@@ -11,13 +11,14 @@
 #include "cli.h"
 
 const char cmd_pack_usage[] =
-    "usage: stoke pack SRC -o OUT [--shard-size 256MB] [--keep-bytes]\n"
+    "usage: stoke pack SRC -o OUT [--shard-size 256MB] [--keep-bytes] [-j N]\n"
     "\n"
     "Write the images of SRC (an ImageFolder directory, or tar shards: a\n"
     "path, a pattern such as train-{0000..0099}.tar, or a glob) into packed\n"
     "shards OUT-00000.stoke, OUT-00001.stoke, ... for random access by mmap.\n"
     "Every image's header is checked on the way; a broken file stops the\n"
-    "pack, naming it, and leaves no shard behind.\n"
+    "pack, naming it, and leaves no shard behind.  An ImageFolder's class\n"
+    "names are stored in every shard.\n"
     "\n"
     "JPEGs are rewritten losslessly on the way: the same DCT coefficients\n"
     "(so the same pixels), one baseline scan, a restart marker every 16\n"
