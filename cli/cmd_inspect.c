@@ -199,8 +199,8 @@ int cmd_inspect(int argc, char **argv) {
   free(counts);
 
   /* Headers of (up to) `probe` samples spread evenly over the dataset. */
-  size_t m = probe < n ? probe : n, jpeg = 0, png = 0, prog = 0, gray = 0,
-         alpha = 0;
+  size_t m = probe < n ? probe : n, jpeg = 0, png = 0, prog = 0, cuts = 0,
+         gray = 0, alpha = 0;
   uint32_t *w = calloc(m ? m : 1, sizeof *w), *h = calloc(m ? m : 1, sizeof *h);
   size_t *bytes = calloc(m ? m : 1, sizeof *bytes);
   int rc = CLI_OK;
@@ -218,18 +218,20 @@ int cmd_inspect(int argc, char **argv) {
     jpeg += info.format == STOKE_IMAGE_JPEG;
     png += info.format == STOKE_IMAGE_PNG;
     prog += info.progressive != 0;
+    cuts += info.restart_cuts != 0;
     gray += info.channels == 1;
     alpha += info.has_alpha != 0;
   }
   if (rc == CLI_OK && m > 0) {
-    fprintf(f, "%zu headers read: %zu JPEG (%zu progressive), %zu PNG; %zu "
-               "grayscale, %zu with alpha\n",
-            m, jpeg, prog, png, gray, alpha);
+    fprintf(f, "%zu headers read: %zu JPEG (%zu progressive, %zu with "
+               "restart cuts), %zu PNG; %zu grayscale, %zu with alpha\n",
+            m, jpeg, prog, cuts, png, gray, alpha);
     cJSON *st = cJSON_AddObjectToObject(root, "probed");
     cJSON_AddNumberToObject(st, "n", (double)m);
     cJSON_AddNumberToObject(st, "jpeg", (double)jpeg);
     cJSON_AddNumberToObject(st, "png", (double)png);
     cJSON_AddNumberToObject(st, "progressive", (double)prog);
+    cJSON_AddNumberToObject(st, "restart_cuts", (double)cuts);
     cJSON_AddNumberToObject(st, "grayscale", (double)gray);
     cJSON_AddNumberToObject(st, "alpha", (double)alpha);
     stat_u32(f, st, "width", w, m);

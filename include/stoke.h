@@ -290,6 +290,8 @@ typedef struct stoke_image_info {
   uint32_t width, height;
   unsigned channels;     /* in the file: 1 gray, 3 colour, 4 CMYK or RGBA */
   int progressive;       /* JPEG progressive or PNG interlaced */
+  int restart_cuts;      /* a JPEG whose restart intervals let a crop be
+                            decoded alone (those `stoke pack` writes) */
   int has_alpha;
   size_t bytes;          /* encoded size */
 } stoke_image_info;

@@ -114,6 +114,11 @@ bool stoke__decode_peek(const void *data, size_t n, stoke__img_info *out) {
          stoke__jpeg_peek(data, n, out);
 }
 
+bool stoke__decode_cut_ready(const void *data, size_t n) {
+  stoke__jpeg_rst L;
+  return data && stoke__jpeg_rst_parse(data, n, &L);
+}
+
 unsigned stoke__decode_pick_scale(uint32_t crop_w, uint32_t crop_h,
                                   uint32_t out_w, uint32_t out_h) {
   if (out_w == 0 || out_h == 0) return 1;

@@ -162,6 +162,10 @@ int stoke__decode_probe(stoke__decoder *d, const void *data, size_t n,
 ** data is not a JPEG; stoke__decode_probe then reads it properly. */
 bool stoke__decode_peek(const void *data, size_t n, stoke__img_info *out);
 
+/* true when data[0..n) is a JPEG whose restart intervals let a crop be
+** cut out and decoded alone (every JPEG `stoke pack` writes). */
+bool stoke__decode_cut_ready(const void *data, size_t n);
+
 /* The JPEG scale denominator (1, 2, 4 or 8) chosen for a crop of
 ** crop_w x crop_h resized to out_w x out_h: the largest whose scaled crop
 ** is still >= the output in both dimensions.  0 in out_w or out_h: 1. */

@@ -310,6 +310,7 @@ int stoke__image_probe(const stoke__blobset *set, size_t index,
   out->channels = info.channels;
   out->progressive = info.progressive;
   out->has_alpha = info.has_alpha;
+  out->restart_cuts = stoke__decode_cut_ready(*bytes, *n);
   out->bytes = *n;
   return 0;
 }

@@ -30,6 +30,7 @@ assert d["kind"] == "folder" and d["samples"] == 19, d
 assert [c["name"] for c in d["classes"]] == ["ant", "bee", "cow"]
 assert [c["count"] for c in d["classes"]] == [6, 6, 7]
 assert d["probed"]["jpeg"] == 18 and d["probed"]["png"] == 1
+assert d["probed"]["restart_cuts"] == 0, d["probed"]  # PIL writes none
 assert len(d["skipped"]) == 1 and d["skipped"][0]["path"].endswith("notes.txt")
 img = d["batch"][0]
 assert img["shape"] == [8, 3, 224, 224] and img["dtype"] == "u8", img
@@ -49,6 +50,14 @@ run_stoke pack "$TMP/train" -o "$TMP/pk-kept/train" --keep-bytes --json "$TMP/ke
 [ "$rc" -eq 0 ] || fail "pack --keep-bytes exit $rc: $(cat "$TMP/err")"
 json_check "$TMP/kept.json" '
 assert d["jpegs_rewritten"] == 0 and d["bytes"] == d["bytes_in"], d
+'
+say "inspect on packed shards: class names kept, every JPEG cut-ready"
+run_stoke inspect "$TMP/pk/train-*.stoke" --json "$TMP/inspect-pk.json"
+[ "$rc" -eq 0 ] || fail "inspect exit $rc: $(cat "$TMP/err")"
+json_check "$TMP/inspect-pk.json" '
+assert d["kind"] == "packed" and d["samples"] == 19, d
+assert [c["name"] for c in d["classes"]] == ["ant", "bee", "cow"], d["classes"]
+assert d["probed"]["jpeg"] == 18 and d["probed"]["restart_cuts"] == 18, d["probed"]
 '
 ls "$TMP"/pk/train-*.stoke >/dev/null || fail "no shard written"
 ls "$TMP"/pk/*.tmp 2>/dev/null && fail "a .tmp file was left behind"
