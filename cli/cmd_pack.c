@@ -13,9 +13,10 @@
 const char cmd_pack_usage[] =
     "usage: stoke pack SRC -o OUT [--shard-size 256MB] [--keep-bytes] [-j N]\n"
     "\n"
-    "Write the images of SRC (an ImageFolder directory, or tar shards: a\n"
-    "path, a pattern such as train-{0000..0099}.tar, or a glob) into packed\n"
-    "shards OUT-00000.stoke, OUT-00001.stoke, ... for random access by mmap.\n"
+    "Write the images of SRC (an ImageFolder directory, tar shards: a path,\n"
+    "a pattern such as train-{0000..0099}.tar or a glob; or packed shards,\n"
+    "to rewrite or re-shard them) into packed shards OUT-00000.stoke,\n"
+    "OUT-00001.stoke, ... for random access by mmap.\n"
     "Every image's header is checked on the way; a broken file stops the\n"
     "pack, naming it, and leaves no shard behind.  An ImageFolder's class\n"
     "names are stored in every shard.\n"
@@ -133,10 +134,19 @@ int cmd_pack(int argc, char **argv) {
     cli_error("%s", stoke_errmsg(NULL));
     return CLI_ERROR;
   }
+  /* Packed shards may be packed again (to rewrite shards from before the
+  ** JPEG rewrite, or to change the shard size), but not onto themselves:
+  ** the renames at the end would replace the files being read. */
   if (strcmp(stoke_source_kind(src), "packed") == 0) {
-    cli_error("pack: %s is already packed", src_path);
-    stoke_source_destroy(src);
-    return CLI_USAGE;
+    char where[1024], mine[1100];
+    stoke_source_describe(src, 0, where, sizeof where);
+    snprintf(mine, sizeof mine, "%s-", out);
+    if (strncmp(where, mine, strlen(mine)) == 0) {
+      cli_error("pack: -o %s would overwrite the shards being read (%s)", out,
+                src_path);
+      stoke_source_destroy(src);
+      return CLI_USAGE;
+    }
   }
   FILE *json = NULL;
   if (json_path && !(json = cli_open_output(json_path))) {
@@ -180,6 +190,9 @@ int cmd_pack(int argc, char **argv) {
       fprintf(f, "rewrote %zu JPEGs for crop decoding: %.1f MB in, %.1f MB "
                  "out\n", res.n_rewritten, (double)res.bytes_in / 1e6,
               (double)res.bytes / 1e6);
+    if (res.n_ready)
+      fprintf(f, "%zu JPEGs had restart markers already; stored as they "
+                 "were\n", res.n_ready);
     if (res.n_kept)
       fprintf(f, "kept %zu JPEGs as they were; the first: %s\n",
               res.n_kept, res.first_kept);
@@ -201,6 +214,7 @@ int cmd_pack(int argc, char **argv) {
     cJSON_AddNumberToObject(o, "bytes", (double)res.bytes);
     cJSON_AddNumberToObject(o, "bytes_in", (double)res.bytes_in);
     cJSON_AddNumberToObject(o, "jpegs_rewritten", (double)res.n_rewritten);
+    cJSON_AddNumberToObject(o, "jpegs_ready", (double)res.n_ready);
     cJSON_AddNumberToObject(o, "jpegs_kept", (double)res.n_kept);
     cJSON_AddStringToObject(o, "first_kept", res.first_kept);
     cJSON_AddNumberToObject(o, "seconds", secs);

@@ -27,7 +27,8 @@ typedef struct pack_slot {
   size_t n, cap;
   size_t n_in;              /* bytes read */
   stoke_image_info info;
-  bool rewritten, kept;     /* a JPEG rewritten, or kept as it was */
+  bool rewritten, cut_ready; /* a JPEG rewritten, or already cut-ready */
+  bool kept;                /* a JPEG the rewrite could not take */
   char kept_why[STOKE__ERRMSG_CAP];
 } pack_slot;
 
@@ -79,12 +80,14 @@ static void produce(pack_worker *w, size_t i, pack_slot *s) {
   const pack_job *j = w->job;
   const uint8_t *bytes;
   size_t n;
-  s->rewritten = s->kept = false;
+  s->rewritten = s->cut_ready = s->kept = false;
   s->rc = stoke__image_probe(j->set, i, &w->reader, w->dec, &bytes, &n,
                              &s->info, s->err, sizeof s->err);
   if (s->rc != 0) return;
   s->n_in = n;
-  if (j->rewrite && s->info.format == STOKE_IMAGE_JPEG) {
+  s->cut_ready = s->info.format == STOKE_IMAGE_JPEG &&
+                 stoke__decode_cut_ready(bytes, n);
+  if (j->rewrite && s->info.format == STOKE_IMAGE_JPEG && !s->cut_ready) {
     uint8_t *out;
     size_t out_n;
     char why[STOKE__ERRMSG_CAP];
@@ -106,7 +109,7 @@ static void produce(pack_worker *w, size_t i, pack_slot *s) {
     char where[256];
     stoke__blobset_describe(j->set, i, where, sizeof where);
     snprintf(s->kept_why, sizeof s->kept_why, "%.200s: %.300s", where,
-             rc != 0 ? why : "CMYK, or restart markers already in place");
+             rc != 0 ? why : "CMYK or YCCK, kept for its Adobe marker");
   }
   if (slot_take(s, bytes, n) != 0) {
     s->rc = STOKE_ENOMEM;
@@ -165,6 +168,7 @@ static int consume(pack_job *j, stoke__pack_writer *w,
     if (s->rc != 0) return stoke__set_tls_error(s->rc, "%s", s->err);
     res->bytes_in += s->n_in;
     res->n_rewritten += s->rewritten;
+    res->n_ready += s->cut_ready && j->rewrite;
     if (s->kept && res->n_kept++ == 0)
       snprintf(res->first_kept, sizeof res->first_kept, "%s", s->kept_why);
     int rc = stoke__pack_writer_add(
@@ -237,8 +241,10 @@ int stoke_pack(const stoke_source *src, const char *out_prefix,
     rc = stoke__set_tls_error(rc, "pack: out of memory");
     goto out;
   }
-  rc = stoke__pack_writer_create(out_prefix, cfg->shard_bytes, 0, NULL, &w,
-                                 err, sizeof err);
+  /* 0 = one shard, whatever the size (the writer wants a bound). */
+  uint64_t shard = cfg->shard_bytes ? cfg->shard_bytes : UINT64_MAX;
+  rc = stoke__pack_writer_create(out_prefix, shard, 0, NULL, &w, err,
+                                 sizeof err);
   if (rc != 0) {
     rc = stoke__set_tls_error(rc, "%s", err);
     goto out;

@@ -51,6 +51,18 @@ run_stoke pack "$TMP/train" -o "$TMP/pk-kept/train" --keep-bytes --json "$TMP/ke
 json_check "$TMP/kept.json" '
 assert d["jpegs_rewritten"] == 0 and d["bytes"] == d["bytes_in"], d
 '
+say "packed shards pack again (re-sharded, JPEGs already cut-ready), not onto themselves"
+run_stoke pack "$TMP/pk/train-*.stoke" -o "$TMP/pk2/one" --shard-size 0 -j 2 --json "$TMP/repack.json"
+[ "$rc" -eq 0 ] || fail "re-pack exit $rc: $(cat "$TMP/err")"
+json_check "$TMP/repack.json" '
+assert d["shards"] == 1 and d["samples"] == 19 and d["classes"] == 3, d
+assert d["jpegs_ready"] == 18 and d["jpegs_rewritten"] == 0, d
+assert d["jpegs_kept"] == 0 and d["bytes"] == d["bytes_in"], d
+'
+run_stoke pack "$TMP/pk/train-*.stoke" -o "$TMP/pk/train"
+[ "$rc" -eq 2 ] || fail "pack onto its source: exit $rc, expected 2"
+grep -q "would overwrite" "$TMP/err" || fail "no reason given: $(cat "$TMP/err")"
+
 say "inspect on packed shards: class names kept, every JPEG cut-ready"
 run_stoke inspect "$TMP/pk/train-*.stoke" --json "$TMP/inspect-pk.json"
 [ "$rc" -eq 0 ] || fail "inspect exit $rc: $(cat "$TMP/err")"
