@@ -150,6 +150,25 @@ int stoke__decode(stoke__decoder *d, const void *data, size_t n,
   }
 }
 
+int stoke__decode_crop_box(const stoke__decode_req *req, uint32_t W,
+                           uint32_t H, uint32_t *x, uint32_t *y, uint32_t *w,
+                           uint32_t *h, char *err, size_t cap) {
+  *x = req->x;
+  *y = req->y;
+  *w = req->w;
+  *h = req->h;
+  if (*w == 0 || *h == 0) {
+    *x = *y = 0;
+    *w = W;
+    *h = H;
+  }
+  if (*x >= W || *y >= H || *w > W - *x || *h > H - *y)
+    return stoke__decode_fail(err, cap, STOKE_EINVAL,
+                              "crop %ux%u+%u+%u is outside the %ux%u image",
+                              *w, *h, *x, *y, W, H);
+  return 0;
+}
+
 int stoke__decode_check_size(const stoke__decoder *d, uint32_t w, uint32_t h,
                              size_t row_bytes, size_t rows, size_t *bytes,
                              char *err, size_t cap) {

@@ -82,6 +82,11 @@ int stoke__decode_fail(char *err, size_t cap, int code, const char *fmt, ...)
 /* Make d->buf at least n bytes (n already checked against max_bytes by
 ** stoke__decode_check_size).  Old contents are not kept. */
 int stoke__decode_reserve(stoke__decoder *d, size_t n, char *err, size_t cap);
+/* The crop box of req in a W x H image (req's w or h 0: the whole image);
+** STOKE_EINVAL with a message when it does not lie inside. */
+int stoke__decode_crop_box(const stoke__decode_req *req, uint32_t W,
+                           uint32_t H, uint32_t *x, uint32_t *y, uint32_t *w,
+                           uint32_t *h, char *err, size_t cap);
 /* Check w x h against max_pixels, and rows x row_bytes against max_bytes,
 ** before anything is allocated; *bytes = their product. */
 int stoke__decode_check_size(const stoke__decoder *d, uint32_t w, uint32_t h,

@@ -241,18 +241,9 @@ static int decode_body(stoke__decoder *d, const stoke__decode_req *req,
   int rc = stoke__decode_check_size(d, W, H, 0, 0, NULL, err, cap);
   if (rc != 0) goto abort;
 
-  uint32_t x = req->x, y = req->y, w = req->w, h = req->h;
-  if (w == 0 || h == 0) {
-    x = y = 0;
-    w = W;
-    h = H;
-  }
-  if (x >= W || y >= H || w > W - x || h > H - y) {
-    rc = stoke__decode_fail(err, cap, STOKE_EINVAL,
-                            "crop %ux%u+%u+%u is outside the %ux%u image",
-                            w, h, x, y, W, H);
-    goto abort;
-  }
+  uint32_t x, y, w, h;
+  rc = stoke__decode_crop_box(req, W, H, &x, &y, &w, &h, err, cap);
+  if (rc != 0) goto abort;
 
   bool cmyk = c->jpeg_color_space == JCS_CMYK ||
               c->jpeg_color_space == JCS_YCCK;

@@ -158,18 +158,9 @@ int stoke__png_decode(stoke__decoder *d, const uint8_t *data, size_t n,
   rc = stoke__decode_check_size(d, W, H, 0, 0, NULL, err, cap);
   if (rc != 0) goto done;
 
-  uint32_t x = req->x, y = req->y, w = req->w, h = req->h;
-  if (w == 0 || h == 0) {
-    x = y = 0;
-    w = W;
-    h = H;
-  }
-  if (x >= W || y >= H || w > W - x || h > H - y) {
-    rc = stoke__decode_fail(err, cap, STOKE_EINVAL,
-                            "crop %ux%u+%u+%u is outside the %ux%u image",
-                            w, h, x, y, W, H);
-    goto done;
-  }
+  uint32_t x, y, w, h;
+  rc = stoke__decode_crop_box(req, W, H, &x, &y, &w, &h, err, cap);
+  if (rc != 0) goto done;
   bool alpha = req->keep_alpha && out->info.has_alpha;
   unsigned ch = alpha ? 4 : 3;
   /* 16-bit samples are scaled to 8 by spng; alpha is dropped, not

@@ -72,21 +72,8 @@ int stoke__host_ledger_check(const stoke_host_ledger *g, unsigned prefetch,
 int stoke_host_ledger_compute(const stoke_config *c, stoke_host_ledger *out) {
   if (!c || !out)
     return stoke__set_tls_error(STOKE_EINVAL, "ledger: NULL argument");
-  if (c->struct_size != sizeof *c)
-    return stoke__set_tls_error(
-        STOKE_EINVAL,
-        "config: struct_size is %zu, expected %zu (call stoke_config_init)",
-        c->struct_size, sizeof *c);
-  if (!c->source)
-    return stoke__set_tls_error(STOKE_EINVAL, "config: source is NULL");
-  if (c->batch_size == 0)
-    return stoke__set_tls_error(STOKE_EINVAL, "config: batch_size is 0");
-  if (c->prefetch == 0)
-    return stoke__set_tls_error(STOKE_EINVAL, "config: prefetch is 0");
-  if (c->world == 0 || c->rank >= c->world)
-    return stoke__set_tls_error(STOKE_EINVAL,
-                                "config: rank %u is not below world %u",
-                                c->rank, c->world);
+  int rc = stoke__config_validate(c); /* what the loader would refuse */
+  if (rc) return rc;
   stoke__plan plan = {.n_source = c->source->n_samples,
                       .batch_size = c->batch_size,
                       .shuffle = c->shuffle,
@@ -95,7 +82,7 @@ int stoke_host_ledger_compute(const stoke_config *c, stoke_host_ledger *out) {
                       .world = c->world,
                       .shard_drop_last = c->shard_drop_last,
                       .drop_last = c->drop_last};
-  int rc = stoke__plan_init(&plan);
+  rc = stoke__plan_init(&plan);
   if (rc) return rc;
   unsigned w = c->n_workers == STOKE_WORKERS_AUTO ? stoke__online_cpus()
                                                   : c->n_workers;

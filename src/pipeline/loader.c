@@ -34,7 +34,7 @@ void stoke_config_init(stoke_config *cfg) {
 #define STOKE__MAX_WORKERS 1024
 #define STOKE__MAX_PREFETCH 1024
 
-static int validate(const stoke_config *c) {
+int stoke__config_validate(const stoke_config *c) {
   if (!c)
     return stoke__set_tls_error(STOKE_EINVAL, "config: cfg is NULL");
   if (c->struct_size != sizeof *c)
@@ -191,7 +191,7 @@ int stoke_loader_create(const stoke_config *cfg, stoke_loader **out) {
     return stoke__set_tls_error(STOKE_EINVAL, "config: out is NULL");
   *out = NULL;
   stoke__clear_tls_error();
-  int rc = validate(cfg);
+  int rc = stoke__config_validate(cfg);
   if (rc) return rc;
 
   stoke_loader *l = stoke__calloc(cfg->alloc, 1, sizeof *l);

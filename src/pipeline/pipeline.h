@@ -126,6 +126,10 @@ struct stoke_loader {
   atomic_uint_least64_t epochs_done; /* relaxed: stats only */
 };
 
+/* Check a config as stoke_loader_create does (loader.c); 0 or STOKE_EINVAL
+** with the message in the thread's error.  The host ledger uses it too. */
+int stoke__config_validate(const stoke_config *c);
+
 /* ledger.c: the host memory ledger of a resolved configuration (no
 ** validation), and the budget check naming the biggest term. */
 void stoke__host_ledger(const stoke_config *c, unsigned n_workers,

@@ -85,8 +85,7 @@ static void produce(pack_worker *w, size_t i, pack_slot *s) {
                              &s->info, s->err, sizeof s->err);
   if (s->rc != 0) return;
   s->n_in = n;
-  s->cut_ready = s->info.format == STOKE_IMAGE_JPEG &&
-                 stoke__decode_cut_ready(bytes, n);
+  s->cut_ready = s->info.restart_cuts; /* stoke__image_probe looked */
   if (j->rewrite && s->info.format == STOKE_IMAGE_JPEG && !s->cut_ready) {
     uint8_t *out;
     size_t out_n;
