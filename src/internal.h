@@ -40,6 +40,14 @@ bool stoke__mul_ok(size_t a, size_t b, size_t *out);
 
 /* ---- errors (src/core/error.c) ------------------------------------------ */
 
+/* printf into err[0..cap) (err may be NULL when cap is 0) and return code:
+** how the layers below the public API report an error to their caller. */
+int stoke__errf(char *err, size_t cap, int code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+
 /* Set the calling thread's create-time message (read by stoke_errmsg(NULL))
 ** and return code. */
 int stoke__set_tls_error(int code, const char *fmt, ...)

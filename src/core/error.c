@@ -21,6 +21,16 @@ const char *stoke_strerror(int code) {
   }
 }
 
+int stoke__errf(char *err, size_t cap, int code, const char *fmt, ...) {
+  if (err && cap > 0) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, cap, fmt, ap);
+    va_end(ap);
+  }
+  return code;
+}
+
 int stoke__set_tls_error(int code, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);

@@ -3,7 +3,6 @@
 ** jpeg.c and png.c do the rest. */
 #include "decode/decode_int.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -65,23 +64,12 @@ const char *stoke__img_format_name(stoke__img_format f) {
   }
 }
 
-int stoke__decode_fail(char *err, size_t cap, int code, const char *fmt,
-                       ...) {
-  if (err && cap > 0) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, cap, fmt, ap);
-    va_end(ap);
-  }
-  return code;
-}
-
 /* "not an image: starts with 3c 21 44 4f 43 54 59 50 "<!DOCTYP"": the
 ** bytes say more than a name would (HTML error pages, LFS pointers, ...). */
 static int not_an_image(const uint8_t *p, size_t n, char *err, size_t cap) {
   if (n == 0)
-    return stoke__decode_fail(err, cap, STOKE_EFORMAT,
-                              "not an image: empty input (0 bytes)");
+    return stoke__errf(err, cap, STOKE_EFORMAT,
+                       "not an image: empty input (0 bytes)");
   char hex[8 * 3 + 1] = "", txt[8 + 1] = "";
   size_t k = STOKE__MIN(n, (size_t)8), pos = 0;
   for (size_t i = 0; i < k; i++) {
@@ -90,17 +78,17 @@ static int not_an_image(const uint8_t *p, size_t n, char *err, size_t cap) {
     txt[i] = (p[i] >= 0x20 && p[i] < 0x7f) ? (char)p[i] : '.';
   }
   txt[k] = '\0';
-  return stoke__decode_fail(err, cap, STOKE_EFORMAT,
-                            "not an image: starts with %s \"%s\" (%zu bytes; "
-                            "expected JPEG ff d8 ff or PNG 89 50 4e 47)",
-                            hex, txt, n);
+  return stoke__errf(err, cap, STOKE_EFORMAT,
+                     "not an image: starts with %s \"%s\" (%zu bytes; "
+                     "expected JPEG ff d8 ff or PNG 89 50 4e 47)",
+                     hex, txt, n);
 }
 
 int stoke__decode_probe(stoke__decoder *d, const void *data, size_t n,
                         stoke__img_info *out, char *err, size_t cap) {
   if (!d || !out || (!data && n > 0))
-    return stoke__decode_fail(err, cap, STOKE_EINVAL,
-                              "decode: NULL decoder, data or output");
+    return stoke__errf(err, cap, STOKE_EINVAL,
+                       "decode: NULL decoder, data or output");
   memset(out, 0, sizeof *out);
   switch (stoke__decode_sniff(data, n)) {
   case STOKE__IMG_JPEG: return stoke__jpeg_probe(d, data, n, out, err, cap);
@@ -136,8 +124,8 @@ int stoke__decode(stoke__decoder *d, const void *data, size_t n,
                   size_t cap) {
   if (err && cap > 0) err[0] = '\0';
   if (!d || !out || (!data && n > 0))
-    return stoke__decode_fail(err, cap, STOKE_EINVAL,
-                              "decode: NULL decoder, data or output");
+    return stoke__errf(err, cap, STOKE_EINVAL,
+                       "decode: NULL decoder, data or output");
   memset(out, 0, sizeof *out);
   stoke__decode_req whole = {0};
   if (!req) req = &whole;
@@ -163,9 +151,9 @@ int stoke__decode_crop_box(const stoke__decode_req *req, uint32_t W,
     *h = H;
   }
   if (*x >= W || *y >= H || *w > W - *x || *h > H - *y)
-    return stoke__decode_fail(err, cap, STOKE_EINVAL,
-                              "crop %ux%u+%u+%u is outside the %ux%u image",
-                              *w, *h, *x, *y, W, H);
+    return stoke__errf(err, cap, STOKE_EINVAL,
+                       "crop %ux%u+%u+%u is outside the %ux%u image",
+                       *w, *h, *x, *y, W, H);
   return 0;
 }
 
@@ -174,18 +162,18 @@ int stoke__decode_check_size(const stoke__decoder *d, uint32_t w, uint32_t h,
                              char *err, size_t cap) {
   uint64_t px = (uint64_t)w * h;
   if (d->opts.max_pixels && px > d->opts.max_pixels)
-    return stoke__decode_fail(err, cap, STOKE_EFORMAT,
-                              "image %ux%u exceeds max_pixels %llu", w, h,
-                              (unsigned long long)d->opts.max_pixels);
+    return stoke__errf(err, cap, STOKE_EFORMAT,
+                       "image %ux%u exceeds max_pixels %llu", w, h,
+                       (unsigned long long)d->opts.max_pixels);
   size_t b;
   if (!stoke__mul_ok(row_bytes, rows, &b) ||
       (d->opts.max_bytes && b > d->opts.max_bytes)) {
     char lim[32];
     stoke__format_bytes(d->opts.max_bytes, lim, sizeof lim);
-    return stoke__decode_fail(err, cap, STOKE_EFORMAT,
-                              "image %ux%u: decoding %zu rows of %zu bytes "
-                              "exceeds max_bytes %s",
-                              w, h, rows, row_bytes, lim);
+    return stoke__errf(err, cap, STOKE_EFORMAT,
+                       "image %ux%u: decoding %zu rows of %zu bytes "
+                       "exceeds max_bytes %s",
+                       w, h, rows, row_bytes, lim);
   }
   if (bytes) *bytes = b;
   return 0;
@@ -203,9 +191,9 @@ int stoke__decode_reserve(stoke__decoder *d, size_t n, char *err,
   if (!d->buf) {
     char sz[32];
     stoke__format_bytes(n, sz, sizeof sz);
-    return stoke__decode_fail(err, cap, STOKE_ENOMEM,
-                              "decode: out of memory for a %s pixel buffer",
-                              sz);
+    return stoke__errf(err, cap, STOKE_ENOMEM,
+                       "decode: out of memory for a %s pixel buffer",
+                       sz);
   }
   d->buf_cap = n;
   return 0;

@@ -73,12 +73,6 @@ bool stoke__jpeg_rst_cut(const stoke__jpeg_rst *L, const uint8_t *data,
                          size_t n, const stoke__jpeg_rst_box *box,
                          uint8_t *out, size_t cap, size_t *out_n);
 
-/* printf into err[0..cap); returns code. */
-int stoke__decode_fail(char *err, size_t cap, int code, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 4, 5)))
-#endif
-    ;
 /* Make d->buf at least n bytes (n already checked against max_bytes by
 ** stoke__decode_check_size).  Old contents are not kept. */
 int stoke__decode_reserve(stoke__decoder *d, size_t n, char *err, size_t cap);

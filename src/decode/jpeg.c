@@ -248,9 +248,9 @@ static int decode_body(stoke__decoder *d, const stoke__decode_req *req,
   bool cmyk = c->jpeg_color_space == JCS_CMYK ||
               c->jpeg_color_space == JCS_YCCK;
   if (!cmyk && c->num_components != 1 && c->num_components != 3) {
-    rc = stoke__decode_fail(err, cap, STOKE_EFORMAT,
-                            "JPEG: unsupported colour space (%d components)",
-                            c->num_components);
+    rc = stoke__errf(err, cap, STOKE_EFORMAT,
+                     "JPEG: unsupported colour space (%d components)",
+                     c->num_components);
     goto abort;
   }
   /* Gray, YCbCr and RGB all convert straight to packed RGB inside
@@ -301,8 +301,8 @@ static int decode_body(stoke__decoder *d, const stoke__decode_req *req,
   if (rc != 0) goto abort;
 
   if (sy0 > 0 && jpeg_skip_scanlines(c, sy0) != sy0) {
-    rc = stoke__decode_fail(err, cap, STOKE_EFORMAT,
-                            "JPEG: could not skip to row %u of %u", sy0, OH);
+    rc = stoke__errf(err, cap, STOKE_EFORMAT,
+                     "JPEG: could not skip to row %u of %u", sy0, OH);
     goto abort;
   }
   while (c->output_scanline < sy1) {
@@ -311,9 +311,9 @@ static int decode_body(stoke__decoder *d, const stoke__decode_req *req,
     for (JDIMENSION i = 0; i < k; i++)
       rows[i] = d->buf + (size_t)(c->output_scanline - sy0 + i) * stride_dec;
     if (jpeg_read_scanlines(c, rows, k) == 0) { /* cannot suspend: a bug */
-      rc = stoke__decode_fail(err, cap, STOKE_EFORMAT,
-                              "JPEG: decoder stalled at row %u of %u",
-                              c->output_scanline, OH);
+      rc = stoke__errf(err, cap, STOKE_EFORMAT,
+                       "JPEG: decoder stalled at row %u of %u",
+                       c->output_scanline, OH);
       goto abort;
     }
   }

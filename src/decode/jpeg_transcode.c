@@ -38,7 +38,7 @@ static void tc_exit(j_common_ptr c) {
                                                    : STOKE_EFORMAT;
   char msg[JMSG_LENGTH_MAX];
   c->err->format_message(c, msg);
-  stoke__decode_fail(e->err, e->cap, e->code, "JPEG rewrite: %s", msg);
+  stoke__errf(e->err, e->cap, e->code, "JPEG rewrite: %s", msg);
   longjmp(*e->jmp, 1);
 }
 
@@ -136,8 +136,8 @@ int stoke__jpeg_transcode(stoke__decoder *d, const uint8_t *data, size_t n,
   const stoke_allocator *a = d->opts.alloc;
   tc_ctx *t = stoke__calloc(a, 1, sizeof *t);
   if (!t)
-    return stoke__decode_fail(err, cap, STOKE_ENOMEM,
-                              "JPEG rewrite: out of memory");
+    return stoke__errf(err, cap, STOKE_ENOMEM,
+                       "JPEG rewrite: out of memory");
   t->co.err = jpeg_std_error(&t->ce.pub);
   t->ce.pub.error_exit = tc_exit;
   t->ce.pub.output_message = tc_silent;

@@ -23,26 +23,26 @@ static int png_error(int e, size_t n, uint32_t row, uint32_t height,
   if (height) snprintf(where, sizeof where, "at row %u of %u", row, height);
   switch (e) {
   case SPNG_EMEM:
-    return stoke__decode_fail(err, cap, STOKE_ENOMEM, "PNG: out of memory");
+    return stoke__errf(err, cap, STOKE_ENOMEM, "PNG: out of memory");
   case SPNG_ECHUNK_CRC:
-    return stoke__decode_fail(err, cap, STOKE_EFORMAT,
-                              "PNG: CRC error in a critical chunk (%s)",
-                              where);
+    return stoke__errf(err, cap, STOKE_EFORMAT,
+                       "PNG: CRC error in a critical chunk (%s)",
+                       where);
   case SPNG_EOF:
   case SPNG_IO_EOF:
   case SPNG_IO_ERROR:
-    return stoke__decode_fail(err, cap, STOKE_EFORMAT,
-                              "PNG: premature end of data after %zu bytes "
-                              "(%s)",
-                              n, where);
+    return stoke__errf(err, cap, STOKE_EFORMAT,
+                       "PNG: premature end of data after %zu bytes "
+                       "(%s)",
+                       n, where);
   case SPNG_ECHUNK_LIMITS:
-    return stoke__decode_fail(err, cap, STOKE_EFORMAT,
-                              "PNG: a chunk exceeds the chunk limits "
-                              "(%zu bytes each, %zu in all)",
-                              PNG_CHUNK_MAX, PNG_CACHE_MAX);
+    return stoke__errf(err, cap, STOKE_EFORMAT,
+                       "PNG: a chunk exceeds the chunk limits "
+                       "(%zu bytes each, %zu in all)",
+                       PNG_CHUNK_MAX, PNG_CACHE_MAX);
   default:
-    return stoke__decode_fail(err, cap, STOKE_EFORMAT, "PNG: %s (%s)",
-                              spng_strerror(e), where);
+    return stoke__errf(err, cap, STOKE_EFORMAT, "PNG: %s (%s)",
+                       spng_strerror(e), where);
   }
 }
 
@@ -53,7 +53,7 @@ static int png_open(const stoke__decoder *d, const uint8_t *data, size_t n,
   spng_ctx *ctx = spng_ctx_new(0);
   *out = ctx;
   if (!ctx)
-    return stoke__decode_fail(err, cap, STOKE_ENOMEM, "PNG: out of memory");
+    return stoke__errf(err, cap, STOKE_ENOMEM, "PNG: out of memory");
   /* A width or height above max_pixels can never pass: let spng refuse it
   ** as early as it can.  Our own check on the product follows. */
   uint64_t lim = d->opts.max_pixels ? d->opts.max_pixels : UINT32_MAX;
@@ -63,10 +63,10 @@ static int png_open(const stoke__decoder *d, const uint8_t *data, size_t n,
   if (!e) e = spng_set_chunk_limits(ctx, PNG_CHUNK_MAX, PNG_CACHE_MAX);
   if (!e) e = spng_get_ihdr(ctx, ihdr);
   if (e == SPNG_EUSER_WIDTH || e == SPNG_EUSER_HEIGHT)
-    return stoke__decode_fail(err, cap, STOKE_EFORMAT,
-                              "PNG: %s exceeds max_pixels %llu",
-                              e == SPNG_EUSER_WIDTH ? "width" : "height",
-                              (unsigned long long)d->opts.max_pixels);
+    return stoke__errf(err, cap, STOKE_EFORMAT,
+                       "PNG: %s exceeds max_pixels %llu",
+                       e == SPNG_EUSER_WIDTH ? "width" : "height",
+                       (unsigned long long)d->opts.max_pixels);
   if (e) return png_error(e, n, 0, 0, err, cap);
   return 0;
 }

@@ -25,16 +25,6 @@ struct stoke__blobset {
   stoke__blob_strs skipped;  /* path + reason */
 };
 
-int stoke__blob_err(int code, char *err, size_t cap, const char *fmt, ...) {
-  if (err && cap > 0) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, cap, fmt, ap);
-    va_end(ap);
-  }
-  return code;
-}
-
 const char *stoke__blob_format_name(int format) {
   switch (format) {
   case STOKE__BLOB_JPEG: return "jpeg";
@@ -123,8 +113,8 @@ int stoke__blobset_wrap(const stoke__blob_ops *ops, void *impl,
     ops->destroy(impl, a);
     if (classes) stoke__blob_strs_free(classes, a);
     if (skipped) stoke__blob_strs_free(skipped, a);
-    return stoke__blob_err(STOKE_ENOMEM, err, cap,
-                           "%s source: out of memory", ops->kind);
+    return stoke__errf(err, cap, STOKE_ENOMEM,
+                       "%s source: out of memory", ops->kind);
   }
   s->ops = ops;
   s->impl = impl;
@@ -217,9 +207,9 @@ int stoke__blobset_read(const stoke__blobset *s, size_t i,
   *ptr = NULL;
   *len = 0;
   if (i >= s->n_samples)
-    return stoke__blob_err(STOKE_EINVAL, err, cap,
-                           "%s source: sample %zu out of range (%zu samples)",
-                           s->ops->kind, i, s->n_samples);
+    return stoke__errf(err, cap, STOKE_EINVAL,
+                       "%s source: sample %zu out of range (%zu samples)",
+                       s->ops->kind, i, s->n_samples);
   return s->ops->read(s->impl, i, r, ptr, len, err, cap);
 }
 
@@ -377,17 +367,17 @@ static int expand_join(expander *e, const char *pre, size_t n_pre,
 
 static int expand_rec(expander *e, const char *s, int depth) {
   if (depth > 64)
-    return stoke__blob_err(STOKE_EINVAL, e->err, e->cap,
-                           "path pattern \"%s\": braces nested too deeply",
-                           e->spec);
+    return stoke__errf(e->err, e->cap, STOKE_EINVAL,
+                       "path pattern \"%s\": braces nested too deeply",
+                       e->spec);
   const char *open = strchr(s, '{');
   if (!open) {
     if (e->out.n >= MAX_EXPANDED)
-      return stoke__blob_err(STOKE_EINVAL, e->err, e->cap,
-                             "path pattern \"%s\" expands to more than %d "
-                             "paths", e->spec, MAX_EXPANDED);
+      return stoke__errf(e->err, e->cap, STOKE_EINVAL,
+                         "path pattern \"%s\" expands to more than %d "
+                         "paths", e->spec, MAX_EXPANDED);
     int rc = stoke__blob_strs_add(&e->out, e->a, s, NULL);
-    if (rc) return stoke__blob_err(rc, e->err, e->cap, "out of memory");
+    if (rc) return stoke__errf(e->err, e->cap, rc, "out of memory");
     return 0;
   }
   /* The matching close brace, and the top-level commas between. */
@@ -403,8 +393,8 @@ static int expand_rec(expander *e, const char *s, int depth) {
       comma = true;
   }
   if (!close)
-    return stoke__blob_err(STOKE_EINVAL, e->err, e->cap,
-                           "path pattern \"%s\": unmatched '{'", e->spec);
+    return stoke__errf(e->err, e->cap, STOKE_EINVAL,
+                       "path pattern \"%s\": unmatched '{'", e->spec);
   size_t n_pre = (size_t)(open - s);
   const char *body = open + 1, *suf = close + 1;
   size_t n_body = (size_t)(close - body);
@@ -432,10 +422,10 @@ static int expand_rec(expander *e, const char *s, int depth) {
   long long lo, hi;
   if (!dots || !parse_bound(body, (size_t)(dots - body), &lo) ||
       !parse_bound(dots + 2, (size_t)(close - dots - 2), &hi))
-    return stoke__blob_err(STOKE_EINVAL, e->err, e->cap,
-                           "path pattern \"%s\": \"{%.*s}\" is neither a "
-                           "list {a,b} nor a range {0..9}", e->spec,
-                           (int)n_body, body);
+    return stoke__errf(e->err, e->cap, STOKE_EINVAL,
+                       "path pattern \"%s\": \"{%.*s}\" is neither a "
+                       "list {a,b} nor a range {0..9}", e->spec,
+                       (int)n_body, body);
   /* bash's rule: a bound written with a leading zero pads every number to
   ** the width of the wider bound ("{0000..0099}" gives "0042"). */
   size_t n_lo = (size_t)(dots - body), n_hi = (size_t)(close - dots - 2);
@@ -445,9 +435,9 @@ static int expand_rec(expander *e, const char *s, int depth) {
   unsigned long long count =
       (unsigned long long)(lo <= hi ? hi - lo : lo - hi) + 1;
   if (count > MAX_EXPANDED || e->out.n + count > MAX_EXPANDED)
-    return stoke__blob_err(STOKE_EINVAL, e->err, e->cap,
-                           "path pattern \"%s\" expands to more than %d "
-                           "paths", e->spec, MAX_EXPANDED);
+    return stoke__errf(e->err, e->cap, STOKE_EINVAL,
+                       "path pattern \"%s\" expands to more than %d "
+                       "paths", e->spec, MAX_EXPANDED);
   for (unsigned long long k = 0; k < count; k++) {
     long long v = lo <= hi ? lo + (long long)k : lo - (long long)k;
     char num[32];
@@ -466,13 +456,13 @@ int stoke__blob_expand(const char *const *specs, size_t n_specs,
   *paths = NULL;
   *n_paths = 0;
   if (!specs || n_specs == 0)
-    return stoke__blob_err(STOKE_EINVAL, err, cap, "no paths given");
+    return stoke__errf(err, cap, STOKE_EINVAL, "no paths given");
   expander e = {a, {0}, err, cap, NULL};
   stoke__blob_strs all = {0};
   int rc = 0;
   for (size_t k = 0; k < n_specs && rc == 0; k++) {
     if (!specs[k] || !specs[k][0]) {
-      rc = stoke__blob_err(STOKE_EINVAL, err, cap, "path %zu is empty", k);
+      rc = stoke__errf(err, cap, STOKE_EINVAL, "path %zu is empty", k);
       break;
     }
     e.spec = specs[k];
@@ -481,29 +471,29 @@ int stoke__blob_expand(const char *const *specs, size_t n_specs,
       const char *p = e.out.s[j];
       if (!has_glob(p)) {
         if (stoke__blob_strs_add(&all, a, p, NULL))
-          rc = stoke__blob_err(STOKE_ENOMEM, err, cap, "out of memory");
+          rc = stoke__errf(err, cap, STOKE_ENOMEM, "out of memory");
         continue;
       }
       glob_t g;
       int grc = glob(p, 0, NULL, &g);
       if (grc == GLOB_NOMATCH)
-        rc = stoke__blob_err(STOKE_EINVAL, err, cap,
-                             "path pattern \"%s\" matches no file", p);
+        rc = stoke__errf(err, cap, STOKE_EINVAL,
+                         "path pattern \"%s\" matches no file", p);
       else if (grc != 0)
-        rc = stoke__blob_err(STOKE_EIO, err, cap,
-                             "path pattern \"%s\": glob failed (%s)", p,
-                             grc == GLOB_NOSPACE ? "out of memory"
+        rc = stoke__errf(err, cap, STOKE_EIO,
+                         "path pattern \"%s\": glob failed (%s)", p,
+                         grc == GLOB_NOSPACE ? "out of memory"
                                                  : "read error");
       else {
         /* glob() sorts with strcoll; the library never calls setlocale,
         ** so in the C locale this is byte order. */
         for (size_t m = 0; m < g.gl_pathc && rc == 0; m++) {
           if (all.n >= MAX_EXPANDED)
-            rc = stoke__blob_err(STOKE_EINVAL, err, cap,
-                                 "path patterns match more than %d paths",
-                                 MAX_EXPANDED);
+            rc = stoke__errf(err, cap, STOKE_EINVAL,
+                             "path patterns match more than %d paths",
+                             MAX_EXPANDED);
           else if (stoke__blob_strs_add(&all, a, g.gl_pathv[m], NULL))
-            rc = stoke__blob_err(STOKE_ENOMEM, err, cap, "out of memory");
+            rc = stoke__errf(err, cap, STOKE_ENOMEM, "out of memory");
         }
       }
       if (grc == 0) globfree(&g);
@@ -517,7 +507,7 @@ int stoke__blob_expand(const char *const *specs, size_t n_specs,
     for (size_t j = 0; j < all.n; j++) bytes += strlen(all.s[j]) + 1;
     char **block = stoke__alloc(a, bytes);
     if (!block)
-      rc = stoke__blob_err(STOKE_ENOMEM, err, cap, "out of memory");
+      rc = stoke__errf(err, cap, STOKE_ENOMEM, "out of memory");
     else {
       char *str = (char *)(block + all.n);
       for (size_t j = 0; j < all.n; j++) {

@@ -219,12 +219,6 @@ int stoke__blobset_wrap(const stoke__blob_ops *ops, void *impl,
                         stoke__blob_strs *skipped, const stoke_allocator *a,
                         stoke__blobset **out, char *err, size_t cap);
 
-/* printf into err[0..cap) and return code. */
-int stoke__blob_err(int code, char *err, size_t cap, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 4, 5)))
-#endif
-    ;
 /* Grow r's buffer to at least n bytes (STOKE_ENOMEM). */
 int stoke__blob_reader_reserve(stoke__blob_reader *r, size_t n);
 /* pread exactly n bytes at off, retrying on EINTR and short reads; 0, or

@@ -70,42 +70,42 @@ static int folder_read(const void *impl, size_t i, stoke__blob_reader *r,
   const folder_impl *f = impl;
   const char *rel = f->v[i].rel;
   if (!r)
-    return stoke__blob_err(STOKE_EINVAL, err, cap,
-                           "folder source: sample %zu: no reader", i);
+    return stoke__errf(err, cap, STOKE_EINVAL,
+                       "folder source: sample %zu: no reader", i);
   char stack[1024], *path = stack;
   size_t need = strlen(f->root) + strlen(rel) + 2;
   if (need > sizeof stack) {
     path = stoke__alloc(r->alloc, need);
     if (!path)
-      return stoke__blob_err(STOKE_ENOMEM, err, cap,
-                             "%s/%s (sample %zu): out of memory", f->root,
-                             rel, i);
+      return stoke__errf(err, cap, STOKE_ENOMEM,
+                         "%s/%s (sample %zu): out of memory", f->root,
+                         rel, i);
   }
   snprintf(path, need, "%s/%s", f->root, rel);
   int rc = 0;
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   struct stat st;
   if (fd < 0) {
-    rc = stoke__blob_err(STOKE_EIO, err, cap, "%s (sample %zu): open: %s",
-                         path, i, strerror(errno));
+    rc = stoke__errf(err, cap, STOKE_EIO, "%s (sample %zu): open: %s",
+                     path, i, strerror(errno));
   } else if (fstat(fd, &st) != 0) {
-    rc = stoke__blob_err(STOKE_EIO, err, cap, "%s (sample %zu): stat: %s",
-                         path, i, strerror(errno));
+    rc = stoke__errf(err, cap, STOKE_EIO, "%s (sample %zu): stat: %s",
+                     path, i, strerror(errno));
   } else if (st.st_size <= 0) {
-    rc = stoke__blob_err(STOKE_EFORMAT, err, cap,
-                         "%s (sample %zu): the file is empty", path, i);
+    rc = stoke__errf(err, cap, STOKE_EFORMAT,
+                     "%s (sample %zu): the file is empty", path, i);
   } else if ((uint64_t)st.st_size > SIZE_MAX / 2) {
-    rc = stoke__blob_err(STOKE_EIO, err, cap, "%s (sample %zu): too large",
-                         path, i);
+    rc = stoke__errf(err, cap, STOKE_EIO, "%s (sample %zu): too large",
+                     path, i);
   } else if (stoke__blob_reader_reserve(r, (size_t)st.st_size) != 0) {
-    rc = stoke__blob_err(STOKE_ENOMEM, err, cap,
-                         "%s (sample %zu): out of memory for %lld bytes",
-                         path, i, (long long)st.st_size);
+    rc = stoke__errf(err, cap, STOKE_ENOMEM,
+                     "%s (sample %zu): out of memory for %lld bytes",
+                     path, i, (long long)st.st_size);
   } else if (stoke__pread_full(fd, r->buf, (size_t)st.st_size, 0) != 0) {
-    rc = stoke__blob_err(STOKE_EIO, err, cap,
-                         "%s (sample %zu): read %lld bytes at offset 0: %s",
-                         path, i, (long long)st.st_size,
-                         errno ? strerror(errno) : "the file shrank");
+    rc = stoke__errf(err, cap, STOKE_EIO,
+                     "%s (sample %zu): read %lld bytes at offset 0: %s",
+                     path, i, (long long)st.st_size,
+                     errno ? strerror(errno) : "the file shrank");
   } else {
     *ptr = r->buf;
     *len = (size_t)st.st_size;
@@ -194,18 +194,18 @@ static int add_sample(walk *w, char *rel, size_t dir_len, uint32_t label,
 static int walk_dir(walk *w, const char *dir, uint32_t label, int depth) {
   const char *root = w->f->root;
   if (depth > MAX_DEPTH)
-    return stoke__blob_err(STOKE_EFORMAT, w->err, w->cap,
-                           "folder source: %s/%s: folders nested deeper "
-                           "than %d (a symbolic link loop?)", root, dir,
-                           MAX_DEPTH);
+    return stoke__errf(w->err, w->cap, STOKE_EFORMAT,
+                       "folder source: %s/%s: folders nested deeper "
+                       "than %d (a symbolic link loop?)", root, dir,
+                       MAX_DEPTH);
   char *abs = join(w->a, root, dir);
-  if (!abs) return stoke__blob_err(STOKE_ENOMEM, w->err, w->cap,
-                                   "folder source: out of memory");
+  if (!abs) return stoke__errf(w->err, w->cap, STOKE_ENOMEM,
+                               "folder source: out of memory");
   DIR *dp = opendir(abs);
   if (!dp) {
-    int rc = stoke__blob_err(STOKE_EIO, w->err, w->cap,
-                             "folder source: %s: cannot open folder: %s",
-                             abs, strerror(errno));
+    int rc = stoke__errf(w->err, w->cap, STOKE_EIO,
+                         "folder source: %s: cannot open folder: %s",
+                         abs, strerror(errno));
     stoke__free(w->a, abs);
     return rc;
   }
@@ -249,11 +249,11 @@ static int walk_dir(walk *w, const char *dir, uint32_t label, int depth) {
     stoke__free(w->a, rel);
   }
   if (rc == 0 && errno != 0)
-    rc = stoke__blob_err(STOKE_EIO, w->err, w->cap,
-                         "folder source: %s/%s: readdir: %s", root, dir,
-                         strerror(errno));
+    rc = stoke__errf(w->err, w->cap, STOKE_EIO,
+                     "folder source: %s/%s: readdir: %s", root, dir,
+                     strerror(errno));
   else if (rc == STOKE_ENOMEM)
-    stoke__blob_err(rc, w->err, w->cap, "folder source: out of memory");
+    stoke__errf(w->err, w->cap, rc, "folder source: out of memory");
   closedir(dp);
   if (rc == 0) {
     if (subdirs.n) qsort(subdirs.s, subdirs.n, sizeof(char *), cmp_str);
@@ -268,14 +268,14 @@ int stoke__blobset_open_folder(const char *root, const stoke_allocator *a,
                                stoke__blobset **out, char *err, size_t cap) {
   *out = NULL;
   if (!root || !root[0])
-    return stoke__blob_err(STOKE_EINVAL, err, cap,
-                           "folder source: root is empty");
+    return stoke__errf(err, cap, STOKE_EINVAL,
+                       "folder source: root is empty");
   folder_impl *f = stoke__calloc(a, 1, sizeof *f);
   stoke__blob_strs classes = {0}, skipped = {0};
   int rc = 0;
   if (!f || !(f->root = stoke__strdup(a, root))) {
-    rc = stoke__blob_err(STOKE_ENOMEM, err, cap,
-                         "folder source: out of memory");
+    rc = stoke__errf(err, cap, STOKE_ENOMEM,
+                     "folder source: out of memory");
     goto fail;
   }
   size_t n_root = strlen(f->root);
@@ -284,9 +284,9 @@ int stoke__blobset_open_folder(const char *root, const stoke_allocator *a,
   /* Classes: the visible folders of root; files there are not samples. */
   DIR *dp = opendir(f->root);
   if (!dp) {
-    rc = stoke__blob_err(STOKE_EIO, err, cap,
-                         "folder source: %s: cannot open folder: %s",
-                         f->root, strerror(errno));
+    rc = stoke__errf(err, cap, STOKE_EIO,
+                     "folder source: %s: cannot open folder: %s",
+                     f->root, strerror(errno));
     goto fail;
   }
   struct dirent *d;
@@ -303,23 +303,23 @@ int stoke__blobset_open_folder(const char *root, const stoke_allocator *a,
   int read_errno = errno;
   closedir(dp);
   if (rc) {
-    rc = stoke__blob_err(rc, err, cap, "folder source: out of memory");
+    rc = stoke__errf(err, cap, rc, "folder source: out of memory");
     goto fail;
   }
   if (read_errno) {
-    rc = stoke__blob_err(STOKE_EIO, err, cap, "folder source: %s: readdir: %s",
-                         f->root, strerror(read_errno));
+    rc = stoke__errf(err, cap, STOKE_EIO, "folder source: %s: readdir: %s",
+                     f->root, strerror(read_errno));
     goto fail;
   }
   if (classes.n == 0) {
-    rc = stoke__blob_err(STOKE_EFORMAT, err, cap,
-                         "folder source: %s has no class folder (expected "
-                         "root/<class>/<image>)", f->root);
+    rc = stoke__errf(err, cap, STOKE_EFORMAT,
+                     "folder source: %s has no class folder (expected "
+                     "root/<class>/<image>)", f->root);
     goto fail;
   }
   if (classes.n > UINT32_MAX) {
-    rc = stoke__blob_err(STOKE_EFORMAT, err, cap,
-                         "folder source: %s: too many classes", f->root);
+    rc = stoke__errf(err, cap, STOKE_EFORMAT,
+                     "folder source: %s: too many classes", f->root);
     goto fail;
   }
   qsort(classes.s, classes.n, sizeof(char *), cmp_str);
@@ -333,17 +333,17 @@ int stoke__blobset_open_folder(const char *root, const stoke_allocator *a,
       /* torchvision raises FileNotFoundError here: say which and why. */
       size_t n_skip = skipped.n - first_skip;
       if (n_skip == 0)
-        rc = stoke__blob_err(STOKE_EFORMAT, err, cap,
-                             "folder source: class folder %s/%s (class %zu) "
-                             "has no image file (.jpg .jpeg .png)", f->root,
-                             classes.s[c], c);
+        rc = stoke__errf(err, cap, STOKE_EFORMAT,
+                         "folder source: class folder %s/%s (class %zu) "
+                         "has no image file (.jpg .jpeg .png)", f->root,
+                         classes.s[c], c);
       else {
         const char *p = skipped.s[first_skip];
-        rc = stoke__blob_err(STOKE_EFORMAT, err, cap,
-                             "folder source: class folder %s/%s (class %zu) "
-                             "has no image file (.jpg .jpeg .png); %zu "
-                             "file(s) skipped, e.g. %s: %s", f->root,
-                             classes.s[c], c, n_skip, p, p + strlen(p) + 1);
+        rc = stoke__errf(err, cap, STOKE_EFORMAT,
+                         "folder source: class folder %s/%s (class %zu) "
+                         "has no image file (.jpg .jpeg .png); %zu "
+                         "file(s) skipped, e.g. %s: %s", f->root,
+                         classes.s[c], c, n_skip, p, p + strlen(p) + 1);
       }
       goto fail;
     }

@@ -66,10 +66,10 @@ static void tmp_name(const char *final, char *out) {
 static int fail(stoke__pack_writer *w, int code, char *err, size_t cap,
                 const char *what, const char *path) {
   w->failed = true;
-  return stoke__blob_err(code, err, cap, "pack writer: %s%s%s%s%s", path,
-                         path[0] ? ": " : "", what,
-                         code == STOKE_EIO ? ": " : "",
-                         code == STOKE_EIO ? strerror(errno) : "");
+  return stoke__errf(err, cap, code, "pack writer: %s%s%s%s%s", path,
+                     path[0] ? ": " : "", what,
+                     code == STOKE_EIO ? ": " : "",
+                     code == STOKE_EIO ? strerror(errno) : "");
 }
 
 int stoke__pack_writer_create(const char *prefix, uint64_t shard_bytes,
@@ -79,20 +79,20 @@ int stoke__pack_writer_create(const char *prefix, uint64_t shard_bytes,
   *out = NULL;
   if (align == 0) align = 64;
   if (!prefix || !prefix[0])
-    return stoke__blob_err(STOKE_EINVAL, err, cap,
-                           "pack writer: the prefix is empty");
+    return stoke__errf(err, cap, STOKE_EINVAL,
+                       "pack writer: the prefix is empty");
   if (align < 8 || align > 65536 || (align & (align - 1)))
-    return stoke__blob_err(STOKE_EINVAL, err, cap,
-                           "pack writer: alignment %u is not a power of two "
-                           "in 8..65536", align);
+    return stoke__errf(err, cap, STOKE_EINVAL,
+                       "pack writer: alignment %u is not a power of two "
+                       "in 8..65536", align);
   if (shard_bytes == 0)
-    return stoke__blob_err(STOKE_EINVAL, err, cap,
-                           "pack writer: the shard size is 0");
+    return stoke__errf(err, cap, STOKE_EINVAL,
+                       "pack writer: the shard size is 0");
   stoke__pack_writer *w = stoke__calloc(a, 1, sizeof *w);
   if (!w || !(w->prefix = stoke__strdup(a, prefix))) {
     stoke__free(a, w);
-    return stoke__blob_err(STOKE_ENOMEM, err, cap,
-                           "pack writer: out of memory");
+    return stoke__errf(err, cap, STOKE_ENOMEM,
+                       "pack writer: out of memory");
   }
   w->a = a;
   w->shard_bytes = shard_bytes;
@@ -107,19 +107,19 @@ int stoke__pack_writer_set_classes(stoke__pack_writer *w,
                                    const char *const *names, size_t n,
                                    char *err, size_t cap) {
   if (w->failed || w->finished || w->finals.n > 0)
-    return stoke__blob_err(STOKE_EBADSTATE, err, cap,
-                           "pack writer: class names go before the first "
-                           "sample");
+    return stoke__errf(err, cap, STOKE_EBADSTATE,
+                       "pack writer: class names go before the first "
+                       "sample");
   size_t bytes = 0;
   for (size_t k = 0; k < n; k++) {
     size_t len = names[k] ? strlen(names[k]) : 0;
     if (len == 0)
-      return stoke__blob_err(STOKE_EINVAL, err, cap,
-                             "pack writer: class %zu has no name", k);
+      return stoke__errf(err, cap, STOKE_EINVAL,
+                         "pack writer: class %zu has no name", k);
     bytes += len + 1;
     if (bytes > (size_t)16 << 20)
-      return stoke__blob_err(STOKE_EINVAL, err, cap,
-                             "pack writer: class names over 16 MiB");
+      return stoke__errf(err, cap, STOKE_EINVAL,
+                         "pack writer: class names over 16 MiB");
   }
   stoke__free(w->a, w->classes);
   w->classes = NULL;
@@ -127,8 +127,8 @@ int stoke__pack_writer_set_classes(stoke__pack_writer *w,
   if (n == 0) return 0;
   uint8_t *t = stoke__alloc(w->a, STOKE__PACK_CLASSES_HEAD + bytes);
   if (!t)
-    return stoke__blob_err(STOKE_ENOMEM, err, cap,
-                           "pack writer: out of memory");
+    return stoke__errf(err, cap, STOKE_ENOMEM,
+                       "pack writer: out of memory");
   uint8_t *o = t + STOKE__PACK_CLASSES_HEAD;
   for (size_t k = 0; k < n; k++) {
     size_t len = strlen(names[k]) + 1;
@@ -222,16 +222,16 @@ int stoke__pack_writer_add(stoke__pack_writer *w, const void *bytes,
                            uint32_t height, int format, char *err,
                            size_t cap) {
   if (w->failed || w->finished)
-    return stoke__blob_err(STOKE_EBADSTATE, err, cap, "pack writer: %s",
-                           w->finished ? "already finished"
+    return stoke__errf(err, cap, STOKE_EBADSTATE, "pack writer: %s",
+                       w->finished ? "already finished"
                                        : "unusable after an earlier error");
   if (format < 0 || format >= STOKE__BLOB_FORMAT_COUNT)
-    return stoke__blob_err(STOKE_EINVAL, err, cap,
-                           "pack writer: sample %zu: unknown format %d",
-                           w->n, format);
+    return stoke__errf(err, cap, STOKE_EINVAL,
+                       "pack writer: sample %zu: unknown format %d",
+                       w->n, format);
   if (len > 0 && !bytes)
-    return stoke__blob_err(STOKE_EINVAL, err, cap,
-                           "pack writer: bytes is NULL");
+    return stoke__errf(err, cap, STOKE_EINVAL,
+                       "pack writer: bytes is NULL");
   uint64_t a1 = w->align - 1;
   if (w->fd >= 0 && w->n > 0) {
     /* The shard's size with this sample: aligned data, index, footer. */
@@ -298,8 +298,8 @@ int stoke__pack_writer_finish(stoke__pack_writer *w, size_t *n_shards,
                               char *err, size_t cap) {
   if (n_shards) *n_shards = 0;
   if (w->failed || w->finished)
-    return stoke__blob_err(STOKE_EBADSTATE, err, cap, "pack writer: %s",
-                           w->finished ? "already finished"
+    return stoke__errf(err, cap, STOKE_EBADSTATE, "pack writer: %s",
+                       w->finished ? "already finished"
                                        : "unusable after an earlier error");
   if (w->fd >= 0) {
     int rc = end_shard(w, err, cap);
@@ -314,9 +314,9 @@ int stoke__pack_writer_finish(stoke__pack_writer *w, size_t *n_shards,
   }
   w->finished = true;
   if (w->finals.n && sync_dir(w) != 0)
-    return stoke__blob_err(STOKE_EIO, err, cap,
-                           "pack writer: %s: fsync of the folder: %s",
-                           w->prefix, strerror(errno));
+    return stoke__errf(err, cap, STOKE_EIO,
+                       "pack writer: %s: fsync of the folder: %s",
+                       w->prefix, strerror(errno));
   if (n_shards) *n_shards = w->finals.n;
   return 0;
 }

@@ -130,12 +130,12 @@ static int packed_read(const void *impl, size_t i, stoke__blob_reader *r,
     uint32_t want = stoke__le32(e + 36);
     uint32_t got = stoke__crc32(0, bytes, (size_t)n);
     if (got != want)
-      return stoke__blob_err(STOKE_EFORMAT, err, cap,
-                             "%s sample %zu (index %zu) at offset %llu: "
-                             "CRC-32 mismatch (stored %08x, computed %08x): "
-                             "the %llu bytes are damaged", s->path, local, i,
-                             (unsigned long long)off, want, got,
-                             (unsigned long long)n);
+      return stoke__errf(err, cap, STOKE_EFORMAT,
+                         "%s sample %zu (index %zu) at offset %llu: "
+                         "CRC-32 mismatch (stored %08x, computed %08x): "
+                         "the %llu bytes are damaged", s->path, local, i,
+                         (unsigned long long)off, want, got,
+                         (unsigned long long)n);
   }
   (void)r;
   atomic_bool *t = &p->res->touched[s - p->shards];
@@ -174,7 +174,7 @@ static const stoke__blob_ops packed_ops = {
 
 /* ---- validation ---------------------------------------------------------- */
 
-#define BAD(...) stoke__blob_err(STOKE_EFORMAT, err, cap, __VA_ARGS__)
+#define BAD(...) stoke__errf(err, cap, STOKE_EFORMAT, __VA_ARGS__)
 
 /* The class table between the header and the data: its count, size and
 ** CRC, and exactly that many non-empty NUL-terminated names. */
@@ -337,8 +337,8 @@ static int shared_classes(const packed_impl *p, const stoke_allocator *a,
   const char *name = (const char *)s0->classes;
   for (uint32_t c = 0; c < s0->n_classes; c++) {
     if (stoke__blob_strs_add(out, a, name, NULL))
-      return stoke__blob_err(STOKE_ENOMEM, err, cap,
-                             "packed source: out of memory");
+      return stoke__errf(err, cap, STOKE_ENOMEM,
+                         "packed source: out of memory");
     name += strlen(name) + 1;
   }
   return 0;
@@ -350,20 +350,20 @@ int stoke__blobset_open_packed(const char *const *specs, size_t n_specs,
   *out = NULL;
   stoke__blob_strs classes = {0}; /* before any goto fail */
   if (flags & ~STOKE__PACK_VERIFY_CRC)
-    return stoke__blob_err(STOKE_EINVAL, err, cap,
-                           "packed source: unknown flags %x", flags);
+    return stoke__errf(err, cap, STOKE_EINVAL,
+                       "packed source: unknown flags %x", flags);
   packed_impl *p = stoke__calloc(a, 1, sizeof *p);
   if (!p)
-    return stoke__blob_err(STOKE_ENOMEM, err, cap,
-                           "packed source: out of memory");
+    return stoke__errf(err, cap, STOKE_ENOMEM,
+                       "packed source: out of memory");
   p->flags = flags;
   int rc = stoke__blob_expand(specs, n_specs, a, &p->paths, &p->n_shards,
                               err, cap);
   if (rc) goto fail;
   p->shards = stoke__calloc(a, p->n_shards, sizeof *p->shards);
   if (!p->shards) {
-    rc = stoke__blob_err(STOKE_ENOMEM, err, cap,
-                         "packed source: out of memory");
+    rc = stoke__errf(err, cap, STOKE_ENOMEM,
+                     "packed source: out of memory");
     goto fail;
   }
   for (size_t k = 0; k < p->n_shards; k++) {
@@ -372,8 +372,8 @@ int stoke__blobset_open_packed(const char *const *specs, size_t n_specs,
     int fd = open(s->path, O_RDONLY | O_CLOEXEC);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0) {
-      rc = stoke__blob_err(STOKE_EIO, err, cap, "packed source: %s: %s",
-                           s->path, strerror(errno));
+      rc = stoke__errf(err, cap, STOKE_EIO, "packed source: %s: %s",
+                       s->path, strerror(errno));
       if (fd >= 0) close(fd);
       goto fail;
     }
@@ -390,8 +390,8 @@ int stoke__blobset_open_packed(const char *const *specs, size_t n_specs,
     int map_errno = errno;
     close(fd); /* the mapping keeps the file */
     if (m == MAP_FAILED) {
-      rc = stoke__blob_err(STOKE_EIO, err, cap, "packed source: %s: mmap: "
-                           "%s", s->path, strerror(map_errno));
+      rc = stoke__errf(err, cap, STOKE_EIO, "packed source: %s: mmap: "
+                       "%s", s->path, strerror(map_errno));
       goto fail;
     }
     s->map = m;
@@ -427,8 +427,8 @@ int stoke__blobset_open_packed(const char *const *specs, size_t n_specs,
   atomic_bool *touched =
       p->res ? stoke__calloc(a, p->n_shards, sizeof *touched) : NULL;
   if (!touched) {
-    rc = stoke__blob_err(STOKE_ENOMEM, err, cap,
-                         "packed source: out of memory");
+    rc = stoke__errf(err, cap, STOKE_ENOMEM,
+                     "packed source: out of memory");
     goto fail;
   }
   atomic_init(&p->res->since_drop, 0);

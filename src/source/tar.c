@@ -91,22 +91,22 @@ static int tar_read(const void *impl, size_t i, stoke__blob_reader *r,
   const tar_impl *t = impl;
   const tar_sample *s = &t->v[i];
   if (!r)
-    return stoke__blob_err(STOKE_EINVAL, err, cap,
-                           "tar source: sample %zu: no reader", i);
+    return stoke__errf(err, cap, STOKE_EINVAL,
+                       "tar source: sample %zu: no reader", i);
   if (s->len > SIZE_MAX / 2 ||
       stoke__blob_reader_reserve(r, (size_t)s->len) != 0)
-    return stoke__blob_err(STOKE_ENOMEM, err, cap,
-                           "%s member %s (sample %zu): out of memory for "
-                           "%llu bytes", t->paths[s->shard], s->name, i,
-                           (unsigned long long)s->len);
+    return stoke__errf(err, cap, STOKE_ENOMEM,
+                       "%s member %s (sample %zu): out of memory for "
+                       "%llu bytes", t->paths[s->shard], s->name, i,
+                       (unsigned long long)s->len);
   if (stoke__pread_full(t->fds[s->shard], r->buf, (size_t)s->len,
                         s->offset) != 0)
-    return stoke__blob_err(STOKE_EIO, err, cap,
-                           "%s member %s (sample %zu): read %llu bytes at "
-                           "offset %llu: %s", t->paths[s->shard], s->name, i,
-                           (unsigned long long)s->len,
-                           (unsigned long long)s->offset,
-                           errno ? strerror(errno) : "the shard shrank");
+    return stoke__errf(err, cap, STOKE_EIO,
+                       "%s member %s (sample %zu): read %llu bytes at "
+                       "offset %llu: %s", t->paths[s->shard], s->name, i,
+                       (unsigned long long)s->len,
+                       (unsigned long long)s->offset,
+                       errno ? strerror(errno) : "the shard shrank");
   *ptr = r->buf;
   *len = (size_t)s->len;
   return 0;
@@ -212,8 +212,8 @@ static void groups_free(indexer *x) {
 }
 
 static int oom(indexer *x) {
-  return stoke__blob_err(STOKE_ENOMEM, x->err, x->cap,
-                         "tar source: %s: out of memory", x->path);
+  return stoke__errf(x->err, x->cap, STOKE_ENOMEM,
+                     "tar source: %s: out of memory", x->path);
 }
 
 /* FNV-1a: keys are short paths; any decent spread will do. */
@@ -243,8 +243,8 @@ static int find_group(indexer *x, const char *key, size_t key_len,
                       group **out) {
   if ((x->n_g + 1) * 2 > x->ht_cap) {
     if (x->n_g >= UINT32_MAX / 2)
-      return stoke__blob_err(STOKE_EFORMAT, x->err, x->cap,
-                             "tar source: %s: too many members", x->path);
+      return stoke__errf(x->err, x->cap, STOKE_EFORMAT,
+                         "tar source: %s: too many members", x->path);
     int rc = rehash(x);
     if (rc) return rc;
   }
@@ -314,16 +314,16 @@ static int parse_cls(indexer *x, const char *name, uint64_t off,
                      uint64_t len, int64_t *label) {
   char text[MAX_CLS + 1];
   if (len == 0 || len > MAX_CLS)
-    return stoke__blob_err(STOKE_EFORMAT, x->err, x->cap,
-                           "tar source: %s member %s at offset %llu: a .cls "
-                           "label of %llu bytes (expected 1..%d)", x->path,
-                           name, (unsigned long long)off,
-                           (unsigned long long)len, MAX_CLS);
+    return stoke__errf(x->err, x->cap, STOKE_EFORMAT,
+                       "tar source: %s member %s at offset %llu: a .cls "
+                       "label of %llu bytes (expected 1..%d)", x->path,
+                       name, (unsigned long long)off,
+                       (unsigned long long)len, MAX_CLS);
   if (stoke__pread_full(x->fd, text, (size_t)len, off) != 0)
-    return stoke__blob_err(STOKE_EIO, x->err, x->cap,
-                           "tar source: %s member %s at offset %llu: read: "
-                           "%s", x->path, name, (unsigned long long)off,
-                           errno ? strerror(errno) : "the shard shrank");
+    return stoke__errf(x->err, x->cap, STOKE_EIO,
+                       "tar source: %s member %s at offset %llu: read: "
+                       "%s", x->path, name, (unsigned long long)off,
+                       errno ? strerror(errno) : "the shard shrank");
   text[len] = 0;
   char *p = text, *end;
   while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;
@@ -335,10 +335,10 @@ static int parse_cls(indexer *x, const char *name, uint64_t off,
   if (!ok || *end != 0) {
     for (char *q = text; *q; q++)
       if ((unsigned char)*q < 0x20 || (unsigned char)*q > 0x7e) *q = '?';
-    return stoke__blob_err(STOKE_EFORMAT, x->err, x->cap,
-                           "tar source: %s member %s at offset %llu: label "
-                           "\"%s\" is not an integer", x->path, name,
-                           (unsigned long long)off, text);
+    return stoke__errf(x->err, x->cap, STOKE_EFORMAT,
+                       "tar source: %s member %s at offset %llu: label "
+                       "\"%s\" is not an integer", x->path, name,
+                       (unsigned long long)off, text);
   }
   *label = v;
   return 0;
@@ -395,10 +395,10 @@ static int parse_pax(indexer *x, const char *d, size_t n, uint64_t hoff,
     }
     if (q == p || q >= n || d[q] != ' ' || rec == 0 || rec > n - p ||
         d[p + rec - 1] != '\n')
-      return stoke__blob_err(STOKE_EFORMAT, x->err, x->cap,
-                             "tar source: %s: pax header at offset %llu: "
-                             "malformed record at byte %zu", x->path,
-                             (unsigned long long)hoff, p);
+      return stoke__errf(x->err, x->cap, STOKE_EFORMAT,
+                         "tar source: %s: pax header at offset %llu: "
+                         "malformed record at byte %zu", x->path,
+                         (unsigned long long)hoff, p);
     const char *kv = d + q + 1, *end = d + p + rec - 1;
     const char *eq = memchr(kv, '=', (size_t)(end - kv));
     if (eq) {
@@ -418,10 +418,10 @@ static int parse_pax(indexer *x, const char *d, size_t n, uint64_t hoff,
           v = v * 10 + (uint64_t)(c - '0');
         }
         if (!ok)
-          return stoke__blob_err(STOKE_EFORMAT, x->err, x->cap,
-                                 "tar source: %s: pax header at offset "
-                                 "%llu: bad size", x->path,
-                                 (unsigned long long)hoff);
+          return stoke__errf(x->err, x->cap, STOKE_EFORMAT,
+                             "tar source: %s: pax header at offset "
+                             "%llu: bad size", x->path,
+                             (unsigned long long)hoff);
         *size = v;
         *has_size = true;
       }
@@ -440,8 +440,8 @@ static int index_shard(indexer *x) {
   int rc = 0;
   for (;;) {
     if (off + BLOCK > x->size) {
-      rc = stoke__blob_err(STOKE_EFORMAT, x->err, x->cap,
-                           off == x->size
+      rc = stoke__errf(x->err, x->cap, STOKE_EFORMAT,
+                       off == x->size
                                ? "tar source: %s: truncated: no "
                                  "end-of-archive marker at offset %llu"
                                : "tar source: %s: truncated: header at "
@@ -450,27 +450,27 @@ static int index_shard(indexer *x) {
       break;
     }
     if (stoke__pread_full(x->fd, h, BLOCK, off) != 0) {
-      rc = stoke__blob_err(STOKE_EIO, x->err, x->cap,
-                           "tar source: %s: read header at offset %llu: %s",
-                           x->path, (unsigned long long)off,
-                           errno ? strerror(errno) : "the shard shrank");
+      rc = stoke__errf(x->err, x->cap, STOKE_EIO,
+                       "tar source: %s: read header at offset %llu: %s",
+                       x->path, (unsigned long long)off,
+                       errno ? strerror(errno) : "the shard shrank");
       break;
     }
     if (all_zero(h)) break; /* end of archive (the second block is moot) */
     uint64_t stored, computed, size;
     if (!checksum_ok(h, &stored, &computed)) {
-      rc = stoke__blob_err(STOKE_EFORMAT, x->err, x->cap,
-                           "tar source: %s: bad header checksum at offset "
-                           "%llu (stored %llo, computed %llo): not a tar or "
-                           "damaged", x->path, (unsigned long long)off,
-                           (unsigned long long)stored,
-                           (unsigned long long)computed);
+      rc = stoke__errf(x->err, x->cap, STOKE_EFORMAT,
+                       "tar source: %s: bad header checksum at offset "
+                       "%llu (stored %llo, computed %llo): not a tar or "
+                       "damaged", x->path, (unsigned long long)off,
+                       (unsigned long long)stored,
+                       (unsigned long long)computed);
       break;
     }
     if (!parse_num(h + 124, 12, &size)) {
-      rc = stoke__blob_err(STOKE_EFORMAT, x->err, x->cap,
-                           "tar source: %s: bad size field in header at "
-                           "offset %llu", x->path, (unsigned long long)off);
+      rc = stoke__errf(x->err, x->cap, STOKE_EFORMAT,
+                       "tar source: %s: bad size field in header at "
+                       "offset %llu", x->path, (unsigned long long)off);
       break;
     }
     char type = (char)h[156];
@@ -478,24 +478,24 @@ static int index_shard(indexer *x) {
       size = pax_size;
     uint64_t data = off + BLOCK;
     if (size > x->size || data > x->size - size) {
-      rc = stoke__blob_err(STOKE_EFORMAT, x->err, x->cap,
-                           "tar source: %s: truncated: the member at offset "
-                           "%llu has %llu bytes but the shard ends at %llu",
-                           x->path, (unsigned long long)off,
-                           (unsigned long long)size,
-                           (unsigned long long)x->size);
+      rc = stoke__errf(x->err, x->cap, STOKE_EFORMAT,
+                       "tar source: %s: truncated: the member at offset "
+                       "%llu has %llu bytes but the shard ends at %llu",
+                       x->path, (unsigned long long)off,
+                       (unsigned long long)size,
+                       (unsigned long long)x->size);
       break;
     }
     uint64_t next = data + (size + BLOCK - 1) / BLOCK * BLOCK;
     if (type == 'L' || type == 'x') {
       size_t max = type == 'L' ? MAX_LONGNAME : MAX_PAX;
       if (size == 0 || size > max) {
-        rc = stoke__blob_err(STOKE_EFORMAT, x->err, x->cap,
-                             "tar source: %s: %s header at offset %llu has "
-                             "%llu bytes (expected 1..%zu)", x->path,
-                             type == 'L' ? "GNU long-name" : "pax",
-                             (unsigned long long)off,
-                             (unsigned long long)size, max);
+        rc = stoke__errf(x->err, x->cap, STOKE_EFORMAT,
+                         "tar source: %s: %s header at offset %llu has "
+                         "%llu bytes (expected 1..%zu)", x->path,
+                         type == 'L' ? "GNU long-name" : "pax",
+                         (unsigned long long)off,
+                         (unsigned long long)size, max);
         break;
       }
       char *d = stoke__alloc(x->a, (size_t)size + 1);
@@ -505,10 +505,10 @@ static int index_shard(indexer *x) {
       }
       if (stoke__pread_full(x->fd, d, (size_t)size, data) != 0) {
         stoke__free(x->a, d);
-        rc = stoke__blob_err(STOKE_EIO, x->err, x->cap,
-                             "tar source: %s: read at offset %llu: %s",
-                             x->path, (unsigned long long)data,
-                             errno ? strerror(errno) : "the shard shrank");
+        rc = stoke__errf(x->err, x->cap, STOKE_EIO,
+                         "tar source: %s: read at offset %llu: %s",
+                         x->path, (unsigned long long)data,
+                         errno ? strerror(errno) : "the shard shrank");
         break;
       }
       d[size] = 0;
@@ -580,19 +580,19 @@ int stoke__blobset_open_tar(const char *const *specs, size_t n_specs,
   stoke__blob_strs skipped = {0};
   tar_impl *t = stoke__calloc(a, 1, sizeof *t);
   if (!t)
-    return stoke__blob_err(STOKE_ENOMEM, err, cap,
-                           "tar source: out of memory");
+    return stoke__errf(err, cap, STOKE_ENOMEM,
+                       "tar source: out of memory");
   int rc = stoke__blob_expand(specs, n_specs, a, &t->paths, &t->n_shards,
                               err, cap);
   if (rc) goto fail;
   if (t->n_shards > UINT32_MAX) {
-    rc = stoke__blob_err(STOKE_EINVAL, err, cap, "tar source: too many "
-                         "shards");
+    rc = stoke__errf(err, cap, STOKE_EINVAL, "tar source: too many "
+                     "shards");
     goto fail;
   }
   t->fds = stoke__alloc(a, t->n_shards * sizeof(int));
   if (!t->fds) {
-    rc = stoke__blob_err(STOKE_ENOMEM, err, cap, "tar source: out of memory");
+    rc = stoke__errf(err, cap, STOKE_ENOMEM, "tar source: out of memory");
     goto fail;
   }
   for (size_t k = 0; k < t->n_shards; k++) t->fds[k] = -1;
@@ -601,15 +601,15 @@ int stoke__blobset_open_tar(const char *const *specs, size_t n_specs,
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0) {
-      rc = stoke__blob_err(STOKE_EIO, err, cap, "tar source: %s: %s", path,
-                           strerror(errno));
+      rc = stoke__errf(err, cap, STOKE_EIO, "tar source: %s: %s", path,
+                       strerror(errno));
       if (fd >= 0) close(fd);
       goto fail;
     }
     t->fds[k] = fd;
     if (!S_ISREG(st.st_mode)) {
-      rc = stoke__blob_err(STOKE_EINVAL, err, cap,
-                           "tar source: %s: not a regular file", path);
+      rc = stoke__errf(err, cap, STOKE_EINVAL,
+                       "tar source: %s: not a regular file", path);
       goto fail;
     }
     indexer x = {a, t, &skipped, k, path, fd, (uint64_t)st.st_size, err,
@@ -620,11 +620,11 @@ int stoke__blobset_open_tar(const char *const *specs, size_t n_specs,
   if (t->n == 0) {
     const char *why = NULL, *what = skipped.n ? skipped.s[0] : NULL;
     if (what) why = what + strlen(what) + 1;
-    rc = stoke__blob_err(STOKE_EFORMAT, err, cap,
-                         "tar source: no sample with an image and a .cls "
-                         "label in %zu shard(s) (first: %s)%s%s%s%s",
-                         t->n_shards, t->paths[0], what ? "; e.g. " : "",
-                         what ? what : "", what ? ": " : "", why ? why : "");
+    rc = stoke__errf(err, cap, STOKE_EFORMAT,
+                     "tar source: no sample with an image and a .cls "
+                     "label in %zu shard(s) (first: %s)%s%s%s%s",
+                     t->n_shards, t->paths[0], what ? "; e.g. " : "",
+                     what ? what : "", what ? ": " : "", why ? why : "");
     goto fail;
   }
   return stoke__blobset_wrap(&tar_ops, t, t->n, NULL, &skipped, a, out, err,
