@@ -17,24 +17,15 @@
 
 #include "decode/decode.h"
 #include "decode_fixtures.h"
+#include "test_util.h" /* TU_CHECK, TU_CONTAINS */
 
-#define CHECK(cond, ...)                                                      \
-  do {                                                                        \
-    if (!(cond)) {                                                            \
-      print_error("check failed: %s\n", #cond);                               \
-      fail_msg(__VA_ARGS__);                                                  \
-    }                                                                         \
-  } while (0)
-
-#define CONTAINS(hay, needle)                                                 \
-  CHECK(strstr((hay), (needle)) != NULL,                                      \
-        "message \"%s\" does not contain \"%s\"", (hay), (needle))
 
 /* Decode and expect rc; on a mismatch show the message. */
 #define DECODE_RC(d, p, n, req, img, want)                                    \
   do {                                                                        \
     int rc_ = stoke__decode((d), (p), (n), (req), (img), err, sizeof err);    \
-    CHECK(rc_ == (want), "decode: rc %d, want %d: \"%s\"", rc_, (want), err); \
+    TU_CHECK(rc_ == (want), "decode: rc %d, want %d: \"%s\"", rc_, (want),    \
+             err);                                                            \
   } while (0)
 
 static char err[512];
@@ -81,13 +72,13 @@ static int teardown(void **state) {
 static void check_window(const stoke__image *img, const uint8_t *ref,
                          uint32_t rw, uint32_t rh) {
   unsigned s = img->scale;
-  CHECK(img->channels == 3, "channels %u", img->channels);
-  CHECK(img->win_x % s == 0 && img->win_y % s == 0, "window %u,%u scale %u",
-        img->win_x, img->win_y, s);
+  TU_CHECK(img->channels == 3, "channels %u", img->channels);
+  TU_CHECK(img->win_x % s == 0 && img->win_y % s == 0, "window %u,%u scale %u",
+           img->win_x, img->win_y, s);
   uint32_t ox = img->win_x / s, oy = img->win_y / s;
-  CHECK(ox + img->width <= rw && oy + img->height <= rh,
-        "window %ux%u at %u,%u outside %ux%u", img->width, img->height, ox,
-        oy, rw, rh);
+  TU_CHECK(ox + img->width <= rw && oy + img->height <= rh,
+           "window %ux%u at %u,%u outside %ux%u", img->width, img->height, ox,
+           oy, rw, rh);
   for (uint32_t j = 0; j < img->height; j++) {
     const uint8_t *a = img->pixels + (size_t)j * img->stride;
     const uint8_t *b = ref + ((size_t)(oy + j) * rw + ox) * 3;
@@ -107,23 +98,23 @@ static void check_window(const stoke__image *img, const uint8_t *ref,
 static void check_crop_mapping(const stoke__image *img,
                                const stoke__decode_req *r) {
   double s = img->scale;
-  CHECK(img->crop_x >= 0 && img->crop_y >= 0, "crop origin %g,%g",
-        img->crop_x, img->crop_y);
-  CHECK(img->crop_x + img->crop_w <= img->width + 1e-9 &&
+  TU_CHECK(img->crop_x >= 0 && img->crop_y >= 0, "crop origin %g,%g",
+           img->crop_x, img->crop_y);
+  TU_CHECK(img->crop_x + img->crop_w <= img->width + 1e-9 &&
             img->crop_y + img->crop_h <= img->height + 1e-9,
-        "crop %gx%g+%g+%g outside window %ux%u", img->crop_w, img->crop_h,
-        img->crop_x, img->crop_y, img->width, img->height);
-  CHECK(img->win_x + img->crop_x * s == r->x &&
+           "crop %gx%g+%g+%g outside window %ux%u", img->crop_w, img->crop_h,
+           img->crop_x, img->crop_y, img->width, img->height);
+  TU_CHECK(img->win_x + img->crop_x * s == r->x &&
             img->win_y + img->crop_y * s == r->y,
-        "crop origin maps to %g,%g, want %u,%u",
-        img->win_x + img->crop_x * s, img->win_y + img->crop_y * s, r->x,
-        r->y);
-  CHECK(img->crop_w * s == r->w && img->crop_h * s == r->h,
-        "crop size %gx%g", img->crop_w * s, img->crop_h * s);
-  CHECK(img->win_x <= r->x && img->win_x + img->win_w >= r->x + r->w &&
+           "crop origin maps to %g,%g, want %u,%u",
+           img->win_x + img->crop_x * s, img->win_y + img->crop_y * s, r->x,
+           r->y);
+  TU_CHECK(img->crop_w * s == r->w && img->crop_h * s == r->h,
+           "crop size %gx%g", img->crop_w * s, img->crop_h * s);
+  TU_CHECK(img->win_x <= r->x && img->win_x + img->win_w >= r->x + r->w &&
             img->win_y <= r->y && img->win_y + img->win_h >= r->y + r->h,
-        "full-res window %ux%u+%u+%u does not contain the crop",
-        img->win_w, img->win_h, img->win_x, img->win_y);
+           "full-res window %ux%u+%u+%u does not contain the crop",
+           img->win_w, img->win_h, img->win_x, img->win_y);
 }
 
 /* The decoder still works: the fixture JPEG (a crop at 1/2) and PNG. */
@@ -229,7 +220,7 @@ static void test_probe(void **state) {
 
   assert_int_equal(stoke__decode_probe(d, "nope", 4, &info, err, sizeof err),
                    STOKE_EFORMAT);
-  CONTAINS(err, "not an image");
+  TU_CONTAINS(err, "not an image");
   stoke__decoder_destroy(d);
   assert_int_equal(cnt.live, 0);
 }
@@ -276,8 +267,8 @@ static void test_jpeg_full(void **state) {
           }
       /* (Tiny images are all edge: 4:2:0 chroma spans the whole image.) */
       double mae = (double)sum / ((double)w * h * 3);
-      CHECK(mae < 6.0 || w < 16, "%ux%u kind %d: mean error %.2f", w, h,
-            kind, mae);
+      TU_CHECK(mae < 6.0 || w < 16, "%ux%u kind %d: mean error %.2f", w, h,
+               kind, mae);
       free(ref);
       free(j);
       free(px);
@@ -344,9 +335,9 @@ static void test_jpeg_region_exact(void **state) {
       unsigned s = stoke__decode_pick_scale(r.w, r.h, r.out_w, r.out_h);
       assert_int_equal(img.scale, s);
       seen |= s;
-      CHECK(img.width >= r.out_w && img.height >= r.out_h,
-            "window %ux%u smaller than output %ux%u", img.width, img.height,
-            r.out_w, r.out_h);
+      TU_CHECK(img.width >= r.out_w && img.height >= r.out_h,
+               "window %ux%u smaller than output %ux%u", img.width, img.height,
+               r.out_w, r.out_h);
       check_window(&img, ref[s], rw[s], rh[s]);
       check_crop_mapping(&img, &r);
       cuts += img.restart_cut;
@@ -354,9 +345,9 @@ static void test_jpeg_region_exact(void **state) {
     assert_int_equal(seen, 1 | 2 | 4 | 8);
     /* Most random crops leave whole rows or columns of intervals out. */
     if (cuts_apply(&kinds[k], W))
-      CHECK(cuts >= 40, "kind %zu: only %u of 60 decodes cut", k, cuts);
+      TU_CHECK(cuts >= 40, "kind %zu: only %u of 60 decodes cut", k, cuts);
     else
-      CHECK(cuts == 0, "kind %zu: %u decodes cut", k, cuts);
+      TU_CHECK(cuts == 0, "kind %zu: %u decodes cut", k, cuts);
     for (unsigned s = 1; s <= 8; s *= 2) free(ref[s]);
     free(j);
     free(px);
@@ -442,8 +433,8 @@ static void test_jpeg_cmyk(void **state) {
         if (e > worst) worst = e;
       }
     double mae = (double)sum / ((double)W * H * 3);
-    CHECK(mae < 6.0 && worst < 80, "cmyk: mean error %.2f, worst %d", mae,
-          worst);
+    TU_CHECK(mae < 6.0 && worst < 80, "cmyk: mean error %.2f, worst %d", mae,
+             worst);
     /* Region and scale against our own whole decode at that scale. */
     for (unsigned s = 1; s <= 8; s *= 2) {
       stoke__decode_req whole = {0, 0, W, H, W / s, H / s, false};
@@ -566,22 +557,22 @@ static void test_png_formats(void **state) {
       int e = df_png(raw, len, W, H, ct, depth, il,
                      ct == SPNG_COLOR_TYPE_INDEXED ? &plte : NULL,
                      f == PAL_TRNS ? &trns : NULL, &p, &n);
-      CHECK(e == 0, "format %d: encode: %s", f, spng_strerror(e));
+      TU_CHECK(e == 0, "format %d: encode: %s", f, spng_strerror(e));
       stoke__decode_req whole = {0};
       whole.keep_alpha = keep;
       stoke__image img;
       DECODE_RC(d, p, n, &whole, &img, 0);
       unsigned ch = keep && alpha ? 4 : 3;
-      CHECK(img.channels == ch, "format %d keep %d: %u channels", f, keep,
-            img.channels);
+      TU_CHECK(img.channels == ch, "format %d keep %d: %u channels", f, keep,
+               img.channels);
       assert_int_equal(img.info.has_alpha, alpha);
       assert_int_equal(img.info.progressive, f == RGB8_ADAM7);
       for (size_t i = 0; i < np; i++) {
         const uint8_t *got = img.pixels + (i / W) * img.stride + (i % W) * ch;
-        CHECK(memcmp(got, want + 4 * i, ch) == 0,
-              "format %d keep %d pixel %zu: %u,%u,%u vs %u,%u,%u", f, keep,
-              i, got[0], got[1], got[2], want[4 * i], want[4 * i + 1],
-              want[4 * i + 2]);
+        TU_CHECK(memcmp(got, want + 4 * i, ch) == 0,
+                 "format %d keep %d pixel %zu: %u,%u,%u vs %u,%u,%u", f, keep,
+                 i, got[0], got[1], got[2], want[4 * i], want[4 * i + 1],
+                 want[4 * i + 2]);
       }
       /* A crop: rows y..y+h, full width, the same pixels. */
       stoke__decode_req r = {5, 7, 20, 9, 10, 4, keep};
@@ -594,8 +585,8 @@ static void test_png_formats(void **state) {
         for (uint32_t x = 0; x < img.width; x++) {
           const uint8_t *got = img.pixels + y * img.stride + x * ch;
           size_t i = (size_t)(y + 7) * W + x;
-          CHECK(memcmp(got, want + 4 * i, ch) == 0, "crop pixel %u,%u", x,
-                y);
+          TU_CHECK(memcmp(got, want + 4 * i, ch) == 0, "crop pixel %u,%u", x,
+                   y);
         }
       free(p);
     }
@@ -625,12 +616,12 @@ static void test_not_an_image(void **state) {
   stoke__decoder *d = new_decoder(NULL);
   stoke__image img;
   DECODE_RC(d, "", 0, NULL, &img, STOKE_EFORMAT);
-  CONTAINS(err, "not an image: empty input (0 bytes)");
+  TU_CONTAINS(err, "not an image: empty input (0 bytes)");
   check_good(d);
   const char *html = "<!DOCTYPE html><html>404</html>";
   DECODE_RC(d, html, strlen(html), NULL, &img, STOKE_EFORMAT);
-  CONTAINS(err, "not an image: starts with 3c 21 44 4f 43 54 59 50");
-  CONTAINS(err, "\"<!DOCTYP\"");
+  TU_CONTAINS(err, "not an image: starts with 3c 21 44 4f 43 54 59 50");
+  TU_CONTAINS(err, "\"<!DOCTYP\"");
   check_good(d);
   uint64_t s = 9;
   uint8_t junk[4096];
@@ -638,19 +629,19 @@ static void test_not_an_image(void **state) {
     for (size_t i = 0; i < sizeof junk; i++) junk[i] = (uint8_t)df_rng(&s);
     if (junk[0] == 0xff || junk[0] == 0x89) junk[0] = 0;
     DECODE_RC(d, junk, sizeof junk, NULL, &img, STOKE_EFORMAT);
-    CONTAINS(err, "not an image: starts with");
+    TU_CONTAINS(err, "not an image: starts with");
   }
   /* Garbage after a JPEG signature: libjpeg's words. */
   junk[0] = 0xff, junk[1] = 0xd8, junk[2] = 0xff;
   DECODE_RC(d, junk, sizeof junk, NULL, &img, STOKE_EFORMAT);
-  CONTAINS(err, "JPEG: ");
+  TU_CONTAINS(err, "JPEG: ");
   check_good(d);
   DECODE_RC(d, NULL, 5, NULL, &img, STOKE_EINVAL);
   stoke__decode_req r = {300, 0, 100, 10, 0, 0, false};
   DECODE_RC(d, fx.jpg, fx.jpg_n, &r, &img, STOKE_EINVAL);
-  CONTAINS(err, "outside the 333x257 image");
+  TU_CONTAINS(err, "outside the 333x257 image");
   DECODE_RC(d, fx.png, fx.png_n, &r, &img, STOKE_EINVAL);
-  CONTAINS(err, "outside the 333x257 image");
+  TU_CONTAINS(err, "outside the 333x257 image");
   check_good(d);
   stoke__decoder_destroy(d);
 }
@@ -669,9 +660,9 @@ static void test_jpeg_truncated(void **state) {
     char want[64];
     snprintf(want, sizeof want, "premature end of data after %zu bytes",
              cuts[i]);
-    CONTAINS(err, "JPEG: ");
-    CONTAINS(err, want);
-    if (cuts[i] > scan) CONTAINS(err, "at row");
+    TU_CONTAINS(err, "JPEG: ");
+    TU_CONTAINS(err, want);
+    if (cuts[i] > scan) TU_CONTAINS(err, "at row");
     assert_null(img.pixels);
     check_good(d);
   }
@@ -681,7 +672,7 @@ static void test_jpeg_truncated(void **state) {
   df_jpeg_rgb(fx.src, FW, FH, 1, &j, &n);
   stoke__image img;
   DECODE_RC(d, j, n * 2 / 3, NULL, &img, STOKE_EFORMAT);
-  CONTAINS(err, "premature end of data");
+  TU_CONTAINS(err, "premature end of data");
   check_good(d);
   /* Tolerant mode: the partial image comes back with the warning counted. */
   stoke__decoder_opts o;
@@ -715,7 +706,7 @@ static void test_jpeg_corrupt(void **state) {
     }
     stoke__image img;
     DECODE_RC(d, bad, fx.jpg_n, NULL, &img, STOKE_EFORMAT);
-    CONTAINS(err, "JPEG: ");
+    TU_CONTAINS(err, "JPEG: ");
     check_good(d);
   }
   /* A marker in the middle of the scan (a spliced file). */
@@ -724,7 +715,7 @@ static void test_jpeg_corrupt(void **state) {
   bad[fx.jpg_n / 2 + 1] = 0xd9;
   stoke__image img;
   DECODE_RC(d, bad, fx.jpg_n, NULL, &img, STOKE_EFORMAT);
-  CONTAINS(err, "Corrupt JPEG data");
+  TU_CONTAINS(err, "Corrupt JPEG data");
   check_good(d);
   free(bad);
   stoke__decoder_destroy(d);
@@ -740,30 +731,30 @@ static void test_png_truncated_and_crc(void **state) {
   stoke__image img;
   for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
     DECODE_RC(d, fx.png, cuts[i], NULL, &img, STOKE_EFORMAT);
-    CONTAINS(err, "PNG: ");
+    TU_CONTAINS(err, "PNG: ");
     check_good(d);
   }
   DECODE_RC(d, fx.png, fx.png_n / 2, NULL, &img, STOKE_EFORMAT);
-  CONTAINS(err, "premature end of data");
+  TU_CONTAINS(err, "premature end of data");
   /* Bad CRC of the image data (the data itself intact), and of the
   ** header. */
   uint8_t *bad = malloc(fx.png_n);
   memcpy(bad, fx.png, fx.png_n);
   bad[idat + 8 + df_be32(fx.png + idat) + 1] ^= 0x10;
   DECODE_RC(d, bad, fx.png_n, NULL, &img, STOKE_EFORMAT);
-  CONTAINS(err, "PNG: CRC error");
+  TU_CONTAINS(err, "PNG: CRC error");
   check_good(d);
   memcpy(bad, fx.png, fx.png_n);
   bad[8 + 8 + 3] ^= 1; /* IHDR width, CRC not fixed */
   DECODE_RC(d, bad, fx.png_n, NULL, &img, STOKE_EFORMAT);
-  CONTAINS(err, "PNG: CRC error");
+  TU_CONTAINS(err, "PNG: CRC error");
   check_good(d);
   /* Corrupt deflate data with a valid CRC. */
   memcpy(bad, fx.png, fx.png_n);
   for (int k = 0; k < 16; k++) bad[idat + 8 + 20 + k] ^= 0x5a;
   df_png_fix_crc(bad, idat);
   DECODE_RC(d, bad, fx.png_n, NULL, &img, STOKE_EFORMAT);
-  CONTAINS(err, "PNG: ");
+  TU_CONTAINS(err, "PNG: ");
   check_good(d);
   free(bad);
   stoke__decoder_destroy(d);
@@ -804,7 +795,7 @@ static void test_huge_header(void **state) {
   bad[sof + 5] = 0xea, bad[sof + 6] = 0x60; /* 60000 x ... */
   bad[sof + 7] = 0xea, bad[sof + 8] = 0x60; /* ... 60000 */
   DECODE_RC(d2, bad, fx.jpg_n, NULL, &img, STOKE_EFORMAT);
-  CONTAINS(err, "exceeds max_bytes 1.0 GiB");
+  TU_CONTAINS(err, "exceeds max_bytes 1.0 GiB");
   check_good(d2);
   stoke__decoder_destroy(d2);
   free(bad);
@@ -820,8 +811,8 @@ static void test_huge_header(void **state) {
   check_good(d);
   free(bad);
 
-  CHECK(cnt.largest <= (size_t)1 << 20, "largest allocation %zu bytes",
-        cnt.largest);
+  TU_CHECK(cnt.largest <= (size_t)1 << 20, "largest allocation %zu bytes",
+           cnt.largest);
   stoke__decoder_destroy(d);
   assert_int_equal(cnt.live, 0);
 }
@@ -836,10 +827,10 @@ static void test_max_bytes(void **state) {
   stoke__decoder *d = new_decoder(&o);
   stoke__image img;
   DECODE_RC(d, fx.jpg, fx.jpg_n, NULL, &img, STOKE_EFORMAT);
-  CONTAINS(err, "image 333x257: decoding 257 rows of 999 bytes exceeds "
+  TU_CONTAINS(err, "image 333x257: decoding 257 rows of 999 bytes exceeds "
                 "max_bytes 64.0 KiB");
   DECODE_RC(d, fx.png, fx.png_n, NULL, &img, STOKE_EFORMAT);
-  CONTAINS(err, "exceeds max_bytes");
+  TU_CONTAINS(err, "exceeds max_bytes");
   stoke__decode_req r = {100, 100, 40, 40, 0, 0, false};
   DECODE_RC(d, fx.jpg, fx.jpg_n, &r, &img, 0);
   check_window(&img, fx.ref[1], fx.ref_w[1], fx.ref_h[1]);
@@ -882,7 +873,7 @@ static void test_enomem(void **state) {
   cnt.fail_at = cnt.n_calls + 1;
   stoke__image img;
   DECODE_RC(d, fx.jpg, fx.jpg_n, NULL, &img, STOKE_ENOMEM);
-  CONTAINS(err, "out of memory");
+  TU_CONTAINS(err, "out of memory");
   cnt.fail_at = cnt.n_calls + 1;
   DECODE_RC(d, fx.png, fx.png_n, NULL, &img, STOKE_ENOMEM);
   check_good(d);
@@ -956,8 +947,8 @@ static void test_threads(void **state) {
   }
   for (unsigned i = 0; i < 4; i++) {
     assert_int_equal(pthread_join(w[i].th, NULL), 0);
-    CHECK(w[i].bad == 0, "worker %u: %d bad decodes (last message \"%s\")",
-          i, w[i].bad, w[i].msg);
+    TU_CHECK(w[i].bad == 0, "worker %u: %d bad decodes (last message \"%s\")",
+             i, w[i].bad, w[i].msg);
   }
 }
 
