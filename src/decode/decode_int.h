@@ -65,8 +65,7 @@ void stoke__jpeg_rst_box_for(const stoke__jpeg_rst *L, uint32_t x0,
                              uint32_t y0, uint32_t x1, uint32_t y1,
                              stoke__jpeg_rst_box *box);
 /* Bytes stoke__jpeg_rst_cut may write for box. */
-size_t stoke__jpeg_rst_cut_bound(const stoke__jpeg_rst *L, size_t n,
-                                 const stoke__jpeg_rst_box *box);
+size_t stoke__jpeg_rst_cut_bound(size_t n, const stoke__jpeg_rst_box *box);
 /* Write the JPEG of just box into out[0..cap) (cap >= the bound); false
 ** when the entropy data does not have the markers the header promises. */
 bool stoke__jpeg_rst_cut(const stoke__jpeg_rst *L, const uint8_t *data,

@@ -400,8 +400,9 @@ static bool decode_cut(stoke__decoder *d, const uint8_t *data, size_t n,
   if (!d->opts.restart_cuts || req->w == 0 || req->h == 0 ||
       !stoke__jpeg_rst_parse(data, n, &L))
     return false;
-  if (req->x >= L.width || req->y >= L.height || req->w > L.width - req->x ||
-      req->h > L.height - req->y)
+  uint32_t cx, cy, cw, ch; /* a bad box is the ordinary path's to report */
+  if (stoke__decode_crop_box(req, L.width, L.height, &cx, &cy, &cw, &ch, NULL,
+                             0) != 0)
     return false;
   /* A margin of one scaled pixel round the crop, for trim_inner_edges. */
   unsigned s = stoke__decode_pick_scale(req->w, req->h, req->out_w,
@@ -413,7 +414,7 @@ static bool decode_cut(stoke__decoder *d, const uint8_t *data, size_t n,
   stoke__jpeg_rst_box_for(&L, x0, y0, x1, y1, &b);
   if (b.w == L.width && b.h == L.height) return false;
   size_t cut_n;
-  if (!reserve_cut(d, stoke__jpeg_rst_cut_bound(&L, n, &b)) ||
+  if (!reserve_cut(d, stoke__jpeg_rst_cut_bound(n, &b)) ||
       !stoke__jpeg_rst_cut(&L, data, n, &b, d->cut, d->cut_cap, &cut_n))
     return false;
 

@@ -114,7 +114,7 @@ bool stoke__jpeg_rst_cut(const stoke__jpeg_rst *L, const uint8_t *p,
   uint32_t first = box->seg_y0 * L->segs_x;
   uint32_t last = (box->seg_y1 - 1) * L->segs_x + box->seg_x1 - 1;
   uint32_t per_row = box->seg_x1 - box->seg_x0;
-  if (cap < stoke__jpeg_rst_cut_bound(L, n, box)) return false;
+  if (cap < stoke__jpeg_rst_cut_bound(n, box)) return false;
 
   memcpy(out, p, L->scan_at);
   uint32_t h = STOKE__MIN(box->seg_y1 * L->mcu_h, L->height) -
@@ -156,12 +156,10 @@ bool stoke__jpeg_rst_cut(const stoke__jpeg_rst *L, const uint8_t *p,
   return true;
 }
 
-size_t stoke__jpeg_rst_cut_bound(const stoke__jpeg_rst *L, size_t n,
-                                 const stoke__jpeg_rst_box *box) {
+size_t stoke__jpeg_rst_cut_bound(size_t n, const stoke__jpeg_rst_box *box) {
   size_t segs = (size_t)(box->seg_x1 - box->seg_x0) *
                 (box->seg_y1 - box->seg_y0);
-  (void)L;
-  return n + 2 * segs + 2;
+  return n + 2 * segs + 2; /* the file at most, a marker each, an EOI */
 }
 
 void stoke__jpeg_rst_box_for(const stoke__jpeg_rst *L, uint32_t x0,
