@@ -105,6 +105,8 @@ int cli_parse_duration(const char *what, const char *s,
 /* A byte count: "8GiB", "512MiB", "100MB", "4096"; K, M, G, T alone are
 ** binary, KB, MB, ... decimal. */
 int cli_parse_bytes(const char *what, const char *s, uint64_t *out);
+/* "812 B", "1.5 KiB", "3.2 GiB": binary units, one decimal. */
+void cli_format_bytes(char *buf, size_t n, uint64_t b);
 /* A shape "3x32x32": 1..STOKE_MAX_DIMS positive extents. */
 int cli_parse_shape(const char *what, const char *s, int *ndim,
                     int64_t shape[STOKE_MAX_DIMS]);

@@ -126,20 +126,6 @@ static void fmt_in(char *buf, size_t n, uint64_t b, unit u) {
   snprintf(buf, n, "%.2f %s", (double)b / u.div, u.name);
 }
 
-static void fmt_bytes(char *buf, size_t n, uint64_t b) {
-  static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = (double)b;
-  int u = 0;
-  while (v >= 1024 && u < 4) {
-    v /= 1024;
-    u++;
-  }
-  if (u == 0)
-    snprintf(buf, n, "%llu B", (unsigned long long)b);
-  else
-    snprintf(buf, n, "%.1f %s", v, units[u]);
-}
-
 /* Microbatches shown: 1, 2, 4, ... below max, max, and max + 1. */
 static size_t table_rows(uint64_t max, uint64_t *rows, size_t cap) {
   size_t n = 0;
@@ -219,7 +205,7 @@ static cJSON *device_json(const stoke_device_ledger *d) {
 static void host_row(FILE *f, const char *what, const char *each,
                      uint64_t total, const char *note) {
   char b[32];
-  fmt_bytes(b, sizeof b, total);
+  cli_format_bytes(b, sizeof b, total);
   fprintf(f, "  %-16s %-16s %11s%s%s\n", what, each, b, note ? "  " : "",
           note ? note : "");
 }
@@ -230,15 +216,15 @@ static void print_host(FILE *f, const stoke_host_ledger *g,
   fprintf(f, "host ledger: %s, batch %zu, %u worker%s, prefetch %u\n",
           source, batch, g->n_workers, g->n_workers == 1 ? "" : "s",
           prefetch);
-  fmt_bytes(a, sizeof a, g->batch_bytes);
+  cli_format_bytes(a, sizeof a, g->batch_bytes);
   snprintf(each, sizeof each, "%zu x %s", g->n_slots, a);
-  fmt_bytes(a, sizeof a, g->sample_bytes);
+  cli_format_bytes(a, sizeof a, g->sample_bytes);
   snprintf(note, sizeof note, "prefetch %u + 1 slots; %s a sample",
            prefetch, a);
   host_row(f, "batch slots", each, g->slots_bytes, note);
   host_row(f, "epoch order", "", g->order_bytes, NULL);
   unsigned nw = g->n_workers ? g->n_workers : 1;
-  fmt_bytes(a, sizeof a, g->workers_bytes / nw);
+  cli_format_bytes(a, sizeof a, g->workers_bytes / nw);
   snprintf(each, sizeof each, "%u x %s", nw, a);
   host_row(f, "worker state", each, g->workers_bytes,
            g->n_workers ? NULL : "0 workers: the consumer's thread");

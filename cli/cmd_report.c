@@ -192,20 +192,10 @@ static void escf(FILE *f, const char *fmt, ...) {
 }
 
 static void fmt_bytes(char *buf, size_t n, double b) {
-  static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  size_t u = 0;
-  if (!isfinite(b) || b < 0) {
+  if (!isfinite(b) || b < 0 || b >= 1.8e19) /* JSON: anything; u64 below */
     snprintf(buf, n, "-");
-    return;
-  }
-  while (b >= 1024 && u + 1 < sizeof units / sizeof units[0]) {
-    b /= 1024;
-    u++;
-  }
-  if (u == 0)
-    snprintf(buf, n, "%.0f B", b);
   else
-    snprintf(buf, n, "%.1f %s", b, units[u]);
+    cli_format_bytes(buf, n, (uint64_t)b);
 }
 
 static void fmt_time(char *buf, size_t n, time_t t) {

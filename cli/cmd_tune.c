@@ -240,20 +240,6 @@ static void close_line(tune_ctx *t) {
 
 /* ---- reports ------------------------------------------------------------- */
 
-static void fmt_bytes(char *buf, size_t n, uint64_t b) {
-  static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = (double)b;
-  int u = 0;
-  while (v >= 1024 && u < 4) {
-    v /= 1024;
-    u++;
-  }
-  if (u == 0)
-    snprintf(buf, n, "%llu B", (unsigned long long)b);
-  else
-    snprintf(buf, n, "%.1f %s", v, units[u]);
-}
-
 static const char *status_name(int s) {
   switch (s) {
   case STOKE_TUNE_MEASURED:
@@ -310,7 +296,7 @@ static void print_table(FILE *f, stoke_tune_point *const *rows, size_t n,
   for (size_t i = 0; i < n; i++) {
     const stoke_tune_point *p = rows[i];
     char bytes[32];
-    fmt_bytes(bytes, sizeof bytes, p->host_bytes);
+    cli_format_bytes(bytes, sizeof bytes, p->host_bytes);
     fprintf(f, "%7u  %8u  %5zu  ", p->n_workers, p->prefetch, p->batch_size);
     if (p->status == STOKE_TUNE_MEASURED)
       fprintf(f, "%10.1f  %6.1f%%  %6.1f%%  %-9s", p->samples_per_s,
@@ -786,7 +772,7 @@ int cmd_tune(int argc, char **argv) {
     cli_fmt_synthetic(&synth, src_text, sizeof src_text);
   cli_fmt_compute(t.compute_kind, t.compute_ns, step, sizeof step);
   if (tc.base.mem_budget_bytes)
-    fmt_bytes(budget, sizeof budget, tc.base.mem_budget_bytes);
+    cli_format_bytes(budget, sizeof budget, tc.base.mem_budget_bytes);
   snprintf(subtitle, sizeof subtitle,
            "%s%s x %zu samples, step %s, %zu of %zu points measured",
            data ? "" : "synthetic ", src_text, n_source, step, n_measured, n);

@@ -363,3 +363,17 @@ void cli_fmt_shape(int ndim, const int64_t *shape, char *buf, size_t n) {
     used += (size_t)w;
   }
 }
+
+void cli_format_bytes(char *buf, size_t n, uint64_t b) {
+  static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = (double)b;
+  size_t u = 0;
+  while (v >= 1024 && u + 1 < sizeof units / sizeof units[0]) {
+    v /= 1024;
+    u++;
+  }
+  if (u == 0)
+    snprintf(buf, n, "%llu B", (unsigned long long)b);
+  else
+    snprintf(buf, n, "%.1f %s", v, units[u]);
+}

@@ -411,17 +411,9 @@ void cli_print_epochs(FILE *f, const cli_run_result *res) {
 }
 
 static void print_bytes(FILE *f, uint64_t b) {
-  static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = (double)b;
-  int u = 0;
-  while (v >= 1024 && u < 4) {
-    v /= 1024;
-    u++;
-  }
-  if (u == 0)
-    fprintf(f, "%llu B", (unsigned long long)b);
-  else
-    fprintf(f, "%.1f %s", v, units[u]);
+  char s[32];
+  cli_format_bytes(s, sizeof s, b);
+  fputs(s, f);
 }
 
 /* A stage duration in the unit that reads best. */
