@@ -190,12 +190,13 @@ void cli_fmt_compute(int kind, int64_t ns, char *buf, size_t n);
 ** cli_run does between next() and release; shared with tune. */
 void cli_consumer_step(int kind, int64_t ns);
 
-/* The source, loader and consumer options of bench, shared by commands
-** that run a loader (cmd_profile.c).  A command copies cli_run_opts
-** (NULL-terminated) in front of its own options, numbering its own from
-** CLI_RUN_OPT_LAST, and hands every id it does not know to
+/* The source, loader, consumer and output (--json, --trace, --quiet)
+** options of bench, shared by commands that run a loader (cmd_profile.c).
+** A command copies cli_run_opts (NULL-terminated) in front of its own
+** options, numbering its own from CLI_RUN_OPT_LAST, and hands every id it
+** does not know, positional arguments (the dataset) included, to
 ** cli_run_args_apply. */
-#define CLI_RUN_OPT_LAST 22
+#define CLI_RUN_OPT_LAST 25
 extern const cli_opt cli_run_opts[];
 
 /* The source of bench, profile, tune and budget: the image dataset `data`
@@ -214,6 +215,8 @@ typedef struct cli_run_args {
   int have_source, warmup;  /* have_source: --synthetic given */
   unsigned rank, world;
   const char *default_transform; /* to tell whether --transform was given */
+  const char *json_path;    /* --json, or NULL */
+  int quiet;                /* --quiet */
 } cli_run_args;
 
 /* A positional argument: the dataset.  0, or -1 after a usage message. */
@@ -222,8 +225,9 @@ int cli_run_args_data(cli_run_args *a, const char *path);
 /* Defaults (RANK and WORLD_SIZE from the environment).  0, or -1 after a
 ** usage message. */
 int cli_run_args_init(cli_run_args *a);
-/* Apply option `id` with flag text `flag` and value `value`: 0 done, -1
-** after a usage message, 1 when id is not a run option. */
+/* Apply option `id` (or CLI_OPT_ARG: the dataset) with flag text `flag`
+** and value `value`: 0 done, -1 after a usage message, 1 when id is not a
+** run option. */
 int cli_run_args_apply(cli_run_args *a, int id, const char *flag,
                        const char *value);
 /* Checks across options; fills rank, world and warm-up into spec.cfg.  0,

@@ -59,14 +59,10 @@ const char cmd_bench_usage[] =
     "                         table then goes to stderr)\n"
     "  -q, --quiet            no table\n";
 
-/* The source, loader and consumer options are the shared cli_run_opts
-** (cmd_profile.c); bench adds its report options. */
-enum { O_JSON = CLI_RUN_OPT_LAST, O_TRACE, O_QUIET, O_HELP };
+/* Every option but --help is one of the shared cli_run_opts. */
+enum { O_HELP = CLI_RUN_OPT_LAST };
 
-static const cli_opt bench_own_opts[] = {{"json", 0, 1, O_JSON},
-                                         {"trace", 0, 1, O_TRACE},
-                                         {"quiet", 'q', 0, O_QUIET},
-                                         {"help", 'h', 0, O_HELP},
+static const cli_opt bench_own_opts[] = {{"help", 'h', 0, O_HELP},
                                          {NULL, 0, 0, 0}};
 
 #define N_RUN_OPTS (CLI_RUN_OPT_LAST - 1) /* ids 1 .. CLI_RUN_OPT_LAST - 1 */
@@ -80,9 +76,6 @@ int cmd_bench(int argc, char **argv) {
   cli_run_args args;
   if (cli_run_args_init(&args))
     return CLI_USAGE;
-  int quiet = 0;
-  const char *json_path = NULL;
-
   cli_parser p;
   cli_parser_init(&p, argc, argv, "bench");
   const char *v;
@@ -93,22 +86,9 @@ int cmd_bench(int argc, char **argv) {
     switch (id) {
     case CLI_OPT_ERROR:
       return CLI_USAGE;
-    case CLI_OPT_ARG:
-      if (cli_run_args_data(&args, v) != 0)
-        return CLI_USAGE;
-      break;
     case O_HELP:
       fputs(cmd_bench_usage, stdout);
       return CLI_OK;
-    case O_JSON:
-      json_path = v;
-      break;
-    case O_TRACE:
-      args.spec.trace_path = v;
-      break;
-    case O_QUIET:
-      quiet = 1;
-      break;
     default:
       bad = cli_run_args_apply(&args, id, f, v) != 0;
     }
@@ -118,6 +98,7 @@ int cmd_bench(int argc, char **argv) {
   if (cli_run_args_finish(&args, "bench"))
     return CLI_USAGE;
   const cli_run_spec *spec = &args.spec;
+  const char *json_path = args.json_path;
 
   FILE *json;
   cli_run_result res;
@@ -125,7 +106,7 @@ int cmd_bench(int argc, char **argv) {
   if (rc != CLI_OK)
     return rc;
   FILE *table = json == stdout ? stderr : stdout;
-  if (!quiet) {
+  if (!args.quiet) {
     cli_print_report(table, "bench", spec, &res);
   }
   if (json) {

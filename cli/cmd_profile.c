@@ -51,20 +51,14 @@ enum {
   O_CORES = CLI_RUN_OPT_LAST,
   O_WHATIF_W,
   O_WHATIF_K,
-  O_JSON,
-  O_QUIET,
-  O_HELP,
-  O_TRACE
+  O_HELP
 };
 
 static const cli_opt profile_own_opts[] = {
     {"cores", 0, 1, O_CORES},
     {"what-if-workers", 0, 1, O_WHATIF_W},
     {"what-if-prefetch", 0, 1, O_WHATIF_K},
-    {"json", 0, 1, O_JSON},
-    {"quiet", 'q', 0, O_QUIET},
     {"help", 'h', 0, O_HELP},
-    {"trace", 0, 1, O_TRACE},
     {NULL, 0, 0, 0}};
 
 #define N_RUN_OPTS (CLI_RUN_OPT_LAST - 1) /* ids 1 .. CLI_RUN_OPT_LAST - 1 */
@@ -408,8 +402,7 @@ int cmd_profile(int argc, char **argv) {
   if (cli_run_args_init(&args))
     return CLI_USAGE;
   unsigned cores = 0;
-  int quiet = 0, have_ws = 0, have_ks = 0;
-  const char *json_path = NULL;
+  int have_ws = 0, have_ks = 0;
   static profile pr; /* the what-if table is large for a stack */
   memset(&pr, 0, sizeof(pr));
 
@@ -423,10 +416,6 @@ int cmd_profile(int argc, char **argv) {
     switch (id) {
     case CLI_OPT_ERROR:
       return CLI_USAGE;
-    case CLI_OPT_ARG:
-      if (cli_run_args_data(&args, v) != 0)
-        return CLI_USAGE;
-      break;
     case O_HELP:
       fputs(cmd_profile_usage, stdout);
       return CLI_OK;
@@ -441,15 +430,6 @@ int cmd_profile(int argc, char **argv) {
       bad = parse_list(f, v, 1, &pr.ks);
       have_ks = 1;
       break;
-    case O_JSON:
-      json_path = v;
-      break;
-    case O_QUIET:
-      quiet = 1;
-      break;
-    case O_TRACE:
-      args.spec.trace_path = v;
-      break;
     default:
       bad = cli_run_args_apply(&args, id, f, v) != 0;
     }
@@ -459,6 +439,7 @@ int cmd_profile(int argc, char **argv) {
   if (cli_run_args_finish(&args, "profile"))
     return CLI_USAGE;
   const cli_run_spec *spec = &args.spec;
+  const char *json_path = args.json_path;
 
   FILE *json;
   cli_run_result res;
@@ -493,7 +474,7 @@ int cmd_profile(int argc, char **argv) {
     return CLI_ERROR;
   }
 
-  if (!quiet) {
+  if (!args.quiet) {
     cli_print_report(out, "profile", spec, &res);
     print_profile(out, &res, &pr);
   }

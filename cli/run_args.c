@@ -30,6 +30,9 @@ enum {
   RO_NO_WARMUP,
   RO_COMPUTE,
   RO_TRANSFORM,
+  RO_JSON,
+  RO_TRACE,
+  RO_QUIET,
   RO_LAST /* commands number their own options from here */
 };
 _Static_assert(RO_LAST == CLI_RUN_OPT_LAST, "cli.h: CLI_RUN_OPT_LAST");
@@ -56,6 +59,9 @@ const cli_opt cli_run_opts[] = {{"synthetic", 0, 1, RO_SYNTHETIC},
                                 {"no-warmup", 0, 0, RO_NO_WARMUP},
                                 {"compute", 0, 1, RO_COMPUTE},
                                 {"transform", 0, 1, RO_TRANSFORM},
+                                {"json", 0, 1, RO_JSON},
+                                {"trace", 0, 1, RO_TRACE},
+                                {"quiet", 'q', 0, RO_QUIET},
                                 {NULL, 0, 0, 0}};
 
 static int env_default(const char *var, unsigned lo, unsigned *out) {
@@ -86,6 +92,17 @@ int cli_run_args_apply(cli_run_args *a, int id, const char *f,
                        const char *v) {
   cli_run_spec *spec = &a->spec;
   switch (id) {
+  case CLI_OPT_ARG:
+    return cli_run_args_data(a, v);
+  case RO_JSON:
+    a->json_path = v;
+    return 0;
+  case RO_TRACE:
+    spec->trace_path = v;
+    return 0;
+  case RO_QUIET:
+    a->quiet = 1;
+    return 0;
   case RO_SYNTHETIC:
     a->have_source = 1;
     return cli_parse_synthetic(f, v, &spec->synth);
