@@ -37,8 +37,8 @@ void rc_escape(FILE *f, const char *s) {
 
 static double clean(double v) { return isfinite(v) && v > 0 ? v : 0; }
 
-static void text(FILE *f, double x, double y, const char *anchor,
-                 const char *extra, const char *s) {
+void rc_text(FILE *f, double x, double y, const char *anchor,
+             const char *extra, const char *s) {
   fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\"%s%s>", x, y,
           anchor, extra ? " " : "", extra ? extra : "");
   rc_escape(f, s);
@@ -55,7 +55,7 @@ static void open_svg(FILE *f, double h, const char *title) {
   fputs("</title>\n", f);
   fprintf(f, "<rect x=\"0\" y=\"0\" width=\"%.0f\" height=\"%.0f\" "
              "fill=\"#ffffff\"/>\n", W, h);
-  text(f, 12, 22, "start", "font-size=\"15\" font-weight=\"bold\"", title);
+  rc_text(f, 12, 22, "start", "font-size=\"15\" font-weight=\"bold\"", title);
 }
 
 /* A "nice" axis maximum and step for values up to v (1, 2, 2.5, 5 x 10^k),
@@ -106,13 +106,13 @@ static void x_axis(FILE *f, double x0, double pw, double y0, double y1,
   for (int i = 0; i <= n; i++) {
     double x = x0 + pw * (i * step) / max;
     snprintf(buf, sizeof buf, "%.6g", i * step);
-    text(f, x, y1 + 17, "middle", NULL, buf);
+    rc_text(f, x, y1 + 17, "middle", NULL, buf);
   }
   fputs("</g>\n", f);
   fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
              "stroke=\"#333333\"/>\n",
           x0, y1, x0 + pw, y1);
-  text(f, x0 + pw / 2, y1 + 36, "middle", NULL, label);
+  rc_text(f, x0 + pw / 2, y1 + 36, "middle", NULL, label);
 }
 
 static void legend_box(FILE *f, double x, double y, const char *color,
@@ -120,7 +120,7 @@ static void legend_box(FILE *f, double x, double y, const char *color,
   fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"14\" "
              "fill=\"%s\"%s%s/>\n",
           x, y - 11, color, extra ? " " : "", extra ? extra : "");
-  text(f, x + 20, y, "start", NULL, label);
+  rc_text(f, x + 20, y, "start", NULL, label);
 }
 
 int rc_write_bars(FILE *f, const rc_bars *c) {
@@ -155,7 +155,7 @@ int rc_write_bars(FILE *f, const rc_bars *c) {
     const rc_row *row = &c->rows[r];
     double y = top + row_h * (double)r;
     double cy = y + row_h / 2;
-    text(f, left - 8, cy + 4, "end",
+    rc_text(f, left - 8, cy + 4, "end",
          row->faded ? "fill=\"#666666\" font-style=\"italic\"" : NULL,
          row->label);
     fprintf(f, "<g%s>\n", row->faded ? " opacity=\"0.45\"" : "");
@@ -176,13 +176,13 @@ int rc_write_bars(FILE *f, const rc_bars *c) {
                 left, by, w, bar_h, col);
         if (v > 0 || !row->faded) {
           fmt_val(buf, sizeof buf, v, c->unit);
-          text(f, left + w + 5, by + 9, "start", "font-size=\"11\"", buf);
+          rc_text(f, left + w + 5, by + 9, "start", "font-size=\"11\"", buf);
         }
       }
     }
     fputs("</g>\n", f);
     if (c->stacked && row->note)
-      text(f, left + pw + 10, cy + 4, "start",
+      rc_text(f, left + pw + 10, cy + 4, "start",
            row->faded ? "fill=\"#666666\"" : NULL, row->note);
   }
 
@@ -193,7 +193,7 @@ int rc_write_bars(FILE *f, const rc_bars *c) {
     lx += 40 + 7.5 * (double)strlen(c->seg_labels[s]);
   }
   if (c->faded_label)
-    text(f, lx, ly, "start", "fill=\"#666666\" font-style=\"italic\"",
+    rc_text(f, lx, ly, "start", "fill=\"#666666\" font-style=\"italic\"",
          c->faded_label);
   fputs("</svg>\n", f);
   return ferror(f) ? -1 : 0;
@@ -269,12 +269,12 @@ int rc_write_strip(FILE *f, const rc_strip *c) {
   double ly = strip_y + strip_h + 8 + 58;
   legend_box(f, left, ly, "#56B4E9", "fill-opacity=\"0.5\" stroke=\"#0072B2\"",
              "box: p50 to p95");
-  text(f, left + 150, ly, "start", NULL, "whisker: p95 to p99");
-  text(f, left + 310, ly, "start", NULL, "grey line: 0 to max");
+  rc_text(f, left + 150, ly, "start", NULL, "whisker: p95 to p99");
+  rc_text(f, left + 310, ly, "start", NULL, "grey line: 0 to max");
   if (isfinite(c->mean)) {
     fmt_val(val, sizeof val, c->mean, c->unit);
     snprintf(buf, sizeof buf, "green dashes: mean %s", val);
-    text(f, left + 470, ly, "start", "fill=\"#009E73\"", buf);
+    rc_text(f, left + 470, ly, "start", "fill=\"#009E73\"", buf);
   }
 #undef SX
   fputs("</svg>\n", f);
@@ -306,7 +306,7 @@ int rc_write_hist(FILE *f, const rc_hist *c) {
   for (int i = 0; i <= nt; i++) {
     double y = top + ph - ph * (i * step) / max;
     snprintf(buf, sizeof buf, "%.6g", i * step);
-    text(f, left - 6, y + 4, "end", NULL, buf);
+    rc_text(f, left - 6, y + 4, "end", NULL, buf);
   }
   fputs("</g>\n", f);
   fprintf(f, "<text x=\"0\" y=\"0\" text-anchor=\"middle\" "
@@ -331,12 +331,12 @@ int rc_write_hist(FILE *f, const rc_hist *c) {
   for (size_t i = 0; i <= c->n && c->n; i += every) {
     double edge = i < c->n ? c->lo[i] : c->hi[c->n - 1];
     snprintf(buf, sizeof buf, "%.3g", clean(edge));
-    text(f, left + bw * (double)i, top + ph + 16, "middle", NULL, buf);
+    rc_text(f, left + bw * (double)i, top + ph + 16, "middle", NULL, buf);
   }
   fputs("</g>\n", f);
   snprintf(buf, sizeof buf, "wait per step (%s)",
            c->unit ? c->unit : "");
-  text(f, left + pw / 2, top + ph + 38, "middle", NULL, buf);
+  rc_text(f, left + pw / 2, top + ph + 38, "middle", NULL, buf);
   /* Percentiles: a dashed line inside its bucket, label rows above. */
   struct {
     const char *name;

@@ -29,6 +29,10 @@ const char *rc_color(int c);
 /* Write s escaped for HTML or XML text and attribute values (&, <, >, ",
 ** '); control characters other than tab and newline are dropped. */
 void rc_escape(FILE *f, const char *s);
+/* <text> at (x, y) with text-anchor `anchor`, extra attributes (or NULL)
+** and the escaped string s. */
+void rc_text(FILE *f, double x, double y, const char *anchor,
+             const char *extra, const char *s);
 
 typedef struct rc_row {
   const char *label; /* left of the bar */

@@ -5,6 +5,7 @@
 ** browser, an image viewer or a notebook and parses as XML.  Layout is in
 ** fixed user units (a 760 x 460 viewBox) and scales with the viewer. */
 #include "svg.h"
+#include "report_chart.h" /* rc_escape, rc_text */
 
 #include <math.h>
 #include <string.h>
@@ -20,29 +21,6 @@ static const char *const palette[] = {"#1f77b4", "#d62728", "#2ca02c",
                                       "#9467bd", "#ff7f0e", "#17becf",
                                       "#8c564b", "#e377c2"};
 #define N_PALETTE (sizeof(palette) / sizeof(palette[0]))
-
-static void text_escaped(FILE *f, const char *s) {
-  for (; s && *s; s++) {
-    switch (*s) {
-    case '&': fputs("&amp;", f); break;
-    case '<': fputs("&lt;", f); break;
-    case '>': fputs("&gt;", f); break;
-    case '"': fputs("&quot;", f); break;
-    case '\'': fputs("&apos;", f); break;
-    default:
-      /* Control characters are not allowed in XML 1.0. */
-      if ((unsigned char)*s >= 0x20 || *s == '\t' || *s == '\n') fputc(*s, f);
-    }
-  }
-}
-
-static void text(FILE *f, double x, double y, const char *anchor,
-                 const char *extra, const char *s) {
-  fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\"%s%s>", x, y,
-          anchor, extra ? " " : "", extra ? extra : "");
-  text_escaped(f, s);
-  fputs("</text>\n", f);
-}
 
 /* A "nice" axis maximum and step for values up to v (1, 2, 2.5, 5 x 10^k). */
 static void nice_axis(double v, double *max, double *step) {
@@ -94,14 +72,14 @@ int svg_write_chart(FILE *f, const svg_chart *c) {
              "font-family=\"sans-serif\" font-size=\"12\">\n",
           W, H, W, H);
   fputs("<title>", f);
-  text_escaped(f, c->title);
+  rc_escape(f, c->title);
   fputs("</title>\n", f);
   fprintf(f, "<rect x=\"0\" y=\"0\" width=\"%.0f\" height=\"%.0f\" "
              "fill=\"#ffffff\"/>\n", W, H);
-  text(f, W / 2, 24, "middle", "font-size=\"16\" font-weight=\"bold\"",
+  rc_text(f, W / 2, 24, "middle", "font-size=\"16\" font-weight=\"bold\"",
        c->title);
   if (c->subtitle)
-    text(f, W / 2, 44, "middle", "fill=\"#555555\"", c->subtitle);
+    rc_text(f, W / 2, 44, "middle", "fill=\"#555555\"", c->subtitle);
 
   /* Grid and left axis ticks. */
   char buf[64];
@@ -112,16 +90,16 @@ int svg_write_chart(FILE *f, const svg_chart *c) {
   fputs("</g>\n<g fill=\"#333333\">\n", f);
   for (double v = 0; v <= ymax * 1.0001; v += ystep) {
     fmt_tick(buf, sizeof buf, v);
-    text(f, LEFT - 8, PY(v) + 4, "end", NULL, buf);
+    rc_text(f, LEFT - 8, PY(v) + 4, "end", NULL, buf);
   }
   if (c->y2_label)
     for (int i = 0; i <= 4; i++) {
       double v = y2max * i / 4.0;
       snprintf(buf, sizeof buf, "%g%%", v);
-      text(f, LEFT + pw + 8, PY2(v) + 4, "start", NULL, buf);
+      rc_text(f, LEFT + pw + 8, PY2(v) + 4, "start", NULL, buf);
     }
   for (size_t i = 0; i < c->n_x; i++)
-    text(f, PX(i), TOP + ph + 18, "middle", NULL, c->x_ticks[i]);
+    rc_text(f, PX(i), TOP + ph + 18, "middle", NULL, c->x_ticks[i]);
   fputs("</g>\n", f);
   /* Axes and their labels. */
   fprintf(f, "<g stroke=\"#333333\" stroke-width=\"1\" fill=\"none\">\n"
@@ -132,17 +110,17 @@ int svg_write_chart(FILE *f, const svg_chart *c) {
     fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n",
             LEFT + pw, TOP, LEFT + pw, TOP + ph);
   fputs("</g>\n", f);
-  text(f, LEFT + pw / 2, TOP + ph + 40, "middle", NULL, c->x_label);
+  rc_text(f, LEFT + pw / 2, TOP + ph + 40, "middle", NULL, c->x_label);
   fprintf(f, "<text x=\"0\" y=\"0\" text-anchor=\"middle\" "
              "transform=\"translate(%.1f %.1f) rotate(-90)\">",
           18.0, TOP + ph / 2);
-  text_escaped(f, c->y_label);
+  rc_escape(f, c->y_label);
   fputs("</text>\n", f);
   if (c->y2_label) {
     fprintf(f, "<text x=\"0\" y=\"0\" text-anchor=\"middle\" "
                "transform=\"translate(%.1f %.1f) rotate(90)\">",
             W - 18.0, TOP + ph / 2);
-    text_escaped(f, c->y2_label);
+    rc_escape(f, c->y2_label);
     fputs("</text>\n", f);
   }
 
@@ -183,7 +161,7 @@ int svg_write_chart(FILE *f, const svg_chart *c) {
     const char *anchor = c->mark_x + 1 == c->n_x && c->n_x > 1 ? "end"
                          : c->mark_x == 0                      ? "start"
                                                                : "middle";
-    text(f, x, ty, anchor, "font-weight=\"bold\"", c->mark_label);
+    rc_text(f, x, ty, anchor, "font-weight=\"bold\"", c->mark_label);
   }
 
   /* Legend under the plot, two to a row: a family's solid and dashed
@@ -198,7 +176,7 @@ int svg_write_chart(FILE *f, const svg_chart *c) {
                "stroke=\"%s\" stroke-width=\"2\"%s/>\n",
             lx, yy - 4, lx + 24, yy - 4, col,
             se->dashed ? " stroke-dasharray=\"6 4\"" : "");
-    text(f, lx + 30, yy, "start", NULL, se->label);
+    rc_text(f, lx + 30, yy, "start", NULL, se->label);
   }
   fputs("</svg>\n", f);
 #undef PX
