@@ -156,8 +156,8 @@ int rc_write_bars(FILE *f, const rc_bars *c) {
     double y = top + row_h * (double)r;
     double cy = y + row_h / 2;
     rc_text(f, left - 8, cy + 4, "end",
-         row->faded ? "fill=\"#666666\" font-style=\"italic\"" : NULL,
-         row->label);
+            row->faded ? "fill=\"#666666\" font-style=\"italic\"" : NULL,
+            row->label);
     fprintf(f, "<g%s>\n", row->faded ? " opacity=\"0.45\"" : "");
     double x = left;
     for (size_t s = 0; s < c->n_seg; s++) {
@@ -183,7 +183,7 @@ int rc_write_bars(FILE *f, const rc_bars *c) {
     fputs("</g>\n", f);
     if (c->stacked && row->note)
       rc_text(f, left + pw + 10, cy + 4, "start",
-           row->faded ? "fill=\"#666666\"" : NULL, row->note);
+              row->faded ? "fill=\"#666666\"" : NULL, row->note);
   }
 
   /* Legend under the axis label. */
@@ -194,7 +194,7 @@ int rc_write_bars(FILE *f, const rc_bars *c) {
   }
   if (c->faded_label)
     rc_text(f, lx, ly, "start", "fill=\"#666666\" font-style=\"italic\"",
-         c->faded_label);
+            c->faded_label);
   fputs("</svg>\n", f);
   return ferror(f) ? -1 : 0;
 }

@@ -77,7 +77,7 @@ int svg_write_chart(FILE *f, const svg_chart *c) {
   fprintf(f, "<rect x=\"0\" y=\"0\" width=\"%.0f\" height=\"%.0f\" "
              "fill=\"#ffffff\"/>\n", W, H);
   rc_text(f, W / 2, 24, "middle", "font-size=\"16\" font-weight=\"bold\"",
-       c->title);
+          c->title);
   if (c->subtitle)
     rc_text(f, W / 2, 44, "middle", "fill=\"#555555\"", c->subtitle);
 
