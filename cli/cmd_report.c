@@ -943,98 +943,33 @@ static void recolour(char *s) {
       memcpy(p, map[i][1], 7);
 }
 
-typedef struct fam {
-  double batch, prefetch;
-} fam;
-
 static int tune_curve(FILE *f, const input *in) {
   const cJSON *pa = arr(in->root, "points");
   const cJSON *k = obj(in->root, "knee");
-  double ws[64];
-  fam fams[16];
-  size_t nw = 0, nf = 0;
+  size_t n = (size_t)cJSON_GetArraySize(pa), i = 0;
+  svg_tune_point *sp = malloc((n + 1) * sizeof *sp);
+  if (!sp) {
+    cli_error("%s", stoke_strerror(STOKE_ENOMEM));
+    return -1;
+  }
+  size_t n_measured = 0;
   const cJSON *p;
   cJSON_ArrayForEach(p, pa) {
     const char *status = str(p, "status");
-    double w = num(p, "workers"), b = num(p, "batch_size"),
-           pf = num(p, "prefetch");
-    if ((status && strcmp(status, "measured") != 0) ||
-        !isfinite(num(p, "samples_per_s")) || !isfinite(w))
-      continue;
-    size_t j;
-    for (j = 0; j < nw && ws[j] != w; j++)
-      ;
-    if (j == nw && nw < 64)
-      ws[nw++] = w;
-    for (j = 0; j < nf && !(fams[j].batch == b && fams[j].prefetch == pf);
-         j++)
-      ;
-    if (j == nf && nf < 16)
-      fams[nf++] = (fam){b, pf};
+    svg_tune_point *t = &sp[i++];
+    *t = (svg_tune_point){0, num(p, "workers"), num(p, "batch_size"),
+                          num(p, "prefetch"), num(p, "samples_per_s"),
+                          num(p, "wait_ratio")};
+    t->measured = (!status || strcmp(status, "measured") == 0) &&
+                  isfinite(t->samples_per_s) && isfinite(t->workers);
+    n_measured += t->measured;
   }
-  if (!nw || !nf)
+  if (!n_measured) {
+    free(sp);
     return 0;
-  qsort(ws, nw, sizeof *ws, cmp_double);
-  int batch_varies = 0;
-  for (size_t j = 1; j < nf; j++)
-    batch_varies |= fams[j].batch != fams[0].batch;
-  double ys[2 * 16 * 64];
-  char labels[2 * 16][64], ticks[64][16];
-  const char *tickp[64];
-  svg_series series[2 * 16];
-  for (size_t i = 0; i < 2 * nf * nw; i++)
-    ys[i] = NAN;
-  for (size_t w = 0; w < nw; w++) {
-    snprintf(ticks[w], sizeof ticks[w], "%.0f", ws[w]);
-    tickp[w] = ticks[w];
   }
-  int ki = k ? (int)num(k, "index") : -1;
-  int has_mark = 0, idx = 0;
-  size_t mark_x = 0;
-  double mark_y = 0;
-  cJSON_ArrayForEach(p, pa) {
-    const char *status = str(p, "status");
-    double w = num(p, "workers"), b = num(p, "batch_size"),
-           pf = num(p, "prefetch");
-    int this_idx = idx++;
-    if ((status && strcmp(status, "measured") != 0) ||
-        !isfinite(num(p, "samples_per_s")))
-      continue;
-    size_t wi, j;
-    for (wi = 0; wi < nw && ws[wi] != w; wi++)
-      ;
-    for (j = 0; j < nf && !(fams[j].batch == b && fams[j].prefetch == pf);
-         j++)
-      ;
-    if (wi == nw || j == nf)
-      continue;
-    ys[(2 * j) * nw + wi] = num(p, "samples_per_s");
-    ys[(2 * j + 1) * nw + wi] = 100 * num(p, "wait_ratio");
-    if (k && this_idx == ki) {
-      has_mark = 1;
-      mark_x = wi;
-      mark_y = num(p, "samples_per_s");
-    }
-  }
-  for (size_t j = 0; j < nf; j++) {
-    if (batch_varies) {
-      snprintf(labels[2 * j], sizeof labels[0],
-               "samples/s, batch %.0f, prefetch %.0f", fams[j].batch,
-               fams[j].prefetch);
-      snprintf(labels[2 * j + 1], sizeof labels[0],
-               "waiting %%, batch %.0f, prefetch %.0f", fams[j].batch,
-               fams[j].prefetch);
-    } else {
-      snprintf(labels[2 * j], sizeof labels[0], "samples/s, prefetch %.0f",
-               fams[j].prefetch);
-      snprintf(labels[2 * j + 1], sizeof labels[0],
-               "waiting %%, prefetch %.0f", fams[j].prefetch);
-    }
-    series[2 * j] = (svg_series){labels[2 * j], &ys[2 * j * nw], 0, 0,
-                                 (int)j};
-    series[2 * j + 1] = (svg_series){labels[2 * j + 1],
-                                     &ys[(2 * j + 1) * nw], 1, 1, (int)j};
-  }
+  double ki = k ? num(k, "index") : NAN;
+  size_t knee = isfinite(ki) && ki >= 0 ? (size_t)ki : n;
   char mark[128] = "knee";
   if (k && str(k, "flags"))
     snprintf(mark, sizeof mark, "knee: %s", str(k, "flags"));
@@ -1049,29 +984,19 @@ static int tune_curve(FILE *f, const input *in) {
              "synthetic %s x %.0f samples, step %s",
              str(c, "synthetic") ? str(c, "synthetic") : "?",
              num(c, "samples"), str(c, "compute") ? str(c, "compute") : "?");
-  svg_chart ch = {.title = "Throughput and waiting against workers",
-                  .subtitle = subtitle,
-                  .x_label = "worker threads",
-                  .y_label = "samples per second",
-                  .y2_label = "waiting, % of the step (dashed)",
-                  .y2_max = 100,
-                  .x_ticks = tickp,
-                  .n_x = nw,
-                  .series = series,
-                  .n_series = 2 * nf,
-                  .has_mark = has_mark,
-                  .mark_x = mark_x,
-                  .mark_y = mark_y,
-                  .mark_label = mark};
   char *buf = NULL;
   size_t len = 0;
   FILE *m = open_memstream(&buf, &len);
   if (!m) {
+    free(sp);
     cli_error("%s", stoke_strerror(STOKE_ENOMEM));
     return -1;
   }
-  int bad = svg_write_chart(m, &ch) != 0;
+  int bad = svg_write_tune(m, sp, n, knee,
+                           "Throughput and waiting against workers",
+                           subtitle, mark) != 0;
   bad |= fclose(m) != 0;
+  free(sp);
   if (bad || !buf) {
     free(buf);
     cli_error("%s", stoke_strerror(STOKE_ENOMEM));

@@ -381,139 +381,47 @@ static cJSON *knee_json(const stoke_tune_point *pts,
   return o;
 }
 
-/* The plot: one solid throughput line and one dashed wait line per
-** (batch size, prefetch) family, against the worker counts measured. */
+/* The plot (svg_write_tune), the knee labelled with the flags to use. */
 static int write_svg(const char *path, FILE *f, const stoke_tune_point *pts,
                      size_t n, const stoke_tune_knee *k, int have_knee,
                      const char *subtitle) {
-  unsigned ws[MAX_LIST * 4];
-  size_t nw = 0;
-  typedef struct fam {
-    size_t batch;
-    unsigned prefetch;
-  } fam;
-  fam fams[64];
-  size_t nf = 0;
-  for (size_t i = 0; i < n; i++) {
-    const stoke_tune_point *p = &pts[i];
-    if (p->status != STOKE_TUNE_MEASURED)
-      continue;
-    size_t j;
-    for (j = 0; j < nw && ws[j] != p->n_workers; j++)
-      ;
-    if (j == nw && nw < sizeof ws / sizeof ws[0])
-      ws[nw++] = p->n_workers;
-    for (j = 0; j < nf && !(fams[j].batch == p->batch_size &&
-                            fams[j].prefetch == p->prefetch);
-         j++)
-      ;
-    if (j == nf && nf < sizeof fams / sizeof fams[0])
-      fams[nf++] = (fam){p->batch_size, p->prefetch};
-  }
-  /* Worker counts ascending (insertion sort: a handful). */
-  for (size_t i = 1; i < nw; i++)
-    for (size_t j = i; j > 0 && ws[j - 1] > ws[j]; j--) {
-      unsigned t = ws[j];
-      ws[j] = ws[j - 1];
-      ws[j - 1] = t;
-    }
-  int batch_varies = 0;
-  for (size_t j = 1; j < nf; j++)
-    batch_varies |= fams[j].batch != fams[0].batch;
-  double *ys = malloc((2 * nf * nw + 1) * sizeof *ys);
-  char(*labels)[64] = malloc((2 * nf + 1) * sizeof *labels);
-  char(*ticks)[16] = malloc((nw + 1) * sizeof *ticks);
-  const char **tickp = malloc((nw + 1) * sizeof *tickp);
-  svg_series *series = malloc((2 * nf + 1) * sizeof *series);
-  int rc = CLI_ERROR;
-  if (!ys || !labels || !ticks || !tickp || !series) {
+  svg_tune_point *sp = malloc((n + 1) * sizeof *sp);
+  if (!sp) {
     cli_error("%s", stoke_strerror(STOKE_ENOMEM));
-    goto out;
+    fclose(f);
+    return CLI_ERROR;
   }
-  for (size_t i = 0; i < 2 * nf * nw; i++)
-    ys[i] = NAN;
-  for (size_t w = 0; w < nw; w++) {
-    snprintf(ticks[w], sizeof ticks[w], "%u", ws[w]);
-    tickp[w] = ticks[w];
-  }
-  size_t mark_x = 0;
+  int batch_varies = 0;
+  const stoke_tune_point *first = NULL;
   for (size_t i = 0; i < n; i++) {
     const stoke_tune_point *p = &pts[i];
-    if (p->status != STOKE_TUNE_MEASURED)
-      continue;
-    size_t w, j;
-    for (w = 0; w < nw && ws[w] != p->n_workers; w++)
-      ;
-    for (j = 0; j < nf && !(fams[j].batch == p->batch_size &&
-                            fams[j].prefetch == p->prefetch);
-         j++)
-      ;
-    if (w == nw || j == nf)
-      continue;
-    ys[(2 * j) * nw + w] = p->samples_per_s;
-    ys[(2 * j + 1) * nw + w] = 100 * p->wait_ratio;
-    if (have_knee && i == k->index)
-      mark_x = w;
-  }
-  for (size_t j = 0; j < nf; j++) {
-    if (batch_varies) {
-      snprintf(labels[2 * j], sizeof labels[0],
-               "samples/s, batch %zu, prefetch %u", fams[j].batch,
-               fams[j].prefetch);
-      snprintf(labels[2 * j + 1], sizeof labels[0],
-               "waiting %%, batch %zu, prefetch %u", fams[j].batch,
-               fams[j].prefetch);
-    } else {
-      snprintf(labels[2 * j], sizeof labels[0], "samples/s, prefetch %u",
-               fams[j].prefetch);
-      snprintf(labels[2 * j + 1], sizeof labels[0], "waiting %%, prefetch %u",
-               fams[j].prefetch);
-    }
-    series[2 * j] = (svg_series){labels[2 * j], &ys[2 * j * nw], 0, 0,
-                                 (int)j};
-    series[2 * j + 1] = (svg_series){labels[2 * j + 1],
-                                     &ys[(2 * j + 1) * nw], 1, 1, (int)j};
+    int measured = p->status == STOKE_TUNE_MEASURED;
+    sp[i] = (svg_tune_point){measured, p->n_workers, (double)p->batch_size,
+                             p->prefetch, p->samples_per_s, p->wait_ratio};
+    if (measured && !first) first = p;
+    batch_varies |= measured && p->batch_size != first->batch_size;
   }
   char mark[160] = "";
   if (have_knee) {
     const stoke_tune_point *p = &pts[k->index];
-    snprintf(mark, sizeof mark, "knee: -j %u --prefetch %u%s", p->n_workers,
-             p->prefetch, batch_varies ? "" : "");
     if (batch_varies)
       snprintf(mark, sizeof mark, "knee: -j %u --prefetch %u -b %zu",
                p->n_workers, p->prefetch, p->batch_size);
+    else
+      snprintf(mark, sizeof mark, "knee: -j %u --prefetch %u", p->n_workers,
+               p->prefetch);
   }
-  svg_chart c = {
-      .title = "stoke tune: throughput and waiting against workers",
-      .subtitle = subtitle,
-      .x_label = "worker threads",
-      .y_label = "samples per second",
-      .y2_label = "waiting, % of the step (dashed)",
-      .y2_max = 100,
-      .x_ticks = tickp,
-      .n_x = nw,
-      .series = series,
-      .n_series = 2 * nf,
-      .has_mark = have_knee && nw > 0,
-      .mark_x = mark_x,
-      .mark_y = have_knee ? pts[k->index].samples_per_s : 0,
-      .mark_label = mark};
-  int bad = svg_write_chart(f, &c) != 0;
+  int bad = svg_write_tune(f, sp, n, have_knee ? k->index : n,
+                           "stoke tune: throughput and waiting against "
+                           "workers",
+                           subtitle, mark) != 0;
   bad |= fclose(f) != 0;
-  f = NULL;
-  if (bad)
+  free(sp);
+  if (bad) {
     cli_error("cannot write '%s': %s", path, strerror(errno));
-  else
-    rc = CLI_OK;
-out:
-  if (f)
-    fclose(f);
-  free(ys);
-  free(labels);
-  free(ticks);
-  free(tickp);
-  free(series);
-  return rc;
+    return CLI_ERROR;
+  }
+  return CLI_OK;
 }
 
 /* ---- the command --------------------------------------------------------- */

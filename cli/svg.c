@@ -8,6 +8,7 @@
 #include "report_chart.h" /* rc_escape, rc_text */
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define W 760.0
@@ -183,4 +184,118 @@ int svg_write_chart(FILE *f, const svg_chart *c) {
 #undef PY
 #undef PY2
   return ferror(f) ? -1 : 0;
+}
+
+/* ---- the tune plot ------------------------------------------------------- */
+
+enum { TUNE_MAX_W = 256, TUNE_MAX_FAM = 64 };
+
+typedef struct tune_fam {
+  double batch, prefetch;
+} tune_fam;
+
+static size_t find_w(const double *ws, size_t nw, double w) {
+  size_t j = 0;
+  while (j < nw && ws[j] != w) j++;
+  return j;
+}
+
+static size_t find_fam(const tune_fam *f, size_t nf, double b, double k) {
+  size_t j = 0;
+  while (j < nf && !(f[j].batch == b && f[j].prefetch == k)) j++;
+  return j;
+}
+
+static int cmp_dbl(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+int svg_write_tune(FILE *f, const svg_tune_point *pts, size_t n, size_t knee,
+                   const char *title, const char *subtitle,
+                   const char *mark_label) {
+  double ws[TUNE_MAX_W];
+  tune_fam fams[TUNE_MAX_FAM];
+  size_t nw = 0, nf = 0;
+  for (size_t i = 0; i < n; i++) {
+    const svg_tune_point *p = &pts[i];
+    if (!p->measured) continue;
+    if (find_w(ws, nw, p->workers) == nw && nw < TUNE_MAX_W)
+      ws[nw++] = p->workers;
+    if (find_fam(fams, nf, p->batch_size, p->prefetch) == nf &&
+        nf < TUNE_MAX_FAM)
+      fams[nf++] = (tune_fam){p->batch_size, p->prefetch};
+  }
+  qsort(ws, nw, sizeof *ws, cmp_dbl);
+  int batch_varies = 0;
+  for (size_t j = 1; j < nf; j++)
+    batch_varies |= fams[j].batch != fams[0].batch;
+  double *ys = malloc((2 * nf * nw + 1) * sizeof *ys);
+  char(*labels)[64] = malloc((2 * nf + 1) * sizeof *labels);
+  char(*ticks)[24] = malloc((nw + 1) * sizeof *ticks);
+  const char **tickp = malloc((nw + 1) * sizeof *tickp);
+  svg_series *series = malloc((2 * nf + 1) * sizeof *series);
+  int rc = -1;
+  if (!ys || !labels || !ticks || !tickp || !series) {
+    fprintf(stderr, "stoke: out of memory for the tune plot\n");
+    goto out;
+  }
+  for (size_t i = 0; i < 2 * nf * nw; i++) ys[i] = NAN;
+  for (size_t w = 0; w < nw; w++) {
+    snprintf(ticks[w], sizeof ticks[w], "%.0f", ws[w]);
+    tickp[w] = ticks[w];
+  }
+  int has_mark = 0;
+  size_t mark_x = 0;
+  double mark_y = 0;
+  for (size_t i = 0; i < n; i++) {
+    const svg_tune_point *p = &pts[i];
+    if (!p->measured) continue;
+    size_t w = find_w(ws, nw, p->workers);
+    size_t j = find_fam(fams, nf, p->batch_size, p->prefetch);
+    if (w == nw || j == nf) continue;
+    ys[(2 * j) * nw + w] = p->samples_per_s;
+    ys[(2 * j + 1) * nw + w] = 100 * p->wait_ratio;
+    if (i == knee) {
+      has_mark = 1;
+      mark_x = w;
+      mark_y = p->samples_per_s;
+    }
+  }
+  for (size_t j = 0; j < nf; j++) {
+    char fam[48];
+    if (batch_varies)
+      snprintf(fam, sizeof fam, "batch %.0f, prefetch %.0f", fams[j].batch,
+               fams[j].prefetch);
+    else
+      snprintf(fam, sizeof fam, "prefetch %.0f", fams[j].prefetch);
+    snprintf(labels[2 * j], sizeof labels[0], "samples/s, %s", fam);
+    snprintf(labels[2 * j + 1], sizeof labels[0], "waiting %%, %s", fam);
+    series[2 * j] = (svg_series){labels[2 * j], &ys[2 * j * nw], 0, 0,
+                                 (int)j};
+    series[2 * j + 1] = (svg_series){labels[2 * j + 1],
+                                     &ys[(2 * j + 1) * nw], 1, 1, (int)j};
+  }
+  svg_chart c = {.title = title,
+                 .subtitle = subtitle,
+                 .x_label = "worker threads",
+                 .y_label = "samples per second",
+                 .y2_label = "waiting, % of the step (dashed)",
+                 .y2_max = 100,
+                 .x_ticks = tickp,
+                 .n_x = nw,
+                 .series = series,
+                 .n_series = 2 * nf,
+                 .has_mark = has_mark,
+                 .mark_x = mark_x,
+                 .mark_y = mark_y,
+                 .mark_label = mark_label};
+  rc = svg_write_chart(f, &c);
+out:
+  free(ys);
+  free(labels);
+  free(ticks);
+  free(tickp);
+  free(series);
+  return rc;
 }

@@ -36,4 +36,21 @@ typedef struct svg_chart {
 /* Write the chart as a complete SVG document.  0, or -1 on a write error. */
 int svg_write_chart(FILE *f, const svg_chart *c);
 
+/* One point of a tune sweep, as "stoke tune" measures it and its JSON
+** holds it. */
+typedef struct svg_tune_point {
+  int measured;           /* 0: skipped or failed, not drawn */
+  double workers, batch_size, prefetch;
+  double samples_per_s, wait_ratio;
+} svg_tune_point;
+
+/* The tune plot, for "stoke tune --svg" and "stoke report": one solid
+** throughput line and one dashed wait line per (batch size, prefetch)
+** family against the worker counts measured; point `knee` (an index into
+** pts; n or more: none) circled with mark_label.  0; -1 on a write error
+** or when out of memory (after a message). */
+int svg_write_tune(FILE *f, const svg_tune_point *pts, size_t n, size_t knee,
+                   const char *title, const char *subtitle,
+                   const char *mark_label);
+
 #endif /* STOKE_CLI_SVG_H */
