@@ -10,7 +10,7 @@
 #   IMAGES_CORPUS=bench/out/corpus   made on first use (2000 images)
 #   IMAGES_TORCH_WORKERS="0 1 2 3 4"
 #   IMAGES_STOKE_WORKERS="2 3"
-#   IMAGES_EPOCHS=3                  stoke: 1 warm-up + 2 measured
+#   IMAGES_EPOCHS=3                  1 warm-up + 2 measured, for both sides
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 bench_init images
@@ -77,7 +77,7 @@ for dtype in u8 f32; do
   for w in $torch_workers; do
     echo "images: torch $dtype W=$w" >&2
     torch_run torch_images.py "$corpus/train" --workers "$w" --dtype "$dtype" \
-      --json "$RAW/torch_${dtype}_w$w.json"
+      --measured $((epochs - 1)) --json "$RAW/torch_${dtype}_w$w.json"
   done
   for w in $stoke_workers; do
     for kind in folder tar packed-raw packed; do

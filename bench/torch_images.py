@@ -2,7 +2,8 @@
 """The image workload on PyTorch: torchvision ImageFolder + DataLoader,
 RandomResizedCrop(224) + RandomHorizontalFlip, then PILToTensor (u8) or
 ToTensor + Normalize (f32), batch 256, persistent workers when W > 0.  A
-warm-up epoch, then a measured epoch.
+warm-up epoch, then --measured epochs (images.sh measures as many as it
+measures stoke's).
 
   /usr/bin/python3 bench/torch_images.py CORPUS --workers 2 --dtype u8 --json /tmp/t.json
 """

@@ -190,12 +190,55 @@ void cli_fmt_compute(int kind, int64_t ns, char *buf, size_t n);
 ** cli_run does between next() and release; shared with tune. */
 void cli_consumer_step(int kind, int64_t ns);
 
-/* The source, loader, consumer and output (--json, --trace, --quiet)
-** options of bench, shared by commands that run a loader (cmd_profile.c).
-** A command copies cli_run_opts (NULL-terminated) in front of its own
-** options, numbering its own from CLI_RUN_OPT_LAST, and hands every id it
-** does not know, positional arguments (the dataset) included, to
-** cli_run_args_apply. */
+/* The source options (source_args.c): a dataset (the positional argument)
+** read with --transform, or --synthetic with --samples, --shape,
+** --cost-dist and --classes.  Every command that builds a source (bench,
+** profile, tune, budget) puts cli_source_opts (NULL-terminated, ids
+** 1 .. CLI_SRC_OPT_LAST - 1) in its option table and hands every id it does
+** not know, positional arguments included, to cli_source_args_apply. */
+enum {
+  CLI_SRC_SYNTHETIC = 1,
+  CLI_SRC_SAMPLES,
+  CLI_SRC_SHAPE,
+  CLI_SRC_COST_DIST,
+  CLI_SRC_CLASSES,
+  CLI_SRC_TRANSFORM,
+  CLI_SRC_OPT_LAST /* the next command's ids start here */
+};
+extern const cli_opt cli_source_opts[];
+
+typedef struct cli_source_args {
+  const char *data;              /* the dataset, or NULL */
+  stoke_image_config image;      /* how to read it (--transform) */
+  stoke_synthetic_config synth;  /* the source without a dataset */
+  int synthetic;                 /* --synthetic was given */
+  const char *default_transform; /* to tell whether --transform was given */
+} cli_source_args;
+
+void cli_source_args_init(cli_source_args *s);
+/* Apply option `id` (or CLI_OPT_ARG: the dataset) with flag text `flag`
+** and value `value`: 0 done, -1 after a usage message, 1 when id is not a
+** source option. */
+int cli_source_args_apply(cli_source_args *s, int id, const char *flag,
+                          const char *value);
+/* Checks across the source options: not both a dataset and --synthetic,
+** --transform only with a dataset.  0, or -1 after a usage message naming
+** `cmd`.  A source may still be missing (budget can do without one). */
+int cli_source_args_check(const cli_source_args *s, const char *cmd);
+/* cli_source_args_check, and a source must be given. */
+int cli_source_args_finish(const cli_source_args *s, const char *cmd);
+
+/* Copy the NULL-terminated option tables given after cap (a NULL ends the
+** list) into dst, one after the other, and terminate dst.  Returns the
+** number of options.  dst holds cap entries, the terminator included. */
+size_t cli_opts_join(cli_opt *dst, size_t cap, ...);
+
+/* The loader, consumer and output (--json, --trace, --quiet) options of
+** bench, shared by commands that run a loader (cmd_profile.c), ids
+** CLI_SRC_OPT_LAST .. CLI_RUN_OPT_LAST - 1.  A command joins
+** cli_source_opts, cli_run_opts and its own options (numbered from
+** CLI_RUN_OPT_LAST) and hands every id it does not know, positional
+** arguments (the dataset) included, to cli_run_args_apply. */
 #define CLI_RUN_OPT_LAST 25
 extern const cli_opt cli_run_opts[];
 
@@ -211,16 +254,13 @@ void cli_fmt_source(const cli_run_spec *spec, size_t n_samples, char *buf,
                     size_t n);
 
 typedef struct cli_run_args {
-  cli_run_spec spec;
-  int have_source, warmup;  /* have_source: --synthetic given */
+  cli_run_spec spec;        /* its source is copied from src by finish */
+  cli_source_args src;
+  int warmup;
   unsigned rank, world;
-  const char *default_transform; /* to tell whether --transform was given */
   const char *json_path;    /* --json, or NULL */
   int quiet;                /* --quiet */
 } cli_run_args;
-
-/* A positional argument: the dataset.  0, or -1 after a usage message. */
-int cli_run_args_data(cli_run_args *a, const char *path);
 
 /* Defaults (RANK and WORLD_SIZE from the environment).  0, or -1 after a
 ** usage message. */
@@ -230,8 +270,8 @@ int cli_run_args_init(cli_run_args *a);
 ** run option. */
 int cli_run_args_apply(cli_run_args *a, int id, const char *flag,
                        const char *value);
-/* Checks across options; fills rank, world and warm-up into spec.cfg.  0,
-** or -1 after a usage message naming `cmd`. */
+/* Checks across options; fills the source into spec and rank, world and
+** warm-up into spec.cfg.  0, or -1 after a usage message naming `cmd`. */
 int cli_run_args_finish(cli_run_args *a, const char *cmd);
 
 /* Run spec to the end.  Returns CLI_OK, or CLI_ERROR after printing

@@ -59,19 +59,19 @@ const char cmd_bench_usage[] =
     "                         table then goes to stderr)\n"
     "  -q, --quiet            no table\n";
 
-/* Every option but --help is one of the shared cli_run_opts. */
+/* Every option but --help is a shared one: cli_source_opts, cli_run_opts. */
 enum { O_HELP = CLI_RUN_OPT_LAST };
 
 static const cli_opt bench_own_opts[] = {{"help", 'h', 0, O_HELP},
                                          {NULL, 0, 0, 0}};
 
-#define N_RUN_OPTS (CLI_RUN_OPT_LAST - 1) /* ids 1 .. CLI_RUN_OPT_LAST - 1 */
+#define N_RUN_OPTS (CLI_RUN_OPT_LAST - 1) /* source and run: ids 1 .. */
 #define N_OWN_OPTS (sizeof(bench_own_opts) / sizeof(bench_own_opts[0]))
 
 int cmd_bench(int argc, char **argv) {
   cli_opt opts[N_RUN_OPTS + N_OWN_OPTS];
-  memcpy(opts, cli_run_opts, N_RUN_OPTS * sizeof(cli_opt));
-  memcpy(opts + N_RUN_OPTS, bench_own_opts, sizeof(bench_own_opts));
+  cli_opts_join(opts, N_RUN_OPTS + N_OWN_OPTS, cli_source_opts, cli_run_opts,
+                bench_own_opts, NULL);
 
   cli_run_args args;
   if (cli_run_args_init(&args))

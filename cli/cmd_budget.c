@@ -35,7 +35,7 @@ const char cmd_budget_usage[] =
     "  DATA                   an image dataset (folder, tar or packed\n"
     "                         shards), with --transform SPEC as for bench\n"
     "  --synthetic KIND       the source, as for bench (sleep:5ms, tensor)\n"
-    "  --samples N, --shape DxHxW, --classes N\n"
+    "  --samples N, --shape DxHxW, --classes N, --cost-dist D (as for bench)\n"
     "  -b, --batch-size N     samples per batch (32)\n"
     "  -j, --workers N        worker threads (0; 'auto' = online CPUs)\n"
     "  --prefetch K           batches prepared ahead (2)\n"
@@ -44,33 +44,25 @@ const char cmd_budget_usage[] =
     "  --json FILE            write both ledgers as JSON ('-' = stdout; the\n"
     "                         tables then go to stderr)\n";
 
+/* The source options are cli_source_opts (ids below CLI_SRC_OPT_LAST). */
 enum {
-  O_FIXED = 1,
+  O_FIXED = CLI_SRC_OPT_LAST,
   O_PER_SAMPLE,
   O_DEVICE,
   O_RESERVE,
-  O_SYNTHETIC,
-  O_SAMPLES,
-  O_SHAPE,
-  O_CLASSES,
   O_BATCH,
   O_WORKERS,
   O_PREFETCH,
   O_MEM_BUDGET,
   O_JSON,
   O_HELP,
-  O_TRANSFORM
+  O_LAST
 };
 
-static const cli_opt budget_opts[] = {{"fixed", 0, 1, O_FIXED},
+static const cli_opt budget_own_opts[] = {{"fixed", 0, 1, O_FIXED},
                                       {"per-sample", 0, 1, O_PER_SAMPLE},
                                       {"device", 0, 1, O_DEVICE},
                                       {"reserve", 0, 1, O_RESERVE},
-                                      {"synthetic", 0, 1, O_SYNTHETIC},
-                                      {"transform", 0, 1, O_TRANSFORM},
-                                      {"samples", 0, 1, O_SAMPLES},
-                                      {"shape", 0, 1, O_SHAPE},
-                                      {"classes", 0, 1, O_CLASSES},
                                       {"batch-size", 'b', 1, O_BATCH},
                                       {"workers", 'j', 1, O_WORKERS},
                                       {"prefetch", 0, 1, O_PREFETCH},
@@ -266,39 +258,31 @@ int cmd_budget(int argc, char **argv) {
   dev.reserve_frac = 0.10;
   int have_fixed = 0, have_per = 0, have_dev = 0, have_device_opt = 0;
   unit u = {1e9, "GB"};
-  stoke_synthetic_config synth;
-  stoke_synthetic_config_init(&synth);
+  cli_source_args src_args;
+  cli_source_args_init(&src_args);
+  const stoke_synthetic_config *synth = &src_args.synth;
   stoke_config cfg;
   stoke_config_init(&cfg);
   cfg.n_workers = 0; /* as bench */
-  int have_source = 0, have_loader_opt = 0;
-  const char *json_path = NULL, *data = NULL;
-  stoke_image_config image;
-  stoke_image_config_init(&image);
+  int have_loader_opt = 0;
+  const char *json_path = NULL;
+  cli_opt opts[O_LAST];
+  cli_opts_join(opts, O_LAST, cli_source_opts, budget_own_opts, NULL);
 
   cli_parser p;
   cli_parser_init(&p, argc, argv, "budget");
   const char *v;
   int id;
-  while ((id = cli_next_opt(&p, budget_opts, &v)) != CLI_OPT_END) {
+  while ((id = cli_next_opt(&p, opts, &v)) != CLI_OPT_END) {
     const char *f = p.flag;
     int bad = 0;
-    if (id >= O_SAMPLES && id <= O_MEM_BUDGET)
+    /* Options that shape a source or a loader need a source. */
+    if ((id > CLI_SRC_SYNTHETIC && id < CLI_SRC_TRANSFORM) ||
+        (id >= O_BATCH && id <= O_MEM_BUDGET))
       have_loader_opt = 1;
     switch (id) {
     case CLI_OPT_ERROR:
       return CLI_USAGE;
-    case CLI_OPT_ARG:
-      if (data) {
-        cli_error("budget: one dataset only, got '%s' and '%s'", data, v);
-        return CLI_USAGE;
-      }
-      data = v;
-      have_source = 1;
-      break;
-    case O_TRANSFORM:
-      image.transform = v;
-      break;
     case O_HELP:
       fputs(cmd_budget_usage, stdout);
       return CLI_OK;
@@ -328,19 +312,6 @@ int cmd_budget(int argc, char **argv) {
       bad = parse_reserve(f, v, &dev.reserve_frac);
       have_device_opt = 1;
       break;
-    case O_SYNTHETIC:
-      bad = cli_parse_synthetic(f, v, &synth);
-      have_source = 1;
-      break;
-    case O_SAMPLES:
-      bad = cli_parse_size_t(f, v, 1, &synth.n_samples);
-      break;
-    case O_SHAPE:
-      bad = cli_parse_shape(f, v, &synth.ndim, synth.shape);
-      break;
-    case O_CLASSES:
-      bad = cli_parse_uint(f, v, 1, (unsigned)-1, &synth.n_classes);
-      break;
     case O_BATCH:
       bad = cli_parse_size_t(f, v, 1, &cfg.batch_size);
       break;
@@ -359,10 +330,16 @@ int cmd_budget(int argc, char **argv) {
     case O_JSON:
       json_path = v;
       break;
+    default:
+      bad = cli_source_args_apply(&src_args, id, f, v) != 0;
     }
     if (bad)
       return CLI_USAGE;
   }
+  if (cli_source_args_check(&src_args, "budget"))
+    return CLI_USAGE;
+  const char *data = src_args.data;
+  int have_source = data || src_args.synthetic;
   if (have_device_opt && !(have_fixed && have_per && have_dev)) {
     cli_error("budget: the device ledger needs %s",
               !have_fixed ? "--fixed" : !have_per ? "--per-sample"
@@ -409,7 +386,7 @@ int cmd_budget(int argc, char **argv) {
   }
   if (have_source) {
     stoke_source *src = NULL;
-    if (cli_source_create(data, &image, &synth, &src) != CLI_OK) {
+    if (cli_source_create(data, &src_args.image, synth, &src) != CLI_OK) {
       rc = CLI_ERROR;
       goto done;
     }
@@ -417,13 +394,14 @@ int cmd_budget(int argc, char **argv) {
     char source[1200];
     if (data) {
       snprintf(source, sizeof source, "images %s (%zu samples, transform "
-               "%s)", data, stoke_source_n_samples(src), image.transform);
+               "%s)", data, stoke_source_n_samples(src),
+               src_args.image.transform);
     } else {
       char kind[64], shape[64];
-      cli_fmt_synthetic(&synth, kind, sizeof kind);
-      cli_fmt_shape(synth.ndim, synth.shape, shape, sizeof shape);
+      cli_fmt_synthetic(synth, kind, sizeof kind);
+      cli_fmt_shape(synth->ndim, synth->shape, shape, sizeof shape);
       snprintf(source, sizeof source, "synthetic %s, %zu samples of %s", kind,
-               synth.n_samples, shape);
+               synth->n_samples, shape);
     }
     stoke_host_ledger g;
     g.struct_size = sizeof g;

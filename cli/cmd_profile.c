@@ -43,8 +43,6 @@ const char cmd_profile_usage[] =
     "                         stdout; the report then goes to stderr)\n"
     "  -q, --quiet            no report\n";
 
-/* ---- the run options shared with bench ----------------------------------- */
-
 /* ---- profile's own options ----------------------------------------------- */
 
 enum {
@@ -61,7 +59,7 @@ static const cli_opt profile_own_opts[] = {
     {"help", 'h', 0, O_HELP},
     {NULL, 0, 0, 0}};
 
-#define N_RUN_OPTS (CLI_RUN_OPT_LAST - 1) /* ids 1 .. CLI_RUN_OPT_LAST - 1 */
+#define N_RUN_OPTS (CLI_RUN_OPT_LAST - 1) /* source and run: ids 1 .. */
 #define N_OWN_OPTS (sizeof(profile_own_opts) / sizeof(profile_own_opts[0]))
 
 #define MAX_WHATIF 16
@@ -395,8 +393,8 @@ static cJSON *diagnosis_json(const cli_run_result *res, const profile *pr) {
 
 int cmd_profile(int argc, char **argv) {
   cli_opt opts[N_RUN_OPTS + N_OWN_OPTS];
-  memcpy(opts, cli_run_opts, N_RUN_OPTS * sizeof(cli_opt));
-  memcpy(opts + N_RUN_OPTS, profile_own_opts, sizeof(profile_own_opts));
+  cli_opts_join(opts, N_RUN_OPTS + N_OWN_OPTS, cli_source_opts, cli_run_opts,
+                profile_own_opts, NULL);
 
   cli_run_args args;
   if (cli_run_args_init(&args))

@@ -67,13 +67,9 @@ const char cmd_tune_usage[] =
     "Ctrl-C stops the sweep after the point in progress and still reports\n"
     "what was measured (exit status 130).\n";
 
+/* The source options are cli_source_opts (ids below CLI_SRC_OPT_LAST). */
 enum {
-  O_SYNTHETIC = 1,
-  O_SAMPLES,
-  O_SHAPE,
-  O_COST_DIST,
-  O_CLASSES,
-  O_WORKERS,
+  O_WORKERS = CLI_SRC_OPT_LAST,
   O_MAX_WORKERS,
   O_CPU_BUDGET,
   O_PREFETCH,
@@ -90,16 +86,10 @@ enum {
   O_SVG,
   O_QUIET,
   O_HELP,
-  O_TRANSFORM
+  O_LAST
 };
 
-static const cli_opt tune_opts[] = {{"synthetic", 0, 1, O_SYNTHETIC},
-                                    {"transform", 0, 1, O_TRANSFORM},
-                                    {"samples", 0, 1, O_SAMPLES},
-                                    {"shape", 0, 1, O_SHAPE},
-                                    {"cost-dist", 0, 1, O_COST_DIST},
-                                    {"classes", 0, 1, O_CLASSES},
-                                    {"workers", 'j', 1, O_WORKERS},
+static const cli_opt tune_own_opts[] = {{"workers", 'j', 1, O_WORKERS},
                                     {"max-workers", 0, 1, O_MAX_WORKERS},
                                     {"cpu-budget", 0, 1, O_CPU_BUDGET},
                                     {"prefetch", 0, 1, O_PREFETCH},
@@ -427,8 +417,10 @@ static int write_svg(const char *path, FILE *f, const stoke_tune_point *pts,
 /* ---- the command --------------------------------------------------------- */
 
 int cmd_tune(int argc, char **argv) {
-  stoke_synthetic_config synth;
-  stoke_synthetic_config_init(&synth);
+  cli_source_args src_args;
+  cli_source_args_init(&src_args);
+  stoke_synthetic_config *synth = &src_args.synth;
+  const stoke_image_config *image = &src_args.image;
   stoke_tune_config tc;
   stoke_tune_config_init(&tc);
   unsigned workers[MAX_LIST], prefetch[MAX_LIST], bs_list[MAX_LIST];
@@ -438,50 +430,23 @@ int cmd_tune(int argc, char **argv) {
   int64_t min_time_ns = 0;
   double tolerance = STOKE_TUNE_TOLERANCE;
   tune_ctx t = {CLI_COMPUTE_NONE, 0, 0, 0, 0};
-  int have_source = 0;
-  const char *json_path = NULL, *svg_path = NULL, *data = NULL;
-  stoke_image_config image;
-  stoke_image_config_init(&image);
+  const char *json_path = NULL, *svg_path = NULL;
+  cli_opt opts[O_LAST];
+  cli_opts_join(opts, O_LAST, cli_source_opts, tune_own_opts, NULL);
 
   cli_parser p;
   cli_parser_init(&p, argc, argv, "tune");
   const char *v;
   int id;
-  while ((id = cli_next_opt(&p, tune_opts, &v)) != CLI_OPT_END) {
+  while ((id = cli_next_opt(&p, opts, &v)) != CLI_OPT_END) {
     const char *f = p.flag;
     int bad = 0;
     switch (id) {
     case CLI_OPT_ERROR:
       return CLI_USAGE;
-    case CLI_OPT_ARG:
-      if (data) {
-        cli_error("tune: one dataset only, got '%s' and '%s'", data, v);
-        return CLI_USAGE;
-      }
-      data = v;
-      break;
-    case O_TRANSFORM:
-      image.transform = v;
-      break;
     case O_HELP:
       fputs(cmd_tune_usage, stdout);
       return CLI_OK;
-    case O_SYNTHETIC:
-      bad = cli_parse_synthetic(f, v, &synth);
-      have_source = 1;
-      break;
-    case O_SAMPLES:
-      bad = cli_parse_size_t(f, v, 1, &synth.n_samples);
-      break;
-    case O_SHAPE:
-      bad = cli_parse_shape(f, v, &synth.ndim, synth.shape);
-      break;
-    case O_COST_DIST:
-      bad = cli_parse_cost_dist(f, v, &synth);
-      break;
-    case O_CLASSES:
-      bad = cli_parse_uint(f, v, 1, (unsigned)-1, &synth.n_classes);
-      break;
     case O_WORKERS:
       bad = parse_list(f, v, 0, 1024, workers, &n_workers);
       break;
@@ -512,7 +477,7 @@ int cmd_tune(int argc, char **argv) {
       break;
     case O_SEED:
       bad = cli_parse_u64(f, v, &tc.base.seed);
-      synth.seed = tc.base.seed;
+      synth->seed = tc.base.seed;
       break;
     case O_COMPUTE:
       bad = cli_parse_compute(f, v, &t.compute_kind, &t.compute_ns);
@@ -535,19 +500,15 @@ int cmd_tune(int argc, char **argv) {
     case O_QUIET:
       t.quiet = 1;
       break;
+    default:
+      bad = cli_source_args_apply(&src_args, id, f, v) != 0;
     }
     if (bad)
       return CLI_USAGE;
   }
-  if (data && have_source) {
-    cli_error("tune: give a dataset or --synthetic, not both");
+  if (cli_source_args_finish(&src_args, "tune"))
     return CLI_USAGE;
-  }
-  if (!have_source && !data) {
-    cli_error("tune: no data source; give a dataset or --synthetic "
-              "sleep:5ms, spin:2ms or tensor");
-    return CLI_USAGE;
-  }
+  const char *data = src_args.data;
   if (svg_path && strcmp(svg_path, "-") == 0) {
     cli_error("--svg: give a file name, not '-'");
     return CLI_USAGE;
@@ -600,7 +561,7 @@ int cmd_tune(int argc, char **argv) {
   t.tty = isatty(fileno(stderr));
 
   stoke_source *src = NULL;
-  int rc = cli_source_create(data, &image, &synth, &src);
+  int rc = cli_source_create(data, image, synth, &src);
   if (rc != CLI_OK)
     return rc;
   tc.base.source = src;
@@ -675,9 +636,9 @@ int cmd_tune(int argc, char **argv) {
   char src_text[1100], step[64], subtitle[1400], budget[32] = "none";
   if (data)
     snprintf(src_text, sizeof src_text, "images %s (transform %s)", data,
-             image.transform);
+             image->transform);
   else
-    cli_fmt_synthetic(&synth, src_text, sizeof src_text);
+    cli_fmt_synthetic(synth, src_text, sizeof src_text);
   cli_fmt_compute(t.compute_kind, t.compute_ns, step, sizeof step);
   if (tc.base.mem_budget_bytes)
     cli_format_bytes(budget, sizeof budget, tc.base.mem_budget_bytes);
@@ -739,15 +700,15 @@ int cmd_tune(int argc, char **argv) {
         if (data) {
           cJSON_AddStringToObject(c, "source", "images");
           cJSON_AddStringToObject(c, "data", data);
-          cJSON_AddStringToObject(c, "transform", image.transform);
+          cJSON_AddStringToObject(c, "transform", image->transform);
           cJSON_AddNumberToObject(c, "samples", (double)n_source);
         } else {
           cJSON_AddStringToObject(c, "source", "synthetic");
           cJSON_AddStringToObject(c, "synthetic", src_text);
-          cli_fmt_cost_dist(&synth, buf, sizeof buf);
+          cli_fmt_cost_dist(synth, buf, sizeof buf);
           cJSON_AddStringToObject(c, "cost_dist", buf);
-          cJSON_AddNumberToObject(c, "samples", (double)synth.n_samples);
-          cli_fmt_shape(synth.ndim, synth.shape, buf, sizeof buf);
+          cJSON_AddNumberToObject(c, "samples", (double)synth->n_samples);
+          cli_fmt_shape(synth->ndim, synth->shape, buf, sizeof buf);
           cJSON_AddStringToObject(c, "shape", buf);
         }
         cJSON_AddStringToObject(c, "compute", step);

@@ -1,7 +1,7 @@
 /* run_args.c — the options every measuring command shares (bench,
-** profile): the source (a dataset path, or --synthetic and its shape), the
-** loader and the simulated consumer.  Each command numbers its own options
-** from CLI_RUN_OPT_LAST and hands the rest here. */
+** profile): the source (source_args.c), the loader, the simulated consumer
+** and the output.  Each command numbers its own options from
+** CLI_RUN_OPT_LAST and hands the rest here. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
 #include <string.h>
@@ -9,12 +9,7 @@
 #include "cli.h"
 
 enum {
-  RO_SYNTHETIC = 1,
-  RO_SAMPLES,
-  RO_SHAPE,
-  RO_COST_DIST,
-  RO_CLASSES,
-  RO_BATCH,
+  RO_BATCH = CLI_SRC_OPT_LAST,
   RO_WORKERS,
   RO_PREFETCH,
   RO_SHUFFLE,
@@ -29,7 +24,6 @@ enum {
   RO_EPOCHS,
   RO_NO_WARMUP,
   RO_COMPUTE,
-  RO_TRANSFORM,
   RO_JSON,
   RO_TRACE,
   RO_QUIET,
@@ -37,12 +31,7 @@ enum {
 };
 _Static_assert(RO_LAST == CLI_RUN_OPT_LAST, "cli.h: CLI_RUN_OPT_LAST");
 
-const cli_opt cli_run_opts[] = {{"synthetic", 0, 1, RO_SYNTHETIC},
-                                {"samples", 0, 1, RO_SAMPLES},
-                                {"shape", 0, 1, RO_SHAPE},
-                                {"cost-dist", 0, 1, RO_COST_DIST},
-                                {"classes", 0, 1, RO_CLASSES},
-                                {"batch-size", 'b', 1, RO_BATCH},
+const cli_opt cli_run_opts[] = {{"batch-size", 'b', 1, RO_BATCH},
                                 {"workers", 'j', 1, RO_WORKERS},
                                 {"prefetch", 0, 1, RO_PREFETCH},
                                 {"shuffle", 0, 0, RO_SHUFFLE},
@@ -58,7 +47,6 @@ const cli_opt cli_run_opts[] = {{"synthetic", 0, 1, RO_SYNTHETIC},
                                 {"epochs", 0, 1, RO_EPOCHS},
                                 {"no-warmup", 0, 0, RO_NO_WARMUP},
                                 {"compute", 0, 1, RO_COMPUTE},
-                                {"transform", 0, 1, RO_TRANSFORM},
                                 {"json", 0, 1, RO_JSON},
                                 {"trace", 0, 1, RO_TRACE},
                                 {"quiet", 'q', 0, RO_QUIET},
@@ -73,9 +61,7 @@ static int env_default(const char *var, unsigned lo, unsigned *out) {
 
 int cli_run_args_init(cli_run_args *a) {
   memset(a, 0, sizeof(*a));
-  stoke_synthetic_config_init(&a->spec.synth);
-  stoke_image_config_init(&a->spec.image);
-  a->default_transform = a->spec.image.transform;
+  cli_source_args_init(&a->src);
   stoke_config_init(&a->spec.cfg);
   a->spec.cfg.n_workers = 0; /* PyTorch's num_workers default, not AUTO */
   a->spec.epochs = 2;
@@ -92,8 +78,6 @@ int cli_run_args_apply(cli_run_args *a, int id, const char *f,
                        const char *v) {
   cli_run_spec *spec = &a->spec;
   switch (id) {
-  case CLI_OPT_ARG:
-    return cli_run_args_data(a, v);
   case RO_JSON:
     a->json_path = v;
     return 0;
@@ -103,17 +87,6 @@ int cli_run_args_apply(cli_run_args *a, int id, const char *f,
   case RO_QUIET:
     a->quiet = 1;
     return 0;
-  case RO_SYNTHETIC:
-    a->have_source = 1;
-    return cli_parse_synthetic(f, v, &spec->synth);
-  case RO_SAMPLES:
-    return cli_parse_size_t(f, v, 1, &spec->synth.n_samples);
-  case RO_SHAPE:
-    return cli_parse_shape(f, v, &spec->synth.ndim, spec->synth.shape);
-  case RO_COST_DIST:
-    return cli_parse_cost_dist(f, v, &spec->synth);
-  case RO_CLASSES:
-    return cli_parse_uint(f, v, 1, (unsigned)-1, &spec->synth.n_classes);
   case RO_BATCH:
     return cli_parse_size_t(f, v, 1, &spec->cfg.batch_size);
   case RO_WORKERS:
@@ -130,7 +103,7 @@ int cli_run_args_apply(cli_run_args *a, int id, const char *f,
   case RO_SEED:
     if (cli_parse_u64(f, v, &spec->cfg.seed))
       return -1;
-    spec->synth.seed = spec->cfg.seed;
+    a->src.synth.seed = spec->cfg.seed;
     return 0;
   case RO_DROP_LAST:
     spec->cfg.drop_last = 1;
@@ -165,39 +138,13 @@ int cli_run_args_apply(cli_run_args *a, int id, const char *f,
     return 0;
   case RO_COMPUTE:
     return cli_parse_compute(f, v, &spec->compute_kind, &spec->compute_ns);
-  case RO_TRANSFORM:
-    spec->image.transform = v;
-    return 0;
   }
-  return 1; /* not a run option */
-}
-
-int cli_run_args_data(cli_run_args *a, const char *path) {
-  if (a->spec.data) {
-    cli_error("one dataset only, got '%s' and '%s'", a->spec.data, path);
-    return -1;
-  }
-  a->spec.data = path;
-  return 0;
+  return cli_source_args_apply(&a->src, id, f, v); /* 1: neither */
 }
 
 int cli_run_args_finish(cli_run_args *a, const char *cmd) {
-  if (a->spec.data && a->have_source) {
-    cli_error("%s: give a dataset or --synthetic, not both", cmd);
+  if (cli_source_args_finish(&a->src, cmd))
     return -1;
-  }
-  if (!a->have_source && !a->spec.data) {
-    cli_error("%s: no data source; give a dataset (an ImageFolder "
-              "directory, tar or packed shards) or --synthetic sleep:5ms, "
-              "spin:2ms or tensor",
-              cmd);
-    return -1;
-  }
-  if (!a->spec.data && a->spec.image.transform !=
-                           a->default_transform) {
-    cli_error("--transform: only for an image dataset");
-    return -1;
-  }
   if (a->rank >= a->world) {
     cli_error("--rank: must be below --world (%u), got %u", a->world,
               a->rank);
@@ -208,6 +155,9 @@ int cli_run_args_finish(cli_run_args *a, const char *cmd) {
               "--no-warmup");
     return -1;
   }
+  a->spec.data = a->src.data;
+  a->spec.image = a->src.image;
+  a->spec.synth = a->src.synth;
   a->spec.cfg.rank = a->rank;
   a->spec.cfg.world = a->world;
   a->spec.cfg.warmup_epochs = a->warmup ? 1 : 0;

@@ -7,6 +7,10 @@ expect_usage "--synthetic" tune
 expect_usage "give a dataset or --synthetic, not both" tune /data/imagenet \
   --synthetic tensor
 expect_usage "one dataset only" tune /data/a /data/b
+# The source options are bench's (one parser): the same checks, same words.
+expect_usage "--transform: only for an image dataset" tune --synthetic tensor \
+  --transform resize=8
+expect_usage "--cost-dist" tune --synthetic sleep:1ms --cost-dist zipf
 expect_usage "--tolerance" tune --synthetic tensor --tolerance 120%
 expect_usage "--tolerance" tune --synthetic tensor --tolerance x
 expect_usage "-j" tune --synthetic tensor -j 1,,2

@@ -77,4 +77,16 @@ expect_usage "--per-sample" budget --fixed 1GB --per-sample 0 --device 24GB
 expect_usage "--device" budget --fixed 1GB --per-sample 1GB --device 24XB
 expect_usage "--synthetic" budget -b 64
 expect_usage "one dataset only" budget data/a data/b
+expect_usage "give a dataset or --synthetic, not both" budget data/a \
+  --synthetic tensor
+expect_usage "--transform: only for an image dataset" budget \
+  --synthetic tensor --transform resize=8
+expect_usage "--synthetic" budget --cost-dist exp
+expect_usage "--cost-dist" budget --synthetic sleep:1ms --cost-dist zipf
+
+say "the source options are bench's: --cost-dist is taken"
+run_stoke budget --synthetic sleep:1ms --cost-dist lognormal:0.5 \
+  --samples 64 -b 8 -j 1
+[ "$rc" -eq 0 ] || fail "exit $rc: $(cat "$TMP/err")"
+check_messages
 echo ok
