@@ -196,6 +196,11 @@ int cmd_pack(int argc, char **argv) {
     if (res.n_kept)
       fprintf(f, "kept %zu JPEGs as they were; the first: %s\n",
               res.n_kept, res.first_kept);
+    if (res.n_stale_removed)
+      fprintf(f, "removed %zu shard%s an earlier pack left under %s past "
+                 "the last one written\n",
+              res.n_stale_removed, res.n_stale_removed == 1 ? "" : "s",
+              out);
     if (n_skip) fprintf(f, "skipped %zu files:\n", n_skip);
     for (size_t k = 0; k < n_skip && k < 20; k++) {
       const char *why, *path = stoke_source_skipped(src, k, &why);
@@ -211,6 +216,8 @@ int cmd_pack(int argc, char **argv) {
     cJSON_AddNumberToObject(o, "classes", (double)n_classes);
     cJSON_AddNumberToObject(o, "shards", (double)res.n_shards);
     cJSON_AddStringToObject(o, "first_shard", res.first_shard);
+    cJSON_AddNumberToObject(o, "stale_shards_removed",
+                            (double)res.n_stale_removed);
     cJSON_AddNumberToObject(o, "bytes", (double)res.bytes);
     cJSON_AddNumberToObject(o, "bytes_in", (double)res.bytes_in);
     cJSON_AddNumberToObject(o, "jpegs_rewritten", (double)res.n_rewritten);

@@ -336,6 +336,10 @@ typedef struct stoke_pack_result {
   size_t n_kept;         /* JPEGs stored as they were (why: below) */
   char first_kept[512];  /* the first of them and why, or "" */
   char first_shard[512]; /* e.g. "out-00000.stoke" */
+  /* Shards an earlier pack left under the same prefix past the last one
+  ** written (OUT_PREFIX-NNNNN.stoke), removed so that a glob does not read
+  ** them with the new ones. */
+  size_t n_stale_removed;
 } stoke_pack_result;
 
 /* Write every sample of an image source, in index order, to packed shards

@@ -155,8 +155,9 @@ int stoke__pack_writer_add(stoke__pack_writer *w, const void *bytes,
                            size_t len, int64_t label, uint32_t width,
                            uint32_t height, int format, char *err,
                            size_t cap);
-/* Complete the last shard, fsync, rename every shard to its final name and
-** fsync the folder.  *n_shards (may be NULL) = shards written.  After an
+/* Complete the last shard, fsync, rename every shard to its final name,
+** remove an earlier pack's shards past the last (stoke__pack_writer_n_stale)
+** and fsync the folder.  *n_shards (may be NULL) = shards written.  After an
 ** error the writer is poisoned: only destroy is allowed. */
 /* Store class names (label k is names[k]) in every shard; only before the
 ** first add.  Names are non-empty; their total size at most 16 MiB. */
@@ -165,6 +166,10 @@ int stoke__pack_writer_set_classes(stoke__pack_writer *w,
                                    char *err, size_t cap);
 int stoke__pack_writer_finish(stoke__pack_writer *w, size_t *n_shards,
                               char *err, size_t cap);
+/* After finish: shards of an earlier pack that finish removed, named
+** "<prefix>-NNNNN.stoke" past the last one this writer wrote (a glob would
+** otherwise read them with the new ones). */
+size_t stoke__pack_writer_n_stale(const stoke__pack_writer *w);
 /* Final path of shard k (k < shards so far), owned by the writer. */
 const char *stoke__pack_writer_shard_path(const stoke__pack_writer *w,
                                           size_t k);

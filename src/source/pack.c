@@ -277,6 +277,7 @@ int stoke_pack(const stoke_source *src, const char *out_prefix,
   }
   res->n_samples = j.total;
   res->n_shards = n_shards;
+  res->n_stale_removed = stoke__pack_writer_n_stale(w);
   snprintf(res->first_shard, sizeof res->first_shard, "%s",
            n_shards ? stoke__pack_writer_shard_path(w, 0) : "");
 out:

@@ -11,7 +11,8 @@
 ** Every shard stays "NAME.tmp" until finish, which renames them all and
 ** fsyncs the folder; destroy before finish unlinks them.  So a failed or
 ** abandoned write never leaves a file with a final name, and a dataset
-** with final names is complete. */
+** with final names is complete.  finish also removes the shards an earlier
+** pack left under the same prefix past this one's last (see remove_stale). */
 #define _POSIX_C_SOURCE 200809L
 #include "source/blob.h"
 
@@ -34,6 +35,7 @@ struct stoke__pack_writer {
   size_t n, cap;
   uint8_t *classes;         /* owned: the class table, or NULL */
   size_t classes_len;
+  size_t n_stale;           /* shards of an earlier pack removed by finish */
   bool finished;
   bool failed;              /* poisoned: only destroy */
 };
@@ -294,6 +296,35 @@ static int sync_dir(const stoke__pack_writer *w) {
   return rc;
 }
 
+/* Re-packing under a prefix that held more shards (a smaller --shard-size
+** before, or more samples) replaces PREFIX-00000 .. PREFIX-(n-1) but would
+** leave the earlier pack's PREFIX-n, PREFIX-(n+1), ... in place, and a glob
+** such as PREFIX-*.stoke would read them with the new shards: samples twice
+** and samples that no longer exist, without an error (the class tables
+** agree).  So they are removed: only files named as this writer names
+** shards and starting with the shard magic, from index n on while they
+** exist. */
+static size_t remove_stale(const stoke__pack_writer *w) {
+  size_t removed = 0;
+  for (size_t k = w->finals.n;; k++) {
+    char path[PATH_CAP];
+    int n = snprintf(path, sizeof path, "%s-%05zu.stoke", w->prefix, k);
+    if (n < 0 || (size_t)n >= sizeof path)
+      break;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+      break;
+    char magic[8];
+    bool shard = pread(fd, magic, sizeof magic, 0) == (ssize_t)sizeof magic &&
+                 memcmp(magic, STOKE__PACK_MAGIC, sizeof magic) == 0;
+    close(fd);
+    if (!shard || unlink(path) != 0)
+      break;
+    removed++;
+  }
+  return removed;
+}
+
 int stoke__pack_writer_finish(stoke__pack_writer *w, size_t *n_shards,
                               char *err, size_t cap) {
   if (n_shards) *n_shards = 0;
@@ -313,12 +344,17 @@ int stoke__pack_writer_finish(stoke__pack_writer *w, size_t *n_shards,
       return fail(w, STOKE_EIO, err, cap, "rename", tmp);
   }
   w->finished = true;
+  w->n_stale = remove_stale(w);
   if (w->finals.n && sync_dir(w) != 0)
     return stoke__errf(err, cap, STOKE_EIO,
                        "pack writer: %s: fsync of the folder: %s",
                        w->prefix, strerror(errno));
   if (n_shards) *n_shards = w->finals.n;
   return 0;
+}
+
+size_t stoke__pack_writer_n_stale(const stoke__pack_writer *w) {
+  return w->n_stale;
 }
 
 const char *stoke__pack_writer_shard_path(const stoke__pack_writer *w,

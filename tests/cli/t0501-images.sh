@@ -63,6 +63,19 @@ run_stoke pack "$TMP/pk/train-*.stoke" -o "$TMP/pk/train"
 [ "$rc" -eq 2 ] || fail "pack onto its source: exit $rc, expected 2"
 grep -q "would overwrite" "$TMP/err" || fail "no reason given: $(cat "$TMP/err")"
 
+say "packing again under a prefix that held more shards leaves only the new ones"
+cp -r "$TMP/pk" "$TMP/pk3"
+n_before=$(ls "$TMP"/pk3/train-*.stoke | wc -l)
+run_stoke pack "$TMP/train" -o "$TMP/pk3/train" --shard-size 0 --json "$TMP/pk3.json"
+[ "$rc" -eq 0 ] || fail "re-pack exit $rc: $(cat "$TMP/err")"
+grep -q "removed $((n_before - 1)) shards an earlier pack left" "$TMP/out" ||
+  fail "no word of the stale shards: $(cat "$TMP/out")"
+json_check "$TMP/pk3.json" "
+assert d['shards'] == 1 and d['stale_shards_removed'] == $n_before - 1, d
+"
+[ "$(ls "$TMP"/pk3/train-*.stoke)" = "$TMP/pk3/train-00000.stoke" ] ||
+  fail "stale shards left: $(ls "$TMP"/pk3)"
+
 say "inspect on packed shards: class names kept, every JPEG cut-ready"
 run_stoke inspect "$TMP/pk/train-*.stoke" --json "$TMP/inspect-pk.json"
 [ "$rc" -eq 0 ] || fail "inspect exit $rc: $(cat "$TMP/err")"

@@ -649,6 +649,86 @@ static void test_writer_abort(void **state) {
 
 
 
+/* Write the N_SAMPLES under prefix again; the number of shards and of the
+** earlier pack's shards that finish removed. */
+static size_t repack(const char *prefix, uint64_t shard_bytes,
+                     size_t *n_stale) {
+  stoke__pack_writer *w = NULL;
+  assert_int_equal(stoke__pack_writer_create(prefix, shard_bytes, 0, NULL,
+                                             &w, errbuf, sizeof errbuf), 0);
+  uint8_t b[1024];
+  for (size_t i = 0; i < N_SAMPLES; i++) {
+    sample_bytes(i, b);
+    assert_int_equal(stoke__pack_writer_add(w, b, sample_len(i),
+                                            sample_label(i), (uint32_t)i,
+                                            (uint32_t)(2 * i),
+                                            sample_format(i), errbuf,
+                                            sizeof errbuf), 0);
+  }
+  size_t n = 0;
+  assert_int_equal(stoke__pack_writer_finish(w, &n, errbuf, sizeof errbuf),
+                   0);
+  *n_stale = stoke__pack_writer_n_stale(w);
+  stoke__pack_writer_destroy(w);
+  return n;
+}
+
+static void write_file(const char *path, const char *text) {
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  fputs(text, f);
+  fclose(f);
+}
+
+/* Re-packing under a prefix that held more shards: the earlier pack's
+** shards past the new last one are removed, so that a glob reads exactly
+** the new dataset; files that are not this prefix's shards stay. */
+static void test_repack_removes_stale(void **state) {
+  (void)state;
+  char *dir = make_tmp();
+  char prefix[4200], spec[4200], path[4300];
+  snprintf(prefix, sizeof prefix, "%s/pack", dir);
+  snprintf(spec, sizeof spec, "%s/pack-*.stoke", dir);
+  size_t stale;
+  size_t n1 = repack(prefix, 4096, &stale);
+  assert_true(n1 >= 4);
+  assert_int_equal(stale, 0);
+
+  /* Bystanders: another prefix's shard, and in the earlier pack's last
+  ** place a file that is not a shard (no magic): the walk stops there. */
+  snprintf(path, sizeof path, "%s/packx-00001.stoke", dir);
+  write_file(path, "STOKEPK1 another prefix");
+  snprintf(path, sizeof path, "%s-%05zu.stoke", prefix, n1 - 1);
+  write_file(path, "not a shard");
+
+  assert_int_equal(repack(prefix, UINT64_MAX, &stale), 1); /* one shard */
+  assert_int_equal(stale, n1 - 2); /* 1 .. n1-2 */
+  for (size_t k = 1; k + 1 < n1; k++) {
+    snprintf(path, sizeof path, "%s-%05zu.stoke", prefix, k);
+    assert_int_equal(access(path, F_OK), -1);
+  }
+  snprintf(path, sizeof path, "%s-%05zu.stoke", prefix, n1 - 1);
+  assert_int_equal(access(path, F_OK), 0);
+  snprintf(path, sizeof path, "%s/packx-00001.stoke", dir);
+  assert_int_equal(access(path, F_OK), 0);
+  unlink(path);
+  snprintf(path, sizeof path, "%s-%05zu.stoke", prefix, n1 - 1);
+  unlink(path);
+
+  /* The new dataset is whole and alone under the prefix. */
+  stoke__blobset *s = open_spec(spec, STOKE__PACK_VERIFY_CRC);
+  check_all(s, 64);
+  stoke__blobset_close(s);
+  int tmp;
+  assert_int_equal(count_files(dir, &tmp), 1);
+
+  /* Packing into as many shards or more removes nothing. */
+  assert_int_equal(repack(prefix, 4096, &stale), n1);
+  assert_int_equal(stale, 0);
+  rm_rf(dir);
+  free(dir);
+}
+
 /* The writer and the reader under allocation failures: ENOMEM, nothing
 ** leaked, and a failed writer leaves no file behind. */
 static void test_oom(void **state) {
@@ -711,6 +791,7 @@ int main(void) {
       cmocka_unit_test(test_damaged),
       cmocka_unit_test(test_class_table),
       cmocka_unit_test(test_writer_abort),
+      cmocka_unit_test(test_repack_removes_stale),
       cmocka_unit_test(test_oom),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
