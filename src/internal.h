@@ -73,6 +73,9 @@ unsigned stoke__online_cpus(void);
 /* Drop the whole pages of a read-only file mapping inside [p, p + n) from
 ** the resident set (src/os/memory.c). */
 void stoke__drop_pages(const void *p, size_t n);
+/* Advise transparent huge pages for the 2 MiB pages inside [p, p + n) of
+** anonymous memory (src/os/memory.c); advice only. */
+void stoke__advise_huge(void *p, size_t n);
 
 typedef struct stoke__thread stoke__thread; /* wraps pthread_t */
 /* Start fn(arg) on a thread named `name` (at most 15 chars) with an explicit

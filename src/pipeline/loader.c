@@ -76,9 +76,12 @@ static int alloc_slots(stoke_loader *l) {
     b->indices = stoke__calloc(l->alloc, l->cfg.batch_size, sizeof(size_t));
     if (!b->indices) return STOKE_ENOMEM;
     for (size_t f = 0; f < l->src->n_fields; f++) {
-      b->data[f] = stoke__alloc_aligned(
-          l->alloc, l->cfg.batch_size * l->src->field_bytes[f]);
+      size_t bytes = l->cfg.batch_size * l->src->field_bytes[f];
+      b->data[f] = stoke__alloc_aligned(l->alloc, bytes);
       if (!b->data[f]) return STOKE_ENOMEM;
+      /* Only malloc's memory: a caller's allocator (pinned host memory for
+      ** the device copy) knows its pages better. */
+      if (!l->alloc) stoke__advise_huge(b->data[f], bytes);
     }
     b->next_free = l->free_list;
     l->free_list = b;
