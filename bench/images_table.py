@@ -17,6 +17,16 @@ def load(path):
         return json.load(f)
 
 
+def epoch_rates(d):
+    """images/s of each measured epoch: the spread behind the mean."""
+    return [e["samples"] / e["seconds"] for e in d["epochs"]
+            if not e.get("warmup") and e["seconds"] > 0]
+
+
+def spread(rates):
+    return "%.0f-%.0f" % (min(rates), max(rates)) if rates else "-"
+
+
 def main(raw, out_path):
     ceiling = load(os.path.join(raw, "ceiling.json"))
     ceiling1 = load(os.path.join(raw, "ceiling_1.json"))
@@ -31,6 +41,7 @@ def main(raw, out_path):
             s = d["summary"]
             torch[d["config"]["workers"]] = {
                 "images_per_s": s["samples_per_s"],
+                "epoch_images_per_s": epoch_rates(d),
                 "peak_rss_bytes": s.get("pss_total_bytes") or s["peak_rss_bytes"]}
         stoke = {}
         for p in sorted(glob.glob(os.path.join(raw, "stoke_*_%s_w*.json" % dtype))):
@@ -40,6 +51,7 @@ def main(raw, out_path):
             s = d["summary"]
             stoke[(kind, w)] = {
                 "images_per_s": s["samples_per_s"],
+                "epoch_images_per_s": epoch_rates(d),
                 "peak_rss_bytes": s["peak_rss_bytes"],
                 "prefetch": d["config"]["prefetch"],
                 "batch_bytes": s.get("bytes", 0) / max(1, s.get("steps", 1)),
@@ -55,27 +67,31 @@ def main(raw, out_path):
                   dtype, "%.0f" % best if best else "-", best_w,
                   ceiling["threads"], ceiling["images_per_s"],
                   ceiling1["images_per_s"]))
-        print("  %-10s %2s %9s %9s %10s %9s %9s  %s" % (
-            "storage", "W", "images/s", "x torch", "x ceiling", "RSS MiB",
-            "limit", "stage means (us)"))
+        print("  %-10s %2s %9s %11s %9s %10s %9s %9s  %s" % (
+            "storage", "W", "images/s", "by epoch", "x torch", "x ceiling",
+            "RSS MiB", "limit", "stage means (us)"))
         for w in sorted(torch):
             t = torch[w]
-            print("  %-10s %2d %9.0f %9s %10.2f %9.0f %9s" % (
-                "torch", w, t["images_per_s"], "", t["images_per_s"] /
-                ceiling["images_per_s"], t["peak_rss_bytes"] / 2**20, ""))
+            print("  %-10s %2d %9.0f %11s %9s %10.2f %9.0f %9s" % (
+                "torch", w, t["images_per_s"], spread(t["epoch_images_per_s"]),
+                "", t["images_per_s"] / ceiling["images_per_s"],
+                t["peak_rss_bytes"] / 2**20, ""))
         for (kind, w), s in sorted(stoke.items()):
             limit = (s["prefetch"] + 1) * s["batch_bytes"] + 64 * 2**20
             stages = " ".join("%s %.0f" % (k, v) for k, v in s["stages"].items()
                               if k in ("read", "decode", "transform"))
-            print("  %-10s %2d %9.0f %9s %10.2f %9.0f %9.0f  %s" % (
-                kind, w, s["images_per_s"],
+            print("  %-10s %2d %9.0f %11s %9s %10.2f %9.0f %9.0f  %s" % (
+                kind, w, s["images_per_s"], spread(s["epoch_images_per_s"]),
                 "%.2f" % (s["images_per_s"] / best) if best else "-",
                 s["images_per_s"] / ceiling["images_per_s"],
                 s["peak_rss_bytes"] / 2**20, limit / 2**20, stages))
             s["x_torch_best"] = s["images_per_s"] / best if best else None
             s["x_ceiling"] = s["images_per_s"] / ceiling["images_per_s"]
             s["rss_limit_bytes"] = limit
-    print("\ntargets: u8 >= 4x torch's best and >= 1.0x the ceiling; f32 >= 6x "
+    print("\nimages/s: the mean over the measured epochs (the same number on "
+          "both sides, after a warm-up); by epoch: the slowest and fastest "
+          "of them")
+    print("targets: u8 >= 4x torch's best and >= 1.0x the ceiling; f32 >= 6x "
           "torch's best; peak RSS <= (K + 1) batches + 64 MiB")
     if machine:
         print("machine: %s, %s cores, %.1f GiB, kernel %s, torch %s, load %s" % (
