@@ -60,16 +60,16 @@ enum {
 };
 
 static const cli_opt budget_own_opts[] = {{"fixed", 0, 1, O_FIXED},
-                                      {"per-sample", 0, 1, O_PER_SAMPLE},
-                                      {"device", 0, 1, O_DEVICE},
-                                      {"reserve", 0, 1, O_RESERVE},
-                                      {"batch-size", 'b', 1, O_BATCH},
-                                      {"workers", 'j', 1, O_WORKERS},
-                                      {"prefetch", 0, 1, O_PREFETCH},
-                                      {"mem-budget", 0, 1, O_MEM_BUDGET},
-                                      {"json", 0, 1, O_JSON},
-                                      {"help", 'h', 0, O_HELP},
-                                      {NULL, 0, 0, 0}};
+                                          {"per-sample", 0, 1, O_PER_SAMPLE},
+                                          {"device", 0, 1, O_DEVICE},
+                                          {"reserve", 0, 1, O_RESERVE},
+                                          {"batch-size", 'b', 1, O_BATCH},
+                                          {"workers", 'j', 1, O_WORKERS},
+                                          {"prefetch", 0, 1, O_PREFETCH},
+                                          {"mem-budget", 0, 1, O_MEM_BUDGET},
+                                          {"json", 0, 1, O_JSON},
+                                          {"help", 'h', 0, O_HELP},
+                                          {NULL, 0, 0, 0}};
 
 /* "10%" or "0.1": a share in [0, 1). */
 static int parse_reserve(const char *what, const char *s, double *out) {

@@ -90,23 +90,23 @@ enum {
 };
 
 static const cli_opt tune_own_opts[] = {{"workers", 'j', 1, O_WORKERS},
-                                    {"max-workers", 0, 1, O_MAX_WORKERS},
-                                    {"cpu-budget", 0, 1, O_CPU_BUDGET},
-                                    {"prefetch", 0, 1, O_PREFETCH},
-                                    {"batch-size", 'b', 1, O_BATCH},
-                                    {"batch-sizes", 0, 1, O_BATCH_SIZES},
-                                    {"mem-budget", 0, 1, O_MEM_BUDGET},
-                                    {"shuffle", 0, 0, O_SHUFFLE},
-                                    {"seed", 0, 1, O_SEED},
-                                    {"compute", 0, 1, O_COMPUTE},
-                                    {"epochs", 0, 1, O_EPOCHS},
-                                    {"min-time", 0, 1, O_MIN_TIME},
-                                    {"tolerance", 0, 1, O_TOLERANCE},
-                                    {"json", 0, 1, O_JSON},
-                                    {"svg", 0, 1, O_SVG},
-                                    {"quiet", 'q', 0, O_QUIET},
-                                    {"help", 'h', 0, O_HELP},
-                                    {NULL, 0, 0, 0}};
+                                        {"max-workers", 0, 1, O_MAX_WORKERS},
+                                        {"cpu-budget", 0, 1, O_CPU_BUDGET},
+                                        {"prefetch", 0, 1, O_PREFETCH},
+                                        {"batch-size", 'b', 1, O_BATCH},
+                                        {"batch-sizes", 0, 1, O_BATCH_SIZES},
+                                        {"mem-budget", 0, 1, O_MEM_BUDGET},
+                                        {"shuffle", 0, 0, O_SHUFFLE},
+                                        {"seed", 0, 1, O_SEED},
+                                        {"compute", 0, 1, O_COMPUTE},
+                                        {"epochs", 0, 1, O_EPOCHS},
+                                        {"min-time", 0, 1, O_MIN_TIME},
+                                        {"tolerance", 0, 1, O_TOLERANCE},
+                                        {"json", 0, 1, O_JSON},
+                                        {"svg", 0, 1, O_SVG},
+                                        {"quiet", 'q', 0, O_QUIET},
+                                        {"help", 'h', 0, O_HELP},
+                                        {NULL, 0, 0, 0}};
 
 #define MAX_LIST 64
 

@@ -5,6 +5,7 @@
 ** so a source written for `stoke bench` means the same to `stoke tune` and
 ** `stoke budget`. */
 #define _POSIX_C_SOURCE 200809L
+#include <assert.h>
 #include <stdarg.h>
 #include <string.h>
 
@@ -84,7 +85,8 @@ size_t cli_opts_join(cli_opt *dst, size_t cap, ...) {
   va_start(ap, cap);
   for (const cli_opt *t; (t = va_arg(ap, const cli_opt *)) != NULL;)
     for (; t->name; t++) {
-      if (n + 1 >= cap) /* a programming error: the caller sized dst */
+      assert(n + 1 < cap && "cli_opts_join: dst too small");
+      if (n + 1 >= cap) /* without assert: drop the rest, stay in bounds */
         break;
       dst[n++] = *t;
     }
