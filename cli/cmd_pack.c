@@ -134,20 +134,6 @@ int cmd_pack(int argc, char **argv) {
     cli_error("%s", stoke_errmsg(NULL));
     return CLI_ERROR;
   }
-  /* Packed shards may be packed again (to rewrite shards from before the
-  ** JPEG rewrite, or to change the shard size), but not onto themselves:
-  ** the renames at the end would replace the files being read. */
-  if (strcmp(stoke_source_kind(src), "packed") == 0) {
-    char where[1024], mine[1100];
-    stoke_source_describe(src, 0, where, sizeof where);
-    snprintf(mine, sizeof mine, "%s-", out);
-    if (strncmp(where, mine, strlen(mine)) == 0) {
-      cli_error("pack: -o %s would overwrite the shards being read (%s)", out,
-                src_path);
-      stoke_source_destroy(src);
-      return CLI_USAGE;
-    }
-  }
   FILE *json = NULL;
   if (json_path && !(json = cli_open_output(json_path))) {
     stoke_source_destroy(src);

@@ -145,6 +145,12 @@ const char *stoke__blobset_kind(const stoke__blobset *s) {
   return s->ops->kind;
 }
 
+size_t stoke__blobset_files(const stoke__blobset *s,
+                            const char *const **paths) {
+  *paths = NULL;
+  return s->ops->files ? s->ops->files(s->impl, paths) : 0;
+}
+
 size_t stoke__blobset_n_samples(const stoke__blobset *s) {
   return s->n_samples;
 }

@@ -97,6 +97,12 @@ void stoke__blobset_close(stoke__blobset *s); /* NULL: no-op */
 /* ---- queries (any thread) ------------------------------------------------ */
 
 const char *stoke__blobset_kind(const stoke__blobset *s); /* "folder", ... */
+/* The files a packed set maps, as given after pattern expansion (shards
+** without samples included): their count, *paths borrowed from the set.
+** 0 for the other kinds, whose files a pack cannot overwrite (a pack
+** writes only PREFIX-NNNNN.stoke). */
+size_t stoke__blobset_files(const stoke__blobset *s,
+                            const char *const **paths);
 size_t stoke__blobset_n_samples(const stoke__blobset *s);
 /* i < n_samples (checked by assert only: callers index from the sampler). */
 int64_t stoke__blobset_label(const stoke__blobset *s, size_t i);
@@ -204,6 +210,8 @@ typedef struct stoke__blob_ops {
   void (*destroy)(void *impl, const stoke_allocator *a);
   /* Optional: the caller is done with the bytes read for sample i. */
   void (*done)(const void *impl, size_t i, const uint8_t *ptr, size_t len);
+  /* Optional: stoke__blobset_files. */
+  size_t (*files)(const void *impl, const char *const **paths);
 } stoke__blob_ops;
 
 /* Growable list of strings with optional reasons, for class names and

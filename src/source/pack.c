@@ -8,10 +8,13 @@
 ** count.  Producers run at most `n_slots` samples ahead of the writer: a
 ** slot holds one finished sample, so memory stays bounded by a few samples
 ** per thread whatever the dataset size. */
+#define _POSIX_C_SOURCE 200809L /* glob */
 #include "internal.h"
 
+#include <glob.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "decode/decode.h"
 #include "source/blob.h"
@@ -199,6 +202,76 @@ static void free_workers(pack_worker *ws, size_t n) {
   stoke__free(NULL, ws);
 }
 
+/* Whether name is "<prefix>-<digits>.stoke": a name the writer may replace
+** or remove. */
+static bool shard_name(const char *name, size_t prefix_len) {
+  const char *d = name + prefix_len + 1, *e = strrchr(name, '.');
+  if (!e || strcmp(e, ".stoke") != 0 || e - d < 5) return false;
+  for (; d < e; d++)
+    if (*d < '0' || *d > '9') return false;
+  return true;
+}
+
+/* A pack replaces PREFIX-00000.stoke, -00001, ... and removes an earlier
+** pack's further ones (pack_writer.c).  A packed source among them would
+** lose the shards the pack does not write again (and have the others
+** replaced under its mappings), so that is refused before any work.  The
+** files are compared by device and inode, so "out/a" and "./x/../out/a"
+** are the same prefix. */
+static int check_not_source(const stoke__blobset *set, const char *prefix) {
+  const char *const *paths;
+  size_t n = stoke__blobset_files(set, &paths);
+  if (n == 0) return 0;
+  /* glob(3) pattern: the prefix with its own wildcards escaped. */
+  size_t len = strlen(prefix);
+  char *pattern = stoke__alloc(NULL, 2 * len + sizeof "-*.stoke");
+  if (!pattern)
+    return stoke__set_tls_error(STOKE_ENOMEM, "pack: out of memory");
+  char *w = pattern;
+  for (const char *c = prefix; *c; c++) {
+    if (strchr("*?[\\", *c)) *w++ = '\\';
+    *w++ = *c;
+  }
+  strcpy(w, "-*.stoke");
+  glob_t g;
+  int grc = glob(pattern, 0, NULL, &g);
+  stoke__free(NULL, pattern);
+  if (grc != 0) { /* no match, or the folder cannot be read: nothing to lose */
+    globfree(&g);
+    return grc == GLOB_NOSPACE
+               ? stoke__set_tls_error(STOKE_ENOMEM, "pack: out of memory")
+               : 0;
+  }
+  /* Each source file's identity once, then every candidate against them. */
+  struct stat *in = stoke__calloc(NULL, n, sizeof *in);
+  if (!in) {
+    globfree(&g);
+    return stoke__set_tls_error(STOKE_ENOMEM, "pack: out of memory");
+  }
+  for (size_t k = 0; k < n; k++)
+    if (stat(paths[k], &in[k]) != 0) in[k].st_nlink = 0; /* gone: no match */
+  int rc = 0;
+  for (size_t i = 0; rc == 0 && i < g.gl_pathc; i++) {
+    struct stat out;
+    if (!shard_name(g.gl_pathv[i], len) || stat(g.gl_pathv[i], &out) != 0)
+      continue;
+    for (size_t k = 0; k < n; k++)
+      if (in[k].st_nlink && in[k].st_dev == out.st_dev &&
+          in[k].st_ino == out.st_ino) {
+        rc = stoke__set_tls_error(
+            STOKE_EINVAL,
+            "pack: %s is one of the shards being read (%s); a pack "
+            "replaces or removes every %s-NNNNN.stoke, so write to "
+            "another prefix",
+            g.gl_pathv[i], paths[k], prefix);
+        break;
+      }
+  }
+  stoke__free(NULL, in);
+  globfree(&g);
+  return rc;
+}
+
 int stoke_pack(const stoke_source *src, const char *out_prefix,
                const stoke_pack_config *cfg, stoke_pack_result *res) {
   const stoke__blobset *set = stoke__image_blobset(src);
@@ -218,6 +291,8 @@ int stoke_pack(const stoke_source *src, const char *out_prefix,
   stoke_pack_result local;
   if (!res) res = &local;
   memset(res, 0, sizeof *res);
+  int guard = check_not_source(set, out_prefix);
+  if (guard != 0) return guard;
 
   pack_job j = {.set = set, .rewrite = !cfg->keep_bytes,
                 .total = stoke__blobset_n_samples(set)};

@@ -47,6 +47,7 @@ typedef struct pack_residency {
 
 typedef struct packed_impl {
   char **paths;          /* owned, one block */
+  size_t n_paths;        /* paths given (n_shards drops the empty ones) */
   pack_shard *shards;    /* owned, n_shards */
   size_t n_shards;
   size_t n;              /* samples in all shards */
@@ -167,9 +168,16 @@ static void packed_done(const void *impl, size_t i, const uint8_t *ptr,
                         (size_t)(p->shards[k].index - p->shards[k].map));
 }
 
+static size_t packed_files(const void *impl, const char *const **paths) {
+  const packed_impl *p = impl;
+  *paths = (const char *const *)p->paths;
+  return p->n_paths;
+}
+
 static const stoke__blob_ops packed_ops = {
     "packed", packed_label, packed_format, packed_dims,
     packed_describe, packed_read, packed_destroy, packed_done,
+    packed_files,
 };
 
 /* ---- validation ---------------------------------------------------------- */
@@ -360,6 +368,7 @@ int stoke__blobset_open_packed(const char *const *specs, size_t n_specs,
   int rc = stoke__blob_expand(specs, n_specs, a, &p->paths, &p->n_shards,
                               err, cap);
   if (rc) goto fail;
+  p->n_paths = p->n_shards;
   p->shards = stoke__calloc(a, p->n_shards, sizeof *p->shards);
   if (!p->shards) {
     rc = stoke__errf(err, cap, STOKE_ENOMEM,

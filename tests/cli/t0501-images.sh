@@ -60,8 +60,18 @@ assert d["jpegs_ready"] == 18 and d["jpegs_rewritten"] == 0, d
 assert d["jpegs_kept"] == 0 and d["bytes"] == d["bytes_in"], d
 '
 run_stoke pack "$TMP/pk/train-*.stoke" -o "$TMP/pk/train"
-[ "$rc" -eq 2 ] || fail "pack onto its source: exit $rc, expected 2"
-grep -q "would overwrite" "$TMP/err" || fail "no reason given: $(cat "$TMP/err")"
+[ "$rc" -eq 1 ] || fail "pack onto its source: exit $rc, expected 1"
+grep -q "is one of the shards being read" "$TMP/err" ||
+  fail "no reason given: $(cat "$TMP/err")"
+# The same prefix spelled another way, with the shards under it not first
+# in the source (pk-kept/ sorts before pk/): refused alike, nothing written.
+sums=$(cat "$TMP"/pk/train-*.stoke | cksum)
+run_stoke pack "$TMP/pk*/train-*.stoke" -o "$TMP/pk/../pk/train"
+[ "$rc" -eq 1 ] || fail "pack onto later source shards: exit $rc, expected 1"
+grep -q "is one of the shards being read" "$TMP/err" ||
+  fail "no reason given: $(cat "$TMP/err")"
+[ "$(cat "$TMP"/pk/train-*.stoke | cksum)" = "$sums" ] ||
+  fail "the source shards changed"
 
 say "packing again under a prefix that held more shards leaves only the new ones"
 cp -r "$TMP/pk" "$TMP/pk3"

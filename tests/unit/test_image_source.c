@@ -414,6 +414,52 @@ static void test_pack_threads(void **state) {
   stoke_source_destroy(src);
 }
 
+/* stoke_pack refuses a prefix whose shards are among the source's, however
+** the prefix is spelled and wherever those shards come in the source, before
+** writing anything; another prefix in the same folder is fine. */
+static void test_pack_onto_source(void **state) {
+  (void)state;
+  stoke_source *src = open_images(folder, "random-resized-crop=32,chw,u8");
+  stoke_pack_config pc;
+  stoke_pack_config_init(&pc);
+  pc.keep_bytes = 1; /* fast: no rewrite */
+  char dir[128], a[160], b[160], spec[200], b0[200];
+  snprintf(dir, sizeof dir, "%s/onto", root);
+  assert_int_equal(mkdir(dir, 0700), 0);
+  snprintf(a, sizeof a, "%s/a", dir);
+  snprintf(b, sizeof b, "%s/b", dir);
+  pc.shard_bytes = 30000;
+  assert_int_equal(stoke_pack(src, a, &pc, NULL), 0);
+  pc.shard_bytes = 0;
+  assert_int_equal(stoke_pack(src, b, &pc, NULL), 0);
+  stoke_source_destroy(src);
+
+  snprintf(spec, sizeof spec, "%s/*-*.stoke", dir); /* a's shards, then b's */
+  snprintf(b0, sizeof b0, "%s-00000.stoke", b);
+  size_t n_before;
+  void *before = slurp(b0, &n_before);
+  stoke_source *packed = open_images(spec, "random-resized-crop=32,chw,u8");
+  char other[200];
+  snprintf(other, sizeof other, "%s/../onto/./b", dir);
+  assert_int_equal(stoke_pack(packed, other, &pc, NULL), STOKE_EINVAL);
+  if (!strstr(stoke_errmsg(NULL), "is one of the shards being read") ||
+      !strstr(stoke_errmsg(NULL), "b-00000.stoke"))
+    fail_msg("message: %s", stoke_errmsg(NULL));
+  size_t n_after;
+  void *after = slurp(b0, &n_after);
+  assert_int_equal(n_before, n_after);
+  assert_memory_equal(before, after, n_before);
+  free(before);
+  free(after);
+
+  char c[160];
+  snprintf(c, sizeof c, "%s/c", dir);
+  stoke_pack_result res;
+  assert_int_equal(stoke_pack(packed, c, &pc, &res), 0);
+  assert_int_equal(res.n_samples, stoke_source_n_samples(packed));
+  stoke_source_destroy(packed);
+}
+
 /* A bad file fails its sample: next() names the file and the cause. */
 static void expect_sample_error(const char *dir, const char *file,
                                 const char *cause) {
@@ -519,6 +565,7 @@ int main(void) {
       cmocka_unit_test(test_transforms_and_worker_counts),
       cmocka_unit_test(test_three_storages_agree),
       cmocka_unit_test(test_pack_threads),
+      cmocka_unit_test(test_pack_onto_source),
       cmocka_unit_test(test_bad_files),
       cmocka_unit_test(test_bad_arguments),
   };
