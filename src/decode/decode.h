@@ -180,12 +180,22 @@ int stoke__decode(stoke__decoder *d, const void *data, size_t n,
                   const stoke__decode_req *req, stoke__image *out, char *err,
                   size_t cap);
 
+/* The widest restart interval, in pixels, that the rewrite below writes:
+** one 16-pixel MCU of 4:2:0 and 4:2:2, two of 4:4:4 and grayscale. */
+#define STOKE__JPEG_CUT_PX 16
+
+/* true when data[0..n) is a JPEG the rewrite below would leave as it is:
+** cut-ready (stoke__decode_cut_ready) with restart intervals at most
+** STOKE__JPEG_CUT_PX wide.  Only the header is read. */
+bool stoke__jpeg_rewrite_done(const void *data, size_t n);
+
 /* Rewrite a JPEG losslessly for packed shards (jpeg_transcode.c): same
 ** coefficients, one baseline scan, optimised Huffman tables, restart
-** intervals at most 16 px wide.  0 with *out (the caller frees it through
-** the decoder's allocator) and *out_n; 0 with *out NULL when the file is to
-** be kept as it is (CMYK/YCCK, or already cut-ready); STOKE_EFORMAT or
-** STOKE_ENOMEM with a message otherwise. */
+** intervals at most STOKE__JPEG_CUT_PX wide.  0 with *out (the caller
+** frees it through the decoder's allocator) and *out_n; 0 with *out NULL
+** when the file is to be kept as it is (CMYK/YCCK, or
+** stoke__jpeg_rewrite_done); STOKE_EFORMAT or STOKE_ENOMEM with a message
+** otherwise. */
 int stoke__jpeg_transcode(stoke__decoder *d, const uint8_t *data, size_t n,
                           uint8_t **out, size_t *out_n, char *err,
                           size_t cap);

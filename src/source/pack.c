@@ -30,7 +30,8 @@ typedef struct pack_slot {
   size_t n, cap;
   size_t n_in;              /* bytes read */
   stoke_image_info info;
-  bool rewritten, cut_ready; /* a JPEG rewritten, or already cut-ready */
+  bool rewritten;           /* a JPEG rewritten */
+  bool as_rewritten;        /* a JPEG as the rewrite would make it: kept */
   bool kept;                /* a JPEG the rewrite could not take */
   char kept_why[STOKE__ERRMSG_CAP];
 } pack_slot;
@@ -83,37 +84,38 @@ static void produce(pack_worker *w, size_t i, pack_slot *s) {
   const pack_job *j = w->job;
   const uint8_t *bytes;
   size_t n;
-  s->rewritten = s->cut_ready = s->kept = false;
+  s->rewritten = s->as_rewritten = s->kept = false;
   s->rc = stoke__image_probe(j->set, i, &w->reader, w->dec, &bytes, &n,
                              &s->info, s->err, sizeof s->err);
   if (s->rc != 0) return;
   s->n_in = n;
-  s->cut_ready = s->info.restart_cuts; /* stoke__image_probe looked */
-  if (j->rewrite && s->info.format == STOKE_IMAGE_JPEG && !s->cut_ready) {
+  bool jpeg = j->rewrite && s->info.format == STOKE_IMAGE_JPEG;
+  /* The rewrite's own test, not info.restart_cuts: a JPEG with wider
+  ** intervals still cuts, but coarsely, and is rewritten. */
+  s->as_rewritten = jpeg && stoke__jpeg_rewrite_done(bytes, n);
+  if (jpeg && !s->as_rewritten) {
     uint8_t *out;
     size_t out_n;
     char why[STOKE__ERRMSG_CAP];
     int rc = stoke__jpeg_transcode(w->dec, bytes, n, &out, &out_n, why,
                                    sizeof why);
-    if (rc == STOKE_ENOMEM) {
-      s->rc = rc;
-      snprintf(s->err, sizeof s->err, "pack: sample %zu: %.400s", i, why);
-      return;
-    }
     if (rc == 0 && out) {
       stoke__free(NULL, s->bytes);
       s->bytes = out;
       s->n = s->cap = out_n;
       s->rewritten = true;
-      return;
+    } else if (rc == STOKE_ENOMEM) {
+      s->rc = rc;
+      snprintf(s->err, sizeof s->err, "pack: sample %zu: %.400s", i, why);
+    } else {
+      s->kept = true;
+      char where[256];
+      stoke__blobset_describe(j->set, i, where, sizeof where);
+      snprintf(s->kept_why, sizeof s->kept_why, "%.200s: %.300s", where,
+               rc != 0 ? why : "CMYK or YCCK, kept for its Adobe marker");
     }
-    s->kept = true;
-    char where[256];
-    stoke__blobset_describe(j->set, i, where, sizeof where);
-    snprintf(s->kept_why, sizeof s->kept_why, "%.200s: %.300s", where,
-             rc != 0 ? why : "CMYK or YCCK, kept for its Adobe marker");
   }
-  if (slot_take(s, bytes, n) != 0) {
+  if (!s->rewritten && s->rc == 0 && slot_take(s, bytes, n) != 0) {
     s->rc = STOKE_ENOMEM;
     snprintf(s->err, sizeof s->err, "pack: sample %zu: out of memory", i);
   }
@@ -170,7 +172,7 @@ static int consume(pack_job *j, stoke__pack_writer *w,
     if (s->rc != 0) return stoke__set_tls_error(s->rc, "%s", s->err);
     res->bytes_in += s->n_in;
     res->n_rewritten += s->rewritten;
-    res->n_ready += s->cut_ready && j->rewrite;
+    res->n_ready += s->as_rewritten;
     if (s->kept && res->n_kept++ == 0)
       snprintf(res->first_kept, sizeof res->first_kept, "%s", s->kept_why);
     int rc = stoke__pack_writer_add(

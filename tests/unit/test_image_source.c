@@ -414,6 +414,34 @@ static void test_pack_threads(void **state) {
   stoke_source_destroy(src);
 }
 
+/* A JPEG whose restart intervals already tile its rows but are wider than
+** the rewrite's is rewritten (its crops would cut coarsely); one with the
+** rewrite's own intervals is kept as it is.  The pack asks the rewrite's
+** test, not the decoder's "cuts at all". */
+static void test_pack_wide_intervals(void **state) {
+  (void)state;
+  char dir[128], cls[160], prefix[160];
+  mkdir_in(dir, sizeof dir, root, "wide");
+  mkdir_in(cls, sizeof cls, dir, "only");
+  df_jpeg_opts wide = {JCS_RGB, JCS_UNKNOWN, 90, 0, 2, 2, 4};   /* 64 px */
+  df_jpeg_opts narrow = {JCS_RGB, JCS_UNKNOWN, 90, 0, 2, 2, 1}; /* 16 px */
+  write_jpeg(cls, "a.jpg", 256, 96, &wide, 21);
+  write_jpeg(cls, "b.jpg", 256, 96, &narrow, 22);
+  stoke_source *src = open_images(dir, "random-resized-crop=32,chw,u8");
+  stoke_image_info info;
+  for (size_t i = 0; i < 2; i++) { /* both cut, for the decoder */
+    assert_int_equal(stoke_source_probe(src, i, &info), 0);
+    assert_true(info.restart_cuts);
+  }
+  snprintf(prefix, sizeof prefix, "%s/p", dir);
+  stoke_pack_result res;
+  assert_int_equal(stoke_pack(src, prefix, NULL, &res), 0);
+  assert_int_equal(res.n_rewritten, 1);
+  assert_int_equal(res.n_ready, 1);
+  assert_int_equal(res.n_kept, 0);
+  stoke_source_destroy(src);
+}
+
 /* stoke_pack refuses a prefix whose shards are among the source's, however
 ** the prefix is spelled and wherever those shards come in the source, before
 ** writing anything; another prefix in the same folder is fine. */
@@ -566,6 +594,7 @@ int main(void) {
       cmocka_unit_test(test_three_storages_agree),
       cmocka_unit_test(test_pack_threads),
       cmocka_unit_test(test_pack_onto_source),
+      cmocka_unit_test(test_pack_wide_intervals),
       cmocka_unit_test(test_bad_files),
       cmocka_unit_test(test_bad_arguments),
   };
