@@ -119,6 +119,9 @@ static void produce(pack_worker *w, size_t i, pack_slot *s) {
     s->rc = STOKE_ENOMEM;
     snprintf(s->err, sizeof s->err, "pack: sample %zu: out of memory", i);
   }
+  /* The bytes are copied or rewritten: a packed source's mapped pages may
+  ** leave the resident set, as they do for the loader. */
+  stoke__blobset_done(j->set, i, bytes, n);
 }
 
 static void *producer_main(void *arg) {

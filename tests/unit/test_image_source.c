@@ -10,6 +10,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,7 @@
 #include <spng.h>
 
 #include "decode_fixtures.h"
+#include "test_util.h"
 #include "stoke.h"
 
 static char root[64];
@@ -414,6 +416,92 @@ static void test_pack_threads(void **state) {
   stoke_source_destroy(src);
 }
 
+/* Resident bytes (smaps "Rss") of this process's mappings of files whose
+** path ends with `suffix`. */
+static size_t mapped_rss(const char *suffix) {
+  FILE *f = fopen("/proc/self/smaps", "r");
+  assert_non_null(f);
+  char line[4200];
+  size_t total = 0, len = strlen(suffix);
+  bool mine = false;
+  while (fgets(line, sizeof line, f)) {
+    unsigned long lo, hi;
+    if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2) {
+      size_t n = strcspn(line, "\n");
+      line[n] = '\0';
+      mine = n >= len && strcmp(line + n - len, suffix) == 0;
+    } else if (mine && strncmp(line, "Rss:", 4) == 0) {
+      total += strtoul(line + 4, NULL, 10) * 1024;
+    }
+  }
+  fclose(f);
+  return total;
+}
+
+/* Packed shards are read through mmap; once samples are decoded (loader)
+** or copied (stoke_pack of a packed source) their pages leave the resident
+** set every 16 MiB, so neither grows with the dataset.  48 MiB of JPEGs:
+** with the pages kept, the shard's mapping would hold them all. */
+static void test_packed_pages_given_back(void **state) {
+  (void)state;
+  char dir[128], cls[160], a[160], b[160], spec[200];
+  mkdir_in(dir, sizeof dir, root, "big");
+  mkdir_in(cls, sizeof cls, dir, "noise");
+  uint32_t w = 1024, h = 1024;
+  uint8_t *px = malloc((size_t)w * h * 3), *jpg;
+  uint64_t x = 88172645463325252ull;
+  for (size_t i = 0; i < (size_t)w * h * 3; i++) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    px[i] = (uint8_t)x;
+  }
+  df_jpeg_opts o = {JCS_RGB, JCS_UNKNOWN, 95, 0, 1, 1, 0};
+  size_t n;
+  df_jpeg(px, w, h, &o, &jpg, &n);
+  free(px);
+  size_t copies = (48u << 20) / n + 1;
+  for (size_t k = 0; k < copies; k++) {
+    char name[32];
+    snprintf(name, sizeof name, "%03zu.jpg", k);
+    write_file(cls, name, jpg, n);
+  }
+  free(jpg);
+  stoke_source *folder_src = open_images(dir, "random-resized-crop=16,chw,u8");
+  stoke_pack_config pc;
+  stoke_pack_config_init(&pc);
+  pc.keep_bytes = 1;
+  pc.shard_bytes = 0; /* one shard */
+  snprintf(a, sizeof a, "%s/a", dir);
+  assert_int_equal(stoke_pack(folder_src, a, &pc, NULL), 0);
+  stoke_source_destroy(folder_src);
+
+  snprintf(spec, sizeof spec, "%s-00000.stoke", a);
+  stoke_source *src = open_images(spec, "random-resized-crop=16,chw,u8");
+  snprintf(b, sizeof b, "%s/b", dir);
+  assert_int_equal(stoke_pack(src, b, &pc, NULL), 0);
+  size_t rss = mapped_rss("/big/a-00000.stoke");
+  TU_CHECK(rss < (28u << 20), "after stoke_pack the source's mapping holds "
+           "%zu KiB of %zu", rss >> 10, (copies * n) >> 10);
+
+  stoke_config cfg;
+  stoke_config_init(&cfg);
+  cfg.source = src;
+  cfg.batch_size = 8;
+  cfg.n_workers = 2;
+  stoke_loader *l;
+  assert_int_equal(stoke_loader_create(&cfg, &l), 0);
+  stoke_batch *bt;
+  int rc;
+  while ((rc = stoke_loader_next(l, &bt)) == STOKE_OK) stoke_batch_release(bt);
+  assert_int_equal(rc, STOKE_END);
+  rss = mapped_rss("/big/a-00000.stoke");
+  TU_CHECK(rss < (28u << 20), "after an epoch the source's mapping holds "
+           "%zu KiB of %zu", rss >> 10, (copies * n) >> 10);
+  stoke_loader_destroy(l);
+  stoke_source_destroy(src);
+}
+
 /* A JPEG whose restart intervals already tile its rows but are wider than
 ** the rewrite's is rewritten (its crops would cut coarsely); one with the
 ** rewrite's own intervals is kept as it is.  The pack asks the rewrite's
@@ -595,6 +683,7 @@ int main(void) {
       cmocka_unit_test(test_pack_threads),
       cmocka_unit_test(test_pack_onto_source),
       cmocka_unit_test(test_pack_wide_intervals),
+      cmocka_unit_test(test_packed_pages_given_back),
       cmocka_unit_test(test_bad_files),
       cmocka_unit_test(test_bad_arguments),
   };
