@@ -177,8 +177,8 @@ int cmd_pack(int argc, char **argv) {
                  "out\n", res.n_rewritten, (double)res.bytes_in / 1e6,
               (double)res.bytes / 1e6);
     if (res.n_ready)
-      fprintf(f, "%zu JPEGs had restart markers already; stored as they "
-                 "were\n", res.n_ready);
+      fprintf(f, "%zu JPEGs had restart markers every 16 px already; "
+                 "stored as they were\n", res.n_ready);
     if (res.n_kept)
       fprintf(f, "kept %zu JPEGs as they were; the first: %s\n",
               res.n_kept, res.first_kept);

@@ -332,7 +332,8 @@ typedef struct stoke_pack_result {
   uint64_t bytes_in;     /* encoded sample bytes read */
   uint64_t bytes;        /* encoded sample bytes written */
   size_t n_rewritten;    /* JPEGs rewritten with restart markers */
-  size_t n_ready;        /* JPEGs that had them already, stored as they were */
+  size_t n_ready;        /* JPEGs with such markers already (at most 16 px
+                            apart), stored as they were */
   size_t n_kept;         /* JPEGs stored as they were (why: below) */
   char first_kept[512];  /* the first of them and why, or "" */
   char first_shard[512]; /* e.g. "out-00000.stoke" */
