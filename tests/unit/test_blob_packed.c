@@ -70,6 +70,30 @@ static void sample_bytes(size_t i, uint8_t *b) {
 }
 static int64_t sample_label(size_t i) { return (int64_t)(i % 7) - 1; }
 
+/* Add sample i to w: its bytes and format, `label`, width i, height 2i. */
+static void add_sample(stoke__pack_writer *w, size_t i, int64_t label) {
+  uint8_t b[1024];
+  sample_bytes(i, b);
+  int rc = stoke__pack_writer_add(w, b, sample_len(i), label, (uint32_t)i,
+                                  (uint32_t)(2 * i), sample_format(i),
+                                  errbuf, sizeof errbuf);
+  if (rc) fail_msg("add %zu: %s", i, errbuf);
+}
+
+/* Read sample i of s and check that its bytes are those added; returns
+** them (inside the mapping). */
+static const uint8_t *expect_sample(stoke__blobset *s, size_t i) {
+  const uint8_t *p;
+  size_t n;
+  int rc = stoke__blobset_read(s, i, NULL, &p, &n, errbuf, sizeof errbuf);
+  if (rc) fail_msg("read %zu: %s", i, errbuf);
+  uint8_t b[1024];
+  sample_bytes(i, b);
+  assert_int_equal(n, sample_len(i));
+  assert_memory_equal(p, b, n);
+  return p;
+}
+
 /* Write N_SAMPLES to dir/pack-*.stoke with small shards. */
 static size_t write_pack(const char *dir, uint64_t shard_bytes,
                          uint32_t align) {
@@ -79,14 +103,7 @@ static size_t write_pack(const char *dir, uint64_t shard_bytes,
   int rc = stoke__pack_writer_create(prefix, shard_bytes, align, NULL, &w,
                                      errbuf, sizeof errbuf);
   if (rc) fail_msg("create: %s", errbuf);
-  uint8_t b[1024];
-  for (size_t i = 0; i < N_SAMPLES; i++) {
-    sample_bytes(i, b);
-    rc = stoke__pack_writer_add(w, b, sample_len(i), sample_label(i),
-                                (uint32_t)i, (uint32_t)(2 * i),
-                                sample_format(i), errbuf, sizeof errbuf);
-    if (rc) fail_msg("add %zu: %s", i, errbuf);
-  }
+  for (size_t i = 0; i < N_SAMPLES; i++) add_sample(w, i, sample_label(i));
   size_t n_shards = 0;
   rc = stoke__pack_writer_finish(w, &n_shards, errbuf, sizeof errbuf);
   if (rc) fail_msg("finish: %s", errbuf);
@@ -100,6 +117,7 @@ static size_t write_pack(const char *dir, uint64_t shard_bytes,
   }
   assert_null(stoke__pack_writer_shard_path(w, n_shards));
   /* Finished: no more samples. */
+  const uint8_t b[1] = {0};
   assert_int_equal(stoke__pack_writer_add(w, b, 1, 0, 0, 0, 0, errbuf,
                                           sizeof errbuf), STOKE_EBADSTATE);
   stoke__pack_writer_destroy(w);
@@ -120,15 +138,8 @@ static stoke__blobset *open_spec(const char *spec, unsigned flags) {
 
 static void check_all(stoke__blobset *s, uint32_t align) {
   assert_int_equal(stoke__blobset_n_samples(s), N_SAMPLES);
-  uint8_t b[1024];
   for (size_t i = 0; i < N_SAMPLES; i++) {
-    const uint8_t *p;
-    size_t n;
-    int rc = stoke__blobset_read(s, i, NULL, &p, &n, errbuf, sizeof errbuf);
-    if (rc) fail_msg("read %zu: %s", i, errbuf);
-    sample_bytes(i, b);
-    assert_int_equal(n, sample_len(i));
-    assert_memory_equal(p, b, n);
+    const uint8_t *p = expect_sample(s, i);
     assert_int_equal((uintptr_t)p % align, 0);
     assert_int_equal(stoke__blobset_label(s, i), sample_label(i));
     assert_int_equal(stoke__blobset_format(s, i), sample_format(i));
@@ -425,15 +436,9 @@ static void write_named(const char *dir, const char *name,
   int rc = stoke__pack_writer_set_classes(w, names, n_names, errbuf,
                                           sizeof errbuf);
   if (rc) fail_msg("set_classes: %s", errbuf);
-  uint8_t b[1024];
-  for (size_t i = 0; i < N_SAMPLES; i++) {
-    sample_bytes(i, b);
-    int64_t label = label_bump && i == 5 ? (int64_t)n_names + 3
-                                         : (int64_t)(i % n_names);
-    assert_int_equal(stoke__pack_writer_add(w, b, sample_len(i), label, 1, 1,
-                                            sample_format(i), errbuf,
-                                            sizeof errbuf), 0);
-  }
+  for (size_t i = 0; i < N_SAMPLES; i++)
+    add_sample(w, i, label_bump && i == 5 ? (int64_t)n_names + 3
+                                          : (int64_t)(i % n_names));
   /* Too late for names now. */
   assert_int_equal(stoke__pack_writer_set_classes(w, names, n_names, errbuf,
                                                   sizeof errbuf),
@@ -456,15 +461,8 @@ static void test_class_table(void **state) {
   for (size_t c = 0; c < 3; c++)
     assert_string_equal(stoke__blobset_class_name(s, c), names[c]);
   /* The samples are where they always were. */
-  uint8_t b[1024];
   for (size_t i = 0; i < N_SAMPLES; i++) {
-    const uint8_t *bytes;
-    size_t n;
-    assert_int_equal(stoke__blobset_read(s, i, NULL, &bytes, &n, errbuf,
-                                         sizeof errbuf), 0);
-    sample_bytes(i, b);
-    assert_int_equal(n, sample_len(i));
-    assert_memory_equal(bytes, b, n);
+    expect_sample(s, i);
     assert_int_equal(stoke__blobset_label(s, i), (int64_t)(i % 3));
   }
   stoke__blobset_close(s);
@@ -530,13 +528,8 @@ static void test_writer_abort(void **state) {
   stoke__pack_writer *w = NULL;
   assert_int_equal(stoke__pack_writer_create(prefix, 4096 + 2048, 0, NULL,
                                              &w, errbuf, sizeof errbuf), 0);
+  for (size_t i = 0; i < 20; i++) add_sample(w, i, 0);
   uint8_t b[1024];
-  for (size_t i = 0; i < 20; i++) {
-    sample_bytes(i, b);
-    assert_int_equal(stoke__pack_writer_add(w, b, sample_len(i), 0, 0, 0,
-                                            sample_format(i), errbuf,
-                                            sizeof errbuf), 0);
-  }
   /* Midway: several shards begun, all still .tmp, none final. */
   int tmp, n = count_files(dir, &tmp);
   assert_true(n >= 2);
@@ -606,12 +599,7 @@ static void test_writer_abort(void **state) {
   stoke__pack_writer_destroy(w);
   assert_int_equal(stoke__pack_writer_create(prefix, 100, 0, NULL, &w,
                                              errbuf, sizeof errbuf), 0);
-  for (size_t i = 0; i < 3; i++) {
-    sample_bytes(i, b);
-    assert_int_equal(stoke__pack_writer_add(w, b, sample_len(i), 5, 0, 0,
-                                            sample_format(i), errbuf,
-                                            sizeof errbuf), 0);
-  }
+  for (size_t i = 0; i < 3; i++) add_sample(w, i, 5);
   size_t shards;
   assert_int_equal(stoke__pack_writer_finish(w, &shards, errbuf,
                                              sizeof errbuf), 0);
@@ -621,15 +609,7 @@ static void test_writer_abort(void **state) {
   snprintf(spec, sizeof spec, "%s/pack-*.stoke", dir);
   stoke__blobset *s = open_spec(spec, STOKE__PACK_VERIFY_CRC);
   assert_int_equal(stoke__blobset_n_samples(s), 3);
-  for (size_t i = 0; i < 3; i++) {
-    const uint8_t *q;
-    size_t n2;
-    assert_int_equal(stoke__blobset_read(s, i, NULL, &q, &n2, errbuf,
-                                         sizeof errbuf), 0);
-    sample_bytes(i, b);
-    assert_int_equal(n2, sample_len(i));
-    assert_memory_equal(q, b, n2);
-  }
+  for (size_t i = 0; i < 3; i++) expect_sample(s, i);
   stoke__blobset_close(s);
 
   /* An empty dataset: finish writes nothing; an empty shard opens as an
@@ -656,15 +636,7 @@ static size_t repack(const char *prefix, uint64_t shard_bytes,
   stoke__pack_writer *w = NULL;
   assert_int_equal(stoke__pack_writer_create(prefix, shard_bytes, 0, NULL,
                                              &w, errbuf, sizeof errbuf), 0);
-  uint8_t b[1024];
-  for (size_t i = 0; i < N_SAMPLES; i++) {
-    sample_bytes(i, b);
-    assert_int_equal(stoke__pack_writer_add(w, b, sample_len(i),
-                                            sample_label(i), (uint32_t)i,
-                                            (uint32_t)(2 * i),
-                                            sample_format(i), errbuf,
-                                            sizeof errbuf), 0);
-  }
+  for (size_t i = 0; i < N_SAMPLES; i++) add_sample(w, i, sample_label(i));
   size_t n = 0;
   assert_int_equal(stoke__pack_writer_finish(w, &n, errbuf, sizeof errbuf),
                    0);
