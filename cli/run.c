@@ -130,6 +130,10 @@ void cli_fmt_synthetic(const stoke_synthetic_config *synth, char *buf,
 
 void cli_fmt_source(const cli_run_spec *spec, size_t n_samples, char *buf,
                     size_t n) {
+  if (spec->source_label) {
+    snprintf(buf, n, "%s (%zu samples)", spec->source_label, n_samples);
+    return;
+  }
   if (spec->data) {
     snprintf(buf, n, "images %s (%zu samples, transform %s)", spec->data,
              n_samples, spec->image.transform);
@@ -153,6 +157,14 @@ void cli_fmt_cost_dist(const stoke_synthetic_config *synth, char *buf,
   default:
     snprintf(buf, n, "fixed");
   }
+}
+
+/* The consumer's step as the reports name it. */
+static void spec_compute(const cli_run_spec *spec, char *buf, size_t n) {
+  if (spec->compute_label)
+    snprintf(buf, n, "%s", spec->compute_label);
+  else
+    cli_fmt_compute(spec->compute_kind, spec->compute_ns, buf, n);
 }
 
 void cli_fmt_compute(int kind, int64_t ns, char *buf, size_t n) {
@@ -217,7 +229,15 @@ void cli_run_result_free(cli_run_result *res) {
   res->n_wait_hist = 0;
 }
 
-static int collect(stoke_loader *l, cli_run_result *res) {
+int cli_result_collect(stoke_loader *l, cli_run_result *res) {
+  snprintf(res->source_kind, sizeof(res->source_kind), "%s",
+           stoke_source_kind(stoke_loader_source(l)));
+  res->source_samples = stoke_source_n_samples(stoke_loader_source(l));
+  stoke_loader_config(l, &res->eff);
+  res->eff.source = NULL; /* not ours to keep */
+  res->n_batches = stoke_loader_n_batches(l);
+  res->n_samples = stoke_loader_n_samples(l);
+  res->host_bytes = stoke_loader_host_bytes(l);
   res->stats.struct_size = sizeof(res->stats);
   int rc = stoke_loader_stats(l, &res->stats);
   if (rc < 0)
@@ -286,9 +306,6 @@ int cli_run(const cli_run_spec *spec, cli_run_result *res) {
   int rc = cli_source_create(spec->data, &spec->image, &spec->synth, &src);
   if (rc != CLI_OK)
     return rc;
-  snprintf(res->source_kind, sizeof(res->source_kind), "%s",
-           stoke_source_kind(src));
-  res->source_samples = stoke_source_n_samples(src);
   stoke_config cfg = spec->cfg;
   cfg.source = src;
   if (spec->trace_path && cfg.trace_events == 0)
@@ -300,12 +317,6 @@ int cli_run(const cli_run_spec *spec, cli_run_result *res) {
     library_error(NULL, rc);
     return CLI_ERROR;
   }
-  stoke_loader_config(l, &res->eff);
-  res->eff.source = NULL; /* not ours to keep */
-  res->n_batches = stoke_loader_n_batches(l);
-  res->n_samples = stoke_loader_n_samples(l);
-  res->host_bytes = stoke_loader_host_bytes(l);
-
   int64_t delay0 = -1;
   for (unsigned e = 0; e < spec->epochs; e++) {
     if (e == cfg.warmup_epochs)
@@ -322,7 +333,7 @@ int cli_run(const cli_run_spec *spec, cli_run_result *res) {
     }
   }
   int64_t delay1 = thread_run_delay_ns();
-  rc = collect(l, res);
+  rc = cli_result_collect(l, res);
   if (rc < 0)
     goto fail;
   res->consumer_run_delay_ns =
@@ -365,7 +376,7 @@ void cli_print_report(FILE *f, const char *cmd, const cli_run_spec *spec,
                       const cli_run_result *res) {
   char src[1200], step[64];
   cli_fmt_source(spec, res->n_samples, src, sizeof(src));
-  cli_fmt_compute(spec->compute_kind, spec->compute_ns, step, sizeof(step));
+  spec_compute(spec, step, sizeof(step));
   fprintf(f, "stoke %s: %s, batch %zu, %u workers, prefetch %u, step %s", cmd,
           src, res->eff.batch_size, res->eff.n_workers, res->eff.prefetch,
           step);
@@ -486,7 +497,11 @@ cJSON *cli_config_json(const cli_run_spec *spec, const cli_run_result *res) {
   cJSON *o = cJSON_CreateObject();
   if (!o)
     return NULL;
-  if (spec->data) {
+  if (spec->source_label) {
+    cJSON_AddStringToObject(o, "source", spec->source_label);
+    cJSON_AddStringToObject(o, "data_kind", res->source_kind);
+    cJSON_AddNumberToObject(o, "samples", (double)res->source_samples);
+  } else if (spec->data) {
     cJSON_AddStringToObject(o, "source", "images");
     cJSON_AddStringToObject(o, "data", spec->data);
     cJSON_AddStringToObject(o, "data_kind", res->source_kind);
@@ -519,7 +534,7 @@ cJSON *cli_config_json(const cli_run_spec *spec, const cli_run_result *res) {
   cJSON_AddNumberToObject(o, "mem_budget_bytes", (double)c->mem_budget_bytes);
   cJSON_AddNumberToObject(o, "epochs", spec->epochs);
   cJSON_AddNumberToObject(o, "warmup_epochs", c->warmup_epochs);
-  cli_fmt_compute(spec->compute_kind, spec->compute_ns, buf, sizeof(buf));
+  spec_compute(spec, buf, sizeof(buf));
   cJSON_AddStringToObject(o, "compute", buf);
   cJSON_AddNumberToObject(o, "compute_ns", (double)spec->compute_ns);
   cJSON_AddNumberToObject(o, "batches_per_epoch", (double)res->n_batches);

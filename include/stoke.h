@@ -263,6 +263,14 @@ STOKE_API int stoke_source_create_images(const char *path,
                                          const stoke_image_config *cfg,
                                          stoke_source **out);
 
+/* The same over several shard paths (each a path, a pattern or a glob),
+** all tar or all packed; their samples in the order given.  An ImageFolder
+** is one directory: a list of them is refused.  paths is borrowed. */
+STOKE_API int stoke_source_create_images_list(const char *const *paths,
+                                              size_t n_paths,
+                                              const stoke_image_config *cfg,
+                                              stoke_source **out);
+
 /* Classes of an image source (ImageFolder and tar: sorted names; packed:
 ** none), 0 / NULL for other sources. */
 STOKE_API size_t stoke_source_n_classes(const stoke_source *src);
@@ -468,6 +476,14 @@ STOKE_API int stoke_loader_next_timed(stoke_loader *l, stoke_batch **out,
 ** DLPack deleter or a buffer release may call it.  NULL: no-op. */
 STOKE_API void stoke_batch_release(stoke_batch *b);
 
+/* End the epoch in progress now, as a consumer that breaks out of its
+** loop means to: batches not yet handed out are dropped (work in flight is
+** finished and thrown away), the epoch is recorded with what was
+** delivered, and the next next() starts the next epoch.  Lent batches stay
+** valid.  No-op between epochs.  Returns 0 or STOKE_EINVAL.  Consumer
+** thread. */
+STOKE_API int stoke_loader_end_epoch(stoke_loader *l);
+
 /* Set the epoch number of the next epoch to start (like
 ** DistributedSampler.set_epoch).  Between epochs only: STOKE_EINVAL while an
 ** epoch is in progress. */
@@ -479,6 +495,8 @@ STOKE_API size_t stoke_loader_n_batches(const stoke_loader *l);
 STOKE_API size_t stoke_loader_n_samples(const stoke_loader *l);
 /* The configuration in force (defaults resolved, e.g. n_workers). */
 STOKE_API void stoke_loader_config(const stoke_loader *l, stoke_config *out);
+/* The loader's source (borrowed: valid while l lives). */
+STOKE_API const stoke_source *stoke_loader_source(const stoke_loader *l);
 /* Host bytes allocated for batch slots, worker scratch and the order. */
 STOKE_API uint64_t stoke_loader_host_bytes(const stoke_loader *l);
 

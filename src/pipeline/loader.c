@@ -323,6 +323,10 @@ void stoke_loader_config(const stoke_loader *l, stoke_config *out) {
   if (l && out) *out = l->cfg;
 }
 
+const stoke_source *stoke_loader_source(const stoke_loader *l) {
+  return l ? l->src : NULL;
+}
+
 uint64_t stoke_loader_host_bytes(const stoke_loader *l) {
   return l ? l->host_bytes : 0;
 }
