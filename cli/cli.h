@@ -289,6 +289,9 @@ void cli_run_result_free(cli_run_result *res);
 ** peak RSS nor the consumer's run delay, which the caller measures).
 ** Returns 0 or a STOKE_E* code; free with cli_run_result_free. */
 int cli_result_collect(stoke_loader *l, cli_run_result *res);
+/* n_measured, epoch_s and samples_per_s from res->epochs (the measured,
+** not warm-up, ones). */
+void cli_result_measure(cli_run_result *res);
 /* Open json_path ("-" = stdout; NULL = none) before the run, so a bad path
 ** fails first, then cli_run().  On failure the file is removed and *json is
 ** NULL. */
@@ -361,6 +364,14 @@ void cli_print_profile(FILE *f, const cli_run_result *res,
                        const cli_profile *pr);
 /* The same as the "diagnosis" object of profile's JSON. */
 cJSON *cli_diagnosis_json(const cli_run_result *res, const cli_profile *pr);
+
+/* ---- tune's JSON (cmd_tune.c) --------------------------------------------- */
+
+/* One point of a sweep, and the knee with its stoke flags and PyTorch
+** DataLoader arguments, as `stoke tune --json` writes them. */
+cJSON *cli_tune_point_json(const stoke_tune_point *p);
+cJSON *cli_tune_knee_json(const stoke_tune_point *pts,
+                          const stoke_tune_knee *k, int batch_swept);
 
 /* ---- the demo's dataset (demo_data.c) ------------------------------------ */
 

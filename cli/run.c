@@ -229,6 +229,22 @@ void cli_run_result_free(cli_run_result *res) {
   res->n_wait_hist = 0;
 }
 
+void cli_result_measure(cli_run_result *res) {
+  int64_t wall = 0;
+  uint64_t samples = 0;
+  res->n_measured = 0;
+  for (size_t i = 0; i < res->n_epochs; i++) {
+    if (res->epochs[i].warmup)
+      continue;
+    res->n_measured++;
+    wall += res->epochs[i].wall_ns;
+    samples += res->epochs[i].samples;
+  }
+  res->epoch_s =
+      res->n_measured ? (double)wall / 1e9 / (double)res->n_measured : 0;
+  res->samples_per_s = wall > 0 ? (double)samples / ((double)wall / 1e9) : 0;
+}
+
 int cli_result_collect(stoke_loader *l, cli_run_result *res) {
   snprintf(res->source_kind, sizeof(res->source_kind), "%s",
            stoke_source_kind(stoke_loader_source(l)));
@@ -253,23 +269,13 @@ int cli_result_collect(stoke_loader *l, cli_run_result *res) {
   res->epochs = calloc(n ? n : 1, sizeof(*res->epochs));
   if (!res->epochs)
     return STOKE_ENOMEM;
-  int64_t wall = 0;
-  uint64_t samples = 0;
   for (size_t i = 0; i < n; i++) {
     rc = stoke_loader_epoch_stats(l, i, &res->epochs[i]);
     if (rc < 0)
       return rc;
     res->n_epochs++;
-    if (res->epochs[i].warmup)
-      continue;
-    res->n_measured++;
-    wall += res->epochs[i].wall_ns;
-    samples += res->epochs[i].samples;
   }
-  if (res->n_measured)
-    res->epoch_s = (double)wall / 1e9 / (double)res->n_measured;
-  if (wall > 0)
-    res->samples_per_s = (double)samples / ((double)wall / 1e9);
+  cli_result_measure(res);
   if (res->stats.steps)
     stoke_model_init(&res->model, &res->stats, &res->eff, 0);
   return stoke_diagnose(&res->stats, &res->diag);

@@ -393,7 +393,8 @@ typedef struct stoke_config {
                               as PyTorch's num_workers=0; default AUTO =
                               online CPUs */
   unsigned prefetch;       /* K: batches prepared ahead of the one the caller
-                              holds (K + 1 slots in all); default 2, >= 1 */
+                              holds (K + consumer_slots slots in all);
+                              default 2, >= 1 */
   int shuffle;             /* 0 sequential, 1 seeded shuffle; default 0 */
   uint64_t seed;           /* default 0 */
   int drop_last;           /* drop the final partial batch; default 0 */
@@ -426,6 +427,11 @@ typedef struct stoke_config {
                               (sized by measured sample cost) */
   const stoke_allocator *alloc; /* NULL = malloc/free; borrowed, must outlive
                                    the loader */
+  unsigned consumer_slots; /* batches the consumer holds at once while
+                              prefetch batches are made ahead: slots =
+                              prefetch + consumer_slots.  Default 1; 2 for
+                              a loop that keeps the previous batch while it
+                              asks for the next (Python's for-loop does) */
 } stoke_config;
 
 /* Fill cfg with defaults (and cfg->struct_size). */
@@ -850,7 +856,7 @@ STOKE_API int stoke_advise_model(const stoke_model *m,
 ** bytes + W x worker state (+ cache)).  Plain data. */
 typedef struct stoke_host_ledger {
   size_t struct_size;      /* set by the caller: sizeof(stoke_host_ledger) */
-  size_t n_slots;          /* batch slots: prefetch + 1 */
+  size_t n_slots;          /* batch slots: prefetch + consumer_slots */
   unsigned n_workers;      /* resolved (AUTO: online CPUs) */
   uint64_t sample_bytes;   /* all fields of one sample */
   uint64_t batch_bytes;    /* batch_size x sample_bytes */

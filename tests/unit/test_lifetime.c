@@ -264,6 +264,46 @@ static void test_set_epoch_during_prefetch(void **state) {
   tu_cb_free(cb);
 }
 
+/* consumer_slots: a consumer that keeps the previous batch while asking
+** for the next (Python's for-loop) still gets `prefetch` batches made
+** ahead; with the default one slot, holding two leaves none to make the
+** third in and next() says so. */
+static void test_consumer_slots(void **state) {
+  (void)state;
+  tu_cb *cb = tu_cb_new(32);
+  stoke_source *src = tu_cb_source(cb);
+  for (unsigned held = 1; held <= 2; held++) {
+    stoke_config cfg = tu_config(src, 2, 1, 4);
+    cfg.consumer_slots = held;
+    stoke_loader *l = tu_loader(&cfg);
+    stoke_host_ledger g = {.struct_size = sizeof g};
+    TU_OK(stoke_loader_ledger(l, &g));
+    assert_int_equal(g.n_slots, 1 + held);
+    stoke_batch *a, *b, *c;
+    TU_RC_L(l, stoke_loader_next(l, &a), STOKE_OK);
+    TU_RC_L(l, stoke_loader_next(l, &b), STOKE_OK);
+    int rc = stoke_loader_next(l, &c);
+    if (held == 1) {
+      TU_RC_L(l, rc, STOKE_EBUSY);
+      TU_CONTAINS(stoke_errmsg(l), "held by the caller");
+    } else {
+      TU_RC_L(l, rc, STOKE_OK);
+      tu_check_batch(c, cb, NULL);
+      stoke_batch_release(c);
+    }
+    stoke_batch_release(a);
+    stoke_batch_release(b);
+    stoke_loader_destroy(l);
+  }
+  stoke_config bad = tu_config(src, 1, 1, 4);
+  bad.consumer_slots = 0;
+  stoke_loader *l = NULL;
+  TU_RC(stoke_loader_create(&bad, &l), STOKE_EINVAL);
+  TU_CONTAINS(stoke_errmsg(NULL), "consumer_slots");
+  stoke_source_destroy(src);
+  tu_cb_free(cb);
+}
+
 int main(void) {
   tu_watchdog(120);
   const struct CMUnitTest tests[] = {
@@ -274,6 +314,7 @@ int main(void) {
       cmocka_unit_test(test_end_epoch_early_break),
       cmocka_unit_test(test_end_epoch_holding),
       cmocka_unit_test(test_set_epoch_during_prefetch),
+      cmocka_unit_test(test_consumer_slots),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
