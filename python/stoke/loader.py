@@ -7,6 +7,7 @@ C configuration and a description of the source."""
 
 import glob as _glob
 import os
+import re
 
 from . import _stoke
 from ._util import (env_rank_world, is_torch_tensor, parse_bytes,
@@ -143,8 +144,8 @@ def describe_source(source, transform=None, image_kind=None, max_pixels=None,
         names = tuple(f"f{i}" for i in range(len(source)))
         arrays = [_as_array(v, n) for n, v in zip(names, source)]
         layout = _stoke.LAYOUT_TUPLE
-    elif hasattr(source, "__getitem__") and hasattr(source, "__len__") and \
-            not _has_buffer(source):
+    elif (hasattr(source, "__getitem__") and hasattr(source, "__len__") and
+          not is_torch_tensor(source) and not _has_buffer(source)):
         raise TypeError(
             f"stoke.Loader reads paths, arrays and synthetic sources; "
             f"{type(source).__name__} looks like a Python dataset: use "
@@ -243,6 +244,24 @@ def loader_config(batch_size, *, shuffle=False, seed=0, num_workers=0,
     }
 
 
+_FLAG_J = re.compile(r"(?<![\w-])-j (\d+)")
+_FLAG_K = re.compile(r"--prefetch (\d+)")
+
+
+def pythonize(text):
+    """The C doctor's advice names CLI flags; from Python, name the
+    loader's arguments instead."""
+    text = text.replace("with that -j", "with those workers")
+    text = _FLAG_J.sub(r"num_workers=\1", text)
+    return _FLAG_K.sub(r"prefetch=\1", text)
+
+
+def _pythonize_diagnosis(d):
+    for a in d.get("advice", ()):
+        a["text"] = pythonize(a["text"])
+    return d
+
+
 class Loader(_stoke.Loader):
     """stoke's loader: worker threads read, decode and transform samples
     straight into batch buffers, ``prefetch`` batches ahead, in an order
@@ -294,6 +313,27 @@ class Loader(_stoke.Loader):
         self.names = names
         super().__init__(spec, config, mode, layout, names, to_torch,
                          to_numpy)
+
+    def diagnose(self, cores=0, consumer_cpu=None):
+        """The verdict, its numbers, the queue model (``model``), its
+        prediction of this run and its error (``prediction``), a what-if
+        table over workers and prefetch (``what_if``) and the escalation
+        ladder (``advice``, each with its predicted ``speedup``).
+        ``consumer_cpu`` is the cores the training step burns; by default it
+        is measured (the process's CPU time less the workers', over the
+        computing clock)."""
+        return _pythonize_diagnosis(super().diagnose(cores, consumer_cpu))
+
+    def report(self, cores=0, consumer_cpu=None):
+        """``stoke profile``'s report of this loader: the epochs, the
+        steady state, the verdict and its numbers, the queue model, the
+        what-if table and the advice."""
+        return pythonize(super().report(cores, consumer_cpu))
+
+    def save_json(self, path, cores=0, consumer_cpu=None):
+        """Write ``stoke profile --json``'s document, which ``stoke
+        report`` renders as HTML."""
+        super().save_json(os.fspath(path), cores, consumer_cpu)
 
     @property
     def config(self):
