@@ -620,7 +620,8 @@ STOKE_API int stoke_loader_epoch_stats(const stoke_loader *l, size_t i,
 ** stoke_diagnose and the reports read them with the doctor's thresholds.
 ** The ready queue cannot be seen from outside: a wait of at most
 ** ready_wait_ns counts as a batch found ready (depth 1), a longer one as
-** none (depth 0), so queue_empty_frac is the share of steps that waited.
+** none (depth 0), so queue_empty_frac is the share of steps (or of rounds,
+** see round_steps) that waited.
 **
 **   stoke_twoclock *tc;
 **   stoke_twoclock_create(NULL, &tc);
@@ -641,7 +642,15 @@ typedef struct stoke_twoclock_config {
   unsigned warmup_epochs;/* epochs left out of the statistics; default 1 */
   size_t warmup_steps;   /* steps left out after them; default 0 */
   int64_t ready_wait_ns; /* a wait at most this long found a batch ready;
-                            default 1 ms */
+                            default 2 ms (PyTorch's DataLoader takes about
+                            1 ms to hand over a batch already made) */
+  unsigned round_steps;  /* judge the queue over rounds of this many steps:
+                            W workers that each make whole batches in turn
+                            (PyTorch's DataLoader) deliver them in rounds of
+                            W, so a starved round waits once and then finds
+                            W - 1 batches made at the same time; a round in
+                            which any step waited counts as one empty
+                            queue.  0 or 1 (default): every step alone */
   unsigned n_workers;    /* the wrapped loader's workers, for the verdict
                             (0: batches made inside next, so starving when
                             waiting); default STOKE_WORKERS_AUTO = unknown */

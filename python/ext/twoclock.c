@@ -13,19 +13,19 @@
 #include <string.h>
 
 static int twoclock_init(sk_TwoClock *self, PyObject *args, PyObject *kw) {
-  static char *kwlist[] = {"iterable",      "sync",      "warmup",
-                           "warmup_steps",  "ready_wait", "num_workers",
-                           "prefetch",      "trace",     "info",
-                           "count_samples", NULL};
+  static char *kwlist[] = {"iterable",    "sync",          "warmup",
+                           "warmup_steps", "ready_wait",    "num_workers",
+                           "prefetch",    "round_steps",   "trace",
+                           "info",        "count_samples", NULL};
   PyObject *iterable, *sync = Py_None, *info = Py_None;
-  unsigned warmup = 1, workers = STOKE_WORKERS_AUTO, prefetch = 0;
+  unsigned warmup = 1, workers = STOKE_WORKERS_AUTO, prefetch = 0, round = 0;
   Py_ssize_t warmup_steps = 0, trace = 0;
-  double ready_wait = 1e-3;
+  double ready_wait = 2e-3;
   int count = 1;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "O|$OIndIInOp", kwlist,
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "O|$OIndIIInOp", kwlist,
                                    &iterable, &sync, &warmup, &warmup_steps,
-                                   &ready_wait, &workers, &prefetch, &trace,
-                                   &info, &count))
+                                   &ready_wait, &workers, &prefetch, &round,
+                                   &trace, &info, &count))
     return -1;
   if (sync != Py_None && !PyCallable_Check(sync)) {
     PyErr_SetString(PyExc_TypeError, "sync must be callable or None");
@@ -47,6 +47,7 @@ static int twoclock_init(sk_TwoClock *self, PyObject *args, PyObject *kw) {
   cfg.ready_wait_ns = (int64_t)(ready_wait * 1e9);
   cfg.n_workers = workers;
   cfg.prefetch = prefetch;
+  cfg.round_steps = round;
   cfg.trace_events = (size_t)trace;
   int rc = stoke_twoclock_create(&cfg, &self->c);
   if (rc != 0) {

@@ -31,6 +31,12 @@ def _loader_info(iterable, name):
     return info
 
 
+def _is_torch_loader(x):
+    import sys
+    tud = sys.modules.get("torch.utils.data")
+    return tud is not None and isinstance(x, tud.DataLoader)
+
+
 def _resolve_sync(sync):
     if sync is None or callable(sync):
         return sync
@@ -50,26 +56,32 @@ class TwoClock(_stoke.TwoClock):
     first ``warmup`` epochs are left out of the statistics.  ``sync`` (a
     callable such as ``torch.cuda.synchronize``, or ``"cuda"``) is called
     before each compute clock is read, so asynchronous GPU work is counted
-    where it ran.  ``ready_wait`` (seconds, default 1 ms): a wait at most
-    this long found a batch ready.  ``trace=N`` keeps N spans for
+    where it ran.  ``ready_wait`` (seconds, default 2 ms): a wait at most
+    this long found a batch ready.  Around a torch DataLoader with W
+    workers, whose workers each make whole batches in turn, the queue is
+    judged over rounds of W steps.  ``trace=N`` keeps N spans for
     :meth:`save_trace`."""
 
     def __init__(self, iterable, *, sync=None, warmup=1, name=None,
-                 warmup_steps=0, ready_wait=1e-3, trace=0, describe=None):
+                 warmup_steps=0, ready_wait=2e-3, trace=0, describe=None):
         # describe: the loader to describe when iterable only stands for it
         # (the doctor wraps DataLoaders without keeping them alive).
-        info = _loader_info(iterable if describe is None else describe, name)
+        target = iterable if describe is None else describe
+        info = _loader_info(target, name)
         workers = info.get("num_workers")
-        prefetch = 0
-        if isinstance(workers, int) and workers > 0:
-            # torch counts prefetch_factor batches per worker.
+        known = isinstance(workers, int) and workers >= 0
+        prefetch = rounds = 0
+        if known and workers > 0:
+            # torch counts prefetch_factor batches per worker, and each of
+            # its workers makes whole batches in turn: judge rounds of W.
             prefetch = workers * (info.get("prefetch_factor") or 2)
+            rounds = workers if _is_torch_loader(target) else 0
         super().__init__(
             iterable, sync=_resolve_sync(sync), warmup=int(warmup),
             warmup_steps=int(warmup_steps), ready_wait=float(ready_wait),
-            num_workers=workers if isinstance(workers, int) and workers >= 0
-            else _PY_WORKERS_UNKNOWN,
-            prefetch=prefetch, trace=int(trace), info=info)
+            num_workers=workers if known else _PY_WORKERS_UNKNOWN,
+            prefetch=prefetch, round_steps=rounds, trace=int(trace),
+            info=info)
 
     @property
     def name(self):
@@ -183,14 +195,17 @@ def advise(summary, verdict, info):
             need = max(workers + 1,
                        math.ceil(batch_ms / max(compute_ms, 1e-3)))
             io_w = min(need, 4 * max(workers, cores), 256)
+            cpu = (f"if it burns CPU, {workers} workers already cover the "
+                   f"{cores} cores and more will not help: make samples "
+                   f"cheaper (below)" if workers >= cores else
+                   f"if it burns CPU, at most {cores} workers help")
             out.append(_rung(
                 "workers",
                 f"more workers: {workers} workers deliver a batch every "
                 f"{step_ms:.2f} ms, so one costs about {batch_ms:.1f} ms of "
                 f"a worker's time; if the work waits (I/O), "
                 f"num_workers={io_w} keeps up with the {compute_ms:.2f} ms "
-                f"step; if it burns CPU and {workers} >= {cores} cores, more "
-                f"workers will not help: make samples cheaper (below)",
+                f"step; {cpu}",
                 step_ms, max(compute_ms, batch_ms / io_w),
                 num_workers=io_w))
         else:
