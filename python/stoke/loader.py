@@ -355,10 +355,12 @@ class Loader(_stoke.Loader):
 
     @property
     def batch_size(self):
+        """Samples per batch."""
         return self._config()["batch_size"]
 
     @property
     def num_workers(self):
+        """Worker threads (0: batches are made inside next())."""
         return self._config()["n_workers"]
 
     def __enter__(self):

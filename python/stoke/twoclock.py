@@ -85,6 +85,7 @@ class TwoClock(_stoke.TwoClock):
 
     @property
     def name(self):
+        """What the clock is around, for the reports."""
         return self.info.get("name")
 
     def stats(self):
@@ -124,6 +125,7 @@ class TwoClock(_stoke.TwoClock):
         return doc
 
     def save_json(self, path):
+        """Write :meth:`document` to path (``stoke report`` renders it)."""
         import json
         with open(path, "w") as f:
             json.dump(self.document(), f, indent=2)
