@@ -130,6 +130,8 @@ struct stoke_sample {
   bool failed;
   bool timed;             /* false: no clock reads for this sample */
   struct stoke__trace *trace; /* the worker's, or NULL when not tracing */
+  const stoke_batch *batch; /* the batch being filled */
+  size_t pos;             /* this sample's position in it */
 };
 
 typedef struct stoke__source_ops {
@@ -147,6 +149,16 @@ typedef struct stoke__source_ops {
                         void **out);
   void (*scratch_destroy)(stoke_source *src, const stoke_allocator *a,
                           void *scratch);
+  /* Optional, on each worker thread (stoke_callback_config's hooks):
+  ** before it claims anything, and when it stops.  A failing start
+  ** poisons the loader with STOKE_ETHREAD and err's text. */
+  int (*thread_start)(stoke_source *src, unsigned worker, char *err,
+                      size_t cap);
+  void (*thread_stop)(stoke_source *src, unsigned worker);
+  /* Optional: by the thread that completes batch b, before it is READY.
+  ** Nonzero poisons the loader with STOKE_ESAMPLE and err's text. */
+  int (*batch_done)(stoke_source *src, const stoke_batch *b, char *err,
+                    size_t cap);
 } stoke__source_ops;
 
 struct stoke_source {
@@ -167,6 +179,9 @@ void stoke__source_retain(stoke_source *src);
 void stoke__source_release(stoke_source *src);
 /* Bytes of one sample of a field desc (0 if invalid). */
 size_t stoke__field_bytes(const stoke_field_desc *d);
+/* A stage of a sample's own work (READ..TRANSFORM, PYTHON..COLLATE), as
+** opposed to SLOT_WAIT and COPY. */
+bool stoke__stage_is_work(int stage);
 
 /* ---- stats (src/stats/) ---------------------------------------------------- */
 
@@ -250,9 +265,9 @@ void stoke__stats_publish(const stoke__stats_snap *s, stoke_stats *out);
 
 /* Event kinds: the stages (stoke_stage values), then the consumer's. */
 enum {
-  STOKE__EV_WAIT = 8,    /* consumer inside next(); arg = batch number */
-  STOKE__EV_COMPUTE = 9, /* consumer between next() calls */
-  STOKE__EV_DEPTH = 10   /* counter: ready batches seen at next() */
+  STOKE__EV_WAIT = 32,    /* consumer inside next(); arg = batch number */
+  STOKE__EV_COMPUTE = 33, /* consumer between next() calls */
+  STOKE__EV_DEPTH = 34    /* counter: ready batches seen at next() */
 };
 
 typedef struct stoke__trace_event {

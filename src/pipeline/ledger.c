@@ -26,8 +26,11 @@ void stoke__host_ledger(const stoke_config *c, unsigned n_workers,
   g->batch_bytes = b * g->sample_bytes;
   g->slots_bytes = (uint64_t)g->n_slots *
                    (g->batch_bytes + b * sizeof(size_t) + sizeof(stoke_batch));
+  /* A given order (order.c) keeps only the batches given ahead. */
   g->order_bytes =
-      ((uint64_t)plan->n_source + plan->per_rank) * sizeof(size_t);
+      c->order_given
+          ? 0
+          : ((uint64_t)plan->n_source + plan->per_rank) * sizeof(size_t);
   g->workers_bytes = (uint64_t)STOKE__MAX(n_workers, 1) *
                      (sizeof(stoke__producer_stats) + sizeof(worker));
   g->consumer_bytes =

@@ -69,6 +69,10 @@ int stoke__config_validate(const stoke_config *c) {
   if (c->sample_timeout_ms < 0)
     return stoke__set_tls_error(STOKE_EINVAL,
                                 "config: sample_timeout_ms is negative");
+  if (c->order_given != 0 && c->order_given != 1)
+    return stoke__set_tls_error(STOKE_EINVAL,
+                                "config: order_given is %d, expected 0 or 1",
+                                c->order_given);
   return 0;
 }
 
@@ -178,6 +182,7 @@ static void free_loader(stoke_loader *l) {
   stoke__free(a, l->traces);
   stoke__free(a, l->perm);
   stoke__free(a, l->order);
+  stoke__given_free(l);
   stoke__free_aligned(a, l->cstats);
   stoke__free(a, l->baseline);
   stoke__free(a, l->epochs);
@@ -226,6 +231,14 @@ int stoke_loader_create(const stoke_config *cfg, stoke_loader **out) {
   atomic_init(&l->stop, false);
   atomic_init(&l->epochs_done, 0);
 
+  /* A given order does not shard or shuffle, and needs no plan of ours
+  ** beyond its batch size (plan_init refuses a shard with no sample). */
+  if (l->cfg.order_given) {
+    l->plan.shuffle = 0;
+    l->plan.rank = 0;
+    l->plan.world = 1;
+    l->plan.drop_last = 0;
+  }
   rc = stoke__plan_init(&l->plan);
   if (rc == 0) {
     stoke_host_ledger g;
@@ -242,11 +255,18 @@ int stoke_loader_create(const stoke_config *cfg, stoke_loader **out) {
     return rc;
   }
   int mem = 0;
-  l->perm = stoke__calloc(l->alloc, l->plan.n_source, sizeof(size_t));
-  l->order = stoke__calloc(l->alloc, l->plan.per_rank, sizeof(size_t));
+  if (l->cfg.order_given) {
+    /* The caller gives the order (order.c): no order of our own, and the
+    ** source's n_samples may be a bound on indices rather than a count. */
+    mem = stoke__given_create(l);
+  } else {
+    l->perm = stoke__calloc(l->alloc, l->plan.n_source, sizeof(size_t));
+    l->order = stoke__calloc(l->alloc, l->plan.per_rank, sizeof(size_t));
+    if (!l->perm || !l->order) mem = STOKE_ENOMEM;
+  }
   l->cstats = stoke__alloc_aligned(l->alloc, sizeof *l->cstats);
   l->baseline = stoke__calloc(l->alloc, 1, sizeof *l->baseline);
-  if (!l->perm || !l->order || !l->cstats || !l->baseline) mem = STOKE_ENOMEM;
+  if (!l->cstats || !l->baseline) mem = STOKE_ENOMEM;
   if (!mem) memset(l->cstats, 0, sizeof *l->cstats);
   if (!mem) mem = alloc_slots(l);
   if (!mem) mem = alloc_workers(l);
@@ -314,12 +334,35 @@ const char *stoke_errmsg(const stoke_loader *l) {
   return m;
 }
 
+/* With a given order: the epoch being given once its order ended, else the
+** last finished one. */
+static void given_counts(const stoke_loader *l, size_t *batches,
+                         size_t *samples) {
+  stoke_loader *ml = (stoke_loader *)l;
+  pthread_mutex_lock(&ml->mu);
+  const stoke__given *g = l->given;
+  *batches = g->ended ? g->n : g->last_batches;
+  *samples = g->ended ? g->n_samples : g->last_samples;
+  pthread_mutex_unlock(&ml->mu);
+}
+
 size_t stoke_loader_n_batches(const stoke_loader *l) {
-  return l ? l->plan.n_batches : 0;
+  if (!l) return 0;
+  if (l->given) {
+    size_t b, s;
+    given_counts(l, &b, &s);
+    return b;
+  }
+  return l->plan.n_batches;
 }
 
 size_t stoke_loader_n_samples(const stoke_loader *l) {
   if (!l) return 0;
+  if (l->given) {
+    size_t b, s;
+    given_counts(l, &b, &s);
+    return s;
+  }
   if (!l->plan.drop_last) return l->plan.per_rank;
   return l->plan.n_batches * l->plan.batch_size;
 }

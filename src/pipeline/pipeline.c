@@ -75,9 +75,13 @@ static stoke_batch *assign_batch(stoke_loader *l) {
   b->epoch = l->claim_epoch;
   b->gen = l->claim_gen;
   b->discard = false;
-  b->n = stoke__plan_batch_len(&l->plan, b->number);
-  memcpy(b->indices, l->order + b->number * l->cfg.batch_size,
-         b->n * sizeof(size_t));
+  if (l->given) {
+    stoke__given_assign(l, b);
+  } else {
+    b->n = stoke__plan_batch_len(&l->plan, b->number);
+    memcpy(b->indices, l->order + b->number * l->cfg.batch_size,
+           b->n * sizeof(size_t));
+  }
   atomic_store_explicit(&b->remaining, b->n, memory_order_relaxed);
   b->state = SLOT_FILLING;
   return b;
@@ -87,8 +91,16 @@ static stoke_batch *assign_batch(stoke_loader *l) {
 ** one epoch ahead of the consumer (also when it already saw the END), and
 ** only when epochs have batches. */
 static bool may_advance(const stoke_loader *l) {
-  return l->cfg.prefetch_next_epoch && l->claim_open && !l->order_busy &&
-         l->claim_gen == l->deliver_gen && l->plan.n_batches > 0;
+  return l->cfg.prefetch_next_epoch && !l->given && l->claim_open &&
+         !l->order_busy && l->claim_gen == l->deliver_gen &&
+         l->plan.n_batches > 0;
+}
+
+/* Is there a batch of the claim epoch to assign (mu held)?  1 yes; 0 not
+** yet (a given order may grow); -1 every batch of it is assigned. */
+static int claimable(const stoke_loader *l) {
+  if (l->given) return stoke__given_claimable(l);
+  return l->next_batch < l->plan.n_batches ? 1 : -1;
 }
 
 /* Open claims on the epoch after the one being delivered (mu held on entry
@@ -120,12 +132,15 @@ static bool claim(stoke_loader *l, worker *w, stoke_batch **out_b,
   for (;;) {
     if (atomic_load_explicit(&l->stop, memory_order_relaxed)) return false;
     bool open = l->claim_open && !l->error;
-    if (open && !l->claim_batch && l->next_batch == l->plan.n_batches) {
+    int more = open && !l->claim_batch ? claimable(l) : 1;
+    if (more < 0) {
       if (may_advance(l)) {
         advance_claims(l);
         continue;
       }
       open = false; /* this epoch is all claimed */
+    } else if (more == 0) {
+      open = false; /* the caller has not given the next batch yet */
     }
     if (open) {
       if (!l->claim_batch) {
@@ -193,6 +208,8 @@ static int fill_chunk(stoke_loader *l, worker *w, stoke_batch *b, size_t off,
     s->index = index;
     s->epoch = b->epoch;
     stoke_rng_init(&s->rng, l->cfg.seed, b->epoch, index);
+    s->batch = b;
+    s->pos = pos;
     for (size_t f = 0; f < l->src->n_fields; f++)
       s->dst[f] = (char *)b->data[f] + pos * l->src->field_bytes[f];
     atomic_store_explicit(&w->cur_index, index, memory_order_relaxed);
@@ -236,9 +253,49 @@ static int fill_chunk(stoke_loader *l, worker *w, stoke_batch *b, size_t off,
   return 0;
 }
 
+/* The source's whole-batch step (batch_done), by the thread that wrote the
+** batch's last sample, timed as COLLATE (spread over its samples).  Returns
+** 0 or STOKE_ESAMPLE after poisoning the loader. */
+static int finish_batch(stoke_loader *l, worker *w, stoke_batch *b) {
+  if (!l->src->ops->batch_done) return 0;
+  int64_t t0 = stoke__now_ns(), c0 = stoke__thread_cpu_ns();
+  w->err[0] = '\0';
+  int rc = l->src->ops->batch_done(l->src, b, w->err, sizeof w->err);
+  int64_t dt = stoke__now_ns() - t0;
+  stoke__producer_stats *ps = w->stats;
+  if (b->n)
+    stoke__hist_add_n(&ps->stage[STOKE_STAGE_COLLATE], (uint64_t)dt / b->n,
+                      b->n);
+  stoke__counter_add(&ps->busy_ns, (uint64_t)dt);
+  stoke__counter_add(&ps->cpu_ns, (uint64_t)(stoke__thread_cpu_ns() - c0));
+  stoke__trace_push(w->sample.trace, STOKE_STAGE_COLLATE, t0, dt, b->number,
+                    (uint32_t)b->n);
+  if (rc == 0) return 0;
+  pthread_mutex_lock(&l->mu);
+  stoke__fail_locked(l, STOKE_ESAMPLE, "batch %zu (epoch %llu) failed: %s",
+                     b->number, (unsigned long long)b->epoch,
+                     w->err[0] ? w->err : "no reason given");
+  pthread_mutex_unlock(&l->mu);
+  return STOKE_ESAMPLE;
+}
+
+/* Is b still wanted?  A batch of an epoch that was left is not (mu). */
+static bool batch_wanted(stoke_loader *l, stoke_batch *b) {
+  pthread_mutex_lock(&l->mu);
+  bool wanted = !b->discard;
+  pthread_mutex_unlock(&l->mu);
+  return wanted;
+}
+
 /* Publish a filled chunk; the last one in marks the batch READY. */
-static void complete_chunk(stoke_loader *l, stoke_batch *b, size_t n) {
+static void complete_chunk(stoke_loader *l, worker *w, stoke_batch *b,
+                           size_t n) {
   if (atomic_fetch_sub_explicit(&b->remaining, n, memory_order_acq_rel) != n)
+    return;
+  /* batch_done may call user code: no lock held.  A failure poisons the
+  ** loader; the batch then never becomes READY, which no one waits for. */
+  if (l->src->ops->batch_done && batch_wanted(l, b) &&
+      finish_batch(l, w, b) != 0)
     return;
   pthread_mutex_lock(&l->mu);
   if (b->discard) {
@@ -255,18 +312,36 @@ static void complete_chunk(stoke_loader *l, stoke_batch *b, size_t n) {
   pthread_mutex_unlock(&l->mu);
 }
 
+/* The source's per-thread setup, on this thread, before any claim.  A
+** failure poisons the loader (STOKE_ETHREAD): the worker then only waits
+** for stop. */
+static bool start_thread(stoke_loader *l, worker *w) {
+  if (!l->src->ops->thread_start) return true;
+  w->err[0] = '\0';
+  if (l->src->ops->thread_start(l->src, w->id, w->err, sizeof w->err) == 0)
+    return true;
+  pthread_mutex_lock(&l->mu);
+  stoke__fail_locked(l, STOKE_ETHREAD, "worker %u could not start: %s",
+                     w->id, w->err[0] ? w->err : "no reason given");
+  pthread_mutex_unlock(&l->mu);
+  return false;
+}
+
 void *stoke__worker_main(void *arg) {
   worker *w = arg;
   stoke_loader *l = w->l;
+  bool started = start_thread(l, w);
   pthread_mutex_lock(&l->mu);
   stoke_batch *b;
   size_t off, n;
   while (claim(l, w, &b, &off, &n)) {
     pthread_mutex_unlock(&l->mu);
-    if (fill_chunk(l, w, b, off, n) == 0) complete_chunk(l, b, n);
+    if (fill_chunk(l, w, b, off, n) == 0) complete_chunk(l, w, b, n);
     pthread_mutex_lock(&l->mu);
   }
   pthread_mutex_unlock(&l->mu);
+  if (started && l->src->ops->thread_stop)
+    l->src->ops->thread_stop(l->src, w->id);
   return NULL;
 }
 
@@ -363,7 +438,8 @@ static void start_epoch(stoke_loader *l, int64_t now) {
   } else {
     if (ahead) discard_prefetch(l);
     l->claim_open = false;
-    stoke__plan_order(&l->plan, target, l->perm, l->order);
+    /* A given order is already in l->given (order.c). */
+    if (!l->given) stoke__plan_order(&l->plan, target, l->perm, l->order);
     l->claim_epoch = target;
     l->deliver_gen = ++l->claim_gen;
     l->claim_batch = NULL;
@@ -469,6 +545,7 @@ static int fill_inline(stoke_loader *l, stoke_batch **out) {
   l->claim_batch = NULL;
   pthread_mutex_unlock(&l->mu);
   int rc = fill_chunk(l, &l->workers[0], b, 0, b->n);
+  if (rc == 0) rc = finish_batch(l, &l->workers[0], b);
   pthread_mutex_lock(&l->mu);
   if (rc != 0) return l->error ? l->error : rc;
   b->state = SLOT_READY;
@@ -528,8 +605,14 @@ static int next_until(stoke_loader *l, stoke_batch **out, int64_t deadline) {
     return rc;
   }
   if (!l->epoch_active) start_epoch(l, t_enter);
-  if (l->n_delivered == l->plan.n_batches) {
+  if (l->given ? stoke__given_epoch_done(l)
+               : l->n_delivered == l->plan.n_batches) {
     l->epoch_active = false;
+    if (l->given) {
+      /* The next epoch's order is given from scratch. */
+      l->claim_open = false;
+      stoke__given_reset(l);
+    }
     pthread_mutex_unlock(&l->mu);
     stoke__record_epoch(l, t_enter);
     return STOKE_END;
@@ -543,6 +626,17 @@ static int next_until(stoke_loader *l, stoke_batch **out, int64_t deadline) {
   while (!b) {
     if (l->error) {
       rc = poisoned(l);
+      break;
+    }
+    if (l->given && stoke__given_starved(l)) {
+      /* Only the caller gives batches, and it is in here: waiting would
+      ** never end. */
+      snprintf(l->lastmsg, sizeof l->lastmsg,
+               "next(): batch %zu of epoch %llu was never given "
+               "(stoke_loader_order_append), nor the epoch's order ended "
+               "(stoke_loader_order_end)",
+               l->n_delivered, (unsigned long long)l->epoch);
+      rc = STOKE_EINVAL;
       break;
     }
     if (l->n_workers == 0) {
@@ -653,6 +747,7 @@ int stoke_loader_end_epoch(stoke_loader *l) {
   ** the next one.  Claims already ahead (next-epoch prefetch) stay. */
   if (l->claim_gen == l->deliver_gen) l->claim_open = false;
   l->epoch_active = false;
+  if (l->given) stoke__given_reset(l); /* the rest of its order too */
   pthread_mutex_unlock(&l->mu);
   stoke__record_epoch(l, now);
   return 0;

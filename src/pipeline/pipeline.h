@@ -49,6 +49,25 @@ typedef struct worker {
   double cost_ewma_ns;           /* per sample; sizes the next claim */
 } worker;
 
+/* Caller-given order (cfg.order_given; order.c).  The batches given to the
+** epoch in progress (or, between epochs, to the next one) that workers have
+** not claimed yet: batch k (base <= k < n) has b[k - base].len samples at
+** idx[b[k - base].off...].  Protected by the loader's mu. */
+typedef struct stoke__given_batch {
+  size_t off, len;
+} stoke__given_batch;
+
+typedef struct stoke__given {
+  size_t *idx, n_idx, cap_idx;
+  stoke__given_batch *b;  /* batches base..n-1 */
+  size_t cap_b;
+  size_t base;            /* batch number of entry 0 */
+  size_t n;               /* batches given to the epoch so far */
+  size_t n_samples;       /* samples given to the epoch so far */
+  bool ended;             /* stoke_loader_order_end: no more batches */
+  size_t last_batches, last_samples; /* of the last finished epoch */
+} stoke__given;
+
 struct stoke_loader {
   stoke_config cfg;              /* resolved; frozen at create */
   const stoke_allocator *alloc;  /* borrowed from cfg */
@@ -131,6 +150,8 @@ struct stoke_loader {
   stoke_epoch_stats *epochs;
   size_t n_epochs, cap_epochs;
   atomic_uint_least64_t epochs_done; /* relaxed: stats only */
+
+  stoke__given *given;           /* cfg.order_given, else NULL; mu */
 };
 
 /* Check a config as stoke_loader_create does (loader.c); 0 or STOKE_EINVAL
@@ -144,6 +165,21 @@ void stoke__host_ledger(const stoke_config *c, unsigned n_workers,
                         stoke_host_ledger *g);
 int stoke__host_ledger_check(const stoke_host_ledger *g, unsigned prefetch,
                              size_t batch_size);
+
+/* order.c: the caller-given order (mu held unless said otherwise). */
+int stoke__given_create(stoke_loader *l);        /* at create; 0 or ENOMEM */
+void stoke__given_free(stoke_loader *l);
+/* 1: batch l->next_batch is given; 0: not yet (more may come); -1: the
+** epoch's order ended and every batch is claimed. */
+int stoke__given_claimable(const stoke_loader *l);
+/* Fill b->n and b->indices for batch b->number (claimable was 1). */
+void stoke__given_assign(stoke_loader *l, stoke_batch *b);
+/* The epoch is over: every given batch delivered and the order ended. */
+bool stoke__given_epoch_done(const stoke_loader *l);
+/* The consumer would wait for a batch never given. */
+bool stoke__given_starved(const stoke_loader *l);
+/* The epoch ended (END or end_epoch): forget its order. */
+void stoke__given_reset(stoke_loader *l);
 
 /* pipeline.c */
 void *stoke__worker_main(void *arg);

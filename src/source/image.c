@@ -142,8 +142,11 @@ static void image_scratch_destroy(stoke_source *src, const stoke_allocator *a,
 }
 
 static const stoke__source_ops image_ops = {
-    image_fill, image_destroy, image_describe, image_scratch_create,
-    image_scratch_destroy};
+    .fill = image_fill,
+    .destroy = image_destroy,
+    .describe = image_describe,
+    .scratch_create = image_scratch_create,
+    .scratch_destroy = image_scratch_destroy};
 
 static bool ends_with(const char *s, const char *suffix) {
   size_t n = strlen(s), k = strlen(suffix);

@@ -116,7 +116,8 @@ static void synth_destroy(stoke_source *src) {
   stoke__free(NULL, s);
 }
 
-static const stoke__source_ops synth_ops = {synth_fill, synth_destroy, NULL, NULL, NULL};
+static const stoke__source_ops synth_ops = {.fill = synth_fill,
+                                            .destroy = synth_destroy};
 
 int stoke_source_create_synthetic(const stoke_synthetic_config *cfg,
                                   stoke_source **out) {
