@@ -202,7 +202,17 @@ static PyObject *loader_iter(sk_Loader *self) {
   return Py_NewRef(self);
 }
 
+static PyObject *loader_next_batch(sk_Loader *self);
+
+/* As torch's DataLoader, inside record_function while torch profiles. */
 static PyObject *loader_next(sk_Loader *self) {
+  PyObject *prof = sk_profile_enter("enumerate(DataLoader)#stoke.Loader.__next__");
+  PyObject *r = loader_next_batch(self);
+  sk_profile_exit(prof);
+  return r;
+}
+
+static PyObject *loader_next_batch(sk_Loader *self) {
   stoke_loader *l = sk_loader_get(self);
   if (!l) return NULL;
   stoke_batch *b = NULL;

@@ -10,8 +10,10 @@
 **    (sk_keep) until the loader reading them is destroyed
 **   {"kind": "synthetic", "kind_code": int, "cost_ns": int, "dist": int,
 **    "sigma": float, "samples": int, "shape": [int], "classes": int,
-**    "seed": int} */
+**    "seed": int}
+**   {"kind": "dataset", ...}  — a Python dataset (dataset.c) */
 #include "ext.h"
+#include "dataset.h"
 
 #include <string.h>
 
@@ -20,6 +22,7 @@ void sk_keep_release(sk_keep *keep) {
   PyMem_Free(keep->views);
   keep->views = NULL;
   keep->n_views = 0;
+  Py_CLEAR(keep->owner);
 }
 
 static int images_source(PyObject *spec, stoke_source **out) {
@@ -221,6 +224,8 @@ int sk_source_from_spec(PyObject *spec, stoke_source **out, sk_keep *keep) {
     rc = arrays_source(spec, out, keep);
   else if (kind && strcmp(kind, "synthetic") == 0)
     rc = synthetic_source(spec, out);
+  else if (kind && strcmp(kind, "dataset") == 0)
+    rc = sk_dataset_source(spec, out, keep);
   else {
     PyErr_Format(PyExc_ValueError, "unknown source kind %s",
                  kind ? kind : "(none)");
@@ -248,7 +253,8 @@ int sk_config_from_dict(PyObject *d, stoke_config *c) {
       sk_dict_u64(d, "mem_budget_bytes", &c->mem_budget_bytes) ||
       sk_dict_int(d, "prefetch_next_epoch", &c->prefetch_next_epoch) ||
       sk_dict_size(d, "trace_events", &c->trace_events) ||
-      sk_dict_size(d, "max_chunk", &c->max_chunk))
+      sk_dict_size(d, "max_chunk", &c->max_chunk) ||
+      sk_dict_int(d, "order_given", &c->order_given))
     return -1;
   return 0;
 }

@@ -207,7 +207,8 @@ def loader_config(batch_size, *, shuffle=False, seed=0, num_workers=0,
                   epoch_prefetch=True, warmup=1, warmup_steps=0, trace=False,
                   max_chunk=0, shard_drop_last=False):
     """The C loader's configuration (stoke_config's names) from Python's."""
-    env_rank, env_world = env_rank_world()
+    from .distributed import dist_rank_world
+    env_rank, env_world = dist_rank_world() or env_rank_world()
     rank = env_rank if rank is None else rank
     world = env_world if world_size is None else world_size
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or \
@@ -324,11 +325,18 @@ class Loader(_stoke.Loader):
         computing clock)."""
         return _pythonize_diagnosis(super().diagnose(cores, consumer_cpu))
 
-    def report(self, cores=0, consumer_cpu=None):
+    def report(self, cores=0, consumer_cpu=None, all_ranks=False):
         """``stoke profile``'s report of this loader: the epochs, the
         steady state, the verdict and its numbers, the queue model, the
-        what-if table and the advice."""
-        return pythonize(super().report(cores, consumer_cpu))
+        what-if table and the advice.  ``all_ranks=True`` gathers every
+        rank's clocks through torch.distributed (a collective: call it on
+        every rank) and adds a row per rank, the straggler and the job's
+        verdict."""
+        text = pythonize(super().report(cores, consumer_cpu))
+        if all_ranks:
+            from .distributed import gather_stats, ranks_report
+            text += "\n" + ranks_report(gather_stats(self))
+        return text
 
     def save_json(self, path, cores=0, consumer_cpu=None):
         """Write ``stoke profile --json``'s document, which ``stoke

@@ -27,7 +27,10 @@
 **
 ** Errors: the first failing sample poisons the loader (l->error, message
 ** naming the sample); workers stop claiming, next() returns the error once
-** and STOKE_EBADSTATE after.  The consumer's wait is timed when a sample
+** and STOKE_EBADSTATE after.  In order, the batches before the failing one
+** whose samples were all claimed still complete and are handed out first,
+** so the error comes at the batch that holds the sample, as a consumer
+** reading the epoch in order expects.  The consumer's wait is timed when a sample
 ** timeout is set and checks what each worker is in the middle of.
 **
 ** W = 0: no threads; next() claims the whole batch and fills it inline. */
@@ -223,6 +226,7 @@ static int fill_chunk(stoke_loader *l, worker *w, stoke_batch *b, size_t off,
       char where[256];
       describe_sample(l, index, where, sizeof where);
       pthread_mutex_lock(&l->mu);
+      if (!l->error) l->error_batch = b->gen == l->deliver_gen ? b->number : 0;
       stoke__fail_locked(l, STOKE_ESAMPLE,
                          "sample %zu%s (epoch %llu, batch %zu) failed: %s",
                          index, where, (unsigned long long)b->epoch,
@@ -272,6 +276,7 @@ static int finish_batch(stoke_loader *l, worker *w, stoke_batch *b) {
                     (uint32_t)b->n);
   if (rc == 0) return 0;
   pthread_mutex_lock(&l->mu);
+  if (!l->error) l->error_batch = b->gen == l->deliver_gen ? b->number : 0;
   stoke__fail_locked(l, STOKE_ESAMPLE, "batch %zu (epoch %llu) failed: %s",
                      b->number, (unsigned long long)b->epoch,
                      w->err[0] ? w->err : "no reason given");
@@ -579,6 +584,21 @@ static bool step_is_measured(stoke_loader *l) {
   return true;
 }
 
+/* After an error, in order: is batch next_deliver, before the failing one,
+** still to be handed out?  Yes when it is ready, or filling with every
+** sample claimed (its chunks in flight finish; unclaimed samples would
+** never be filled, since workers stop claiming at an error).  (mu) */
+static bool deliver_before_error(const stoke_loader *l) {
+  if (!l->cfg.in_order || l->next_deliver >= l->error_batch) return false;
+  for (size_t i = 0; i < l->n_slots; i++) {
+    const stoke_batch *b = &l->slots[i];
+    if (b->gen != l->deliver_gen || b->number != l->next_deliver) continue;
+    if (b->state == SLOT_READY) return true;
+    return b->state == SLOT_FILLING && b != l->claim_batch && !b->discard;
+  }
+  return false;
+}
+
 static int poisoned(stoke_loader *l) {
   if (l->error_reported) return STOKE_EBADSTATE;
   l->error_reported = true;
@@ -599,7 +619,7 @@ static int next_until(stoke_loader *l, stoke_batch **out, int64_t deadline) {
     l->pending_enter_ns = 0;
   }
   account_compute(l, t_enter);
-  if (l->error) {
+  if (l->error && (l->error_reported || !deliver_before_error(l))) {
     int rc = poisoned(l);
     pthread_mutex_unlock(&l->mu);
     return rc;
@@ -624,7 +644,7 @@ static int next_until(stoke_loader *l, stoke_batch **out, int64_t deadline) {
   size_t depth_seen = retry ? l->pending_depth : depth;
   int rc = 0;
   while (!b) {
-    if (l->error) {
+    if (l->error && (l->error_reported || !deliver_before_error(l))) {
       rc = poisoned(l);
       break;
     }

@@ -107,6 +107,10 @@ struct stoke_loader {
   size_t n_lent;                 /* slots held by the caller */
   stoke_batch *free_list;
   int error;                     /* first fatal error, 0 if none */
+  size_t error_batch;            /* in order: the number of the delivered
+                                    epoch's batch that failed (batches
+                                    before it are still handed out), or 0:
+                                    report at once; mu */
   bool error_reported;           /* next() returned it once already */
   char errmsg[STOKE__ERRMSG_CAP];/* kept from the first error; never
                                     changed once error is set */
