@@ -674,6 +674,13 @@ typedef struct stoke_stats {
   uint64_t bytes;          /* batch bytes delivered */
   unsigned n_workers;      /* the loader's, for reading the numbers */
   unsigned prefetch;
+  /* Since 0.2: the scheduler over the measured window (Linux schedstat of
+  ** the process's threads named stoke-w*: the workers and any helper
+  ** threads they started, which inherit the name), counting only threads
+  ** that ran in it.  threads_active -1: unknown. */
+  int threads_active;
+  int64_t threads_run_ns;   /* their time on a core */
+  int64_t threads_delay_ns; /* their time runnable but not running */
 } stoke_stats;
 
 /* Snapshot of the statistics since warm-up ended.  Any thread. */
@@ -835,10 +842,14 @@ typedef struct stoke_diagnosis {
 #define STOKE_BUSY_WAIT_RATIO 0.10
 #define STOKE_STARVING_EMPTY_FRAC 0.50
 /* Python-bound (a starving run of a Python source): the workers wait this
-** share of a sample's time for the GIL, or (with 2 workers or more, a core
-** to spare and little queueing for cores) the GIL is this busy. */
+** share of a sample's time for the GIL, or (with 2 workers or more and a
+** core to spare) the GIL is this busy while the workers are blocked (off a
+** core and not queueing for one) BLOCKED_FRAC of their time or still wait
+** GIL_WAIT_SOME of it for the GIL (docs/diagnosis.md). */
 #define STOKE_PYTHON_GIL_WAIT_FRAC 0.50
 #define STOKE_PYTHON_GIL_BUSY 0.80
+#define STOKE_PYTHON_BLOCKED_FRAC 0.25
+#define STOKE_PYTHON_GIL_WAIT_SOME 0.15
 /* Starving also when a lower bound of the producer's time per batch (the
 ** queue model's, see stoke_diagnose_model) is this many consumer steps. */
 #define STOKE_STARVING_PRODUCER_RATIO 1.2

@@ -310,4 +310,18 @@ int stoke__produce(stoke_source *src, stoke_sample *s,
 int stoke__schedstat_threads(const char *prefix, int64_t *run_ns,
                              int64_t *delay_ns);
 
+typedef struct stoke__sched_thread {
+  long tid;
+  int64_t run_ns, delay_ns; /* since the thread started */
+} stoke__sched_thread;
+
+/* Those threads one by one (at most cap); the count, or -1. */
+int stoke__schedstat_list(const char *prefix, stoke__sched_thread *out,
+                          size_t cap);
+/* Over a window from base to now: the threads that ran in it (their run
+** time grew) and their run time and run delay in it. */
+int stoke__schedstat_window(const stoke__sched_thread *base, size_t n_base,
+                            const stoke__sched_thread *now, size_t n_now,
+                            int64_t *run_ns, int64_t *delay_ns);
+
 #endif /* STOKE_INTERNAL_H */

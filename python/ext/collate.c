@@ -583,6 +583,9 @@ void sk_pbatch_free(sk_pbatch *pb) {
   PyMem_Free(pb);
 }
 
+static int add_sample(sk_pbatch *pb, PyObject *x, size_t pos, int fast,
+                      int pin, sk_copies *copies);
+
 int sk_pbatch_add(sk_pbatch *pb, PyObject *x, size_t pos, PyObject *key,
                   int fast, int pin, sk_copies *copies) {
   if (pos >= pb->n) {
@@ -594,6 +597,13 @@ int sk_pbatch_add(sk_pbatch *pb, PyObject *x, size_t pos, PyObject *key,
   PyList_SetItem(pb->samples, (Py_ssize_t)pos, x);
   Py_XSETREF(pb->keys[pos], Py_NewRef(key));
   pb->received++;
+  int rc = add_sample(pb, x, pos, fast, pin, copies);
+  if (rc < 0) return -1;
+  return ++pb->added == pb->n ? 1 : 0;
+}
+
+static int add_sample(sk_pbatch *pb, PyObject *x, size_t pos, int fast,
+                      int pin, sk_copies *copies) {
   if (!fast || pb->irregular) return 0;
   if (!pb->probed) {
     /* probe() calls torch (torch.empty), which may release the GIL: another

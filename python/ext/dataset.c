@@ -13,9 +13,12 @@
 **   fill          one sample: take the GIL (timed as GIL_WAIT), call
 **                 dataset[key] (PYTHON), add the result to its batch
 **                 (COLLATE: collate.c), drop the GIL, then copy tensor
-**                 bytes into the batch's own tensors without it;
-**   batch_done    by the worker that completes a batch: assemble it in
-**                 torch's types (or run the collate_fn over the samples);
+**                 bytes into the batch's own tensors without it.  The fill
+**                 that adds a batch's last sample also finishes the batch
+**                 while it holds the GIL: assembles it in torch's types, or
+**                 runs the collate_fn over the samples (other fills' bytes
+**                 may still be copying: the batch is handed out only once
+**                 every fill has returned);
 **   thread_stop   the worker's copy and thread state go.
 ** Batches are collated into fresh tensors of their own (torch.empty), as
 ** torch's DataLoader returns them: the loader's slot holds a one-byte
@@ -295,6 +298,31 @@ static uint64_t current_epoch(const sk_ds *ds) {
 
 /* ---- map-style datasets --------------------------------------------------------- */
 
+/* Every sample of batch b is added (GIL held): assemble the batch, or run
+** the collate function.  Nothing is freed here: other fills of the batch
+** may still be copying from their samples; the entry goes when the batch
+** is taken or its slot reused, once every fill returned.  0, or -1 with
+** msg. */
+static int finish(sk_ds *ds, sk_pbatch *pb, const stoke_batch *b, char *msg,
+                  size_t cap) {
+  PyObject *r = sk_pbatch_finish(pb, ds->collate);
+  if (stoke_batch_epoch(b) != current_epoch(ds)) {
+    PyErr_Clear(); /* the epoch was left while collate_fn ran */
+    Py_XDECREF(r);
+    return 0;
+  }
+  if (!r) {
+    char where[128];
+    snprintf(where, sizeof where, "%s of batch %zu (epoch %llu)",
+             ds->fast && ds->auto_collation ? "default_collate" : "collate_fn",
+             stoke_batch_number(b), (unsigned long long)stoke_batch_epoch(b));
+    capture(ds, where, msg, cap);
+    return -1;
+  }
+  Py_XSETREF(pb->result, r);
+  return 0;
+}
+
 static int ds_fill_map(void *user, stoke_sample *s) {
   sk_ds *ds = user;
   const stoke_batch *b = stoke_sample_batch(s);
@@ -344,77 +372,32 @@ static int ds_fill_map(void *user, stoke_sample *s) {
   } else {
     stoke_sample_stage(s, STOKE_STAGE_COLLATE);
     sk_pend *p = pend_get(ds, b, 1);
-    if (!p || sk_pbatch_add(p->pb, x, stoke_sample_position(s), key,
-                            ds->fast && ds->auto_collation, ds->pin,
-                            &copies) < 0) {
+    sk_pbatch *pb = p ? p->pb : NULL;
+    int fast = ds->fast && ds->auto_collation;
+    int added = pb ? sk_pbatch_add(pb, x, stoke_sample_position(s), key, fast,
+                                   ds->pin, &copies)
+                   : -1;
+    if (added < 0) {
       char where[128];
       snprintf(where, sizeof where, "default_collate of batch %zu",
                stoke_batch_number(b));
       capture(ds, where, msg, sizeof msg);
       rc = -1;
+    } else if (added == 1) {
+      rc = finish(ds, pb, b, msg, sizeof msg);
     }
     Py_DECREF(x);
   }
   Py_XDECREF(key);
+  /* Giving the GIL up may wait too: when another thread asked for it,
+  ** CPython's forced switch holds the releasing thread until that one has
+  ** it (on a loaded machine, until it gets a core). */
+  stoke_sample_stage(s, STOKE_STAGE_GIL_WAIT);
   gil_drop(&g);
+  stoke_sample_stage(s, STOKE_STAGE_COLLATE);
   if (rc == 0) sk_copies_run(&copies); /* the samples are kept alive */
   sk_copies_free(&copies);
   return rc ? stoke_sample_fail(s, "%s", msg) : 0;
-}
-
-static int ds_batch_done(void *user, const stoke_batch *b, char *err,
-                         size_t cap) {
-  sk_ds *ds = user;
-  if (stoke_batch_epoch(b) != current_epoch(ds)) return 0;
-  sk_gil g = {0, PyGILState_UNLOCKED};
-  if (gil_take(&g) != 0) {
-    snprintf(err, cap, "the interpreter is shutting down");
-    return -1;
-  }
-  if (stoke_batch_epoch(b) != current_epoch(ds)) {
-    gil_drop(&g);
-    return 0;
-  }
-  int rc = 0;
-  sk_pend *p = pend_get(ds, b, 0);
-  if (!p || !p->pb || p->pb->received != p->pb->n) {
-    snprintf(err, cap, "stoke: batch %zu is incomplete", stoke_batch_number(b));
-    rc = -1;
-  } else {
-    sk_pbatch *pb = p->pb;
-    PyObject *r = sk_pbatch_finish(pb, ds->collate);
-    if (stoke_batch_epoch(b) != current_epoch(ds)) {
-      PyErr_Clear(); /* left while collate_fn ran */
-      Py_XDECREF(r);
-      gil_drop(&g);
-      return 0;
-    }
-    if (!r) {
-      char where[128];
-      snprintf(where, sizeof where, "%s of batch %zu (epoch %llu)",
-               ds->fast && ds->auto_collation ? "default_collate"
-                                              : "collate_fn",
-               stoke_batch_number(b), (unsigned long long)stoke_batch_epoch(b));
-      capture(ds, where, err, cap);
-      rc = -1;
-    } else {
-      /* Keep only the result: the samples and their layout can go now. */
-      sk_pbatch *done = sk_pbatch_new(0, pb->epoch, pb->number);
-      if (done && p->pb == pb) {
-        done->result = r;
-        p->pb = done;
-        sk_pbatch_free(pb);
-      } else if (p->pb == pb) {
-        PyErr_Clear();
-        pb->result = r;
-      } else {
-        sk_pbatch_free(done); /* the entry moved on: drop the result */
-        Py_DECREF(r);
-      }
-    }
-  }
-  gil_drop(&g);
-  return rc;
 }
 
 /* ---- IterableDataset --------------------------------------------------------------- */
@@ -524,6 +507,7 @@ static int ds_fill_iter(void *user, stoke_sample *s) {
       int bad = !pos || sk_pbatch_add(pb, PyList_GET_ITEM(items, i), i, pos,
                                       ds->fast && ds->auto_collation,
                                       ds->pin, &copies) < 0;
+      /* (the last add returns 1: this worker finishes the batch below) */
       Py_XDECREF(pos);
       if (bad) {
         sk_pbatch_free(pb);
@@ -563,6 +547,7 @@ static int ds_fill_iter(void *user, stoke_sample *s) {
   }
   Py_XDECREF(items);
   tls_info = saved;
+  stoke_sample_stage(s, STOKE_STAGE_GIL_WAIT); /* see ds_fill_map */
   gil_drop(&g);
   stream_next(st, ep);
   return rc ? stoke_sample_fail(s, "%s", msg) : 0;
@@ -758,7 +743,6 @@ int sk_dataset_source(PyObject *spec, stoke_source **out, sk_keep *keep) {
   cc.user = ds;
   cc.thread_start = ds_thread_start;
   cc.thread_stop = ds_thread_stop;
-  cc.batch_done = ds->iterable ? NULL : ds_batch_done;
   int code = stoke_source_create_callback_ex(&cc, out);
   if (code != 0) {
     sk_raise_tls(code);

@@ -74,7 +74,10 @@ typedef struct sk_pbatch {
   size_t n;            /* samples */
   uint64_t epoch;
   size_t number;
-  size_t received;
+  size_t received;     /* samples whose add started */
+  size_t added;        /* samples whose add finished: the add that makes
+                          it n finishes the batch (no other add is then in
+                          progress; copies without the GIL may be) */
   PyObject *samples;   /* list of n: the samples, kept until finished */
   PyObject **keys;     /* n: each sample's key (for messages) */
   PyObject *keep;      /* list: contiguous copies of sample tensors */
@@ -88,8 +91,10 @@ sk_pbatch *sk_pbatch_new(size_t n, uint64_t epoch, size_t number);
 void sk_pbatch_free(sk_pbatch *pb);
 /* Add sample x (its key for messages) at pos.  fast: collate in C (else
 ** only kept for a Python collate function).  Copies to run without the GIL
-** are appended to copies.  0, or -1 with an exception (a shape mismatch,
-** or torch failing). */
+** are appended to copies.  0; 1 when this add completed the batch (every
+** sample added: the caller finishes it); or -1 with an exception (a shape
+** mismatch, or torch failing).  The batch keeps its samples alive until it
+** is freed, which must wait until every fill that added to it returned. */
 int sk_pbatch_add(sk_pbatch *pb, PyObject *x, size_t pos, PyObject *key,
                   int fast, int pin, sk_copies *copies);
 /* The finished batch: the C layout assembled, or py_collate(samples) for a

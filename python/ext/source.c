@@ -73,6 +73,9 @@ static int dtype_of(const Py_buffer *v) {
   if (f[0] && f[1]) return 0;
   switch (*f) {
   case 'B': return v->itemsize == 1 ? STOKE_U8 : 0;
+  case 'b': return v->itemsize == 1 ? STOKE_I8 : 0;
+  case '?': return v->itemsize == 1 ? STOKE_BOOL : 0;
+  case 'h': return v->itemsize == 2 ? STOKE_I16 : 0;
   case 'i': return v->itemsize == 4 ? STOKE_I32 : 0;
   case 'l':
   case 'q': return v->itemsize == 8 ? STOKE_I64 : 0;
@@ -133,7 +136,8 @@ static int arrays_source(PyObject *spec, stoke_source **out, sk_keep *keep) {
     if (!dt) {
       PyErr_Format(sk_err.Config,
                    "array '%s': element format '%s' (%zd bytes) is not one of "
-                   "uint8, int32, int64, float16, float32, float64",
+                   "bool, uint8, int8, int16, int32, int64, float16, float32, "
+                   "float64",
                    name, v->format ? v->format : "B", v->itemsize);
       return -1;
     }

@@ -66,13 +66,20 @@ const char *stoke_bound_name(int bound) {
 ** samples shorter than the interpreter's switch interval (5 ms), which run
 ** to the end once they hold it; longer ones are also preempted inside the
 ** call, where the wait cannot be told from sleeping.  (2) So also: with 2
-** or more workers, a core to spare and little queueing for cores, the
-** workers' CPU time per step (B x t_cpu, all of it while holding the GIL
-** for pure Python) is about one core: the GIL is saturated.  A dataset that
-** sleeps or waits on I/O releases the GIL, uses little CPU and fits
-** neither; one whose C calls release the GIL (PIL's decode, torch's ops)
-** uses more than one core and fits neither.  When either holds, t_gil =
-** t_cpu: the producer needs at least B x t_gil per batch whatever W is. */
+** or more workers and a core to spare, the workers' CPU time per step (B x
+** t_cpu, all of it while holding the GIL for pure Python) is about one
+** core, and they either spend a good share of their time blocked — neither
+** on a core nor queueing for one (schedstat's run delay) — or still wait a
+** real share at the GIL's entry: the GIL is saturated.  That tells the GIL
+** from the cores: workers competing for too few cores (PIL's decode on a
+** loaded machine, which also adds up to about one core) are runnable, not
+** blocked, and release the GIL for most of a sample, so they barely wait
+** to take it.  (On a loaded machine a woken GIL waiter also queues for a
+** core, so blocked time alone would miss it.)  A dataset that sleeps or
+** waits on I/O releases the GIL, uses little CPU and fits neither; one
+** whose C calls release the GIL (PIL, torch's ops) uses more than one core
+** when it has them.  When either holds, t_gil = t_cpu: the producer needs
+** at least B x t_gil per batch whatever W is. */
 static void python_model(stoke_model *m, const stoke_stats *st) {
   int64_t py = m->stage_ns[STOKE_STAGE_PYTHON] +
                m->stage_ns[STOKE_STAGE_GIL_WAIT] +
@@ -87,11 +94,15 @@ static void python_model(stoke_model *m, const stoke_stats *st) {
     m->gil_busy = (double)m->batch_size * (double)m->t_cpu_ns / step;
   bool python = 2 * py >= m->t_d_ns; /* the sample is mostly Python */
   bool waits = m->gil_wait_frac >= STOKE_PYTHON_GIL_WAIT_FRAC;
+  double cpu = (double)m->t_cpu_ns / (double)m->t_d_ns;
+  double delay = m->run_delay_frac > 0 ? m->run_delay_frac : 0.0;
+  double blocked = 1.0 - cpu * (1.0 + delay);
   bool saturated = m->n_workers >= 2 &&
                    m->gil_busy >= STOKE_PYTHON_GIL_BUSY &&
                    m->gil_busy <= 1.0 / STOKE_PYTHON_GIL_BUSY &&
                    stoke__model_cores_avail(m) >= 1.5 &&
-                   m->run_delay_frac < 0.25;
+                   (blocked >= STOKE_PYTHON_BLOCKED_FRAC ||
+                    m->gil_wait_frac >= STOKE_PYTHON_GIL_WAIT_SOME);
   if (python && m->n_workers >= 1 && (waits || saturated))
     m->t_gil_ns = m->t_cpu_ns > 0 ? m->t_cpu_ns : m->t_d_ns;
 }
@@ -147,9 +158,21 @@ int stoke_model_init(stoke_model *m, const stoke_stats *st,
   double stretch = 1.0;
   int64_t run_ns = 0, delay_ns = 0;
   m->run_delay_frac = -1;
-  int seen = st->n_workers
-                 ? stoke__schedstat_threads("stoke-w", &run_ns, &delay_ns)
-                 : -1;
+  /* The loader's own window when the snapshot has it (threads that ran
+  ** while it measured), else the live threads' totals. */
+  bool window = st->struct_size >= offsetof(stoke_stats, threads_delay_ns) +
+                                       sizeof st->threads_delay_ns &&
+                st->threads_active > 0;
+  int seen;
+  if (window) {
+    seen = st->threads_active;
+    run_ns = st->threads_run_ns;
+    delay_ns = st->threads_delay_ns;
+  } else {
+    seen = st->n_workers
+               ? stoke__schedstat_threads("stoke-w", &run_ns, &delay_ns)
+               : -1;
+  }
   if (seen > 0) m->threads_seen = (unsigned)seen;
   if (seen > 0 && run_ns > 0) {
     m->run_delay_frac = (double)delay_ns / (double)run_ns;

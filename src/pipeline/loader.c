@@ -183,6 +183,7 @@ static void free_loader(stoke_loader *l) {
   stoke__free(a, l->perm);
   stoke__free(a, l->order);
   stoke__given_free(l);
+  stoke__free(a, l->sched_base);
   stoke__free_aligned(a, l->cstats);
   stoke__free(a, l->baseline);
   stoke__free(a, l->epochs);
@@ -267,6 +268,14 @@ int stoke_loader_create(const stoke_config *cfg, stoke_loader **out) {
   l->cstats = stoke__alloc_aligned(l->alloc, sizeof *l->cstats);
   l->baseline = stoke__calloc(l->alloc, 1, sizeof *l->baseline);
   if (!l->cstats || !l->baseline) mem = STOKE_ENOMEM;
+  if (!mem && l->n_workers) {
+    /* Room for the workers, helper threads they may start and another
+    ** loader's: the window counts what fits. */
+    l->cap_sched = 8 * (size_t)l->n_workers + 64;
+    l->sched_base = stoke__calloc(l->alloc, l->cap_sched,
+                                  sizeof *l->sched_base);
+    if (!l->sched_base) mem = STOKE_ENOMEM;
+  }
   if (!mem) memset(l->cstats, 0, sizeof *l->cstats);
   if (!mem) mem = alloc_slots(l);
   if (!mem) mem = alloc_workers(l);
@@ -393,6 +402,22 @@ int stoke_loader_stats(const stoke_loader *l, stoke_stats *out) {
   stoke_stats full;
   full.struct_size = sizeof full;
   stoke__stats_publish(snap, &full);
+  full.threads_active = -1;
+  if (l->sched_base) {
+    stoke__sched_thread *now =
+        stoke__calloc(l->alloc, l->cap_sched, sizeof *now);
+    int n = now ? stoke__schedstat_list("stoke-w", now, l->cap_sched) : -1;
+    if (n > 0) {
+      pthread_mutex_lock(&ml->stats_mu);
+      /* Before a baseline (no warm-up) the window starts with the
+      ** threads: their totals are the window's. */
+      full.threads_active = stoke__schedstat_window(
+          l->sched_base, l->have_baseline ? l->n_sched_base : 0, now,
+          (size_t)n, &full.threads_run_ns, &full.threads_delay_ns);
+      pthread_mutex_unlock(&ml->stats_mu);
+    }
+    stoke__free(l->alloc, now);
+  }
   full.epochs_done =
       atomic_load_explicit(&ml->epochs_done, memory_order_relaxed);
   full.n_workers = l->n_workers;

@@ -359,6 +359,10 @@ void stoke__take_baseline(stoke_loader *l) {
   for (size_t i = 0; i < STOKE__MAX(l->n_workers, 1); i++)
     stoke__stats_snap_producer(l->workers[i].stats, snap);
   l->have_baseline = true;
+  if (l->sched_base) {
+    int n = stoke__schedstat_list("stoke-w", l->sched_base, l->cap_sched);
+    l->n_sched_base = n > 0 ? (size_t)n : 0;
+  }
   pthread_mutex_unlock(&l->stats_mu);
 }
 

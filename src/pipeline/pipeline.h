@@ -156,6 +156,10 @@ struct stoke_loader {
   atomic_uint_least64_t epochs_done; /* relaxed: stats only */
 
   stoke__given *given;           /* cfg.order_given, else NULL; mu */
+  /* The stoke-w* threads when measuring started (schedstat.c), for the
+  ** window's scheduler statistics.  Protected by stats_mu. */
+  stoke__sched_thread *sched_base;
+  size_t n_sched_base, cap_sched;
 };
 
 /* Check a config as stoke_loader_create does (loader.c); 0 or STOKE_EINVAL

@@ -178,6 +178,17 @@ static void test_sleeper_and_pil_are_not(void **state) {
     assert_false(has_advice(a, n, STOKE_ADVICE_C_TRANSFORMS));
     assert_false(has_advice(a, n, STOKE_ADVICE_PROCESSES));
   }
+  /* CPU-bound C work adding up to one core per step (two PIL-like workers
+  ** that get one core between them, each on a core 90% of its time): the
+  ** GIL looks saturated, but the workers are not blocked.  (Where they
+  ** queue for the cores instead, schedstat's run delay says so; see
+  ** tests/python/test_stoke_dataloader.py.) */
+  stoke_stats cores1 = py_snap(2, 2 * MS, 100 * US, 30 * US, 1900 * US,
+                               1 * MS, 8 * 1900 * US, 0.95);
+  stoke_model lm;
+  assert_int_equal(stoke_model_init(&lm, &cores1, NULL, 2), 0);
+  assert_true(fabs(lm.gil_busy - 1.0) < 0.01);
+  assert_int_equal(lm.t_gil_ns, 0);
   /* The sleeper's remedy is more workers. */
   stoke_stats st = sleeper();
   stoke_advice a[STOKE_MAX_ADVICE];
