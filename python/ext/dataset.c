@@ -791,8 +791,29 @@ static int engine_init(sk_DatasetLoader *self, PyObject *args, PyObject *kw) {
   return 0;
 }
 
+/* Is the calling thread one of ds's workers? */
+static int on_own_worker(const sk_ds *ds) {
+  return ds && tls_worker && tls_worker >= ds->workers &&
+         tls_worker < ds->workers + (ds->n_workers ? ds->n_workers : 1);
+}
+
 static void engine_dealloc(sk_DatasetLoader *self) {
+  PyObject_GC_UnTrack(self);
   Py_CLEAR(self->index_iter);
+  if (self->base.l && on_own_worker(self->ds)) {
+    /* The last reference went on one of this loader's own workers (the
+    ** package defers closing from workers, so only a stray reference gets
+    ** here): destroying would join this very thread.  Leak the loader and
+    ** the source's state it uses rather than crash. */
+    PyObject *cap = PyDict_GetItemString(self->base.spec, "_ds");
+    Py_XINCREF(cap);
+    Py_XINCREF(self->base.keep.owner);
+    self->base.l = NULL;
+    PyErr_WarnEx(PyExc_RuntimeWarning,
+                 "stoke.DataLoader freed on its own worker thread: its "
+                 "threads are left running", 1);
+    PyErr_Clear();
+  }
   sk_LoaderType.tp_dealloc((PyObject *)self);
 }
 
@@ -1050,6 +1071,10 @@ PyTypeObject sk_DatasetLoaderType = {
 
 PyObject *sk_worker_info(PyObject *mod, PyObject *noargs) {
   return Py_NewRef(tls_info ? tls_info : Py_None);
+}
+
+PyObject *sk_on_worker_thread(PyObject *mod, PyObject *noargs) {
+  return PyBool_FromLong(tls_worker != NULL);
 }
 
 typedef void (*omp_set_fn)(int);

@@ -115,6 +115,8 @@ extern PyTypeObject sk_DatasetLoaderType;
 /* torch.utils.data.get_worker_info() inside a worker thread: that
 ** thread's (or the IterableDataset stream's) WorkerInfo; None elsewhere. */
 PyObject *sk_worker_info(PyObject *mod, PyObject *noargs);
+/* Is the calling thread a stoke.DataLoader worker (of any loader)? */
+PyObject *sk_on_worker_thread(PyObject *mod, PyObject *noargs);
 /* Give the calling thread's torch intra-op work n threads (OpenMP's
 ** per-thread setting), leaving other threads' alone. */
 PyObject *sk_set_thread_intraop(PyObject *mod, PyObject *arg);

@@ -161,6 +161,8 @@ static PyMethodDef methods[] = {
      "tune(source_spec, config, tune, step): the sweep and its knee."},
     {"worker_info", sk_worker_info, METH_NOARGS,
      "The calling stoke worker thread's WorkerInfo, or None."},
+    {"on_worker_thread", sk_on_worker_thread, METH_NOARGS,
+     "Whether the calling thread is a stoke.DataLoader worker."},
     {"set_thread_intraop", sk_set_thread_intraop, METH_O,
      "set_thread_intraop(n): torch's intra-op threads of this thread only "
      "(OpenMP's per-thread setting); False when no OpenMP is loaded."},

@@ -68,6 +68,12 @@ static int describe_source(sk_Loader *self, sk_run *r) {
   return 0;
 }
 
+static int kind_is(PyObject *spec, const char *want) {
+  PyObject *k = PyDict_GetItemString(spec, "kind");
+  const char *s = k && PyUnicode_Check(k) ? PyUnicode_AsUTF8(k) : NULL;
+  return s && strcmp(s, want) == 0;
+}
+
 static int collect(sk_Loader *self, sk_run *r) {
   memset(r, 0, sizeof *r);
   stoke_loader *l = sk_loader_get(self);
@@ -77,6 +83,13 @@ static int collect(sk_Loader *self, sk_run *r) {
   if (rc < 0) {
     sk_raise(rc, stoke_errmsg(l));
     return -1;
+  }
+  /* A Python dataset's source takes any index below a bound: its size is
+  ** the dataset's length, which the package gives. */
+  if (kind_is(self->spec, "dataset")) {
+    size_t n = 0;
+    if (sk_dict_size(self->spec, "length", &n) < 0) return -1;
+    r->res.source_samples = n;
   }
   r->spec.cfg = r->res.eff;
   r->spec.epochs = (unsigned)r->res.n_epochs;

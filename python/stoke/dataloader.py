@@ -40,18 +40,46 @@ from .loader import _pythonize_diagnosis, loader_config, pythonize
 _PROFILE_NAME = "enumerate(DataLoader)#stoke.DataLoader.__next__"
 _MAX_BATCH = 4096
 
-# Loaders with live worker threads, closed at exit before the interpreter
-# goes (threads must not run Python during finalization).
+# Engines (the C loaders and their worker threads), closed at exit before
+# the interpreter goes: threads must not run Python during finalization.
+# An engine lives while its DataLoader or an iterator of it does (so
+# next(iter(DataLoader(ds))) works), and stops its threads when the last
+# reference goes.
 _live = weakref.WeakSet()
+
+# References dropped on a stoke worker thread (the garbage collector runs
+# wherever an allocation triggers it): the last one would make a loader stop
+# its threads from one of its own threads, so they are moved here and
+# dropped from a thread that is not a worker.
+_deferred = []
+
+
+def _drop_on_a_good_thread(engine, close=False):
+    if engine is None:
+        return
+    if _stoke.on_worker_thread():
+        _deferred.append((engine, close))
+    elif close:
+        engine.close()
+
+
+def _drop_deferred():
+    if _stoke.on_worker_thread():
+        return
+    while _deferred:
+        engine, close = _deferred.pop()
+        if close:
+            engine.close()
 
 
 @atexit.register
 def _close_all():
-    for dl in list(_live):
+    for engine in list(_live):
         try:
-            dl.close()
+            engine.close()
         except Exception:
             pass
+    _deferred.clear()
 
 
 def get_worker_info():
@@ -353,8 +381,9 @@ class DataLoader:
         """The C engine, started on first use (threads are started at the
         first iter(), as torch starts its workers); remade after an error
         poisoned it."""
+        _drop_deferred()
         if self._engine is not None and self._engine_failed:
-            self._engine.close()
+            _drop_on_a_good_thread(self._engine, close=True)
             self._engine = None
         self._engine_failed = False
         if self._engine is not None:
@@ -388,7 +417,11 @@ class DataLoader:
             self.dataset, w, base_seed, self.worker_init_fn,
             self.torch_threads)
         name = type(self.dataset).__name__
-        spec = {"kind": "dataset", "dataset": self.dataset,
+        try:
+            length = len(self.dataset)
+        except TypeError:
+            length = 0
+        spec = {"kind": "dataset", "dataset": self.dataset, "length": length,
                 "iterable": int(self._iterable), "num_workers": w,
                 "batch_size": self.batch_size or 1,
                 "auto_collation": int(self._auto_collation),
@@ -408,7 +441,7 @@ class DataLoader:
         config["order_given"] = 1
         ahead = prefetch + config["consumer_slots"] + 1
         self._engine = _stoke.DatasetLoader(spec, config, ahead)
-        _live.add(self)
+        _live.add(self._engine)
         return self._engine
 
     def _need_engine(self):
@@ -418,19 +451,15 @@ class DataLoader:
         return self._engine
 
     def close(self):
-        """Stop the worker threads now (they also stop when the loader is
-        garbage collected, and at exit).  A later iter() starts them
-        again."""
+        """Stop the worker threads now (they also stop once the loader and
+        its iterators are gone, and at exit); iterators of it then stop.  A
+        later iter() starts new threads."""
         eng, self._engine = self._engine, None
-        if eng is not None:
-            eng.close()
-        _live.discard(self)
+        _drop_on_a_good_thread(eng, close=True)
+        _drop_deferred()
 
     def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
+        _drop_on_a_good_thread(getattr(self, "_engine", None))
 
     # ---- the doctor ----------------------------------------------------------
 
@@ -493,16 +522,22 @@ class _InfiniteConstantSampler:
 
 
 class _Iterator:
-    """One epoch of a stoke.DataLoader (torch's _BaseDataLoaderIter)."""
+    """One epoch of a stoke.DataLoader (torch's _BaseDataLoaderIter).
+
+    It keeps what it needs of its loader, and the loader itself only
+    weakly: a persistent loader keeps its iterator, and a cycle between them
+    would leave the loader to the garbage collector, which may run on one
+    of the loader's own worker threads."""
 
     def __init__(self, loader):
-        self._loader = loader
         if loader.num_workers == 0:
             assert loader.timeout == 0  # as torch's single-process iterator
         self._reset(loader)
 
     def _reset(self, loader, first_iter=False):
         import torch
+        self._loader_ref = weakref.ref(loader)
+        self._index_sampler = loader._index_sampler
         # torch's order of random draws: the sampler's iterator (lazy), then
         # the workers' base seed from the loader's generator.
         it = None if loader._iterable else iter(loader._index_sampler)
@@ -519,11 +554,18 @@ class _Iterator:
         return self
 
     def __len__(self):
-        return len(self._loader._index_sampler)
+        return len(self._index_sampler)
+
+    def _failed(self):
+        loader = self._loader_ref()
+        if loader is not None and loader._engine is self._engine:
+            loader._engine_failed = True
 
     def __next__(self):
         eng = self._engine
-        if eng is not self._loader._engine or eng.epoch != self._epoch:
+        loader = self._loader_ref()
+        if (loader is not None and eng is not loader._engine) or \
+                eng.closed or eng.epoch != self._epoch:
             raise RuntimeError("stoke.DataLoader: this iterator was replaced "
                                "by a newer iter(loader): stoke runs one "
                                "epoch of a loader at a time")
@@ -536,13 +578,14 @@ class _Iterator:
                 data = eng.next_batch(self._timeout)
         except StopIteration:
             raise
-        except (KeyboardInterrupt, RuntimeError) as e:
+        except KeyboardInterrupt:
+            raise
+        except RuntimeError as e:
             if not str(e).startswith("DataLoader timed out"):
-                self._loader._engine_failed = not isinstance(
-                    e, KeyboardInterrupt)
+                self._failed()
             raise
         except BaseException:
-            self._loader._engine_failed = True
+            self._failed()
             raise
         self._num_yielded += 1
         return data
@@ -550,6 +593,9 @@ class _Iterator:
     def __getstate__(self):
         raise NotImplementedError("{} cannot be pickled",
                                   self.__class__.__name__)
+
+    def __del__(self):
+        _drop_on_a_good_thread(getattr(self, "_engine", None))
 
 
 def _profiler_check():

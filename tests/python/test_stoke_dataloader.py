@@ -303,3 +303,41 @@ def test_loader_dtypes_through_dlpack_and_buffers():
         assert x.dtype == np.bool_ and (x == a).all()
         assert y.dtype == np.int8 and (y == b).all()
         assert z.dtype == np.int16 and (z == c).all()
+
+
+class Collecting(Dataset):
+    """Runs the garbage collector on the worker thread, as any allocation
+    there may."""
+
+    def __len__(self):
+        return 400
+
+    def __getitem__(self, i):
+        gc.collect()
+        time.sleep(0.001)
+        return i
+
+
+def test_a_loader_collected_on_its_own_worker_thread():
+    """A loader in a reference cycle, dropped mid-epoch: its workers go on
+    filling the prefetch window and collect it.  It must not stop its
+    threads from one of them (that crashed): the engine is handed over and
+    closed from here."""
+    import stoke.dataloader as sd
+    gc.disable()  # only the workers' explicit collections run
+    try:
+        loader = stoke.DataLoader(Collecting(), batch_size=2, num_workers=2)
+        loader.me = loader  # a cycle: only the garbage collector frees it
+        it = iter(loader)
+        next(it)
+        del it, loader
+        deadline = time.monotonic() + 60
+        while not sd._deferred and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert sd._deferred, "no worker collected the loader"
+    finally:
+        gc.enable()
+    sd._drop_deferred()
+    assert sd._deferred == []
+    assert list(stoke.DataLoader(Collecting(), batch_size=200))[1].shape == (
+        200,)
