@@ -162,26 +162,40 @@ static int tensor_view(PyObject *x, leaf_view *v, PyObject **keep) {
     }
   }
   Py_DECREF(shape);
-  PyObject *src = x;
   PyObject *c = PyObject_CallMethod(x, "is_contiguous", NULL);
   if (!c) return -1;
   int contig = PyObject_IsTrue(c);
   Py_DECREF(c);
   if (contig < 0) return -1;
+  v->itemsize = stoke_dtype_size(v->dtype);
+  v->contiguous = contig;
   if (!contig) {
-    src = PyObject_CallMethod(x, "contiguous", NULL);
-    if (!src) return -1;
-    *keep = src; /* the contiguous copy must outlive the memcpy */
+    /* A view (PILToTensor's permuted HWC image, a slice): its strides,
+    ** for one strided copy into the batch row without the GIL, as
+    ** torch.stack reads it, instead of .contiguous() and a second copy. */
+    PyObject *st = PyObject_CallMethod(x, "stride", NULL);
+    if (!st) return -1;
+    if (!PyTuple_Check(st) || PyTuple_GET_SIZE(st) != v->ndim) {
+      Py_DECREF(st);
+      return 1;
+    }
+    for (int i = 0; i < v->ndim; i++) {
+      Py_ssize_t e = PyLong_AsSsize_t(PyTuple_GET_ITEM(st, i));
+      if (e < 0) { /* negative strides (flip views): torch's collate */
+        Py_DECREF(st);
+        return PyErr_Occurred() ? -1 : 1;
+      }
+      v->strides[i] = e * (Py_ssize_t)v->itemsize;
+    }
+    Py_DECREF(st);
   }
-  PyObject *p = PyObject_CallMethod(src, "data_ptr", NULL);
+  PyObject *p = PyObject_CallMethod(x, "data_ptr", NULL);
   if (!p) return -1;
-  v->data = PyLong_AsVoidPtr(p);
+  v->data = PyLong_AsVoidPtr(p); /* the first element, offset included */
   Py_DECREF(p);
   if (!v->data && PyErr_Occurred()) return -1;
-  v->itemsize = stoke_dtype_size(v->dtype);
   v->bytes = v->itemsize;
   for (int i = 0; i < v->ndim; i++) v->bytes *= (size_t)v->shape[i];
-  v->contiguous = 1;
   return 0;
 }
 
@@ -207,6 +221,7 @@ static int buffer_view(PyObject *x, leaf_view *v) {
     for (int i = b.ndim - 1; i >= 0; i--) {
       v->shape[i] = b.shape[i];
       v->strides[i] = b.strides ? b.strides[i] : want;
+      if (v->strides[i] < 0) rc = 1; /* a reversed view: torch's collate */
       if (b.shape[i] > 1 && v->strides[i] != want) v->contiguous = 0;
       want *= b.shape[i];
       v->bytes *= (size_t)b.shape[i];
@@ -508,20 +523,47 @@ static int add(sk_pbatch *pb, sk_node *nd, PyObject *x, size_t pos,
   return 1;
 }
 
-/* memcpy of a strided array into a contiguous row, no GIL needed. */
-static void copy_strided(char *dst, const char *src, int ndim,
-                         const Py_ssize_t *shape, const Py_ssize_t *strides,
-                         size_t itemsize, char **end) {
+/* The innermost dimension of a strided copy: n items of `size` bytes,
+** `stride` bytes apart in src, contiguous in dst. */
+static char *copy_row(char *dst, const char *src, Py_ssize_t n,
+                      Py_ssize_t stride, size_t size) {
+  if (stride == (Py_ssize_t)size) {
+    memcpy(dst, src, (size_t)n * size);
+    return dst + (size_t)n * size;
+  }
+  switch (size) {
+  case 1:
+    for (Py_ssize_t i = 0; i < n; i++) dst[i] = src[i * stride];
+    break;
+  case 2:
+    for (Py_ssize_t i = 0; i < n; i++) memcpy(dst + 2 * i, src + i * stride, 2);
+    break;
+  case 4:
+    for (Py_ssize_t i = 0; i < n; i++) memcpy(dst + 4 * i, src + i * stride, 4);
+    break;
+  case 8:
+    for (Py_ssize_t i = 0; i < n; i++) memcpy(dst + 8 * i, src + i * stride, 8);
+    break;
+  default:
+    for (Py_ssize_t i = 0; i < n; i++)
+      memcpy(dst + size * (size_t)i, src + i * stride, size);
+  }
+  return dst + (size_t)n * size;
+}
+
+/* A strided array into a contiguous row, no GIL needed. */
+static char *copy_strided(char *dst, const char *src, int ndim,
+                          const Py_ssize_t *shape, const Py_ssize_t *strides,
+                          size_t itemsize) {
   if (ndim == 0) {
     memcpy(dst, src, itemsize);
-    *end = dst + itemsize;
-    return;
+    return dst + itemsize;
   }
-  for (Py_ssize_t i = 0; i < shape[0]; i++) {
-    copy_strided(dst, src + i * strides[0], ndim - 1, shape + 1, strides + 1,
-                 itemsize, &dst);
-  }
-  *end = dst;
+  if (ndim == 1) return copy_row(dst, src, shape[0], strides[0], itemsize);
+  for (Py_ssize_t i = 0; i < shape[0]; i++)
+    dst = copy_strided(dst, src + i * strides[0], ndim - 1, shape + 1,
+                       strides + 1, itemsize);
+  return dst;
 }
 
 void sk_copies_run(const sk_copies *c) {
@@ -530,9 +572,8 @@ void sk_copies_run(const sk_copies *c) {
     if (e->contiguous) {
       memcpy(e->dst, e->src, e->bytes);
     } else {
-      char *end;
-      copy_strided(e->dst, e->src, e->ndim, e->shape, e->strides, e->itemsize,
-                   &end);
+      copy_strided(e->dst, e->src, e->ndim, e->shape, e->strides,
+                   e->itemsize);
     }
   }
 }

@@ -95,6 +95,8 @@ typedef struct sk_pend {
 
 typedef struct sk_ds {
   int iterable;
+  int tune;              /* a tune sweep's: stoke's own order over
+                            range(len(dataset)), its loaders' own epochs */
   unsigned n_workers;
   size_t batch_size;     /* IterableDataset: items per batch */
   int auto_collation;
@@ -296,6 +298,12 @@ static uint64_t current_epoch(const sk_ds *ds) {
   return atomic_load_explicit(&((sk_ds *)ds)->epoch, memory_order_acquire);
 }
 
+/* A batch of an epoch the engine left (a sweep's loaders run their own
+** epochs, never left). */
+static int stale(const sk_ds *ds, const stoke_batch *b) {
+  return !ds->tune && stoke_batch_epoch(b) != current_epoch(ds);
+}
+
 /* ---- map-style datasets --------------------------------------------------------- */
 
 /* Every sample of batch b is added (GIL held): assemble the batch, or run
@@ -306,7 +314,7 @@ static uint64_t current_epoch(const sk_ds *ds) {
 static int finish(sk_ds *ds, sk_pbatch *pb, const stoke_batch *b, char *msg,
                   size_t cap) {
   PyObject *r = sk_pbatch_finish(pb, ds->collate);
-  if (stoke_batch_epoch(b) != current_epoch(ds)) {
+  if (stale(ds, b)) {
     PyErr_Clear(); /* the epoch was left while collate_fn ran */
     Py_XDECREF(r);
     return 0;
@@ -326,14 +334,14 @@ static int finish(sk_ds *ds, sk_pbatch *pb, const stoke_batch *b, char *msg,
 static int ds_fill_map(void *user, stoke_sample *s) {
   sk_ds *ds = user;
   const stoke_batch *b = stoke_sample_batch(s);
-  if (stoke_batch_epoch(b) != current_epoch(ds)) return 0; /* left early */
+  if (stale(ds, b)) return 0; /* left early */
   stoke_sample_stage(s, STOKE_STAGE_GIL_WAIT);
   sk_gil g = {0, PyGILState_UNLOCKED};
   if (gil_take(&g) != 0)
     return stoke_sample_fail(s, "the interpreter is shutting down");
   /* begin() runs under the GIL: checked again now, the epoch (and its
   ** tickets) stays as it is until the next call into Python. */
-  if (stoke_batch_epoch(b) != current_epoch(ds)) {
+  if (stale(ds, b)) {
     gil_drop(&g);
     return 0;
   }
@@ -345,7 +353,7 @@ static int ds_fill_map(void *user, stoke_sample *s) {
   PyObject *dset = g.worker && tls_worker->dataset ? tls_worker->dataset
                                                    : ds->dataset;
   PyObject *x = key ? PyObject_GetItem(dset, key) : NULL;
-  if (stoke_batch_epoch(b) != current_epoch(ds)) {
+  if (stale(ds, b)) {
     /* The epoch was left while __getitem__ ran: drop what it made. */
     PyErr_Clear();
     Py_XDECREF(x);
@@ -686,6 +694,7 @@ int sk_dataset_source(PyObject *spec, stoke_source **out, sk_keep *keep) {
   }
   ds->batch_size = 1;
   if (sk_dict_int(spec, "iterable", &ds->iterable) ||
+      sk_dict_int(spec, "tune", &ds->tune) ||
       sk_dict_uint(spec, "num_workers", &ds->n_workers) ||
       sk_dict_size(spec, "batch_size", &ds->batch_size) ||
       sk_dict_int(spec, "auto_collation", &ds->auto_collation) ||
@@ -736,7 +745,10 @@ int sk_dataset_source(PyObject *spec, stoke_source **out, sk_keep *keep) {
   f.dtype = STOKE_U8;
   stoke_callback_config cc;
   stoke_callback_config_init(&cc);
-  cc.n_samples = SIZE_MAX / 2; /* any int key or ticket is an index */
+  /* A DataLoader's order is given (any int key or ticket is an index); a
+  ** sweep's is stoke's own over the dataset's length. */
+  cc.n_samples = SIZE_MAX / 2;
+  if (ds->tune && sk_dict_size(spec, "length", &cc.n_samples) < 0) return -1;
   cc.n_fields = 1;
   cc.fields = &f;
   cc.fill = ds->iterable ? ds_fill_iter : ds_fill_map;
@@ -1066,6 +1078,20 @@ PyTypeObject sk_DatasetLoaderType = {
     .tp_getset = engine_getset,
     .tp_init = (initproc)engine_init,
 };
+
+PyObject *sk_dataset_result(PyObject *spec, const stoke_batch *b) {
+  PyObject *cap = PyDict_GetItemString(spec, "_ds");
+  sk_ds *ds = cap ? PyCapsule_GetPointer(cap, "stoke.dataset") : NULL;
+  if (!ds) return PyErr_Format(PyExc_SystemError, "stoke: no dataset");
+  sk_pend *p = pend_get(ds, b, 0);
+  PyObject *r = p && p->pb && p->pb->result ? Py_NewRef(p->pb->result)
+                                            : NULL;
+  if (p) pend_clear(p);
+  if (!r && !PyErr_Occurred())
+    PyErr_Format(PyExc_SystemError, "stoke: batch %zu has no contents",
+                 stoke_batch_number(b));
+  return r;
+}
 
 /* ---- worker info and threads ---------------------------------------------------------- */
 

@@ -112,6 +112,10 @@ int sk_dataset_source(PyObject *spec, stoke_source **out, sk_keep *keep);
 
 extern PyTypeObject sk_DatasetLoaderType;
 
+/* A tune sweep's step: the finished batch b of the dataset source of spec
+** (new reference; its entry is dropped).  NULL with an exception. */
+PyObject *sk_dataset_result(PyObject *spec, const stoke_batch *b);
+
 /* torch.utils.data.get_worker_info() inside a worker thread: that
 ** thread's (or the IterableDataset stream's) WorkerInfo; None elsewhere. */
 PyObject *sk_worker_info(PyObject *mod, PyObject *noargs);

@@ -176,6 +176,44 @@ def _worker_functions(dataset, num_workers, base_seed, worker_init_fn,
     return make_worker, init_worker
 
 
+def is_map_dataset(x):
+    """A map-style Python dataset (torch's Dataset, or anything with
+    __getitem__ and __len__ that is not an array)."""
+    try:
+        from torch.utils.data import Dataset, IterableDataset
+    except ImportError:
+        return False
+    if isinstance(x, IterableDataset):
+        return False
+    if isinstance(x, Dataset):
+        return True
+    return False
+
+
+def tune_spec(dataset, workers, max_workers, collate_fn=None,
+              worker_init_fn=None, torch_threads=1):
+    """The source description stoke.tune sweeps over a map-style dataset:
+    stoke's own order over range(len(dataset)), collated as
+    stoke.DataLoader collates."""
+    import torch
+    _install_worker_info()
+    w = max(list(workers or []) + [max_workers or max(
+        2 * (os.cpu_count() or 1), 8), 1])
+    from torch.utils.data._utils import collate as _tc
+    user = collate_fn is not None and collate_fn is not _tc.default_collate
+    fast = not user and _stock_collate_map()
+    collate = collate_fn if user else _torch_collate()
+    make_worker, init_worker = _worker_functions(
+        dataset, w, int(torch.empty((), dtype=torch.int64).random_().item()),
+        worker_init_fn, torch_threads)
+    return {"kind": "dataset", "dataset": dataset, "length": len(dataset),
+            "tune": 1, "iterable": 0, "num_workers": w, "batch_size": 1,
+            "auto_collation": 1, "drop_last": 0, "fast": int(fast),
+            "pin_memory": 0, "collate": collate, "make_worker": make_worker,
+            "init_worker": init_worker,
+            "label": f"Python dataset {type(dataset).__name__}"}
+
+
 class DataLoader:
     """torch.utils.data.DataLoader on stoke's worker threads.
 

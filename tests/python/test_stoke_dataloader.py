@@ -341,3 +341,22 @@ def test_a_loader_collected_on_its_own_worker_thread():
     assert sd._deferred == []
     assert list(stoke.DataLoader(Collecting(), batch_size=200))[1].shape == (
         200,)
+
+
+def test_tune_on_a_python_dataset():
+    seen = []
+
+    def step(batch):
+        x, y = batch
+        seen.append(len(y))
+        time.sleep(0.002)
+    k = stoke.tune(Sleeper(), batch_size=8, step=step, workers=[0, 4],
+                   prefetch=[2])
+    # 4 ms asleep per sample: 4 workers are 4x faster than none.
+    assert k["workers"] == 4, k["reason"]
+    assert k["loader_kwargs"]["num_workers"] == 4
+    assert "prefetch_factor" in k["loader_kwargs"]
+    assert seen and set(seen) == {8}
+    # The kwargs are the DataLoader's own.
+    loader = stoke.DataLoader(Sleeper(), **k["loader_kwargs"])
+    assert len(list(loader)) == 12

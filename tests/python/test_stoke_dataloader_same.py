@@ -87,6 +87,10 @@ class Kinds(Dataset):
             "point": Point(i, f"p{i}"),
             "nested": {"a": {"b": (i, "x")}},
             "t_noncontig": torch.arange(6.0).reshape(2, 3).t() + i,
+            # PILToTensor's permuted HWC image, and a slice with an offset
+            "t_hwc_view": (torch.arange(24, dtype=torch.uint8)
+                           .reshape(2, 4, 3) + i).permute(2, 0, 1),
+            "t_slice": (torch.arange(10.0) + i)[2:8:2],
         }
 
 
