@@ -284,8 +284,9 @@ class Loader(_stoke.Loader):
 
     ``timeout`` (seconds or ``"5s"``) fails a sample that runs longer,
     naming it; ``mem_budget`` (bytes or ``"8GiB"``) is checked before
-    anything is allocated.  ``rank``/``world_size`` default to the ``RANK``
-    and ``WORLD_SIZE`` that torchrun sets.  The other options are the CLI's:
+    anything is allocated.  ``rank``/``world_size`` default to
+    torch.distributed's when it is initialised, else to the ``RANK`` and
+    ``WORLD_SIZE`` that torchrun sets.  The other options are the CLI's:
     ``out_of_order``, ``epoch_prefetch``, ``warmup`` (epochs left out of the
     statistics), ``warmup_steps``, ``trace`` (keep spans for
     :meth:`save_trace`), ``max_chunk``, ``shard_drop_last``, and for images
