@@ -198,11 +198,11 @@ static int open_device(stoke_loader *l) {
     else
       have = stoke__dev_module_load(d, why, sizeof why) == 0;
   }
-  if (!have) snprintf(d->kernel_reason, sizeof d->kernel_reason, "%s", why);
+  if (!have) snprintf(d->kernel_reason, sizeof d->kernel_reason, "%.150s", why);
   if (rc == 0 && d->backend == STOKE_BACKEND_CUDA && d->norm_field >= 0 &&
       !have) {
     d->norm_field = -1;
-    snprintf(d->norm_reason, sizeof d->norm_reason, "host: %s", why);
+    snprintf(d->norm_reason, sizeof d->norm_reason, "host: %.150s", why);
   }
   stoke__dev_leave(d);
   return rc;
@@ -446,8 +446,7 @@ static int alloc_device_slots(stoke_loader *l) {
       rc = event(d, &b->dev->release, STOKE__CU_EVENT_DISABLE_TIMING |
                                            STOKE__CU_EVENT_BLOCKING_SYNC);
     if (rc) return rc;
-    b->next_free = l->dfree;
-    l->dfree = b;
+    b->state = SLOT_FREE;
   }
   if (d->norm_field >= 0) {
     CU_OR_FAIL(cuMemAlloc, (&d->staging, d->staging_bytes));

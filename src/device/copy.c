@@ -44,7 +44,18 @@ void stoke__dev_kick(stoke_loader *l) { pthread_cond_signal(&l->dev_cv); }
 ** both taken: the host slot COPYING, the device slot FILLING (its copy
 ** being issued), the batch's identity copied over. */
 static bool pick(stoke_loader *l, stoke_batch **out_h, stoke_batch **out_d) {
-  if (!l->dfree || l->error) return false;
+  if (l->error) return false;
+  /* The free device slot released longest ago: its release event is the
+  ** likeliest to have completed, so the copy into it waits least (a slot
+  ** never used waits for nothing). */
+  stoke_batch *d = NULL;
+  for (size_t i = 0; i < l->n_dslots; i++) {
+    stoke_batch *c = &l->dslots[i];
+    if (c->state == SLOT_FREE &&
+        (!d || c->dev->release_seq < d->dev->release_seq))
+      d = c;
+  }
+  if (!d) return false;
   bool cur_done = l->copies_cur >= l->plan.n_batches;
   bool ahead_open = l->claim_gen != l->deliver_gen;
   stoke_batch *best = NULL;
@@ -70,9 +81,6 @@ static bool pick(stoke_loader *l, stoke_batch **out_h, stoke_batch **out_d) {
     }
   }
   if (!best) return false;
-  stoke_batch *d = l->dfree;
-  l->dfree = d->next_free;
-  d->next_free = NULL;
   d->state = SLOT_FILLING;
   d->number = best->number;
   d->epoch = best->epoch;

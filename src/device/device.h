@@ -57,6 +57,8 @@ typedef struct stoke__slot_dev {
   CUevent release;
   bool release_pending;         /* device slot: the next copy into it waits
                                    on `release`; protected by mu */
+  uint64_t release_seq;         /* device slot: when it was released (a
+                                   count; 0: never); protected by mu */
   CUdeviceptr dptr[STOKE__MAX_FIELDS]; /* device slot: field buffers */
 } stoke__slot_dev;
 
@@ -128,6 +130,8 @@ typedef struct stoke__dev {
   size_t reclaim_head, reclaim_len, reclaim_cap;
   stoke__thread *thread;
   bool thread_started;
+
+  uint64_t release_seq;         /* releases of device slots; mu */
 
   /* The device thread's statistics (copy stage); written by it only. */
   stoke__producer_stats *stats;

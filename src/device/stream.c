@@ -204,9 +204,8 @@ int stoke__dev_release(stoke_loader *l, stoke_batch *b, CUstream stream) {
     stoke__fail_locked(l, rc, "%s", err);
   } else if (b->on_device) {
     b->dev->release_pending = true;
+    b->dev->release_seq = ++l->dev->release_seq;
     b->state = SLOT_FREE;
-    b->next_free = l->dfree;
-    l->dfree = b;
     stoke__dev_kick(l);
   } else {
     stoke__dev_reclaim_locked(l, b);

@@ -337,8 +337,6 @@ static void discard_prefetch(stoke_loader *l) {
     stoke_batch *d = &l->dslots[i];
     if (d->gen == l->claim_gen && d->state == SLOT_READY) {
       d->state = SLOT_FREE;
-      d->next_free = l->dfree;
-      l->dfree = d;
     }
   }
   l->copies_ahead = 0;

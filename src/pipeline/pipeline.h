@@ -108,10 +108,9 @@ struct stoke_loader {
   size_t n_delivered;            /* batches handed out this epoch */
   size_t n_lent;                 /* slots held by the caller */
   stoke_batch *free_list;
-  /* Device slots (mu): free ones, lent ones, and how many batches of the
+  /* Device slots (mu): how many are lent, and how many batches of the
   ** delivered epoch (copies_cur) and of a prefetched next one
   ** (copies_ahead) the device thread has copied: it copies in order. */
-  stoke_batch *dfree;
   size_t n_dlent;
   size_t copies_cur, copies_ahead;
   int error;                     /* first fatal error, 0 if none */

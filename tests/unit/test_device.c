@@ -730,6 +730,167 @@ static void test_pageable_copies_counted(void **state) {
   tu_cb_free(cb);
 }
 
+/* ---- clocks and traces ------------------------------------------------------------ */
+
+static char *slurp(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *p = malloc((size_t)n + 1);
+  if (p && fread(p, 1, (size_t)n, f) != (size_t)n) n = 0;
+  if (p) p[n] = '\0';
+  fclose(f);
+  return p;
+}
+
+/* With a device the two clocks are the consumer stream's events: every
+** measured step is timed on the stream, the copy's exposed part and the
+** stream's idle time are counted, the host's own clocks are kept beside;
+** the trace has a copy-stream track and a consumer-stream track. */
+static void test_event_clock_and_trace(void **state) {
+  (void)state;
+  shim *s = shim_open();
+  tu_cb *cb = tu_cb_new(50);
+  stoke_source *src = tu_cb_source(cb);
+  stoke_config c = device_config(src, 2, 2, 1);
+  c.trace_events = 4096;
+  c.warmup_epochs = 1;
+  stoke_loader *l = tu_loader(&c);
+  int64_t step_ns = 0;
+  for (unsigned e = 0; e < 3; e++)
+    for (;;) {
+      stoke_batch *b;
+      int rc = stoke_loader_next(l, &b);
+      if (rc == STOKE_END) break;
+      TU_RC_L(l, rc, STOKE_OK);
+#if STOKE_TEST_HAVE_KERNELS
+      step_ns = 1000000;
+      TU_RC_L(l, stoke_loader_gpu_sleep(l, step_ns), STOKE_OK);
+#endif
+      stoke_batch_release(b);
+    }
+  TU_OK(stoke_loader_device_sync(l));
+  stoke_stats st = {.struct_size = sizeof st};
+  TU_OK(stoke_loader_stats(l, &st));
+  uint64_t steps = 2 * stoke_loader_n_batches(l);
+  TU_CHECK(st.backend == STOKE_BACKEND_CUDA && st.clock == STOKE_CLOCK_EVENTS,
+           "backend %d clock %d", st.backend, st.clock);
+  TU_CHECK(st.steps == steps, "steps %llu", (unsigned long long)st.steps);
+  TU_CHECK(st.untimed_steps == 0, "untimed %llu",
+           (unsigned long long)st.untimed_steps);
+  TU_CHECK(st.compute.count == steps && st.wait.count == steps &&
+               st.copy_wait.count == steps && st.gpu_idle.count == steps &&
+               st.host_wait.count == steps && st.host_compute.count == steps,
+           "counts: compute %llu wait %llu copy_wait %llu idle %llu host "
+           "wait %llu host compute %llu", (unsigned long long)st.compute.count,
+           (unsigned long long)st.wait.count,
+           (unsigned long long)st.copy_wait.count,
+           (unsigned long long)st.gpu_idle.count,
+           (unsigned long long)st.host_wait.count,
+           (unsigned long long)st.host_compute.count);
+  /* Copies: about one per step (those copied ahead during warm-up are
+  ** left out with it). */
+  uint64_t copies = st.stage[STOKE_STAGE_COPY].count;
+  TU_CHECK(copies > 0 && copies <= steps + c.prefetch + c.device_prefetch + 1,
+           "copies %llu for %llu steps", (unsigned long long)copies,
+           (unsigned long long)steps);
+  TU_CHECK(st.copy_bytes > 0 && st.pageable_copies == 0, "copy bytes");
+  TU_CHECK(st.copy_overlap >= 0 && st.copy_overlap <= 1 &&
+               st.gpu_idle_frac >= 0 && st.gpu_idle_frac <= 1,
+           "overlap %g idle %g", st.copy_overlap, st.gpu_idle_frac);
+  /* A step's time on the stream is at least the kernel's (the shim sleeps
+  ** at least that long). */
+  TU_CHECK(st.compute.mean_ns >= step_ns, "compute mean %lld < %lld",
+           (long long)st.compute.mean_ns, (long long)step_ns);
+  char path[] = "/tmp/stoke-dev-trace-XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  close(fd);
+  TU_RC_L(l, stoke_loader_write_trace(l, path), STOKE_OK);
+  char *text = slurp(path);
+  assert_non_null(text);
+  TU_CONTAINS(text, "\"copy stream (cuda)\"");
+  TU_CONTAINS(text, "\"consumer stream (cuda)\"");
+  TU_CONTAINS(text, "{\"name\":\"copy\",\"cat\":\"stoke\",\"ph\":\"X\"");
+  TU_CONTAINS(text, "{\"name\":\"gpu step\"");
+  TU_CONTAINS(text, "{\"name\":\"gpu wait for copy\"");
+  free(text);
+  unlink(path);
+  stoke_loader_destroy(l);
+  shim_check_ordering();
+  shim_check_clean(0, 0);
+  (void)s;
+  stoke_source_destroy(src);
+  tu_cb_free(cb);
+}
+
+/* Without a device the clocks stay the host's, and the device calls are
+** harmless. */
+static void test_host_loader_device_calls(void **state) {
+  (void)state;
+  tu_cb *cb = tu_cb_new(10);
+  stoke_source *src = tu_cb_source(cb);
+  stoke_config c = tu_config(src, 1, 1, 5);
+  stoke_loader *l = tu_loader(&c);
+  stoke_device_info info = {.struct_size = sizeof info};
+  TU_OK(stoke_loader_device(l, &info));
+  TU_CHECK(info.backend == STOKE_BACKEND_HOST && info.device == -1 &&
+               info.clock == STOKE_CLOCK_HOST, "host info");
+  TU_CONTAINS(info.reason, "host: no device asked for");
+  stoke_batch *b;
+  TU_RC_L(l, stoke_loader_next(l, &b), STOKE_OK);
+  int dev = 5;
+  TU_CHECK(stoke_batch_memory(b, &dev) == STOKE_MEMORY_HOST && dev == -1,
+           "memory");
+  TU_OK(stoke_batch_wait_stream(b, 0));
+  TU_RC_L(l, stoke_loader_gpu_sleep(l, 1000), STOKE_ENOTSUP);
+  TU_CONTAINS(stoke_errmsg(l), "gpu sleep needs the CUDA backend");
+  TU_OK(stoke_batch_release_stream(b, 0));
+  TU_OK(stoke_loader_device_sync(l));
+  stoke_stats st = {.struct_size = sizeof st};
+  TU_OK(stoke_loader_stats(l, &st));
+  TU_CHECK(st.clock == STOKE_CLOCK_HOST && st.backend == STOKE_BACKEND_HOST,
+           "clock");
+  stoke_loader_destroy(l);
+  stoke_source_destroy(src);
+  tu_cb_free(cb);
+}
+
+static int sync_calls;
+static void count_sync(void *user) {
+  (void)user;
+  sync_calls++;
+}
+
+/* A sync hook: called at each next(), and the clock is SYNC. */
+static void test_step_sync_hook(void **state) {
+  (void)state;
+  tu_cb *cb = tu_cb_new(10);
+  stoke_source *src = tu_cb_source(cb);
+  stoke_config c = tu_config(src, 1, 1, 5);
+  c.step_sync = count_sync;
+  sync_calls = 0;
+  stoke_loader *l = tu_loader(&c);
+  tu_epoch *e = tu_epoch_new();
+  tu_epoch_ok(l, cb, e, 1);
+  free(e);
+  TU_CHECK(sync_calls == 3, "step_sync called %d times for 2 batches and "
+           "the END", sync_calls);
+  stoke_stats st = {.struct_size = sizeof st};
+  TU_OK(stoke_loader_stats(l, &st));
+  TU_CHECK(st.clock == STOKE_CLOCK_SYNC, "clock %d", st.clock);
+  stoke_loader_destroy(l);
+  c.step_sync = NULL;
+  c.clock = STOKE_CLOCK_SYNC;
+  stoke_loader *bad = NULL;
+  TU_RC(stoke_loader_create(&c, &bad), STOKE_EINVAL);
+  TU_CONTAINS(stoke_errmsg(NULL), "clock SYNC needs a step_sync hook");
+  stoke_source_destroy(src);
+  tu_cb_free(cb);
+}
+
 int main(void) {
   tu_watchdog(300);
   const struct CMUnitTest tests[] = {
@@ -743,6 +904,9 @@ int main(void) {
       cmocka_unit_test(test_allocation_failures_leak_nothing),
       cmocka_unit_test(test_device_ledger),
       cmocka_unit_test(test_pageable_copies_counted),
+      cmocka_unit_test(test_event_clock_and_trace),
+      cmocka_unit_test(test_host_loader_device_calls),
+      cmocka_unit_test(test_step_sync_hook),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
