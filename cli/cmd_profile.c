@@ -29,7 +29,8 @@ const char cmd_profile_usage[] =
     "  --synthetic, --samples, --shape, --cost-dist, --classes, -b, -j, --prefetch,\n"
     "  --shuffle, --seed, --drop-last, --rank, --world, --out-of-order,\n"
     "  --no-epoch-prefetch, --timeout, --mem-budget, --epochs, --no-warmup,\n"
-    "  --compute)\n"
+    "  --compute, --device, --device-prefetch, --pin-memory, --no-pin-memory,\n"
+    "  --no-device-normalize)\n"
     "\n"
     "model and report\n"
     "  --cores N              cores the model assumes (online CPUs)\n"
@@ -166,7 +167,8 @@ static int analyse(const cli_run_spec *spec, cli_run_result *res,
   ** step the consumer asked for.  The clocks and the prediction stay as
   ** measured. */
   stoke_model vm = pr->model;
-  if (res->consumer_run_delay_ns > 0 && st->steps) {
+  if (res->consumer_run_delay_ns > 0 && st->steps &&
+      st->clock != STOKE_CLOCK_EVENTS) { /* events: the GPU's clock */
     pr->consumer_delay_ns = res->consumer_run_delay_ns / (int64_t)st->steps;
     vm.t_c_ns -= pr->consumer_delay_ns;
     if (vm.t_c_ns < 0)
@@ -285,6 +287,7 @@ static const char *advice_kind_name(int kind) {
   case STOKE_ADVICE_CHEAPER: return "cheaper_samples";
   case STOKE_ADVICE_PREFETCH: return "prefetch";
   case STOKE_ADVICE_ECHO: return "data_echoing";
+  case STOKE_ADVICE_DEVICE_PREFETCH: return "device_prefetch";
   }
   return "?";
 }
@@ -484,6 +487,7 @@ int cmd_profile(int argc, char **argv) {
       cJSON_AddItemToObject(root, "epochs", cli_epochs_json(&res));
       cJSON_AddItemToObject(root, "summary", cli_summary_json(&res));
       cJSON_AddItemToObject(root, "stages", cli_stages_json(&res));
+      cJSON_AddItemToObject(root, "device", cli_device_json(&res));
       cJSON_AddItemToObject(root, "diagnosis", diagnosis_json(&res, &pr));
     }
     rc = cli_write_json(json_path, json, root);

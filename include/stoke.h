@@ -682,7 +682,10 @@ typedef struct stoke_stats {
   double wait_ratio;      /* wait / (wait + compute) */
   /* Ready queue seen at each next(): batches complete and not yet handed
   ** out. */
-  double queue_empty_frac; /* share of next() calls that found none */
+  double queue_empty_frac; /* share of next() calls that found none; with
+                              the EVENTS clock, share of steps whose stream
+                              idled before they started (their batch was
+                              not ready on the GPU) */
   double queue_mean_depth;
   uint64_t queue_depth_hist[16]; /* depth 0..14, and 15 for 15 or more */
   /* Producer side, summed over workers (or the caller's thread at W = 0). */
@@ -885,7 +888,9 @@ typedef enum stoke_advice_kind {
   STOKE_ADVICE_PIN_COPY = 4,  /* pinned memory and asynchronous copies */
   STOKE_ADVICE_CHEAPER = 5,   /* cheaper per-sample work (dominant stage) */
   STOKE_ADVICE_PREFETCH = 6,  /* deeper prefetch for variance or slots */
-  STOKE_ADVICE_ECHO = 7       /* data echoing, the last resort */
+  STOKE_ADVICE_ECHO = 7,      /* data echoing, the last resort */
+  STOKE_ADVICE_DEVICE_PREFETCH = 8 /* the copy is exposed: copy further
+                                      ahead (device_prefetch) */
 } stoke_advice_kind;
 
 typedef struct stoke_advice {
@@ -895,6 +900,7 @@ typedef struct stoke_advice {
   unsigned prefetch;
   int stage;                 /* CHEAPER: the dominant stoke_stage */
   unsigned echo;             /* ECHO: times each batch is used */
+  unsigned device_prefetch;  /* DEVICE_PREFETCH: the depth it proposes */
   int64_t now_step_ns;       /* the model's step of the run as it is */
   int64_t predicted_step_ns; /* the step if the advice is taken */
   double speedup;            /* now / predicted */

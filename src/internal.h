@@ -241,7 +241,13 @@ typedef struct stoke__consumer_stats {
   ** and compute come from events and the host's own times go here. */
   stoke__hist host_wait, host_compute, copy_wait, gpu_idle;
   atomic_uint_least64_t untimed_steps;
+  atomic_uint_least64_t idle_steps; /* steps the stream found nothing to run
+                                       (idle past STOKE__IDLE_STEP_NS) */
 } stoke__consumer_stats;
+
+/* A step whose stream idled longer than this before it started found its
+** batch not ready: the events' "queue empty" (src/device/stream.c). */
+#define STOKE__IDLE_STEP_NS 20000
 
 /* Everything summed, for snapshots and the warm-up baseline. */
 typedef struct stoke__stats_snap {
@@ -251,7 +257,8 @@ typedef struct stoke__stats_snap {
   uint64_t busy_ns, cpu_ns, chunks, produced;
   uint64_t steps, samples, bytes;
   stoke__hist_snap host_wait, host_compute, copy_wait, gpu_idle;
-  uint64_t copy_bytes, pageable_copies, untimed_steps;
+  uint64_t copy_bytes, pageable_copies, untimed_steps, idle_steps;
+  bool clock_events;      /* set by the reader: the loader's clock is EVENTS */
 } stoke__stats_snap;
 
 void stoke__stats_snap_producer(const stoke__producer_stats *p,

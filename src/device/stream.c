@@ -82,6 +82,7 @@ static void account(stoke_loader *l, stoke__step_rec *r,
     stoke__consumer_stats *c = l->cstats;
     stoke__hist_add(&c->copy_wait, (uint64_t)copy_wait);
     stoke__hist_add(&c->gpu_idle, (uint64_t)idle);
+    if (idle > STOKE__IDLE_STEP_NS) stoke__counter_add(&c->idle_steps, 1);
     if (d->clock == STOKE_CLOCK_EVENTS) {
       stoke__hist_add(&c->wait, (uint64_t)idle);
       stoke__hist_add(&c->compute, (uint64_t)compute);

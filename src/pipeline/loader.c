@@ -372,6 +372,7 @@ int stoke_loader_stats(const stoke_loader *l, stoke_stats *out) {
   if (l->have_baseline) stoke__stats_snap_sub(snap, l->baseline);
   pthread_mutex_unlock(&ml->stats_mu);
   stoke__stats_snap_consumer(l->cstats, snap);
+  snap->clock_events = l->clock == STOKE_CLOCK_EVENTS;
   stoke_stats full;
   full.struct_size = sizeof full;
   stoke__stats_publish(snap, &full);

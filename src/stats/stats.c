@@ -31,6 +31,7 @@ void stoke__stats_snap_consumer(const stoke__consumer_stats *c,
   stoke__hist_read(&c->copy_wait, &acc->copy_wait);
   stoke__hist_read(&c->gpu_idle, &acc->gpu_idle);
   acc->untimed_steps += stoke__counter_get(&c->untimed_steps);
+  acc->idle_steps += stoke__counter_get(&c->idle_steps);
 }
 
 void stoke__stats_snap_sub(stoke__stats_snap *a, const stoke__stats_snap *b) {
@@ -53,6 +54,7 @@ void stoke__stats_snap_sub(stoke__stats_snap *a, const stoke__stats_snap *b) {
   a->copy_bytes -= b->copy_bytes;
   a->pageable_copies -= b->pageable_copies;
   a->untimed_steps -= b->untimed_steps;
+  a->idle_steps -= b->idle_steps;
 }
 
 void stoke__stats_publish(const stoke__stats_snap *s, stoke_stats *out) {
@@ -97,6 +99,12 @@ void stoke__stats_publish(const stoke__stats_snap *s, stoke_stats *out) {
   double idle = (double)out->gpu_idle.total_ns;
   if (out->gpu_idle.count && idle + c > 0)
     out->gpu_idle_frac = idle / (idle + c);
+  /* With the EVENTS clock the queue that matters is the stream's: a step
+  ** that found its batch not ready is one whose stream idled before it.
+  ** (The host's queue is empty whenever the GPU holds the host back.) */
+  if (s->clock_events && s->gpu_idle.count)
+    out->queue_empty_frac =
+        (double)s->idle_steps / (double)s->gpu_idle.count;
 }
 
 const char *stoke_stage_name(int stage) {

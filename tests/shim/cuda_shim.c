@@ -32,7 +32,8 @@
 **
 ** Settings come from the environment at cuInit (STOKE_SHIM_DEVICES,
 ** STOKE_SHIM_DRIVER_VERSION, STOKE_SHIM_DELAY_US, STOKE_SHIM_SEED,
-** STOKE_SHIM_TOTAL_BYTES, STOKE_SHIM_COPY_GBPS, STOKE_SHIM_FAIL=symbol:n:code)
+** STOKE_SHIM_TOTAL_BYTES, STOKE_SHIM_COPY_GBPS, STOKE_SHIM_COPY_US,
+** STOKE_SHIM_FAIL=symbol:n:code)
 ** or from the control calls at the end (stoke_shim_set, stoke_shim_fail,
 ** stoke_shim_get), which tests reach with dlopen of the same path. */
 #define _GNU_SOURCE
@@ -513,6 +514,7 @@ SHIM_API CUresult cuInit(unsigned flags) {
     g_set.delay_us = env_ll("STOKE_SHIM_DELAY_US", g_set.delay_us);
     g_set.seed = env_ll("STOKE_SHIM_SEED", g_set.seed);
     g_set.total_bytes = env_ll("STOKE_SHIM_TOTAL_BYTES", g_set.total_bytes);
+    g_set.copy_us = env_ll("STOKE_SHIM_COPY_US", g_set.copy_us);
     long long gbps = env_ll("STOKE_SHIM_COPY_GBPS", 0);
     if (gbps > 0) g_set.copy_bytes_per_ns = (double)gbps;
     env_fail();
