@@ -13,9 +13,9 @@
 # missing).  Output goes to stdout and, when $OUT is set, to $OUT/gpu_check.log.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-log=${OUT:+$OUT/gpu_check.log}
-exec > >(tee ${log:+"$log"}) 2>&1
 start=$(date +%s)
+
+main() {
 
 echo "== probe"
 uname -srm
@@ -40,18 +40,18 @@ if [ -x .gpu-carry/bin/stoke_gpu_check ]; then
   echo "carried build: $(cat .gpu-carry/BUILD_INFO 2>/dev/null)"
   if ! "$bin/stoke" --version >/dev/null 2>&1; then
     echo "the carried binaries do not run here:"; "$bin/stoke" --version
-    exit 1
+    return 1
   fi
 elif [ ${#missing[@]} -eq 0 ]; then
   gen=(); command -v ninja >/dev/null && gen=(-G Ninja)
   cmake -S . -B build-gpu "${gen[@]}" -DCMAKE_BUILD_TYPE=Release \
     -DSTOKE_BUILD_TESTS=OFF >/dev/null && cmake --build build-gpu -j"$(nproc)" >/dev/null ||
-    { echo "build failed"; exit 1; }
+    { echo "build failed"; return 1; }
   bin=build-gpu
 else
   echo "cannot build: no development files for ${missing[*]} here, and no"
   echo "carried build (.gpu-carry/, made by bench/gpu_carry.sh and carried)"
-  exit 1
+  return 1
 fi
 "$bin/stoke" --version
 
@@ -68,4 +68,11 @@ for kd in 1 0; do
     status=1
 done
 echo "== done in $(( $(date +%s) - start )) s, status $status"
-exit $status
+return $status
+}
+
+if [ -n "${OUT:-}" ]; then
+  main 2>&1 | tee "$OUT/gpu_check.log"
+  exit "${PIPESTATUS[0]}"
+fi
+main
