@@ -112,7 +112,7 @@ void stoke__dev_ledger(const stoke_config *c, const stoke_source *src,
   if (want != STOKE_BACKEND_CUDA) return;
   stoke__u8_form form;
   bool norm = device_form(c, src, want, &form);
-  g->n_device_slots = (size_t)c->device_prefetch + 1;
+  g->n_device_slots = (size_t)c->device_prefetch + c->consumer_slots;
   uint64_t per = 0;
   for (size_t f = 0; f < src->n_fields; f++) per += src->field_bytes[f];
   g->device_batch_bytes = per * c->batch_size;
@@ -338,7 +338,7 @@ int stoke__dev_open(stoke_loader *l) {
                  "synchronous, pin them"
                : "");
   if (want == STOKE_BACKEND_CUDA) {
-    d->n_dslots = (size_t)l->cfg.device_prefetch + 1;
+    d->n_dslots = (size_t)l->cfg.device_prefetch + l->cfg.consumer_slots;
     stoke_host_ledger g;
     memset(&g, 0, sizeof g);
     for (size_t f = 0; f < l->src->n_fields; f++)

@@ -211,7 +211,11 @@ int stoke__dev_release(stoke_loader *l, stoke_batch *b, CUstream stream) {
   } else {
     stoke__dev_reclaim_locked(l, b);
   }
+  /* destroy() ran while this batch was out: the last one back frees (and
+  ** the device stage waits there for this release's event first). */
+  bool last = stoke__last_release_locked(l);
   pthread_mutex_unlock(&l->mu);
+  if (last) stoke__loader_free(l);
   return rc;
 }
 

@@ -315,13 +315,15 @@ void stoke__record_epoch(stoke_loader *l, int64_t end_ns) {
 
 /* ---- the consumer ------------------------------------------------------------ */
 
-/* Drop what workers prefetched for an epoch that is not the next one
-** (mu held): ready batches go back to the pool now, filling ones when their
-** last sample is written. */
-static void discard_prefetch(stoke_loader *l) {
+/* Drop the batches of claim generation gen that were not handed out (mu
+** held): ready ones go back to the pool now, filling ones when their last
+** sample is written.  The batch still being claimed into loses its
+** unclaimed samples (nobody will claim them): they are taken off its
+** remaining count, and if no chunk of it is in flight it is free now. */
+static void drop_undelivered(stoke_loader *l, uint64_t gen) {
   for (size_t i = 0; i < l->n_slots; i++) {
     stoke_batch *b = &l->slots[i];
-    if (b->gen != l->claim_gen) continue;
+    if (b->gen != gen) continue;
     if (b->state == SLOT_READY) {
       b->state = SLOT_FREE;
       b->next_free = l->free_list;
@@ -330,15 +332,33 @@ static void discard_prefetch(stoke_loader *l) {
       b->discard = true;
     }
   }
-  /* Batches already copied ahead: their device slots go back (a copy
-  ** still running into one is ordered before any later copy into it, on
-  ** the same stream); their host slots are reclaimed as usual. */
+  /* Batches already copied to the device: their device slots go back (a
+  ** copy still running into one is ordered before any later copy into it,
+  ** on the same stream); their host slots are reclaimed as usual. */
   for (size_t i = 0; i < l->n_dslots; i++) {
     stoke_batch *d = &l->dslots[i];
-    if (d->gen == l->claim_gen && d->state == SLOT_READY) {
-      d->state = SLOT_FREE;
+    if (d->gen == gen && d->state == SLOT_READY) d->state = SLOT_FREE;
+  }
+  if (l->dslots) stoke__dev_kick(l);
+  stoke_batch *b = l->claim_batch;
+  if (b && b->gen == gen) {
+    l->claim_batch = NULL;
+    size_t unclaimed = b->n - l->claim_pos;
+    if (atomic_fetch_sub_explicit(&b->remaining, unclaimed,
+                                  memory_order_acq_rel) == unclaimed) {
+      b->discard = false;
+      b->state = SLOT_FREE;
+      b->next_free = l->free_list;
+      l->free_list = b;
     }
   }
+  pthread_cond_broadcast(&l->work_cv);
+}
+
+/* Drop what workers prefetched for an epoch that is not the next one (mu
+** held). */
+static void discard_prefetch(stoke_loader *l) {
+  drop_undelivered(l, l->claim_gen);
   l->copies_ahead = 0;
   l->claim_batch = NULL;
 }
@@ -438,19 +458,29 @@ static void check_stuck(stoke_loader *l, int64_t now) {
   }
 }
 
-static void timed_wait(stoke_loader *l) {
-  if (l->cfg.sample_timeout_ms <= 0 || l->n_workers == 0) {
+/* Wait for a batch, an error or stop (mu held), until `deadline` (0:
+** none).  Returns false once the deadline has passed. */
+static bool timed_wait(stoke_loader *l, int64_t deadline) {
+  bool watch = l->cfg.sample_timeout_ms > 0 && l->n_workers > 0;
+  if (!watch && !deadline) {
     pthread_cond_wait(&l->ready_cv, &l->mu);
-    return;
+    return true;
   }
-  /* Wake at least every quarter timeout (at most 250 ms) to look. */
-  int64_t step = STOKE__MIN(l->cfg.sample_timeout_ms * 1000000 / 4,
-                            (int64_t)250000000);
-  if (step < 1000000) step = 1000000;
-  int64_t t = stoke__now_ns() + step;
+  int64_t now = stoke__now_ns();
+  if (deadline && now >= deadline) return false;
+  int64_t t = deadline ? deadline : INT64_MAX;
+  if (watch) {
+    /* Wake at least every quarter timeout (at most 250 ms) to look. */
+    int64_t step = STOKE__MIN(l->cfg.sample_timeout_ms * 1000000 / 4,
+                              (int64_t)250000000);
+    if (step < 1000000) step = 1000000;
+    t = STOKE__MIN(t, now + step);
+  }
   struct timespec ts = {.tv_sec = t / 1000000000, .tv_nsec = t % 1000000000};
-  if (pthread_cond_timedwait(&l->ready_cv, &l->mu, &ts) == ETIMEDOUT)
+  if (pthread_cond_timedwait(&l->ready_cv, &l->mu, &ts) == ETIMEDOUT &&
+      watch)
     check_stuck(l, stoke__now_ns());
+  return true;
 }
 
 /* W = 0: fill the next batch in the caller's thread (mu held on entry and
@@ -520,6 +550,9 @@ static int poisoned(stoke_loader *l) {
   return l->error;
 }
 
+/* next() with a deadline (0: none).  A call that times out leaves the
+** step pending: the retry keeps its start, its depth and its warm-up
+** decision, so a step waited for in several calls is measured once. */
 /* Poison l with a device-stage error (mu not held); returns what next()
 ** returns for it. */
 static int device_failed(stoke_loader *l, int rc, const char *msg) {
@@ -530,7 +563,7 @@ static int device_failed(stoke_loader *l, int rc, const char *msg) {
   return rc;
 }
 
-int stoke_loader_next(stoke_loader *l, stoke_batch **out) {
+static int next_until(stoke_loader *l, stoke_batch **out, int64_t deadline) {
   if (!l || !out) return STOKE_EINVAL;
   *out = NULL;
   /* The step's device work is complete before its clock stops: the
@@ -541,6 +574,11 @@ int stoke_loader_next(stoke_loader *l, stoke_batch **out) {
   int64_t t_enter = stoke__now_ns();
   if (drc) return device_failed(l, drc, derr);
   pthread_mutex_lock(&l->mu);
+  bool retry = l->pending_enter_ns != 0;
+  if (retry) {
+    t_enter = l->pending_enter_ns;
+    l->pending_enter_ns = 0;
+  }
   account_compute(l, t_enter);
   if (l->error) {
     int rc = poisoned(l);
@@ -554,11 +592,11 @@ int stoke_loader_next(stoke_loader *l, stoke_batch **out) {
     stoke__record_epoch(l, t_enter);
     return STOKE_END;
   }
-  bool measured = step_is_measured(l);
+  bool measured = retry ? l->pending_measured : step_is_measured(l);
 
   size_t depth = 0;
   stoke_batch *b = deliverable(l, &depth);
-  size_t depth_seen = depth;
+  size_t depth_seen = retry ? l->pending_depth : depth;
   size_t n_out = l->dslots ? l->n_dslots : l->n_slots;
   int rc = 0;
   while (!b) {
@@ -571,26 +609,30 @@ int stoke_loader_next(stoke_loader *l, stoke_batch **out) {
       break;
     }
     if (l->n_workers == 0 && !inline_in_flight(l)) {
-      if (!l->free_list) {
-        if (slot_coming_back(l)) {
-          timed_wait(l); /* a copy or a release completes first */
-          b = deliverable(l, &depth);
-          continue;
-        }
+      if (!l->free_list && !slot_coming_back(l)) {
         rc = STOKE_EBUSY;
         break;
       }
-      rc = fill_inline(l, &b);
-      if (rc) {
-        rc = poisoned(l);
-        break;
+      if (l->free_list) {
+        rc = fill_inline(l, &b);
+        if (rc) {
+          rc = poisoned(l);
+          break;
+        }
+        if (!l->dslots) break;
+        /* With a device the host batch goes to the device thread first. */
+        b = NULL;
+        stoke__dev_kick(l);
       }
-      if (!l->dslots) break;
-      /* With a device the host batch goes to the device thread first. */
-      b = NULL;
-      stoke__dev_kick(l);
+      /* Else a copy or a release gives a slot back first. */
     }
-    timed_wait(l);
+    if (!timed_wait(l, deadline)) {
+      l->pending_enter_ns = t_enter;
+      l->pending_measured = measured;
+      l->pending_depth = depth_seen;
+      rc = STOKE_AGAIN;
+      break;
+    }
     b = deliverable(l, &depth);
   }
   if (rc) {
@@ -636,10 +678,30 @@ int stoke_loader_next(stoke_loader *l, stoke_batch **out) {
   l->last_step_measured = measured;
   l->last_return_ns = t_ret;
   if (l->dev &&
-      (drc = stoke__dev_next_lent(l, b, measured, derr, sizeof derr)) != 0)
+      (drc = stoke__dev_next_lent(l, b, measured, derr, sizeof derr)) != 0) {
+    /* The caller never gets b: it is not lent (the loader stops, so no
+    ** copy will go into it again), and destroy() need not wait for it. */
+    pthread_mutex_lock(&l->mu);
+    b->state = SLOT_FREE;
+    if (l->dslots)
+      l->n_dlent--;
+    else
+      l->n_lent--;
+    pthread_mutex_unlock(&l->mu);
     return device_failed(l, drc, derr);
+  }
   *out = b;
   return STOKE_OK;
+}
+
+int stoke_loader_next(stoke_loader *l, stoke_batch **out) {
+  return next_until(l, out, 0);
+}
+
+int stoke_loader_next_timed(stoke_loader *l, stoke_batch **out,
+                            int64_t timeout_ns) {
+  if (timeout_ns < 0) return STOKE_EINVAL;
+  return next_until(l, out, stoke__now_ns() + timeout_ns);
 }
 
 void stoke__slot_free_locked(stoke_loader *l, stoke_batch *b) {
@@ -648,6 +710,10 @@ void stoke__slot_free_locked(stoke_loader *l, stoke_batch *b) {
   l->free_list = b;
   pthread_cond_broadcast(&l->work_cv);
   pthread_cond_broadcast(&l->ready_cv); /* W = 0 may wait for a slot */
+}
+
+bool stoke__last_release_locked(const stoke_loader *l) {
+  return l->destroyed && l->n_lent == 0 && l->n_dlent == 0;
 }
 
 int stoke_batch_release_stream(stoke_batch *b, uintptr_t stream) {
@@ -662,13 +728,36 @@ int stoke_batch_release_stream(stoke_batch *b, uintptr_t stream) {
     l->n_lent--;
     stoke__slot_free_locked(l, b);
   }
+  /* destroy() ran while this batch was out: the last one back frees. */
+  bool last = stoke__last_release_locked(l);
   pthread_mutex_unlock(&l->mu);
+  if (last) stoke__loader_free(l);
   return 0;
 }
 
 void stoke_batch_release(stoke_batch *b) {
   if (!b) return;
   stoke_batch_release_stream(b, b->owner->cfg.cuda_stream);
+}
+
+int stoke_loader_end_epoch(stoke_loader *l) {
+  if (!l) return STOKE_EINVAL;
+  int64_t now = stoke__now_ns();
+  pthread_mutex_lock(&l->mu);
+  if (!l->epoch_active) {
+    pthread_mutex_unlock(&l->mu);
+    return 0;
+  }
+  account_compute(l, now);
+  l->pending_enter_ns = 0;
+  drop_undelivered(l, l->deliver_gen);
+  /* Claims still on this epoch stop; the next start_epoch reopens them on
+  ** the next one.  Claims already ahead (next-epoch prefetch) stay. */
+  if (l->claim_gen == l->deliver_gen) l->claim_open = false;
+  l->epoch_active = false;
+  pthread_mutex_unlock(&l->mu);
+  stoke__record_epoch(l, now);
+  return 0;
 }
 
 int stoke_loader_set_epoch(stoke_loader *l, uint64_t epoch) {

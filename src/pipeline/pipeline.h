@@ -121,6 +121,8 @@ struct stoke_loader {
                                     EINVAL); consumer thread, under mu */
   atomic_bool stop;              /* set under mu; workers also poll it
                                     between samples (relaxed) */
+  bool destroyed;                /* destroy() ran while batches were lent:
+                                    the last release frees the loader; mu */
 
   unsigned n_workers;
   worker *workers;               /* n_workers, or one for W = 0 that the
@@ -131,6 +133,11 @@ struct stoke_loader {
   int64_t last_return_ns;        /* 0: no step in progress */
   size_t last_batch_number;      /* of the step in progress, for traces */
   bool last_step_measured;
+  /* A step whose next_timed() returned STOKE_AGAIN: the retry continues
+  ** it (the wait runs from the first call). */
+  int64_t pending_enter_ns;      /* 0: none */
+  bool pending_measured;
+  size_t pending_depth;
   bool measuring;
   bool epoch_warmup;             /* the active epoch is a warm-up one */
   uint64_t warmup_steps_seen;    /* steps skipped after warm-up epochs */
@@ -171,11 +178,17 @@ int stoke__host_ledger_check(const stoke_host_ledger *g, unsigned prefetch,
 void *stoke__worker_main(void *arg);
 /* Give a host slot back to the free list and wake the workers (mu held). */
 void stoke__slot_free_locked(stoke_loader *l, stoke_batch *b);
+/* destroy() ran and the caller holds no slot any more (mu held): the
+** releaser frees the loader. */
+bool stoke__last_release_locked(const stoke_loader *l);
 /* Take the producers' totals as the warm-up baseline (consumer thread). */
 void stoke__take_baseline(stoke_loader *l);
 /* Record a finished epoch (consumer thread). */
 void stoke__record_epoch(stoke_loader *l, int64_t end_ns);
 /* Set the loader's first fatal error (mu held). */
+/* loader.c: free the loader and everything it owns (workers joined, no
+** batch lent). */
+void stoke__loader_free(stoke_loader *l);
 void stoke__fail_locked(stoke_loader *l, int code, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))

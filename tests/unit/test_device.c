@@ -894,6 +894,38 @@ static void test_step_sync_hook(void **state) {
   tu_cb_free(cb);
 }
 
+/* destroy() with device batches still lent: they stay valid (their device
+** memory, their events) until the last is released, which frees it all,
+** after the GPU is done with them. */
+static void test_destroy_while_lent(void **state) {
+  (void)state;
+  shim *s = shim_open();
+  tu_cb *cb = tu_cb_new(30);
+  stoke_source *src = tu_cb_source(cb);
+  stoke_config c = device_config(src, 2, 2, 1);
+  c.consumer_slots = 2;
+  stoke_loader *l = tu_loader(&c);
+  stoke_batch *b0, *b1;
+  TU_RC_L(l, stoke_loader_next(l, &b0), STOKE_OK);
+  TU_RC_L(l, stoke_loader_next(l, &b1), STOKE_OK);
+  size_t ix[7];
+  memcpy(ix, stoke_batch_indices(b1), sizeof ix);
+  stoke_loader_destroy(l);
+  TU_CHECK(s->get("device") > 0, "device memory freed under lent batches");
+  stoke_batch_release(b0);
+  size_t n;
+  unsigned char *bytes = batch_bytes(b1, &n);
+  for (size_t k = 0; k < 7; k++)
+    TU_CHECK(((int64_t *)bytes)[k] == (int64_t)ix[k], "b1 changed after "
+             "destroy");
+  free(bytes);
+  stoke_batch_release(b1); /* the last: frees the loader */
+  shim_check_ordering();
+  shim_check_clean(0, 0);
+  stoke_source_destroy(src);
+  tu_cb_free(cb);
+}
+
 int main(void) {
   tu_watchdog(300);
   const struct CMUnitTest tests[] = {
@@ -910,6 +942,7 @@ int main(void) {
       cmocka_unit_test(test_event_clock_and_trace),
       cmocka_unit_test(test_host_loader_device_calls),
       cmocka_unit_test(test_step_sync_hook),
+      cmocka_unit_test(test_destroy_while_lent),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
