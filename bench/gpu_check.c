@@ -20,15 +20,14 @@
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdbool.h>
-#include <stdio.h> /* before jpeglib.h */
-#include <jpeglib.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "stoke.h"
+#include "cli.h" /* cli_demo_dataset */
 #include "device/cuda_api.h"
 
 static const stoke__cuda *cu;
@@ -241,63 +240,12 @@ static uint64_t fnv(const unsigned char *p, size_t n) {
 
 /* ---- images ------------------------------------------------------------------ */
 
-static int write_jpeg(const char *path, int w, int h, unsigned seed) {
-  unsigned char *px = malloc((size_t)w * h * 3);
-  if (!px) return -1;
-  unsigned s = seed;
-  for (int y = 0; y < h; y++)
-    for (int x = 0; x < w; x++) {
-      unsigned char *q = px + ((size_t)y * w + x) * 3;
-      s = s * 1103515245u + 12345u;
-      q[0] = (unsigned char)(x * 255 / w);
-      q[1] = (unsigned char)(y * 255 / h);
-      q[2] = (unsigned char)((((x / 16) ^ (y / 16)) & 1 ? 200 : 40) +
-                             (s >> 28));
-    }
-  FILE *f = fopen(path, "wb");
-  if (!f) {
-    free(px);
-    return -1;
-  }
-  struct jpeg_compress_struct c;
-  struct jpeg_error_mgr err;
-  c.err = jpeg_std_error(&err);
-  jpeg_create_compress(&c);
-  jpeg_stdio_dest(&c, f);
-  c.image_width = (JDIMENSION)w;
-  c.image_height = (JDIMENSION)h;
-  c.input_components = 3;
-  c.in_color_space = JCS_RGB;
-  jpeg_set_defaults(&c);
-  jpeg_set_quality(&c, 90, TRUE);
-  jpeg_start_compress(&c, TRUE);
-  for (int y = 0; y < h; y++) {
-    JSAMPROW row = px + (size_t)y * w * 3;
-    jpeg_write_scanlines(&c, &row, 1);
-  }
-  jpeg_finish_compress(&c);
-  jpeg_destroy_compress(&c);
-  fclose(f);
-  free(px);
-  return 0;
-}
-
+/* The images: `stoke demo`'s dataset (cli/demo_data.c: 320 synthesised
+** JPEGs of ImageNet's sizes), made in a temporary folder. */
 static int make_images(char *root, size_t cap) {
   snprintf(root, cap, "/tmp/stoke-gpu-check-XXXXXX");
   if (!mkdtemp(root)) return -1;
-  for (int c = 0; c < 2; c++) {
-    char d[512];
-    snprintf(d, sizeof d, "%s/class%d", root, c);
-    if (mkdir(d, 0755) != 0) return -1;
-    for (int i = 0; i < 128; i++) {
-      char p[600];
-      snprintf(p, sizeof p, "%s/%03d.jpg", d, i);
-      if (write_jpeg(p, 320 + 7 * (i % 9), 240 + 5 * (i % 7),
-                     (unsigned)(c * 1000 + i)) != 0)
-        return -1;
-    }
-  }
-  return 0;
+  return cli_demo_dataset(root, stdout);
 }
 
 /* Units in the last place between two f16 (or f32) bit patterns. */

@@ -50,6 +50,15 @@
     }                                                                         \
   } while (0)
 
+/* "device: <what>: <call> failed: <name> (<code>): <text>" into err;
+** returns STOKE_EDEVICE. */
+static int call_failed(const stoke__dev *d, char *err, size_t cap,
+                       const char *what, const char *call, CUresult cr) {
+  char e[STOKE__ERRMSG_CAP - 64];
+  stoke__cuda_errf(d->cu, e, sizeof e, call, cr);
+  return stoke__errf(err, cap, STOKE_EDEVICE, "device: %s: %s", what, e);
+}
+
 static stoke__step_rec *rec_at(stoke__dev *d, size_t i) {
   return &d->steps[i % STOKE__STEP_RING];
 }
@@ -190,12 +199,9 @@ int stoke__dev_release(stoke_loader *l, stoke_batch *b, CUstream stream) {
   int rc = stoke__dev_enter(d, err, sizeof err);
   if (rc == 0) {
     CUresult cr = d->cu->cuEventRecord(b->dev->release, stream);
-    if (cr != 0) {
-      char e[STOKE__ERRMSG_CAP - 64];
-      stoke__cuda_errf(d->cu, e, sizeof e, "cuEventRecord", cr);
-      rc = stoke__errf(err, sizeof err, STOKE_EDEVICE,
-                       "device: releasing batch %zu: %s", b->number, e);
-    }
+    char what[48];
+    snprintf(what, sizeof what, "releasing batch %zu", b->number);
+    if (cr) rc = call_failed(d, err, sizeof err, what, "cuEventRecord", cr);
     stoke__dev_leave(d);
   }
   pthread_mutex_lock(&l->mu);
@@ -221,29 +227,26 @@ int stoke__dev_release(stoke_loader *l, stoke_batch *b, CUstream stream) {
 
 /* ---- public calls ------------------------------------------------------------ */
 
+/* A failed call poisons the loader: returns rc. */
+static int poison(stoke_loader *l, int rc, const char *err) {
+  if (rc) stoke__fail(l, rc, err);
+  return rc;
+}
+
 int stoke_batch_wait_stream(stoke_batch *b, uintptr_t stream) {
   if (!b) return STOKE_EINVAL;
   if (!b->on_device) return 0;
   stoke_loader *l = b->owner;
   stoke__dev *d = l->dev;
-  char err[STOKE__ERRMSG_CAP];
+  char err[STOKE__ERRMSG_CAP], what[48];
   int rc = stoke__dev_enter(d, err, sizeof err);
   if (rc == 0) {
     CUresult cr = d->cu->cuStreamWaitEvent((CUstream)stream, b->dev->ready, 0);
-    if (cr != 0) {
-      char e[STOKE__ERRMSG_CAP - 64];
-      stoke__cuda_errf(d->cu, e, sizeof e, "cuStreamWaitEvent", cr);
-      rc = stoke__errf(err, sizeof err, STOKE_EDEVICE,
-                       "device: waiting for batch %zu: %s", b->number, e);
-    }
+    snprintf(what, sizeof what, "waiting for batch %zu", b->number);
+    if (cr) rc = call_failed(d, err, sizeof err, what, "cuStreamWaitEvent", cr);
     stoke__dev_leave(d);
   }
-  if (rc) {
-    pthread_mutex_lock(&l->mu);
-    stoke__fail_locked(l, rc, "%s", err);
-    pthread_mutex_unlock(&l->mu);
-  }
-  return rc;
+  return poison(l, rc, err);
 }
 
 int stoke_loader_device_sync(stoke_loader *l) {
@@ -256,12 +259,7 @@ int stoke_loader_device_sync(stoke_loader *l) {
     rc = drain(l, true, err, sizeof err);
     stoke__dev_leave(d);
   }
-  if (rc) {
-    pthread_mutex_lock(&l->mu);
-    stoke__fail_locked(l, rc, "%s", err);
-    pthread_mutex_unlock(&l->mu);
-  }
-  return rc;
+  return poison(l, rc, err);
 }
 
 int stoke_loader_gpu_sleep(stoke_loader *l, int64_t ns) {
@@ -284,18 +282,10 @@ int stoke_loader_gpu_sleep(stoke_loader *l, int64_t ns) {
     void *params[] = {&v};
     CUresult cr = d->cu->cuLaunchKernel(d->k_spin, 1, 1, 1, 1, 1, 1, 0,
                                         d->consumer, params, NULL);
-    if (cr != 0) {
-      char e[STOKE__ERRMSG_CAP - 64];
-      stoke__cuda_errf(d->cu, e, sizeof e, "cuLaunchKernel", cr);
-      rc = stoke__errf(err, sizeof err, STOKE_EDEVICE,
-                       "device: the gpu sleep step: %s", e);
-    }
+    if (cr)
+      rc = call_failed(d, err, sizeof err, "the gpu sleep step",
+                       "cuLaunchKernel", cr);
     stoke__dev_leave(d);
   }
-  if (rc) {
-    pthread_mutex_lock(&l->mu);
-    stoke__fail_locked(l, rc, "%s", err);
-    pthread_mutex_unlock(&l->mu);
-  }
-  return rc;
+  return poison(l, rc, err);
 }

@@ -63,6 +63,18 @@ static stoke_advice *add(ladder *l, int kind, int64_t predicted) {
   return a;
 }
 
+/* "pageable memory: pin it", with the step it predicts. */
+static void pin_it(ladder *l, const stoke_stats *st, int64_t predicted) {
+  stoke_advice *a = add(l, STOKE_ADVICE_PIN_COPY, predicted);
+  if (a)
+    snprintf(a->text, sizeof a->text,
+             "pageable memory: pin it (pin_memory 1, --pin-memory): %llu "
+             "copies to the device came from pageable memory, which the "
+             "driver copies synchronously through a staging buffer (%.2f ms "
+             "a batch)", (unsigned long long)st->pageable_copies,
+             ms(st->stage[STOKE_STAGE_COPY].mean_ns));
+}
+
 /* The knee over W at prefetch k: smallest W within KNEE_TOL of the best. */
 static unsigned knee(const stoke_model *m, unsigned k, unsigned w_max,
                      int64_t *step) {
@@ -138,13 +150,7 @@ int stoke_advise_model(const stoke_model *m, const stoke_stats *st,
     }
     /* Hidden or not, a pageable copy is synchronous: it holds the copy
     ** thread and goes through the driver's staging buffer. */
-    if (st->pageable_copies > 0 && (a = add(&l, STOKE_ADVICE_PIN_COPY, l.now)))
-      snprintf(a->text, sizeof a->text,
-               "pageable memory: pin it (pin_memory 1, --pin-memory): %llu "
-               "copies to the device came from pageable memory, which the "
-               "driver copies synchronously through a staging buffer; hidden "
-               "under the steps now, they cost host time and bandwidth",
-               (unsigned long long)st->pageable_copies);
+    if (st->pageable_copies > 0) pin_it(&l, st, l.now);
     *n_out = l.n;
     return 0;
   }
@@ -218,13 +224,8 @@ int stoke_advise_model(const stoke_model *m, const stoke_stats *st,
     int64_t s = step_of(&mm, w_adv, k);
     bool gain = (double)s < (double)base * (1 - GAIN_MIN);
     const stoke_dist *copy = &st->stage[STOKE_STAGE_COPY];
-    if (st->pageable_copies > 0 &&
-        (a = add(&l, STOKE_ADVICE_PIN_COPY, gain ? s : l.now)))
-      snprintf(a->text, sizeof a->text,
-               "pageable memory: pin it (pin_memory 1, --pin-memory): %llu "
-               "copies to the device came from pageable memory, which the "
-               "driver copies synchronously (%.2f ms a batch)",
-               (unsigned long long)st->pageable_copies, ms(copy->mean_ns));
+    if (st->pageable_copies > 0)
+      pin_it(&l, st, gain ? s : l.now);
     else if (st->backend == STOKE_BACKEND_CUDA && gain &&
              copy->mean_ns >= m->t_c_ns && m->t_c_ns > 0 &&
              (a = add(&l, STOKE_ADVICE_CHEAPER, s))) {

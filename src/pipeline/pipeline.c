@@ -553,11 +553,17 @@ static int poisoned(stoke_loader *l) {
 /* next() with a deadline (0: none).  A call that times out leaves the
 ** step pending: the retry keeps its start, its depth and its warm-up
 ** decision, so a step waited for in several calls is measured once. */
+void stoke__fail(stoke_loader *l, int code, const char *msg) {
+  pthread_mutex_lock(&l->mu);
+  stoke__fail_locked(l, code, "%s", msg);
+  pthread_mutex_unlock(&l->mu);
+}
+
 /* Poison l with a device-stage error (mu not held); returns what next()
 ** returns for it. */
 static int device_failed(stoke_loader *l, int rc, const char *msg) {
+  stoke__fail(l, rc, msg);
   pthread_mutex_lock(&l->mu);
-  stoke__fail_locked(l, rc, "%s", msg);
   rc = poisoned(l);
   pthread_mutex_unlock(&l->mu);
   return rc;

@@ -185,6 +185,8 @@ bool stoke__last_release_locked(const stoke_loader *l);
 void stoke__take_baseline(stoke_loader *l);
 /* Record a finished epoch (consumer thread). */
 void stoke__record_epoch(stoke_loader *l, int64_t end_ns);
+/* The same with mu not held, the message as it is. */
+void stoke__fail(stoke_loader *l, int code, const char *msg);
 /* Set the loader's first fatal error (mu held). */
 /* loader.c: free the loader and everything it owns (workers joined, no
 ** batch lent). */

@@ -983,24 +983,23 @@ static const struct {
     {999, "CUDA_ERROR_UNKNOWN", "unknown error"},
 };
 
-SHIM_API CUresult cuGetErrorName(CUresult e, const char **s) {
+/* The name (or text) of error e. */
+static CUresult error_field(CUresult e, bool text, const char **s) {
   for (size_t i = 0; i < sizeof k_errors / sizeof k_errors[0]; i++)
     if (k_errors[i].code == e) {
-      *s = k_errors[i].name;
+      *s = text ? k_errors[i].text : k_errors[i].name;
       return 0;
     }
   *s = NULL;
   return STOKE__CUDA_ERROR_INVALID_VALUE;
 }
 
+SHIM_API CUresult cuGetErrorName(CUresult e, const char **s) {
+  return error_field(e, false, s);
+}
+
 SHIM_API CUresult cuGetErrorString(CUresult e, const char **s) {
-  for (size_t i = 0; i < sizeof k_errors / sizeof k_errors[0]; i++)
-    if (k_errors[i].code == e) {
-      *s = k_errors[i].text;
-      return 0;
-    }
-  *s = NULL;
-  return STOKE__CUDA_ERROR_INVALID_VALUE;
+  return error_field(e, true, s);
 }
 
 /* ---- control, for tests ---------------------------------------------------------------- */
