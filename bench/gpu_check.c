@@ -95,7 +95,7 @@ static int plain_bandwidth(double *pinned_gbps, double *pageable_gbps) {
   return rc;
 }
 
-/* ---- loaders --------------------------------------------------------------- */
+/* ---- loaders ------------------------------------------------------------- */
 
 typedef struct run_opts {
   const char *device;
@@ -180,7 +180,7 @@ static double copy_gbps(const stoke_stats *st) {
   return t > 0 ? (double)st->copy_bytes / (double)t : 0.0;
 }
 
-/* ---- checksums and bytes of batches ----------------------------------------- */
+/* ---- checksums and bytes of batches -------------------------------------- */
 
 typedef struct bytes_log {
   unsigned char **batch;
@@ -238,7 +238,7 @@ static uint64_t fnv(const unsigned char *p, size_t n) {
   return h;
 }
 
-/* ---- images ------------------------------------------------------------------ */
+/* ---- images -------------------------------------------------------------- */
 
 /* The images: `stoke demo`'s dataset (cli/demo_data.c: 320 synthesised
 ** JPEGs of ImageNet's sizes), made in a temporary folder. */
@@ -334,7 +334,7 @@ static void normalize_check(const char *root, const char *transform,
   log_free(&dev);
 }
 
-/* ---- main ------------------------------------------------------------------ */
+/* ---- main ---------------------------------------------------------------- */
 
 int main(int argc, char **argv) {
   (void)argc;

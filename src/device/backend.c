@@ -101,7 +101,7 @@ static bool device_form(const stoke_config *c, const stoke_source *src,
                         int want, stoke__u8_form *form) {
   return want == STOKE_BACKEND_CUDA && c->device_normalize &&
          stoke__dev_have_kernels() && stoke__source_u8_form(src, form) &&
-         (uint64_t)form->u8_bytes * c->batch_size < UINT32_MAX;
+         (uint64_t)form->u8_bytes * c->batch_size < STOKE__NORM_MAX_ELEMS;
 }
 
 void stoke__dev_ledger(const stoke_config *c, const stoke_source *src,
@@ -224,9 +224,10 @@ static void plan_normalize(stoke_loader *l, int want) {
   } else if (!l->cfg.device_normalize) {
     snprintf(d->norm_reason, sizeof d->norm_reason,
              "host: device_normalize is 0");
-  } else if ((uint64_t)form.u8_bytes * l->cfg.batch_size >= UINT32_MAX) {
+  } else if ((uint64_t)form.u8_bytes * l->cfg.batch_size >=
+             STOKE__NORM_MAX_ELEMS) {
     snprintf(d->norm_reason, sizeof d->norm_reason,
-             "host: a batch of over 4 G pixels is beyond the kernel");
+             "host: a batch of over 2 G pixels is beyond the kernel");
   } else {
     d->norm_field = (long)form.field;
     d->form = form;
@@ -416,7 +417,7 @@ void stoke__dev_host_free(stoke_loader *l, void *p) {
   stoke__dev_leave(d);
 }
 
-/* ---- per-slot state -------------------------------------------------------- */
+/* ---- per-slot state ------------------------------------------------------ */
 
 static int event(stoke__dev *d, CUevent *e, unsigned flags) {
   CU_OR_FAIL(cuEventCreate, (e, flags));
@@ -619,7 +620,7 @@ void stoke__dev_close(stoke_loader *l) {
   l->dev = NULL;
 }
 
-/* ---- what serves ------------------------------------------------------------ */
+/* ---- what serves --------------------------------------------------------- */
 
 int stoke_loader_device(const stoke_loader *l, stoke_device_info *out) {
   if (!l || !out || out->struct_size == 0) return STOKE_EINVAL;

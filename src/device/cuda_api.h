@@ -106,10 +106,10 @@ typedef struct stoke__cuda {
 ** call cuInit(0).  Tables are kept for the life of the process, one per
 ** path, and shared (the one global of the library, under its own lock:
 ** STYLE.md, threading); a library is never closed, as CUDA's is not
-** meant to be.  A failure is not kept: the next call tries again.  Returns 0 and *out, or STOKE_ENOTSUP with a one-line
-** reason in err: the library could not be opened (dlerror's text), lacks
-** an entry point (a driver too old), or cuInit failed (its name and
-** code).  Thread-safe. */
+** meant to be.  A failure is not kept: the next call tries again.
+** Returns 0 and *out, or STOKE_ENOTSUP with a one-line reason in err: the
+** library could not be opened (dlerror's text), lacks an entry point (a
+** driver too old), or cuInit failed (its name and code).  Thread-safe. */
 int stoke__cuda_open(const char *path, const stoke__cuda **out, char *err,
                      size_t cap);
 

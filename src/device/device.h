@@ -197,7 +197,7 @@ void stoke__dev_kick(stoke_loader *l);
 ** device thread to give back once the event completed. */
 void stoke__dev_reclaim_locked(stoke_loader *l, stoke_batch *b);
 
-/* ---- stream.c ------------------------------------------------------------- */
+/* ---- stream.c ------------------------------------------------------------ */
 
 /* At next()'s entry, before mu: the sync hook, the end of the step in
 ** progress on the consumer's stream, the accounting of steps whose events
@@ -210,7 +210,7 @@ int stoke__dev_next_lent(stoke_loader *l, stoke_batch *b, bool measured,
 /* Release b after work on `stream`: for device and pinned slots. */
 int stoke__dev_release(stoke_loader *l, stoke_batch *b, CUstream stream);
 
-/* ---- module.c -------------------------------------------------------------- */
+/* ---- module.c ------------------------------------------------------------ */
 
 /* Whether this build has the kernels (nvcc was found). */
 bool stoke__dev_have_kernels(void);
@@ -222,7 +222,7 @@ void stoke__dev_module_unload(stoke__dev *d);
 CUresult stoke__dev_launch_norm(stoke__dev *d, CUstream s, CUdeviceptr in,
                                 CUdeviceptr out, uint32_t n);
 
-/* ---- timing.c -------------------------------------------------------------- */
+/* ---- timing.c ------------------------------------------------------------ */
 
 /* Create a set's events and record its first anchor (context current).
 ** 0, or the failing call's CUresult and its name in *call. */

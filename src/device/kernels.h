@@ -37,6 +37,9 @@ typedef uint32_t stoke__k_u32;
 ** The argument lists are the launch's parameter arrays (cuLaunchKernel):
 ** change them here, in kernels.cu and in tests/shim/cuda_shim.c together. */
 #define STOKE__K_NORMALIZE "stoke_normalize_u8"
+/* The most elements one normalisation takes: its 32-bit index plus the
+** grid's stride stays below 2^32. */
+#define STOKE__NORM_MAX_ELEMS (1u << 31)
 #define STOKE__K_SPIN "stoke_spin_ns"
 
 typedef struct stoke__norm_lut {

@@ -225,7 +225,7 @@ int stoke__dev_release(stoke_loader *l, stoke_batch *b, CUstream stream) {
   return rc;
 }
 
-/* ---- public calls ------------------------------------------------------------ */
+/* ---- public calls -------------------------------------------------------- */
 
 /* A failed call poisons the loader: returns rc. */
 static int poison(stoke_loader *l, int rc, const char *err) {

@@ -112,7 +112,7 @@ static void sleep_ns(int64_t ns) {
   }
 }
 
-/* ---- contexts ------------------------------------------------------------- */
+/* ---- contexts ------------------------------------------------------------ */
 
 struct CUctx_st {
   int refs; /* g_mu */
@@ -143,7 +143,7 @@ static _Thread_local int t_ctx_depth;
     if (inj_) return inj_;                                                    \
   } while (0)
 
-/* ---- memory ---------------------------------------------------------------- */
+/* ---- memory -------------------------------------------------------------- */
 
 enum { MEM_PINNED = 1, MEM_DEVICE = 2 };
 
@@ -214,7 +214,7 @@ static long long count_allocs(int kind) {
   return n;
 }
 
-/* ---- poison and hashes ----------------------------------------------------- */
+/* ---- poison and hashes --------------------------------------------------- */
 
 #define POISON 0xdeadbeefcafef00dULL
 
@@ -251,7 +251,7 @@ static uint64_t fnv(const void *p, size_t n) {
   return h;
 }
 
-/* ---- events ---------------------------------------------------------------- */
+/* ---- events -------------------------------------------------------------- */
 
 struct CUevent_st {
   pthread_mutex_t mu;
@@ -263,7 +263,7 @@ struct CUevent_st {
 };
 static atomic_llong g_events_live;
 
-/* ---- streams --------------------------------------------------------------- */
+/* ---- streams ------------------------------------------------------------- */
 
 enum {
   OP_HTOD = 1, OP_DTOH, OP_RECORD, OP_WAIT, OP_NORM, OP_SPIN, OP_HOLD,
@@ -323,7 +323,8 @@ static void run_op(struct CUstream_st *s, op *o) {
   case OP_HTOD: {
     int spinning = atomic_load(&g_spins_running);
     poison(o->dst, o->n);
-    if (s->bytes_per_ns > 0) sleep_ns((int64_t)((double)o->n / s->bytes_per_ns));
+    if (s->bytes_per_ns > 0)
+      sleep_ns((int64_t)((double)o->n / s->bytes_per_ns));
     sleep_ns(s->copy_ns);
     memcpy(o->dst, o->src, o->n);
     if (fnv(o->dst, o->n) != o->hash) {
@@ -339,7 +340,8 @@ static void run_op(struct CUstream_st *s, op *o) {
     break;
   }
   case OP_DTOH:
-    if (has_poison(o->src, o->n)) report_poison("cuMemcpyDtoHAsync", o->src, o->n);
+    if (has_poison(o->src, o->n))
+      report_poison("cuMemcpyDtoHAsync", o->src, o->n);
     memcpy(o->dst, o->src, o->n);
     break;
   case OP_RECORD:
@@ -474,7 +476,7 @@ static void stream_free(struct CUstream_st *s) {
   free(s);
 }
 
-/* ---- the driver API ---------------------------------------------------------- */
+/* ---- the driver API ------------------------------------------------------ */
 
 static long long env_ll(const char *name, long long def) {
   const char *v = getenv(name);
@@ -677,7 +679,8 @@ SHIM_API CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src,
   ENTER("cuMemcpyHtoD_v2");
   CHECK_CTX();
   void *d = (void *)(uintptr_t)dst;
-  if (kind_of(d, bytes) != MEM_DEVICE) return bad_address("cuMemcpyHtoD", d, bytes);
+  if (kind_of(d, bytes) != MEM_DEVICE)
+    return bad_address("cuMemcpyHtoD", d, bytes);
   /* Synchronous: ordered after all work on the default stream, as the
   ** legacy default stream's copies are. */
   struct CUstream_st *s = stream_of(NULL);
@@ -862,7 +865,7 @@ SHIM_API CUresult cuEventElapsedTime_v2(float *ms, CUevent a, CUevent b) {
   return 0;
 }
 
-/* ---- modules and kernels --------------------------------------------------------- */
+/* ---- modules and kernels ------------------------------------------------- */
 
 struct CUfunc_st {
   const char *name;
@@ -958,7 +961,7 @@ SHIM_API CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy,
   return 0;
 }
 
-/* ---- errors ------------------------------------------------------------------------ */
+/* ---- errors -------------------------------------------------------------- */
 
 static const struct {
   int code;
@@ -1002,7 +1005,7 @@ SHIM_API CUresult cuGetErrorString(CUresult e, const char **s) {
   return error_field(e, true, s);
 }
 
-/* ---- control, for tests ---------------------------------------------------------------- */
+/* ---- control, for tests -------------------------------------------------- */
 
 /* Settings by name: devices, driver_version, delay_us, seed, total_bytes,
 ** copy_gbps (bytes per ns; 0: copies take no time), copy_us (each copy

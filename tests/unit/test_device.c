@@ -34,7 +34,7 @@
 #include "test_util.h"
 #include "shim_util.h"
 
-/* ---- helpers ---------------------------------------------------------------- */
+/* ---- helpers ------------------------------------------------------------- */
 
 static uint64_t fnv(const void *p, size_t n, uint64_t h) {
   const unsigned char *c = p;
@@ -123,7 +123,7 @@ static stoke_config device_config(stoke_source *src, unsigned W, unsigned K,
   return c;
 }
 
-/* ---- batches ---------------------------------------------------------------- */
+/* ---- batches ------------------------------------------------------------- */
 
 static void test_batches_intact_in_order(void **state) {
   (void)state;
@@ -173,7 +173,7 @@ static void test_batches_intact_in_order(void **state) {
   tu_cb_free(cb);
 }
 
-/* ---- slot reuse ------------------------------------------------------------- */
+/* ---- slot reuse ---------------------------------------------------------- */
 
 static stoke_config fast_config(stoke_source *src, unsigned W, unsigned K,
                                 unsigned KD) {
@@ -345,7 +345,7 @@ static void test_pinned_release_waits_for_stream(void **state) {
   pinned_case(0);
 }
 
-/* ---- overlap ------------------------------------------------------------------ */
+/* ---- overlap ------------------------------------------------------------- */
 
 /* With prefetch to the device, the next batch's copy runs while the step
 ** of the one held runs: the consumer's stream is held (a step that lasts
@@ -400,7 +400,7 @@ static void test_copy_overlaps_step(void **state) {
   overlap_case(0);
 }
 
-/* ---- fallbacks and errors --------------------------------------------------------- */
+/* ---- fallbacks and errors ------------------------------------------------ */
 
 static stoke_loader *info_of(stoke_config *c, stoke_device_info *info) {
   stoke_loader *l = tu_loader(c);
@@ -654,7 +654,7 @@ static void test_allocation_failures_leak_nothing(void **state) {
   tu_cb_free(cb);
 }
 
-/* ---- memory --------------------------------------------------------------------- */
+/* ---- memory -------------------------------------------------------------- */
 
 static void test_device_ledger(void **state) {
   (void)state;
@@ -730,7 +730,7 @@ static void test_pageable_copies_counted(void **state) {
   tu_cb_free(cb);
 }
 
-/* ---- clocks and traces ------------------------------------------------------------ */
+/* ---- clocks and traces --------------------------------------------------- */
 
 static char *slurp(const char *path) {
   FILE *f = fopen(path, "rb");
