@@ -166,7 +166,8 @@ typedef struct cli_run_result {
   stoke_stats stats;         /* steady state (warm-up excluded) */
   stoke_diagnosis diag;
   stoke_device_info device; /* what served the batches, and why */
-  char device_text[32];     /* eff.device points here */
+  char device_text[32];     /* eff.device as it was ("cpu", "cuda:0"); eff's
+                               own pointer is NULL: it was the loader's */
   size_t n_measured;    /* epochs that are not warm-up */
   double epoch_s;       /* mean wall seconds of measured epochs */
   double samples_per_s; /* measured samples / measured seconds */

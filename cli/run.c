@@ -255,10 +255,11 @@ int cli_result_collect(stoke_loader *l, cli_run_result *res) {
   res->source_samples = stoke_source_n_samples(stoke_loader_source(l));
   stoke_loader_config(l, &res->eff);
   res->eff.source = NULL; /* not ours to keep */
-  /* The loader's copies of its strings go with it: keep ours. */
+  /* The loader's copies of its strings go with it: keep the device's
+  ** (results are copied around, so no pointer into one). */
   snprintf(res->device_text, sizeof res->device_text, "%s",
            res->eff.device ? res->eff.device : "cpu");
-  res->eff.device = res->device_text;
+  res->eff.device = NULL;
   res->eff.cuda_library = NULL;
   res->device.struct_size = sizeof(res->device);
   stoke_loader_device(l, &res->device);
@@ -620,7 +621,8 @@ cJSON *cli_config_json(const cli_run_spec *spec, const cli_run_result *res) {
   spec_compute(spec, buf, sizeof(buf));
   cJSON_AddStringToObject(o, "compute", buf);
   cJSON_AddNumberToObject(o, "compute_ns", (double)spec->compute_ns);
-  cJSON_AddStringToObject(o, "device", c->device ? c->device : "cpu");
+  cJSON_AddStringToObject(o, "device",
+                          res->device_text[0] ? res->device_text : "cpu");
   cJSON_AddNumberToObject(o, "device_prefetch", c->device_prefetch);
   cJSON_AddNumberToObject(o, "pin_memory", c->pin_memory);
   cJSON_AddBoolToObject(o, "device_normalize", c->device_normalize);

@@ -554,7 +554,9 @@ STOKE_API int stoke_loader_set_epoch(stoke_loader *l, uint64_t epoch);
 STOKE_API size_t stoke_loader_n_batches(const stoke_loader *l);
 /* Samples per epoch for this rank (after padding or dropping). */
 STOKE_API size_t stoke_loader_n_samples(const stoke_loader *l);
-/* The configuration in force (defaults resolved, e.g. n_workers). */
+/* The configuration in force (defaults resolved, e.g. n_workers).  Its
+** strings (device, cuda_library) are the loader's copies: valid while the
+** loader lives. */
 STOKE_API void stoke_loader_config(const stoke_loader *l, stoke_config *out);
 /* The loader's source (borrowed: valid while l lives). */
 STOKE_API const stoke_source *stoke_loader_source(const stoke_loader *l);
