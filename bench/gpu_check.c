@@ -6,7 +6,8 @@
 **               page-locked memory (each copy timed by its own events);
 **   idle        with the synthetic source and gpu-sleep steps, the GPU's
 **               idle share between steps with prefetch to the device
-**               (device_prefetch 1) and without (0);
+**               (device_prefetch 1) and without (0), and beside it NVML's
+**               sampled utilisation (libnvidia-ml.so.1, when it loads);
 **   checksums   of every device batch (copied back) against the host
 **               backend's batches of the same configuration;
 **   normalize   the device's normalisation against the host path for the
@@ -18,7 +19,10 @@
 **
 **   stoke_gpu_check [SECONDS_BUDGET]      (default 200) */
 #define _POSIX_C_SOURCE 200809L
+#include <dlfcn.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -93,6 +97,67 @@ static int plain_bandwidth(double *pinned_gbps, double *pageable_gbps) {
   cu->cuMemFreeHost(pinned);
   cu->cuMemFree(dst);
   return rc;
+}
+
+/* ---- NVML: sampled utilisation, beside the events ------------------------ */
+
+/* nvidia-smi's utilisation: the share of a sample period (1/6 s to 1 s,
+** by GPU) in which any kernel ran.  Sampled here while a run goes, to be
+** printed beside the event-measured idle share: a kernel on one SM counts
+** as fully busy, and gaps shorter than the period vanish in it. */
+typedef struct nvml_util { unsigned gpu, memory; } nvml_util;
+static struct {
+  int (*init)(void);
+  int (*handle)(unsigned, void **);
+  int (*util)(void *, nvml_util *);
+  void *dev;
+  pthread_t thread;
+  atomic_int stop;
+  double sum;
+  long n;
+} nvml;
+
+static void nvml_open(void) {
+  void *dl = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!dl) return;
+  void *f[3] = {dlsym(dl, "nvmlInit_v2"),
+                dlsym(dl, "nvmlDeviceGetHandleByIndex_v2"),
+                dlsym(dl, "nvmlDeviceGetUtilizationRates")};
+  if (!f[0] || !f[1] || !f[2]) return;
+  memcpy(&nvml.init, &f[0], sizeof f[0]);
+  memcpy(&nvml.handle, &f[1], sizeof f[1]);
+  memcpy(&nvml.util, &f[2], sizeof f[2]);
+  if (nvml.init() != 0 || nvml.handle(0, &nvml.dev) != 0) nvml.dev = NULL;
+}
+
+static void *nvml_sampler(void *arg) {
+  (void)arg;
+  while (!atomic_load(&nvml.stop)) {
+    nvml_util u;
+    if (nvml.util(nvml.dev, &u) == 0) {
+      nvml.sum += u.gpu;
+      nvml.n++;
+    }
+    struct timespec ts = {0, 20000000};
+    nanosleep(&ts, NULL);
+  }
+  return NULL;
+}
+
+static void nvml_start(void) {
+  nvml.sum = 0;
+  nvml.n = 0;
+  atomic_store(&nvml.stop, 0);
+  if (nvml.dev && pthread_create(&nvml.thread, NULL, nvml_sampler, NULL))
+    nvml.dev = NULL;
+}
+
+/* Mean sampled utilisation in [0, 1], or -1 without NVML. */
+static double nvml_stop(void) {
+  if (!nvml.dev) return -1;
+  atomic_store(&nvml.stop, 1);
+  pthread_join(nvml.thread, NULL);
+  return nvml.n ? nvml.sum / nvml.n / 100.0 : -1;
 }
 
 /* ---- loaders ------------------------------------------------------------- */
@@ -364,6 +429,7 @@ int main(int argc, char **argv) {
     return 1;
   }
 
+  nvml_open();
   printf("\n== bandwidth, host to device\n");
   double peak = 0, pageable = 0;
   if (plain_bandwidth(&peak, &pageable) == 0)
@@ -403,7 +469,14 @@ int main(int argc, char **argv) {
     run_opts o = {.device = "cuda", .pin_memory = -1, .device_prefetch = kd,
                   .batch = 64, .workers = 8, .prefetch = 4, .epochs = 3,
                   .gpu_sleep_ns = 10000000};
-    if (run(mid, &o, NULL, NULL, &st, NULL) != 0) continue;
+    nvml_start();
+    int rc = run(mid, &o, NULL, NULL, &st, NULL);
+    double util = nvml_stop();
+    if (rc != 0) continue;
+    if (util >= 0)
+      printf("  device_prefetch %u: NVML's sampled utilisation %.1f%% "
+             "against %.1f%% busy by the events\n", kd, 100 * util,
+             100 * (1 - st.gpu_idle_frac));
     printf("  device_prefetch %u: gpu idle %.2f%% of the step (p50 %.3f, "
            "p99 %.3f ms); copy %.3f ms a batch, exposed %.3f ms a step, "
            "%.1f%% hidden; step on the GPU %.3f ms%s\n",
@@ -418,6 +491,13 @@ int main(int argc, char **argv) {
     if (kd && st.gpu_idle_frac >= 0.02) failures++;
   }
   stoke_source_destroy(mid);
+  if (nvml.dev)
+    printf("  (NVML counts a sample period busy when any kernel ran in it: "
+           "a one-thread spin is 100%%, and idle gaps shorter than the period "
+           "vanish; the events time each gap, which is why seed 000 calls "
+           "nvidia-smi a sanity check only)\n");
+  else
+    printf("  (no NVML here: libnvidia-ml.so.1 did not load)\n");
 
   printf("\n== checksums of delivered device batches against the host "
          "backend's\n");
