@@ -479,6 +479,9 @@ void cli_print_epochs(FILE *f, const cli_run_result *res) {
     fprintf(f, "  %7llu  %7llu\n", (unsigned long long)e->batches,
             (unsigned long long)e->samples);
   }
+  if (res->stats.clock == STOKE_CLOCK_EVENTS)
+    fprintf(f, "(epochs on the host's clock; the steady state below is the "
+               "GPU's, from its events)\n");
 }
 
 static void print_bytes(FILE *f, uint64_t b) {
