@@ -1,4 +1,4 @@
-/* image.c — image datasets as sources: storage (blob.h: an ImageFolder
+/* image.c — image datasets as sources: storage (src/storage/: ImageFolder
 ** directory, tar shards or packed shards) + decode (src/decode/) +
 ** transform (src/transform/), fused per sample:
 **
@@ -21,7 +21,7 @@
 #include <sys/stat.h>
 
 #include "decode/decode.h"
-#include "source/blob.h"
+#include "storage/blob.h"
 #include "source/image.h"
 #include "transform/transform.h"
 

@@ -3,7 +3,7 @@
 #define STOKE_SOURCE_IMAGE_H
 
 #include "decode/decode.h"
-#include "source/blob.h"
+#include "storage/blob.h"
 
 /* The storage behind an image source; NULL for any other source. */
 const stoke__blobset *stoke__image_blobset(const stoke_source *src);

@@ -3,7 +3,7 @@
 ** Rewriting a JPEG for restart cuts (jpeg_transcode.c) costs several times
 ** its decode, so the samples are read, probed and rewritten by producer
 ** threads, each with its own decoder and reader, while the calling thread
-** hands them to the streaming writer (pack_writer.c) strictly in index
+** hands them to the streaming writer (src/storage/pack_writer.c) strictly in index
 ** order.  The output is therefore the same bytes whatever the thread
 ** count.  Producers run at most `n_slots` samples ahead of the writer: a
 ** slot holds one finished sample, so memory stays bounded by a few samples
@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 
 #include "decode/decode.h"
-#include "source/blob.h"
+#include "storage/blob.h"
 #include "source/image.h"
 
 /* One finished sample, waiting for the writer. */

@@ -1,4 +1,4 @@
-/* test_blob_folder.c — the ImageFolder blobset (src/source/imagefolder.c)
+/* test_blob_folder.c — the ImageFolder blobset (src/storage/imagefolder.c)
 ** and the shared helpers of blob.c (CRC-32, the reader).
 **
 ** Fixtures are built in a mkdtemp folder by each test and removed at the
@@ -18,7 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "source/blob.h"
+#include "storage/blob.h"
 #include "blob_fixtures.h"
 
 static char errbuf[1024];

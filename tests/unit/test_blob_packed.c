@@ -1,5 +1,5 @@
 /* test_blob_packed.c — packed shards: the streaming writer
-** (src/source/pack_writer.c) and the mmap reader (src/source/packed.c).
+** (src/storage/pack_writer.c) and the mmap reader (src/storage/packed.c).
 **
 ** Round trips across several small shards, then damaged copies of a shard
 ** (truncated, bad magic, index past the end, overlapping entries, a sample
@@ -24,7 +24,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "source/blob.h"
+#include "storage/blob.h"
 #include "blob_fixtures.h"
 
 static char errbuf[1024];

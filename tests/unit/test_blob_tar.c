@@ -1,4 +1,4 @@
-/* test_blob_tar.c — WebDataset tar shards (src/source/tar.c) and path
+/* test_blob_tar.c — WebDataset tar shards (src/storage/tar.c) and path
 ** expansion (braces, globs).
 **
 ** The tars are written here by hand, header by header (ustar with the
@@ -20,7 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "source/blob.h"
+#include "storage/blob.h"
 #include "blob_fixtures.h"
 
 static char errbuf[1024];

@@ -14,7 +14,7 @@
 ** with final names is complete.  finish also removes the shards an earlier
 ** pack left under the same prefix past this one's last (see remove_stale). */
 #define _POSIX_C_SOURCE 200809L
-#include "source/blob.h"
+#include "storage/blob.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -4,7 +4,7 @@
 ** impl and wraps it here; after open nothing is written, so every query and
 ** every read with its own reader may run on any thread. */
 #define _POSIX_C_SOURCE 200809L
-#include "source/blob.h"
+#include "storage/blob.h"
 
 #include <assert.h>
 #include <errno.h>

@@ -26,7 +26,7 @@
 ** Each shard's descriptor stays open for the blobset's life (shards are
 ** few); reads pread into the worker's buffer. */
 #define _POSIX_C_SOURCE 200809L
-#include "source/blob.h"
+#include "storage/blob.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -15,7 +15,7 @@
 ** and folders, e.g. .ipynb_checkpoints, .DS_Store) are ignored; files that
 ** are skipped are listed with a reason instead of vanishing. */
 #define _DEFAULT_SOURCE /* d_type, DT_* */
-#include "source/blob.h"
+#include "storage/blob.h"
 
 #include <dirent.h>
 #include <errno.h>

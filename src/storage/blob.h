@@ -1,5 +1,6 @@
-/* blob.h — the storage side of image sources: where the encoded bytes of
-** sample i and its label come from.  Private to src/ (and unit tests).
+/* blob.h — the storage layer (src/storage/): where the encoded bytes of
+** sample i and its label come from, under an image source (src/source/
+** image.c).  Private to src/ (and unit tests).
 **
 ** A blobset is N samples, each with encoded bytes (opaque here: decode/
 ** turns them into pixels), an integer label, a format hint and a
@@ -19,8 +20,8 @@
 ** Errors: functions return 0 or a negative STOKE_E* and write a message
 ** naming the file, sample index, offset and cause into err[0..cap) (err may
 ** be NULL when cap is 0).  The message is always NUL-terminated. */
-#ifndef STOKE_SOURCE_BLOB_H
-#define STOKE_SOURCE_BLOB_H
+#ifndef STOKE_STORAGE_BLOB_H
+#define STOKE_STORAGE_BLOB_H
 
 #include "internal.h"
 
@@ -272,4 +273,4 @@ static inline void stoke__put_le64(uint8_t *p, uint64_t v) {
 #define STOKE__PACK_FLAG_CLASSES 1u
 #define STOKE__PACK_CLASSES_HEAD 16 /* count, bytes, CRC, reserved */
 
-#endif /* STOKE_SOURCE_BLOB_H */
+#endif /* STOKE_STORAGE_BLOB_H */

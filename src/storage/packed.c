@@ -11,7 +11,7 @@
 ** raise SIGBUS on access: shards are written once (pack_writer.c renames
 ** complete files into place) and must not be modified while in use. */
 #define _POSIX_C_SOURCE 200809L
-#include "source/blob.h"
+#include "storage/blob.h"
 
 #include <errno.h>
 #include <fcntl.h>
