@@ -251,6 +251,11 @@ typedef struct stoke_image_config {
                             178956970 (PIL's decompression-bomb limit) */
   uint64_t max_bytes;    /* largest decoded window; default 256 MiB */
   int verify_checksums;  /* PACKED: check every sample's CRC at open */
+  const stoke_allocator *alloc; /* the source's own memory (its index of
+                            files, names, the transform); NULL =
+                            malloc/free; borrowed, must outlive the source.
+                            A loader's per-worker decoders and buffers use
+                            the loader's allocator.  Since 0.1. */
 } stoke_image_config;
 
 STOKE_API void stoke_image_config_init(stoke_image_config *cfg);
@@ -322,6 +327,9 @@ typedef struct stoke_pack_config {
   unsigned n_threads;
   stoke_pack_progress_fn progress; /* NULL: none */
   void *user;                      /* passed to progress */
+  const stoke_allocator *alloc;    /* the pack's memory (readers, decoders,
+                                      slots, the shard index); NULL =
+                                      malloc/free; borrowed */
 } stoke_pack_config;
 
 /* shard_bytes 256 MB, JPEGs rewritten, every core, no progress callback. */

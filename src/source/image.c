@@ -21,11 +21,13 @@
 #include <sys/stat.h>
 
 #include "decode/decode.h"
+#include "os/syscalls.h"
 #include "storage/blob.h"
 #include "source/image.h"
 #include "transform/transform.h"
 
 typedef struct image_impl {
+  const stoke_allocator *alloc; /* borrowed from cfg: the source's memory */
   stoke__blobset *set;   /* owned */
   stoke__tf_spec spec;
   stoke_image_config cfg;
@@ -100,8 +102,8 @@ static void image_destroy(stoke_source *src) {
   image_impl *im = src->impl;
   if (!im) return;
   stoke__blobset_close(im->set);
-  stoke__free(NULL, im->transform_text);
-  stoke__free(NULL, im);
+  stoke__free(im->alloc, im->transform_text);
+  stoke__free(im->alloc, im);
 }
 
 static void image_describe(const stoke_source *src, size_t index, char *buf,
@@ -152,9 +154,10 @@ static bool ends_with(const char *s, const char *suffix) {
 
 /* AUTO: a directory is an ImageFolder; a path or pattern ending in .tar is
 ** a set of tar shards, one ending in .stoke a set of packed shards. */
-static int detect_kind(const char *path) {
+static int detect_kind(const stoke__sys *sys, const char *path) {
   struct stat st;
-  if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) return STOKE_IMAGES_FOLDER;
+  if (sys->stat(sys->user, path, &st) == 0 && S_ISDIR(st.st_mode))
+    return STOKE_IMAGES_FOLDER;
   if (ends_with(path, ".tar") || ends_with(path, ".tar}"))
     return STOKE_IMAGES_TAR;
   if (ends_with(path, ".stoke") || ends_with(path, ".stoke}"))
@@ -164,6 +167,12 @@ static int detect_kind(const char *path) {
 
 int stoke_source_create_images(const char *path, const stoke_image_config *cfg,
                                stoke_source **out) {
+  return stoke__source_create_images(path, cfg, NULL, out);
+}
+
+int stoke__source_create_images(const char *path,
+                                const stoke_image_config *cfg,
+                                const stoke__sys *sys, stoke_source **out) {
   if (!out) return stoke__set_tls_error(STOKE_EINVAL, "images: out is NULL");
   *out = NULL;
   stoke_image_config def;
@@ -177,7 +186,9 @@ int stoke_source_create_images(const char *path, const stoke_image_config *cfg,
                       "stoke_image_config_init)", cfg->struct_size, sizeof *cfg);
   if (!path || !*path)
     return stoke__set_tls_error(STOKE_EINVAL, "images: no path given");
-  int kind = cfg->kind ? cfg->kind : detect_kind(path);
+  sys = stoke__sys_or_real(sys);
+  const stoke_allocator *a = cfg->alloc;
+  int kind = cfg->kind ? cfg->kind : detect_kind(sys, path);
   if (kind < STOKE_IMAGES_FOLDER || kind > STOKE_IMAGES_PACKED)
     return stoke__set_tls_error(
         STOKE_EINVAL,
@@ -185,13 +196,14 @@ int stoke_source_create_images(const char *path, const stoke_image_config *cfg,
         "tar shards (*.tar, a {a..b} pattern or a glob) or packed shards "
         "(*.stoke)", path);
 
-  image_impl *im = stoke__calloc(NULL, 1, sizeof *im);
+  image_impl *im = stoke__calloc(a, 1, sizeof *im);
   if (!im) return stoke__set_tls_error(STOKE_ENOMEM, "images: out of memory");
+  im->alloc = a;
   im->cfg = *cfg;
   const char *text = cfg->transform ? cfg->transform : DEFAULT_TRANSFORM;
   int rc = stoke__tf_parse(text, &im->spec);
   if (rc == 0) {
-    im->transform_text = stoke__strdup(NULL, text);
+    im->transform_text = stoke__strdup(a, text);
     if (!im->transform_text)
       rc = stoke__set_tls_error(STOKE_ENOMEM, "images: out of memory");
     im->cfg.transform = im->transform_text;
@@ -200,19 +212,22 @@ int stoke_source_create_images(const char *path, const stoke_image_config *cfg,
   const char *specs[1] = {path};
   if (rc == 0) {
     if (kind == STOKE_IMAGES_FOLDER)
-      rc = stoke__blobset_open_folder(path, NULL, &im->set, err, sizeof err);
+      rc = stoke__blobset_open_folder(path, a, sys, &im->set, err,
+                                      sizeof err);
     else if (kind == STOKE_IMAGES_TAR)
-      rc = stoke__blobset_open_tar(specs, 1, NULL, &im->set, err, sizeof err);
+      rc = stoke__blobset_open_tar(specs, 1, a, sys, &im->set, err,
+                                   sizeof err);
     else
       rc = stoke__blobset_open_packed(
-          specs, 1, cfg->verify_checksums ? STOKE__PACK_VERIFY_CRC : 0, NULL,
-          &im->set, err, sizeof err);
+          specs, 1, cfg->verify_checksums ? STOKE__PACK_VERIFY_CRC : 0, a,
+          sys, &im->set, err, sizeof err);
     if (rc != 0) stoke__set_tls_error(rc, "%s", err);
   }
   stoke_source *src = NULL;
   if (rc == 0) {
-    src = stoke__calloc(NULL, 1, sizeof *src);
+    src = stoke__calloc(a, 1, sizeof *src);
     if (!src) rc = stoke__set_tls_error(STOKE_ENOMEM, "images: out of memory");
+    else src->alloc = a;
   }
   if (rc == 0) {
     stoke_field_desc fields[2];
@@ -232,8 +247,8 @@ int stoke_source_create_images(const char *path, const stoke_image_config *cfg,
   }
   if (src) stoke__source_release(src); /* ops unset: frees the common part */
   stoke__blobset_close(im->set);
-  stoke__free(NULL, im->transform_text);
-  stoke__free(NULL, im);
+  stoke__free(a, im->transform_text);
+  stoke__free(a, im);
   return rc;
 }
 
@@ -324,11 +339,12 @@ int stoke_source_probe(const stoke_source *src, size_t index,
                                 "of range", index);
   stoke__decoder_opts o;
   stoke__decoder_opts_init(&o);
+  o.alloc = im->alloc;
   stoke__decoder *dec;
   int rc = stoke__decoder_create(&o, &dec);
   if (rc != 0) return stoke__set_tls_error(rc, "probe: out of memory");
   stoke__blob_reader r;
-  stoke__blob_reader_init(&r, NULL);
+  stoke__blob_reader_init(&r, im->alloc);
   const uint8_t *bytes;
   size_t n;
   char err[STOKE__ERRMSG_CAP];

@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #define MAX_EXPANDED 1000000
 
@@ -249,25 +248,6 @@ int stoke__blob_reader_reserve(stoke__blob_reader *r, size_t n) {
   stoke__free(r->alloc, r->buf);
   r->buf = b;
   r->cap = want;
-  return 0;
-}
-
-int stoke__pread_full(int fd, void *buf, size_t n, uint64_t off) {
-  uint8_t *p = buf;
-  while (n > 0) {
-    ssize_t got = pread(fd, p, n, (off_t)off);
-    if (got < 0) {
-      if (errno == EINTR) continue;
-      return -1;
-    }
-    if (got == 0) {
-      errno = 0; /* the file ended early */
-      return -1;
-    }
-    p += got;
-    n -= (size_t)got;
-    off += (uint64_t)got;
-  }
   return 0;
 }
 

@@ -12,6 +12,11 @@
 **           written by the streaming pack writer                 pack_writer.c
 **           (format: docs/packed-format.md)
 **
+** File access: every open, read, stat, mapping and directory call goes
+** through the stoke__sys table given at open (os/syscalls.h; NULL = the
+** real calls), kept by the blobset or writer for its life, so that tests
+** can fail any one of them.
+**
 ** Thread safety: open/close and the pack writer are one thread at a time.
 ** Once open, a blobset is immutable: every query, and stoke__blobset_read
 ** with a distinct stoke__blob_reader per thread, may run concurrently from
@@ -24,6 +29,7 @@
 #define STOKE_STORAGE_BLOB_H
 
 #include "internal.h"
+#include "os/syscalls.h"
 
 #include <stdint.h>
 
@@ -68,7 +74,8 @@ void stoke__blob_reader_free(stoke__blob_reader *r); /* then reusable */
 ** STOKE_EFORMAT when root has no class folder or a class has no sample;
 ** STOKE_EIO when a folder cannot be read. */
 int stoke__blobset_open_folder(const char *root, const stoke_allocator *a,
-                               stoke__blobset **out, char *err, size_t cap);
+                               const stoke__sys *sys, stoke__blobset **out,
+                               char *err, size_t cap);
 
 /* WebDataset tar shards.  specs[0..n_specs) are paths, brace patterns
 ** ("train-{0000..0099}.tar", "{a,b}.tar") or globs ("train-*.tar"); see
@@ -81,8 +88,8 @@ int stoke__blobset_open_folder(const char *root, const stoke_allocator *a,
 ** truncated tar, a bad header checksum, a bad .cls or no sample at all;
 ** STOKE_EIO when a shard cannot be read. */
 int stoke__blobset_open_tar(const char *const *specs, size_t n_specs,
-                            const stoke_allocator *a, stoke__blobset **out,
-                            char *err, size_t cap);
+                            const stoke_allocator *a, const stoke__sys *sys,
+                            stoke__blobset **out, char *err, size_t cap);
 
 /* Packed shards (docs/packed-format.md), in the order given after
 ** expansion; sample indices run through the shards in that order.  Every
@@ -91,7 +98,8 @@ int stoke__blobset_open_tar(const char *const *specs, size_t n_specs,
 #define STOKE__PACK_VERIFY_CRC 1u
 int stoke__blobset_open_packed(const char *const *specs, size_t n_specs,
                                unsigned flags, const stoke_allocator *a,
-                               stoke__blobset **out, char *err, size_t cap);
+                               const stoke__sys *sys, stoke__blobset **out,
+                               char *err, size_t cap);
 
 void stoke__blobset_close(stoke__blobset *s); /* NULL: no-op */
 
@@ -155,6 +163,7 @@ typedef struct stoke__pack_writer stoke__pack_writer;
 ** removes its .tmp files, so no half-written dataset ever has final names. */
 int stoke__pack_writer_create(const char *prefix, uint64_t shard_bytes,
                               uint32_t align, const stoke_allocator *a,
+                              const stoke__sys *sys,
                               stoke__pack_writer **out, char *err,
                               size_t cap);
 /* Append one sample (bytes borrowed).  width/height 0 = unknown. */
@@ -235,9 +244,6 @@ int stoke__blobset_wrap(const stoke__blob_ops *ops, void *impl,
 
 /* Grow r's buffer to at least n bytes (STOKE_ENOMEM). */
 int stoke__blob_reader_reserve(stoke__blob_reader *r, size_t n);
-/* pread exactly n bytes at off, retrying on EINTR and short reads; 0, or
-** -1 with errno set (0 for a read past the end). */
-int stoke__pread_full(int fd, void *buf, size_t n, uint64_t off);
 /* Format from a file extension (without the dot, any case); *supported
 ** false for image formats we list but do not decode. */
 int stoke__blob_format_of_ext(const char *ext, bool *is_image,

@@ -36,6 +36,7 @@ typedef struct folder_sample {
 } folder_sample;
 
 typedef struct folder_impl {
+  const stoke__sys *sys; /* borrowed: every file and folder call */
   char *root;        /* owned, without a trailing '/' */
   folder_sample *v;  /* owned, n of cap */
   size_t n, cap;
@@ -83,12 +84,13 @@ static int folder_read(const void *impl, size_t i, stoke__blob_reader *r,
   }
   snprintf(path, need, "%s/%s", f->root, rel);
   int rc = 0;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  const stoke__sys *sys = f->sys;
+  int fd = stoke__sys_open(sys, path, O_RDONLY | O_CLOEXEC, 0);
   struct stat st;
   if (fd < 0) {
     rc = stoke__errf(err, cap, STOKE_EIO, "%s (sample %zu): open: %s",
                      path, i, strerror(errno));
-  } else if (fstat(fd, &st) != 0) {
+  } else if (sys->fstat(sys->user, fd, &st) != 0) {
     rc = stoke__errf(err, cap, STOKE_EIO, "%s (sample %zu): stat: %s",
                      path, i, strerror(errno));
   } else if (st.st_size <= 0) {
@@ -101,7 +103,8 @@ static int folder_read(const void *impl, size_t i, stoke__blob_reader *r,
     rc = stoke__errf(err, cap, STOKE_ENOMEM,
                      "%s (sample %zu): out of memory for %lld bytes",
                      path, i, (long long)st.st_size);
-  } else if (stoke__pread_full(fd, r->buf, (size_t)st.st_size, 0) != 0) {
+  } else if (stoke__sys_pread_full(sys, fd, r->buf, (size_t)st.st_size,
+                                   0) != 0) {
     rc = stoke__errf(err, cap, STOKE_EIO,
                      "%s (sample %zu): read %lld bytes at offset 0: %s",
                      path, i, (long long)st.st_size,
@@ -110,7 +113,7 @@ static int folder_read(const void *impl, size_t i, stoke__blob_reader *r,
     *ptr = r->buf;
     *len = (size_t)st.st_size;
   }
-  if (fd >= 0) close(fd);
+  if (fd >= 0) sys->close(sys->user, fd); /* read-only: nothing to lose */
   if (path != stack) stoke__free(r->alloc, path);
   return rc;
 }
@@ -155,8 +158,9 @@ static char *join(const stoke_allocator *a, const char *x, const char *y) {
 }
 
 /* Is root/rel a folder, a regular file, or neither?  Links are followed. */
-static int entry_type(const char *root, const char *rel,
-                      const struct dirent *d, const stoke_allocator *a) {
+static int entry_type(const folder_impl *f, const char *root,
+                      const char *rel, const struct dirent *d,
+                      const stoke_allocator *a) {
   if (d->d_type == DT_DIR) return DT_DIR;
   if (d->d_type == DT_REG) return DT_REG;
   if (d->d_type != DT_UNKNOWN && d->d_type != DT_LNK) return DT_UNKNOWN;
@@ -164,7 +168,7 @@ static int entry_type(const char *root, const char *rel,
   if (!p) return -1;
   struct stat st;
   int t = DT_UNKNOWN;
-  if (stat(p, &st) == 0)
+  if (f->sys->stat(f->sys->user, p, &st) == 0)
     t = S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG
                                                             : DT_UNKNOWN;
   stoke__free(a, p);
@@ -201,7 +205,8 @@ static int walk_dir(walk *w, const char *dir, uint32_t label, int depth) {
   char *abs = join(w->a, root, dir);
   if (!abs) return stoke__errf(w->err, w->cap, STOKE_ENOMEM,
                                "folder source: out of memory");
-  DIR *dp = opendir(abs);
+  const stoke__sys *sys = w->f->sys;
+  DIR *dp = sys->opendir(sys->user, abs);
   if (!dp) {
     int rc = stoke__errf(w->err, w->cap, STOKE_EIO,
                          "folder source: %s: cannot open folder: %s",
@@ -214,14 +219,15 @@ static int walk_dir(walk *w, const char *dir, uint32_t label, int depth) {
   int rc = 0;
   size_t dir_len = strlen(dir);
   struct dirent *d;
-  for (errno = 0; rc == 0 && (d = readdir(dp)) != NULL; errno = 0) {
+  for (errno = 0; rc == 0 && (d = sys->readdir(sys->user, dp)) != NULL;
+       errno = 0) {
     if (d->d_name[0] == '.') continue; /* ".", "..", hidden */
     char *rel = join(w->a, dir, d->d_name);
     if (!rel) {
       rc = STOKE_ENOMEM;
       break;
     }
-    int t = entry_type(root, rel, d, w->a);
+    int t = entry_type(w->f, root, rel, d, w->a);
     if (t < 0) {
       rc = STOKE_ENOMEM;
     } else if (t == DT_DIR) {
@@ -254,7 +260,7 @@ static int walk_dir(walk *w, const char *dir, uint32_t label, int depth) {
                      strerror(errno));
   else if (rc == STOKE_ENOMEM)
     stoke__errf(w->err, w->cap, rc, "folder source: out of memory");
-  closedir(dp);
+  sys->closedir(sys->user, dp);
   if (rc == 0) {
     if (subdirs.n) qsort(subdirs.s, subdirs.n, sizeof(char *), cmp_str);
     for (size_t k = 0; k < subdirs.n && rc == 0; k++)
@@ -265,7 +271,8 @@ static int walk_dir(walk *w, const char *dir, uint32_t label, int depth) {
 }
 
 int stoke__blobset_open_folder(const char *root, const stoke_allocator *a,
-                               stoke__blobset **out, char *err, size_t cap) {
+                               const stoke__sys *sys, stoke__blobset **out,
+                               char *err, size_t cap) {
   *out = NULL;
   if (!root || !root[0])
     return stoke__errf(err, cap, STOKE_EINVAL,
@@ -278,11 +285,12 @@ int stoke__blobset_open_folder(const char *root, const stoke_allocator *a,
                      "folder source: out of memory");
     goto fail;
   }
+  f->sys = sys = stoke__sys_or_real(sys);
   size_t n_root = strlen(f->root);
   while (n_root > 1 && f->root[n_root - 1] == '/') f->root[--n_root] = 0;
 
   /* Classes: the visible folders of root; files there are not samples. */
-  DIR *dp = opendir(f->root);
+  DIR *dp = sys->opendir(sys->user, f->root);
   if (!dp) {
     rc = stoke__errf(err, cap, STOKE_EIO,
                      "folder source: %s: cannot open folder: %s",
@@ -290,9 +298,10 @@ int stoke__blobset_open_folder(const char *root, const stoke_allocator *a,
     goto fail;
   }
   struct dirent *d;
-  for (errno = 0; rc == 0 && (d = readdir(dp)) != NULL; errno = 0) {
+  for (errno = 0; rc == 0 && (d = sys->readdir(sys->user, dp)) != NULL;
+       errno = 0) {
     if (d->d_name[0] == '.') continue;
-    int t = entry_type(f->root, d->d_name, d, a);
+    int t = entry_type(f, f->root, d->d_name, d, a);
     if (t < 0) rc = STOKE_ENOMEM;
     else if (t == DT_DIR)
       rc = stoke__blob_strs_add(&classes, a, d->d_name, NULL);
@@ -301,7 +310,7 @@ int stoke__blobset_open_folder(const char *root, const stoke_allocator *a,
                                 "not in a class folder");
   }
   int read_errno = errno;
-  closedir(dp);
+  sys->closedir(sys->user, dp);
   if (rc) {
     rc = stoke__errf(err, cap, rc, "folder source: out of memory");
     goto fail;

@@ -24,6 +24,7 @@
 
 struct stoke__pack_writer {
   const stoke_allocator *a;
+  const stoke__sys *sys;    /* borrowed: every file call */
   char *prefix;             /* owned */
   uint64_t shard_bytes;     /* target size of a shard */
   uint32_t align;
@@ -39,21 +40,6 @@ struct stoke__pack_writer {
   bool finished;
   bool failed;              /* poisoned: only destroy */
 };
-
-static int pwrite_full(int fd, const void *buf, size_t n, uint64_t off) {
-  const uint8_t *p = buf;
-  while (n > 0) {
-    ssize_t put = pwrite(fd, p, n, (off_t)off);
-    if (put < 0) {
-      if (errno == EINTR) continue;
-      return -1;
-    }
-    p += put;
-    n -= (size_t)put;
-    off += (uint64_t)put;
-  }
-  return 0;
-}
 
 /* Shard paths are at most PATH_CAP bytes (checked in begin_shard), so the
 ** .tmp name fits on the stack: renaming and unlinking never allocate, and
@@ -76,6 +62,7 @@ static int fail(stoke__pack_writer *w, int code, char *err, size_t cap,
 
 int stoke__pack_writer_create(const char *prefix, uint64_t shard_bytes,
                               uint32_t align, const stoke_allocator *a,
+                              const stoke__sys *sys,
                               stoke__pack_writer **out, char *err,
                               size_t cap) {
   *out = NULL;
@@ -97,6 +84,7 @@ int stoke__pack_writer_create(const char *prefix, uint64_t shard_bytes,
                        "pack writer: out of memory");
   }
   w->a = a;
+  w->sys = stoke__sys_or_real(sys);
   w->shard_bytes = shard_bytes;
   w->align = align;
   w->data_off = STOKE__MAX(4096u, align);
@@ -160,7 +148,8 @@ static int begin_shard(stoke__pack_writer *w, char *err, size_t cap) {
   if (stoke__blob_strs_add(&w->finals, w->a, final, NULL))
     return fail(w, STOKE_ENOMEM, err, cap, "out of memory", "");
   /* O_EXCL: two writers with one prefix must not write one file. */
-  w->fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  w->fd = stoke__sys_open(w->sys, tmp, O_WRONLY | O_CREAT | O_EXCL |
+                          O_CLOEXEC, 0644);
   int rc = 0;
   if (w->fd < 0) {
     w->finals.n--; /* nothing to unlink */
@@ -192,20 +181,25 @@ static int end_shard(stoke__pack_writer *w, char *err, size_t cap) {
   stoke__put_le32(head + 44, STOKE__PACK_ENTRY);
   stoke__put_le32(head + 60, stoke__crc32(0, head, 60));
   const char *what = NULL;
-  if (w->classes && pwrite_full(w->fd, w->classes, w->classes_len,
-                                STOKE__PACK_HEADER))
+  const stoke__sys *sys = w->sys;
+  if (w->classes && stoke__sys_pwrite_full(sys, w->fd, w->classes,
+                                           w->classes_len,
+                                           STOKE__PACK_HEADER))
     what = "write the class table";
-  else if (index_bytes &&
-           pwrite_full(w->fd, w->index, index_bytes, index_off))
+  else if (index_bytes && stoke__sys_pwrite_full(sys, w->fd, w->index,
+                                                 index_bytes, index_off))
     what = "write the index";
-  else if (pwrite_full(w->fd, foot, sizeof foot, index_off + index_bytes))
+  else if (stoke__sys_pwrite_full(sys, w->fd, foot, sizeof foot,
+                                  index_off + index_bytes))
     what = "write the footer";
-  else if (pwrite_full(w->fd, head, sizeof head, 0))
+  else if (stoke__sys_pwrite_full(sys, w->fd, head, sizeof head, 0))
     what = "write the header";
-  else if (fsync(w->fd))
+  else if (sys->fsync(sys->user, w->fd))
     what = "fsync";
   int e = errno; /* the failed call's, for fail() */
-  if (close(w->fd) != 0 && !what) {
+  /* Written data: a close error (NFS reports write-back failures there)
+  ** fails the shard. */
+  if (sys->close(sys->user, w->fd) != 0 && !what) {
     what = "close";
     e = errno;
   }
@@ -261,7 +255,7 @@ int stoke__pack_writer_add(stoke__pack_writer *w, const void *bytes,
     w->cap = ncap;
   }
   uint64_t off = (w->pos + a1) & ~a1;
-  if (len && pwrite_full(w->fd, bytes, len, off)) {
+  if (len && stoke__sys_pwrite_full(w->sys, w->fd, bytes, len, off)) {
     char tmp[TMP_CAP];
     tmp_name(w->finals.s[w->finals.n - 1], tmp);
     return fail(w, STOKE_EIO, err, cap, "write a sample", tmp);
@@ -289,10 +283,13 @@ static int sync_dir(const stoke__pack_writer *w) {
     strcpy(dir, "/");
   else
     snprintf(dir, sizeof dir, "%.*s", (int)(slash - w->prefix), w->prefix);
-  int fd = open(dir, O_RDONLY | O_CLOEXEC);
+  const stoke__sys *sys = w->sys;
+  int fd = stoke__sys_open(sys, dir, O_RDONLY | O_CLOEXEC, 0);
   if (fd < 0) return -1;
-  int rc = fsync(fd);
-  close(fd);
+  int rc = sys->fsync(sys->user, fd);
+  int e = errno;
+  sys->close(sys->user, fd);
+  errno = e;
   return rc;
 }
 
@@ -311,14 +308,15 @@ static size_t remove_stale(const stoke__pack_writer *w) {
     int n = snprintf(path, sizeof path, "%s-%05zu.stoke", w->prefix, k);
     if (n < 0 || (size_t)n >= sizeof path)
       break;
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    const stoke__sys *sys = w->sys;
+    int fd = stoke__sys_open(sys, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0);
     if (fd < 0)
       break;
     char magic[8];
-    bool shard = pread(fd, magic, sizeof magic, 0) == (ssize_t)sizeof magic &&
+    bool shard = stoke__sys_pread_full(sys, fd, magic, sizeof magic, 0) == 0 &&
                  memcmp(magic, STOKE__PACK_MAGIC, sizeof magic) == 0;
-    close(fd);
-    if (!shard || unlink(path) != 0)
+    sys->close(sys->user, fd);
+    if (!shard || sys->unlink(sys->user, path) != 0)
       break;
     removed++;
   }
@@ -340,7 +338,7 @@ int stoke__pack_writer_finish(stoke__pack_writer *w, size_t *n_shards,
     const char *final = w->finals.s[k];
     char tmp[TMP_CAP];
     tmp_name(final, tmp);
-    if (rename(tmp, final) != 0)
+    if (w->sys->rename(w->sys->user, tmp, final) != 0)
       return fail(w, STOKE_EIO, err, cap, "rename", tmp);
   }
   w->finished = true;
@@ -365,14 +363,14 @@ const char *stoke__pack_writer_shard_path(const stoke__pack_writer *w,
 void stoke__pack_writer_destroy(stoke__pack_writer *w) {
   if (!w) return;
   const stoke_allocator *a = w->a;
-  if (w->fd >= 0) close(w->fd);
+  if (w->fd >= 0) w->sys->close(w->sys->user, w->fd);
   if (!w->finished) {
     /* Unlink .tmp files; after a failed finish some may already carry
     ** their final names, but those are complete shards. */
     for (size_t k = 0; k < w->finals.n; k++) {
       char tmp[TMP_CAP];
       tmp_name(w->finals.s[k], tmp);
-      unlink(tmp);
+      w->sys->unlink(w->sys->user, tmp);
     }
   }
   stoke__blob_strs_free(&w->finals, a);

@@ -46,6 +46,7 @@ typedef struct pack_residency {
 } pack_residency;
 
 typedef struct packed_impl {
+  const stoke__sys *sys; /* borrowed: every file call */
   char **paths;          /* owned, one block */
   size_t n_paths;        /* paths given (n_shards drops the empty ones) */
   pack_shard *shards;    /* owned, n_shards */
@@ -61,7 +62,8 @@ static void packed_destroy(void *impl, const stoke_allocator *a) {
   if (p->shards)
     for (size_t k = 0; k < p->n_shards; k++)
       if (p->shards[k].map)
-        munmap((void *)p->shards[k].map, p->shards[k].map_len);
+        p->sys->munmap(p->sys->user, (void *)p->shards[k].map,
+                       p->shards[k].map_len);
   if (p->res) stoke__free(a, (void *)p->res->touched);
   stoke__free(a, p->res);
   stoke__free(a, p->shards);
@@ -354,7 +356,8 @@ static int shared_classes(const packed_impl *p, const stoke_allocator *a,
 
 int stoke__blobset_open_packed(const char *const *specs, size_t n_specs,
                                unsigned flags, const stoke_allocator *a,
-                               stoke__blobset **out, char *err, size_t cap) {
+                               const stoke__sys *sys, stoke__blobset **out,
+                               char *err, size_t cap) {
   *out = NULL;
   stoke__blob_strs classes = {0}; /* before any goto fail */
   if (flags & ~STOKE__PACK_VERIFY_CRC)
@@ -365,6 +368,7 @@ int stoke__blobset_open_packed(const char *const *specs, size_t n_specs,
     return stoke__errf(err, cap, STOKE_ENOMEM,
                        "packed source: out of memory");
   p->flags = flags;
+  p->sys = sys = stoke__sys_or_real(sys);
   int rc = stoke__blob_expand(specs, n_specs, a, &p->paths, &p->n_shards,
                               err, cap);
   if (rc) goto fail;
@@ -378,26 +382,27 @@ int stoke__blobset_open_packed(const char *const *specs, size_t n_specs,
   for (size_t k = 0; k < p->n_shards; k++) {
     pack_shard *s = &p->shards[k];
     s->path = p->paths[k];
-    int fd = open(s->path, O_RDONLY | O_CLOEXEC);
+    int fd = stoke__sys_open(sys, s->path, O_RDONLY | O_CLOEXEC, 0);
     struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0) {
-      rc = stoke__errf(err, cap, STOKE_EIO, "packed source: %s: %s",
-                       s->path, strerror(errno));
-      if (fd >= 0) close(fd);
+    if (fd < 0 || sys->fstat(sys->user, fd, &st) != 0) {
+      rc = stoke__errf(err, cap, STOKE_EIO, "packed source: %s: %s: %s",
+                       s->path, fd < 0 ? "open" : "stat", strerror(errno));
+      if (fd >= 0) sys->close(sys->user, fd);
       goto fail;
     }
     if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size > SIZE_MAX ||
         st.st_size < STOKE__PACK_HEADER + STOKE__PACK_FOOTER) {
-      close(fd);
+      sys->close(sys->user, fd);
       rc = BAD("packed source: %s: %s", s->path,
                S_ISREG(st.st_mode) ? "too small to be a packed shard "
                                      "(truncated?)"
                                    : "not a regular file");
       goto fail;
     }
-    void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    void *m = sys->mmap(sys->user, (size_t)st.st_size, PROT_READ,
+                        MAP_PRIVATE, fd, 0);
     int map_errno = errno;
-    close(fd); /* the mapping keeps the file */
+    sys->close(sys->user, fd); /* the mapping keeps the file */
     if (m == MAP_FAILED) {
       rc = stoke__errf(err, cap, STOKE_EIO, "packed source: %s: mmap: "
                        "%s", s->path, strerror(map_errno));
@@ -424,7 +429,8 @@ int stoke__blobset_open_packed(const char *const *specs, size_t n_specs,
   size_t w = 0;
   for (size_t k = 0; k < p->n_shards; k++) {
     if (p->shards[k].n == 0) {
-      munmap((void *)p->shards[k].map, p->shards[k].map_len);
+      sys->munmap(sys->user, (void *)p->shards[k].map,
+                  p->shards[k].map_len);
       continue;
     }
     p->shards[w++] = p->shards[k];

@@ -51,6 +51,7 @@ typedef struct tar_sample {
 } tar_sample;
 
 typedef struct tar_impl {
+  const stoke__sys *sys; /* borrowed: every file call */
   char **paths;     /* owned, one block (stoke__blob_expand) */
   int *fds;         /* owned, n_shards */
   size_t n_shards;
@@ -65,7 +66,7 @@ static void tar_destroy(void *impl, const stoke_allocator *a) {
   stoke__free(a, t->v);
   if (t->fds)
     for (size_t k = 0; k < t->n_shards; k++)
-      if (t->fds[k] >= 0) close(t->fds[k]);
+      if (t->fds[k] >= 0) t->sys->close(t->sys->user, t->fds[k]);
   stoke__free(a, t->fds);
   stoke__free(a, t->paths);
   stoke__free(a, t);
@@ -99,8 +100,8 @@ static int tar_read(const void *impl, size_t i, stoke__blob_reader *r,
                        "%s member %s (sample %zu): out of memory for "
                        "%llu bytes", t->paths[s->shard], s->name, i,
                        (unsigned long long)s->len);
-  if (stoke__pread_full(t->fds[s->shard], r->buf, (size_t)s->len,
-                        s->offset) != 0)
+  if (stoke__sys_pread_full(t->sys, t->fds[s->shard], r->buf,
+                            (size_t)s->len, s->offset) != 0)
     return stoke__errf(err, cap, STOKE_EIO,
                        "%s member %s (sample %zu): read %llu bytes at "
                        "offset %llu: %s", t->paths[s->shard], s->name, i,
@@ -319,7 +320,7 @@ static int parse_cls(indexer *x, const char *name, uint64_t off,
                        "label of %llu bytes (expected 1..%d)", x->path,
                        name, (unsigned long long)off,
                        (unsigned long long)len, MAX_CLS);
-  if (stoke__pread_full(x->fd, text, (size_t)len, off) != 0)
+  if (stoke__sys_pread_full(x->t->sys, x->fd, text, (size_t)len, off) != 0)
     return stoke__errf(x->err, x->cap, STOKE_EIO,
                        "tar source: %s member %s at offset %llu: read: "
                        "%s", x->path, name, (unsigned long long)off,
@@ -449,7 +450,7 @@ static int index_shard(indexer *x) {
                                  "file", x->path, (unsigned long long)off);
       break;
     }
-    if (stoke__pread_full(x->fd, h, BLOCK, off) != 0) {
+    if (stoke__sys_pread_full(x->t->sys, x->fd, h, BLOCK, off) != 0) {
       rc = stoke__errf(x->err, x->cap, STOKE_EIO,
                        "tar source: %s: read header at offset %llu: %s",
                        x->path, (unsigned long long)off,
@@ -503,7 +504,8 @@ static int index_shard(indexer *x) {
         rc = oom(x);
         break;
       }
-      if (stoke__pread_full(x->fd, d, (size_t)size, data) != 0) {
+      if (stoke__sys_pread_full(x->t->sys, x->fd, d, (size_t)size, data) !=
+          0) {
         stoke__free(x->a, d);
         rc = stoke__errf(x->err, x->cap, STOKE_EIO,
                          "tar source: %s: read at offset %llu: %s",
@@ -574,14 +576,15 @@ static int index_shard(indexer *x) {
 }
 
 int stoke__blobset_open_tar(const char *const *specs, size_t n_specs,
-                            const stoke_allocator *a, stoke__blobset **out,
-                            char *err, size_t cap) {
+                            const stoke_allocator *a, const stoke__sys *sys,
+                            stoke__blobset **out, char *err, size_t cap) {
   *out = NULL;
   stoke__blob_strs skipped = {0};
   tar_impl *t = stoke__calloc(a, 1, sizeof *t);
   if (!t)
     return stoke__errf(err, cap, STOKE_ENOMEM,
                        "tar source: out of memory");
+  t->sys = sys = stoke__sys_or_real(sys);
   int rc = stoke__blob_expand(specs, n_specs, a, &t->paths, &t->n_shards,
                               err, cap);
   if (rc) goto fail;
@@ -598,12 +601,12 @@ int stoke__blobset_open_tar(const char *const *specs, size_t n_specs,
   for (size_t k = 0; k < t->n_shards; k++) t->fds[k] = -1;
   for (size_t k = 0; k < t->n_shards; k++) {
     const char *path = t->paths[k];
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = stoke__sys_open(sys, path, O_RDONLY | O_CLOEXEC, 0);
     struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0) {
-      rc = stoke__errf(err, cap, STOKE_EIO, "tar source: %s: %s", path,
-                       strerror(errno));
-      if (fd >= 0) close(fd);
+    if (fd < 0 || sys->fstat(sys->user, fd, &st) != 0) {
+      rc = stoke__errf(err, cap, STOKE_EIO, "tar source: %s: %s: %s", path,
+                       fd < 0 ? "open" : "stat", strerror(errno));
+      if (fd >= 0) sys->close(sys->user, fd);
       goto fail;
     }
     t->fds[k] = fd;

@@ -212,7 +212,7 @@ static void build_shards(const char *dir) {
 static stoke__blobset *open_one(const char *spec) {
   stoke__blobset *s = NULL;
   const char *specs[1] = {spec};
-  int rc = stoke__blobset_open_tar(specs, 1, NULL, &s, errbuf, sizeof errbuf);
+  int rc = stoke__blobset_open_tar(specs, 1, NULL, NULL, &s, errbuf, sizeof errbuf);
   if (rc) fail_msg("open %s: %s", spec, errbuf);
   return s;
 }
@@ -220,7 +220,7 @@ static stoke__blobset *open_one(const char *spec) {
 static int open_err(const char *spec) {
   stoke__blobset *s = NULL;
   const char *specs[1] = {spec};
-  int rc = stoke__blobset_open_tar(specs, 1, NULL, &s, errbuf, sizeof errbuf);
+  int rc = stoke__blobset_open_tar(specs, 1, NULL, NULL, &s, errbuf, sizeof errbuf);
   assert_null(s);
   return rc;
 }
@@ -517,7 +517,7 @@ static void test_tar_oom(void **state) {
     failing f = {0, k, 0, 0};
     stoke_allocator a = {f_alloc, f_free, &f};
     stoke__blobset *s = (stoke__blobset *)1;
-    int rc = stoke__blobset_open_tar(specs, 1, &a, &s, errbuf,
+    int rc = stoke__blobset_open_tar(specs, 1, &a, NULL, &s, errbuf,
                                      sizeof errbuf);
     if (f.faults == 0) {
       if (rc) fail_msg("open: %s", errbuf);
