@@ -62,7 +62,8 @@ STOKE_API const char *stoke_version(void);
 
 typedef enum stoke_code {
   STOKE_OK = 0,
-  STOKE_END = 1, /* stoke_loader_next: the epoch is over (not an error) */
+  STOKE_END = 1,   /* stoke_loader_next: the epoch is over (not an error) */
+  STOKE_AGAIN = 2, /* stoke_loader_next_timed: no batch yet (not an error) */
 #define STOKE__ERR_ENUM(name, value, text) STOKE_E##name = value,
   STOKE_ERRNO_MAP(STOKE__ERR_ENUM)
 #undef STOKE__ERR_ENUM
@@ -440,9 +441,10 @@ STOKE_API int stoke_loader_create(const stoke_config *cfg,
                                   stoke_loader **out);
 
 /* Stop the workers, wait for samples in progress to finish and free
-** everything, also batches still lent out (their views become invalid).
-** Safe at any point: mid-epoch, after an early break, after an error.
-** NULL: no-op. */
+** everything.  Batches still lent out stay valid (data, fields, indices)
+** and must still be released: the last stoke_batch_release() frees what is
+** left, from any thread.  No other call may use l after this.  Safe at any
+** point: mid-epoch, after an early break, after an error.  NULL: no-op. */
 STOKE_API void stoke_loader_destroy(stoke_loader *l);
 
 /* The next batch of the current epoch.  The first call starts an epoch;
@@ -457,8 +459,21 @@ STOKE_API void stoke_loader_destroy(stoke_loader *l);
 ** following call as computing.  Thread-safety: one consumer at a time. */
 STOKE_API int stoke_loader_next(stoke_loader *l, stoke_batch **out);
 
+/* Like stoke_loader_next, but gives up after timeout_ns (>= 0) without a
+** batch and returns STOKE_AGAIN, which is not an error: the step goes on,
+** and the next call (of either kind) continues it, so its wait is counted
+** once, from the first call.  A caller that must stay responsive (Python,
+** for Ctrl-C) loops on it.  With 0 workers the batch is filled inside the
+** call and the timeout applies only to waiting for a free slot.  Returns
+** what stoke_loader_next returns, STOKE_AGAIN, or STOKE_EINVAL for a
+** negative timeout. */
+STOKE_API int stoke_loader_next_timed(stoke_loader *l, stoke_batch **out,
+                                      int64_t timeout_ns);
+
 /* Give a lent batch back; its slot returns to the pool.  Any thread, any
-** order.  NULL: no-op. */
+** order, also after stoke_loader_destroy (see there).  It never blocks for
+** long (a lock held only for bookkeeping) and calls no user code, so a
+** DLPack deleter or a buffer release may call it.  NULL: no-op. */
 STOKE_API void stoke_batch_release(stoke_batch *b);
 
 /* Set the epoch number of the next epoch to start (like
@@ -578,6 +593,77 @@ STOKE_API size_t stoke_loader_n_epoch_stats(const stoke_loader *l);
 /* Record i (0 = the first epoch run).  STOKE_EINVAL when out of range. */
 STOKE_API int stoke_loader_epoch_stats(const stoke_loader *l, size_t i,
                                        stoke_epoch_stats *out);
+
+/* ------------------------------------------------------------------------ */
+/* The two clocks around any loop                                           */
+
+/* A stoke_twoclock times somebody else's loop (another loader, a generator)
+** the way stoke_loader_next times its own: waiting from enter() to leave(),
+** computing from leave() to the next enter().  Its statistics are a
+** stoke_stats like a loader's, without the producer's stages, so
+** stoke_diagnose and the reports read them with the doctor's thresholds.
+** The ready queue cannot be seen from outside: a wait of at most
+** ready_wait_ns counts as a batch found ready (depth 1), a longer one as
+** none (depth 0), so queue_empty_frac is the share of steps that waited.
+**
+**   stoke_twoclock *tc;
+**   stoke_twoclock_create(NULL, &tc);
+**   for (;;) {
+**     stoke_twoclock_enter(tc);
+**     batch = their_next();
+**     if (!batch) { stoke_twoclock_end_epoch(tc); break; }
+**     stoke_twoclock_leave(tc, batch_len);
+**     train_step(batch);     // sync the device first for an honest clock
+**   }
+**
+** Thread-safety: one thread drives enter/leave/end_epoch; the read calls
+** (stats, histogram, epochs, trace) may run on any thread meanwhile. */
+typedef struct stoke_twoclock stoke_twoclock; /* opaque */
+
+typedef struct stoke_twoclock_config {
+  size_t struct_size;    /* set by stoke_twoclock_config_init() */
+  unsigned warmup_epochs;/* epochs left out of the statistics; default 1 */
+  size_t warmup_steps;   /* steps left out after them; default 0 */
+  int64_t ready_wait_ns; /* a wait at most this long found a batch ready;
+                            default 1 ms */
+  unsigned n_workers;    /* the wrapped loader's workers, for the verdict
+                            (0: batches made inside next, so starving when
+                            waiting); default STOKE_WORKERS_AUTO = unknown */
+  unsigned prefetch;     /* its prefetch depth, 0 = unknown (default) */
+  size_t trace_events;   /* 0 (default): no trace; else the latest spans
+                            kept for stoke_twoclock_write_trace */
+  const stoke_allocator *alloc; /* NULL = malloc/free; must outlive it */
+} stoke_twoclock_config;
+
+STOKE_API void stoke_twoclock_config_init(stoke_twoclock_config *cfg);
+/* cfg NULL: the defaults.  0, or STOKE_EINVAL / STOKE_ENOMEM with the
+** message in stoke_errmsg(NULL). */
+STOKE_API int stoke_twoclock_create(const stoke_twoclock_config *cfg,
+                                    stoke_twoclock **out);
+STOKE_API void stoke_twoclock_destroy(stoke_twoclock *c); /* NULL: no-op */
+/* The consumer asks for the next batch: the step in progress stops
+** computing, its wait starts; the first call of an epoch starts it.
+** Returns the timestamp (CLOCK_MONOTONIC ns). */
+STOKE_API int64_t stoke_twoclock_enter(stoke_twoclock *c);
+/* A batch of n_samples arrived: the wait stops, computing starts. */
+STOKE_API int64_t stoke_twoclock_leave(stoke_twoclock *c, size_t n_samples);
+/* The iteration is over (or was left early): the last step stops
+** computing and the epoch is recorded.  No-op outside an epoch.  0, or
+** STOKE_ENOMEM when the record could not be kept. */
+STOKE_API int stoke_twoclock_end_epoch(stoke_twoclock *c);
+/* Measured steps (warm-up excluded); producer fields are 0. */
+STOKE_API int stoke_twoclock_stats(const stoke_twoclock *c, stoke_stats *out);
+/* As stoke_loader_wait_histogram. */
+STOKE_API size_t stoke_twoclock_wait_histogram(const stoke_twoclock *c,
+                                               stoke_hist_bucket *out,
+                                               size_t cap);
+STOKE_API size_t stoke_twoclock_n_epoch_stats(const stoke_twoclock *c);
+STOKE_API int stoke_twoclock_epoch_stats(const stoke_twoclock *c, size_t i,
+                                         stoke_epoch_stats *out);
+/* A Chrome trace of the consumer's wait and compute spans (trace_events
+** > 0).  0, STOKE_EINVAL or STOKE_EIO (message in stoke_errmsg(NULL)). */
+STOKE_API int stoke_twoclock_write_trace(const stoke_twoclock *c,
+                                         const char *path);
 
 /* ------------------------------------------------------------------------ */
 /* Diagnosis                                                                 */

@@ -11,7 +11,8 @@
 ** list of epoch records (one small record per epoch).
 ** Shutdown: destroy sets stop under mu, wakes every waiter and joins every
 ** worker; a worker finishes the sample it is in, so a stuck user callback
-** delays destroy until it returns, and nothing is detached. */
+** delays destroy until it returns, and nothing is detached.  Batches still
+** lent stay valid: the last stoke_batch_release frees the loader. */
 #define _POSIX_C_SOURCE 200809L
 #include "pipeline.h"
 
@@ -284,11 +285,22 @@ int stoke__loader_create(const stoke_config *cfg, const stoke__sys *sys,
   return 0;
 }
 
+void stoke__loader_free(stoke_loader *l) {
+  destroy_sync(l);
+  free_loader(l);
+}
+
+/* Batches still lent out keep their slots, and the loader's memory with
+** them, until the last one is released (stoke_batch_release frees it): a
+** Python array can outlive the loader object that made it. */
 void stoke_loader_destroy(stoke_loader *l) {
   if (!l) return;
   stop_workers(l, l->n_workers);
-  destroy_sync(l);
-  free_loader(l);
+  pthread_mutex_lock(&l->mu);
+  bool lent = l->n_lent > 0;
+  if (lent) l->destroyed = true;
+  pthread_mutex_unlock(&l->mu);
+  if (!lent) stoke__loader_free(l);
 }
 
 const char *stoke_errmsg(const stoke_loader *l) {
@@ -422,18 +434,6 @@ int stoke_loader_write_trace(stoke_loader *l, const char *path) {
 
 size_t stoke_loader_wait_histogram(const stoke_loader *l,
                                    stoke_hist_bucket *out, size_t cap) {
-  if (!l) return 0;
   /* Consumer stats are only written while measuring: no baseline needed. */
-  size_t n = 0;
-  for (size_t b = 0; b < STOKE__HIST_BUCKETS; b++) {
-    uint64_t c = stoke__counter_get(&l->cstats->wait.bucket[b]);
-    if (c == 0) continue;
-    if (out && n < cap) {
-      uint64_t lo, hi;
-      stoke__hist_bucket_range(b, &lo, &hi);
-      out[n] = (stoke_hist_bucket){(int64_t)lo, (int64_t)hi, c};
-    }
-    n++;
-  }
-  return n;
+  return l ? stoke__hist_buckets(&l->cstats->wait, out, cap) : 0;
 }

@@ -416,19 +416,29 @@ static void check_stuck(stoke_loader *l, int64_t now) {
   }
 }
 
-static void timed_wait(stoke_loader *l) {
-  if (l->cfg.sample_timeout_ms <= 0 || l->n_workers == 0) {
+/* Wait for a batch, an error or stop (mu held), until `deadline` (0:
+** none).  Returns false once the deadline has passed. */
+static bool timed_wait(stoke_loader *l, int64_t deadline) {
+  bool watch = l->cfg.sample_timeout_ms > 0 && l->n_workers > 0;
+  if (!watch && !deadline) {
     pthread_cond_wait(&l->ready_cv, &l->mu);
-    return;
+    return true;
   }
-  /* Wake at least every quarter timeout (at most 250 ms) to look. */
-  int64_t step = STOKE__MIN(l->cfg.sample_timeout_ms * 1000000 / 4,
-                            (int64_t)250000000);
-  if (step < 1000000) step = 1000000;
-  int64_t t = stoke__now_ns() + step;
+  int64_t now = stoke__now_ns();
+  if (deadline && now >= deadline) return false;
+  int64_t t = deadline ? deadline : INT64_MAX;
+  if (watch) {
+    /* Wake at least every quarter timeout (at most 250 ms) to look. */
+    int64_t step = STOKE__MIN(l->cfg.sample_timeout_ms * 1000000 / 4,
+                              (int64_t)250000000);
+    if (step < 1000000) step = 1000000;
+    t = STOKE__MIN(t, now + step);
+  }
   struct timespec ts = {.tv_sec = t / 1000000000, .tv_nsec = t % 1000000000};
-  if (pthread_cond_timedwait(&l->ready_cv, &l->mu, &ts) == ETIMEDOUT)
+  if (pthread_cond_timedwait(&l->ready_cv, &l->mu, &ts) == ETIMEDOUT &&
+      watch)
     check_stuck(l, stoke__now_ns());
+  return true;
 }
 
 /* W = 0: fill the next batch in the caller's thread (mu held on entry and
@@ -477,11 +487,19 @@ static int poisoned(stoke_loader *l) {
   return l->error;
 }
 
-int stoke_loader_next(stoke_loader *l, stoke_batch **out) {
+/* next() with a deadline (0: none).  A call that times out leaves the
+** step pending: the retry keeps its start, its depth and its warm-up
+** decision, so a step waited for in several calls is measured once. */
+static int next_until(stoke_loader *l, stoke_batch **out, int64_t deadline) {
   if (!l || !out) return STOKE_EINVAL;
   *out = NULL;
   int64_t t_enter = stoke__now_ns();
   pthread_mutex_lock(&l->mu);
+  bool retry = l->pending_enter_ns != 0;
+  if (retry) {
+    t_enter = l->pending_enter_ns;
+    l->pending_enter_ns = 0;
+  }
   account_compute(l, t_enter);
   if (l->error) {
     int rc = poisoned(l);
@@ -495,11 +513,11 @@ int stoke_loader_next(stoke_loader *l, stoke_batch **out) {
     stoke__record_epoch(l, t_enter);
     return STOKE_END;
   }
-  bool measured = step_is_measured(l);
+  bool measured = retry ? l->pending_measured : step_is_measured(l);
 
   size_t depth = 0;
   stoke_batch *b = deliverable(l, &depth);
-  size_t depth_seen = depth;
+  size_t depth_seen = retry ? l->pending_depth : depth;
   int rc = 0;
   while (!b) {
     if (l->error) {
@@ -522,7 +540,13 @@ int stoke_loader_next(stoke_loader *l, stoke_batch **out) {
       rc = STOKE_EBUSY; /* nothing can be produced until a release */
       break;
     }
-    timed_wait(l);
+    if (!timed_wait(l, deadline)) {
+      l->pending_enter_ns = t_enter;
+      l->pending_measured = measured;
+      l->pending_depth = depth_seen;
+      rc = STOKE_AGAIN;
+      break;
+    }
     b = deliverable(l, &depth);
   }
   if (rc) {
@@ -566,6 +590,16 @@ int stoke_loader_next(stoke_loader *l, stoke_batch **out) {
   return STOKE_OK;
 }
 
+int stoke_loader_next(stoke_loader *l, stoke_batch **out) {
+  return next_until(l, out, 0);
+}
+
+int stoke_loader_next_timed(stoke_loader *l, stoke_batch **out,
+                            int64_t timeout_ns) {
+  if (timeout_ns < 0) return STOKE_EINVAL;
+  return next_until(l, out, stoke__now_ns() + timeout_ns);
+}
+
 void stoke_batch_release(stoke_batch *b) {
   if (!b) return;
   stoke_loader *l = b->owner;
@@ -577,7 +611,10 @@ void stoke_batch_release(stoke_batch *b) {
     l->n_lent--;
     pthread_cond_broadcast(&l->work_cv);
   }
+  /* destroy() ran while this batch was out: the last one back frees. */
+  bool last = l->destroyed && l->n_lent == 0;
   pthread_mutex_unlock(&l->mu);
+  if (last) stoke__loader_free(l);
 }
 
 int stoke_loader_set_epoch(stoke_loader *l, uint64_t epoch) {
