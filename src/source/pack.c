@@ -352,13 +352,17 @@ int stoke__pack(const stoke_source *src, const char *out_prefix,
   if (rc != 0) goto out;
   pthread_mutex_init(&j.mu, NULL);
   pthread_cond_init(&j.cv, NULL);
+  /* Fewer producers than asked (a thread that cannot start) only make the
+  ** pack slower: the shards are the same whatever the count. */
+  int start_rc = 0;
   for (; started < n_threads; started++)
-    if (stoke__thread_start(&ws[started].thread, a, sys, "stoke-pack",
-                            producer_main, &ws[started]) != 0)
+    if ((start_rc = stoke__thread_start(&ws[started].thread, a, sys,
+                                        "stoke-pack", producer_main,
+                                        &ws[started])) != 0)
       break;
   rc = started ? consume(&j, w, cfg, res)
-               : stoke__set_tls_error(STOKE_ETHREAD,
-                                      "pack: cannot start a thread");
+               : stoke__set_tls_error(start_rc, "pack: cannot start a "
+                                      "thread: %s", stoke_strerror(start_rc));
   pthread_mutex_lock(&j.mu);
   j.stop = true;
   pthread_cond_broadcast(&j.cv);

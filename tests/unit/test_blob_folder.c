@@ -296,7 +296,7 @@ static void test_folder_oom(void **state) {
   char *root = make_tmp();
   build_tree(root);
   for (long k = 1;; k++) {
-    failing f = {0, k, 0, 0};
+    failing f = {.fail_at = k};
     stoke_allocator a = {f_alloc, f_free, &f};
     stoke__blobset *s = (stoke__blobset *)1;
     int rc = stoke__blobset_open_folder(root, &a, NULL, &s, errbuf, sizeof errbuf);

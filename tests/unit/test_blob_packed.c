@@ -711,7 +711,7 @@ static void test_oom(void **state) {
   snprintf(spec, sizeof spec, "%s/pack-*.stoke", dir);
   uint8_t b[1024];
   for (long k = 1;; k++) {
-    failing f = {0, k, 0, 0};
+    failing f = {.fail_at = k};
     stoke_allocator a = {f_alloc, f_free, &f};
     stoke__pack_writer *w = NULL;
     int rc = stoke__pack_writer_create(prefix, 2048, 0, &a, NULL, &w, errbuf,
@@ -737,7 +737,7 @@ static void test_oom(void **state) {
   }
   const char *specs[1] = {spec};
   for (long k = 1;; k++) {
-    failing f = {0, k, 0, 0};
+    failing f = {.fail_at = k};
     stoke_allocator a = {f_alloc, f_free, &f};
     stoke__blobset *s = (stoke__blobset *)1;
     int rc = stoke__blobset_open_packed(specs, 1, 0, &a, NULL, &s, errbuf,

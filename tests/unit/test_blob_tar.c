@@ -514,7 +514,7 @@ static void test_tar_oom(void **state) {
   snprintf(spec, sizeof spec, "%s/train-{0000..0002}.tar", dir);
   const char *specs[1] = {spec};
   for (long k = 1;; k++) {
-    failing f = {0, k, 0, 0};
+    failing f = {.fail_at = k};
     stoke_allocator a = {f_alloc, f_free, &f};
     stoke__blobset *s = (stoke__blobset *)1;
     int rc = stoke__blobset_open_tar(specs, 1, &a, NULL, &s, errbuf,
