@@ -16,6 +16,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "internal.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -153,11 +154,17 @@ static bool ends_with(const char *s, const char *suffix) {
 }
 
 /* AUTO: a directory is an ImageFolder; a path or pattern ending in .tar is
-** a set of tar shards, one ending in .stoke a set of packed shards. */
-static int detect_kind(const stoke__sys *sys, const char *path) {
+** a set of tar shards, one ending in .stoke a set of packed shards.  0 for
+** none of those, with the stat's errno in *stat_errno (0: it worked). */
+static int detect_kind(const stoke__sys *sys, const char *path,
+                       int *stat_errno) {
   struct stat st;
-  if (sys->stat(sys->user, path, &st) == 0 && S_ISDIR(st.st_mode))
-    return STOKE_IMAGES_FOLDER;
+  *stat_errno = 0;
+  if (sys->stat(sys->user, path, &st) == 0) {
+    if (S_ISDIR(st.st_mode)) return STOKE_IMAGES_FOLDER;
+  } else {
+    *stat_errno = errno;
+  }
   if (ends_with(path, ".tar") || ends_with(path, ".tar}"))
     return STOKE_IMAGES_TAR;
   if (ends_with(path, ".stoke") || ends_with(path, ".stoke}"))
@@ -188,7 +195,16 @@ int stoke__source_create_images(const char *path,
     return stoke__set_tls_error(STOKE_EINVAL, "images: no path given");
   sys = stoke__sys_or_real(sys);
   const stoke_allocator *a = cfg->alloc;
-  int kind = cfg->kind ? cfg->kind : detect_kind(sys, path);
+  int stat_errno = 0;
+  int kind = cfg->kind ? cfg->kind : detect_kind(sys, path, &stat_errno);
+  /* A path that exists but cannot be looked at (EIO, EACCES) is an error
+  ** whatever its name says; only a pattern may name no file. */
+  if (stat_errno && stat_errno != ENOENT)
+    return stoke__set_tls_error(STOKE_EIO, "images: %s: stat: %s", path,
+                                strerror(stat_errno));
+  if (kind == 0 && stat_errno)
+    return stoke__set_tls_error(STOKE_EINVAL, "images: %s: %s", path,
+                                strerror(stat_errno));
   if (kind < STOKE_IMAGES_FOLDER || kind > STOKE_IMAGES_PACKED)
     return stoke__set_tls_error(
         STOKE_EINVAL,

@@ -157,20 +157,28 @@ static char *join(const stoke_allocator *a, const char *x, const char *y) {
   return s;
 }
 
-/* Is root/rel a folder, a regular file, or neither?  Links are followed. */
+/* Is root/rel a folder, a regular file, or neither?  Links are followed:
+** a dangling one is neither.  STOKE_ENOMEM, or STOKE_EIO with the message
+** in err when stat fails otherwise (an unreadable entry must not vanish
+** from the dataset as if it were not a file). */
 static int entry_type(const folder_impl *f, const char *root,
                       const char *rel, const struct dirent *d,
-                      const stoke_allocator *a) {
+                      const stoke_allocator *a, char *err, size_t cap) {
   if (d->d_type == DT_DIR) return DT_DIR;
   if (d->d_type == DT_REG) return DT_REG;
   if (d->d_type != DT_UNKNOWN && d->d_type != DT_LNK) return DT_UNKNOWN;
   char *p = join(a, root, rel);
-  if (!p) return -1;
+  if (!p)
+    return stoke__errf(err, cap, STOKE_ENOMEM,
+                       "folder source: out of memory");
   struct stat st;
   int t = DT_UNKNOWN;
   if (f->sys->stat(f->sys->user, p, &st) == 0)
     t = S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG
                                                             : DT_UNKNOWN;
+  else if (errno != ENOENT && errno != ELOOP)
+    t = stoke__errf(err, cap, STOKE_EIO, "folder source: %s: stat: %s", p,
+                    strerror(errno));
   stoke__free(a, p);
   return t;
 }
@@ -227,9 +235,9 @@ static int walk_dir(walk *w, const char *dir, uint32_t label, int depth) {
       rc = STOKE_ENOMEM;
       break;
     }
-    int t = entry_type(w->f, root, rel, d, w->a);
+    int t = entry_type(w->f, root, rel, d, w->a, w->err, w->cap);
     if (t < 0) {
-      rc = STOKE_ENOMEM;
+      rc = t;
     } else if (t == DT_DIR) {
       rc = stoke__blob_strs_add(&subdirs, w->a, rel, NULL);
     } else if (t != DT_REG) {
@@ -260,7 +268,7 @@ static int walk_dir(walk *w, const char *dir, uint32_t label, int depth) {
                      strerror(errno));
   else if (rc == STOKE_ENOMEM)
     stoke__errf(w->err, w->cap, rc, "folder source: out of memory");
-  sys->closedir(sys->user, dp);
+  sys->closedir(sys->user, dp); /* read-only: nothing to lose */
   if (rc == 0) {
     if (subdirs.n) qsort(subdirs.s, subdirs.n, sizeof(char *), cmp_str);
     for (size_t k = 0; k < subdirs.n && rc == 0; k++)
@@ -301,8 +309,8 @@ int stoke__blobset_open_folder(const char *root, const stoke_allocator *a,
   for (errno = 0; rc == 0 && (d = sys->readdir(sys->user, dp)) != NULL;
        errno = 0) {
     if (d->d_name[0] == '.') continue;
-    int t = entry_type(f, f->root, d->d_name, d, a);
-    if (t < 0) rc = STOKE_ENOMEM;
+    int t = entry_type(f, f->root, d->d_name, d, a, err, cap);
+    if (t < 0) rc = t;
     else if (t == DT_DIR)
       rc = stoke__blob_strs_add(&classes, a, d->d_name, NULL);
     else
@@ -311,10 +319,11 @@ int stoke__blobset_open_folder(const char *root, const stoke_allocator *a,
   }
   int read_errno = errno;
   sys->closedir(sys->user, dp);
-  if (rc) {
+  if (rc == STOKE_ENOMEM) {
     rc = stoke__errf(err, cap, rc, "folder source: out of memory");
     goto fail;
   }
+  if (rc) goto fail; /* the message is set */
   if (read_errno) {
     rc = stoke__errf(err, cap, STOKE_EIO, "folder source: %s: readdir: %s",
                      f->root, strerror(read_errno));

@@ -11,7 +11,8 @@
 ** Every shard stays "NAME.tmp" until finish, which renames them all and
 ** fsyncs the folder; destroy before finish unlinks them.  So a failed or
 ** abandoned write never leaves a file with a final name, and a dataset
-** with final names is complete.  finish also removes the shards an earlier
+** with final names is complete (a rename that fails in finish takes the
+** shards already renamed back).  finish also removes the shards an earlier
 ** pack left under the same prefix past this one's last (see remove_stale). */
 #define _POSIX_C_SOURCE 200809L
 #include "storage/blob.h"
@@ -301,26 +302,34 @@ static int sync_dir(const stoke__pack_writer *w) {
 ** agree).  So they are removed: only files named as this writer names
 ** shards and starting with the shard magic, from index n on while they
 ** exist. */
-static size_t remove_stale(const stoke__pack_writer *w) {
-  size_t removed = 0;
+/* Returns 0 (*removed counts them), or -1 with errno and the path in
+** `where` when a candidate could not be checked or removed: a stale shard
+** left in place is a wrong dataset, so that is an error, not an end. */
+static int remove_stale(stoke__pack_writer *w, char *where, size_t cap) {
+  const stoke__sys *sys = w->sys;
   for (size_t k = w->finals.n;; k++) {
     char path[PATH_CAP];
     int n = snprintf(path, sizeof path, "%s-%05zu.stoke", w->prefix, k);
     if (n < 0 || (size_t)n >= sizeof path)
-      break;
-    const stoke__sys *sys = w->sys;
+      return 0;
+    snprintf(where, cap, "%s", path);
     int fd = stoke__sys_open(sys, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0);
     if (fd < 0)
-      break;
+      return errno == ENOENT || errno == ELOOP ? 0 : -1; /* ELOOP: a link */
     char magic[8];
-    bool shard = stoke__sys_pread_full(sys, fd, magic, sizeof magic, 0) == 0 &&
-                 memcmp(magic, STOKE__PACK_MAGIC, sizeof magic) == 0;
+    int rd = stoke__sys_pread_full(sys, fd, magic, sizeof magic, 0);
+    int e = errno;
     sys->close(sys->user, fd);
-    if (!shard || sys->unlink(sys->user, path) != 0)
-      break;
-    removed++;
+    if (rd != 0 && e != 0) {
+      errno = e;
+      return -1;
+    }
+    if (rd != 0 || memcmp(magic, STOKE__PACK_MAGIC, sizeof magic) != 0)
+      return 0; /* not a shard (too short, other bytes): not ours */
+    if (sys->unlink(sys->user, path) != 0)
+      return -1;
+    w->n_stale++;
   }
-  return removed;
 }
 
 int stoke__pack_writer_finish(stoke__pack_writer *w, size_t *n_shards,
@@ -338,15 +347,33 @@ int stoke__pack_writer_finish(stoke__pack_writer *w, size_t *n_shards,
     const char *final = w->finals.s[k];
     char tmp[TMP_CAP];
     tmp_name(final, tmp);
-    if (w->sys->rename(w->sys->user, tmp, final) != 0)
+    if (w->sys->rename(w->sys->user, tmp, final) != 0) {
+      /* The shards before k are complete but the dataset is not: take
+      ** them back, so that no final name of a partial pack stays (destroy
+      ** unlinks the .tmp files from k on). */
+      int e = errno;
+      for (size_t j = 0; j < k; j++)
+        w->sys->unlink(w->sys->user, w->finals.s[j]);
+      errno = e;
       return fail(w, STOKE_EIO, err, cap, "rename", tmp);
+    }
   }
   w->finished = true;
-  w->n_stale = remove_stale(w);
+  /* From here on the shards are complete under their final names; what
+  ** fails is the clean-up of an earlier pack or durability, and the
+  ** message says so. */
+  char where[PATH_CAP];
+  if (remove_stale(w, where, sizeof where) != 0)
+    return stoke__errf(err, cap, STOKE_EIO,
+                       "pack writer: %s: cannot remove this earlier pack's "
+                       "shard: %s (the %zu new shards are complete; remove "
+                       "it, or a glob reads it with them)", where,
+                       strerror(errno), w->finals.n);
   if (w->finals.n && sync_dir(w) != 0)
     return stoke__errf(err, cap, STOKE_EIO,
-                       "pack writer: %s: fsync of the folder: %s",
-                       w->prefix, strerror(errno));
+                       "pack writer: %s: fsync of the folder: %s (the %zu "
+                       "shards are complete; their names may not be "
+                       "durable)", w->prefix, strerror(errno), w->finals.n);
   if (n_shards) *n_shards = w->finals.n;
   return 0;
 }

@@ -92,6 +92,8 @@ typedef struct fault_sys {
   long fail_at;      /* 1-based among counted calls; 0 = never */
   int mode;          /* FAULT_ONCE or FAULT_FROM_THEN_ON */
   int err;           /* errno to set, or FAULT_SHORT */
+  unsigned tolerated; /* calls whose failure may go unreported (default
+                         FS_TOLERATED); faults elsewhere count in fatal */
   atomic_long calls;   /* counted calls so far */
   atomic_long faults;  /* injected */
   atomic_long fatal;   /* injected into calls outside FS_TOLERATED */
@@ -108,7 +110,7 @@ static inline bool fs_hit(fault_sys *fs, unsigned kind) {
     hit = fs->err == EINTR ? k < fs->fail_at + FAULT_BURST : true;
   if (!hit) return false;
   atomic_fetch_add(&fs->faults, 1);
-  if (!(kind & FS_TOLERATED)) atomic_fetch_add(&fs->fatal, 1);
+  if (!(kind & fs->tolerated)) atomic_fetch_add(&fs->fatal, 1);
   int zero = 0;
   atomic_compare_exchange_strong(&fs->first_kind, &zero, (int)kind);
   return true;
@@ -233,6 +235,7 @@ static inline void fault_sys_init(fault_sys *fs, unsigned mask, long fail_at,
   fs->fail_at = fail_at;
   fs->err = err;
   fs->mode = mode;
+  fs->tolerated = FS_TOLERATED;
   fs->table = (stoke__sys){
       fs,        fs_open,    fs_close,   fs_pread,   fs_pwrite,
       fs_fstat,  fs_stat,    fs_mmap,    fs_munmap,  fs_fsync,

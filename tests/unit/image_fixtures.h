@@ -137,7 +137,7 @@ static inline void tar_of_source(stoke_source *fsrc, const char *tarpath) {
 
 /* A small dataset in three storages under root (an existing folder):
 ** root/train/{ant,bee}/ with 4 JPEGs (two 4:2:0, a progressive one and a
-** grayscale one) and 2 PNGs, 24..80 px; root/train.tar, the same samples
+** grayscale one), 2 PNGs, 24..80 px, and a symbolic link to one of them; root/train.tar, the same samples
 ** as tar_of_source writes them; root/pk-0000N.stoke, packed from the
 ** folder in shards of ~6 KB (several files).  The paths go to folder_out,
 ** tar_out and packed_out (a glob), each of cap bytes. */
@@ -158,6 +158,11 @@ static inline void small_dataset(const char *root, char *folder_out,
   write_jpeg(d, "a.jpg", 40, 64, &gray, 13);
   write_jpeg(d, "b.jpg", 48, 48, &rgb, 14);
   write_png(d, "c.png", 32, 32, SPNG_COLOR_TYPE_GRAYSCALE, 8);
+  /* A link, as datasets made of other datasets have: the folder reader
+  ** stats it (followed, as torchvision does). */
+  char link[600];
+  snprintf(link, sizeof link, "%s/d.jpg", d);
+  assert_int_equal(symlink("../ant/a.jpg", link), 0);
   stoke_source *src = NULL;
   if (stoke_source_create_images(folder_out, NULL, &src) != 0)
     fail_msg("open %s: %s", folder_out, stoke_errmsg(NULL));
@@ -175,6 +180,6 @@ static inline void small_dataset(const char *root, char *folder_out,
   snprintf(packed_out, cap, "%.150s-*.stoke", prefix);
   stoke_source_destroy(src);
 }
-#define SMALL_DATASET_N 6
+#define SMALL_DATASET_N 7
 
 #endif /* STOKE_TEST_IMAGE_FIXTURES_H */
