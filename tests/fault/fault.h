@@ -77,7 +77,9 @@ enum {
 
 /* What a fault does instead of the call. */
 enum {
-  FAULT_SHORT = -1 /* err: a read or write of fewer bytes (at least 1) */
+  FAULT_SHORT = -1, /* err: a read or write of fewer bytes (at least 1) */
+  FAULT_BLOCK = -2  /* err: the call hangs until fault_sys_unblock, then
+                       runs (a stuck network filesystem) */
 };
 
 /* How many counted calls fail: the n-th only, or every one from it on
@@ -99,6 +101,10 @@ typedef struct fault_sys {
   atomic_long fatal;   /* injected into calls outside FS_TOLERATED */
   atomic_int first_kind; /* FS_* of the first fault, 0 before */
   atomic_long fds, maps, dirs; /* open now through this table */
+  pthread_mutex_t mu;  /* FAULT_BLOCK: guards blocked, unblocked */
+  pthread_cond_t cv;
+  int blocked;         /* calls hanging now */
+  bool unblocked;
 } fault_sys;
 
 /* Should this call of kind `kind` fail?  Counts it when in the mask. */
@@ -116,11 +122,34 @@ static inline bool fs_hit(fault_sys *fs, unsigned kind) {
   return true;
 }
 
-/* The injected errno (a short read or write is not an error). */
+/* The injected errno (a short read or write is not an error; a blocked
+** call waits, then runs). */
 static inline bool fs_fail(fault_sys *fs) {
   if (fs->err == FAULT_SHORT) return false;
+  if (fs->err == FAULT_BLOCK) {
+    pthread_mutex_lock(&fs->mu);
+    fs->blocked++;
+    pthread_cond_broadcast(&fs->cv);
+    while (!fs->unblocked) pthread_cond_wait(&fs->cv, &fs->mu);
+    fs->blocked--;
+    pthread_mutex_unlock(&fs->mu);
+    return false;
+  }
   errno = fs->err;
   return true;
+}
+
+/* FAULT_BLOCK: wait until a call hangs; let every hanging call go. */
+static inline void fault_sys_wait_blocked(fault_sys *fs) {
+  pthread_mutex_lock(&fs->mu);
+  while (fs->blocked == 0) pthread_cond_wait(&fs->cv, &fs->mu);
+  pthread_mutex_unlock(&fs->mu);
+}
+static inline void fault_sys_unblock(fault_sys *fs) {
+  pthread_mutex_lock(&fs->mu);
+  fs->unblocked = true;
+  pthread_cond_broadcast(&fs->cv);
+  pthread_mutex_unlock(&fs->mu);
 }
 
 static int fs_open(void *u, const char *path, int flags, unsigned mode) {
@@ -229,13 +258,15 @@ static int fs_thread_create(void *u, pthread_t *t, const pthread_attr_t *attr,
 ** FAULT_SHORT), once or from then on. */
 static inline void fault_sys_init(fault_sys *fs, unsigned mask, long fail_at,
                                   int err, int mode) {
-  memset(fs, 0, sizeof *fs);
+  memset(fs, 0, sizeof *fs); /* (a fault_sys is never re-initialised) */
   fs->real = stoke__sys_real();
   fs->mask = mask;
   fs->fail_at = fail_at;
   fs->err = err;
   fs->mode = mode;
   fs->tolerated = FS_TOLERATED;
+  pthread_mutex_init(&fs->mu, NULL);
+  pthread_cond_init(&fs->cv, NULL);
   fs->table = (stoke__sys){
       fs,        fs_open,    fs_close,   fs_pread,   fs_pwrite,
       fs_fstat,  fs_stat,    fs_mmap,    fs_munmap,  fs_fsync,

@@ -399,6 +399,67 @@ static void test_pack_thread_fails(void **state) {
   stoke_source_destroy(src);
 }
 
+/* ---- a read that hangs ----------------------------------------------------- */
+
+typedef struct destroyer {
+  stoke_loader *l;
+  atomic_int done;
+} destroyer;
+
+static void *destroy_main(void *p) {
+  destroyer *d = p;
+  stoke_loader_destroy(d->l);
+  atomic_store(&d->done, 1);
+  return NULL;
+}
+
+/* A read that never returns (a stuck network filesystem): next() reports
+** STOKE_ETIMEDOUT naming the sample and its file while the read still
+** hangs; destroy, called meanwhile, waits for it (no thread is abandoned
+** with the loader freed under it: ASan would see the worker's writes) and
+** returns once the read does. */
+static void test_hung_read_times_out(void **state) {
+  (void)state;
+  fault_sys fs;
+  fault_sys_init(&fs, FS_PREAD, 3, FAULT_BLOCK, FAULT_ONCE);
+  stoke_source *src = NULL;
+  TU_OK(stoke__source_create_images(folder, NULL, &fs.table, &src));
+  stoke_config cfg;
+  stoke_config_init(&cfg);
+  cfg.source = src;
+  cfg.batch_size = 2;
+  cfg.n_workers = 2;
+  cfg.sample_timeout_ms = 100;
+  stoke_loader *l = NULL;
+  TU_OK(stoke_loader_create(&cfg, &l));
+  stoke_batch *b;
+  int rc;
+  while ((rc = stoke_loader_next(l, &b)) == STOKE_OK) stoke_batch_release(b);
+  TU_RC_L(l, rc, STOKE_ETIMEDOUT);
+  pthread_mutex_lock(&fs.mu);
+  int hanging = fs.blocked;
+  pthread_mutex_unlock(&fs.mu);
+  TU_CHECK(hanging == 1, "next() returned after the read (%d hanging)",
+           hanging);
+  const char *msg = stoke_errmsg(l);
+  TU_CONTAINS(msg, "over the sample timeout of 100 ms");
+  TU_CONTAINS(msg, folder); /* the sample's file */
+  TU_CONTAINS(msg, "sample ");
+  destroyer d = {l, 0};
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, destroy_main, &d), 0);
+  /* Give a wrong destroy (one that does not wait) time to return. */
+  struct timespec nap = {0, 50 * 1000 * 1000};
+  nanosleep(&nap, NULL);
+  TU_CHECK(atomic_load(&d.done) == 0, "destroy returned while a worker "
+           "was still inside the sample");
+  fault_sys_unblock(&fs);
+  pthread_join(t, NULL);
+  assert_int_equal(atomic_load(&d.done), 1);
+  stoke_source_destroy(src);
+  assert_true(fault_sys_clean(&fs));
+}
+
 /* ---- set-up ------------------------------------------------------------------ */
 
 static int setup(void **state) {
@@ -427,6 +488,7 @@ int main(void) {
       cmocka_unit_test(test_faults_pack),
       cmocka_unit_test(test_thread_start_fails),
       cmocka_unit_test(test_pack_thread_fails),
+      cmocka_unit_test(test_hung_read_times_out),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
