@@ -387,6 +387,17 @@ static void test_damaged(void **state) {
   snprintf(entry, sizeof entry, "entry %zu", n_entries - 1);
   expect_bad(p, entry, "past the data");
 
+  /* The last sample 1 GiB away (its length unchanged, still aligned): an
+  ** offset past the index, which only the offset's own bound refuses
+  ** (index_off - off would wrap); a read would land outside the map. */
+  memcpy(c, f.b, f.n);
+  el = c + index_off + (n_entries - 1) * STOKE__PACK_ENTRY;
+  stoke__put_le64(el, stoke__le64(el) + ((uint64_t)1 << 30));
+  fix_index_crc(c, f.n);
+  snprintf(p, sizeof p, "%s/far.bin", dir);
+  save(p, c, f.n);
+  expect_bad(p, entry, "past the data");
+
   /* A damaged index (CRC not fixed). */
   memcpy(c, f.b, f.n);
   c[index_off + 17] ^= 1;
