@@ -809,6 +809,21 @@ static void test_huge_header(void **state) {
   assert_string_equal(err, "image 65535x65535 exceeds max_pixels 178956970");
   assert_int_equal(img.info.width, 65535);
   check_good(d);
+  /* 65536x65536 is 2^32 pixels: 0 if the product were taken in 32 bits.
+  ** With no max_bytes, only max_pixels stands between it and a 12 GiB
+  ** buffer. */
+  df_put_be32(bad + 16, 65536);
+  df_put_be32(bad + 20, 65536);
+  df_png_fix_crc(bad, 8);
+  stoke__decoder_opts o3 = o;
+  o3.max_bytes = 0;
+  stoke__decoder *d3 = new_decoder(&o3);
+  DECODE_RC(d3, bad, fx.png_n, NULL, &img, STOKE_EFORMAT);
+  assert_string_equal(err, "image 65536x65536 exceeds max_pixels 178956970");
+  stoke__decode_req r1 = {0, 0, 16, 16, 0, 0, false};
+  DECODE_RC(d3, bad, fx.png_n, &r1, &img, STOKE_EFORMAT); /* a small crop */
+  assert_string_equal(err, "image 65536x65536 exceeds max_pixels 178956970");
+  stoke__decoder_destroy(d3);
   free(bad);
 
   TU_CHECK(cnt.largest <= (size_t)1 << 20, "largest allocation %zu bytes",

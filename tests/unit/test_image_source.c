@@ -518,6 +518,18 @@ static void test_bad_files(void **state) {
   remove(strcat(strcpy((char[512]){0}, d), "/bomb.jpg"));
   free(px);
   free(buf);
+  /* A PNG header claiming 65536x65536: 2^32 pixels, 0 in 32 bits, so only
+  ** a 64-bit product refuses it by max_pixels (JPEG stops at 65535). */
+  uint8_t gray[64] = {0};
+  assert_int_equal(df_png(gray, sizeof gray, 8, 8, SPNG_COLOR_TYPE_GRAYSCALE,
+                          8, 0, NULL, NULL, &buf, &n), 0);
+  df_put_be32(buf + 16, 65536);
+  df_put_be32(buf + 20, 65536);
+  df_png_fix_crc(buf, 8);
+  write_file(d, "bomb.png", buf, n);
+  expect_sample_error(bad, "bomb.png", "65536x65536 exceeds max_pixels");
+  remove(strcat(strcpy((char[512]){0}, d), "/bomb.png"));
+  free(buf);
   /* An empty class folder fails the open, naming it. */
   char empty[320];
   snprintf(empty, sizeof empty, "%s/y", bad);
