@@ -75,8 +75,22 @@ STOKE_API const char *stoke_strerror(int code);
 /* ------------------------------------------------------------------------ */
 /* Memory                                                                    */
 
-/* Allocation hooks.  Every allocation of the library goes through them.
-** NULL means malloc/free.  The functions must be thread-safe. */
+/* Allocation hooks.  NULL means malloc/free.  The functions must be
+** thread-safe.  They receive every allocation of the library's own code and
+** of libspng (routed through spng_ctx_new2), with three exceptions that
+** call malloc directly because their APIs take no allocator:
+**  - libjpeg-turbo's working memory: per decoder (one per worker) a few KB
+**    of tables; per image its row buffers (about 16 rows of the decoded
+**    width, 3 bytes a pixel) and, for progressive JPEGs and for stoke
+**    pack's lossless rewrite, the whole image's DCT coefficients (2 bytes
+**    per coefficient: about 3 bytes a pixel at 4:2:0, 6 at 4:4:4), even
+**    when only a crop is decoded.  That is why max_pixels bounds the whole
+**    image: it is checked on the header before libjpeg allocates any of it
+**    (tests/fault/test_bomb.c watches the process's malloc to check this);
+**  - glob(3) while expanding path patterns (a few bytes per path);
+**  - thread stacks (1 MiB per worker, mapped by pthreads).
+** Memory a hook refuses surfaces as STOKE_ENOMEM (or, inside a worker, as
+** a failed sample whose message says "out of memory"). */
 typedef struct stoke_allocator {
   void *(*alloc)(void *user, size_t n_bytes);
   void (*free)(void *user, void *ptr);

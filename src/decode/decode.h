@@ -34,9 +34,10 @@
 ** through the opts allocator (never shrunk, never larger than max_bytes);
 ** they stay valid until the next stoke__decode on that decoder or its
 ** destruction.  Limits are checked from the header before any allocation
-** that scales with the image.  libjpeg and libspng keep their own small
-** working memory (their allocation hooks carry no user pointer), bounded by
-** the same limits; that memory is not seen by the stoke allocator.
+** that scales with the image.  libspng's working memory goes through the
+** opts allocator too (png.c); libjpeg's does not (its API takes no
+** allocator): see stoke_allocator in stoke.h for what it allocates, all of
+** it after the limits are checked.
 */
 #ifndef STOKE_DECODE_H
 #define STOKE_DECODE_H
