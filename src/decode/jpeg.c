@@ -256,6 +256,13 @@ static int decode_body(stoke__decoder *d, const stoke__decode_req *req,
   /* Gray, YCbCr and RGB all convert straight to packed RGB inside
   ** libjpeg-turbo; CMYK/YCCK come out as CMYK and are converted here. */
   c->out_color_space = cmyk ? JCS_CMYK : JCS_EXT_RGB;
+  /* libjpeg smooths the blocks of a progressive JPEG whose coefficients
+  ** are incomplete (scans missing) from their neighbours, differently for
+  ** a jpeg_crop_scanline window than for the whole image, so a crop would
+  ** not be the full decode's pixels (found by fuzz_jpeg; corpus/jpeg/
+  ** crash-progressive-smoothing-crop).  Off: every window is the full
+  ** decode's; complete files, which libjpeg never smooths, are unchanged. */
+  c->do_block_smoothing = FALSE;
   unsigned ch_dec = cmyk ? 4 : 3;
 
   unsigned s = stoke__decode_pick_scale(w, h, req->out_w, req->out_h);

@@ -259,10 +259,6 @@ static int validate(pack_shard *s, char *err, size_t cap) {
     return BAD("packed source: %s: data offset %llu is not a multiple of "
                "%u past the header", path, (unsigned long long)data_off,
                align);
-  if (flags & STOKE__PACK_FLAG_CLASSES) {
-    int rc = validate_classes(s, data_off, err, cap);
-    if (rc) return rc;
-  }
   if (index_off < data_off || index_off % 8)
     return BAD("packed source: %s: index offset %llu is before the data "
                "(%llu) or unaligned", path, (unsigned long long)index_off,
@@ -272,6 +268,12 @@ static int validate(pack_shard *s, char *err, size_t cap) {
                "runs past the end of the file (%llu bytes): truncated or "
                "damaged", path, (unsigned long long)index_off,
                (unsigned long long)n, (unsigned long long)size);
+  /* Only now is data_off <= index_off <= size known: the class table
+  ** (before the data) lies inside the file. */
+  if (flags & STOKE__PACK_FLAG_CLASSES) {
+    int rc = validate_classes(s, data_off, err, cap);
+    if (rc) return rc;
+  }
   uint64_t want = index_off + n * STOKE__PACK_ENTRY + STOKE__PACK_FOOTER;
   if (want != size)
     return BAD("packed source: %s: the header says the file is %llu bytes, "
