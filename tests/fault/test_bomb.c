@@ -147,8 +147,8 @@ static void test_png_bomb(void **state) {
 ** sample by name, and nothing large was asked for on the way. */
 static void test_bomb_through_loader(void **state) {
   (void)state;
-  char root[64] = "/tmp/stoke-bomb-XXXXXX", cls[128];
-  assert_non_null(mkdtemp(root));
+  char root[64], cls[128];
+  tmp_root(root, "bomb");
   snprintf(cls, sizeof cls, "%s/x", root);
   assert_int_equal(mkdir(cls, 0755), 0);
   size_t n;
@@ -176,9 +176,7 @@ static void test_bomb_through_loader(void **state) {
   TU_CONTAINS(stoke_errmsg(l), "30000x30000 exceeds max_pixels");
   stoke_loader_destroy(l);
   stoke_source_destroy(src);
-  char cmd[128];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
-  assert_int_equal(system(cmd), 0);
+  assert_int_equal(tmp_root_remove(root), 0);
 }
 
 int main(void) {

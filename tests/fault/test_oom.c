@@ -119,17 +119,14 @@ static char root[64], folder[256], tarpath[256], packed[256];
 
 static int setup(void **state) {
   (void)state;
-  snprintf(root, sizeof root, "/tmp/stoke-oom-XXXXXX");
-  assert_non_null(mkdtemp(root));
+  tmp_root(root, "oom");
   small_dataset(root, folder, tarpath, packed, sizeof folder);
   return 0;
 }
 
 static int teardown(void **state) {
   (void)state;
-  char cmd[160];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
-  return system(cmd);
+  return tmp_root_remove(root);
 }
 
 /* Open path with allocator a for the source and for a loader over it, two

@@ -464,17 +464,14 @@ static void test_hung_read_times_out(void **state) {
 
 static int setup(void **state) {
   (void)state;
-  snprintf(root, sizeof root, "/tmp/stoke-sys-XXXXXX");
-  assert_non_null(mkdtemp(root));
+  tmp_root(root, "sys");
   small_dataset(root, folder, tarpath, packed, sizeof folder);
   return 0;
 }
 
 static int teardown(void **state) {
   (void)state;
-  char cmd[160];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
-  return system(cmd);
+  return tmp_root_remove(root);
 }
 
 int main(void) {

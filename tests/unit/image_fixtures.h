@@ -11,6 +11,19 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* A new folder "/tmp/stoke-<tag>-XXXXXX", its name in root (64 bytes). */
+static inline void tmp_root(char root[64], const char *tag) {
+  snprintf(root, 64, "/tmp/stoke-%.20s-XXXXXX", tag);
+  assert_non_null(mkdtemp(root));
+}
+
+/* rm -rf root; 0 when it went. */
+static inline int tmp_root_remove(const char *root) {
+  char cmd[160];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+  return system(cmd);
+}
+
 static inline void write_file(const char *dir, const char *name, const void *p,
                        size_t n) {
   char path[1024];

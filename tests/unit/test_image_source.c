@@ -32,8 +32,7 @@ static char folder[128];
 ** zebra: 4:4:4 JPEGs and a file that is not an image. */
 static int setup(void **state) {
   (void)state;
-  snprintf(root, sizeof root, "/tmp/stoke-img-XXXXXX");
-  assert_non_null(mkdtemp(root));
+  tmp_root(root, "img");
   mkdir_in(folder, sizeof folder, root, "train");
   char d[256];
   df_jpeg_opts rgb = {JCS_RGB, JCS_UNKNOWN, 90, 0, 2, 2, 0};
@@ -63,9 +62,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
   (void)state;
-  char cmd[160];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
-  return system(cmd);
+  return tmp_root_remove(root);
 }
 
 enum { N_IMAGES = 13 };
