@@ -282,6 +282,14 @@ STOKE_API int stoke_source_create_images(const char *path,
                                          const stoke_image_config *cfg,
                                          stoke_source **out);
 
+/* The same over several shard paths (each a path, a pattern or a glob),
+** all tar or all packed; their samples in the order given.  An ImageFolder
+** is one directory: a list of them is refused.  paths is borrowed. */
+STOKE_API int stoke_source_create_images_list(const char *const *paths,
+                                              size_t n_paths,
+                                              const stoke_image_config *cfg,
+                                              stoke_source **out);
+
 /* Classes of an image source (ImageFolder and tar: sorted names; packed:
 ** none), 0 / NULL for other sources. */
 STOKE_API size_t stoke_source_n_classes(const stoke_source *src);
@@ -407,7 +415,8 @@ typedef struct stoke_config {
                               as PyTorch's num_workers=0; default AUTO =
                               online CPUs */
   unsigned prefetch;       /* K: batches prepared ahead of the one the caller
-                              holds (K + 1 slots in all); default 2, >= 1 */
+                              holds (K + consumer_slots slots in all);
+                              default 2, >= 1 */
   int shuffle;             /* 0 sequential, 1 seeded shuffle; default 0 */
   uint64_t seed;           /* default 0 */
   int drop_last;           /* drop the final partial batch; default 0 */
@@ -440,6 +449,11 @@ typedef struct stoke_config {
                               (sized by measured sample cost) */
   const stoke_allocator *alloc; /* NULL = malloc/free; borrowed, must outlive
                                    the loader */
+  unsigned consumer_slots; /* batches the consumer holds at once while
+                              prefetch batches are made ahead: slots =
+                              prefetch + consumer_slots.  Default 1; 2 for
+                              a loop that keeps the previous batch while it
+                              asks for the next (Python's for-loop does) */
 } stoke_config;
 
 /* Fill cfg with defaults (and cfg->struct_size). */
@@ -490,6 +504,14 @@ STOKE_API int stoke_loader_next_timed(stoke_loader *l, stoke_batch **out,
 ** DLPack deleter or a buffer release may call it.  NULL: no-op. */
 STOKE_API void stoke_batch_release(stoke_batch *b);
 
+/* End the epoch in progress now, as a consumer that breaks out of its
+** loop means to: batches not yet handed out are dropped (work in flight is
+** finished and thrown away), the epoch is recorded with what was
+** delivered, and the next next() starts the next epoch.  Lent batches stay
+** valid.  No-op between epochs.  Returns 0 or STOKE_EINVAL.  Consumer
+** thread. */
+STOKE_API int stoke_loader_end_epoch(stoke_loader *l);
+
 /* Set the epoch number of the next epoch to start (like
 ** DistributedSampler.set_epoch).  Between epochs only: STOKE_EINVAL while an
 ** epoch is in progress. */
@@ -501,6 +523,8 @@ STOKE_API size_t stoke_loader_n_batches(const stoke_loader *l);
 STOKE_API size_t stoke_loader_n_samples(const stoke_loader *l);
 /* The configuration in force (defaults resolved, e.g. n_workers). */
 STOKE_API void stoke_loader_config(const stoke_loader *l, stoke_config *out);
+/* The loader's source (borrowed: valid while l lives). */
+STOKE_API const stoke_source *stoke_loader_source(const stoke_loader *l);
 /* Host bytes allocated for batch slots, worker scratch and the order. */
 STOKE_API uint64_t stoke_loader_host_bytes(const stoke_loader *l);
 
@@ -618,7 +642,8 @@ STOKE_API int stoke_loader_epoch_stats(const stoke_loader *l, size_t i,
 ** stoke_diagnose and the reports read them with the doctor's thresholds.
 ** The ready queue cannot be seen from outside: a wait of at most
 ** ready_wait_ns counts as a batch found ready (depth 1), a longer one as
-** none (depth 0), so queue_empty_frac is the share of steps that waited.
+** none (depth 0), so queue_empty_frac is the share of steps (or of rounds,
+** see round_steps) that waited.
 **
 **   stoke_twoclock *tc;
 **   stoke_twoclock_create(NULL, &tc);
@@ -639,7 +664,15 @@ typedef struct stoke_twoclock_config {
   unsigned warmup_epochs;/* epochs left out of the statistics; default 1 */
   size_t warmup_steps;   /* steps left out after them; default 0 */
   int64_t ready_wait_ns; /* a wait at most this long found a batch ready;
-                            default 1 ms */
+                            default 2 ms (PyTorch's DataLoader takes about
+                            1 ms to hand over a batch already made) */
+  unsigned round_steps;  /* judge the queue over rounds of this many steps:
+                            W workers that each make whole batches in turn
+                            (PyTorch's DataLoader) deliver them in rounds of
+                            W, so a starved round waits once and then finds
+                            W - 1 batches made at the same time; a round in
+                            which any step waited counts as one empty
+                            queue.  0 or 1 (default): every step alone */
   unsigned n_workers;    /* the wrapped loader's workers, for the verdict
                             (0: batches made inside next, so starving when
                             waiting); default STOKE_WORKERS_AUTO = unknown */
@@ -854,7 +887,7 @@ STOKE_API int stoke_advise_model(const stoke_model *m,
 ** bytes + W x worker state (+ cache)).  Plain data. */
 typedef struct stoke_host_ledger {
   size_t struct_size;      /* set by the caller: sizeof(stoke_host_ledger) */
-  size_t n_slots;          /* batch slots: prefetch + 1 */
+  size_t n_slots;          /* batch slots: prefetch + consumer_slots */
   unsigned n_workers;      /* resolved (AUTO: online CPUs) */
   uint64_t sample_bytes;   /* all fields of one sample */
   uint64_t batch_bytes;    /* batch_size x sample_bytes */

@@ -29,6 +29,7 @@ void stoke_config_init(stoke_config *cfg) {
   cfg->world = 1;
   cfg->in_order = 1;
   cfg->prefetch_next_epoch = 1;
+  cfg->consumer_slots = 1;
 }
 
 /* Upper bound on threads: beyond this a config is a typo, not a plan. */
@@ -55,6 +56,10 @@ int stoke__config_validate(const stoke_config *c) {
     return stoke__set_tls_error(STOKE_EINVAL,
                                 "config: n_workers is %u, expected 0..%d",
                                 c->n_workers, STOKE__MAX_WORKERS);
+  if (c->consumer_slots == 0 || c->consumer_slots > STOKE__MAX_PREFETCH)
+    return stoke__set_tls_error(STOKE_EINVAL,
+                                "config: consumer_slots is %u, expected 1..%d",
+                                c->consumer_slots, STOKE__MAX_PREFETCH);
   if (c->world == 0)
     return stoke__set_tls_error(STOKE_EINVAL, "config: world is 0");
   if (c->rank >= c->world)
@@ -212,7 +217,7 @@ int stoke__loader_create(const stoke_config *cfg, const stoke__sys *sys,
   if (l->cfg.n_workers == STOKE_WORKERS_AUTO)
     l->cfg.n_workers = stoke__online_cpus();
   l->n_workers = l->cfg.n_workers;
-  l->n_slots = (size_t)l->cfg.prefetch + 1;
+  l->n_slots = (size_t)l->cfg.prefetch + l->cfg.consumer_slots;
   for (size_t f = 0; f < l->src->n_fields; f++)
     l->sample_bytes += l->src->field_bytes[f];
   l->plan = (stoke__plan){.n_source = l->src->n_samples,
@@ -326,6 +331,10 @@ size_t stoke_loader_n_samples(const stoke_loader *l) {
 
 void stoke_loader_config(const stoke_loader *l, stoke_config *out) {
   if (l && out) *out = l->cfg;
+}
+
+const stoke_source *stoke_loader_source(const stoke_loader *l) {
+  return l ? l->src : NULL;
 }
 
 uint64_t stoke_loader_host_bytes(const stoke_loader *l) {

@@ -311,13 +311,15 @@ void stoke__record_epoch(stoke_loader *l, int64_t end_ns) {
 
 /* ---- the consumer ------------------------------------------------------------ */
 
-/* Drop what workers prefetched for an epoch that is not the next one
-** (mu held): ready batches go back to the pool now, filling ones when their
-** last sample is written. */
-static void discard_prefetch(stoke_loader *l) {
+/* Drop the batches of claim generation gen that were not handed out (mu
+** held): ready ones go back to the pool now, filling ones when their last
+** sample is written.  The batch still being claimed into loses its
+** unclaimed samples (nobody will claim them): they are taken off its
+** remaining count, and if no chunk of it is in flight it is free now. */
+static void drop_undelivered(stoke_loader *l, uint64_t gen) {
   for (size_t i = 0; i < l->n_slots; i++) {
     stoke_batch *b = &l->slots[i];
-    if (b->gen != l->claim_gen) continue;
+    if (b->gen != gen) continue;
     if (b->state == SLOT_READY) {
       b->state = SLOT_FREE;
       b->next_free = l->free_list;
@@ -326,6 +328,25 @@ static void discard_prefetch(stoke_loader *l) {
       b->discard = true;
     }
   }
+  stoke_batch *b = l->claim_batch;
+  if (b && b->gen == gen) {
+    l->claim_batch = NULL;
+    size_t unclaimed = b->n - l->claim_pos;
+    if (atomic_fetch_sub_explicit(&b->remaining, unclaimed,
+                                  memory_order_acq_rel) == unclaimed) {
+      b->discard = false;
+      b->state = SLOT_FREE;
+      b->next_free = l->free_list;
+      l->free_list = b;
+    }
+  }
+  pthread_cond_broadcast(&l->work_cv);
+}
+
+/* Drop what workers prefetched for an epoch that is not the next one (mu
+** held). */
+static void discard_prefetch(stoke_loader *l) {
+  drop_undelivered(l, l->claim_gen);
   l->claim_batch = NULL;
 }
 
@@ -615,6 +636,26 @@ void stoke_batch_release(stoke_batch *b) {
   bool last = l->destroyed && l->n_lent == 0;
   pthread_mutex_unlock(&l->mu);
   if (last) stoke__loader_free(l);
+}
+
+int stoke_loader_end_epoch(stoke_loader *l) {
+  if (!l) return STOKE_EINVAL;
+  int64_t now = stoke__now_ns();
+  pthread_mutex_lock(&l->mu);
+  if (!l->epoch_active) {
+    pthread_mutex_unlock(&l->mu);
+    return 0;
+  }
+  account_compute(l, now);
+  l->pending_enter_ns = 0;
+  drop_undelivered(l, l->deliver_gen);
+  /* Claims still on this epoch stop; the next start_epoch reopens them on
+  ** the next one.  Claims already ahead (next-epoch prefetch) stay. */
+  if (l->claim_gen == l->deliver_gen) l->claim_open = false;
+  l->epoch_active = false;
+  pthread_mutex_unlock(&l->mu);
+  stoke__record_epoch(l, now);
+  return 0;
 }
 
 int stoke_loader_set_epoch(stoke_loader *l, uint64_t epoch) {

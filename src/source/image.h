@@ -22,6 +22,12 @@ int stoke__image_probe(const stoke__blobset *set, size_t index,
 int stoke__source_create_images(const char *path,
                                 const stoke_image_config *cfg,
                                 const stoke__sys *sys, stoke_source **out);
+/* The same for stoke_source_create_images_list. */
+int stoke__source_create_images_list(const char *const *paths,
+                                     size_t n_paths,
+                                     const stoke_image_config *cfg,
+                                     const stoke__sys *sys,
+                                     stoke_source **out);
 
 /* stoke_pack with the writer's file calls and the producer threads through
 ** sys (NULL: the real calls).  The source's reads use its own table. */

@@ -13,7 +13,12 @@
 ** is inferred from the wait: a next() that returned within ready_wait_ns
 ** found a batch ready (depth 1), a longer one found none (depth 0).  So
 ** queue_empty_frac is "the share of steps that waited", which is what the
-** doctor's starving-vs-variance rule asks of the queue. */
+** doctor's starving-vs-variance rule asks of the queue.  A loader whose W
+** workers each make whole batches (PyTorch's) starves in rounds: one long
+** wait, then W - 1 batches made beside the waited one are "ready" although
+** nothing was made ahead; with round_steps = W a round that waited at all
+** is one empty queue (seed 000 at 4 workers: every round waits 160 ms,
+** 1 step in 4). */
 #include "internal.h"
 
 #include <errno.h>
@@ -30,6 +35,8 @@ struct stoke_twoclock {
   int64_t leave_ns;             /* 0: no compute clock running */
   bool last_measured;
   uint64_t step_number;         /* in the epoch, for the trace */
+  unsigned round_pos;           /* measured steps into the current round */
+  bool round_waited;            /* one of them waited */
   /* The epoch in progress. */
   bool epoch_active, epoch_warmup;
   uint64_t epoch_number;
@@ -47,7 +54,7 @@ void stoke_twoclock_config_init(stoke_twoclock_config *cfg) {
   memset(cfg, 0, sizeof *cfg);
   cfg->struct_size = sizeof *cfg;
   cfg->warmup_epochs = 1;
-  cfg->ready_wait_ns = 1000000;
+  cfg->ready_wait_ns = 2000000;
   cfg->n_workers = STOKE_WORKERS_AUTO;
 }
 
@@ -111,6 +118,14 @@ void stoke_twoclock_destroy(stoke_twoclock *c) {
   stoke__free(c->alloc, c);
 }
 
+/* A round of steps ends: it found a batch ready unless one waited. */
+static void end_round(stoke_twoclock *c) {
+  if (!c->round_pos) return;
+  stoke__counter_add(&c->cs->depth[c->round_waited ? 0 : 1], 1);
+  c->round_pos = 0;
+  c->round_waited = false;
+}
+
 /* The compute clock of the step in progress stops at `now`. */
 static void stop_compute(stoke_twoclock *c, int64_t now) {
   if (!c->leave_ns) return;
@@ -150,7 +165,9 @@ int64_t stoke_twoclock_leave(stoke_twoclock *c, size_t n_samples) {
   if (measured) {
     stoke__consumer_stats *cs = c->cs;
     stoke__hist_add(&cs->wait, (uint64_t)wait);
-    stoke__counter_add(&cs->depth[wait <= c->cfg.ready_wait_ns ? 1 : 0], 1);
+    c->round_waited |= wait > c->cfg.ready_wait_ns;
+    if (++c->round_pos >= STOKE__MAX(c->cfg.round_steps, 1u))
+      end_round(c);
     stoke__counter_add(&cs->steps, 1);
     stoke__counter_add(&cs->samples, n_samples);
   }
@@ -169,6 +186,7 @@ int stoke_twoclock_end_epoch(stoke_twoclock *c) {
   int64_t now = stoke__now_ns();
   stop_compute(c, now);
   c->enter_ns = 0;
+  end_round(c); /* rounds do not span epochs */
   if (!c->epoch_active) return 0;
   c->epoch_active = false;
   stoke_epoch_stats e = {.epoch = c->epoch_number,

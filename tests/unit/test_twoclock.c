@@ -46,7 +46,8 @@ static void test_defaults_and_errors(void **state) {
   stoke_twoclock_config cfg;
   stoke_twoclock_config_init(&cfg);
   assert_int_equal(cfg.warmup_epochs, 1);
-  assert_int_equal(cfg.ready_wait_ns, MS);
+  assert_int_equal(cfg.ready_wait_ns, 2 * MS);
+  assert_int_equal(cfg.round_steps, 0);
   assert_int_equal(cfg.n_workers, STOKE_WORKERS_AUTO);
   stoke_twoclock *c = NULL;
   cfg.struct_size = 3;
@@ -148,6 +149,51 @@ static void test_variance_loop(void **state) {
   TU_OK(stoke_diagnose(&st, &d));
   assert_int_equal(d.verdict, STOKE_VERDICT_VARIANCE);
   stoke_twoclock_destroy(c);
+}
+
+/* Seed 000 at 4 workers, as PyTorch's DataLoader delivers it: each worker
+** makes a whole batch, so one step in four waits 40 ms and the other three
+** find a batch made beside it.  Step by step that reads as variance (the
+** queue "empty" at 25% of calls); in rounds of 4, every round waited:
+** starving, as the producer's mean rate (4 batches per 40 ms against a
+** 3 ms step) says. */
+static void seed000_rounds(stoke_twoclock *c) {
+  for (int i = 0; i < 24; i++) {
+    stoke_twoclock_enter(c);
+    if (i % 4 == 0) tu_sleep_ns(40 * MS);
+    stoke_twoclock_leave(c, 32);
+    tu_sleep_ns(3 * MS);
+  }
+  stoke_twoclock_enter(c);
+  TU_OK(stoke_twoclock_end_epoch(c));
+}
+
+static void test_rounds_of_batch_workers(void **state) {
+  (void)state;
+  stoke_twoclock_config cfg;
+  stoke_twoclock_config_init(&cfg);
+  cfg.warmup_epochs = 0;
+  cfg.n_workers = 4;
+  stoke_twoclock *step = NULL, *round = NULL;
+  TU_OK(stoke_twoclock_create(&cfg, &step));
+  cfg.round_steps = 4;
+  TU_OK(stoke_twoclock_create(&cfg, &round));
+  seed000_rounds(step);
+  seed000_rounds(round);
+  stoke_stats a = {.struct_size = sizeof a}, b = {.struct_size = sizeof b};
+  TU_OK(stoke_twoclock_stats(step, &a));
+  TU_OK(stoke_twoclock_stats(round, &b));
+  assert_true(a.queue_empty_frac > 0.2 && a.queue_empty_frac < 0.3);
+  assert_true(b.queue_empty_frac > 0.99);
+  assert_int_equal(b.queue_depth_hist[0], 6); /* 24 steps, 6 rounds */
+  assert_int_equal(b.steps, 24);
+  stoke_diagnosis da, db;
+  TU_OK(stoke_diagnose(&a, &da));
+  TU_OK(stoke_diagnose(&b, &db));
+  assert_int_equal(da.verdict, STOKE_VERDICT_VARIANCE);
+  assert_int_equal(db.verdict, STOKE_VERDICT_STARVING);
+  stoke_twoclock_destroy(step);
+  stoke_twoclock_destroy(round);
 }
 
 /* Known zero workers: a waiting loop is starving whatever the queue. */
@@ -269,6 +315,7 @@ int main(void) {
       cmocka_unit_test(test_busy_loop),
       cmocka_unit_test(test_variance_loop),
       cmocka_unit_test(test_known_inline),
+      cmocka_unit_test(test_rounds_of_batch_workers),
       cmocka_unit_test(test_trace),
       cmocka_unit_test(test_allocator),
       cmocka_unit_test(test_create_out_of_memory),
