@@ -340,7 +340,8 @@ typedef struct stoke_pack_config {
   uint64_t shard_bytes;      /* target size of a shard; 0 = one shard */
   /* false (default): JPEGs are rewritten losslessly (the same DCT
   ** coefficients, so the same pixels) as one baseline scan with a restart
-  ** marker every 16 pixels and optimised Huffman tables, so that a random
+  ** marker every 16 pixels (every MCU where an MCU is wider) and optimised
+  ** Huffman tables, so that a random
   ** crop decodes from the part of the file that covers it only.  CMYK
   ** files, PNGs and files the rewrite cannot read are stored as they are.
   ** true: every file is stored byte for byte. */
@@ -364,7 +365,7 @@ typedef struct stoke_pack_result {
   uint64_t bytes;        /* encoded sample bytes written */
   size_t n_rewritten;    /* JPEGs rewritten with restart markers */
   size_t n_ready;        /* JPEGs with such markers already (at most 16 px
-                            apart), stored as they were */
+                            or one MCU apart), stored as they were */
   size_t n_kept;         /* JPEGs stored as they were (why: below) */
   char first_kept[512];  /* the first of them and why, or "" */
   char first_shard[512]; /* e.g. "out-00000.stoke" */

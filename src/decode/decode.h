@@ -182,12 +182,14 @@ int stoke__decode(stoke__decoder *d, const void *data, size_t n,
                   size_t cap);
 
 /* The widest restart interval, in pixels, that the rewrite below writes:
-** one 16-pixel MCU of 4:2:0 and 4:2:2, two of 4:4:4 and grayscale. */
+** one 16-pixel MCU of 4:2:0 and 4:2:2, two of 4:4:4 and grayscale.  A JPEG
+** whose MCU is wider (horizontal sampling factor 3 or 4: 24 or 32 pixels)
+** gets one MCU per interval, the finest there is. */
 #define STOKE__JPEG_CUT_PX 16
 
 /* true when data[0..n) is a JPEG the rewrite below would leave as it is:
 ** cut-ready (stoke__decode_cut_ready) with restart intervals at most
-** STOKE__JPEG_CUT_PX wide.  Only the header is read. */
+** STOKE__JPEG_CUT_PX wide, or of one MCU.  Only the header is read. */
 bool stoke__jpeg_rewrite_done(const void *data, size_t n);
 
 /* Rewrite a JPEG losslessly for packed shards (jpeg_transcode.c): same
