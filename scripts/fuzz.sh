@@ -10,13 +10,15 @@
 # build-fuzz/artifacts/ (add it to tests/fuzz/corpus/<harness>/, then fix).
 # --merge replaces each tests/fuzz/corpus/<harness>/ by the minimal subset
 # (libFuzzer -merge=1) of it and of what the run found that keeps the
-# coverage.  --jobs N runs N harnesses at once.
+# coverage.  --merge-only merges what an earlier run left in build-fuzz/work/
+# without fuzzing again.  --jobs N runs N harnesses at once.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-secs=15 merge=0 jobs=1 names=()
+secs=15 merge=0 jobs=1 fuzz=1 names=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --merge) merge=1 ;;
+    --merge-only) merge=1 fuzz=0 ;;
     --jobs) jobs=$2; shift ;;
     [0-9]*) secs=$1 ;;
     *) names+=("$1") ;;
@@ -44,6 +46,7 @@ run_one() {
 
 fail=0 pids=() running=()
 for h in "${names[@]}"; do
+  [[ $fuzz -eq 1 ]] || break
   run_one "$h" & pids+=($!) running+=("$h")
   if [[ ${#pids[@]} -ge $jobs ]]; then
     wait "${pids[0]}" || fail=1
@@ -54,6 +57,7 @@ for p in "${pids[@]}"; do wait "$p" || fail=1; done
 
 printf '%-10s %12s %8s %8s %8s\n' harness execs cov ft corpus
 for h in "${names[@]}"; do
+  [[ $fuzz -eq 1 ]] || break
   log="$dir/logs/$h.log"
   execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo '?')
   last=$(grep -E '^#[0-9]+' "$log" | tail -1)
