@@ -37,7 +37,7 @@ typedef struct life_args {
 
 static void *lives_main(void *p) {
   life_args *a = p;
-  for (unsigned k = 0; k < 30; k++) {
+  for (unsigned k = 0; k < 100; k++) {
     unsigned r = a->seed * 7919u + k * 104729u;
     stoke_config cfg;
     stoke_config_init(&cfg);
@@ -113,7 +113,7 @@ static void test_destroy_mid_sample(void **state) {
   tu_cb *cb = tu_cb_new(N_SAMPLES);
   cb->sleep_ns = 300000; /* 0.3 ms */
   stoke_source *src = tu_cb_source(cb);
-  for (unsigned k = 0; k < 40; k++) {
+  for (unsigned k = 0; k < 100; k++) {
     stoke_config cfg = tu_config(src, 2 + k % 4, 1 + k % 3, 4);
     stoke_loader *l = tu_loader(&cfg);
     stoke_batch *b;
@@ -190,7 +190,7 @@ static void test_release_elsewhere(void **state) {
   pthread_cond_init(&h.cv, NULL);
   pthread_t rel;
   assert_int_equal(pthread_create(&rel, NULL, releaser_main, &h), 0);
-  for (unsigned e = 0; e < 6; e++) {
+  for (unsigned e = 0; e < 20; e++) {
     unsigned seen[N_SAMPLES] = {0};
     size_t n = 0;
     stoke_batch *b;
