@@ -3,7 +3,7 @@
 ** epoch or per sample shows as a slope).  bench/soak.sh builds and runs it.
 **
 **   soak synthetic BATCHES [TOL_MIB]          small synthetic batches
-**   soak images PATH EPOCHS [TOL_MIB]         an image dataset, many epochs
+**   soak images PATH EPOCHS [TOL_MIB [NAME]]  an image dataset, many epochs
 **
 ** Prints the curve (RSS at each sample point) and a verdict.  What is
 ** judged is the anonymous resident set (RssAnon: heap, stacks, batch
@@ -151,7 +151,7 @@ static int drive(stoke_loader *l, double total, double every, curve *c,
 int main(int argc, char **argv) {
   if (argc < 3) {
     fprintf(stderr, "usage: soak synthetic BATCHES [TOL_MIB]\n"
-                    "       soak images PATH EPOCHS [TOL_MIB]\n");
+                    "       soak images PATH EPOCHS [TOL_MIB [NAME]]\n");
     return 2;
   }
   int images = strcmp(argv[1], "images") == 0;
@@ -198,5 +198,6 @@ int main(int argc, char **argv) {
   double secs = now_s() - t0;
   stoke_loader_destroy(l);
   if (rc) return rc;
-  return verdict(images ? "images" : "synthetic", &c, tol, secs, done);
+  const char *name = images ? (argc > 5 ? argv[5] : "images") : "synthetic";
+  return verdict(name, &c, tol, secs, done);
 }

@@ -5,7 +5,7 @@
 #      folder and from its packed shards (decode, crop, resize, f32).
 # Each prints its RSS curve and FLAT / NOT FLAT against a tolerance (soak.c
 # says how it is judged); the script fails when any run is not flat.
-#   SOAK_BATCHES (1000000)  SOAK_IMAGE_EPOCHS (40)  SOAK_TOL_MIB (4)
+#   SOAK_BATCHES (1000000)  SOAK_IMAGE_EPOCHS (200)  SOAK_TOL_MIB (4)
 . "$(dirname "$0")/lib.sh"
 BENCH_NO_TORCH=1 bench_init soak
 lib=$STOKE_BUILD_DIR/libstoke.a
@@ -13,7 +13,7 @@ lib=$STOKE_BUILD_DIR/libstoke.a
 cc -O2 -I"$ROOT/include" -o "$RAW/soak" "$BENCH_DIR/soak.c" "$lib" \
   -ljpeg -lspng -lm -lpthread
 batches=${SOAK_BATCHES:-1000000}
-epochs=${SOAK_IMAGE_EPOCHS:-40}
+epochs=${SOAK_IMAGE_EPOCHS:-200}
 tol=${SOAK_TOL_MIB:-4}
 "$PY" - "$RAW/train" <<'PYEOF'
 import os, random, sys
@@ -40,8 +40,8 @@ run() {
   grep '^json: ' "$RAW/$name.txt" | sed 's/^json: //' >"$RAW/$name.json"
 }
 run synthetic synthetic "$batches" "$tol"
-run folder images "$RAW/train" "$epochs" "$tol"
-run packed images "$RAW/pk/train-*.stoke" "$epochs" "$tol"
+run folder images "$RAW/train" "$epochs" "$tol" folder
+run packed images "$RAW/pk/train-*.stoke" "$epochs" "$tol" packed
 cat /proc/loadavg >"$RAW/loadavg_end.txt" 2>/dev/null || true
 [ $status -eq 0 ] && echo "soak: every run flat" || echo "soak: NOT FLAT" >&2
 exit $status
