@@ -17,6 +17,8 @@ def parse_duration_ns(value, what):
         if value < 0:
             raise ValueError(f"{what}: {value!r} is negative")
         return int(round(value * 1e9))
+    if str(value).strip() in ("0", "0.0"):
+        return 0  # as the CLI: a bare number only for zero
     m = _DURATION.match(str(value))
     if not m:
         raise ValueError(f"{what}: expected a duration such as '5ms' or "
