@@ -515,10 +515,10 @@ int stoke__dev_alloc(stoke_loader *l) {
   return rc;
 }
 
-int stoke__dev_start(stoke_loader *l) {
+int stoke__dev_start(stoke_loader *l, const stoke__sys *sys) {
   stoke__dev *d = l->dev;
   if (!d || !d->cu || d->backend == STOKE_BACKEND_HOST) return 0;
-  int rc = stoke__thread_start(&d->thread, l->alloc, "stoke-dev",
+  int rc = stoke__thread_start(&d->thread, l->alloc, sys, "stoke-dev",
                                stoke__dev_main, l);
   if (rc != 0)
     return stoke__set_tls_error(rc, "device: cannot start the device "

@@ -171,8 +171,9 @@ void stoke__dev_host_free(stoke_loader *l, void *p);
 /* Per-slot state, device slots, events, the reclaim queue and statistics
 ** (after the host slots).  0 or an error with the TLS message. */
 int stoke__dev_alloc(stoke_loader *l);
-/* Start the device thread if the backend needs one. */
-int stoke__dev_start(stoke_loader *l);
+/* Start the device thread if the backend needs one (through sys's thread
+** start, as the workers). */
+int stoke__dev_start(stoke_loader *l, const stoke__sys *sys);
 /* Stop the device thread (mu not held); after stoke__loader stop. */
 void stoke__dev_stop(stoke_loader *l);
 /* Wait for the device work on stoke's memory, free it, release the
