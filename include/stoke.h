@@ -1087,7 +1087,8 @@ typedef struct stoke_host_ledger {
   /* The device stage (since 0.2): what the device slots take, as the
   ** loader allocates them when CUDA serves. */
   int pinned;              /* host slots in page-locked memory */
-  size_t n_device_slots;   /* device_prefetch + 1 with a device, else 0 */
+  size_t n_device_slots;   /* device_prefetch + consumer_slots with a device,
+                              else 0 */
   uint64_t device_batch_bytes; /* one device slot */
   uint64_t device_bytes;   /* the slots, plus the normalisation's staging
                               buffer and table */

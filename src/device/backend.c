@@ -15,7 +15,7 @@
 ** the driver is open is an error (STOKE_EDEVICE) naming the call and its
 ** code, never a silent fallback.
 **
-** Device memory: device_prefetch + 1 slots of the batch's device size (the
+** Device memory: device_prefetch + consumer_slots slots of the batch's size (the
 ** normalised field at its float size), plus, with normalisation on the
 ** device, one u8 staging buffer (the copy stream copies into it and
 ** normalises out of it in order, so one serves every slot) and the table.
