@@ -877,6 +877,13 @@ STOKE_API void stoke_twoclock_destroy(stoke_twoclock *c); /* NULL: no-op */
 STOKE_API int64_t stoke_twoclock_enter(stoke_twoclock *c);
 /* A batch of n_samples arrived: the wait stops, computing starts. */
 STOKE_API int64_t stoke_twoclock_leave(stoke_twoclock *c, size_t n_samples);
+/* A whole step timed by another clock, e.g. CUDA events on the
+** consumer's stream (wait = the stream idle before the step's work,
+** compute = its work), recorded as enter/leave would; the epoch starts
+** with the first one.  Feed a clock either this way or by enter/leave,
+** not both.  0 or STOKE_EINVAL (negative times). */
+STOKE_API int stoke_twoclock_record(stoke_twoclock *c, int64_t wait_ns,
+                                    int64_t compute_ns, size_t n_samples);
 /* The iteration is over (or was left early): the last step stops
 ** computing and the epoch is recorded.  No-op outside an epoch.  0, or
 ** STOKE_ENOMEM when the record could not be kept. */
