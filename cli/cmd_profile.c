@@ -29,7 +29,8 @@ const char cmd_profile_usage[] =
     "  --synthetic, --samples, --shape, --cost-dist, --classes, -b, -j, --prefetch,\n"
     "  --shuffle, --seed, --drop-last, --rank, --world, --out-of-order,\n"
     "  --no-epoch-prefetch, --timeout, --mem-budget, --epochs, --no-warmup,\n"
-    "  --compute)\n"
+    "  --compute, --device, --device-prefetch, --pin-memory, --no-pin-memory,\n"
+    "  --no-device-normalize)\n"
     "\n"
     "model and report\n"
     "  --cores N              cores the model assumes (online CPUs)\n"
@@ -171,6 +172,7 @@ int cmd_profile(int argc, char **argv) {
       cJSON_AddItemToObject(root, "epochs", cli_epochs_json(&res));
       cJSON_AddItemToObject(root, "summary", cli_summary_json(&res));
       cJSON_AddItemToObject(root, "stages", cli_stages_json(&res));
+      cJSON_AddItemToObject(root, "device", cli_device_json(&res));
       cJSON_AddItemToObject(root, "diagnosis", cli_diagnosis_json(&res, &pr));
     }
     rc = cli_write_json(json_path, json, root);

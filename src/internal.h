@@ -77,12 +77,18 @@ void stoke__drop_pages(const void *p, size_t n);
 ** anonymous memory (src/os/memory.c); advice only. */
 void stoke__advise_huge(void *p, size_t n);
 
+/* The table of system calls that file access and thread starts go through
+** (src/os/syscalls.h); NULL wherever one is taken means the real calls. */
+typedef struct stoke__sys stoke__sys;
+
 typedef struct stoke__thread stoke__thread; /* wraps pthread_t */
 /* Start fn(arg) on a thread named `name` (at most 15 chars) with an explicit
-** stack size; the thread's timer slack is set to 1 us so that sleeps and
-** condition waits wake on time.  Returns 0 or STOKE_ETHREAD. */
+** stack size, through sys's thread_create (NULL: pthread_create); the
+** thread's timer slack is set to 1 us so that sleeps and condition waits
+** wake on time.  Returns 0, STOKE_ENOMEM or STOKE_ETHREAD. */
 int stoke__thread_start(stoke__thread **out, const stoke_allocator *a,
-                        const char *name, void *(*fn)(void *), void *arg);
+                        const stoke__sys *sys, const char *name,
+                        void *(*fn)(void *), void *arg);
 void stoke__thread_join(stoke__thread *t, const stoke_allocator *a);
 
 /* ---- rng (src/sampler/rng.c) --------------------------------------------- */
@@ -129,10 +135,14 @@ struct stoke_sample {
   size_t err_cap;
   bool failed;
   bool timed;             /* false: no clock reads for this sample */
+  bool u8_form;           /* write the field of the source's u8_form as u8
+                             pixels (the device normalises them) */
   struct stoke__trace *trace; /* the worker's, or NULL when not tracing */
   const stoke_batch *batch; /* the batch being filled */
   size_t pos;             /* this sample's position in it */
 };
+
+struct stoke__u8_form;
 
 typedef struct stoke__source_ops {
   int (*fill)(stoke_source *src, stoke_sample *s);
@@ -161,6 +171,14 @@ typedef struct stoke__source_ops {
                     size_t cap);
 } stoke__source_ops;
 
+/* A float field the source can also write as u8 pixels for the device to
+** normalise (its fill then sees stoke_sample.u8_form), with the table of
+** its values (src/device/device.h): image sources whose transform ends in
+** f32 or f16 (src/source/image.c).  Returns true and fills *out, or
+** false. */
+bool stoke__source_u8_form(const stoke_source *src,
+                           struct stoke__u8_form *out);
+
 struct stoke_source {
   atomic_long refs;          /* atomic, acq_rel: last release frees */
   size_t n_samples;
@@ -170,9 +188,12 @@ struct stoke_source {
   const stoke__source_ops *ops;
   void *impl;                /* the kind's own state */
   const char *kind;          /* "tensors", "callback", "synthetic" */
+  const stoke_allocator *alloc; /* what src and its names were allocated
+                                   with (NULL: malloc); set before init */
 };
 
-/* Validate and copy field descriptions into src (names duplicated). */
+/* Validate and copy field descriptions into src (names duplicated with
+** src->alloc). */
 int stoke__source_init(stoke_source *src, const char *kind, size_t n_samples,
                        size_t n_fields, const stoke_field_desc *fields);
 void stoke__source_retain(stoke_source *src);
@@ -234,6 +255,8 @@ static inline uint64_t stoke__counter_get(const atomic_uint_least64_t *c) {
 typedef struct stoke__producer_stats {
   stoke__hist stage[STOKE_STAGE_COUNT];
   atomic_uint_least64_t busy_ns, cpu_ns, chunks, samples;
+  /* The device thread's (src/device/copy.c); 0 for workers. */
+  atomic_uint_least64_t copy_bytes, pageable_copies;
 } stoke__producer_stats;
 
 /* What the consumer measures.  Written only by the consumer. */
@@ -242,7 +265,17 @@ typedef struct stoke__consumer_stats {
   stoke__hist wait, compute;
   atomic_uint_least64_t depth[STOKE__DEPTH_BINS];
   atomic_uint_least64_t steps, samples, bytes;
+  /* The device stage (src/device/stream.c): with the EVENTS clock, wait
+  ** and compute come from events and the host's own times go here. */
+  stoke__hist host_wait, host_compute, copy_wait, gpu_idle;
+  atomic_uint_least64_t untimed_steps;
+  atomic_uint_least64_t idle_steps; /* steps the stream found nothing to run
+                                       (idle past STOKE__IDLE_STEP_NS) */
 } stoke__consumer_stats;
+
+/* A step whose stream idled longer than this before it started found its
+** batch not ready: the events' "queue empty" (src/device/stream.c). */
+#define STOKE__IDLE_STEP_NS 20000
 
 /* Everything summed, for snapshots and the warm-up baseline. */
 typedef struct stoke__stats_snap {
@@ -251,6 +284,9 @@ typedef struct stoke__stats_snap {
   uint64_t depth[STOKE__DEPTH_BINS];
   uint64_t busy_ns, cpu_ns, chunks, produced;
   uint64_t steps, samples, bytes;
+  stoke__hist_snap host_wait, host_compute, copy_wait, gpu_idle;
+  uint64_t copy_bytes, pageable_copies, untimed_steps, idle_steps;
+  bool clock_events;      /* set by the reader: the loader's clock is EVENTS */
 } stoke__stats_snap;
 
 void stoke__stats_snap_producer(const stoke__producer_stats *p,
@@ -265,9 +301,14 @@ void stoke__stats_publish(const stoke__stats_snap *s, stoke_stats *out);
 
 /* Event kinds: the stages (stoke_stage values), then the consumer's. */
 enum {
+  /* Above the stages (0 .. STOKE_STAGE_COUNT - 1), with room for more. */
   STOKE__EV_WAIT = 32,    /* consumer inside next(); arg = batch number */
   STOKE__EV_COMPUTE = 33, /* consumer between next() calls */
-  STOKE__EV_DEPTH = 34    /* counter: ready batches seen at next() */
+  STOKE__EV_DEPTH = 34,   /* counter: ready batches seen at next() */
+  /* The device stage's tracks, from CUDA events (src/device/): */
+  STOKE__EV_GPU_STEP = 35,      /* consumer stream: a step's work */
+  STOKE__EV_GPU_COPY_WAIT = 36, /* consumer stream: waiting for the copy */
+  STOKE__EV_GPU_IDLE = 37       /* consumer stream: idle, no step queued */
 };
 
 typedef struct stoke__trace_event {
@@ -294,6 +335,13 @@ void stoke__trace_push(stoke__trace *t, int kind, int64_t ts, int64_t dur,
 int stoke__trace_write(FILE *f, stoke__trace *const *tracks,
                        const char *const *names, size_t n_tracks, int64_t t0,
                        const stoke_allocator *a);
+
+/* ---- the loader (src/pipeline/loader.c) ----------------------------------- */
+
+/* stoke_loader_create with the worker threads started through sys (NULL:
+** the real calls), so that tests can fail the start of any one worker. */
+int stoke__loader_create(const stoke_config *cfg, const stoke__sys *sys,
+                         stoke_loader **out);
 
 /* ---- sample production (src/pipeline/produce.c) ---------------------------- */
 

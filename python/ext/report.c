@@ -456,8 +456,10 @@ PyObject *sk_render_report(PyObject *mod, PyObject *args) {
   PyObject **held = PyMem_Calloc((size_t)n + 1, sizeof *held);
   PyObject *res = NULL;
   int ok = argv && held;
-  if (!ok) PyErr_NoMemory();
-  argv[0] = ok ? "report" : NULL;
+  if (!ok)
+    PyErr_NoMemory();
+  else
+    argv[0] = "report";
   for (Py_ssize_t i = 0; ok && i < n; i++) {
     if (!PyUnicode_FSConverter(PySequence_Fast_GET_ITEM(seq, i), &held[i]))
       ok = 0;

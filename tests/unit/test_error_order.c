@@ -70,11 +70,50 @@ static void test_error_at_once_otherwise(void **state) {
   tu_cb_free(cb);
 }
 
+/* A second failure, in an earlier batch, after the first: that batch never
+** completes, so the error comes at it (this hung: the consumer waited for
+** the failed batch 0 to complete). */
+static tu_cb *two_cb;
+
+static int two_fill(void *user, stoke_sample *s) {
+  size_t i = stoke_sample_index(s);
+  if (i == 4) return stoke_sample_fail(s, "first failure (sample 4)");
+  if (i == 0) {
+    while (!atomic_load(&two_cb->unstick)) tu_sleep_ns(1000000);
+    return stoke_sample_fail(s, "second failure (sample 0)");
+  }
+  return tu_cb_fill(user, s);
+}
+
+static void test_a_later_failure_in_an_earlier_batch(void **state) {
+  (void)state;
+  two_cb = tu_cb_new(12);
+  stoke_field_desc f[TU_N_FIELDS];
+  tu_cb_fields(f);
+  stoke_source *src = NULL;
+  TU_OK(stoke_source_create_callback(12, TU_N_FIELDS, f, two_fill, two_cb,
+                                     &src));
+  stoke_config cfg = tu_config(src, 4, 4, 2);
+  cfg.max_chunk = 1;
+  cfg.prefetch_next_epoch = 0;
+  stoke_loader *l = tu_loader(&cfg);
+  stoke_source_destroy(src);
+  stoke_batch *b;
+  TU_RC_L(l, stoke_loader_next_timed(l, &b, 0), STOKE_AGAIN);
+  while (!strstr(stoke_errmsg(l), "failed")) tu_sleep_ns(1000000);
+  atomic_store(&two_cb->unstick, 1);
+  TU_RC_L(l, stoke_loader_next(l, &b), STOKE_ESAMPLE);
+  TU_CONTAINS(stoke_errmsg(l), "sample 4");
+  stoke_loader_destroy(l);
+  tu_cb_free(two_cb);
+}
+
 int main(void) {
   tu_watchdog(120);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_batches_before_the_error_come_first),
       cmocka_unit_test(test_error_at_once_otherwise),
+      cmocka_unit_test(test_a_later_failure_in_an_earlier_batch),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
