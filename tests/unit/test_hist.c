@@ -1,5 +1,6 @@
 /* test_hist.c — log-bucket histograms: bucket layout, error bound,
 ** quantiles, merge and subtract. */
+#define _POSIX_C_SOURCE 200809L
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -10,6 +11,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "test_util.h"
 
 static void test_buckets_are_monotonic_and_tight(void **state) {
   (void)state;
@@ -116,6 +118,7 @@ static void test_counter_add(void **state) {
 }
 
 int main(void) {
+  tu_watchdog(TU_WATCHDOG_S);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_buckets_are_monotonic_and_tight),
       cmocka_unit_test(test_quantiles_of_uniform),

@@ -676,6 +676,7 @@ static void test_bad_arguments(void **state) {
 }
 
 int main(void) {
+  tu_watchdog(TU_WATCHDOG_S);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_folder_listing),
       cmocka_unit_test(test_transforms_and_worker_counts),

@@ -1028,7 +1028,7 @@ static void test_batch_buffers_huge_page_advice(void **state) {
 }
 
 int main(void) {
-  tu_watchdog(500);
+  tu_watchdog(TU_WATCHDOG_S);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_config_defaults),
       cmocka_unit_test(test_batching),

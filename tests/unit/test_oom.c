@@ -2,6 +2,7 @@
 ** STOKE_ENOMEM, leaks nothing (LeakSanitizer checks under ASan) and leaves
 ** nothing half-built: fail allocation n for n = 1, 2, ... until create and
 ** one epoch succeed. */
+#define _POSIX_C_SOURCE 200809L
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -13,6 +14,7 @@
 #include <string.h>
 
 #include "stoke.h"
+#include "test_util.h"
 
 typedef struct failing_alloc {
   atomic_long calls;  /* allocations so far */
@@ -101,6 +103,7 @@ static void test_oom_workers(void **state) {
 }
 
 int main(void) {
+  tu_watchdog(TU_WATCHDOG_S);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_oom_inline),
       cmocka_unit_test(test_oom_workers),

@@ -420,7 +420,7 @@ static void test_failed_create_frees(void **state) {
 }
 
 int main(void) {
-  tu_watchdog(300);
+  tu_watchdog(TU_WATCHDOG_S);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_destroy_null),
       cmocka_unit_test(test_destroy_after_create),

@@ -1,6 +1,7 @@
 /* test_transform.c — src/transform/: the spec parser, planning from the
 ** per-sample stream, resampling, flip, layout, normalize and f16.
 ** Agreement with torchvision itself is tests/python's job. */
+#define _POSIX_C_SOURCE 200809L
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -13,6 +14,7 @@
 #include <string.h>
 
 #include "transform/transform.h"
+#include "test_util.h"
 
 /* ---- helpers ----------------------------------------------------------- */
 
@@ -994,6 +996,7 @@ static void test_isa_choice(void **state) {
 }
 
 int main(void) {
+  tu_watchdog(TU_WATCHDOG_S);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_parse_accepts),
       cmocka_unit_test(test_parse_rejects_and_names_the_token),

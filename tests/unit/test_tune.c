@@ -1,5 +1,6 @@
 /* test_tune.c — the knee on hand-made tables, the device and host ledgers,
 ** the sweep grid and a tiny sweep with its stop rules. */
+#define _POSIX_C_SOURCE 200809L
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -9,6 +10,7 @@
 #include <string.h>
 
 #include "stoke.h"
+#include "test_util.h"
 
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -452,6 +454,7 @@ static void test_sweep_error(void **state) {
 }
 
 int main(void) {
+  tu_watchdog(TU_WATCHDOG_S);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_knee_plateau),
       cmocka_unit_test(test_knee_five_percent_rule),

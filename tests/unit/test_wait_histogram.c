@@ -1,5 +1,6 @@
 /* test_wait_histogram.c — the public wait histogram agrees with the stats
 ** snapshot: same steps, buckets in order, percentiles inside the range. */
+#define _POSIX_C_SOURCE 200809L
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -9,6 +10,7 @@
 #include <stdlib.h>
 
 #include "stoke.h"
+#include "test_util.h"
 
 static void test_histogram_matches_stats(void **state) {
   (void)state;
@@ -61,6 +63,7 @@ static void test_histogram_matches_stats(void **state) {
 }
 
 int main(void) {
+  tu_watchdog(TU_WATCHDOG_S);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_histogram_matches_stats),
   };
