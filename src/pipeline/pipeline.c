@@ -236,6 +236,15 @@ static int fill_chunk(stoke_loader *l, worker *w, stoke_batch *b, size_t off,
   return 0;
 }
 
+/* Put slot b back in the pool (mu held). */
+static void free_slot_locked(stoke_loader *l, stoke_batch *b) {
+  b->discard = false;
+  b->state = SLOT_FREE;
+  b->next_free = l->free_list;
+  l->free_list = b;
+  pthread_cond_broadcast(&l->work_cv);
+}
+
 /* Publish a filled chunk; the last one in marks the batch READY. */
 static void complete_chunk(stoke_loader *l, stoke_batch *b, size_t n) {
   if (atomic_fetch_sub_explicit(&b->remaining, n, memory_order_acq_rel) != n)
@@ -243,11 +252,7 @@ static void complete_chunk(stoke_loader *l, stoke_batch *b, size_t n) {
   pthread_mutex_lock(&l->mu);
   if (b->discard) {
     /* A prefetched epoch that set_epoch() replaced: back to the pool. */
-    b->discard = false;
-    b->state = SLOT_FREE;
-    b->next_free = l->free_list;
-    l->free_list = b;
-    pthread_cond_broadcast(&l->work_cv);
+    free_slot_locked(l, b);
   } else {
     b->state = SLOT_READY;
     pthread_cond_broadcast(&l->ready_cv);
@@ -313,18 +318,27 @@ void stoke__record_epoch(stoke_loader *l, int64_t end_ns) {
 
 /* Drop what workers prefetched for an epoch that is not the next one
 ** (mu held): ready batches go back to the pool now, filling ones when their
-** last sample is written. */
+** last claimed sample is written.  The batch being claimed has samples that
+** nobody claimed and nobody will: they are taken off its `remaining` here,
+** else it would never reach zero and its slot would leak (one per such
+** set_epoch(), until next() waited forever). */
 static void discard_prefetch(stoke_loader *l) {
   for (size_t i = 0; i < l->n_slots; i++) {
     stoke_batch *b = &l->slots[i];
     if (b->gen != l->claim_gen) continue;
     if (b->state == SLOT_READY) {
-      b->state = SLOT_FREE;
-      b->next_free = l->free_list;
-      l->free_list = b;
+      free_slot_locked(l, b);
     } else if (b->state == SLOT_FILLING) {
       b->discard = true;
     }
+  }
+  stoke_batch *b = l->claim_batch;
+  if (b) {
+    size_t unclaimed = b->n - l->claim_pos;
+    /* acq_rel as in complete_chunk: whoever takes it to zero frees it. */
+    if (atomic_fetch_sub_explicit(&b->remaining, unclaimed,
+                                  memory_order_acq_rel) == unclaimed)
+      free_slot_locked(l, b);
   }
   l->claim_batch = NULL;
 }
