@@ -16,10 +16,14 @@
 **  - tu_epoch / tu_run_epoch: run one epoch to STOKE_END, check each batch's
 **    views (and the tu_cb fields against stoke_batch_indices) and record the
 **    delivered indices and random values.
+**  - tu_watchdog / tu_deadline: fail a hung binary fast, with a message.
+**  - tu_cb_wait_*: wait for what a worker did on a condition, not a sleep;
+**    tu_count_threads: a census of this process's threads.
 */
 #ifndef STOKE_TEST_UTIL_H
 #define STOKE_TEST_UTIL_H
 
+#include <dirent.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -97,9 +101,17 @@ static inline void tu_sleep_ns(int64_t ns) {
 ** (a deadlock it guards against) arms a tighter deadline naming itself with
 ** tu_deadline(__func__, s) and ends it with tu_deadline_end(). */
 
-/* Generous next to the slowest binary under TSan (seconds), and still five
-** times shorter than CTest's timeout. */
-#define TU_WATCHDOG_S 120
+/* Seconds: about 50 times the slowest binary in a plain build (about 1 s),
+** and as many times over under the sanitizers, which slow the slowest
+** (test_transform) to 11 s (ASan) and 56 s (TSan) on 2 cores.  Always
+** shorter than CTest's 600 s. */
+#if defined(__SANITIZE_THREAD__)
+#define TU_WATCHDOG_S 400
+#elif defined(__SANITIZE_ADDRESS__)
+#define TU_WATCHDOG_S 240
+#else
+#define TU_WATCHDOG_S 60
+#endif
 
 static const char *tu__watch_what = "the test binary";
 static unsigned tu__watch_s;      /* the deadline's length, for the message */
@@ -165,6 +177,34 @@ static inline void tu_deadline_end(void) {
   unsigned s = left > 1000000000 ? (unsigned)(left / 1000000000) : 1;
   tu__arm("the test binary", s);
   tu__watch_s = tu__binary_s;
+}
+
+/* ---- threads -------------------------------------------------------------- */
+
+/* Threads of this process whose name starts with prefix ("" for all), from
+** /proc/self/task; -1 where /proc does not say.  A loader's workers are
+** joined by destroy, so none may be left once it returns: a check that
+** needs no waiting.  (Workers name themselves once running, so right after
+** create count them with "": a new thread is in /proc/self/task as soon as
+** pthread_create returns.) */
+static inline int tu_count_threads(const char *prefix) {
+  DIR *d = opendir("/proc/self/task");
+  if (!d) return -1;
+  int n = 0;
+  struct dirent *de;
+  while ((de = readdir(d)) != NULL) {
+    if (de->d_name[0] == '.') continue;
+    char path[64], name[32] = "";
+    snprintf(path, sizeof path, "/proc/self/task/%.20s/comm", de->d_name);
+    FILE *f = fopen(path, "r");
+    if (!f) continue; /* the thread ended meanwhile */
+    if (fgets(name, sizeof name, f) &&
+        strncmp(name, prefix, strlen(prefix)) == 0)
+      n++;
+    fclose(f);
+  }
+  closedir(d);
+  return n;
 }
 
 /* ---- fields --------------------------------------------------------------- */
