@@ -25,6 +25,7 @@ typedef struct fixture {
   stoke_source *src;
   tu_alloc_count count;
   stoke_allocator alloc;
+  int threads_before; /* before the fixture's (last) loader */
 } fixture;
 
 static fixture *fixture_new(size_t n, int64_t sleep_ns) {
@@ -36,6 +37,7 @@ static fixture *fixture_new(size_t n, int64_t sleep_ns) {
   f->alloc.alloc = tu_count_alloc;
   f->alloc.free = tu_count_free;
   f->alloc.user = &f->count;
+  f->threads_before = tu_count_threads("");
   return f;
 }
 
@@ -50,8 +52,14 @@ static stoke_loader *fixture_loader(fixture *f, unsigned W, unsigned K,
   stoke_config c = tu_config(f->src, W, K, B);
   c.alloc = &f->alloc;
   c.shuffle = 1;
+  f->threads_before = tu_count_threads("");
   c.seed = W;
   stoke_loader *l = tu_loader(&c);
+  /* The census destroy_and_check relies on sees the workers. */
+  int live = tu_count_threads("");
+  TU_CHECK(live < 0 || live == f->threads_before + (int)W,
+           "W %u: %d threads, %d before the loader", W, live,
+           f->threads_before);
   TU_CHECK(atomic_load(&f->count.allocs) > 0,
            "the loader allocated nothing through stoke_config.alloc");
   TU_CHECK(stoke_loader_host_bytes(l) <= (uint64_t)atomic_load(&f->count.peak_bytes),
@@ -75,7 +83,14 @@ static void destroy_and_check(fixture *f, stoke_loader *l, const char *when,
   TU_CHECK(atomic_load(&f->count.allocs) == atomic_load(&f->count.frees),
            "%s, W %u: %ld allocs, %ld frees", when, W,
            atomic_load(&f->count.allocs), atomic_load(&f->count.frees));
-  tu_sleep_ns(2000000);
+  /* No fill can run later: every worker thread is gone (joined). */
+  int left = tu_count_threads("stoke-w");
+  TU_CHECK(left <= 0, "%s, W %u: %d worker threads still alive after "
+           "destroy returned", when, W, left);
+  left = tu_count_threads("");
+  TU_CHECK(left < 0 || left <= f->threads_before,
+           "%s, W %u: %d threads after destroy, %d before create", when, W,
+           left, f->threads_before);
   TU_CHECK(atomic_load(&f->cb->n_calls) == calls,
            "%s, W %u: fills ran after destroy returned", when, W);
   TU_CHECK(atomic_load(&f->cb->bad) == 0, "%s, W %u: fill saw bad 0x%x", when,
@@ -228,10 +243,7 @@ static void test_destroy_waits_for_slow_sample(void **state) {
     stoke_loader *l = tu_loader(&c);
     stoke_batch *b;
     TU_RC_L(l, stoke_loader_next(l, &b), STOKE_OK);
-    int64_t t0 = tu_now_ns();
-    while (!atomic_load(&f->cb->stuck) && tu_now_ns() - t0 < 5000000000LL)
-      tu_sleep_ns(100000);
-    TU_CHECK(atomic_load(&f->cb->stuck),
+    TU_CHECK(tu_cb_wait_stuck(f->cb, 1, 5000000000LL),
              "W %u K 2: sample 8 (batch 2) never started while batch 0 was "
              "held", workers[wi]);
     destroy_and_check(f, l, "with a slow sample in flight", workers[wi]);
