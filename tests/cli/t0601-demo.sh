@@ -2,7 +2,8 @@
 # stoke demo, the main job: the built-in image dataset, 0 workers starving,
 # tune, the knee's run, report.html and trace.json.  Checks what holds by
 # construction: 0 workers starve (every batch is made inside next()), the
-# knee uses workers and waits less, and every file is written and valid.
+# knee uses workers, waits less and is busy (the story's claim), and every
+# file is written and valid.
 . "$(dirname "$0")/lib.sh"
 
 say "stoke demo --cache --out --json"
@@ -19,6 +20,7 @@ b, a = d["before"], d["after"]
 assert b["workers"] == 0 and b["verdict"] == "starving", b
 assert a["workers"] >= 1, a
 assert a["wait_ratio"] < b["wait_ratio"], (a, b)
+assert a["verdict"] == "busy", a
 assert d["step_ms"] >= 2
 '
 json_check "$TMP/d1/trace.json" '
