@@ -28,6 +28,9 @@ void stoke_config_init(stoke_config *cfg) {
   cfg->world = 1;
   cfg->in_order = 1;
   cfg->prefetch_next_epoch = 1;
+  cfg->on_error = STOKE_ON_ERROR_FAIL;
+  cfg->max_failure_frac = 0.01;
+  cfg->max_replace_tries = 8;
 }
 
 /* Upper bound on threads: beyond this a config is a typo, not a plan. */
@@ -63,6 +66,23 @@ int stoke__config_validate(const stoke_config *c) {
   if (c->sample_timeout_ms < 0)
     return stoke__set_tls_error(STOKE_EINVAL,
                                 "config: sample_timeout_ms is negative");
+  if (c->on_error < STOKE_ON_ERROR_FAIL || c->on_error > STOKE_ON_ERROR_REPLACE)
+    return stoke__set_tls_error(STOKE_EINVAL,
+                                "config: on_error is %d, expected "
+                                "STOKE_ON_ERROR_FAIL, _SKIP or _REPLACE",
+                                c->on_error);
+  if (!(c->max_failure_frac >= 0 && c->max_failure_frac <= 1))
+    return stoke__set_tls_error(STOKE_EINVAL,
+                                "config: max_failure_frac is %g, expected a "
+                                "share in [0, 1]", c->max_failure_frac);
+  if (c->max_replace_tries == 0)
+    return stoke__set_tls_error(STOKE_EINVAL,
+                                "config: max_replace_tries is 0, expected 1 "
+                                "or more");
+  if (c->quarantine_path && !*c->quarantine_path)
+    return stoke__set_tls_error(STOKE_EINVAL,
+                                "config: quarantine_path is empty (NULL for "
+                                "none)");
   return 0;
 }
 
@@ -136,6 +156,7 @@ static int init_sync(stoke_loader *l) {
   pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
   int rc = pthread_mutex_init(&l->mu, NULL) ||
            pthread_mutex_init(&l->stats_mu, NULL) ||
+           pthread_mutex_init(&l->fail_mu, NULL) ||
            pthread_cond_init(&l->work_cv, &ca) ||
            pthread_cond_init(&l->ready_cv, &ca);
   pthread_condattr_destroy(&ca);
@@ -145,12 +166,14 @@ static int init_sync(stoke_loader *l) {
 static void destroy_sync(stoke_loader *l) {
   pthread_mutex_destroy(&l->mu);
   pthread_mutex_destroy(&l->stats_mu);
+  pthread_mutex_destroy(&l->fail_mu);
   pthread_cond_destroy(&l->work_cv);
   pthread_cond_destroy(&l->ready_cv);
 }
 
 static void free_loader(stoke_loader *l) {
   const stoke_allocator *a = l->alloc;
+  stoke__bad_free(l);
   if (l->slots) {
     for (size_t i = 0; i < l->n_slots; i++) {
       stoke__free(a, l->slots[i].indices);
@@ -243,6 +266,7 @@ int stoke_loader_create(const stoke_config *cfg, stoke_loader **out) {
   if (!l->perm || !l->order || !l->cstats || !l->baseline) mem = STOKE_ENOMEM;
   if (!mem) memset(l->cstats, 0, sizeof *l->cstats);
   if (!mem) mem = alloc_slots(l);
+  if (!mem) mem = stoke__bad_init(l);
   if (!mem) mem = alloc_workers(l);
   if (!mem) mem = alloc_traces(l);
   if (mem && mem != STOKE_ENOMEM) {
@@ -333,6 +357,7 @@ int stoke_loader_stats(const stoke_loader *l, stoke_stats *out) {
       atomic_load_explicit(&ml->epochs_done, memory_order_relaxed);
   full.n_workers = l->n_workers;
   full.prefetch = l->cfg.prefetch;
+  stoke__bad_stats(l, &full);
   stoke__free(l->alloc, snap);
   /* A caller built against an older, smaller stoke_stats gets its prefix. */
   size_t n = STOKE__MIN(out->struct_size, sizeof full);

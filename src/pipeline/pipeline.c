@@ -79,6 +79,9 @@ static stoke_batch *assign_batch(stoke_loader *l) {
   memcpy(b->indices, l->order + b->number * l->cfg.batch_size,
          b->n * sizeof(size_t));
   atomic_store_explicit(&b->remaining, b->n, memory_order_relaxed);
+  atomic_store_explicit(&b->n_skipped, 0, memory_order_relaxed);
+  atomic_store_explicit(&b->n_replaced, 0, memory_order_relaxed);
+  if (b->skip) memset(b->skip, 0, b->n);
   b->state = SLOT_FILLING;
   return b;
 }
@@ -175,8 +178,31 @@ static void describe_sample(const stoke_loader *l, size_t index, char *buf,
 ** distribution hardly matters.  The chunk's mean is recorded per sample. */
 #define CHEAP_SAMPLE_NS 2000.0
 
-/* Fill samples [off, off + n) of b.  Returns 0 or STOKE_ESAMPLE after
-** poisoning the loader with a message naming the sample. */
+int stoke__fill_one(stoke_loader *l, worker *w, stoke_batch *b, size_t pos,
+                    size_t index, const stoke_rng *rng, bool timed) {
+  stoke_sample *s = &w->sample;
+  s->index = index;
+  s->epoch = b->epoch;
+  if (rng)
+    s->rng = *rng;
+  else
+    stoke_rng_init(&s->rng, l->cfg.seed, b->epoch, index);
+  for (size_t f = 0; f < l->src->n_fields; f++)
+    s->dst[f] = (char *)b->data[f] + pos * l->src->field_bytes[f];
+  w->err[0] = '\0'; /* a reason from an earlier sample is not this one's */
+  atomic_store_explicit(&w->cur_index, index, memory_order_relaxed);
+  if (timed)
+    atomic_store_explicit(&w->cur_start_ns, stoke__now_ns(),
+                          memory_order_relaxed);
+  int rc = stoke__produce(l->src, s, w->stats, timed);
+  if (timed) atomic_store_explicit(&w->cur_start_ns, 0, memory_order_relaxed);
+  return rc;
+}
+
+/* Fill samples [off, off + n) of b.  Returns 0 (bad samples skipped or
+** replaced included), or STOKE_ESAMPLE / STOKE_EFAILURES after poisoning
+** the loader with a message naming the sample, or STOKE_EBADSTATE on
+** stop. */
 static int fill_chunk(stoke_loader *l, worker *w, stoke_batch *b, size_t off,
                       size_t n) {
   stoke_sample *s = &w->sample;
@@ -190,29 +216,15 @@ static int fill_chunk(stoke_loader *l, worker *w, stoke_batch *b, size_t off,
   for (; done < n; done++) {
     if (atomic_load_explicit(&l->stop, memory_order_relaxed)) break;
     size_t pos = off + done, index = b->indices[pos];
-    s->index = index;
-    s->epoch = b->epoch;
-    stoke_rng_init(&s->rng, l->cfg.seed, b->epoch, index);
-    for (size_t f = 0; f < l->src->n_fields; f++)
-      s->dst[f] = (char *)b->data[f] + pos * l->src->field_bytes[f];
-    atomic_store_explicit(&w->cur_index, index, memory_order_relaxed);
-    if (!per_chunk)
-      atomic_store_explicit(&w->cur_start_ns, stoke__now_ns(),
-                            memory_order_relaxed);
-    rc = stoke__produce(l->src, s, w->stats, !per_chunk);
-    if (!per_chunk)
-      atomic_store_explicit(&w->cur_start_ns, 0, memory_order_relaxed);
-    if (rc != 0) {
-      char where[256];
-      describe_sample(l, index, where, sizeof where);
-      pthread_mutex_lock(&l->mu);
-      stoke__fail_locked(l, STOKE_ESAMPLE,
-                         "sample %zu%s (epoch %llu, batch %zu) failed: %s",
-                         index, where, (unsigned long long)b->epoch,
-                         b->number, w->err[0] ? w->err : "no reason given");
-      pthread_mutex_unlock(&l->mu);
-      break;
+    if (stoke__quarantine_has(l->quarantine, index)) {
+      /* Known bad: not read, handled by the policy at once. */
+      rc = stoke__bad_sample(l, w, b, pos, index, true, !per_chunk);
+    } else {
+      rc = stoke__fill_one(l, w, b, pos, index, NULL, !per_chunk);
+      if (rc != 0)
+        rc = stoke__bad_sample(l, w, b, pos, index, false, !per_chunk);
     }
+    if (rc != 0) break;
   }
   atomic_store_explicit(&w->cur_start_ns, 0, memory_order_relaxed);
   int64_t dt = stoke__now_ns() - t0;
@@ -236,6 +248,13 @@ static int fill_chunk(stoke_loader *l, worker *w, stoke_batch *b, size_t off,
   return 0;
 }
 
+/* The batch's samples are all written (its last writer, or the consumer at
+** W = 0): close the gaps of skipped samples. */
+static void finish_batch(stoke_loader *l, stoke_batch *b) {
+  if (atomic_load_explicit(&b->n_skipped, memory_order_relaxed))
+    stoke__bad_compact(l, b);
+}
+
 /* Put slot b back in the pool (mu held). */
 static void free_slot_locked(stoke_loader *l, stoke_batch *b) {
   b->discard = false;
@@ -249,6 +268,7 @@ static void free_slot_locked(stoke_loader *l, stoke_batch *b) {
 static void complete_chunk(stoke_loader *l, stoke_batch *b, size_t n) {
   if (atomic_fetch_sub_explicit(&b->remaining, n, memory_order_acq_rel) != n)
     return;
+  finish_batch(l, b);
   pthread_mutex_lock(&l->mu);
   if (b->discard) {
     /* A prefetched epoch that set_epoch() replaced: back to the pool. */
@@ -322,7 +342,7 @@ void stoke__record_epoch(stoke_loader *l, int64_t end_ns) {
 ** nobody claimed and nobody will: they are taken off its `remaining` here,
 ** else it would never reach zero and its slot would leak (one per such
 ** set_epoch(), until next() waited forever). */
-static void discard_prefetch(stoke_loader *l) {
+void stoke__discard_prefetch(stoke_loader *l) {
   for (size_t i = 0; i < l->n_slots; i++) {
     stoke_batch *b = &l->slots[i];
     if (b->gen != l->claim_gen) continue;
@@ -354,20 +374,21 @@ static void start_epoch(stoke_loader *l, int64_t now) {
   if (ahead && l->claim_epoch == target) {
     l->deliver_gen = l->claim_gen; /* keep the prefetched batches */
   } else {
-    if (ahead) discard_prefetch(l);
+    if (ahead) stoke__discard_prefetch(l);
     l->claim_open = false;
     stoke__plan_order(&l->plan, target, l->perm, l->order);
     l->claim_epoch = target;
     l->deliver_gen = ++l->claim_gen;
     l->claim_batch = NULL;
     l->claim_pos = 0;
-    l->next_batch = 0;
+    l->next_batch = l->resume_batch; /* 0, or where a restored state was */
     l->claim_open = true;
   }
   l->epoch = target;
   l->next_epoch = target + 1;
-  l->next_deliver = 0;
-  l->n_delivered = 0;
+  l->next_deliver = l->resume_batch;
+  l->n_delivered = l->resume_batch;
+  l->resume_batch = 0;
   l->epoch_active = true;
   l->epoch_start_ns = now;
   l->epoch_wait_ns = l->epoch_compute_ns = 0;
@@ -452,6 +473,7 @@ static int fill_inline(stoke_loader *l, stoke_batch **out) {
   l->claim_batch = NULL;
   pthread_mutex_unlock(&l->mu);
   int rc = fill_chunk(l, &l->workers[0], b, 0, b->n);
+  if (rc == 0) finish_batch(l, b);
   pthread_mutex_lock(&l->mu);
   if (rc != 0) return l->error ? l->error : rc;
   b->state = SLOT_READY;
@@ -515,6 +537,7 @@ int stoke_loader_next(stoke_loader *l, stoke_batch **out) {
   stoke_batch *b = deliverable(l, &depth);
   size_t depth_seen = depth;
   int rc = 0;
+again:
   while (!b) {
     if (l->error) {
       rc = poisoned(l);
@@ -546,6 +569,21 @@ int stoke_loader_next(stoke_loader *l, stoke_batch **out) {
                "before next() (or raise prefetch)", l->n_slots);
     pthread_mutex_unlock(&l->mu);
     return rc;
+  }
+  if (b->n == 0) {
+    /* on_error SKIP left this batch without a sample: it is not handed
+    ** out, but its place in the epoch is passed. */
+    free_slot_locked(l, b);
+    l->n_delivered++;
+    if (l->cfg.in_order) l->next_deliver++;
+    if (l->n_delivered == l->plan.n_batches) {
+      l->epoch_active = false;
+      pthread_mutex_unlock(&l->mu);
+      stoke__record_epoch(l, t_enter);
+      return STOKE_END;
+    }
+    b = deliverable(l, &depth);
+    goto again;
   }
   b->state = SLOT_LENT;
   l->n_lent++;

@@ -33,6 +33,12 @@ struct stoke_batch {
                                     other worker's writes and marks READY */
   int state;                     /* slot_state; protected by mu */
   struct stoke_batch *next_free; /* protected by mu */
+  /* Bad samples (badsample.c).  Set by the workers filling the batch and
+  ** read after `remaining` reaches 0 (whose acq_rel orders them), reset by
+  ** assign_batch under mu. */
+  uint8_t *skip;                 /* SKIP: batch_size flags, 1 = the sample
+                                    at that position is left out; owned */
+  atomic_size_t n_skipped, n_replaced;
 };
 
 typedef struct worker {
@@ -124,6 +130,29 @@ struct stoke_loader {
   stoke_epoch_stats *epochs;
   size_t n_epochs, cap_epochs;
   atomic_uint_least64_t epochs_done; /* relaxed: stats only */
+
+  /* Bad samples (badsample.c). */
+  uint64_t fail_budget;          /* bad samples allowed per epoch (per claim
+                                    generation); 0 = no limit.  Frozen. */
+  stoke__quarantine *quarantine; /* NULL: none.  Has its own lock. */
+  pthread_mutex_t fail_mu;       /* leaf: never taken with mu, stats_mu or
+                                    the quarantine's lock held, nor held
+                                    while taking them */
+  /* Protected by fail_mu. */
+  stoke_failure *fail_ring;      /* STOKE_FAILURES_KEPT, the last ones */
+  size_t fail_head, fail_len;
+  uint64_t n_failures, n_quarantined, n_skipped, n_replaced;
+  struct {
+    uint64_t gen, n;
+  } fail_gen[3];                 /* bad samples per claim generation: those
+                                    of the epochs in flight (delivered and
+                                    prefetched) */
+
+  /* Resume (state.c). */
+  size_t resume_batch;           /* mu: the next start_epoch() begins at
+                                    this batch (then 0 again) */
+  uint64_t fingerprint;          /* of src, computed once: consumer thread */
+  bool have_fingerprint;
 };
 
 /* Check a config as stoke_loader_create does (loader.c); 0 or STOKE_EINVAL
@@ -140,10 +169,38 @@ int stoke__host_ledger_check(const stoke_host_ledger *g, unsigned prefetch,
 
 /* pipeline.c */
 void *stoke__worker_main(void *arg);
+/* Fill the sample at position pos of b with source sample index, with the
+** random stream rng (NULL: the sample's own, (seed, epoch, index)); when
+** `timed`, its stages are timed.  Returns 0 or STOKE_ESAMPLE (the reason in
+** w->err). */
+int stoke__fill_one(stoke_loader *l, worker *w, stoke_batch *b, size_t pos,
+                    size_t index, const stoke_rng *rng, bool timed);
+
+/* badsample.c: the on_error policies, the failure log and budget, the
+** quarantine. */
+/* At create, after slots (the skip flags) and before the workers. */
+int stoke__bad_init(stoke_loader *l);
+void stoke__bad_free(stoke_loader *l);
+/* Host bytes of the bad-sample state of a configuration (the ledger). */
+uint64_t stoke__bad_bytes(const stoke_config *c, const stoke_source *src);
+/* The sample at position pos of b (source index `index`) failed to fill,
+** its reason in w->err, or the quarantine lists it (quarantined): log it,
+** and skip it, replace it or fail as on_error says.  Returns 0 when the
+** batch may go on (skipped, or replaced at pos), else a STOKE_E* after
+** poisoning the loader (FAIL, the budget spent, no substitute). */
+int stoke__bad_sample(stoke_loader *l, worker *w, stoke_batch *b, size_t pos,
+                      size_t index, bool quarantined, bool timed);
+/* The last writer of a batch with skipped samples: close the gaps. */
+void stoke__bad_compact(stoke_loader *l, stoke_batch *b);
+/* The counters of stoke_stats. */
+void stoke__bad_stats(const stoke_loader *l, stoke_stats *st);
 /* Take the producers' totals as the warm-up baseline (consumer thread). */
 void stoke__take_baseline(stoke_loader *l);
 /* Record a finished epoch (consumer thread). */
 void stoke__record_epoch(stoke_loader *l, int64_t end_ns);
+/* Drop what workers prefetched for an epoch that is not the next one
+** (mu held); see pipeline.c. */
+void stoke__discard_prefetch(stoke_loader *l);
 /* Set the loader's first fatal error (mu held). */
 void stoke__fail_locked(stoke_loader *l, int code, const char *fmt, ...)
 #if defined(__GNUC__)

@@ -239,8 +239,9 @@ static void test_host_ledger_matches_loader(void **state) {
         assert_int_equal(g.n_slots, ks[b] + 1);
         assert_int_equal(g.sample_bytes, 16 * 4 + 8);
         assert_int_equal(g.batch_bytes, bs[c] * (16 * 4 + 8));
-        assert_int_equal(g.total_bytes, g.slots_bytes + g.order_bytes +
-                                            g.workers_bytes + g.consumer_bytes);
+        assert_int_equal(g.total_bytes,
+                         g.slots_bytes + g.order_bytes + g.workers_bytes +
+                             g.consumer_bytes + g.failures_bytes);
         stoke_loader *l = NULL;
         assert_int_equal(stoke_loader_create(&cfg, &l), 0);
         assert_int_equal(g.total_bytes, stoke_loader_host_bytes(l));

@@ -263,6 +263,7 @@ typedef struct tu_cb {
   atomic_int max_in_flight; /* most seen at once */
   /* Behaviour, set before the loader starts. */
   long fail_index;          /* -1: none; this sample fails */
+  const uint8_t *fail_set;  /* NULL, or n flags: those samples fail too */
   const char *fail_cause;   /* its stoke_sample_fail text */
   int64_t sleep_ns;         /* samples sleep this long ... */
   size_t sleep_every;       /* ... every one (0/1) or those with i % it == 0 */
@@ -411,7 +412,7 @@ static inline int tu_cb_fill(void *user, stoke_sample *s) {
     pthread_cond_broadcast(&c->cv);
     pthread_mutex_unlock(&c->mu);
   }
-  if ((long)i == c->fail_index) {
+  if ((long)i == c->fail_index || (c->fail_set && c->fail_set[i])) {
     rc = stoke_sample_fail(s, "%s (sample %zu)", c->fail_cause, i);
     if (rc != STOKE_ESAMPLE) atomic_fetch_or(&c->bad, TU_BAD_FAIL_RC);
     if (rc == 0) rc = -1;
