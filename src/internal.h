@@ -195,6 +195,8 @@ bool stoke__quarantine_has(const stoke__quarantine *q, size_t index);
 void stoke__quarantine_add(stoke__quarantine *q, size_t index,
                            const char *where, const char *why, char *note,
                            size_t note_cap);
+/* REWRITE: do not replace the file at close (an incomplete verification). */
+void stoke__quarantine_discard(stoke__quarantine *q);
 size_t stoke__quarantine_count(stoke__quarantine *q); /* distinct samples */
 const char *stoke__quarantine_path(const stoke__quarantine *q);
 /* 1 and the message in buf when a write failed; else 0. */

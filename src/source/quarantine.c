@@ -260,6 +260,14 @@ void stoke__quarantine_add(stoke__quarantine *q, size_t index,
   pthread_mutex_unlock(&q->mu);
 }
 
+void stoke__quarantine_discard(stoke__quarantine *q) {
+  if (!q) return;
+  pthread_mutex_lock(&q->mu);
+  if (!q->write_error[0])
+    snprintf(q->write_error, sizeof q->write_error, "discarded");
+  pthread_mutex_unlock(&q->mu);
+}
+
 size_t stoke__quarantine_count(stoke__quarantine *q) {
   if (!q) return 0;
   pthread_mutex_lock(&q->mu);
