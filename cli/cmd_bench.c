@@ -47,6 +47,28 @@ const char cmd_bench_usage[] =
     "  --timeout MS           fail when one sample takes longer (0 = never)\n"
     "  --mem-budget SIZE      host bytes the loader may use, e.g. 8GiB\n"
     "\n"
+    "bad samples (docs/quarantine.md)\n"
+    "  --on-error POLICY      fail (stop at the first bad sample), skip (the\n"
+    "                         batch goes without it) or replace (another\n"
+    "                         sample, drawn deterministically, takes its\n"
+    "                         place) (fail)\n"
+    "  --max-failures N|P%    skip/replace: bad samples an epoch may have, a\n"
+    "                         count or a share of its samples, or none (1%)\n"
+    "  --quarantine FILE      list every bad sample in FILE, and do not read\n"
+    "                         the samples it lists (made by 'stoke inspect\n"
+    "                         --verify' or an earlier run)\n"
+    "\n"
+    "resume\n"
+    "  --save-state FILE      write the loader's position (80 bytes) to FILE\n"
+    "                         at the end of the run (or the stop)\n"
+    "  --save-state-every N   and every N batches\n"
+    "  --stop-after N         end the run after N batches (a preemption)\n"
+    "  --resume FILE          continue from a saved position: the batches an\n"
+    "                         uninterrupted run had left, in its order, with\n"
+    "                         any -j and --prefetch, up to --epochs\n"
+    "  --indices FILE         write each batch's sample indices ('-' =\n"
+    "                         stdout): EPOCH BATCH N I0 I1 ...\n"
+    "\n"
     "consumer and report\n"
     "  --epochs N             epochs to run, the warm-up included (2)\n"
     "  --no-warmup            measure the first epoch too\n"
@@ -117,6 +139,8 @@ int cmd_bench(int argc, char **argv) {
       cJSON_AddItemToObject(root, "epochs", cli_epochs_json(&res));
       cJSON_AddItemToObject(root, "summary", cli_summary_json(&res));
       cJSON_AddItemToObject(root, "stages", cli_stages_json(&res));
+      cJSON_AddItemToObject(root, "bad_samples", cli_failures_json(spec, &res));
+      cJSON_AddItemToObject(root, "resume", cli_resume_json(spec, &res));
     }
     rc = cli_write_json(json_path, json, root);
     cJSON_Delete(root);

@@ -30,6 +30,9 @@ const char cmd_profile_usage[] =
     "  --shuffle, --seed, --drop-last, --rank, --world, --out-of-order,\n"
     "  --no-epoch-prefetch, --timeout, --mem-budget, --epochs, --no-warmup,\n"
     "  --compute)\n"
+    "bad samples and resume: as 'stoke help bench' (--on-error,\n"
+    "  --max-failures, --quarantine, --save-state, --save-state-every,\n"
+    "  --stop-after, --resume, --indices)\n"
     "\n"
     "model and report\n"
     "  --cores N              cores the model assumes (online CPUs)\n"
@@ -484,6 +487,8 @@ int cmd_profile(int argc, char **argv) {
       cJSON_AddItemToObject(root, "epochs", cli_epochs_json(&res));
       cJSON_AddItemToObject(root, "summary", cli_summary_json(&res));
       cJSON_AddItemToObject(root, "stages", cli_stages_json(&res));
+      cJSON_AddItemToObject(root, "bad_samples", cli_failures_json(spec, &res));
+      cJSON_AddItemToObject(root, "resume", cli_resume_json(spec, &res));
       cJSON_AddItemToObject(root, "diagnosis", diagnosis_json(&res, &pr));
     }
     rc = cli_write_json(json_path, json, root);

@@ -252,6 +252,10 @@ static int collect(stoke_loader *l, cli_run_result *res) {
     res->samples_per_s = (double)samples / ((double)wall / 1e9);
   if (res->stats.steps)
     stoke_model_init(&res->model, &res->stats, &res->eff, 0);
+  res->n_failures_kept =
+      stoke_loader_failures(l, res->failures, STOKE_FAILURES_KEPT);
+  if (res->n_failures_kept > STOKE_FAILURES_KEPT)
+    res->n_failures_kept = STOKE_FAILURES_KEPT;
   return stoke_diagnose(&res->stats, &res->diag);
 }
 
@@ -280,6 +284,54 @@ int cli_source_create(const char *data, const stoke_image_config *image,
   return CLI_OK;
 }
 
+/* "EPOCH BATCH N I0 I1 ...": the samples of each batch, for checking that
+** a resumed run continues the interrupted one. */
+static void write_indices(FILE *f, const stoke_batch *b) {
+  const size_t *ix = stoke_batch_indices(b);
+  size_t n = stoke_batch_size(b);
+  fprintf(f, "%llu %zu %zu", (unsigned long long)stoke_batch_epoch(b),
+          stoke_batch_number(b), n);
+  for (size_t i = 0; i < n; i++) fprintf(f, " %zu", ix[i]);
+  fputc('\n', f);
+}
+
+static int save_state(const cli_run_spec *spec, stoke_loader *l,
+                      cli_run_result *res) {
+  if (stoke_loader_state_save(l, &res->state) != 0) {
+    cli_error("--save-state: %s", stoke_errmsg(l));
+    return CLI_ERROR;
+  }
+  return spec->save_state_path ? cli_state_write(spec->save_state_path,
+                                                 &res->state)
+                               : CLI_OK;
+}
+
+/* --resume: restore the state, and run from its epoch to --epochs. */
+static int resume_run(const cli_run_spec *spec, stoke_loader *l,
+                      cli_run_result *res) {
+  if (!spec->resume_path) return CLI_OK;
+  stoke_loader_state st;
+  if (cli_state_read(spec->resume_path, &st) != CLI_OK) return CLI_ERROR;
+  if (stoke_loader_state_restore(l, &st) != 0) {
+    cli_error("--resume: %s: %s", spec->resume_path, stoke_errmsg(l));
+    return CLI_ERROR;
+  }
+  snprintf(res->resume_note, sizeof res->resume_note, "%s", stoke_errmsg(l));
+  if (res->resume_note[0]) cli_error("--resume: %s", res->resume_note);
+  stoke_loader_state now; /* after an elastic restore: where it starts */
+  stoke_loader_state_save(l, &now);
+  res->resumed = 1;
+  res->start_epoch = now.epoch;
+  res->start_batch = now.batches_done;
+  if (now.epoch >= spec->epochs) {
+    cli_error("--resume: %s is at epoch %llu; --epochs %u has ended there",
+              spec->resume_path, (unsigned long long)now.epoch,
+              spec->epochs);
+    return CLI_ERROR;
+  }
+  return CLI_OK;
+}
+
 int cli_run(const cli_run_spec *spec, cli_run_result *res) {
   memset(res, 0, sizeof(*res));
   stoke_source *src = NULL;
@@ -302,13 +354,22 @@ int cli_run(const cli_run_spec *spec, cli_run_result *res) {
   }
   stoke_loader_config(l, &res->eff);
   res->eff.source = NULL; /* not ours to keep */
+  res->eff.quarantine_path = spec->cfg.quarantine_path; /* the loader's copy
+                                                           goes with it */
   res->n_batches = stoke_loader_n_batches(l);
   res->n_samples = stoke_loader_n_samples(l);
   res->host_bytes = stoke_loader_host_bytes(l);
+  FILE *indices = NULL;
+  if (resume_run(spec, l, res) != CLI_OK ||
+      (spec->indices_path && !(indices = cli_open_output(spec->indices_path)))) {
+    stoke_loader_destroy(l);
+    return CLI_ERROR;
+  }
 
   int64_t delay0 = -1;
-  for (unsigned e = 0; e < spec->epochs; e++) {
-    if (e == cfg.warmup_epochs)
+  for (uint64_t e = res->start_epoch; e < spec->epochs && !res->stopped;
+       e++) {
+    if (e - res->start_epoch == cfg.warmup_epochs)
       delay0 = thread_run_delay_ns();
     for (;;) {
       stoke_batch *b;
@@ -317,11 +378,29 @@ int cli_run(const cli_run_spec *spec, cli_run_result *res) {
         break;
       if (rc != STOKE_OK)
         goto fail;
+      if (indices) write_indices(indices, b);
       consumer_step(spec->compute_kind, spec->compute_ns);
       stoke_batch_release(b);
+      res->batches_run++;
+      res->stopped = spec->stop_after && res->batches_run == spec->stop_after;
+      if (spec->save_every && res->batches_run % spec->save_every == 0 &&
+          !res->stopped && save_state(spec, l, res) != CLI_OK)
+        goto fail_quiet;
+      if (res->stopped)
+        break;
     }
   }
   int64_t delay1 = thread_run_delay_ns();
+  if (spec->save_state_path && save_state(spec, l, res) != CLI_OK)
+    goto fail_quiet;
+  if (!spec->save_state_path)
+    stoke_loader_state_save(l, &res->state);
+  if (indices && indices != stdout && fclose(indices) != 0) {
+    indices = NULL;
+    cli_error("cannot write '%s'", spec->indices_path);
+    goto fail_quiet;
+  }
+  indices = NULL;
   rc = collect(l, res);
   if (rc < 0)
     goto fail;
@@ -337,6 +416,8 @@ int cli_run(const cli_run_spec *spec, cli_run_result *res) {
   return CLI_OK;
 fail:
   library_error(l, rc);
+fail_quiet:
+  if (indices && indices != stdout) fclose(indices);
   stoke_loader_destroy(l);
   cli_run_result_free(res);
   return CLI_ERROR;
@@ -372,9 +453,22 @@ void cli_print_report(FILE *f, const char *cmd, const cli_run_spec *spec,
   if (res->eff.world > 1)
     fprintf(f, ", rank %u of %u", res->eff.rank, res->eff.world);
   fputc('\n', f);
+  if (res->resumed)
+    fprintf(f, "resumed at batch %llu of epoch %llu from %s\n",
+            (unsigned long long)res->start_batch,
+            (unsigned long long)res->start_epoch, spec->resume_path);
   cli_print_epochs(f, res);
   cli_print_summary(f, res);
+  cli_print_failures(f, res);
   cli_print_verdict(f, "", &res->diag);
+  if (res->stopped)
+    fprintf(f, "stopped after %llu batches (--stop-after): the state is at "
+               "batch %llu of epoch %llu%s%s\n",
+            (unsigned long long)res->batches_run,
+            (unsigned long long)res->state.batches_done,
+            (unsigned long long)res->state.epoch,
+            spec->save_state_path ? ", in " : "",
+            spec->save_state_path ? spec->save_state_path : "");
 }
 
 static double sec(int64_t ns) { return (double)ns / 1e9; }
@@ -517,6 +611,13 @@ cJSON *cli_config_json(const cli_run_spec *spec, const cli_run_result *res) {
   cJSON_AddBoolToObject(o, "prefetch_next_epoch", c->prefetch_next_epoch);
   cJSON_AddNumberToObject(o, "timeout_ms", (double)c->sample_timeout_ms);
   cJSON_AddNumberToObject(o, "mem_budget_bytes", (double)c->mem_budget_bytes);
+  cJSON_AddStringToObject(o, "on_error", stoke_on_error_name(c->on_error));
+  cli_fmt_max_failures(c, buf, sizeof(buf));
+  cJSON_AddStringToObject(o, "max_failures", buf);
+  if (spec->cfg.quarantine_path)
+    cJSON_AddStringToObject(o, "quarantine", spec->cfg.quarantine_path);
+  else
+    cJSON_AddNullToObject(o, "quarantine");
   cJSON_AddNumberToObject(o, "epochs", spec->epochs);
   cJSON_AddNumberToObject(o, "warmup_epochs", c->warmup_epochs);
   cli_fmt_compute(spec->compute_kind, spec->compute_ns, buf, sizeof(buf));
