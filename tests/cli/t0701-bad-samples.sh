@@ -7,19 +7,10 @@
 
 "$PY" -c 'import PIL' 2>/dev/null || { echo "python3-pil missing"; exit 77; }
 say "an ImageFolder of 24 JPEGs, one cut short, one not an image"
+make_jpeg_folder "$TMP/train" 12 ant bee
 "$PY" - "$TMP/train" <<'PYEOF'
-import os, random, sys
-from PIL import Image
+import os, sys
 root = sys.argv[1]
-rng = random.Random(1)
-for c in ("ant", "bee"):
-    os.makedirs(os.path.join(root, c))
-    for i in range(12):
-        w, h = rng.randint(60, 200), rng.randint(60, 200)
-        img = Image.new("RGB", (w, h))
-        img.putdata([(x % 256, (x * 7) % 256, rng.randrange(256))
-                     for x in range(w * h)])
-        img.save(os.path.join(root, c, "%d.jpg" % i), quality=90)
 p = os.path.join(root, "bee", "3.jpg")
 data = open(p, "rb").read()
 open(p, "wb").write(data[:len(data) // 3])

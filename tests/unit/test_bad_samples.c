@@ -87,10 +87,7 @@ static void test_fail_is_the_default_and_unchanged(void **state) {
   assert_int_equal(f[0].quarantined, 0);
   assert_true(f[0].substitute == SIZE_MAX);
   TU_CONTAINS(f[0].reason, "tu-injected-failure");
-  stoke_stats st = {.struct_size = sizeof st};
-  TU_OK(stoke_loader_stats(l, &st));
-  assert_int_equal(st.failures, 1);
-  assert_int_equal(st.skipped + st.replaced + st.quarantined, 0);
+  tu_expect_bad_counts(l, 1, 0, 0, 0);
   stoke_loader_destroy(l);
   stoke_source_destroy(src);
   tu_cb_free(cb);
@@ -168,11 +165,7 @@ static void test_skip_shortens_the_batch(void **state) {
         TU_CHECK(seen[i] == !bad[i], "W %u epoch %d: sample %zu delivered "
                  "%d times", W, ep, i, seen[i]);
     }
-    stoke_stats st = {.struct_size = sizeof st};
-    TU_OK(stoke_loader_stats(l, &st));
-    assert_int_equal(st.failures, 9);
-    assert_int_equal(st.skipped, 9);
-    assert_int_equal(st.replaced, 0);
+    tu_expect_bad_counts(l, 9, 0, 9, 0);
     stoke_failure f[STOKE_FAILURES_KEPT];
     size_t nf = stoke_loader_failures(l, f, STOKE_FAILURES_KEPT);
     assert_int_equal(nf, STOKE_FAILURES_KEPT);
@@ -307,10 +300,7 @@ static void test_replace_keeps_size_and_determinism(void **state) {
                          expected_substitute(11, f[k].epoch, f[k].index, N,
                                              bad));
       }
-      stoke_stats st = {.struct_size = sizeof st};
-      TU_OK(stoke_loader_stats(l, &st));
-      assert_int_equal(st.failures, nf);
-      assert_int_equal(st.replaced, nf);
+      tu_expect_bad_counts(l, nf, 0, 0, nf);
       stoke_loader_destroy(l);
       first = 0;
     }

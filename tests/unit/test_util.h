@@ -466,6 +466,19 @@ static inline stoke_source *tu_cb_source(tu_cb *c) {
   return src;
 }
 
+/* An image source over path with transform (NULL: the default), or the
+** test fails naming the library's message. */
+static inline stoke_source *tu_open_images(const char *path,
+                                           const char *transform) {
+  stoke_image_config ic;
+  stoke_image_config_init(&ic);
+  if (transform) ic.transform = transform;
+  stoke_source *src = NULL;
+  int rc = stoke_source_create_images(path, &ic, &src);
+  if (rc != 0) fail_msg("open %s: %s", path, stoke_errmsg(NULL));
+  return src;
+}
+
 /* ---- loaders -------------------------------------------------------------- */
 
 static inline stoke_config tu_config(stoke_source *src, unsigned workers,
@@ -611,6 +624,26 @@ static inline void tu_epoch_ok(stoke_loader *l, const tu_cb *cb, tu_epoch *e,
   if (rc != STOKE_END)
     fail_msg("epoch ended with %d %s, want STOKE_END (errmsg: \"%s\")", rc,
              tu_code_name(rc), stoke_errmsg(l));
+}
+
+/* The bad-sample counters of l's statistics are exactly these. */
+static inline void tu_expect_bad_counts(const stoke_loader *l,
+                                        uint64_t failures,
+                                        uint64_t quarantined, uint64_t skipped,
+                                        uint64_t replaced) {
+  stoke_stats st;
+  memset(&st, 0, sizeof st);
+  st.struct_size = sizeof st;
+  TU_OK(stoke_loader_stats(l, &st));
+  TU_CHECK(st.failures == failures && st.quarantined == quarantined &&
+               st.skipped == skipped && st.replaced == replaced,
+           "bad samples: %llu failures, %llu quarantined, %llu skipped, %llu "
+           "replaced; want %llu, %llu, %llu, %llu",
+           (unsigned long long)st.failures,
+           (unsigned long long)st.quarantined,
+           (unsigned long long)st.skipped, (unsigned long long)st.replaced,
+           (unsigned long long)failures, (unsigned long long)quarantined,
+           (unsigned long long)skipped, (unsigned long long)replaced);
 }
 
 /* A counting allocator: every pointer handed out must come back. */
