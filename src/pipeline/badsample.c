@@ -196,7 +196,7 @@ static int record(stoke_loader *l, const stoke_batch *b, stoke_failure *f) {
                100 * l->cfg.max_failure_frac, l->plan.per_rank);
     snprintf(msg, sizeof msg,
              "too many bad samples: %llu in epoch %llu, over the failure "
-             "budget of %llu (%s); the last: %s",
+             "budget of %llu (%s); the last: %.360s",
              (unsigned long long)n, (unsigned long long)b->epoch,
              (unsigned long long)l->fail_budget, why, few);
   }
