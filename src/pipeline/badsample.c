@@ -187,7 +187,7 @@ static int record(stoke_loader *l, const stoke_batch *b, stoke_failure *f) {
     }
   }
   if (over) {
-    char few[STOKE__ERRMSG_CAP], why[64];
+    char few[300], why[64]; /* what fits after the message's start */
     last_few(l, few, sizeof few);
     if (l->cfg.max_failures > 0)
       snprintf(why, sizeof why, "max_failures");
@@ -196,7 +196,7 @@ static int record(stoke_loader *l, const stoke_batch *b, stoke_failure *f) {
                100 * l->cfg.max_failure_frac, l->plan.per_rank);
     snprintf(msg, sizeof msg,
              "too many bad samples: %llu in epoch %llu, over the failure "
-             "budget of %llu (%s); the last: %.360s",
+             "budget of %llu (%s); the last: %s",
              (unsigned long long)n, (unsigned long long)b->epoch,
              (unsigned long long)l->fail_budget, why, few);
   }
