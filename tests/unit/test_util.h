@@ -181,12 +181,11 @@ static inline void tu_deadline_end(void) {
 
 /* ---- threads -------------------------------------------------------------- */
 
-/* Threads of this process whose name starts with prefix ("" for all), from
+/* Threads of this process whose name starts with prefix, from
 ** /proc/self/task; -1 where /proc does not say.  A loader's workers are
-** joined by destroy, so none may be left once it returns: a check that
-** needs no waiting.  (Workers name themselves once running, so right after
-** create count them with "": a new thread is in /proc/self/task as soon as
-** pthread_create returns.) */
+** joined by destroy, so none named stoke-w* may be left once it returns: a
+** check that needs no waiting.  (Workers name themselves once running; a
+** sanitizer may add threads of its own, so do not count them all.) */
 static inline int tu_count_threads(const char *prefix) {
   DIR *d = opendir("/proc/self/task");
   if (!d) return -1;
