@@ -176,7 +176,9 @@ int cmd_demo(int argc, char **argv) {
   ** starve it (they wait 1 / (1 + STEP_FACTOR) of the step, 40%), and the
   ** knee has room to be busy when other processes take some of the cores
   ** (at 0.75x the knee's rerun read "starving" in 4 runs of 11 on a shared
-  ** 2-core machine; at 1.5x in 1 of 8 while a TSan suite ran beside it). */
+  ** 2-core machine; at 1x, where one worker has no headroom at all, in 1 of
+  ** 14 on an uncontended core; at 1.5x in 1 of 8 while a TSan suite ran
+  ** beside it, its worker queued for a core 2.6 ns per ns run). */
   int step_ms = (int)ceil(STEP_FACTOR * BATCH * t_img * 1000.0);
   if (step_ms < 2) step_ms = 2;
   char step[32], before[1100], after[1100], tune[1100], svg[1100],
