@@ -162,6 +162,11 @@ typedef struct cli_run_spec {
   uint64_t stop_after;          /* --stop-after: end after this many
                                    batches; 0: run every epoch */
   const char *indices_path;     /* --indices: each batch's sample indices */
+  /* Another client's run (the Python module): how the reports name its
+  ** source ("arrays", "Python dataset") and its step ("the caller's
+  ** loop"), instead of data/synth and compute_kind.  NULL: not used. */
+  const char *source_label;
+  const char *compute_label;
 } cli_run_spec;
 
 /* Spans kept per thread when a trace is asked for: the latest 64 Ki (2 MiB
@@ -314,6 +319,14 @@ int cli_run_args_finish(cli_run_args *a, const char *cmd);
 ** cli_run_result_free(). */
 int cli_run(const cli_run_spec *spec, cli_run_result *res);
 void cli_run_result_free(cli_run_result *res);
+/* Fill res from a live loader: its configuration, statistics, epochs, wait
+** histogram, model and verdict (res zeroed first by the caller; not the
+** peak RSS nor the consumer's run delay, which the caller measures).
+** Returns 0 or a STOKE_E* code; free with cli_run_result_free. */
+int cli_result_collect(stoke_loader *l, cli_run_result *res);
+/* n_measured, epoch_s and samples_per_s from res->epochs (the measured,
+** not warm-up, ones). */
+void cli_result_measure(cli_run_result *res);
 /* Open json_path ("-" = stdout; NULL = none) before the run, so a bad path
 ** fails first, then cli_run().  On failure the file is removed and *json is
 ** NULL. */
@@ -364,6 +377,57 @@ void cli_print_failures(FILE *f, const cli_run_result *res);
 cJSON *cli_failures_json(const cli_run_spec *spec, const cli_run_result *res);
 /* {resumed_from: {epoch, batch}, batches, stopped, state: {...}}. */
 cJSON *cli_resume_json(const cli_run_spec *spec, const cli_run_result *res);
+/* ---- the profile's analysis (profile.c) --------------------------------- */
+
+#define CLI_MAX_WHATIF 16
+
+typedef struct cli_uint_list {
+  unsigned v[CLI_MAX_WHATIF];
+  size_t n;
+} cli_uint_list;
+
+/* Add x unless present (at most CLI_MAX_WHATIF); sort without duplicates. */
+void cli_uint_list_add(cli_uint_list *l, unsigned x);
+void cli_uint_list_sort(cli_uint_list *l);
+
+typedef struct cli_profile {
+  stoke_model model;
+  stoke_prediction now; /* the model's view of this run */
+  int64_t measured_step_ns;
+  int64_t consumer_delay_ns; /* per step: runnable, not running */
+  double measured_epoch_ns;
+  double step_error, epoch_error;
+  cli_uint_list ws, ks; /* the what-if grid: set before the analysis */
+  stoke_prediction what_if[CLI_MAX_WHATIF][CLI_MAX_WHATIF];
+  stoke_advice advice[STOKE_MAX_ADVICE];
+  size_t n_advice;
+} cli_profile;
+
+/* The what-if grid: with default_ws, workers 0, 1, 2, 4, 8, 16, 32 and the
+** run's (default_ks: prefetch 1, 2, 4, 8 and the run's), added to what pr
+** holds; then sorted. */
+void cli_profile_grid(cli_profile *pr, const stoke_config *eff,
+                      int default_ws, int default_ks);
+/* Model res (which must have measured steps), predict it, fill the what-if
+** table over pr->ws x pr->ks, and the advice; res->diag becomes the
+** model's verdict.  consumer_cpu: cores the consumer's step burns, or < 0
+** to take it from spec's step (spin: 1, else 0).  cores 0: online CPUs.
+** Returns 0 or a STOKE_E* code. */
+int cli_profile_analyse(const cli_run_spec *spec, cli_run_result *res,
+                        unsigned cores, double consumer_cpu, cli_profile *pr);
+/* The verdict's numbers, the model, the what-if table and the advice. */
+void cli_print_profile(FILE *f, const cli_run_result *res,
+                       const cli_profile *pr);
+/* The same as the "diagnosis" object of profile's JSON. */
+cJSON *cli_diagnosis_json(const cli_run_result *res, const cli_profile *pr);
+
+/* ---- tune's JSON (cmd_tune.c) --------------------------------------------- */
+
+/* One point of a sweep, and the knee with its stoke flags and PyTorch
+** DataLoader arguments, as `stoke tune --json` writes them. */
+cJSON *cli_tune_point_json(const stoke_tune_point *p);
+cJSON *cli_tune_knee_json(const stoke_tune_point *pts,
+                          const stoke_tune_knee *k, int batch_swept);
 
 /* ---- the demo's dataset (demo_data.c) ------------------------------------ */
 

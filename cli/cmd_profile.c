@@ -65,16 +65,9 @@ static const cli_opt profile_own_opts[] = {
 #define N_RUN_OPTS (CLI_RUN_OPT_LAST - 1) /* source and run: ids 1 .. */
 #define N_OWN_OPTS (sizeof(profile_own_opts) / sizeof(profile_own_opts[0]))
 
-#define MAX_WHATIF 16
-
-typedef struct uint_list {
-  unsigned v[MAX_WHATIF];
-  size_t n;
-} uint_list;
-
 /* "0,1,2,4": sorted, without duplicates. */
 static int parse_list(const char *what, const char *s, unsigned lo,
-                      uint_list *out) {
+                      cli_uint_list *out) {
   out->n = 0;
   char buf[256];
   if (strlen(s) >= sizeof(buf) || !*s) {
@@ -89,307 +82,13 @@ static int parse_list(const char *what, const char *s, unsigned lo,
     unsigned x;
     if (cli_parse_uint(what, tok, lo, 4096, &x))
       return -1;
-    if (out->n == MAX_WHATIF) {
-      cli_error("%s: at most %d values", what, MAX_WHATIF);
+    if (out->n == CLI_MAX_WHATIF) {
+      cli_error("%s: at most %d values", what, CLI_MAX_WHATIF);
       return -1;
     }
     out->v[out->n++] = x;
   }
   return 0;
-}
-
-static void list_add(uint_list *l, unsigned x) {
-  for (size_t i = 0; i < l->n; i++)
-    if (l->v[i] == x)
-      return;
-  if (l->n < MAX_WHATIF)
-    l->v[l->n++] = x;
-}
-
-static int cmp_uint(const void *a, const void *b) {
-  unsigned x = *(const unsigned *)a, y = *(const unsigned *)b;
-  return x < y ? -1 : x > y;
-}
-
-static void list_sort(uint_list *l) {
-  uint_list u = {{0}, 0};
-  for (size_t i = 0; i < l->n; i++)
-    list_add(&u, l->v[i]);
-  qsort(u.v, u.n, sizeof(unsigned), cmp_uint);
-  *l = u;
-}
-
-/* ---- the analysis -------------------------------------------------------- */
-
-typedef struct profile {
-  stoke_model model;
-  stoke_prediction now; /* the model's view of this run */
-  int64_t measured_step_ns;
-  int64_t consumer_delay_ns; /* per step: runnable, not running */
-  double measured_epoch_ns;
-  double step_error, epoch_error;
-  uint_list ws, ks;
-  stoke_prediction what_if[MAX_WHATIF][MAX_WHATIF];
-  stoke_advice advice[STOKE_MAX_ADVICE];
-  size_t n_advice;
-} profile;
-
-static double ms(int64_t ns) { return (double)ns / 1e6; }
-
-static int analyse(const cli_run_spec *spec, cli_run_result *res,
-                   unsigned cores, profile *pr) {
-  const stoke_stats *st = &res->stats;
-  int rc = stoke_model_init(&pr->model, st, &res->eff, cores);
-  if (rc < 0)
-    return rc;
-  /* The tool knows its consumer: a spinning step holds one core. */
-  pr->model.consumer_cpu = spec->compute_kind == CLI_COMPUTE_SPIN ? 1.0 : 0.0;
-  /* The loader is gone: its workers' queueing for a core, measured while
-  ** they lived, comes from the run's model. */
-  if (res->model.run_delay_frac >= 0) {
-    pr->model.run_delay_frac = res->model.run_delay_frac;
-    pr->model.t_io_ns = res->model.t_io_ns;
-    pr->model.sigma = res->model.sigma; /* deflated with that t_io */
-  }
-  pr->model.n_batches = res->n_batches;
-  rc = stoke_predict_step(&pr->model, res->eff.n_workers,
-                          res->eff.prefetch ? res->eff.prefetch : 1,
-                          &pr->now);
-  if (rc < 0)
-    return rc;
-  pr->measured_step_ns =
-      st->steps ? (st->wait.total_ns + st->compute.total_ns) /
-                      (int64_t)st->steps
-                : 0;
-  pr->measured_epoch_ns = res->epoch_s * 1e9;
-  /* The verdict from this model: it knows the consumer's CPU.  When the
-  ** consumer's thread waited for a core (workers oversubscribing the CPU
-  ** delay a sleeping step's wake-up; Linux schedstat says how long), its
-  ** computing clock holds that wait: the producer is compared with the
-  ** step the consumer asked for.  The clocks and the prediction stay as
-  ** measured. */
-  stoke_model vm = pr->model;
-  if (res->consumer_run_delay_ns > 0 && st->steps) {
-    pr->consumer_delay_ns = res->consumer_run_delay_ns / (int64_t)st->steps;
-    vm.t_c_ns -= pr->consumer_delay_ns;
-    if (vm.t_c_ns < 0)
-      vm.t_c_ns = 0;
-  }
-  rc = stoke_diagnose_model(st, &vm, &res->diag);
-  if (rc < 0)
-    return rc;
-  if (pr->measured_step_ns > 0)
-    pr->step_error =
-        (double)pr->now.step_ns / (double)pr->measured_step_ns - 1;
-  if (pr->measured_epoch_ns > 0 && pr->now.epoch_ns > 0)
-    pr->epoch_error = (double)pr->now.epoch_ns / pr->measured_epoch_ns - 1;
-  for (size_t i = 0; i < pr->ws.n; i++)
-    for (size_t j = 0; j < pr->ks.n; j++)
-      stoke_predict_step(&pr->model, pr->ws.v[i], pr->ks.v[j],
-                         &pr->what_if[i][j]);
-  return stoke_advise_model(&pr->model, st, pr->advice, STOKE_MAX_ADVICE,
-                            &pr->n_advice);
-}
-
-static void print_profile(FILE *f, const cli_run_result *res,
-                          const profile *pr) {
-  const stoke_model *m = &pr->model;
-  const stoke_diagnosis *d = &res->diag;
-  double cpu_pct = m->t_d_ns ? 100.0 * (double)m->t_cpu_ns /
-                                   (double)m->t_d_ns
-                             : 0.0;
-  fprintf(f, "\nthe verdict's numbers\n");
-  fprintf(f, "  wait ratio    %.1f%%  (busy under %.0f%%)\n",
-          100 * d->wait_ratio, 100 * STOKE_BUSY_WAIT_RATIO);
-  fprintf(f, "  queue empty   %.1f%%  (starving at %.0f%% or more)\n",
-          100 * d->queue_empty_frac, 100 * STOKE_STARVING_EMPTY_FRAC);
-  fprintf(f, "  tail ratio    %.2f  (wait p99 / max(step p50, 1 ms))\n",
-          d->tail_ratio);
-  fprintf(f, "\nqueue model (docs/diagnosis.md)\n");
-  fprintf(f,
-          "  per sample    t_d %.3f ms  (on a core %.3f ms = %.0f%%, waiting "
-          "%.3f ms; sigma %.2f)\n",
-          ms(m->t_d_ns), ms(m->t_cpu_ns), cpu_pct, ms(m->t_io_ns), m->sigma);
-  if (m->run_delay_frac >= 0)
-    fprintf(f,
-            "                queueing for a core %.3f ms (schedstat: %.2f ns "
-            "runnable per ns on a core)\n",
-            ms((int64_t)((double)m->t_cpu_ns * m->run_delay_frac)),
-            m->run_delay_frac);
-  fprintf(f, "  stages        read %.3f  decode %.3f  transform %.3f ms\n",
-          ms(m->stage_ns[STOKE_STAGE_READ]),
-          ms(m->stage_ns[STOKE_STAGE_DECODE]),
-          ms(m->stage_ns[STOKE_STAGE_TRANSFORM]));
-  fprintf(f, "  consumer      t_c %.3f ms per step, copy %.3f ms\n",
-          ms(m->t_c_ns), ms(m->copy_ns));
-  if (pr->consumer_delay_ns > 0)
-    fprintf(f,
-            "                of it %.3f ms waiting for a core (the verdict "
-            "uses %.3f ms)\n",
-            ms(pr->consumer_delay_ns),
-            ms(m->t_c_ns > pr->consumer_delay_ns
-                   ? m->t_c_ns - pr->consumer_delay_ns
-                   : 0));
-  fprintf(f,
-          "  loader        B %zu, W %u, K %u, chunk %zu, cores %.0f (%.1f "
-          "for the workers)\n",
-          m->batch_size, m->n_workers, m->prefetch, m->chunk, m->cores,
-          m->cores - m->consumer_cpu < 1 ? 1.0 : m->cores - m->consumer_cpu);
-  if (m->n_workers == 0)
-    fprintf(f, "  producer      B*t_d = %.3f ms per batch, inside next()\n",
-            ms(pr->now.producer_batch_ns));
-  else
-    fprintf(f,
-            "  producer      B*max(t_d/W_eff, t_cpu/P) = %.3f ms per batch\n",
-            ms(pr->now.producer_batch_ns));
-  fprintf(f, "  bound         %s\n", stoke_bound_name(pr->now.bound));
-  fprintf(f, "  step          predicted %.3f ms, measured %.3f ms, error %+.1f%%\n",
-          ms(pr->now.step_ns), ms(pr->measured_step_ns),
-          100 * pr->step_error);
-  if (pr->now.epoch_ns > 0)
-    fprintf(f,
-            "  epoch         predicted %.6f s, measured %.6f s, error "
-            "%+.1f%%\n",
-            (double)pr->now.epoch_ns / 1e9, pr->measured_epoch_ns / 1e9,
-            100 * pr->epoch_error);
-
-  fprintf(f, "\nwhat if (predicted %s; * = this run)\n",
-          pr->now.epoch_ns > 0 ? "epoch seconds" : "step ms");
-  fprintf(f, "  workers \\ prefetch");
-  for (size_t j = 0; j < pr->ks.n; j++)
-    fprintf(f, " %10u", pr->ks.v[j]);
-  fputc('\n', f);
-  for (size_t i = 0; i < pr->ws.n; i++) {
-    fprintf(f, "  %18u", pr->ws.v[i]);
-    for (size_t j = 0; j < pr->ks.n; j++) {
-      const stoke_prediction *p = &pr->what_if[i][j];
-      int here = p->n_workers == res->eff.n_workers &&
-                 p->prefetch == res->eff.prefetch;
-      if (pr->now.epoch_ns > 0)
-        fprintf(f, " %9.4f%c", (double)p->epoch_ns / 1e9, here ? '*' : ' ');
-      else
-        fprintf(f, " %9.3f%c", ms(p->step_ns), here ? '*' : ' ');
-    }
-    fputc('\n', f);
-  }
-  fprintf(f, "\nadvice\n");
-  if (!pr->n_advice)
-    fprintf(f, "  none: the model sees nothing cheaper to change\n");
-  for (size_t i = 0; i < pr->n_advice; i++)
-    fprintf(f, "  %zu. %s\n", i + 1, pr->advice[i].text);
-}
-
-static const char *advice_kind_name(int kind) {
-  switch (kind) {
-  case STOKE_ADVICE_MODEL: return "model";
-  case STOKE_ADVICE_WORKERS: return "workers";
-  case STOKE_ADVICE_FEWER: return "fewer_workers";
-  case STOKE_ADVICE_PIN_COPY: return "pinned_async_copy";
-  case STOKE_ADVICE_CHEAPER: return "cheaper_samples";
-  case STOKE_ADVICE_PREFETCH: return "prefetch";
-  case STOKE_ADVICE_ECHO: return "data_echoing";
-  }
-  return "?";
-}
-
-static cJSON *diagnosis_json(const cli_run_result *res, const profile *pr) {
-  const stoke_model *m = &pr->model;
-  const stoke_diagnosis *d = &res->diag;
-  cJSON *o = cJSON_CreateObject();
-  if (!o)
-    return NULL;
-  cJSON_AddStringToObject(o, "verdict", stoke_verdict_name(d->verdict));
-  cJSON_AddStringToObject(o, "reason", d->reason);
-  cJSON_AddNumberToObject(o, "wait_ratio", d->wait_ratio);
-  cJSON_AddNumberToObject(o, "queue_empty_frac", d->queue_empty_frac);
-  cJSON_AddNumberToObject(o, "tail_ratio", d->tail_ratio);
-  cJSON_AddNumberToObject(o, "busy_wait_ratio", STOKE_BUSY_WAIT_RATIO);
-  cJSON_AddNumberToObject(o, "starving_empty_frac",
-                          STOKE_STARVING_EMPTY_FRAC);
-  cJSON *mo = cJSON_AddObjectToObject(o, "model");
-  if (mo) {
-    cJSON_AddNumberToObject(mo, "t_d_ns", (double)m->t_d_ns);
-    cJSON_AddNumberToObject(mo, "t_cpu_ns", (double)m->t_cpu_ns);
-    cJSON_AddNumberToObject(mo, "t_io_ns", (double)m->t_io_ns);
-    cJSON_AddNumberToObject(mo, "cpu_frac",
-                            m->t_d_ns ? (double)m->t_cpu_ns /
-                                            (double)m->t_d_ns
-                                      : 0.0);
-    cJSON_AddNumberToObject(mo, "sigma", m->sigma);
-    cJSON_AddNumberToObject(mo, "run_delay_frac", m->run_delay_frac);
-    cJSON_AddNumberToObject(mo, "read_ns",
-                            (double)m->stage_ns[STOKE_STAGE_READ]);
-    cJSON_AddNumberToObject(mo, "decode_ns",
-                            (double)m->stage_ns[STOKE_STAGE_DECODE]);
-    cJSON_AddNumberToObject(mo, "transform_ns",
-                            (double)m->stage_ns[STOKE_STAGE_TRANSFORM]);
-    cJSON_AddNumberToObject(mo, "t_c_ns", (double)m->t_c_ns);
-    cJSON_AddNumberToObject(mo, "copy_ns", (double)m->copy_ns);
-    cJSON_AddNumberToObject(mo, "consumer_run_delay_ns",
-                            (double)pr->consumer_delay_ns);
-    cJSON_AddNumberToObject(mo, "batch_size", (double)m->batch_size);
-    cJSON_AddNumberToObject(mo, "workers", m->n_workers);
-    cJSON_AddNumberToObject(mo, "prefetch", m->prefetch);
-    cJSON_AddNumberToObject(mo, "chunk", (double)m->chunk);
-    cJSON_AddNumberToObject(mo, "cores", m->cores);
-    cJSON_AddNumberToObject(mo, "consumer_cpu", m->consumer_cpu);
-    cJSON_AddNumberToObject(mo, "batches_per_epoch", (double)m->n_batches);
-  }
-  cJSON *po = cJSON_AddObjectToObject(o, "prediction");
-  if (po) {
-    cJSON_AddNumberToObject(po, "producer_batch_ns",
-                            (double)pr->now.producer_batch_ns);
-    cJSON_AddNumberToObject(po, "predicted_step_ns",
-                            (double)pr->now.step_ns);
-    cJSON_AddNumberToObject(po, "measured_step_ns",
-                            (double)pr->measured_step_ns);
-    cJSON_AddNumberToObject(po, "step_error", pr->step_error);
-    cJSON_AddNumberToObject(po, "predicted_epoch_s",
-                            (double)pr->now.epoch_ns / 1e9);
-    cJSON_AddNumberToObject(po, "measured_epoch_s",
-                            pr->measured_epoch_ns / 1e9);
-    cJSON_AddNumberToObject(po, "epoch_error", pr->epoch_error);
-    cJSON_AddNumberToObject(po, "predicted_wait_ratio", pr->now.wait_ratio);
-    cJSON_AddStringToObject(po, "bound", stoke_bound_name(pr->now.bound));
-  }
-  cJSON *wa = cJSON_AddArrayToObject(o, "what_if");
-  for (size_t i = 0; wa && i < pr->ws.n; i++)
-    for (size_t j = 0; j < pr->ks.n; j++) {
-      const stoke_prediction *p = &pr->what_if[i][j];
-      cJSON *e = cJSON_CreateObject();
-      if (!e)
-        break;
-      cJSON_AddItemToArray(wa, e);
-      cJSON_AddNumberToObject(e, "workers", p->n_workers);
-      cJSON_AddNumberToObject(e, "prefetch", p->prefetch);
-      cJSON_AddNumberToObject(e, "producer_batch_ns",
-                              (double)p->producer_batch_ns);
-      cJSON_AddNumberToObject(e, "step_ns", (double)p->step_ns);
-      cJSON_AddNumberToObject(e, "epoch_s", (double)p->epoch_ns / 1e9);
-      cJSON_AddNumberToObject(e, "wait_ratio", p->wait_ratio);
-      cJSON_AddStringToObject(e, "bound", stoke_bound_name(p->bound));
-    }
-  cJSON *aa = cJSON_AddArrayToObject(o, "advice");
-  for (size_t i = 0; aa && i < pr->n_advice; i++) {
-    const stoke_advice *a = &pr->advice[i];
-    cJSON *e = cJSON_CreateObject();
-    if (!e)
-      break;
-    cJSON_AddItemToArray(aa, e);
-    cJSON_AddStringToObject(e, "kind", advice_kind_name(a->kind));
-    cJSON_AddStringToObject(e, "text", a->text);
-    cJSON_AddNumberToObject(e, "workers", a->n_workers);
-    cJSON_AddNumberToObject(e, "prefetch", a->prefetch);
-    if (a->kind == STOKE_ADVICE_CHEAPER)
-      cJSON_AddStringToObject(e, "stage", stoke_stage_name(a->stage));
-    if (a->kind == STOKE_ADVICE_ECHO)
-      cJSON_AddNumberToObject(e, "echo", a->echo);
-    cJSON_AddNumberToObject(e, "now_step_ns", (double)a->now_step_ns);
-    cJSON_AddNumberToObject(e, "predicted_step_ns",
-                            (double)a->predicted_step_ns);
-    cJSON_AddNumberToObject(e, "speedup", a->speedup);
-  }
-  return o;
 }
 
 /* ---- the command --------------------------------------------------------- */
@@ -404,7 +103,7 @@ int cmd_profile(int argc, char **argv) {
     return CLI_USAGE;
   unsigned cores = 0;
   int have_ws = 0, have_ks = 0;
-  static profile pr; /* the what-if table is large for a stack */
+  static cli_profile pr; /* the what-if table is large for a stack */
   memset(&pr, 0, sizeof(pr));
 
   cli_parser p;
@@ -448,21 +147,9 @@ int cmd_profile(int argc, char **argv) {
   if (rc != CLI_OK)
     return rc;
   FILE *out = json == stdout ? stderr : stdout;
-  if (!have_ws) {
-    static const unsigned dw[] = {0, 1, 2, 4, 8, 16, 32};
-    for (size_t i = 0; i < sizeof(dw) / sizeof(dw[0]); i++)
-      list_add(&pr.ws, dw[i]);
-    list_add(&pr.ws, res.eff.n_workers);
-  }
-  if (!have_ks) {
-    static const unsigned dk[] = {1, 2, 4, 8};
-    for (size_t i = 0; i < sizeof(dk) / sizeof(dk[0]); i++)
-      list_add(&pr.ks, dk[i]);
-    list_add(&pr.ks, res.eff.prefetch);
-  }
-  list_sort(&pr.ws);
-  list_sort(&pr.ks);
-  int arc = res.stats.steps ? analyse(spec, &res, cores, &pr) : STOKE_EINVAL;
+  cli_profile_grid(&pr, &res.eff, !have_ws, !have_ks);
+  int arc = res.stats.steps ? cli_profile_analyse(spec, &res, cores, -1, &pr)
+                            : STOKE_EINVAL;
   if (arc < 0) {
     cli_error("profile: %llu measured steps are too few to model; run more "
               "epochs or samples",
@@ -477,7 +164,7 @@ int cmd_profile(int argc, char **argv) {
 
   if (!args.quiet) {
     cli_print_report(out, "profile", spec, &res);
-    print_profile(out, &res, &pr);
+    cli_print_profile(out, &res, &pr);
   }
   if (json) {
     cJSON *root = cJSON_CreateObject();
@@ -489,7 +176,7 @@ int cmd_profile(int argc, char **argv) {
       cJSON_AddItemToObject(root, "stages", cli_stages_json(&res));
       cJSON_AddItemToObject(root, "bad_samples", cli_failures_json(spec, &res));
       cJSON_AddItemToObject(root, "resume", cli_resume_json(spec, &res));
-      cJSON_AddItemToObject(root, "diagnosis", diagnosis_json(&res, &pr));
+      cJSON_AddItemToObject(root, "diagnosis", cli_diagnosis_json(&res, &pr));
     }
     rc = cli_write_json(json_path, json, root);
     cJSON_Delete(root);

@@ -318,7 +318,7 @@ static void print_table(FILE *f, stoke_tune_point *const *rows, size_t n,
   }
 }
 
-static cJSON *point_json(const stoke_tune_point *p) {
+cJSON *cli_tune_point_json(const stoke_tune_point *p) {
   cJSON *o = cJSON_CreateObject();
   if (!o)
     return NULL;
@@ -340,8 +340,8 @@ static cJSON *point_json(const stoke_tune_point *p) {
   return o;
 }
 
-static cJSON *knee_json(const stoke_tune_point *pts,
-                        const stoke_tune_knee *k, int batch_swept) {
+cJSON *cli_tune_knee_json(const stoke_tune_point *pts,
+                          const stoke_tune_knee *k, int batch_swept) {
   const stoke_tune_point *p = &pts[k->index];
   cJSON *o = cJSON_CreateObject();
   if (!o)
@@ -752,10 +752,10 @@ int cmd_tune(int argc, char **argv) {
       cJSON_AddItemToObject(root, "machine", cli_machine_json());
       cJSON *arr = cJSON_AddArrayToObject(root, "points");
       for (size_t i = 0; arr && i < done; i++)
-        cJSON_AddItemToArray(arr, point_json(&pts[i]));
+        cJSON_AddItemToArray(arr, cli_tune_point_json(&pts[i]));
       if (have_knee)
         cJSON_AddItemToObject(root, "knee",
-                              knee_json(pts, &knee, batch_swept));
+                              cli_tune_knee_json(pts, &knee, batch_swept));
       else
         cJSON_AddNullToObject(root, "knee");
       cJSON_AddNumberToObject(root, "points_planned", (double)n);

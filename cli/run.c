@@ -130,6 +130,10 @@ void cli_fmt_synthetic(const stoke_synthetic_config *synth, char *buf,
 
 void cli_fmt_source(const cli_run_spec *spec, size_t n_samples, char *buf,
                     size_t n) {
+  if (spec->source_label) {
+    snprintf(buf, n, "%s (%zu samples)", spec->source_label, n_samples);
+    return;
+  }
   if (spec->data) {
     snprintf(buf, n, "images %s (%zu samples, transform %s)", spec->data,
              n_samples, spec->image.transform);
@@ -153,6 +157,14 @@ void cli_fmt_cost_dist(const stoke_synthetic_config *synth, char *buf,
   default:
     snprintf(buf, n, "fixed");
   }
+}
+
+/* The consumer's step as the reports name it. */
+static void spec_compute(const cli_run_spec *spec, char *buf, size_t n) {
+  if (spec->compute_label)
+    snprintf(buf, n, "%s", spec->compute_label);
+  else
+    cli_fmt_compute(spec->compute_kind, spec->compute_ns, buf, n);
 }
 
 void cli_fmt_compute(int kind, int64_t ns, char *buf, size_t n) {
@@ -217,7 +229,31 @@ void cli_run_result_free(cli_run_result *res) {
   res->n_wait_hist = 0;
 }
 
-static int collect(stoke_loader *l, cli_run_result *res) {
+void cli_result_measure(cli_run_result *res) {
+  int64_t wall = 0;
+  uint64_t samples = 0;
+  res->n_measured = 0;
+  for (size_t i = 0; i < res->n_epochs; i++) {
+    if (res->epochs[i].warmup)
+      continue;
+    res->n_measured++;
+    wall += res->epochs[i].wall_ns;
+    samples += res->epochs[i].samples;
+  }
+  res->epoch_s =
+      res->n_measured ? (double)wall / 1e9 / (double)res->n_measured : 0;
+  res->samples_per_s = wall > 0 ? (double)samples / ((double)wall / 1e9) : 0;
+}
+
+int cli_result_collect(stoke_loader *l, cli_run_result *res) {
+  snprintf(res->source_kind, sizeof(res->source_kind), "%s",
+           stoke_source_kind(stoke_loader_source(l)));
+  res->source_samples = stoke_source_n_samples(stoke_loader_source(l));
+  stoke_loader_config(l, &res->eff);
+  res->eff.source = NULL; /* not ours to keep */
+  res->n_batches = stoke_loader_n_batches(l);
+  res->n_samples = stoke_loader_n_samples(l);
+  res->host_bytes = stoke_loader_host_bytes(l);
   res->stats.struct_size = sizeof(res->stats);
   int rc = stoke_loader_stats(l, &res->stats);
   if (rc < 0)
@@ -233,23 +269,13 @@ static int collect(stoke_loader *l, cli_run_result *res) {
   res->epochs = calloc(n ? n : 1, sizeof(*res->epochs));
   if (!res->epochs)
     return STOKE_ENOMEM;
-  int64_t wall = 0;
-  uint64_t samples = 0;
   for (size_t i = 0; i < n; i++) {
     rc = stoke_loader_epoch_stats(l, i, &res->epochs[i]);
     if (rc < 0)
       return rc;
     res->n_epochs++;
-    if (res->epochs[i].warmup)
-      continue;
-    res->n_measured++;
-    wall += res->epochs[i].wall_ns;
-    samples += res->epochs[i].samples;
   }
-  if (res->n_measured)
-    res->epoch_s = (double)wall / 1e9 / (double)res->n_measured;
-  if (wall > 0)
-    res->samples_per_s = (double)samples / ((double)wall / 1e9);
+  cli_result_measure(res);
   if (res->stats.steps)
     stoke_model_init(&res->model, &res->stats, &res->eff, 0);
   res->n_failures_kept =
@@ -338,9 +364,6 @@ int cli_run(const cli_run_spec *spec, cli_run_result *res) {
   int rc = cli_source_create(spec->data, &spec->image, &spec->synth, &src);
   if (rc != CLI_OK)
     return rc;
-  snprintf(res->source_kind, sizeof(res->source_kind), "%s",
-           stoke_source_kind(src));
-  res->source_samples = stoke_source_n_samples(src);
   stoke_config cfg = spec->cfg;
   cfg.source = src;
   if (spec->trace_path && cfg.trace_events == 0)
@@ -352,13 +375,6 @@ int cli_run(const cli_run_spec *spec, cli_run_result *res) {
     library_error(NULL, rc);
     return CLI_ERROR;
   }
-  stoke_loader_config(l, &res->eff);
-  res->eff.source = NULL; /* not ours to keep */
-  res->eff.quarantine_path = spec->cfg.quarantine_path; /* the loader's copy
-                                                           goes with it */
-  res->n_batches = stoke_loader_n_batches(l);
-  res->n_samples = stoke_loader_n_samples(l);
-  res->host_bytes = stoke_loader_host_bytes(l);
   FILE *indices = NULL;
   if (resume_run(spec, l, res) != CLI_OK ||
       (spec->indices_path && !(indices = cli_open_output(spec->indices_path)))) {
@@ -401,7 +417,9 @@ int cli_run(const cli_run_spec *spec, cli_run_result *res) {
     goto fail_quiet;
   }
   indices = NULL;
-  rc = collect(l, res);
+  rc = cli_result_collect(l, res);
+  /* The loader's copy of the path goes with it: keep the caller's. */
+  res->eff.quarantine_path = spec->cfg.quarantine_path;
   if (rc < 0)
     goto fail;
   res->consumer_run_delay_ns =
@@ -446,7 +464,7 @@ void cli_print_report(FILE *f, const char *cmd, const cli_run_spec *spec,
                       const cli_run_result *res) {
   char src[1200], step[64];
   cli_fmt_source(spec, res->n_samples, src, sizeof(src));
-  cli_fmt_compute(spec->compute_kind, spec->compute_ns, step, sizeof(step));
+  spec_compute(spec, step, sizeof(step));
   fprintf(f, "stoke %s: %s, batch %zu, %u workers, prefetch %u, step %s", cmd,
           src, res->eff.batch_size, res->eff.n_workers, res->eff.prefetch,
           step);
@@ -580,7 +598,11 @@ cJSON *cli_config_json(const cli_run_spec *spec, const cli_run_result *res) {
   cJSON *o = cJSON_CreateObject();
   if (!o)
     return NULL;
-  if (spec->data) {
+  if (spec->source_label) {
+    cJSON_AddStringToObject(o, "source", spec->source_label);
+    cJSON_AddStringToObject(o, "data_kind", res->source_kind);
+    cJSON_AddNumberToObject(o, "samples", (double)res->source_samples);
+  } else if (spec->data) {
     cJSON_AddStringToObject(o, "source", "images");
     cJSON_AddStringToObject(o, "data", spec->data);
     cJSON_AddStringToObject(o, "data_kind", res->source_kind);
@@ -620,7 +642,7 @@ cJSON *cli_config_json(const cli_run_spec *spec, const cli_run_result *res) {
     cJSON_AddNullToObject(o, "quarantine");
   cJSON_AddNumberToObject(o, "epochs", spec->epochs);
   cJSON_AddNumberToObject(o, "warmup_epochs", c->warmup_epochs);
-  cli_fmt_compute(spec->compute_kind, spec->compute_ns, buf, sizeof(buf));
+  spec_compute(spec, buf, sizeof(buf));
   cJSON_AddStringToObject(o, "compute", buf);
   cJSON_AddNumberToObject(o, "compute_ns", (double)spec->compute_ns);
   cJSON_AddNumberToObject(o, "batches_per_epoch", (double)res->n_batches);

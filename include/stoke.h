@@ -63,7 +63,8 @@ STOKE_API const char *stoke_version(void);
 
 typedef enum stoke_code {
   STOKE_OK = 0,
-  STOKE_END = 1, /* stoke_loader_next: the epoch is over (not an error) */
+  STOKE_END = 1,   /* stoke_loader_next: the epoch is over (not an error) */
+  STOKE_AGAIN = 2, /* stoke_loader_next_timed: no batch yet (not an error) */
 #define STOKE__ERR_ENUM(name, value, text) STOKE_E##name = value,
   STOKE_ERRNO_MAP(STOKE__ERR_ENUM)
 #undef STOKE__ERR_ENUM
@@ -263,6 +264,14 @@ STOKE_API int stoke_source_create_images(const char *path,
                                          const stoke_image_config *cfg,
                                          stoke_source **out);
 
+/* The same over several shard paths (each a path, a pattern or a glob),
+** all tar or all packed; their samples in the order given.  An ImageFolder
+** is one directory: a list of them is refused.  paths is borrowed. */
+STOKE_API int stoke_source_create_images_list(const char *const *paths,
+                                              size_t n_paths,
+                                              const stoke_image_config *cfg,
+                                              stoke_source **out);
+
 /* Classes of an image source (ImageFolder and tar: sorted names; packed:
 ** none), 0 / NULL for other sources. */
 STOKE_API size_t stoke_source_n_classes(const stoke_source *src);
@@ -410,7 +419,8 @@ typedef struct stoke_config {
                               as PyTorch's num_workers=0; default AUTO =
                               online CPUs */
   unsigned prefetch;       /* K: batches prepared ahead of the one the caller
-                              holds (K + 1 slots in all); default 2, >= 1 */
+                              holds (K + consumer_slots slots in all);
+                              default 2, >= 1 */
   int shuffle;             /* 0 sequential, 1 seeded shuffle; default 0 */
   uint64_t seed;           /* default 0 */
   int drop_last;           /* drop the final partial batch; default 0 */
@@ -443,6 +453,11 @@ typedef struct stoke_config {
                               (sized by measured sample cost) */
   const stoke_allocator *alloc; /* NULL = malloc/free; borrowed, must outlive
                                    the loader */
+  unsigned consumer_slots; /* batches the consumer holds at once while
+                              prefetch batches are made ahead: slots =
+                              prefetch + consumer_slots.  Default 1; 2 for
+                              a loop that keeps the previous batch while it
+                              asks for the next (Python's for-loop does) */
   /* Bad samples (since 0.2; see stoke_on_error). */
   int on_error;            /* stoke_on_error; default FAIL */
   /* The failure budget of SKIP and REPLACE: bad samples found in one epoch
@@ -479,9 +494,10 @@ STOKE_API int stoke_loader_create(const stoke_config *cfg,
                                   stoke_loader **out);
 
 /* Stop the workers, wait for samples in progress to finish and free
-** everything, also batches still lent out (their views become invalid).
-** Safe at any point: mid-epoch, after an early break, after an error.
-** NULL: no-op. */
+** everything.  Batches still lent out stay valid (data, fields, indices)
+** and must still be released: the last stoke_batch_release() frees what is
+** left, from any thread.  No other call may use l after this.  Safe at any
+** point: mid-epoch, after an early break, after an error.  NULL: no-op. */
 STOKE_API void stoke_loader_destroy(stoke_loader *l);
 
 /* The next batch of the current epoch.  The first call starts an epoch;
@@ -496,9 +512,30 @@ STOKE_API void stoke_loader_destroy(stoke_loader *l);
 ** following call as computing.  Thread-safety: one consumer at a time. */
 STOKE_API int stoke_loader_next(stoke_loader *l, stoke_batch **out);
 
+/* Like stoke_loader_next, but gives up after timeout_ns (>= 0) without a
+** batch and returns STOKE_AGAIN, which is not an error: the step goes on,
+** and the next call (of either kind) continues it, so its wait is counted
+** once, from the first call.  A caller that must stay responsive (Python,
+** for Ctrl-C) loops on it.  With 0 workers the batch is filled inside the
+** call and the timeout applies only to waiting for a free slot.  Returns
+** what stoke_loader_next returns, STOKE_AGAIN, or STOKE_EINVAL for a
+** negative timeout. */
+STOKE_API int stoke_loader_next_timed(stoke_loader *l, stoke_batch **out,
+                                      int64_t timeout_ns);
+
 /* Give a lent batch back; its slot returns to the pool.  Any thread, any
-** order.  NULL: no-op. */
+** order, also after stoke_loader_destroy (see there).  It never blocks for
+** long (a lock held only for bookkeeping) and calls no user code, so a
+** DLPack deleter or a buffer release may call it.  NULL: no-op. */
 STOKE_API void stoke_batch_release(stoke_batch *b);
+
+/* End the epoch in progress now, as a consumer that breaks out of its
+** loop means to: batches not yet handed out are dropped (work in flight is
+** finished and thrown away), the epoch is recorded with what was
+** delivered, and the next next() starts the next epoch.  Lent batches stay
+** valid.  No-op between epochs.  Returns 0 or STOKE_EINVAL.  Consumer
+** thread. */
+STOKE_API int stoke_loader_end_epoch(stoke_loader *l);
 
 /* Set the epoch number of the next epoch to start (like
 ** DistributedSampler.set_epoch).  Between epochs only: STOKE_EINVAL while an
@@ -511,6 +548,8 @@ STOKE_API size_t stoke_loader_n_batches(const stoke_loader *l);
 STOKE_API size_t stoke_loader_n_samples(const stoke_loader *l);
 /* The configuration in force (defaults resolved, e.g. n_workers). */
 STOKE_API void stoke_loader_config(const stoke_loader *l, stoke_config *out);
+/* The loader's source (borrowed: valid while l lives). */
+STOKE_API const stoke_source *stoke_loader_source(const stoke_loader *l);
 /* Host bytes allocated for batch slots, worker scratch and the order. */
 STOKE_API uint64_t stoke_loader_host_bytes(const stoke_loader *l);
 
@@ -769,6 +808,86 @@ STOKE_API int stoke_loader_state_decode(const void *buf, size_t n,
                                         stoke_loader_state *out);
 
 /* ------------------------------------------------------------------------ */
+/* The two clocks around any loop                                           */
+
+/* A stoke_twoclock times somebody else's loop (another loader, a generator)
+** the way stoke_loader_next times its own: waiting from enter() to leave(),
+** computing from leave() to the next enter().  Its statistics are a
+** stoke_stats like a loader's, without the producer's stages, so
+** stoke_diagnose and the reports read them with the doctor's thresholds.
+** The ready queue cannot be seen from outside: a wait of at most
+** ready_wait_ns counts as a batch found ready (depth 1), a longer one as
+** none (depth 0), so queue_empty_frac is the share of steps (or of rounds,
+** see round_steps) that waited.
+**
+**   stoke_twoclock *tc;
+**   stoke_twoclock_create(NULL, &tc);
+**   for (;;) {
+**     stoke_twoclock_enter(tc);
+**     batch = their_next();
+**     if (!batch) { stoke_twoclock_end_epoch(tc); break; }
+**     stoke_twoclock_leave(tc, batch_len);
+**     train_step(batch);     // sync the device first for an honest clock
+**   }
+**
+** Thread-safety: one thread drives enter/leave/end_epoch; the read calls
+** (stats, histogram, epochs, trace) may run on any thread meanwhile. */
+typedef struct stoke_twoclock stoke_twoclock; /* opaque */
+
+typedef struct stoke_twoclock_config {
+  size_t struct_size;    /* set by stoke_twoclock_config_init() */
+  unsigned warmup_epochs;/* epochs left out of the statistics; default 1 */
+  size_t warmup_steps;   /* steps left out after them; default 0 */
+  int64_t ready_wait_ns; /* a wait at most this long found a batch ready;
+                            default 2 ms (PyTorch's DataLoader takes about
+                            1 ms to hand over a batch already made) */
+  unsigned round_steps;  /* judge the queue over rounds of this many steps:
+                            W workers that each make whole batches in turn
+                            (PyTorch's DataLoader) deliver them in rounds of
+                            W, so a starved round waits once and then finds
+                            W - 1 batches made at the same time; a round in
+                            which any step waited counts as one empty
+                            queue.  0 or 1 (default): every step alone */
+  unsigned n_workers;    /* the wrapped loader's workers, for the verdict
+                            (0: batches made inside next, so starving when
+                            waiting); default STOKE_WORKERS_AUTO = unknown */
+  unsigned prefetch;     /* its prefetch depth, 0 = unknown (default) */
+  size_t trace_events;   /* 0 (default): no trace; else the latest spans
+                            kept for stoke_twoclock_write_trace */
+  const stoke_allocator *alloc; /* NULL = malloc/free; must outlive it */
+} stoke_twoclock_config;
+
+STOKE_API void stoke_twoclock_config_init(stoke_twoclock_config *cfg);
+/* cfg NULL: the defaults.  0, or STOKE_EINVAL / STOKE_ENOMEM with the
+** message in stoke_errmsg(NULL). */
+STOKE_API int stoke_twoclock_create(const stoke_twoclock_config *cfg,
+                                    stoke_twoclock **out);
+STOKE_API void stoke_twoclock_destroy(stoke_twoclock *c); /* NULL: no-op */
+/* The consumer asks for the next batch: the step in progress stops
+** computing, its wait starts; the first call of an epoch starts it.
+** Returns the timestamp (CLOCK_MONOTONIC ns). */
+STOKE_API int64_t stoke_twoclock_enter(stoke_twoclock *c);
+/* A batch of n_samples arrived: the wait stops, computing starts. */
+STOKE_API int64_t stoke_twoclock_leave(stoke_twoclock *c, size_t n_samples);
+/* The iteration is over (or was left early): the last step stops
+** computing and the epoch is recorded.  No-op outside an epoch.  0, or
+** STOKE_ENOMEM when the record could not be kept. */
+STOKE_API int stoke_twoclock_end_epoch(stoke_twoclock *c);
+/* Measured steps (warm-up excluded); producer fields are 0. */
+STOKE_API int stoke_twoclock_stats(const stoke_twoclock *c, stoke_stats *out);
+/* As stoke_loader_wait_histogram. */
+STOKE_API size_t stoke_twoclock_wait_histogram(const stoke_twoclock *c,
+                                               stoke_hist_bucket *out,
+                                               size_t cap);
+STOKE_API size_t stoke_twoclock_n_epoch_stats(const stoke_twoclock *c);
+STOKE_API int stoke_twoclock_epoch_stats(const stoke_twoclock *c, size_t i,
+                                         stoke_epoch_stats *out);
+/* A Chrome trace of the consumer's wait and compute spans (trace_events
+** > 0).  0, STOKE_EINVAL or STOKE_EIO (message in stoke_errmsg(NULL)). */
+STOKE_API int stoke_twoclock_write_trace(const stoke_twoclock *c,
+                                         const char *path);
+
+/* ------------------------------------------------------------------------ */
 /* Diagnosis                                                                 */
 
 typedef enum stoke_verdict {
@@ -943,7 +1062,7 @@ STOKE_API int stoke_advise_model(const stoke_model *m,
 ** bytes + W x worker state (+ cache)).  Plain data. */
 typedef struct stoke_host_ledger {
   size_t struct_size;      /* set by the caller: sizeof(stoke_host_ledger) */
-  size_t n_slots;          /* batch slots: prefetch + 1 */
+  size_t n_slots;          /* batch slots: prefetch + consumer_slots */
   unsigned n_workers;      /* resolved (AUTO: online CPUs) */
   uint64_t sample_bytes;   /* all fields of one sample */
   uint64_t batch_bytes;    /* batch_size x sample_bytes */

@@ -6,9 +6,12 @@ set -euo pipefail
 
 # The Python tests compare stoke with torchvision: they need Debian's
 # python3-torchvision (and torch, numpy, PIL, pytest) for /usr/bin/python3.
+# The Python module (python/) is built against python3-dev's headers and
+# Debian's DLPack header (libdlpack-dev), the ABI torch 1.13 speaks.
 pkgs=(build-essential cmake pkg-config libcmocka-dev libcjson-dev
-      libjpeg62-turbo-dev libspng-dev python3 python3-pytest python3-numpy
-      python3-pil python3-torch python3-torchvision
+      libjpeg62-turbo-dev libspng-dev python3 python3-dev libdlpack-dev
+      python3-pytest python3-numpy python3-pil python3-torch
+      python3-torchvision
       chromium) # the report's rendering test
 if [[ "${1:-}" == "--bench" ]]; then
   # Real photographs for the image benchmark's corpus.

@@ -235,6 +235,10 @@ void stoke__hist_sub(stoke__hist_snap *a, const stoke__hist_snap *b);
 /* Value at quantile q in [0, 1] (bucket midpoint, clamped to max). */
 uint64_t stoke__hist_quantile(const stoke__hist_snap *h, double q);
 void stoke__hist_dist(const stoke__hist_snap *h, stoke_dist *out);
+/* h's non-empty buckets in increasing order: at most cap into out; returns
+** how many there are (the public *_wait_histogram calls). */
+size_t stoke__hist_buckets(const stoke__hist *h, stoke_hist_bucket *out,
+                           size_t cap);
 
 /* Single-writer counter add: a relaxed load and store, which compiles to a
 ** plain add on x86 (no lock prefix) yet is race-free for readers. */

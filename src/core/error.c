@@ -13,6 +13,7 @@ const char *stoke_strerror(int code) {
   switch (code) {
   case STOKE_OK: return "success";
   case STOKE_END: return "end of epoch";
+  case STOKE_AGAIN: return "no batch yet: call again";
 #define STOKE__ERR_CASE(name, value, text) \
   case STOKE_E##name: return text;
     STOKE_ERRNO_MAP(STOKE__ERR_CASE)

@@ -53,8 +53,8 @@ const char *stoke_on_error_name(int on_error) {
 
 uint64_t stoke__bad_bytes(const stoke_config *c, const stoke_source *src) {
   uint64_t n = (uint64_t)STOKE_FAILURES_KEPT * sizeof(stoke_failure);
-  if (c->on_error == STOKE_ON_ERROR_SKIP)
-    n += ((uint64_t)c->prefetch + 1) * c->batch_size;
+  if (c->on_error == STOKE_ON_ERROR_SKIP) /* a flag per sample per slot */
+    n += ((uint64_t)c->prefetch + c->consumer_slots) * c->batch_size;
   if (c->quarantine_path) n += stoke__quarantine_bytes(src->n_samples);
   return n;
 }

@@ -23,7 +23,7 @@ void stoke__host_ledger(const stoke_config *c, unsigned n_workers,
   uint64_t b = c->batch_size;
   for (size_t f = 0; f < src->n_fields; f++)
     g->sample_bytes += src->field_bytes[f];
-  g->n_slots = (size_t)c->prefetch + 1;
+  g->n_slots = (size_t)c->prefetch + c->consumer_slots;
   g->n_workers = n_workers;
   g->batch_bytes = b * g->sample_bytes;
   g->slots_bytes = (uint64_t)g->n_slots *
@@ -64,9 +64,10 @@ int stoke__host_ledger_check(const stoke_host_ledger *g, unsigned prefetch,
     return stoke__set_tls_error(
         STOKE_EBUDGET,
         "memory budget %s is too small: the loader needs %s, most of it %s "
-        "of batch slots (%zu slots = prefetch %u + 1, %s each at batch "
-        "size %zu); lower prefetch or batch_size",
-        have, need, term, g->n_slots, prefetch, slot, batch_size);
+        "of batch slots (%zu slots = prefetch %u + %zu held, %s each at "
+        "batch size %zu); lower prefetch or batch_size",
+        have, need, term, g->n_slots, prefetch, g->n_slots - prefetch, slot,
+        batch_size);
   return stoke__set_tls_error(
       STOKE_EBUDGET,
       "memory budget %s is too small: the loader needs %s, most of it %s "

@@ -11,7 +11,8 @@
 ** list of epoch records (one small record per epoch).
 ** Shutdown: destroy sets stop under mu, wakes every waiter and joins every
 ** worker; a worker finishes the sample it is in, so a stuck user callback
-** delays destroy until it returns, and nothing is detached. */
+** delays destroy until it returns, and nothing is detached.  Batches still
+** lent stay valid: the last stoke_batch_release frees the loader. */
 #define _POSIX_C_SOURCE 200809L
 #include "pipeline.h"
 
@@ -31,6 +32,7 @@ void stoke_config_init(stoke_config *cfg) {
   cfg->on_error = STOKE_ON_ERROR_FAIL;
   cfg->max_failure_frac = 0.01;
   cfg->max_replace_tries = 8;
+  cfg->consumer_slots = 1;
 }
 
 /* Upper bound on threads: beyond this a config is a typo, not a plan. */
@@ -57,6 +59,10 @@ int stoke__config_validate(const stoke_config *c) {
     return stoke__set_tls_error(STOKE_EINVAL,
                                 "config: n_workers is %u, expected 0..%d",
                                 c->n_workers, STOKE__MAX_WORKERS);
+  if (c->consumer_slots == 0 || c->consumer_slots > STOKE__MAX_PREFETCH)
+    return stoke__set_tls_error(STOKE_EINVAL,
+                                "config: consumer_slots is %u, expected 1..%d",
+                                c->consumer_slots, STOKE__MAX_PREFETCH);
   if (c->world == 0)
     return stoke__set_tls_error(STOKE_EINVAL, "config: world is 0");
   if (c->rank >= c->world)
@@ -229,7 +235,7 @@ int stoke_loader_create(const stoke_config *cfg, stoke_loader **out) {
   if (l->cfg.n_workers == STOKE_WORKERS_AUTO)
     l->cfg.n_workers = stoke__online_cpus();
   l->n_workers = l->cfg.n_workers;
-  l->n_slots = (size_t)l->cfg.prefetch + 1;
+  l->n_slots = (size_t)l->cfg.prefetch + l->cfg.consumer_slots;
   for (size_t f = 0; f < l->src->n_fields; f++)
     l->sample_bytes += l->src->field_bytes[f];
   l->plan = (stoke__plan){.n_source = l->src->n_samples,
@@ -303,11 +309,22 @@ int stoke_loader_create(const stoke_config *cfg, stoke_loader **out) {
   return 0;
 }
 
+void stoke__loader_free(stoke_loader *l) {
+  destroy_sync(l);
+  free_loader(l);
+}
+
+/* Batches still lent out keep their slots, and the loader's memory with
+** them, until the last one is released (stoke_batch_release frees it): a
+** Python array can outlive the loader object that made it. */
 void stoke_loader_destroy(stoke_loader *l) {
   if (!l) return;
   stop_workers(l, l->n_workers);
-  destroy_sync(l);
-  free_loader(l);
+  pthread_mutex_lock(&l->mu);
+  bool lent = l->n_lent > 0;
+  if (lent) l->destroyed = true;
+  pthread_mutex_unlock(&l->mu);
+  if (!lent) stoke__loader_free(l);
 }
 
 const char *stoke_errmsg(const stoke_loader *l) {
@@ -333,6 +350,10 @@ size_t stoke_loader_n_samples(const stoke_loader *l) {
 
 void stoke_loader_config(const stoke_loader *l, stoke_config *out) {
   if (l && out) *out = l->cfg;
+}
+
+const stoke_source *stoke_loader_source(const stoke_loader *l) {
+  return l ? l->src : NULL;
 }
 
 uint64_t stoke_loader_host_bytes(const stoke_loader *l) {
@@ -442,18 +463,6 @@ int stoke_loader_write_trace(stoke_loader *l, const char *path) {
 
 size_t stoke_loader_wait_histogram(const stoke_loader *l,
                                    stoke_hist_bucket *out, size_t cap) {
-  if (!l) return 0;
   /* Consumer stats are only written while measuring: no baseline needed. */
-  size_t n = 0;
-  for (size_t b = 0; b < STOKE__HIST_BUCKETS; b++) {
-    uint64_t c = stoke__counter_get(&l->cstats->wait.bucket[b]);
-    if (c == 0) continue;
-    if (out && n < cap) {
-      uint64_t lo, hi;
-      stoke__hist_bucket_range(b, &lo, &hi);
-      out[n] = (stoke_hist_bucket){(int64_t)lo, (int64_t)hi, c};
-    }
-    n++;
-  }
-  return n;
+  return l ? stoke__hist_buckets(&l->cstats->wait, out, cap) : 0;
 }

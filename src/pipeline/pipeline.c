@@ -336,16 +336,15 @@ void stoke__record_epoch(stoke_loader *l, int64_t end_ns) {
 
 /* ---- the consumer ------------------------------------------------------------ */
 
-/* Drop what workers prefetched for an epoch that is not the next one
-** (mu held): ready batches go back to the pool now, filling ones when their
-** last claimed sample is written.  The batch being claimed has samples that
-** nobody claimed and nobody will: they are taken off its `remaining` here,
-** else it would never reach zero and its slot would leak (one per such
-** set_epoch(), until next() waited forever). */
-void stoke__discard_prefetch(stoke_loader *l) {
+/* Drop the batches of claim generation gen that were not handed out (mu
+** held): ready ones go back to the pool now, filling ones when their last
+** sample is written.  The batch still being claimed into loses its
+** unclaimed samples (nobody will claim them): they are taken off its
+** remaining count, and if no chunk of it is in flight it is free now. */
+static void drop_undelivered(stoke_loader *l, uint64_t gen) {
   for (size_t i = 0; i < l->n_slots; i++) {
     stoke_batch *b = &l->slots[i];
-    if (b->gen != l->claim_gen) continue;
+    if (b->gen != gen) continue;
     if (b->state == SLOT_READY) {
       free_slot_locked(l, b);
     } else if (b->state == SLOT_FILLING) {
@@ -353,13 +352,20 @@ void stoke__discard_prefetch(stoke_loader *l) {
     }
   }
   stoke_batch *b = l->claim_batch;
-  if (b) {
+  if (b && b->gen == gen) {
+    l->claim_batch = NULL;
     size_t unclaimed = b->n - l->claim_pos;
-    /* acq_rel as in complete_chunk: whoever takes it to zero frees it. */
     if (atomic_fetch_sub_explicit(&b->remaining, unclaimed,
                                   memory_order_acq_rel) == unclaimed)
       free_slot_locked(l, b);
   }
+  pthread_cond_broadcast(&l->work_cv);
+}
+
+/* Drop what workers prefetched for an epoch that is not the next one (mu
+** held). */
+void stoke__discard_prefetch(stoke_loader *l) {
+  drop_undelivered(l, l->claim_gen);
   l->claim_batch = NULL;
 }
 
@@ -451,19 +457,29 @@ static void check_stuck(stoke_loader *l, int64_t now) {
   }
 }
 
-static void timed_wait(stoke_loader *l) {
-  if (l->cfg.sample_timeout_ms <= 0 || l->n_workers == 0) {
+/* Wait for a batch, an error or stop (mu held), until `deadline` (0:
+** none).  Returns false once the deadline has passed. */
+static bool timed_wait(stoke_loader *l, int64_t deadline) {
+  bool watch = l->cfg.sample_timeout_ms > 0 && l->n_workers > 0;
+  if (!watch && !deadline) {
     pthread_cond_wait(&l->ready_cv, &l->mu);
-    return;
+    return true;
   }
-  /* Wake at least every quarter timeout (at most 250 ms) to look. */
-  int64_t step = STOKE__MIN(l->cfg.sample_timeout_ms * 1000000 / 4,
-                            (int64_t)250000000);
-  if (step < 1000000) step = 1000000;
-  int64_t t = stoke__now_ns() + step;
+  int64_t now = stoke__now_ns();
+  if (deadline && now >= deadline) return false;
+  int64_t t = deadline ? deadline : INT64_MAX;
+  if (watch) {
+    /* Wake at least every quarter timeout (at most 250 ms) to look. */
+    int64_t step = STOKE__MIN(l->cfg.sample_timeout_ms * 1000000 / 4,
+                              (int64_t)250000000);
+    if (step < 1000000) step = 1000000;
+    t = STOKE__MIN(t, now + step);
+  }
   struct timespec ts = {.tv_sec = t / 1000000000, .tv_nsec = t % 1000000000};
-  if (pthread_cond_timedwait(&l->ready_cv, &l->mu, &ts) == ETIMEDOUT)
+  if (pthread_cond_timedwait(&l->ready_cv, &l->mu, &ts) == ETIMEDOUT &&
+      watch)
     check_stuck(l, stoke__now_ns());
+  return true;
 }
 
 /* W = 0: fill the next batch in the caller's thread (mu held on entry and
@@ -513,11 +529,19 @@ static int poisoned(stoke_loader *l) {
   return l->error;
 }
 
-int stoke_loader_next(stoke_loader *l, stoke_batch **out) {
+/* next() with a deadline (0: none).  A call that times out leaves the
+** step pending: the retry keeps its start, its depth and its warm-up
+** decision, so a step waited for in several calls is measured once. */
+static int next_until(stoke_loader *l, stoke_batch **out, int64_t deadline) {
   if (!l || !out) return STOKE_EINVAL;
   *out = NULL;
   int64_t t_enter = stoke__now_ns();
   pthread_mutex_lock(&l->mu);
+  bool retry = l->pending_enter_ns != 0;
+  if (retry) {
+    t_enter = l->pending_enter_ns;
+    l->pending_enter_ns = 0;
+  }
   account_compute(l, t_enter);
   if (l->error) {
     int rc = poisoned(l);
@@ -531,11 +555,11 @@ int stoke_loader_next(stoke_loader *l, stoke_batch **out) {
     stoke__record_epoch(l, t_enter);
     return STOKE_END;
   }
-  bool measured = step_is_measured(l);
+  bool measured = retry ? l->pending_measured : step_is_measured(l);
 
   size_t depth = 0;
   stoke_batch *b = deliverable(l, &depth);
-  size_t depth_seen = depth;
+  size_t depth_seen = retry ? l->pending_depth : depth;
   int rc = 0;
 again:
   while (!b) {
@@ -559,7 +583,13 @@ again:
       rc = STOKE_EBUSY; /* nothing can be produced until a release */
       break;
     }
-    timed_wait(l);
+    if (!timed_wait(l, deadline)) {
+      l->pending_enter_ns = t_enter;
+      l->pending_measured = measured;
+      l->pending_depth = depth_seen;
+      rc = STOKE_AGAIN;
+      break;
+    }
     b = deliverable(l, &depth);
   }
   if (rc) {
@@ -618,6 +648,16 @@ again:
   return STOKE_OK;
 }
 
+int stoke_loader_next(stoke_loader *l, stoke_batch **out) {
+  return next_until(l, out, 0);
+}
+
+int stoke_loader_next_timed(stoke_loader *l, stoke_batch **out,
+                            int64_t timeout_ns) {
+  if (timeout_ns < 0) return STOKE_EINVAL;
+  return next_until(l, out, stoke__now_ns() + timeout_ns);
+}
+
 void stoke_batch_release(stoke_batch *b) {
   if (!b) return;
   stoke_loader *l = b->owner;
@@ -629,7 +669,30 @@ void stoke_batch_release(stoke_batch *b) {
     l->n_lent--;
     pthread_cond_broadcast(&l->work_cv);
   }
+  /* destroy() ran while this batch was out: the last one back frees. */
+  bool last = l->destroyed && l->n_lent == 0;
   pthread_mutex_unlock(&l->mu);
+  if (last) stoke__loader_free(l);
+}
+
+int stoke_loader_end_epoch(stoke_loader *l) {
+  if (!l) return STOKE_EINVAL;
+  int64_t now = stoke__now_ns();
+  pthread_mutex_lock(&l->mu);
+  if (!l->epoch_active) {
+    pthread_mutex_unlock(&l->mu);
+    return 0;
+  }
+  account_compute(l, now);
+  l->pending_enter_ns = 0;
+  drop_undelivered(l, l->deliver_gen);
+  /* Claims still on this epoch stop; the next start_epoch reopens them on
+  ** the next one.  Claims already ahead (next-epoch prefetch) stay. */
+  if (l->claim_gen == l->deliver_gen) l->claim_open = false;
+  l->epoch_active = false;
+  pthread_mutex_unlock(&l->mu);
+  stoke__record_epoch(l, now);
+  return 0;
 }
 
 int stoke_loader_set_epoch(stoke_loader *l, uint64_t epoch) {

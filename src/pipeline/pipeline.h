@@ -101,6 +101,8 @@ struct stoke_loader {
                                     EINVAL); consumer thread, under mu */
   atomic_bool stop;              /* set under mu; workers also poll it
                                     between samples (relaxed) */
+  bool destroyed;                /* destroy() ran while batches were lent:
+                                    the last release frees the loader; mu */
 
   unsigned n_workers;
   worker *workers;               /* n_workers, or one for W = 0 that the
@@ -111,6 +113,11 @@ struct stoke_loader {
   int64_t last_return_ns;        /* 0: no step in progress */
   size_t last_batch_number;      /* of the step in progress, for traces */
   bool last_step_measured;
+  /* A step whose next_timed() returned STOKE_AGAIN: the retry continues
+  ** it (the wait runs from the first call). */
+  int64_t pending_enter_ns;      /* 0: none */
+  bool pending_measured;
+  size_t pending_depth;
   bool measuring;
   bool epoch_warmup;             /* the active epoch is a warm-up one */
   uint64_t warmup_steps_seen;    /* steps skipped after warm-up epochs */
@@ -202,6 +209,9 @@ void stoke__record_epoch(stoke_loader *l, int64_t end_ns);
 ** (mu held); see pipeline.c. */
 void stoke__discard_prefetch(stoke_loader *l);
 /* Set the loader's first fatal error (mu held). */
+/* loader.c: free the loader and everything it owns (workers joined, no
+** batch lent). */
+void stoke__loader_free(stoke_loader *l);
 void stoke__fail_locked(stoke_loader *l, int code, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))

@@ -164,6 +164,13 @@ static int detect_kind(const char *path) {
 
 int stoke_source_create_images(const char *path, const stoke_image_config *cfg,
                                stoke_source **out) {
+  const char *paths[1] = {path};
+  return stoke_source_create_images_list(paths, path ? 1 : 0, cfg, out);
+}
+
+int stoke_source_create_images_list(const char *const *paths, size_t n_paths,
+                                    const stoke_image_config *cfg,
+                                    stoke_source **out) {
   if (!out) return stoke__set_tls_error(STOKE_EINVAL, "images: out is NULL");
   *out = NULL;
   stoke_image_config def;
@@ -175,8 +182,9 @@ int stoke_source_create_images(const char *path, const stoke_image_config *cfg,
     return stoke__set_tls_error(
         STOKE_EINVAL, "images: struct_size is %zu, expected %zu (call "
                       "stoke_image_config_init)", cfg->struct_size, sizeof *cfg);
-  if (!path || !*path)
+  if (!paths || n_paths == 0 || !paths[0] || !*paths[0])
     return stoke__set_tls_error(STOKE_EINVAL, "images: no path given");
+  const char *path = paths[0];
   int kind = cfg->kind ? cfg->kind : detect_kind(path);
   if (kind < STOKE_IMAGES_FOLDER || kind > STOKE_IMAGES_PACKED)
     return stoke__set_tls_error(
@@ -184,6 +192,15 @@ int stoke_source_create_images(const char *path, const stoke_image_config *cfg,
         "images: cannot tell what %s is: expected a directory (ImageFolder), "
         "tar shards (*.tar, a {a..b} pattern or a glob) or packed shards "
         "(*.stoke)", path);
+  for (size_t k = 1; k < n_paths; k++) {
+    int kk = cfg->kind ? cfg->kind : detect_kind(paths[k] ? paths[k] : "");
+    if (kind == STOKE_IMAGES_FOLDER || kk != kind)
+      return stoke__set_tls_error(
+          STOKE_EINVAL,
+          "images: %s and %s are not shards of one kind (a list takes tar "
+          "or packed shards; an ImageFolder is one directory)",
+          path, paths[k] ? paths[k] : "(null)");
+  }
 
   image_impl *im = stoke__calloc(NULL, 1, sizeof *im);
   if (!im) return stoke__set_tls_error(STOKE_ENOMEM, "images: out of memory");
@@ -197,16 +214,16 @@ int stoke_source_create_images(const char *path, const stoke_image_config *cfg,
     im->cfg.transform = im->transform_text;
   }
   char err[STOKE__ERRMSG_CAP];
-  const char *specs[1] = {path};
   if (rc == 0) {
     if (kind == STOKE_IMAGES_FOLDER)
       rc = stoke__blobset_open_folder(path, NULL, &im->set, err, sizeof err);
     else if (kind == STOKE_IMAGES_TAR)
-      rc = stoke__blobset_open_tar(specs, 1, NULL, &im->set, err, sizeof err);
+      rc = stoke__blobset_open_tar(paths, n_paths, NULL, &im->set, err,
+                                   sizeof err);
     else
       rc = stoke__blobset_open_packed(
-          specs, 1, cfg->verify_checksums ? STOKE__PACK_VERIFY_CRC : 0, NULL,
-          &im->set, err, sizeof err);
+          paths, n_paths, cfg->verify_checksums ? STOKE__PACK_VERIFY_CRC : 0,
+          NULL, &im->set, err, sizeof err);
     if (rc != 0) stoke__set_tls_error(rc, "%s", err);
   }
   stoke_source *src = NULL;

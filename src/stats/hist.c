@@ -98,3 +98,19 @@ void stoke__hist_bucket_range(size_t b, uint64_t *lo, uint64_t *hi) {
   *lo = ((uint64_t)(STOKE__HIST_SUB + sub)) << (e - 5);
   *hi = *lo + ((uint64_t)1 << (e - 5));
 }
+
+size_t stoke__hist_buckets(const stoke__hist *h, stoke_hist_bucket *out,
+                           size_t cap) {
+  size_t n = 0;
+  for (size_t b = 0; b < STOKE__HIST_BUCKETS; b++) {
+    uint64_t c = stoke__counter_get(&h->bucket[b]);
+    if (c == 0) continue;
+    if (out && n < cap) {
+      uint64_t lo, hi;
+      stoke__hist_bucket_range(b, &lo, &hi);
+      out[n] = (stoke_hist_bucket){(int64_t)lo, (int64_t)hi, c};
+    }
+    n++;
+  }
+  return n;
+}

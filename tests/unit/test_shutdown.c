@@ -1,7 +1,8 @@
 /* test_shutdown.c — stoke_loader_destroy at every point of a loader's life.
 **
 ** Destroy must stop the workers, wait for samples in progress, and free
-** everything, also batches still lent out.  Nothing may hang (a watchdog
+** everything; batches still lent out stay valid until released, and the
+** last release frees what is left.  Nothing may hang (a watchdog
 ** kills the binary) or leak: LeakSanitizer checks under ASan, and a counting
 ** allocator checks here that every allocation made through stoke_allocator
 ** is given back.  After destroy returns no fill callback may still run.
@@ -61,17 +62,31 @@ static stoke_loader *fixture_loader(fixture *f, unsigned W, unsigned K,
   return l;
 }
 
-/* Destroy l; then nothing is live in the allocator and no fill runs. */
-static void destroy_and_check(fixture *f, stoke_loader *l, const char *when,
-                              unsigned W) {
+/* Destroy l while the caller holds `held` (n_held batches): no fill runs
+** after it returns, the held batches are still whole, and once they are
+** released nothing is live in the allocator. */
+static void destroy_and_check_held(fixture *f, stoke_loader *l,
+                                   stoke_batch **held, size_t n_held,
+                                   const char *when, unsigned W) {
   stoke_loader_destroy(l);
   TU_CHECK(atomic_load(&f->cb->in_flight) == 0,
            "%s, W %u: a fill is still running after destroy returned", when,
            W);
   long calls = atomic_load(&f->cb->n_calls);
-  TU_CHECK(atomic_load(&f->count.live) == 0,
+  TU_CHECK(n_held > 0 || atomic_load(&f->count.live) == 0,
            "%s, W %u: %ld allocations (%ld bytes) not freed by destroy", when,
            W, atomic_load(&f->count.live), atomic_load(&f->count.live_bytes));
+  for (size_t i = 0; i < n_held; i++) {
+    tu_check_batch(held[i], f->cb, NULL);
+    TU_CHECK(atomic_load(&f->count.live) > 0,
+             "%s, W %u: the loader was freed with %zu batches still held",
+             when, W, n_held - i);
+    stoke_batch_release(held[i]);
+  }
+  TU_CHECK(atomic_load(&f->count.live) == 0,
+           "%s, W %u: %ld allocations (%ld bytes) not freed after the last "
+           "release", when, W, atomic_load(&f->count.live),
+           atomic_load(&f->count.live_bytes));
   TU_CHECK(atomic_load(&f->count.allocs) == atomic_load(&f->count.frees),
            "%s, W %u: %ld allocs, %ld frees", when, W,
            atomic_load(&f->count.allocs), atomic_load(&f->count.frees));
@@ -79,11 +94,15 @@ static void destroy_and_check(fixture *f, stoke_loader *l, const char *when,
   int left = tu_count_threads("stoke-w");
   TU_CHECK(left <= 0, "%s, W %u: %d worker threads still alive after "
            "destroy returned", when, W, left);
-
   TU_CHECK(atomic_load(&f->cb->n_calls) == calls,
            "%s, W %u: fills ran after destroy returned", when, W);
   TU_CHECK(atomic_load(&f->cb->bad) == 0, "%s, W %u: fill saw bad 0x%x", when,
            W, atomic_load(&f->cb->bad));
+}
+
+static void destroy_and_check(fixture *f, stoke_loader *l, const char *when,
+                              unsigned W) {
+  destroy_and_check_held(f, l, NULL, 0, when, W);
 }
 
 static void test_destroy_null(void **state) {
@@ -123,7 +142,7 @@ static void test_destroy_after_first_next(void **state) {
       int live = tu_count_threads("stoke-w");
       TU_CHECK(live < 0 || live == 1, "W 1: %d threads named stoke-w*", live);
     }
-    destroy_and_check(f, l, "after the first next", W);
+    destroy_and_check_held(f, l, &b, 1, "after the first next", W);
     fixture_free(f);
   }
 }
@@ -140,7 +159,7 @@ static void test_destroy_holding_batches(void **state) {
     for (unsigned i = 0; i < K + 1; i++)
       TU_RC_L(l, stoke_loader_next(l, &b[i]), STOKE_OK);
     for (unsigned i = 0; i < K + 1; i++) tu_check_batch(b[i], f->cb, NULL);
-    destroy_and_check(f, l, "holding every slot", W);
+    destroy_and_check_held(f, l, b, K + 1, "holding every slot", W);
     fixture_free(f);
   }
 }
@@ -219,7 +238,7 @@ static void test_create_destroy_churn(void **state) {
       if (held) stoke_batch_release(held);
       held = b;
     }
-    destroy_and_check(f, l, "in churn", W);
+    destroy_and_check_held(f, l, &held, held ? 1 : 0, "in churn", W);
   }
   fixture_free(f);
 }
@@ -241,7 +260,8 @@ static void test_destroy_waits_for_slow_sample(void **state) {
     TU_CHECK(tu_cb_wait_stuck(f->cb, 1, 5000000000LL),
              "W %u K 2: sample 8 (batch 2) never started while batch 0 was "
              "held", workers[wi]);
-    destroy_and_check(f, l, "with a slow sample in flight", workers[wi]);
+    destroy_and_check_held(f, l, &b, 1, "with a slow sample in flight",
+                           workers[wi]);
     TU_CHECK(!atomic_load(&f->cb->stuck), "the slow sample did not finish");
     fixture_free(f);
   }

@@ -1,0 +1,43 @@
+# shellcheck shell=bash
+# corpus.sh - sourced by the image benchmarks: corpus_ready DIR makes the
+# image corpus under DIR unless an earlier run did: DIR/train (ImageFolder,
+# bench/make_corpus.py), DIR/packed-*.stoke (as `stoke pack` writes them),
+# DIR/raw/packed-*.stoke (byte for byte) and DIR/tar/train-*.tar
+# (WebDataset layout).  Needs $PY, $STOKE and $BENCH_DIR (lib.sh).
+corpus_ready() {
+  local corpus=$1
+  if [ ! -d "$corpus/train" ]; then
+    "$PY" "$BENCH_DIR/make_corpus.py" "$corpus/train" --images 2000 >&2
+  fi
+  # Packed twice: as `stoke pack` writes it (JPEGs rewritten with restart
+  # markers, so crops decode from their own intervals) and byte for byte
+  # (--keep-bytes: the same region decoding as the folder and the tar).
+  # Shards from before the rewrite existed (no pack.json) are made again.
+  if ! grep -q jpegs_rewritten "$corpus/pack.json" 2>/dev/null; then
+    rm -f "$corpus"/packed-*.stoke "$corpus"/raw/packed-*.stoke
+    "$STOKE" pack "$corpus/train" -o "$corpus/packed" --shard-size 32MB -q \
+      --json "$corpus/pack.json"
+    "$STOKE" pack "$corpus/train" -o "$corpus/raw/packed" --shard-size 32MB \
+      -q --keep-bytes
+  fi
+  if [ ! -f "$corpus/tar/train-0000.tar" ]; then
+    # WebDataset layout: key.jpg + key.cls, 500 samples a shard.
+    "$PY" - "$corpus" <<'PY'
+import glob, io, os, sys, tarfile
+root = sys.argv[1]
+files = sorted(glob.glob(os.path.join(root, "train", "*", "*.jpg")))
+classes = sorted({os.path.basename(os.path.dirname(f)) for f in files})
+os.makedirs(os.path.join(root, "tar"), exist_ok=True)
+for s in range(0, len(files), 500):
+    with tarfile.open(os.path.join(root, "tar", "train-%04d.tar" % (s // 500)),
+                      "w", format=tarfile.USTAR_FORMAT) as t:
+        for i, f in enumerate(files[s:s + 500], s):
+            key = "%06d" % i
+            t.add(f, arcname=key + ".jpg")
+            cls = str(classes.index(os.path.basename(os.path.dirname(f))))
+            info = tarfile.TarInfo(key + ".cls")
+            info.size = len(cls)
+            t.addfile(info, io.BytesIO(cls.encode()))
+PY
+  fi
+}

@@ -1,0 +1,360 @@
+/* loader.c — stoke._stoke.Loader: a stoke_loader driven from Python.
+**
+** Iterating the loader is one epoch: iter() starts it (ending the one a
+** `break` left behind), next() hands out batches, the end raises
+** StopIteration.  next() releases the GIL and waits in 50 ms slices
+** (stoke_loader_next_timed), checking for signals between them, so Ctrl-C
+** raises KeyboardInterrupt promptly and the step's wait is still counted
+** once.  A loader is unusable in a child after fork(): its threads did not
+** survive it.  The stoke package's Loader (python/stoke/loader.py)
+** subclasses this type and only prepares the arguments; next() runs here. */
+#define _POSIX_C_SOURCE 200809L
+#include "ext.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define WAIT_SLICE_NS (50 * 1000000LL)
+
+static int64_t process_cpu_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+stoke_loader *sk_loader_get(sk_Loader *self) {
+  if (!self->l) {
+    PyErr_SetString(sk_err.Error, "the loader is closed");
+    return NULL;
+  }
+  if (self->pid != getpid()) {
+    PyErr_SetString(sk_err.Error,
+                    "this loader was created in another process: its worker "
+                    "threads do not survive fork(); create a new loader in "
+                    "the child");
+    return NULL;
+  }
+  return self->l;
+}
+
+/* Raise the loader's error: a SampleError carries the sample's index, its
+** file (.path) and where in it (.where). */
+static PyObject *raise_loader(sk_Loader *self, int rc) {
+  const char *msg = stoke_errmsg(self->l);
+  if (rc == STOKE_EBUSY) {
+    char buf[512];
+    stoke_config c;
+    stoke_loader_config(self->l, &c);
+    snprintf(buf, sizeof buf,
+             "all %u batch slots are held by Python references to earlier "
+             "batches (tensors, arrays or stoke.Batch objects still alive): "
+             "drop them, copy what you keep (x.clone(), x.copy()), call "
+             "batch.release(), or raise prefetch",
+             c.prefetch + c.consumer_slots);
+    return sk_raise(rc, buf);
+  }
+  sk_raise(rc, msg);
+  size_t index;
+  if ((rc != STOKE_ESAMPLE && rc != STOKE_ETIMEDOUT) ||
+      sscanf(msg, "sample %zu", &index) != 1)
+    return NULL;
+  PyObject *type, *value, *tb;
+  PyErr_Fetch(&type, &value, &tb);
+  PyErr_NormalizeException(&type, &value, &tb);
+  char where[512];
+  stoke_source_describe(stoke_loader_source(self->l), index, where,
+                        sizeof where);
+  char path[512];
+  snprintf(path, sizeof path, "%s", where);
+  char *cut = strstr(path, " sample ");
+  if (!cut) cut = strstr(path, " member ");
+  if (cut) *cut = '\0';
+  PyObject *i = PyLong_FromSize_t(index);
+  PyObject *p = where[0] ? PyUnicode_FromString(path) : Py_NewRef(Py_None);
+  PyObject *w = where[0] ? PyUnicode_FromString(where) : Py_NewRef(Py_None);
+  if (value && i && p && w) {
+    PyObject_SetAttrString(value, "index", i);
+    PyObject_SetAttrString(value, "path", p);
+    PyObject_SetAttrString(value, "where", w);
+  }
+  Py_XDECREF(i);
+  Py_XDECREF(p);
+  Py_XDECREF(w);
+  PyErr_Restore(type, value, tb);
+  return NULL;
+}
+
+/* __init__(source_spec, config, output, layout, names, to_torch, to_numpy) */
+static int loader_init(sk_Loader *self, PyObject *args, PyObject *kw) {
+  static char *kwlist[] = {"source", "config", "output", "layout", "names",
+                           "to_torch", "to_numpy", NULL};
+  PyObject *spec, *config, *names, *to_torch = Py_None, *to_numpy = Py_None;
+  int output, layout;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "O!O!iiO!|OO", kwlist,
+                                   &PyDict_Type, &spec, &PyDict_Type, &config,
+                                   &output, &layout, &PyTuple_Type, &names,
+                                   &to_torch, &to_numpy))
+    return -1;
+  if (self->l) {
+    PyErr_SetString(sk_err.Error, "the loader is already initialised");
+    return -1;
+  }
+  if (output < SK_OUT_STOKE || output > SK_OUT_TORCH ||
+      layout < SK_LAYOUT_SINGLE || layout > SK_LAYOUT_DICT) {
+    PyErr_SetString(PyExc_ValueError, "bad output or layout");
+    return -1;
+  }
+  if ((output == SK_OUT_TORCH && to_torch == Py_None) ||
+      (output == SK_OUT_NUMPY && to_numpy == Py_None)) {
+    PyErr_SetString(PyExc_ValueError, "the output's converter is missing");
+    return -1;
+  }
+  stoke_config cfg;
+  stoke_config_init(&cfg);
+  if (sk_config_from_dict(config, &cfg) < 0) return -1;
+  stoke_source *src = NULL;
+  if (sk_source_from_spec(spec, &src, &self->keep) < 0) return -1;
+  if ((size_t)PyTuple_GET_SIZE(names) != stoke_source_n_fields(src)) {
+    stoke_source_destroy(src);
+    sk_keep_release(&self->keep);
+    PyErr_SetString(PyExc_ValueError, "names: one per field");
+    return -1;
+  }
+  cfg.source = src;
+  stoke_loader *l = NULL;
+  int rc;
+  Py_BEGIN_ALLOW_THREADS
+  rc = stoke_loader_create(&cfg, &l);
+  Py_END_ALLOW_THREADS
+  stoke_source_destroy(src); /* the loader keeps its own reference */
+  if (rc != 0) {
+    sk_keep_release(&self->keep);
+    sk_raise_tls(rc);
+    return -1;
+  }
+  self->l = l;
+  self->pid = getpid();
+  self->out.mode = output;
+  self->out.layout = layout;
+  self->out.names = Py_NewRef(names);
+  self->out.to_torch = to_torch == Py_None ? NULL : Py_NewRef(to_torch);
+  self->out.to_numpy = to_numpy == Py_None ? NULL : Py_NewRef(to_numpy);
+  self->spec = Py_NewRef(spec);
+  self->in_epoch = 0;
+  self->cpu0_ns = cfg.warmup_epochs == 0 ? process_cpu_ns() : -1;
+  return 0;
+}
+
+/* Stop the workers and free the loader.  Batches Python still holds stay
+** valid: the library frees their slots when the last one goes.  The
+** borrowed arrays are released only after the workers are joined. */
+static void loader_close_now(sk_Loader *self) {
+  stoke_loader *l = self->l;
+  self->l = NULL;
+  if (l) {
+    if (self->pid == getpid()) {
+      Py_BEGIN_ALLOW_THREADS
+      stoke_loader_destroy(l);
+      Py_END_ALLOW_THREADS
+    }
+    /* else: a child after fork(); the threads are gone and the locks may
+    ** be held by them: leaking is the only safe choice. */
+  }
+  sk_keep_release(&self->keep);
+}
+
+static void loader_dealloc(sk_Loader *self) {
+  PyObject_GC_UnTrack(self);
+  if (self->weakrefs) PyObject_ClearWeakRefs((PyObject *)self);
+  loader_close_now(self);
+  Py_CLEAR(self->out.names);
+  Py_CLEAR(self->out.to_torch);
+  Py_CLEAR(self->out.to_numpy);
+  Py_CLEAR(self->spec);
+  Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int loader_traverse(sk_Loader *self, visitproc visit, void *arg) {
+  Py_VISIT(self->out.to_torch);
+  Py_VISIT(self->out.to_numpy);
+  Py_VISIT(self->spec);
+  return 0;
+}
+
+static PyObject *loader_iter(sk_Loader *self) {
+  stoke_loader *l = sk_loader_get(self);
+  if (!l) return NULL;
+  if (self->in_epoch) {
+    /* The last iteration was left early (break): its epoch ends here, as
+    ** a new torch DataLoader iterator starts a new epoch. */
+    stoke_loader_end_epoch(l);
+    self->in_epoch = 0;
+  }
+  if (self->cpu0_ns < 0) {
+    stoke_stats st = {.struct_size = sizeof st};
+    stoke_config c;
+    stoke_loader_config(l, &c);
+    if (stoke_loader_stats(l, &st) == 0 && st.epochs_done >= c.warmup_epochs)
+      self->cpu0_ns = process_cpu_ns();
+  }
+  return Py_NewRef(self);
+}
+
+static PyObject *loader_next(sk_Loader *self) {
+  stoke_loader *l = sk_loader_get(self);
+  if (!l) return NULL;
+  stoke_batch *b = NULL;
+  int rc;
+  for (;;) {
+    Py_BEGIN_ALLOW_THREADS
+    rc = stoke_loader_next_timed(l, &b, WAIT_SLICE_NS);
+    Py_END_ALLOW_THREADS
+    if (rc != STOKE_AGAIN) break;
+    if (PyErr_CheckSignals() < 0) return NULL; /* the step stays pending */
+  }
+  if (rc == STOKE_END) {
+    self->in_epoch = 0;
+    return NULL; /* StopIteration */
+  }
+  if (rc != STOKE_OK) return raise_loader(self, rc);
+  self->in_epoch = 1;
+  sk_bref *r = sk_bref_new(b);
+  return r ? sk_deliver(r, &self->out) : NULL;
+}
+
+static Py_ssize_t loader_len(sk_Loader *self) {
+  stoke_loader *l = sk_loader_get(self);
+  return l ? (Py_ssize_t)stoke_loader_n_batches(l) : -1;
+}
+
+static PyObject *loader_set_epoch(sk_Loader *self, PyObject *arg) {
+  stoke_loader *l = sk_loader_get(self);
+  if (!l) return NULL;
+  unsigned long long e = PyLong_AsUnsignedLongLong(arg);
+  if (e == (unsigned long long)-1 && PyErr_Occurred()) return NULL;
+  if (self->in_epoch) {
+    stoke_loader_end_epoch(l);
+    self->in_epoch = 0;
+  }
+  int rc = stoke_loader_set_epoch(l, e);
+  if (rc != 0) return sk_raise(rc, stoke_errmsg(l));
+  Py_RETURN_NONE;
+}
+
+static PyObject *loader_end_epoch(sk_Loader *self, PyObject *noargs) {
+  stoke_loader *l = sk_loader_get(self);
+  if (!l) return NULL;
+  stoke_loader_end_epoch(l);
+  self->in_epoch = 0;
+  Py_RETURN_NONE;
+}
+
+static PyObject *loader_close(sk_Loader *self, PyObject *noargs) {
+  loader_close_now(self);
+  Py_RETURN_NONE;
+}
+
+static PyObject *loader_save_trace(sk_Loader *self, PyObject *arg) {
+  stoke_loader *l = sk_loader_get(self);
+  if (!l) return NULL;
+  PyObject *bytes;
+  if (!PyUnicode_FSConverter(arg, &bytes)) return NULL;
+  int rc;
+  const char *path = PyBytes_AS_STRING(bytes);
+  Py_BEGIN_ALLOW_THREADS
+  rc = stoke_loader_write_trace(l, path);
+  Py_END_ALLOW_THREADS
+  Py_DECREF(bytes);
+  if (rc == STOKE_EINVAL)
+    return sk_raise(rc, "tracing is off: create the loader with trace=True "
+                        "(or trace=N spans kept per thread)");
+  if (rc != 0) return sk_raise(rc, stoke_errmsg(l));
+  Py_RETURN_NONE;
+}
+
+/* The configuration in force, under the C names (stoke_config). */
+static PyObject *loader_config(sk_Loader *self, PyObject *noargs) {
+  stoke_loader *l = sk_loader_get(self);
+  if (!l) return NULL;
+  stoke_config c;
+  stoke_loader_config(l, &c);
+  return Py_BuildValue(
+      "{s:n,s:I,s:I,s:I,s:i,s:K,s:i,s:I,s:I,s:i,s:i,s:I,s:n,s:L,s:K,s:i,"
+      "s:n,s:n,s:n,s:n}",
+      "batch_size", (Py_ssize_t)c.batch_size, "n_workers", c.n_workers,
+      "prefetch", c.prefetch, "consumer_slots", c.consumer_slots, "shuffle",
+      c.shuffle, "seed", (unsigned long long)c.seed, "drop_last", c.drop_last,
+      "rank", c.rank, "world", c.world, "shard_drop_last", c.shard_drop_last,
+      "in_order", c.in_order, "warmup_epochs", c.warmup_epochs,
+      "warmup_steps", (Py_ssize_t)c.warmup_steps, "sample_timeout_ms",
+      (long long)c.sample_timeout_ms, "mem_budget_bytes",
+      (unsigned long long)c.mem_budget_bytes, "prefetch_next_epoch",
+      c.prefetch_next_epoch, "trace_events", (Py_ssize_t)c.trace_events,
+      "max_chunk", (Py_ssize_t)c.max_chunk, "n_batches",
+      (Py_ssize_t)stoke_loader_n_batches(l), "n_samples",
+      (Py_ssize_t)stoke_loader_n_samples(l));
+}
+
+static PyObject *loader_host_bytes(sk_Loader *self, PyObject *noargs) {
+  stoke_loader *l = sk_loader_get(self);
+  return l ? PyLong_FromUnsignedLongLong(stoke_loader_host_bytes(l)) : NULL;
+}
+
+static PyObject *loader_get_closed(sk_Loader *self, void *c) {
+  return PyBool_FromLong(self->l == NULL);
+}
+
+static PyMethodDef loader_methods[] = {
+    {"set_epoch", (PyCFunction)loader_set_epoch, METH_O,
+     "set_epoch(e): the number of the next epoch to start (its order and "
+     "augmentation), as DistributedSampler.set_epoch."},
+    {"end_epoch", (PyCFunction)loader_end_epoch, METH_NOARGS,
+     "End the epoch in progress now (iter() does it after a break)."},
+    {"close", (PyCFunction)loader_close, METH_NOARGS,
+     "Stop the workers and free the loader; batches still held stay valid."},
+    {"save_trace", (PyCFunction)loader_save_trace, METH_O,
+     "save_trace(path): a Chrome/Perfetto trace of the spans kept."},
+    {"_config", (PyCFunction)loader_config, METH_NOARGS,
+     "The configuration in force (C names)."},
+    {"host_bytes", (PyCFunction)loader_host_bytes, METH_NOARGS,
+     "Host bytes the loader allocated (its memory ledger's total)."},
+    {"stats", (PyCFunction)sk_loader_stats, METH_NOARGS,
+     "The steady-state summary, as `stoke bench --json` writes it."},
+    {"diagnose", (PyCFunction)(void (*)(void))sk_loader_diagnose,
+     METH_VARARGS | METH_KEYWORDS,
+     "diagnose(cores=0, consumer_cpu=None): the verdict, its numbers, the "
+     "queue model's prediction, a what-if table and advice."},
+    {"report", (PyCFunction)(void (*)(void))sk_loader_report,
+     METH_VARARGS | METH_KEYWORDS,
+     "report(cores=0, consumer_cpu=None): `stoke profile`'s human report."},
+    {"save_json", (PyCFunction)(void (*)(void))sk_loader_save_json,
+     METH_VARARGS | METH_KEYWORDS,
+     "save_json(path, cores=0, consumer_cpu=None): the profile JSON that "
+     "`stoke report` reads."},
+    {NULL, NULL, 0, NULL}};
+
+static PyGetSetDef loader_getset[] = {
+    {"closed", (getter)loader_get_closed, NULL, "close() was called", NULL},
+    {NULL, NULL, NULL, NULL, NULL}};
+
+static PySequenceMethods loader_as_sequence = {.sq_length =
+                                                   (lenfunc)loader_len};
+
+PyTypeObject sk_LoaderType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "stoke._stoke.Loader",
+    .tp_basicsize = sizeof(sk_Loader),
+    .tp_dealloc = (destructor)loader_dealloc,
+    .tp_as_sequence = &loader_as_sequence,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "The C loader.  Use stoke.Loader.",
+    .tp_traverse = (traverseproc)loader_traverse,
+    .tp_weaklistoffset = offsetof(sk_Loader, weakrefs),
+    .tp_iter = (getiterfunc)loader_iter,
+    .tp_iternext = (iternextfunc)loader_next,
+    .tp_methods = loader_methods,
+    .tp_getset = loader_getset,
+    .tp_init = (initproc)loader_init,
+    .tp_new = PyType_GenericNew,
+};

@@ -1,0 +1,472 @@
+/* report.c — what the CLI prints and writes, for Python's loaders and clocks.
+**
+** A live loader becomes a cli_run_result (cli_result_collect) and is then
+** reported by the same functions as `stoke bench` and `stoke profile`: the
+** summary dict is bench's "summary" (plus its "stages"), diagnose() is
+** profile's "diagnosis", report() its human text, save_json() its file,
+** which `stoke report` renders.  A TwoClock has no producer clocks: its
+** result carries the consumer's statistics and the doctor's verdict, and
+** the text says what it cannot know. */
+#define _POSIX_C_SOURCE 200809L
+#include "ext.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+
+/* ---- a loader's run ---------------------------------------------------------- */
+
+typedef struct sk_run {
+  cli_run_spec spec;
+  cli_run_result res;
+  PyObject *hold;       /* keeps the strings the spec points into */
+} sk_run;
+
+static void run_free(sk_run *r) {
+  cli_run_result_free(&r->res);
+  Py_CLEAR(r->hold);
+}
+
+/* How the reports name the loader's source: the spec the package built. */
+static int describe_source(sk_Loader *self, sk_run *r) {
+  const char *kind = NULL;
+  PyObject *k = sk_dict_str(self->spec, "kind", &kind);
+  if (!k) return -1;
+  r->hold = PyList_New(0);
+  if (!r->hold || PyList_Append(r->hold, k) < 0) {
+    Py_DECREF(k);
+    return -1;
+  }
+  Py_DECREF(k);
+  const char *label;
+  PyObject *lab = sk_dict_str(self->spec, "label", &label);
+  if (!lab || PyList_Append(r->hold, lab) < 0) {
+    Py_XDECREF(lab);
+    return -1;
+  }
+  Py_DECREF(lab);
+  if (kind && strcmp(kind, "synthetic") == 0) {
+    if (sk_synthetic_config(self->spec, &r->spec.synth) < 0) return -1;
+  } else if (kind && strcmp(kind, "images") == 0) {
+    const char *tf;
+    PyObject *t = sk_dict_str(self->spec, "transform", &tf);
+    if (!t || PyList_Append(r->hold, t) < 0) {
+      Py_XDECREF(t);
+      return -1;
+    }
+    Py_DECREF(t);
+    stoke_image_config_init(&r->spec.image);
+    if (tf) r->spec.image.transform = tf;
+    r->spec.data = label ? label : "images";
+  } else {
+    r->spec.source_label = label ? label : "arrays";
+  }
+  return 0;
+}
+
+static int collect(sk_Loader *self, sk_run *r) {
+  memset(r, 0, sizeof *r);
+  stoke_loader *l = sk_loader_get(self);
+  if (!l || describe_source(self, r) < 0) return -1;
+  r->spec.compute_label = "the Python loop";
+  int rc = cli_result_collect(l, &r->res);
+  if (rc < 0) {
+    sk_raise(rc, stoke_errmsg(l));
+    return -1;
+  }
+  r->spec.cfg = r->res.eff;
+  r->spec.epochs = (unsigned)r->res.n_epochs;
+  r->res.peak_rss_bytes = cli_peak_rss_bytes();
+  r->res.consumer_run_delay_ns = -1;
+  return 0;
+}
+
+static int64_t process_cpu_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Cores the consumer's step burned while computing, measured: the
+** process's CPU time since measuring began, less what stoke's producers
+** used, over the computing clock.  A training step on the CPU (torch's
+** threads included) reads about its thread count; a GPU step near 0. */
+static double measured_consumer_cpu(sk_Loader *self, const stoke_stats *st) {
+  if (self->cpu0_ns < 0 || st->compute.total_ns <= 0) return 0.0;
+  double used = (double)(process_cpu_ns() - self->cpu0_ns) -
+                (double)st->worker_cpu_ns;
+  double c = used / (double)st->compute.total_ns;
+  return c < 0 ? 0.0 : c;
+}
+
+/* The profile's analysis of the run (NULL when there are no measured
+** steps: then *why says so). */
+static cli_profile *analyse(sk_Loader *self, sk_run *r, unsigned cores,
+                            PyObject *consumer_cpu, double *used_cpu) {
+  if (!r->res.stats.steps) return NULL;
+  double ccpu;
+  if (consumer_cpu && consumer_cpu != Py_None) {
+    ccpu = PyFloat_AsDouble(consumer_cpu);
+    if (ccpu == -1.0 && PyErr_Occurred()) return NULL;
+  } else {
+    ccpu = measured_consumer_cpu(self, &r->res.stats);
+  }
+  *used_cpu = ccpu;
+  cli_profile *pr = PyMem_Calloc(1, sizeof *pr);
+  if (!pr) {
+    PyErr_NoMemory();
+    return NULL;
+  }
+  cli_profile_grid(pr, &r->res.eff, 1, 1);
+  int rc = cli_profile_analyse(&r->spec, &r->res, cores, ccpu, pr);
+  if (rc < 0) {
+    PyMem_Free(pr);
+    sk_raise(rc, "the queue model could not be built from these clocks");
+    return NULL;
+  }
+  return pr;
+}
+
+static PyObject *json_of(cJSON *o) {
+  if (!o) return PyErr_NoMemory();
+  char *text = cJSON_PrintUnformatted(o);
+  cJSON_Delete(o);
+  PyObject *r = sk_json_loads(text);
+  free(text);
+  return r;
+}
+
+static cJSON *summary_with_stages(const cli_run_result *res) {
+  cJSON *s = cli_summary_json(res);
+  if (s) cJSON_AddItemToObject(s, "stages", cli_stages_json(res));
+  return s;
+}
+
+PyObject *sk_loader_stats(sk_Loader *self, PyObject *noargs) {
+  sk_run r;
+  if (collect(self, &r) < 0) {
+    run_free(&r);
+    return NULL;
+  }
+  PyObject *d = json_of(summary_with_stages(&r.res));
+  run_free(&r);
+  return d;
+}
+
+static int parse_analysis_args(PyObject *args, PyObject *kw, unsigned *cores,
+                               PyObject **ccpu, PyObject **path) {
+  static char *with_path[] = {"path", "cores", "consumer_cpu", NULL};
+  static char *without[] = {"cores", "consumer_cpu", NULL};
+  *cores = 0;
+  *ccpu = Py_None;
+  if (path)
+    return PyArg_ParseTupleAndKeywords(args, kw, "O&|IO", with_path,
+                                       PyUnicode_FSConverter, path, cores,
+                                       ccpu)
+               ? 0
+               : -1;
+  return PyArg_ParseTupleAndKeywords(args, kw, "|IO", without, cores, ccpu)
+             ? 0
+             : -1;
+}
+
+/* The "diagnosis" object, or a short one when nothing was measured. */
+static cJSON *diagnosis(sk_Loader *self, sk_run *r, unsigned cores,
+                        PyObject *ccpu) {
+  double used = 0;
+  cli_profile *pr = analyse(self, r, cores, ccpu, &used);
+  if (!pr && PyErr_Occurred()) return NULL;
+  cJSON *d;
+  if (pr) {
+    d = cli_diagnosis_json(&r->res, pr);
+    if (d) cJSON_AddNumberToObject(d, "consumer_cpu", used);
+    PyMem_Free(pr);
+  } else {
+    d = cJSON_CreateObject();
+    if (d) {
+      cJSON_AddStringToObject(d, "verdict", "unknown");
+      cJSON_AddStringToObject(
+          d, "reason",
+          r->res.n_epochs
+              ? "unknown: no measured steps yet (the warm-up epochs are left "
+                "out; pass warmup=0 to count the first one)"
+              : "unknown: no epoch has run yet");
+    }
+  }
+  if (!d) PyErr_NoMemory();
+  return d;
+}
+
+PyObject *sk_loader_diagnose(sk_Loader *self, PyObject *args, PyObject *kw) {
+  unsigned cores;
+  PyObject *ccpu;
+  if (parse_analysis_args(args, kw, &cores, &ccpu, NULL) < 0) return NULL;
+  sk_run r;
+  if (collect(self, &r) < 0) {
+    run_free(&r);
+    return NULL;
+  }
+  cJSON *d = diagnosis(self, &r, cores, ccpu);
+  run_free(&r);
+  return d ? json_of(d) : NULL;
+}
+
+/* Text written by fn into a memory stream. */
+typedef void (*print_fn)(FILE *f, void *ctx);
+
+static PyObject *text_of(print_fn fn, void *ctx) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  if (!f) return PyErr_NoMemory();
+  fn(f, ctx);
+  fclose(f);
+  PyObject *s = PyUnicode_DecodeUTF8(buf, (Py_ssize_t)len, "replace");
+  free(buf);
+  return s;
+}
+
+typedef struct report_ctx {
+  sk_run *run;
+  cli_profile *pr;
+} report_ctx;
+
+static void print_loader_report(FILE *f, void *p) {
+  report_ctx *c = p;
+  cli_print_report(f, "loader", &c->run->spec, &c->run->res);
+  if (c->pr)
+    cli_print_profile(f, &c->run->res, c->pr);
+  else
+    fprintf(f, "\nno measured steps yet: nothing to model (warm-up epochs "
+               "are left out)\n");
+}
+
+PyObject *sk_loader_report(sk_Loader *self, PyObject *args, PyObject *kw) {
+  unsigned cores;
+  PyObject *ccpu;
+  if (parse_analysis_args(args, kw, &cores, &ccpu, NULL) < 0) return NULL;
+  sk_run r;
+  if (collect(self, &r) < 0) {
+    run_free(&r);
+    return NULL;
+  }
+  double used;
+  report_ctx c = {&r, analyse(self, &r, cores, ccpu, &used)};
+  PyObject *s = PyErr_Occurred() ? NULL : text_of(print_loader_report, &c);
+  PyMem_Free(c.pr);
+  run_free(&r);
+  return s;
+}
+
+static PyObject *write_json_file(const char *path, cJSON *root) {
+  char *text = root ? cJSON_Print(root) : NULL;
+  cJSON_Delete(root);
+  if (!text) return PyErr_NoMemory();
+  FILE *f = fopen(path, "w");
+  int bad = !f;
+  if (f) {
+    bad = fputs(text, f) < 0 || fputc('\n', f) == EOF;
+    bad |= fclose(f) != 0;
+  }
+  free(text);
+  if (bad) return PyErr_SetFromErrnoWithFilename(PyExc_OSError, path);
+  Py_RETURN_NONE;
+}
+
+PyObject *sk_loader_save_json(sk_Loader *self, PyObject *args, PyObject *kw) {
+  unsigned cores;
+  PyObject *ccpu, *path = NULL;
+  if (parse_analysis_args(args, kw, &cores, &ccpu, &path) < 0) return NULL;
+  sk_run r;
+  PyObject *res = NULL;
+  if (collect(self, &r) == 0) {
+    cJSON *d = diagnosis(self, &r, cores, ccpu);
+    cJSON *root = d ? cJSON_CreateObject() : NULL;
+    if (root) {
+      cJSON_AddItemToObject(root, "config", cli_config_json(&r.spec, &r.res));
+      cJSON_AddItemToObject(root, "machine", cli_machine_json());
+      cJSON_AddItemToObject(root, "epochs", cli_epochs_json(&r.res));
+      cJSON_AddItemToObject(root, "summary", cli_summary_json(&r.res));
+      cJSON_AddItemToObject(root, "stages", cli_stages_json(&r.res));
+      cJSON_AddItemToObject(root, "diagnosis", d);
+      res = write_json_file(PyBytes_AS_STRING(path), root);
+    } else {
+      cJSON_Delete(d);
+      if (!PyErr_Occurred()) PyErr_NoMemory();
+    }
+  }
+  run_free(&r);
+  Py_DECREF(path);
+  return res;
+}
+
+/* ---- a TwoClock's run --------------------------------------------------------- */
+
+/* The result of a clock around someone else's loop: the consumer's side
+** only.  info (a dict, may be empty) gives what the wrapper knows of the
+** wrapped loader: name, batch_size, num_workers, prefetch. */
+static int twoclock_collect(sk_TwoClock *self, sk_run *r) {
+  memset(r, 0, sizeof *r);
+  cli_run_result *res = &r->res;
+  res->stats.struct_size = sizeof res->stats;
+  int rc = stoke_twoclock_stats(self->c, &res->stats);
+  if (rc < 0) {
+    sk_raise_tls(rc);
+    return -1;
+  }
+  size_t nh = stoke_twoclock_wait_histogram(self->c, NULL, 0);
+  res->wait_hist = calloc(nh ? nh : 1, sizeof *res->wait_hist);
+  size_t ne = stoke_twoclock_n_epoch_stats(self->c);
+  res->epochs = calloc(ne ? ne : 1, sizeof *res->epochs);
+  if (!res->wait_hist || !res->epochs) {
+    PyErr_NoMemory();
+    return -1;
+  }
+  res->n_wait_hist = stoke_twoclock_wait_histogram(self->c, res->wait_hist, nh);
+  if (res->n_wait_hist > nh) res->n_wait_hist = nh;
+  for (size_t i = 0; i < ne; i++)
+    if (stoke_twoclock_epoch_stats(self->c, i, &res->epochs[i]) == 0)
+      res->n_epochs++;
+  cli_result_measure(res);
+  stoke_diagnose(&res->stats, &res->diag);
+  stoke_config_init(&res->eff);
+  res->eff.n_workers = res->stats.n_workers;
+  res->eff.prefetch = res->stats.prefetch;
+  res->eff.batch_size = 0;
+  const char *name = NULL;
+  r->hold = sk_dict_str(self->info, "name", &name);
+  if (!r->hold) return -1;
+  size_t bs = 0;
+  if (sk_dict_size(self->info, "batch_size", &bs) < 0) return -1;
+  res->eff.batch_size = bs;
+  r->spec.source_label = name ? name : "an iterable";
+  r->spec.compute_label = "the Python loop";
+  r->spec.cfg = res->eff;
+  r->spec.epochs = (unsigned)res->n_epochs;
+  res->n_batches = res->n_epochs ? res->epochs[res->n_epochs - 1].batches : 0;
+  res->n_samples = res->n_epochs ? res->epochs[res->n_epochs - 1].samples : 0;
+  res->source_samples = res->n_samples;
+  snprintf(res->source_kind, sizeof res->source_kind, "twoclock");
+  res->peak_rss_bytes = cli_peak_rss_bytes();
+  res->consumer_run_delay_ns = -1;
+  return 0;
+}
+
+static const char twoclock_limits[] =
+    "a two-clock measurement sees only the consumer: without the producer's "
+    "stage clocks it cannot split the wait into read, decode and transform, "
+    "see the ready queue (a step that waited over ready_wait counts as an "
+    "empty queue), or predict other worker counts; stoke.Loader and "
+    "stoke.DataLoader measure those";
+
+static cJSON *twoclock_diagnosis(const cli_run_result *res) {
+  const stoke_diagnosis *d = &res->diag;
+  cJSON *o = cJSON_CreateObject();
+  if (!o) return NULL;
+  cJSON_AddStringToObject(o, "verdict", stoke_verdict_name(d->verdict));
+  cJSON_AddStringToObject(o, "reason", d->reason);
+  cJSON_AddNumberToObject(o, "wait_ratio", d->wait_ratio);
+  cJSON_AddNumberToObject(o, "queue_empty_frac", d->queue_empty_frac);
+  cJSON_AddNumberToObject(o, "tail_ratio", d->tail_ratio);
+  cJSON_AddNumberToObject(o, "busy_wait_ratio", STOKE_BUSY_WAIT_RATIO);
+  cJSON_AddNumberToObject(o, "starving_empty_frac", STOKE_STARVING_EMPTY_FRAC);
+  cJSON_AddStringToObject(o, "limits", twoclock_limits);
+  cJSON_AddArrayToObject(o, "advice");
+  return o;
+}
+
+PyObject *sk_twoclock_json(sk_TwoClock *self, int what) {
+  sk_run r;
+  PyObject *out = NULL;
+  if (twoclock_collect(self, &r) == 0) {
+    cJSON *o;
+    if (what == SK_JSON_SUMMARY) {
+      o = cli_summary_json(&r.res);
+    } else if (what == SK_JSON_DIAGNOSIS) {
+      o = twoclock_diagnosis(&r.res);
+    } else {
+      o = cJSON_CreateObject();
+      if (o) {
+        cJSON_AddItemToObject(o, "config", cli_config_json(&r.spec, &r.res));
+        cJSON_AddItemToObject(o, "machine", cli_machine_json());
+        cJSON_AddItemToObject(o, "epochs", cli_epochs_json(&r.res));
+        cJSON_AddItemToObject(o, "summary", cli_summary_json(&r.res));
+        cJSON_AddItemToObject(o, "diagnosis", twoclock_diagnosis(&r.res));
+      }
+    }
+    out = json_of(o);
+  }
+  run_free(&r);
+  return out;
+}
+
+static void print_twoclock_report(FILE *f, void *p) {
+  sk_run *r = p;
+  char src[256];
+  cli_fmt_source(&r->spec, r->res.n_samples, src, sizeof src);
+  fprintf(f, "stoke two clocks: %s", src);
+  if (r->res.eff.batch_size) fprintf(f, ", batch %zu", r->res.eff.batch_size);
+  if (r->res.eff.n_workers != STOKE_WORKERS_AUTO)
+    fprintf(f, ", %u workers", r->res.eff.n_workers);
+  fputc('\n', f);
+  cli_print_epochs(f, &r->res);
+  cli_print_summary(f, &r->res);
+  cli_print_verdict(f, "", &r->res.diag);
+  fprintf(f, "  (%s)\n", twoclock_limits);
+}
+
+PyObject *sk_twoclock_report(sk_TwoClock *self) {
+  sk_run r;
+  PyObject *s = NULL;
+  if (twoclock_collect(self, &r) == 0) s = text_of(print_twoclock_report, &r);
+  run_free(&r);
+  return s;
+}
+
+/* ---- `stoke report` -------------------------------------------------------------- */
+
+PyObject *sk_render_report(PyObject *mod, PyObject *args) {
+  PyObject *paths, *out;
+  if (!PyArg_ParseTuple(args, "OO&", &paths, PyUnicode_FSConverter, &out))
+    return NULL;
+  PyObject *seq = PySequence_Fast(paths, "json_paths: a list of paths");
+  if (!seq) {
+    Py_DECREF(out);
+    return NULL;
+  }
+  Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+  char **argv = PyMem_Calloc((size_t)n + 4, sizeof *argv);
+  PyObject **held = PyMem_Calloc((size_t)n + 1, sizeof *held);
+  PyObject *res = NULL;
+  int ok = argv && held;
+  if (!ok)
+    PyErr_NoMemory();
+  else
+    argv[0] = "report";
+  for (Py_ssize_t i = 0; ok && i < n; i++) {
+    if (!PyUnicode_FSConverter(PySequence_Fast_GET_ITEM(seq, i), &held[i]))
+      ok = 0;
+    else
+      argv[1 + i] = PyBytes_AS_STRING(held[i]);
+  }
+  if (ok) {
+    argv[1 + n] = "-o";
+    argv[2 + n] = PyBytes_AS_STRING(out);
+    /* The command prints its own message on stderr when it fails. */
+    int rc = cmd_report((int)n + 3, argv);
+    if (rc == CLI_OK)
+      res = Py_NewRef(Py_None);
+    else
+      sk_raise(STOKE_EIO, "stoke report failed (its message is on stderr)");
+  }
+  for (Py_ssize_t i = 0; held && i < n; i++) Py_XDECREF(held[i]);
+  PyMem_Free(held);
+  PyMem_Free(argv);
+  Py_DECREF(seq);
+  Py_DECREF(out);
+  return res;
+}

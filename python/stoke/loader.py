@@ -1,0 +1,379 @@
+"""stoke.Loader: stoke's loader from Python, and the sources it reads.
+
+The C half (stoke._stoke.Loader) runs the epoch: worker threads fill batch
+slots, next() hands them out with the GIL released, and every array given
+to Python shares the slot's memory.  This half turns the arguments into the
+C configuration and a description of the source."""
+
+import glob as _glob
+import os
+import re
+
+from . import _stoke
+from ._util import (env_rank_world, is_torch_tensor, parse_bytes,
+                    parse_duration_ns, torch_available)
+
+_SYNTH_KINDS = {"sleep": 1, "spin": 2, "tensor": 3}
+_COST_DISTS = {"fixed": 1, "exp": 2, "lognormal": 3}
+_IMAGE_KINDS = {None: 0, "auto": 0, "folder": 1, "tar": 2, "packed": 3}
+
+
+class Synthetic:
+    """A synthetic source, for measurement: each sample costs a known time.
+
+    ``spec`` is ``"sleep:5ms"`` (the cost is spent waiting, like I/O),
+    ``"spin:2ms"`` (burning the worker's CPU) or ``"tensor"`` (no cost,
+    random features in memory).  Each sample has ``x`` (float32, ``shape``,
+    uniform noise from its own random stream) and ``y`` (int64, index %
+    classes).  ``cost_dist`` is ``"fixed"``, ``"exp"`` or
+    ``"lognormal:SIGMA"``.  Build one with :func:`stoke.synthetic`."""
+
+    def __init__(self, spec="sleep:5ms", samples=256, shape=(3, 32, 32),
+                 cost_dist="fixed", classes=2, seed=0):
+        kind, _, cost = str(spec).partition(":")
+        if kind not in _SYNTH_KINDS:
+            raise ValueError(f"synthetic: unknown kind {kind!r} in {spec!r} "
+                             "(expected sleep:COST, spin:COST or tensor)")
+        if kind == "tensor" and cost:
+            raise ValueError(f"synthetic: tensor takes no cost, got {spec!r}")
+        dist, _, sigma = str(cost_dist).partition(":")
+        if dist not in _COST_DISTS:
+            raise ValueError(f"synthetic: unknown cost_dist {cost_dist!r} "
+                             "(expected fixed, exp or lognormal:SIGMA)")
+        self.spec = str(spec)
+        self.kind = kind
+        self.cost_ns = (parse_duration_ns(cost, "synthetic cost") if cost
+                        else (0 if kind == "tensor" else 5_000_000))
+        self.cost_dist = str(cost_dist)
+        self.dist = _COST_DISTS[dist]
+        self.sigma = float(sigma) if sigma else 1.0
+        self.samples = int(samples)
+        self.shape = tuple(int(s) for s in shape)
+        self.classes = int(classes)
+        self.seed = int(seed)
+
+    def _spec(self):
+        return {"kind": "synthetic", "kind_code": _SYNTH_KINDS[self.kind],
+                "cost_ns": self.cost_ns, "dist": self.dist,
+                "sigma": self.sigma, "samples": self.samples,
+                "shape": list(self.shape), "classes": self.classes,
+                "seed": self.seed,
+                "label": f"synthetic {self.spec} ({self.cost_dist})"}
+
+    def __repr__(self):
+        return (f"stoke.synthetic({self.spec!r}, samples={self.samples}, "
+                f"shape={self.shape}, cost_dist={self.cost_dist!r})")
+
+
+def synthetic(spec="sleep:5ms", samples=256, shape=(3, 32, 32),
+              cost_dist="fixed", classes=2, seed=0):
+    """A synthetic source (see :class:`Synthetic`), e.g.
+    ``stoke.synthetic("sleep:5ms", samples=256, shape=(3, 32, 32))``."""
+    return Synthetic(spec, samples, shape, cost_dist, classes, seed)
+
+
+def _is_path(x):
+    return isinstance(x, (str, bytes, os.PathLike))
+
+
+def _as_array(x, name):
+    """A buffer-protocol object sharing x's memory (torch CPU tensors via
+    .numpy(), which shares it), refusing what cannot be borrowed as is."""
+    if is_torch_tensor(x):
+        if x.device.type != "cpu":
+            raise _stoke.ConfigError(
+                f"array '{name}' is on {x.device}: stoke.Loader reads host "
+                "memory; pass a CPU tensor")
+        if not x.is_contiguous():
+            raise _stoke.ConfigError(
+                f"array '{name}' is not contiguous; stoke borrows arrays "
+                "without a copy, so pass x.contiguous()")
+        try:
+            return x.detach().numpy()
+        except TypeError as e:  # bfloat16 and other types numpy lacks
+            raise _stoke.ConfigError(f"array '{name}': {e}") from None
+    try:
+        memoryview(x)
+    except TypeError:
+        raise TypeError(f"array '{name}': {type(x).__name__} has no buffer "
+                        "(expected a NumPy array or a CPU torch tensor)") from None
+    return x
+
+
+def describe_source(source, transform=None, image_kind=None, max_pixels=None,
+                    max_bytes=None, verify_checksums=False):
+    """(spec for the C side, layout, field names, objects to keep alive)."""
+    if isinstance(source, Synthetic):
+        if transform is not None:
+            raise _stoke.ConfigError("transform= applies to image datasets, "
+                                     "not to a synthetic source")
+        return source._spec(), _stoke.LAYOUT_TUPLE, ("x", "y"), ()
+    paths = None
+    if _is_path(source):
+        paths = [os.fsdecode(source)]
+    elif (isinstance(source, (list, tuple)) and source and
+          all(_is_path(p) for p in source)):
+        paths = [os.fsdecode(p) for p in source]
+    if paths is not None:
+        if image_kind not in _IMAGE_KINDS:
+            raise ValueError(f"image_kind: expected folder, tar or packed, "
+                             f"got {image_kind!r}")
+        for p in paths:
+            if not (_glob.has_magic(p) or "{" in p or os.path.exists(p)):
+                raise FileNotFoundError(f"no such file or directory: {p!r}")
+        spec = {"kind": "images", "paths": paths,
+                "image_kind": _IMAGE_KINDS[image_kind],
+                "transform": transform, "max_pixels": max_pixels,
+                "max_bytes": max_bytes,
+                "verify_checksums": int(bool(verify_checksums)),
+                "label": paths[0] if len(paths) == 1
+                else f"{paths[0]} and {len(paths) - 1} more"}
+        return spec, _stoke.LAYOUT_TUPLE, ("image", "label"), ()
+    if transform is not None:
+        raise _stoke.ConfigError("transform= applies to image datasets (a "
+                                 "path, a list of paths or a glob)")
+    if isinstance(source, dict):
+        if not source:
+            raise ValueError("an empty dict of arrays")
+        names = tuple(str(k) for k in source)
+        arrays = [_as_array(v, n) for n, v in zip(names, source.values())]
+        layout = _stoke.LAYOUT_DICT
+    elif isinstance(source, (tuple, list)):
+        if not source:
+            raise ValueError("an empty tuple of arrays")
+        names = tuple(f"f{i}" for i in range(len(source)))
+        arrays = [_as_array(v, n) for n, v in zip(names, source)]
+        layout = _stoke.LAYOUT_TUPLE
+    elif (hasattr(source, "__getitem__") and hasattr(source, "__len__") and
+          not is_torch_tensor(source) and not _has_buffer(source)):
+        raise TypeError(
+            f"stoke.Loader reads paths, arrays and synthetic sources; "
+            f"{type(source).__name__} looks like a Python dataset: use "
+            "stoke.DataLoader for those")
+    else:
+        names = ("data",)
+        arrays = [_as_array(source, "data")]
+        layout = _stoke.LAYOUT_SINGLE
+    label = "arrays " + ", ".join(
+        f"{n} {tuple(getattr(a, 'shape', ()))}" for n, a in zip(names, arrays))
+    spec = {"kind": "arrays", "arrays": list(arrays), "names": list(names),
+            "label": label}
+    return spec, layout, names, tuple(arrays)
+
+
+def _has_buffer(x):
+    try:
+        memoryview(x)
+        return True
+    except TypeError:
+        return False
+
+
+_OUTPUTS = {"stoke": _stoke.OUT_STOKE, "numpy": _stoke.OUT_NUMPY,
+            "torch": _stoke.OUT_TORCH}
+
+
+def output_converters(output):
+    """(mode, to_torch, to_numpy) for an output name (None: torch when it
+    imports, else numpy)."""
+    if output is None:
+        output = "torch" if torch_available() else "numpy"
+    if output not in _OUTPUTS:
+        raise ValueError(f"output: expected 'torch', 'numpy' or 'stoke', "
+                         f"got {output!r}")
+    to_torch = to_numpy = None
+    if output == "torch":
+        import torch.utils.dlpack
+        to_torch = torch.utils.dlpack.from_dlpack
+    elif output == "numpy":
+        import numpy
+        to_numpy = numpy.asarray
+    return output, _OUTPUTS[output], to_torch, to_numpy
+
+
+def resolve_workers(num_workers):
+    if num_workers == "cores":
+        return os.cpu_count() or 1
+    if isinstance(num_workers, bool) or not isinstance(num_workers, int) \
+            or num_workers < 0:
+        raise ValueError(f"num_workers: expected an integer >= 0 or "
+                         f"'cores', got {num_workers!r}")
+    return num_workers
+
+
+def loader_config(batch_size, *, shuffle=False, seed=0, num_workers=0,
+                  prefetch=2, drop_last=False, rank=None, world_size=None,
+                  mem_budget=None, timeout=None, out_of_order=False,
+                  epoch_prefetch=True, warmup=1, warmup_steps=0, trace=False,
+                  max_chunk=0, shard_drop_last=False):
+    """The C loader's configuration (stoke_config's names) from Python's."""
+    env_rank, env_world = env_rank_world()
+    rank = env_rank if rank is None else rank
+    world = env_world if world_size is None else world_size
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or \
+            batch_size < 1:
+        raise ValueError(f"batch_size: expected an integer >= 1, got "
+                         f"{batch_size!r}")
+    if isinstance(prefetch, bool) or not isinstance(prefetch, int) or \
+            prefetch < 1:
+        raise ValueError(f"prefetch: expected an integer >= 1, got "
+                         f"{prefetch!r}")
+    trace_events = (16384 if trace is True else int(trace) if trace else 0)
+    return {
+        "batch_size": batch_size,
+        "n_workers": resolve_workers(num_workers),
+        "prefetch": prefetch,
+        # Python's for loop holds the previous batch while it asks for the
+        # next one: one more slot keeps `prefetch` batches made ahead.
+        "consumer_slots": 2,
+        "shuffle": int(bool(shuffle)),
+        "seed": int(seed),
+        "drop_last": int(bool(drop_last)),
+        "rank": int(rank), "world": int(world),
+        "shard_drop_last": int(bool(shard_drop_last)),
+        "in_order": int(not out_of_order),
+        "warmup_epochs": int(warmup),
+        "warmup_steps": int(warmup_steps),
+        "sample_timeout_ms": (0 if not timeout else
+                              max(1, parse_duration_ns(timeout, "timeout")
+                                  // 1_000_000)),
+        "mem_budget_bytes": parse_bytes(mem_budget, "mem_budget"),
+        "prefetch_next_epoch": int(bool(epoch_prefetch)),
+        "trace_events": trace_events,
+        "max_chunk": int(max_chunk),
+    }
+
+
+_FLAG_J = re.compile(r"(?<![\w-])-j (\d+)")
+_FLAG_K = re.compile(r"--prefetch (\d+)")
+
+
+def pythonize(text):
+    """The C doctor's advice names CLI flags; from Python, name the
+    loader's arguments instead."""
+    text = text.replace("with that -j", "with those workers")
+    text = _FLAG_J.sub(r"num_workers=\1", text)
+    return _FLAG_K.sub(r"prefetch=\1", text)
+
+
+def _pythonize_diagnosis(d):
+    for a in d.get("advice", ()):
+        a["text"] = pythonize(a["text"])
+    return d
+
+
+class Loader(_stoke.Loader):
+    """stoke's loader: worker threads read, decode and transform samples
+    straight into batch buffers, ``prefetch`` batches ahead, in an order
+    that depends only on ``(seed, epoch, rank, world_size)``.
+
+    ``source`` is a path, a list of paths or a glob (an ImageFolder
+    directory, tar shards or packed shards; ``transform=`` says what to make
+    of the images, e.g. ``"random-resized-crop=224,flip,normalize=imagenet,
+    chw,f32"``); NumPy arrays or CPU torch tensors (one, a tuple or a dict of
+    equal length, borrowed without a copy: keep them unchanged while the
+    loader lives); or :func:`stoke.synthetic`.
+
+    Iterating gives one epoch of batches: with ``output="torch"`` (the
+    default when torch imports) torch tensors, ``"numpy"`` ndarrays,
+    ``"stoke"`` :class:`stoke.Batch` objects.  They share the loader's
+    memory; a batch's slot is reused once the batch and every array made
+    from it are gone.  ``len(loader)`` is the batches per epoch; each
+    ``iter()`` is the next epoch (``set_epoch(e)`` chooses its number).
+
+    ``timeout`` (seconds or ``"5s"``) fails a sample that runs longer,
+    naming it; ``mem_budget`` (bytes or ``"8GiB"``) is checked before
+    anything is allocated.  ``rank``/``world_size`` default to the ``RANK``
+    and ``WORLD_SIZE`` that torchrun sets.  The other options are the CLI's:
+    ``out_of_order``, ``epoch_prefetch``, ``warmup`` (epochs left out of the
+    statistics), ``warmup_steps``, ``trace`` (keep spans for
+    :meth:`save_trace`), ``max_chunk``, ``shard_drop_last``, and for images
+    ``image_kind``, ``max_pixels``, ``max_bytes``, ``verify_checksums``."""
+
+    def __init__(self, source, batch_size, *, shuffle=False, seed=0,
+                 num_workers=0, prefetch=2, drop_last=False, transform=None,
+                 rank=None, world_size=None, mem_budget=None, timeout=None,
+                 output=None, out_of_order=False, epoch_prefetch=True,
+                 warmup=1, warmup_steps=0, trace=False, max_chunk=0,
+                 shard_drop_last=False, image_kind=None, max_pixels=None,
+                 max_bytes=None, verify_checksums=False):
+        spec, layout, names, keep = describe_source(
+            source, transform, image_kind, max_pixels, max_bytes,
+            verify_checksums)
+        config = loader_config(
+            batch_size, shuffle=shuffle, seed=seed, num_workers=num_workers,
+            prefetch=prefetch, drop_last=drop_last, rank=rank,
+            world_size=world_size, mem_budget=mem_budget, timeout=timeout,
+            out_of_order=out_of_order, epoch_prefetch=epoch_prefetch,
+            warmup=warmup, warmup_steps=warmup_steps, trace=trace,
+            max_chunk=max_chunk, shard_drop_last=shard_drop_last)
+        output, mode, to_torch, to_numpy = output_converters(output)
+        self._keep = keep  # the arrays the C source borrows
+        self.output = output
+        self.names = names
+        super().__init__(spec, config, mode, layout, names, to_torch,
+                         to_numpy)
+
+    def diagnose(self, cores=0, consumer_cpu=None):
+        """The verdict, its numbers, the queue model (``model``), its
+        prediction of this run and its error (``prediction``), a what-if
+        table over workers and prefetch (``what_if``) and the escalation
+        ladder (``advice``, each with its predicted ``speedup``).
+        ``consumer_cpu`` is the cores the training step burns; by default it
+        is measured (the process's CPU time less the workers', over the
+        computing clock)."""
+        return _pythonize_diagnosis(super().diagnose(cores, consumer_cpu))
+
+    def report(self, cores=0, consumer_cpu=None):
+        """``stoke profile``'s report of this loader: the epochs, the
+        steady state, the verdict and its numbers, the queue model, the
+        what-if table and the advice."""
+        return pythonize(super().report(cores, consumer_cpu))
+
+    def save_json(self, path, cores=0, consumer_cpu=None):
+        """Write ``stoke profile --json``'s document, which ``stoke
+        report`` renders as HTML."""
+        super().save_json(os.fspath(path), cores, consumer_cpu)
+
+    @property
+    def config(self):
+        """The configuration in force (defaults resolved)."""
+        c = self._config()
+        return {"batch_size": c["batch_size"], "num_workers": c["n_workers"],
+                "prefetch": c["prefetch"], "shuffle": bool(c["shuffle"]),
+                "seed": c["seed"], "drop_last": bool(c["drop_last"]),
+                "rank": c["rank"], "world_size": c["world"],
+                "out_of_order": not c["in_order"],
+                "epoch_prefetch": bool(c["prefetch_next_epoch"]),
+                "warmup": c["warmup_epochs"],
+                "warmup_steps": c["warmup_steps"],
+                "timeout": c["sample_timeout_ms"] / 1e3 or None,
+                "mem_budget": c["mem_budget_bytes"] or None,
+                "output": self.output,
+                "batches_per_epoch": c["n_batches"],
+                "samples_per_epoch": c["n_samples"]}
+
+    @property
+    def batch_size(self):
+        """Samples per batch."""
+        return self._config()["batch_size"]
+
+    @property
+    def num_workers(self):
+        """Worker threads (0: batches are made inside next())."""
+        return self._config()["n_workers"]
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def __repr__(self):
+        if self.closed:
+            return "<stoke.Loader (closed)>"
+        c = self._config()
+        return (f"<stoke.Loader {c['n_batches']} batches of {c['batch_size']}"
+                f", {c['n_workers']} workers, prefetch {c['prefetch']}, "
+                f"output {self.output!r}, fields {self.names}>")

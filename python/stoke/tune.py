@@ -1,0 +1,64 @@
+"""stoke.tune: sweep workers x prefetch (x batch size) and pick the knee."""
+
+from . import _stoke
+from ._util import parse_duration_ns
+from .loader import describe_source, loader_config, output_converters
+
+
+def _step_of(step):
+    if step is None or callable(step):
+        return step
+    kind, _, t = str(step).partition(":")
+    if kind not in ("sleep", "spin") or not t:
+        raise ValueError(f"step: expected a callable or 'sleep:TIME' / "
+                         f"'spin:TIME', got {step!r}")
+    return (kind, parse_duration_ns(t, "step"))
+
+
+def tune(source, batch_size=32, step=None, *, workers=None, prefetch=None,
+         batch_sizes=None, max_workers=0, warmup_epochs=1, min_epochs=1,
+         min_measure=0.0, progress=None, output=None, transform=None,
+         **loader_kwargs):
+    """Sweep a loader over ``source`` and return its knee: the cheapest
+    configuration (fewest workers, then least memory) within 5% of the best
+    throughput that removes the stall.
+
+    ``step`` is the consumer: a callable given each batch (in ``output``
+    form; lent for the call only: copy what you keep), or a synthetic
+    ``"sleep:12ms"`` (a GPU-like step) / ``"spin:12ms"`` (CPU-bound).
+    ``workers`` and ``prefetch`` are the lists to sweep (default 0, 1, 2,
+    4, ... up to ``max_workers``; 1, 2, 4); ``batch_sizes`` adds batch sizes.
+    ``progress(i, n, point)`` is called before and after each point.  Other
+    keyword arguments are :class:`stoke.Loader`'s.
+
+    Returns the knee as a dict (workers, prefetch, batch_size, samples/s,
+    wait ratio, verdict, the reason), with ``dataloader_kwargs`` for
+    ``torch.utils.data.DataLoader`` and ``loader_kwargs`` for
+    :class:`stoke.Loader`, and ``points``, every point measured."""
+    spec, layout, names, keep = describe_source(
+        source, transform, loader_kwargs.pop("image_kind", None),
+        loader_kwargs.pop("max_pixels", None),
+        loader_kwargs.pop("max_bytes", None),
+        loader_kwargs.pop("verify_checksums", False))
+    config = loader_config(batch_size, **loader_kwargs)
+    _, mode, to_torch, to_numpy = output_converters(output)
+    t = {"workers": workers, "prefetch": prefetch,
+         "batch_sizes": batch_sizes, "max_workers": max_workers,
+         "warmup_epochs": warmup_epochs, "min_epochs": min_epochs,
+         "min_measure_s": float(min_measure)}
+    res = _stoke.tune(spec, config, t, _step_of(step), mode, layout, names,
+                      to_torch, to_numpy, progress)
+    del keep  # the arrays were borrowed for the sweep only
+    knee = res["knee"]
+    if knee is None:
+        return {"points": res["points"], "reason": "no point was measured"}
+    out = dict(knee)
+    out["dataloader_kwargs"] = {
+        k: v for k, v in knee["pytorch"].items() if k != "call"}
+    out["dataloader_call"] = knee["pytorch"]["call"]
+    out["loader_kwargs"] = {"batch_size": knee["batch_size"],
+                            "num_workers": knee["workers"],
+                            "prefetch": knee["prefetch"]}
+    out["points"] = res["points"]
+    out["tolerance"] = res["tolerance"]
+    return out

@@ -1,0 +1,288 @@
+/* twoclock.c — the two clocks around somebody else's loop.
+**
+** The loader measures waiting and computing itself (pipeline.c).  A loop
+** over another loader (PyTorch's DataLoader, a generator, a file reader)
+** gets the same clocks from three calls: enter() when the consumer asks for
+** the next batch, leave() when it has it, end_epoch() when the iteration is
+** over.  The wait is enter..leave, the compute leave..next enter, and the
+** statistics are the loader's own structures (stoke__consumer_stats, epoch
+** records, the consumer trace track), so stoke_diagnose, the CLI's report
+** and `stoke report` read them unchanged.
+**
+** What it cannot see: the producer's stages and its ready queue.  The queue
+** is inferred from the wait: a next() that returned within ready_wait_ns
+** found a batch ready (depth 1), a longer one found none (depth 0).  So
+** queue_empty_frac is "the share of steps that waited", which is what the
+** doctor's starving-vs-variance rule asks of the queue.  A loader whose W
+** workers each make whole batches (PyTorch's) starves in rounds: one long
+** wait, then W - 1 batches made beside the waited one are "ready" although
+** nothing was made ahead; with round_steps = W a round that waited at all
+** is one empty queue (seed 000 at 4 workers: every round waits 160 ms,
+** 1 step in 4). */
+#include "internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+struct stoke_twoclock {
+  stoke_twoclock_config cfg;
+  const stoke_allocator *alloc; /* cfg.alloc, borrowed */
+  stoke__consumer_stats *cs;    /* measured steps only */
+  int64_t t0_ns;                /* creation: trace timestamps start here */
+  /* The step in progress (the driving thread only). */
+  int64_t enter_ns;             /* 0: not inside a next() */
+  int64_t leave_ns;             /* 0: no compute clock running */
+  bool last_measured;
+  uint64_t step_number;         /* in the epoch, for the trace */
+  unsigned round_pos;           /* measured steps into the current round */
+  bool round_waited;            /* one of them waited */
+  /* The epoch in progress. */
+  bool epoch_active, epoch_warmup;
+  uint64_t epoch_number;
+  uint64_t warmup_steps_seen;
+  int64_t epoch_start_ns, epoch_wait_ns, epoch_compute_ns;
+  uint64_t epoch_batches, epoch_samples;
+  /* Records, read from any thread. */
+  pthread_mutex_t mu;           /* leaf: epochs, n_epochs, cap_epochs */
+  stoke_epoch_stats *epochs;
+  size_t n_epochs, cap_epochs;
+  stoke__trace *trace;          /* NULL when cfg.trace_events is 0 */
+};
+
+void stoke_twoclock_config_init(stoke_twoclock_config *cfg) {
+  memset(cfg, 0, sizeof *cfg);
+  cfg->struct_size = sizeof *cfg;
+  cfg->warmup_epochs = 1;
+  cfg->ready_wait_ns = 2000000;
+  cfg->n_workers = STOKE_WORKERS_AUTO;
+}
+
+int stoke_twoclock_create(const stoke_twoclock_config *cfg,
+                          stoke_twoclock **out) {
+  if (!out) return stoke__set_tls_error(STOKE_EINVAL, "twoclock: out is NULL");
+  *out = NULL;
+  stoke__clear_tls_error();
+  stoke_twoclock_config def;
+  if (!cfg) {
+    stoke_twoclock_config_init(&def);
+    cfg = &def;
+  }
+  if (cfg->struct_size != sizeof *cfg)
+    return stoke__set_tls_error(
+        STOKE_EINVAL,
+        "twoclock: struct_size is %zu, expected %zu (call "
+        "stoke_twoclock_config_init)",
+        cfg->struct_size, sizeof *cfg);
+  if (cfg->ready_wait_ns < 0)
+    return stoke__set_tls_error(STOKE_EINVAL,
+                                "twoclock: ready_wait_ns is negative");
+  stoke_twoclock *c = stoke__calloc(cfg->alloc, 1, sizeof *c);
+  if (!c) return stoke__set_tls_error(STOKE_ENOMEM, "twoclock: out of memory");
+  c->cfg = *cfg;
+  c->alloc = cfg->alloc;
+  c->t0_ns = stoke__now_ns();
+  c->cs = stoke__alloc_aligned(c->alloc, sizeof *c->cs);
+  int rc = c->cs ? 0 : STOKE_ENOMEM;
+  if (rc == 0) memset(c->cs, 0, sizeof *c->cs);
+  if (rc == 0 && pthread_mutex_init(&c->mu, NULL) != 0) rc = STOKE_ENOMEM;
+  bool have_mu = rc == 0;
+  if (rc == 0 && cfg->trace_events > 0) {
+    c->trace = stoke__calloc(c->alloc, 1, sizeof *c->trace);
+    rc = c->trace ? stoke__trace_init(c->trace, c->alloc, cfg->trace_events)
+                  : STOKE_ENOMEM;
+    if (rc != 0) {
+      stoke__free(c->alloc, c->trace);
+      c->trace = NULL;
+    }
+  }
+  if (rc != 0) {
+    if (have_mu) pthread_mutex_destroy(&c->mu);
+    stoke__free_aligned(c->alloc, c->cs);
+    stoke__free(c->alloc, c);
+    return stoke__set_tls_error(rc, "twoclock: out of memory");
+  }
+  *out = c;
+  return 0;
+}
+
+void stoke_twoclock_destroy(stoke_twoclock *c) {
+  if (!c) return;
+  if (c->trace) {
+    stoke__trace_free(c->trace, c->alloc);
+    stoke__free(c->alloc, c->trace);
+  }
+  pthread_mutex_destroy(&c->mu);
+  stoke__free(c->alloc, c->epochs);
+  stoke__free_aligned(c->alloc, c->cs);
+  stoke__free(c->alloc, c);
+}
+
+/* A round of steps ends: it found a batch ready unless one waited. */
+static void end_round(stoke_twoclock *c) {
+  if (!c->round_pos) return;
+  stoke__counter_add(&c->cs->depth[c->round_waited ? 0 : 1], 1);
+  c->round_pos = 0;
+  c->round_waited = false;
+}
+
+/* The compute clock of the step in progress stops at `now`. */
+static void stop_compute(stoke_twoclock *c, int64_t now) {
+  if (!c->leave_ns) return;
+  int64_t dt = now - c->leave_ns;
+  c->epoch_compute_ns += dt;
+  if (c->last_measured) stoke__hist_add(&c->cs->compute, (uint64_t)dt);
+  stoke__trace_push(c->trace, STOKE__EV_COMPUTE, c->leave_ns, dt,
+                    c->step_number, 0);
+  c->leave_ns = 0;
+}
+
+int64_t stoke_twoclock_enter(stoke_twoclock *c) {
+  int64_t now = stoke__now_ns();
+  stop_compute(c, now);
+  if (!c->epoch_active) {
+    c->epoch_active = true;
+    c->epoch_warmup = c->epoch_number < c->cfg.warmup_epochs;
+    c->epoch_start_ns = now;
+    c->epoch_wait_ns = c->epoch_compute_ns = 0;
+    c->epoch_batches = c->epoch_samples = 0;
+    c->step_number = 0;
+  }
+  c->enter_ns = now;
+  return now;
+}
+
+int64_t stoke_twoclock_leave(stoke_twoclock *c, size_t n_samples) {
+  int64_t now = stoke__now_ns();
+  if (!c->enter_ns) return now; /* leave without enter: nothing to time */
+  int64_t wait = now - c->enter_ns;
+  c->enter_ns = 0;
+  bool measured = !c->epoch_warmup;
+  if (measured && c->warmup_steps_seen < c->cfg.warmup_steps) {
+    c->warmup_steps_seen++;
+    measured = false;
+  }
+  if (measured) {
+    stoke__consumer_stats *cs = c->cs;
+    stoke__hist_add(&cs->wait, (uint64_t)wait);
+    c->round_waited |= wait > c->cfg.ready_wait_ns;
+    if (++c->round_pos >= STOKE__MAX(c->cfg.round_steps, 1u))
+      end_round(c);
+    stoke__counter_add(&cs->steps, 1);
+    stoke__counter_add(&cs->samples, n_samples);
+  }
+  stoke__trace_push(c->trace, STOKE__EV_WAIT, now - wait, wait,
+                    c->step_number, 0);
+  c->step_number++;
+  c->epoch_wait_ns += wait;
+  c->epoch_batches++;
+  c->epoch_samples += n_samples;
+  c->last_measured = measured;
+  c->leave_ns = now;
+  return now;
+}
+
+int stoke_twoclock_end_epoch(stoke_twoclock *c) {
+  int64_t now = stoke__now_ns();
+  stop_compute(c, now);
+  c->enter_ns = 0;
+  end_round(c); /* rounds do not span epochs */
+  if (!c->epoch_active) return 0;
+  c->epoch_active = false;
+  stoke_epoch_stats e = {.epoch = c->epoch_number,
+                         .warmup = c->epoch_warmup,
+                         .wall_ns = now - c->epoch_start_ns,
+                         .wait_ns = c->epoch_wait_ns,
+                         .compute_ns = c->epoch_compute_ns,
+                         .batches = c->epoch_batches,
+                         .samples = c->epoch_samples};
+  c->epoch_number++;
+  int rc = 0;
+  pthread_mutex_lock(&c->mu);
+  if (c->n_epochs == c->cap_epochs) {
+    size_t cap = c->cap_epochs ? 2 * c->cap_epochs : 16;
+    stoke_epoch_stats *p = stoke__calloc(c->alloc, cap, sizeof *p);
+    if (p) {
+      if (c->n_epochs) memcpy(p, c->epochs, c->n_epochs * sizeof *p);
+      stoke__free(c->alloc, c->epochs);
+      c->epochs = p;
+      c->cap_epochs = cap;
+    }
+  }
+  /* Out of memory loses the record, not the clocks. */
+  if (c->n_epochs < c->cap_epochs)
+    c->epochs[c->n_epochs++] = e;
+  else
+    rc = STOKE_ENOMEM;
+  pthread_mutex_unlock(&c->mu);
+  return rc;
+}
+
+int stoke_twoclock_stats(const stoke_twoclock *c, stoke_stats *out) {
+  if (!c || !out || out->struct_size == 0) return STOKE_EINVAL;
+  stoke__stats_snap *snap = stoke__calloc(c->alloc, 1, sizeof *snap);
+  if (!snap) return STOKE_ENOMEM;
+  stoke__stats_snap_consumer(c->cs, snap);
+  stoke_stats full;
+  full.struct_size = sizeof full;
+  stoke__stats_publish(snap, &full);
+  stoke__free(c->alloc, snap);
+  stoke_twoclock *mc = (stoke_twoclock *)c; /* the lock is not state */
+  pthread_mutex_lock(&mc->mu);
+  full.epochs_done = c->n_epochs;
+  pthread_mutex_unlock(&mc->mu);
+  full.n_workers = c->cfg.n_workers;
+  full.prefetch = c->cfg.prefetch;
+  size_t n = STOKE__MIN(out->struct_size, sizeof full);
+  full.struct_size = n;
+  memcpy(out, &full, n);
+  return 0;
+}
+
+size_t stoke_twoclock_wait_histogram(const stoke_twoclock *c,
+                                     stoke_hist_bucket *out, size_t cap) {
+  return c ? stoke__hist_buckets(&c->cs->wait, out, cap) : 0;
+}
+
+size_t stoke_twoclock_n_epoch_stats(const stoke_twoclock *c) {
+  if (!c) return 0;
+  stoke_twoclock *mc = (stoke_twoclock *)c;
+  pthread_mutex_lock(&mc->mu);
+  size_t n = c->n_epochs;
+  pthread_mutex_unlock(&mc->mu);
+  return n;
+}
+
+int stoke_twoclock_epoch_stats(const stoke_twoclock *c, size_t i,
+                               stoke_epoch_stats *out) {
+  if (!c || !out) return STOKE_EINVAL;
+  stoke_twoclock *mc = (stoke_twoclock *)c;
+  int rc = STOKE_EINVAL;
+  pthread_mutex_lock(&mc->mu);
+  if (i < c->n_epochs) {
+    *out = c->epochs[i];
+    rc = 0;
+  }
+  pthread_mutex_unlock(&mc->mu);
+  return rc;
+}
+
+int stoke_twoclock_write_trace(const stoke_twoclock *c, const char *path) {
+  if (!c || !path) return stoke__set_tls_error(STOKE_EINVAL, "twoclock: NULL");
+  if (!c->trace)
+    return stoke__set_tls_error(
+        STOKE_EINVAL, "twoclock: tracing is off: create it with trace_events "
+                      "> 0");
+  FILE *f = fopen(path, "w");
+  if (!f)
+    return stoke__set_tls_error(STOKE_EIO, "cannot write trace %s: %s", path,
+                                strerror(errno));
+  stoke__trace *tracks[1] = {c->trace};
+  const char *names[1] = {"consumer (two clocks)"};
+  int rc = stoke__trace_write(f, tracks, names, 1, c->t0_ns, c->alloc);
+  if (fclose(f) != 0 && rc == 0) rc = STOKE_EIO;
+  if (rc != 0)
+    return stoke__set_tls_error(rc, "cannot write trace %s: %s", path,
+                                stoke_strerror(rc));
+  return 0;
+}

@@ -1,0 +1,75 @@
+"""stoke.tune from Python: synthetic and Python steps, the knee's
+arguments for torch and for stoke, errors from the step."""
+
+import numpy as np
+import pytest
+import torch
+
+import stoke
+
+
+def test_synthetic_step_finds_the_knee():
+    src = stoke.synthetic("sleep:2ms", samples=64, shape=(4,))
+    seen = []
+    knee = stoke.tune(src, batch_size=8, step="sleep:4ms",
+                      workers=[0, 1, 2, 4, 8], prefetch=[2],
+                      progress=lambda i, n, p: seen.append((i, n, p["status"])))
+    # A batch costs 16 ms of sleeping against a 4 ms step: 4 workers remove
+    # the stall, 8 buy nothing more.
+    assert knee["workers"] in (4, 8) and knee["verdict"] == "busy"
+    assert knee["stall_removed"] is True
+    dl = knee["dataloader_kwargs"]
+    assert dl["num_workers"] == knee["workers"]
+    assert dl["batch_size"] == 8 and dl["persistent_workers"] is True
+    assert "DataLoader(" in knee["dataloader_call"]
+    kw = knee["loader_kwargs"]
+    assert kw == {"batch_size": 8, "num_workers": knee["workers"],
+                  "prefetch": knee["prefetch"]}
+    loader = stoke.Loader(src, **kw)     # the kwargs work as they are
+    assert len(loader) == 8
+    assert len(knee["points"]) == 5
+    assert all(p["status"] == "measured" for p in knee["points"])
+    assert [s for _, _, s in seen].count("measured") == 5
+    assert seen[0] == (0, 5, "pending")
+
+
+def test_python_step_sees_each_batch():
+    x = np.arange(64 * 2, dtype=np.float32).reshape(64, 2)
+    calls = []
+
+    def step(batch):
+        bx, by = batch
+        assert isinstance(bx, torch.Tensor) and bx.shape == (8, 2)
+        calls.append(int(by[0]))
+
+    knee = stoke.tune((x, np.arange(64)), batch_size=8, step=step,
+                      workers=[0, 2], prefetch=[1], warmup_epochs=0)
+    assert knee["workers"] in (0, 2)
+    assert len(calls) == 2 * 8               # two points, one epoch each
+    assert sorted(calls[:8]) == list(range(0, 64, 8))
+
+
+def test_a_failing_step_stops_the_sweep():
+    src = stoke.synthetic("tensor", samples=16, shape=(2,))
+
+    def step(batch):
+        raise ZeroDivisionError("bad step")
+
+    with pytest.raises(ZeroDivisionError, match="bad step"):
+        stoke.tune(src, batch_size=4, step=step, workers=[0, 1])
+
+
+def test_a_step_that_keeps_its_batch_is_refused():
+    src = stoke.synthetic("tensor", samples=16, shape=(2,))
+    kept = []
+    with pytest.raises(stoke.Error, match="kept a reference"):
+        stoke.tune(src, batch_size=4, step=kept.append, workers=[0],
+                   warmup_epochs=0)
+
+
+def test_bad_arguments():
+    src = stoke.synthetic("tensor", samples=16, shape=(2,))
+    with pytest.raises(ValueError, match="step"):
+        stoke.tune(src, batch_size=4, step="nap:3ms")
+    with pytest.raises(stoke.ConfigError):
+        stoke.tune(src, batch_size=4, step="sleep:1ms", prefetch=[0])

@@ -1,0 +1,324 @@
+#define _POSIX_C_SOURCE 200809L
+/* test_twoclock.c — the two clocks around a loop stoke does not own: waits
+** and computes land where they happened, warm-up is left out, the inferred
+** queue drives the doctor's verdict, and the trace holds the spans. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "test_util.h"
+
+#define MS 1000000LL
+
+static stoke_twoclock *make(unsigned warmup, int64_t ready_ns,
+                            size_t trace_events) {
+  stoke_twoclock_config cfg;
+  stoke_twoclock_config_init(&cfg);
+  cfg.warmup_epochs = warmup;
+  cfg.ready_wait_ns = ready_ns;
+  cfg.trace_events = trace_events;
+  stoke_twoclock *c = NULL;
+  TU_OK(stoke_twoclock_create(&cfg, &c));
+  return c;
+}
+
+/* One epoch of `steps` steps: wait_ns inside the "next", compute_ns after. */
+static void run_epoch(stoke_twoclock *c, int steps, int64_t wait_ns,
+                      int64_t compute_ns, size_t batch) {
+  for (int i = 0; i < steps; i++) {
+    stoke_twoclock_enter(c);
+    tu_sleep_ns(wait_ns);
+    stoke_twoclock_leave(c, batch);
+    tu_sleep_ns(compute_ns);
+  }
+  stoke_twoclock_enter(c); /* the call that finds the end */
+  TU_OK(stoke_twoclock_end_epoch(c));
+}
+
+static void test_defaults_and_errors(void **state) {
+  (void)state;
+  stoke_twoclock_config cfg;
+  stoke_twoclock_config_init(&cfg);
+  assert_int_equal(cfg.warmup_epochs, 1);
+  assert_int_equal(cfg.ready_wait_ns, 2 * MS);
+  assert_int_equal(cfg.round_steps, 0);
+  assert_int_equal(cfg.n_workers, STOKE_WORKERS_AUTO);
+  stoke_twoclock *c = NULL;
+  cfg.struct_size = 3;
+  TU_RC(stoke_twoclock_create(&cfg, &c), STOKE_EINVAL);
+  TU_CONTAINS(stoke_errmsg(NULL), "struct_size");
+  assert_null(c);
+  TU_RC(stoke_twoclock_create(NULL, NULL), STOKE_EINVAL);
+  TU_OK(stoke_twoclock_create(NULL, &c)); /* NULL config: defaults */
+  stoke_stats st = {.struct_size = sizeof st};
+  TU_OK(stoke_twoclock_stats(c, &st));
+  assert_int_equal(st.steps, 0);
+  TU_RC(stoke_twoclock_write_trace(c, "/tmp/x.json"), STOKE_EINVAL);
+  TU_CONTAINS(stoke_errmsg(NULL), "tracing is off");
+  /* end_epoch outside an epoch and leave without enter are no-ops. */
+  TU_OK(stoke_twoclock_end_epoch(c));
+  stoke_twoclock_leave(c, 4);
+  assert_int_equal(stoke_twoclock_n_epoch_stats(c), 0);
+  stoke_twoclock_destroy(c);
+  stoke_twoclock_destroy(NULL);
+}
+
+/* A starving loop: every step waits 8 ms for 0.5 ms of compute. */
+static void test_starving_loop(void **state) {
+  (void)state;
+  stoke_twoclock *c = make(1, MS, 0);
+  run_epoch(c, 3, 2 * MS, 0, 32); /* warm-up: left out */
+  run_epoch(c, 6, 8 * MS, MS / 2, 32);
+  run_epoch(c, 6, 8 * MS, MS / 2, 16);
+  stoke_stats st = {.struct_size = sizeof st};
+  TU_OK(stoke_twoclock_stats(c, &st));
+  assert_int_equal(st.steps, 12);
+  assert_int_equal(st.samples, 6 * 32 + 6 * 16);
+  assert_int_equal(st.epochs_done, 3);
+  assert_true(st.wait.p50_ns >= 8 * MS);
+  assert_true(st.compute.p50_ns >= MS / 2 && st.compute.p50_ns < 8 * MS);
+  assert_true(st.wait_ratio > 0.5);
+  assert_true(st.queue_empty_frac > 0.99); /* every step waited */
+  assert_int_equal(st.n_workers, STOKE_WORKERS_AUTO);
+  stoke_diagnosis d;
+  TU_OK(stoke_diagnose(&st, &d));
+  assert_int_equal(d.verdict, STOKE_VERDICT_STARVING);
+  /* Epoch records: the warm-up one flagged, batches and samples counted,
+  ** and the parts add up to no more than the wall time. */
+  assert_int_equal(stoke_twoclock_n_epoch_stats(c), 3);
+  stoke_epoch_stats e;
+  TU_OK(stoke_twoclock_epoch_stats(c, 0, &e));
+  assert_true(e.warmup);
+  assert_int_equal(e.batches, 3);
+  TU_OK(stoke_twoclock_epoch_stats(c, 2, &e));
+  assert_false(e.warmup);
+  assert_int_equal(e.epoch, 2);
+  assert_int_equal(e.samples, 6 * 16);
+  assert_true(e.wait_ns + e.compute_ns <= e.wall_ns);
+  assert_true(e.wait_ns >= 6 * 8 * MS);
+  TU_RC(stoke_twoclock_epoch_stats(c, 3, &e), STOKE_EINVAL);
+  /* The histogram holds exactly the measured steps. */
+  size_t nh = stoke_twoclock_wait_histogram(c, NULL, 0);
+  stoke_hist_bucket *h = calloc(nh, sizeof *h);
+  assert_int_equal(stoke_twoclock_wait_histogram(c, h, nh), nh);
+  uint64_t total = 0;
+  for (size_t i = 0; i < nh; i++) total += h[i].count;
+  assert_int_equal(total, 12);
+  free(h);
+  stoke_twoclock_destroy(c);
+}
+
+/* A busy loop: the wait is tiny next to the step. */
+static void test_busy_loop(void **state) {
+  (void)state;
+  stoke_twoclock *c = make(0, MS, 0);
+  run_epoch(c, 8, 0, 10 * MS, 8);
+  stoke_stats st = {.struct_size = sizeof st};
+  TU_OK(stoke_twoclock_stats(c, &st));
+  assert_int_equal(st.steps, 8);
+  assert_true(st.wait_ratio < 0.05);
+  stoke_diagnosis d;
+  TU_OK(stoke_diagnose(&st, &d));
+  assert_int_equal(d.verdict, STOKE_VERDICT_BUSY);
+  stoke_twoclock_destroy(c);
+}
+
+/* Mostly ready, a few long waits: the doctor's variance verdict, since the
+** inferred queue was empty at only those steps. */
+static void test_variance_loop(void **state) {
+  (void)state;
+  stoke_twoclock *c = make(0, MS, 0);
+  for (int i = 0; i < 20; i++) {
+    stoke_twoclock_enter(c);
+    if (i % 10 == 9) tu_sleep_ns(60 * MS);
+    stoke_twoclock_leave(c, 4);
+    tu_sleep_ns(3 * MS);
+  }
+  TU_OK(stoke_twoclock_end_epoch(c));
+  stoke_stats st = {.struct_size = sizeof st};
+  TU_OK(stoke_twoclock_stats(c, &st));
+  assert_true(st.queue_empty_frac < 0.2);
+  assert_true(st.wait_ratio > 0.3);
+  stoke_diagnosis d;
+  TU_OK(stoke_diagnose(&st, &d));
+  assert_int_equal(d.verdict, STOKE_VERDICT_VARIANCE);
+  stoke_twoclock_destroy(c);
+}
+
+/* Seed 000 at 4 workers, as PyTorch's DataLoader delivers it: each worker
+** makes a whole batch, so one step in four waits 40 ms and the other three
+** find a batch made beside it.  Step by step that reads as variance (the
+** queue "empty" at 25% of calls); in rounds of 4, every round waited:
+** starving, as the producer's mean rate (4 batches per 40 ms against a
+** 3 ms step) says. */
+static void seed000_rounds(stoke_twoclock *c) {
+  for (int i = 0; i < 24; i++) {
+    stoke_twoclock_enter(c);
+    if (i % 4 == 0) tu_sleep_ns(40 * MS);
+    stoke_twoclock_leave(c, 32);
+    tu_sleep_ns(3 * MS);
+  }
+  stoke_twoclock_enter(c);
+  TU_OK(stoke_twoclock_end_epoch(c));
+}
+
+static void test_rounds_of_batch_workers(void **state) {
+  (void)state;
+  stoke_twoclock_config cfg;
+  stoke_twoclock_config_init(&cfg);
+  cfg.warmup_epochs = 0;
+  cfg.n_workers = 4;
+  stoke_twoclock *step = NULL, *round = NULL;
+  TU_OK(stoke_twoclock_create(&cfg, &step));
+  cfg.round_steps = 4;
+  TU_OK(stoke_twoclock_create(&cfg, &round));
+  seed000_rounds(step);
+  seed000_rounds(round);
+  stoke_stats a = {.struct_size = sizeof a}, b = {.struct_size = sizeof b};
+  TU_OK(stoke_twoclock_stats(step, &a));
+  TU_OK(stoke_twoclock_stats(round, &b));
+  assert_true(a.queue_empty_frac > 0.2 && a.queue_empty_frac < 0.3);
+  assert_true(b.queue_empty_frac > 0.99);
+  assert_int_equal(b.queue_depth_hist[0], 6); /* 24 steps, 6 rounds */
+  assert_int_equal(b.steps, 24);
+  stoke_diagnosis da, db;
+  TU_OK(stoke_diagnose(&a, &da));
+  TU_OK(stoke_diagnose(&b, &db));
+  assert_int_equal(da.verdict, STOKE_VERDICT_VARIANCE);
+  assert_int_equal(db.verdict, STOKE_VERDICT_STARVING);
+  stoke_twoclock_destroy(step);
+  stoke_twoclock_destroy(round);
+}
+
+/* Known zero workers: a waiting loop is starving whatever the queue. */
+static void test_known_inline(void **state) {
+  (void)state;
+  stoke_twoclock_config cfg;
+  stoke_twoclock_config_init(&cfg);
+  cfg.warmup_epochs = 0;
+  cfg.n_workers = 0;
+  cfg.ready_wait_ns = 100 * MS; /* every wait "found a batch" */
+  stoke_twoclock *c;
+  TU_OK(stoke_twoclock_create(&cfg, &c));
+  run_epoch(c, 6, 5 * MS, MS / 2, 4);
+  stoke_stats st = {.struct_size = sizeof st};
+  TU_OK(stoke_twoclock_stats(c, &st));
+  assert_int_equal(st.n_workers, 0);
+  assert_true(st.queue_empty_frac < 0.01);
+  stoke_diagnosis d;
+  TU_OK(stoke_diagnose(&st, &d));
+  assert_int_equal(d.verdict, STOKE_VERDICT_STARVING);
+  TU_CONTAINS(d.reason, "0 workers");
+  stoke_twoclock_destroy(c);
+}
+
+/* The trace: one consumer track with a wait and a compute span per step. */
+static void test_trace(void **state) {
+  (void)state;
+  stoke_twoclock *c = make(0, MS, 1024);
+  run_epoch(c, 5, MS, MS, 2);
+  char path[] = "/tmp/stoke-twoclock-XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  close(fd);
+  TU_OK(stoke_twoclock_write_trace(c, path));
+  FILE *f = fopen(path, "r");
+  char buf[1 << 16];
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  buf[n] = 0;
+  fclose(f);
+  unlink(path);
+  int waits = 0, computes = 0;
+  for (const char *p = buf; (p = strstr(p, "\"name\":\"wait\"")); p++) waits++;
+  for (const char *p = buf; (p = strstr(p, "\"name\":\"compute\"")); p++)
+    computes++;
+  assert_int_equal(waits, 5);
+  assert_int_equal(computes, 5);
+  TU_CONTAINS(buf, "consumer (two clocks)");
+  TU_RC(stoke_twoclock_write_trace(c, "/nonexistent/dir/t.json"), STOKE_EIO);
+  TU_CONTAINS(stoke_errmsg(NULL), "/nonexistent/dir/t.json");
+  stoke_twoclock_destroy(c);
+}
+
+/* Every allocation through the hooks, and all of it returned. */
+static void test_allocator(void **state) {
+  (void)state;
+  tu_alloc_count count = {0};
+  stoke_allocator a = {tu_count_alloc, tu_count_free, &count};
+  stoke_twoclock_config cfg;
+  stoke_twoclock_config_init(&cfg);
+  cfg.alloc = &a;
+  cfg.trace_events = 16;
+  cfg.warmup_epochs = 0;
+  stoke_twoclock *c;
+  TU_OK(stoke_twoclock_create(&cfg, &c));
+  for (int e = 0; e < 20; e++) run_epoch(c, 1, 0, 0, 1); /* grows records */
+  assert_int_equal(stoke_twoclock_n_epoch_stats(c), 20);
+  stoke_stats st = {.struct_size = sizeof st};
+  TU_OK(stoke_twoclock_stats(c, &st));
+  stoke_twoclock_destroy(c);
+  assert_true(atomic_load(&count.allocs) > 0);
+  assert_int_equal(atomic_load(&count.live), 0);
+}
+
+typedef struct failing {
+  tu_alloc_count count;
+  atomic_long left; /* allocations that succeed before one fails */
+} failing;
+
+static void *failing_alloc(void *user, size_t n) {
+  failing *f = user;
+  if (atomic_fetch_sub(&f->left, 1) <= 0) return NULL;
+  return tu_count_alloc(&f->count, n);
+}
+
+static void failing_free(void *user, void *p) {
+  tu_count_free(&((failing *)user)->count, p);
+}
+
+static void test_create_out_of_memory(void **state) {
+  (void)state;
+  int failed = 0;
+  for (long n = 0; n < 10; n++) {
+    failing f = {0};
+    atomic_init(&f.left, n);
+    stoke_allocator a = {failing_alloc, failing_free, &f};
+    stoke_twoclock_config cfg;
+    stoke_twoclock_config_init(&cfg);
+    cfg.alloc = &a;
+    cfg.trace_events = 16;
+    stoke_twoclock *c = NULL;
+    int rc = stoke_twoclock_create(&cfg, &c);
+    if (rc == STOKE_OK) {
+      stoke_twoclock_destroy(c);
+    } else {
+      assert_int_equal(rc, STOKE_ENOMEM);
+      assert_null(c);
+      failed++;
+    }
+    assert_int_equal(atomic_load(&f.count.live), 0);
+  }
+  assert_true(failed >= 3); /* clock, stats, trace ring, its events */
+}
+
+int main(void) {
+  tu_watchdog(TU_WATCHDOG_S);
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_defaults_and_errors),
+      cmocka_unit_test(test_starving_loop),
+      cmocka_unit_test(test_busy_loop),
+      cmocka_unit_test(test_variance_loop),
+      cmocka_unit_test(test_known_inline),
+      cmocka_unit_test(test_rounds_of_batch_workers),
+      cmocka_unit_test(test_trace),
+      cmocka_unit_test(test_allocator),
+      cmocka_unit_test(test_create_out_of_memory),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
