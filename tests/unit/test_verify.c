@@ -118,9 +118,9 @@ static void test_finds_what_a_crop_misses(void **state) {
   stoke_source *src = tu_open_images(g_data, "center-crop=64,hwc,u8");
   stoke_config c = tu_config(src, 0, 1, 13);
   stoke_loader *l = tu_loader(&c);
-  stoke_batch *b;
-  (void)b;
+  stoke_batch *b = NULL;
   int rc = stoke_loader_next(l, &b);
+  stoke_batch_release(b);
   stoke_loader_destroy(l);
   stoke_source_destroy(src);
   src = tu_open_images(g_data, NULL);
