@@ -76,8 +76,22 @@ STOKE_API const char *stoke_strerror(int code);
 /* ------------------------------------------------------------------------ */
 /* Memory                                                                    */
 
-/* Allocation hooks.  Every allocation of the library goes through them.
-** NULL means malloc/free.  The functions must be thread-safe. */
+/* Allocation hooks.  NULL means malloc/free.  The functions must be
+** thread-safe.  They receive every allocation of the library's own code and
+** of libspng (routed through spng_ctx_new2), with three exceptions that
+** call malloc directly because their APIs take no allocator:
+**  - libjpeg-turbo's working memory: per decoder (one per worker) a few KB
+**    of tables; per image its row buffers (about 16 rows of the decoded
+**    width, 3 bytes a pixel) and, for progressive JPEGs and for stoke
+**    pack's lossless rewrite, the whole image's DCT coefficients (2 bytes
+**    per coefficient: about 3 bytes a pixel at 4:2:0, 6 at 4:4:4), even
+**    when only a crop is decoded.  That is why max_pixels bounds the whole
+**    image: it is checked on the header before libjpeg allocates any of it
+**    (tests/fault/test_bomb.c watches the process's malloc to check this);
+**  - glob(3) while expanding path patterns (a few bytes per path);
+**  - thread stacks (1 MiB per worker, mapped by pthreads).
+** Memory a hook refuses surfaces as STOKE_ENOMEM (or, inside a worker, as
+** a failed sample whose message says "out of memory"). */
 typedef struct stoke_allocator {
   void *(*alloc)(void *user, size_t n_bytes);
   void (*free)(void *user, void *ptr);
@@ -253,6 +267,11 @@ typedef struct stoke_image_config {
                             178956970 (PIL's decompression-bomb limit) */
   uint64_t max_bytes;    /* largest decoded window; default 256 MiB */
   int verify_checksums;  /* PACKED: check every sample's CRC at open */
+  const stoke_allocator *alloc; /* the source's own memory (its index of
+                            files, names, the transform); NULL =
+                            malloc/free; borrowed, must outlive the source.
+                            A loader's per-worker decoders and buffers use
+                            the loader's allocator.  Since 0.1. */
 } stoke_image_config;
 
 STOKE_API void stoke_image_config_init(stoke_image_config *cfg);
@@ -322,7 +341,8 @@ typedef struct stoke_pack_config {
   uint64_t shard_bytes;      /* target size of a shard; 0 = one shard */
   /* false (default): JPEGs are rewritten losslessly (the same DCT
   ** coefficients, so the same pixels) as one baseline scan with a restart
-  ** marker every 16 pixels and optimised Huffman tables, so that a random
+  ** marker every 16 pixels (every MCU where an MCU is wider) and optimised
+  ** Huffman tables, so that a random
   ** crop decodes from the part of the file that covers it only.  CMYK
   ** files, PNGs and files the rewrite cannot read are stored as they are.
   ** true: every file is stored byte for byte. */
@@ -332,6 +352,9 @@ typedef struct stoke_pack_config {
   unsigned n_threads;
   stoke_pack_progress_fn progress; /* NULL: none */
   void *user;                      /* passed to progress */
+  const stoke_allocator *alloc;    /* the pack's memory (readers, decoders,
+                                      slots, the shard index); NULL =
+                                      malloc/free; borrowed */
 } stoke_pack_config;
 
 /* shard_bytes 256 MB, JPEGs rewritten, every core, no progress callback. */
@@ -343,7 +366,7 @@ typedef struct stoke_pack_result {
   uint64_t bytes;        /* encoded sample bytes written */
   size_t n_rewritten;    /* JPEGs rewritten with restart markers */
   size_t n_ready;        /* JPEGs with such markers already (at most 16 px
-                            apart), stored as they were */
+                            or one MCU apart), stored as they were */
   size_t n_kept;         /* JPEGs stored as they were (why: below) */
   char first_kept[512];  /* the first of them and why, or "" */
   char first_shard[512]; /* e.g. "out-00000.stoke" */

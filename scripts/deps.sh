@@ -12,7 +12,8 @@ pkgs=(build-essential cmake pkg-config libcmocka-dev libcjson-dev
       libjpeg62-turbo-dev libspng-dev python3 python3-dev libdlpack-dev
       python3-pytest python3-numpy python3-pil python3-torch
       python3-torchvision
-      chromium) # the report's rendering test
+      chromium   # the report's rendering test
+      clang-14 libclang-rt-14-dev) # the fuzzers (scripts/fuzz.sh, .ci/run)
 if [[ "${1:-}" == "--bench" ]]; then
   # Real photographs for the image benchmark's corpus.
   pkgs+=(plasma-workspace-wallpapers)

@@ -77,12 +77,18 @@ void stoke__drop_pages(const void *p, size_t n);
 ** anonymous memory (src/os/memory.c); advice only. */
 void stoke__advise_huge(void *p, size_t n);
 
+/* The table of system calls that file access and thread starts go through
+** (src/os/syscalls.h); NULL wherever one is taken means the real calls. */
+typedef struct stoke__sys stoke__sys;
+
 typedef struct stoke__thread stoke__thread; /* wraps pthread_t */
 /* Start fn(arg) on a thread named `name` (at most 15 chars) with an explicit
-** stack size; the thread's timer slack is set to 1 us so that sleeps and
-** condition waits wake on time.  Returns 0 or STOKE_ETHREAD. */
+** stack size, through sys's thread_create (NULL: pthread_create); the
+** thread's timer slack is set to 1 us so that sleeps and condition waits
+** wake on time.  Returns 0, STOKE_ENOMEM or STOKE_ETHREAD. */
 int stoke__thread_start(stoke__thread **out, const stoke_allocator *a,
-                        const char *name, void *(*fn)(void *), void *arg);
+                        const stoke__sys *sys, const char *name,
+                        void *(*fn)(void *), void *arg);
 void stoke__thread_join(stoke__thread *t, const stoke_allocator *a);
 
 /* ---- rng (src/sampler/rng.c) --------------------------------------------- */
@@ -158,9 +164,12 @@ struct stoke_source {
   const stoke__source_ops *ops;
   void *impl;                /* the kind's own state */
   const char *kind;          /* "tensors", "callback", "synthetic" */
+  const stoke_allocator *alloc; /* what src and its names were allocated
+                                   with (NULL: malloc); set before init */
 };
 
-/* Validate and copy field descriptions into src (names duplicated). */
+/* Validate and copy field descriptions into src (names duplicated with
+** src->alloc). */
 int stoke__source_init(stoke_source *src, const char *kind, size_t n_samples,
                        size_t n_fields, const stoke_field_desc *fields);
 void stoke__source_retain(stoke_source *src);
@@ -315,6 +324,13 @@ void stoke__trace_push(stoke__trace *t, int kind, int64_t ts, int64_t dur,
 int stoke__trace_write(FILE *f, stoke__trace *const *tracks,
                        const char *const *names, size_t n_tracks, int64_t t0,
                        const stoke_allocator *a);
+
+/* ---- the loader (src/pipeline/loader.c) ----------------------------------- */
+
+/* stoke_loader_create with the worker threads started through sys (NULL:
+** the real calls), so that tests can fail the start of any one worker. */
+int stoke__loader_create(const stoke_config *cfg, const stoke__sys *sys,
+                         stoke_loader **out);
 
 /* ---- sample production (src/pipeline/produce.c) ---------------------------- */
 

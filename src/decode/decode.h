@@ -34,9 +34,10 @@
 ** through the opts allocator (never shrunk, never larger than max_bytes);
 ** they stay valid until the next stoke__decode on that decoder or its
 ** destruction.  Limits are checked from the header before any allocation
-** that scales with the image.  libjpeg and libspng keep their own small
-** working memory (their allocation hooks carry no user pointer), bounded by
-** the same limits; that memory is not seen by the stoke allocator.
+** that scales with the image.  libspng's working memory goes through the
+** opts allocator too (png.c); libjpeg's does not (its API takes no
+** allocator): see stoke_allocator in stoke.h for what it allocates, all of
+** it after the limits are checked.
 */
 #ifndef STOKE_DECODE_H
 #define STOKE_DECODE_H
@@ -181,12 +182,14 @@ int stoke__decode(stoke__decoder *d, const void *data, size_t n,
                   size_t cap);
 
 /* The widest restart interval, in pixels, that the rewrite below writes:
-** one 16-pixel MCU of 4:2:0 and 4:2:2, two of 4:4:4 and grayscale. */
+** one 16-pixel MCU of 4:2:0 and 4:2:2, two of 4:4:4 and grayscale.  A JPEG
+** whose MCU is wider (horizontal sampling factor 3 or 4: 24 or 32 pixels)
+** gets one MCU per interval, the finest there is. */
 #define STOKE__JPEG_CUT_PX 16
 
 /* true when data[0..n) is a JPEG the rewrite below would leave as it is:
 ** cut-ready (stoke__decode_cut_ready) with restart intervals at most
-** STOKE__JPEG_CUT_PX wide.  Only the header is read. */
+** STOKE__JPEG_CUT_PX wide, or of one MCU.  Only the header is read. */
 bool stoke__jpeg_rewrite_done(const void *data, size_t n);
 
 /* Rewrite a JPEG losslessly for packed shards (jpeg_transcode.c): same

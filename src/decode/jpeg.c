@@ -230,6 +230,10 @@ static void cmyk_to_rgb(uint8_t *buf, size_t n_px, bool inverted) {
   }
 }
 
+/* Decoded columns asked of jpeg_crop_scanline at least (see decode_body):
+** two chroma columns at 2x horizontal subsampling, and the one trimmed. */
+#define MIN_WINDOW 5u
+
 /* The body of stoke__jpeg_decode, below its setjmp.  libjpeg errors
 ** longjmp out of it; its own errors abort the image and return. */
 static int decode_body(stoke__decoder *d, const stoke__decode_req *req,
@@ -256,6 +260,13 @@ static int decode_body(stoke__decoder *d, const stoke__decode_req *req,
   /* Gray, YCbCr and RGB all convert straight to packed RGB inside
   ** libjpeg-turbo; CMYK/YCCK come out as CMYK and are converted here. */
   c->out_color_space = cmyk ? JCS_CMYK : JCS_EXT_RGB;
+  /* libjpeg smooths the blocks of a progressive JPEG whose coefficients
+  ** are incomplete (scans missing) from their neighbours, differently for
+  ** a jpeg_crop_scanline window than for the whole image, so a crop would
+  ** not be the full decode's pixels (found by fuzz_jpeg; corpus/jpeg/
+  ** crash-progressive-smoothing-crop).  Off: every window is the full
+  ** decode's; complete files, which libjpeg never smooths, are unchanged. */
+  c->do_block_smoothing = FALSE;
   unsigned ch_dec = cmyk ? 4 : 3;
 
   unsigned s = stoke__decode_pick_scale(w, h, req->out_w, req->out_h);
@@ -277,6 +288,10 @@ static int decode_body(stoke__decoder *d, const stoke__decode_req *req,
   ** exactly what a full decode gives. */
   uint32_t ask0 = sx0 > 0 ? sx0 - 1 : 0;
   uint32_t ask1 = sx1 < OW ? sx1 + 1 : OW;
+  /* A window of one subsampled chroma column is upsampled differently
+  ** again (libjpeg-turbo's SIMD upsampler; found by fuzz_jpeg, corpus/jpeg/
+  ** crash-narrow-crop): never ask for fewer than MIN_WINDOW columns. */
+  if (ask1 - ask0 < MIN_WINDOW) ask1 = STOKE__MIN(ask0 + MIN_WINDOW, OW);
 
   /* Bound the window before jpeg_start_decompress, which allocates (the
   ** whole-image coefficient buffer of a progressive file): the crop moves

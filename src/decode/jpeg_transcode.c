@@ -5,7 +5,8 @@
 ** so every decoder gives the same pixels as from the original.  What
 ** changes:
 **   - a restart marker every `interval` MCUs, chosen so the intervals tile
-**     each MCU row and are at most STOKE__JPEG_CUT_PX (16) pixels wide: a
+**     each MCU row and are at most STOKE__JPEG_CUT_PX (16) pixels wide, or
+**     one MCU where an MCU is wider (sampling factors of 3 or 4): a
 **     crop can then be decoded from the intervals that cover it alone
 **     (jpeg_rst.c);
 **   - one baseline sequential scan, also for progressive files, whose
@@ -91,7 +92,7 @@ typedef struct tc_ctx {
 
 /* The largest divisor of the MCUs in a row that keeps an interval at most
 ** STOKE__JPEG_CUT_PX wide (1 for 16-pixel MCUs, 2 for 8-pixel ones when
-** even). */
+** even; 1 for MCUs wider than that). */
 static unsigned pick_interval(const struct jpeg_decompress_struct *c) {
   unsigned mcu_w =
       c->num_components == 1 ? 8u : 8u * (unsigned)c->max_h_samp_factor;
@@ -124,8 +125,11 @@ static void rewrite(stoke__decoder *d, tc_ctx *t, const uint8_t *data,
 
 bool stoke__jpeg_rewrite_done(const void *data, size_t n) {
   stoke__jpeg_rst L;
+  /* One MCU per interval is as fine as a cut gets, however wide the MCU
+  ** (found by fuzz_jpeg: a 3x2-sampled file, 24-pixel MCUs, was rewritten
+  ** again at every pack; corpus/jpeg/crash-wide-mcu-rewrite). */
   return data && stoke__jpeg_rst_parse(data, n, &L) &&
-         L.seg_w <= STOKE__JPEG_CUT_PX;
+         (L.seg_w <= STOKE__JPEG_CUT_PX || L.interval == 1);
 }
 
 int stoke__jpeg_transcode(stoke__decoder *d, const uint8_t *data, size_t n,

@@ -17,13 +17,76 @@
 #define PNG_CHUNK_MAX ((size_t)16 << 20)
 #define PNG_CACHE_MAX ((size_t)64 << 20)
 
+/* ---- libspng's memory through the decoder's allocator ------------------- */
+
+/* spng_ctx_new2 takes malloc/realloc/calloc/free hooks with no user
+** pointer, so the decoder's allocator reaches them through a thread-local
+** slot: png_enter sets it for the duration of one stoke__png_* call and
+** png_leave puts the previous value back.  Every spng context is made and
+** freed inside one such call, on one thread, so each block is freed through
+** the allocator that made it.  This is the decoders' only thread-local
+** state, and nothing of it outlives the call. */
+typedef struct png_mem {
+  const stoke_allocator *alloc;
+  bool failed; /* an allocation failed during this call: whatever spng
+                  says then (zlib's lazy window allocation comes back as
+                  SPNG_EIDAT_STREAM), the cause is memory, not the file */
+} png_mem;
+static _Thread_local png_mem png_cur;
+
+/* Each block carries its size (realloc needs it; the hooks have no
+** realloc), in a header that keeps malloc's 16-byte alignment. */
+#define PNG_HDR 16
+
+static void *png_malloc(size_t n) {
+  if (n > SIZE_MAX - PNG_HDR) return NULL;
+  uint8_t *p = stoke__alloc(png_cur.alloc, n + PNG_HDR);
+  if (!p) {
+    png_cur.failed = true;
+    return NULL;
+  }
+  memcpy(p, &n, sizeof n);
+  return p + PNG_HDR;
+}
+static void png_free(void *p) {
+  if (p) stoke__free(png_cur.alloc, (uint8_t *)p - PNG_HDR);
+}
+static void *png_calloc(size_t count, size_t size) {
+  size_t n;
+  if (!stoke__mul_ok(count, size, &n)) return NULL;
+  void *p = png_malloc(n);
+  if (p) memset(p, 0, n);
+  return p;
+}
+static void *png_realloc(void *p, size_t n) {
+  if (!p) return png_malloc(n);
+  size_t old;
+  memcpy(&old, (uint8_t *)p - PNG_HDR, sizeof old);
+  void *q = png_malloc(n);
+  if (!q) return NULL; /* p stays valid, as realloc leaves it */
+  memcpy(q, p, STOKE__MIN(old, n));
+  png_free(p);
+  return q;
+}
+
+static png_mem png_enter(const stoke__decoder *d) {
+  png_mem prev = png_cur;
+  png_cur = (png_mem){d->opts.alloc, false};
+  return prev;
+}
+static void png_leave(png_mem prev) { png_cur = prev; }
+
 static int png_error(int e, size_t n, uint32_t row, uint32_t height,
                      char *err, size_t cap) {
   char where[64] = "in the header";
   if (height) snprintf(where, sizeof where, "at row %u of %u", row, height);
+  if (png_cur.failed) e = SPNG_EMEM;
   switch (e) {
   case SPNG_EMEM:
     return stoke__errf(err, cap, STOKE_ENOMEM, "PNG: out of memory");
+  case SPNG_EZLIB_INIT: /* inflateInit: Z_MEM_ERROR (the version is ours) */
+    return stoke__errf(err, cap, STOKE_ENOMEM,
+                       "PNG: out of memory (zlib's inflate state)");
   case SPNG_ECHUNK_CRC:
     return stoke__errf(err, cap, STOKE_EFORMAT,
                        "PNG: CRC error in a critical chunk (%s)",
@@ -50,7 +113,8 @@ static int png_error(int e, size_t n, uint32_t row, uint32_t height,
 static int png_open(const stoke__decoder *d, const uint8_t *data, size_t n,
                     spng_ctx **out, struct spng_ihdr *ihdr, char *err,
                     size_t cap) {
-  spng_ctx *ctx = spng_ctx_new(0);
+  struct spng_alloc hooks = {png_malloc, png_realloc, png_calloc, png_free};
+  spng_ctx *ctx = spng_ctx_new2(&hooks, 0);
   *out = ctx;
   if (!ctx)
     return stoke__errf(err, cap, STOKE_ENOMEM, "PNG: out of memory");
@@ -97,6 +161,7 @@ static int fill_info(spng_ctx *ctx, const struct spng_ihdr *ih,
 
 int stoke__png_probe(stoke__decoder *d, const uint8_t *data, size_t n,
                      stoke__img_info *out, char *err, size_t cap) {
+  png_mem prev = png_enter(d);
   spng_ctx *ctx;
   struct spng_ihdr ih;
   int rc = png_open(d, data, n, &ctx, &ih, err, cap);
@@ -105,6 +170,7 @@ int stoke__png_probe(stoke__decoder *d, const uint8_t *data, size_t n,
     if (e) rc = png_error(e, n, 0, 0, err, cap);
   }
   spng_ctx_free(ctx);
+  png_leave(prev);
   return rc;
 }
 
@@ -145,6 +211,7 @@ static int decode_rows(stoke__decoder *d, spng_ctx *ctx, size_t n,
 int stoke__png_decode(stoke__decoder *d, const uint8_t *data, size_t n,
                       const stoke__decode_req *req, stoke__image *out,
                       char *err, size_t cap) {
+  png_mem prev = png_enter(d);
   spng_ctx *ctx;
   struct spng_ihdr ih;
   int rc = png_open(d, data, n, &ctx, &ih, err, cap);
@@ -189,6 +256,7 @@ int stoke__png_decode(stoke__decoder *d, const uint8_t *data, size_t n,
   out->crop_h = h;
 done:
   spng_ctx_free(ctx);
+  png_leave(prev);
   if (rc != 0) {
     stoke__img_info info = out->info;
     memset(out, 0, sizeof *out);

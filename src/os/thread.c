@@ -1,6 +1,7 @@
-/* thread.c — named worker threads with an explicit stack size. */
+/* thread.c — named worker threads with an explicit stack size, started
+** through the syscall table so that tests can refuse any one of them. */
 #define _GNU_SOURCE /* pthread_setname_np */
-#include "internal.h"
+#include "os/syscalls.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -27,7 +28,9 @@ static void *trampoline(void *p) {
 }
 
 int stoke__thread_start(stoke__thread **out, const stoke_allocator *a,
-                        const char *name, void *(*fn)(void *), void *arg) {
+                        const stoke__sys *sys, const char *name,
+                        void *(*fn)(void *), void *arg) {
+  sys = stoke__sys_or_real(sys);
   *out = NULL;
   stoke__thread *t = stoke__calloc(a, 1, sizeof *t);
   if (!t) return STOKE_ENOMEM;
@@ -40,7 +43,7 @@ int stoke__thread_start(stoke__thread **out, const stoke_allocator *a,
     return STOKE_ETHREAD;
   }
   pthread_attr_setstacksize(&attr, STOKE__STACK_BYTES);
-  int rc = pthread_create(&t->tid, &attr, trampoline, t);
+  int rc = sys->thread_create(sys->user, &t->tid, &attr, trampoline, t);
   pthread_attr_destroy(&attr);
   if (rc != 0) {
     stoke__free(a, t);

@@ -219,6 +219,11 @@ static void stop_workers(stoke_loader *l, unsigned started) {
 }
 
 int stoke_loader_create(const stoke_config *cfg, stoke_loader **out) {
+  return stoke__loader_create(cfg, NULL, out);
+}
+
+int stoke__loader_create(const stoke_config *cfg, const stoke__sys *sys,
+                         stoke_loader **out) {
   if (!out)
     return stoke__set_tls_error(STOKE_EINVAL, "config: out is NULL");
   *out = NULL;
@@ -294,7 +299,7 @@ int stoke_loader_create(const stoke_config *cfg, stoke_loader **out) {
   for (unsigned i = 0; i < l->n_workers; i++) {
     char name[32];
     snprintf(name, sizeof name, "stoke-w%u", i);
-    rc = stoke__thread_start(&l->workers[i].thread, l->alloc, name,
+    rc = stoke__thread_start(&l->workers[i].thread, l->alloc, sys, name,
                              stoke__worker_main, &l->workers[i]);
     if (rc != 0) {
       unsigned n = l->n_workers;

@@ -23,7 +23,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "source/blob.h" /* little-endian helpers, CRC-32 */
+#include "storage/blob.h" /* little-endian helpers, CRC-32 */
 
 static const uint8_t STATE_MAGIC[8] = {'S', 'T', 'O', 'K', 'S', 'T', 'A',
                                        'T'};

@@ -1,4 +1,4 @@
-/* image.c — image datasets as sources: storage (blob.h: an ImageFolder
+/* image.c — image datasets as sources: storage (src/storage/: ImageFolder
 ** directory, tar shards or packed shards) + decode (src/decode/) +
 ** transform (src/transform/), fused per sample:
 **
@@ -16,16 +16,19 @@
 #define _POSIX_C_SOURCE 200809L
 #include "internal.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "decode/decode.h"
-#include "source/blob.h"
+#include "os/syscalls.h"
+#include "storage/blob.h"
 #include "source/image.h"
 #include "transform/transform.h"
 
 typedef struct image_impl {
+  const stoke_allocator *alloc; /* borrowed from cfg: the source's memory */
   stoke__blobset *set;   /* owned */
   stoke__tf_spec spec;
   stoke_image_config cfg;
@@ -100,8 +103,8 @@ static void image_destroy(stoke_source *src) {
   image_impl *im = src->impl;
   if (!im) return;
   stoke__blobset_close(im->set);
-  stoke__free(NULL, im->transform_text);
-  stoke__free(NULL, im);
+  stoke__free(im->alloc, im->transform_text);
+  stoke__free(im->alloc, im);
 }
 
 static void image_describe(const stoke_source *src, size_t index, char *buf,
@@ -151,10 +154,17 @@ static bool ends_with(const char *s, const char *suffix) {
 }
 
 /* AUTO: a directory is an ImageFolder; a path or pattern ending in .tar is
-** a set of tar shards, one ending in .stoke a set of packed shards. */
-static int detect_kind(const char *path) {
+** a set of tar shards, one ending in .stoke a set of packed shards.  0 for
+** none of those, with the stat's errno in *stat_errno (0: it worked). */
+static int detect_kind(const stoke__sys *sys, const char *path,
+                       int *stat_errno) {
   struct stat st;
-  if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) return STOKE_IMAGES_FOLDER;
+  *stat_errno = 0;
+  if (sys->stat(sys->user, path, &st) == 0) {
+    if (S_ISDIR(st.st_mode)) return STOKE_IMAGES_FOLDER;
+  } else {
+    *stat_errno = errno;
+  }
   if (ends_with(path, ".tar") || ends_with(path, ".tar}"))
     return STOKE_IMAGES_TAR;
   if (ends_with(path, ".stoke") || ends_with(path, ".stoke}"))
@@ -164,13 +174,28 @@ static int detect_kind(const char *path) {
 
 int stoke_source_create_images(const char *path, const stoke_image_config *cfg,
                                stoke_source **out) {
+  return stoke__source_create_images(path, cfg, NULL, out);
+}
+
+int stoke__source_create_images(const char *path,
+                                const stoke_image_config *cfg,
+                                const stoke__sys *sys, stoke_source **out) {
   const char *paths[1] = {path};
-  return stoke_source_create_images_list(paths, path ? 1 : 0, cfg, out);
+  return stoke__source_create_images_list(paths, path ? 1 : 0, cfg, sys,
+                                          out);
 }
 
 int stoke_source_create_images_list(const char *const *paths, size_t n_paths,
                                     const stoke_image_config *cfg,
                                     stoke_source **out) {
+  return stoke__source_create_images_list(paths, n_paths, cfg, NULL, out);
+}
+
+int stoke__source_create_images_list(const char *const *paths,
+                                     size_t n_paths,
+                                     const stoke_image_config *cfg,
+                                     const stoke__sys *sys,
+                                     stoke_source **out) {
   if (!out) return stoke__set_tls_error(STOKE_EINVAL, "images: out is NULL");
   *out = NULL;
   stoke_image_config def;
@@ -184,8 +209,19 @@ int stoke_source_create_images_list(const char *const *paths, size_t n_paths,
                       "stoke_image_config_init)", cfg->struct_size, sizeof *cfg);
   if (!paths || n_paths == 0 || !paths[0] || !*paths[0])
     return stoke__set_tls_error(STOKE_EINVAL, "images: no path given");
+  sys = stoke__sys_or_real(sys);
+  const stoke_allocator *a = cfg->alloc;
   const char *path = paths[0];
-  int kind = cfg->kind ? cfg->kind : detect_kind(path);
+  int stat_errno = 0;
+  int kind = cfg->kind ? cfg->kind : detect_kind(sys, path, &stat_errno);
+  /* A path that exists but cannot be looked at (EIO, EACCES) is an error
+  ** whatever its name says; only a pattern may name no file. */
+  if (stat_errno && stat_errno != ENOENT)
+    return stoke__set_tls_error(STOKE_EIO, "images: %s: stat: %s", path,
+                                strerror(stat_errno));
+  if (kind == 0 && stat_errno)
+    return stoke__set_tls_error(STOKE_EINVAL, "images: %s: %s", path,
+                                strerror(stat_errno));
   if (kind < STOKE_IMAGES_FOLDER || kind > STOKE_IMAGES_PACKED)
     return stoke__set_tls_error(
         STOKE_EINVAL,
@@ -193,7 +229,9 @@ int stoke_source_create_images_list(const char *const *paths, size_t n_paths,
         "tar shards (*.tar, a {a..b} pattern or a glob) or packed shards "
         "(*.stoke)", path);
   for (size_t k = 1; k < n_paths; k++) {
-    int kk = cfg->kind ? cfg->kind : detect_kind(paths[k] ? paths[k] : "");
+    int kk_errno;
+    int kk = cfg->kind ? cfg->kind
+                       : detect_kind(sys, paths[k] ? paths[k] : "", &kk_errno);
     if (kind == STOKE_IMAGES_FOLDER || kk != kind)
       return stoke__set_tls_error(
           STOKE_EINVAL,
@@ -202,13 +240,14 @@ int stoke_source_create_images_list(const char *const *paths, size_t n_paths,
           path, paths[k] ? paths[k] : "(null)");
   }
 
-  image_impl *im = stoke__calloc(NULL, 1, sizeof *im);
+  image_impl *im = stoke__calloc(a, 1, sizeof *im);
   if (!im) return stoke__set_tls_error(STOKE_ENOMEM, "images: out of memory");
+  im->alloc = a;
   im->cfg = *cfg;
   const char *text = cfg->transform ? cfg->transform : DEFAULT_TRANSFORM;
   int rc = stoke__tf_parse(text, &im->spec);
   if (rc == 0) {
-    im->transform_text = stoke__strdup(NULL, text);
+    im->transform_text = stoke__strdup(a, text);
     if (!im->transform_text)
       rc = stoke__set_tls_error(STOKE_ENOMEM, "images: out of memory");
     im->cfg.transform = im->transform_text;
@@ -216,20 +255,22 @@ int stoke_source_create_images_list(const char *const *paths, size_t n_paths,
   char err[STOKE__ERRMSG_CAP];
   if (rc == 0) {
     if (kind == STOKE_IMAGES_FOLDER)
-      rc = stoke__blobset_open_folder(path, NULL, &im->set, err, sizeof err);
+      rc = stoke__blobset_open_folder(path, a, sys, &im->set, err,
+                                      sizeof err);
     else if (kind == STOKE_IMAGES_TAR)
-      rc = stoke__blobset_open_tar(paths, n_paths, NULL, &im->set, err,
+      rc = stoke__blobset_open_tar(paths, n_paths, a, sys, &im->set, err,
                                    sizeof err);
     else
       rc = stoke__blobset_open_packed(
           paths, n_paths, cfg->verify_checksums ? STOKE__PACK_VERIFY_CRC : 0,
-          NULL, &im->set, err, sizeof err);
+          a, sys, &im->set, err, sizeof err);
     if (rc != 0) stoke__set_tls_error(rc, "%s", err);
   }
   stoke_source *src = NULL;
   if (rc == 0) {
-    src = stoke__calloc(NULL, 1, sizeof *src);
+    src = stoke__calloc(a, 1, sizeof *src);
     if (!src) rc = stoke__set_tls_error(STOKE_ENOMEM, "images: out of memory");
+    else src->alloc = a;
   }
   if (rc == 0) {
     stoke_field_desc fields[2];
@@ -249,8 +290,8 @@ int stoke_source_create_images_list(const char *const *paths, size_t n_paths,
   }
   if (src) stoke__source_release(src); /* ops unset: frees the common part */
   stoke__blobset_close(im->set);
-  stoke__free(NULL, im->transform_text);
-  stoke__free(NULL, im);
+  stoke__free(a, im->transform_text);
+  stoke__free(a, im);
   return rc;
 }
 
@@ -341,11 +382,12 @@ int stoke_source_probe(const stoke_source *src, size_t index,
                                 "of range", index);
   stoke__decoder_opts o;
   stoke__decoder_opts_init(&o);
+  o.alloc = im->alloc;
   stoke__decoder *dec;
   int rc = stoke__decoder_create(&o, &dec);
   if (rc != 0) return stoke__set_tls_error(rc, "probe: out of memory");
   stoke__blob_reader r;
-  stoke__blob_reader_init(&r, NULL);
+  stoke__blob_reader_init(&r, im->alloc);
   const uint8_t *bytes;
   size_t n;
   char err[STOKE__ERRMSG_CAP];

@@ -1,9 +1,10 @@
-/* image.h — what src/source/pack.c needs of an image source (internal). */
+/* image.h — what src/source/pack.c needs of an image source, and the
+** internal entry points that take a syscall table (internal). */
 #ifndef STOKE_SOURCE_IMAGE_H
 #define STOKE_SOURCE_IMAGE_H
 
 #include "decode/decode.h"
-#include "source/blob.h"
+#include "storage/blob.h"
 
 /* The storage behind an image source; NULL for any other source. */
 const stoke__blobset *stoke__image_blobset(const stoke_source *src);
@@ -27,5 +28,22 @@ int stoke__image_verify_decoder(const stoke_source *src,
 int stoke__image_verify(const stoke__blobset *set, size_t index,
                         stoke__blob_reader *r, stoke__decoder *dec,
                         uint64_t *bytes, char *err, size_t cap);
+/* stoke_source_create_images with every file call through sys (NULL: the
+** real calls; see os/syscalls.h), kept by the source for its life. */
+int stoke__source_create_images(const char *path,
+                                const stoke_image_config *cfg,
+                                const stoke__sys *sys, stoke_source **out);
+/* The same for stoke_source_create_images_list. */
+int stoke__source_create_images_list(const char *const *paths,
+                                     size_t n_paths,
+                                     const stoke_image_config *cfg,
+                                     const stoke__sys *sys,
+                                     stoke_source **out);
+
+/* stoke_pack with the writer's file calls and the producer threads through
+** sys (NULL: the real calls).  The source's reads use its own table. */
+int stoke__pack(const stoke_source *src, const char *out_prefix,
+                const stoke_pack_config *cfg, const stoke__sys *sys,
+                stoke_pack_result *res);
 
 #endif /* STOKE_SOURCE_IMAGE_H */

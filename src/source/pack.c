@@ -3,7 +3,7 @@
 ** Rewriting a JPEG for restart cuts (jpeg_transcode.c) costs several times
 ** its decode, so the samples are read, probed and rewritten by producer
 ** threads, each with its own decoder and reader, while the calling thread
-** hands them to the streaming writer (pack_writer.c) strictly in index
+** hands them to the streaming writer (src/storage/pack_writer.c) strictly in index
 ** order.  The output is therefore the same bytes whatever the thread
 ** count.  Producers run at most `n_slots` samples ahead of the writer: a
 ** slot holds one finished sample, so memory stays bounded by a few samples
@@ -17,7 +17,8 @@
 #include <sys/stat.h>
 
 #include "decode/decode.h"
-#include "source/blob.h"
+#include "os/syscalls.h"
+#include "storage/blob.h"
 #include "source/image.h"
 
 /* One finished sample, waiting for the writer. */
@@ -37,14 +38,16 @@ typedef struct pack_slot {
 } pack_slot;
 
 /* One producer thread's own tools. */
+typedef struct pack_job pack_job;
 typedef struct pack_worker {
-  struct pack_job *job;
+  pack_job *job;
   stoke__decoder *dec;
   stoke__blob_reader reader;
   stoke__thread *thread;
 } pack_worker;
 
-typedef struct pack_job {
+struct pack_job {
+  const stoke_allocator *alloc; /* cfg's: every allocation of the pack */
   const stoke__blobset *set;
   bool rewrite;             /* !keep_bytes */
   size_t total;
@@ -55,7 +58,7 @@ typedef struct pack_job {
   bool stop;
   pack_slot *slots;
   size_t n_slots;
-} pack_job;
+};
 
 void stoke_pack_config_init(stoke_pack_config *cfg) {
   memset(cfg, 0, sizeof *cfg);
@@ -63,11 +66,12 @@ void stoke_pack_config_init(stoke_pack_config *cfg) {
   cfg->shard_bytes = 256000000;
 }
 
-static int slot_take(pack_slot *s, const uint8_t *bytes, size_t n) {
+static int slot_take(const stoke_allocator *a, pack_slot *s,
+                     const uint8_t *bytes, size_t n) {
   if (n > s->cap) {
-    stoke__free(NULL, s->bytes);
+    stoke__free(a, s->bytes);
     s->cap = 0;
-    s->bytes = stoke__alloc(NULL, n ? n : 1);
+    s->bytes = stoke__alloc(a, n ? n : 1);
     if (!s->bytes) return STOKE_ENOMEM;
     s->cap = n ? n : 1;
   }
@@ -100,7 +104,7 @@ static void produce(pack_worker *w, size_t i, pack_slot *s) {
     int rc = stoke__jpeg_transcode(w->dec, bytes, n, &out, &out_n, why,
                                    sizeof why);
     if (rc == 0 && out) {
-      stoke__free(NULL, s->bytes);
+      stoke__free(j->alloc, s->bytes);
       s->bytes = out;
       s->n = s->cap = out_n;
       s->rewritten = true;
@@ -115,7 +119,7 @@ static void produce(pack_worker *w, size_t i, pack_slot *s) {
                rc != 0 ? why : "CMYK or YCCK, kept for its Adobe marker");
     }
   }
-  if (!s->rewritten && s->rc == 0 && slot_take(s, bytes, n) != 0) {
+  if (!s->rewritten && s->rc == 0 && slot_take(j->alloc, s, bytes, n) != 0) {
     s->rc = STOKE_ENOMEM;
     snprintf(s->err, sizeof s->err, "pack: sample %zu: out of memory", i);
   }
@@ -151,15 +155,16 @@ static void *producer_main(void *arg) {
 
 /* An ImageFolder's class names go into every shard, so that packed data
 ** still names its labels. */
-static int pack_classes(const stoke__blobset *set, stoke__pack_writer *w) {
+static int pack_classes(const stoke_allocator *a, const stoke__blobset *set,
+                        stoke__pack_writer *w) {
   size_t nc = stoke__blobset_n_classes(set);
   if (nc == 0) return 0;
-  const char **names = stoke__calloc(NULL, nc, sizeof *names);
+  const char **names = stoke__calloc(a, nc, sizeof *names);
   if (!names) return stoke__set_tls_error(STOKE_ENOMEM, "pack: out of memory");
   for (size_t c = 0; c < nc; c++) names[c] = stoke__blobset_class_name(set, c);
   char err[STOKE__ERRMSG_CAP];
   int rc = stoke__pack_writer_set_classes(w, names, nc, err, sizeof err);
-  stoke__free(NULL, names);
+  stoke__free(a, names);
   return rc ? stoke__set_tls_error(rc, "%s", err) : 0;
 }
 
@@ -199,12 +204,13 @@ static int consume(pack_job *j, stoke__pack_writer *w,
   return 0;
 }
 
-static void free_workers(pack_worker *ws, size_t n) {
+static void free_workers(const stoke_allocator *a, pack_worker *ws,
+                         size_t n) {
   for (size_t k = 0; k < n; k++) {
     stoke__decoder_destroy(ws[k].dec);
     stoke__blob_reader_free(&ws[k].reader);
   }
-  stoke__free(NULL, ws);
+  stoke__free(a, ws);
 }
 
 /* Whether name is "<prefix>-<digits>.stoke": a name the writer may replace
@@ -223,13 +229,14 @@ static bool shard_name(const char *name, size_t prefix_len) {
 ** replaced under its mappings), so that is refused before any work.  The
 ** files are compared by device and inode, so "out/a" and "./x/../out/a"
 ** are the same prefix. */
-static int check_not_source(const stoke__blobset *set, const char *prefix) {
+static int check_not_source(const stoke_allocator *a, const stoke__sys *sys,
+                            const stoke__blobset *set, const char *prefix) {
   const char *const *paths;
   size_t n = stoke__blobset_files(set, &paths);
   if (n == 0) return 0;
   /* glob(3) pattern: the prefix with its own wildcards escaped. */
   size_t len = strlen(prefix);
-  char *pattern = stoke__alloc(NULL, 2 * len + sizeof "-*.stoke");
+  char *pattern = stoke__alloc(a, 2 * len + sizeof "-*.stoke");
   if (!pattern)
     return stoke__set_tls_error(STOKE_ENOMEM, "pack: out of memory");
   char *w = pattern;
@@ -240,7 +247,7 @@ static int check_not_source(const stoke__blobset *set, const char *prefix) {
   strcpy(w, "-*.stoke");
   glob_t g;
   int grc = glob(pattern, 0, NULL, &g);
-  stoke__free(NULL, pattern);
+  stoke__free(a, pattern);
   if (grc != 0) { /* no match, or the folder cannot be read: nothing to lose */
     globfree(&g);
     return grc == GLOB_NOSPACE
@@ -248,17 +255,19 @@ static int check_not_source(const stoke__blobset *set, const char *prefix) {
                : 0;
   }
   /* Each source file's identity once, then every candidate against them. */
-  struct stat *in = stoke__calloc(NULL, n, sizeof *in);
+  struct stat *in = stoke__calloc(a, n, sizeof *in);
   if (!in) {
     globfree(&g);
     return stoke__set_tls_error(STOKE_ENOMEM, "pack: out of memory");
   }
   for (size_t k = 0; k < n; k++)
-    if (stat(paths[k], &in[k]) != 0) in[k].st_nlink = 0; /* gone: no match */
+    if (sys->stat(sys->user, paths[k], &in[k]) != 0)
+      in[k].st_nlink = 0; /* gone: no match */
   int rc = 0;
   for (size_t i = 0; rc == 0 && i < g.gl_pathc; i++) {
     struct stat out;
-    if (!shard_name(g.gl_pathv[i], len) || stat(g.gl_pathv[i], &out) != 0)
+    if (!shard_name(g.gl_pathv[i], len) ||
+        sys->stat(sys->user, g.gl_pathv[i], &out) != 0)
       continue;
     for (size_t k = 0; k < n; k++)
       if (in[k].st_nlink && in[k].st_dev == out.st_dev &&
@@ -272,13 +281,20 @@ static int check_not_source(const stoke__blobset *set, const char *prefix) {
         break;
       }
   }
-  stoke__free(NULL, in);
+  stoke__free(a, in);
   globfree(&g);
   return rc;
 }
 
 int stoke_pack(const stoke_source *src, const char *out_prefix,
                const stoke_pack_config *cfg, stoke_pack_result *res) {
+  return stoke__pack(src, out_prefix, cfg, NULL, res);
+}
+
+int stoke__pack(const stoke_source *src, const char *out_prefix,
+                const stoke_pack_config *cfg, const stoke__sys *sys,
+                stoke_pack_result *res) {
+  sys = stoke__sys_or_real(sys);
   const stoke__blobset *set = stoke__image_blobset(src);
   if (!set || !out_prefix || !*out_prefix)
     return stoke__set_tls_error(STOKE_EINVAL,
@@ -296,25 +312,29 @@ int stoke_pack(const stoke_source *src, const char *out_prefix,
   stoke_pack_result local;
   if (!res) res = &local;
   memset(res, 0, sizeof *res);
-  int guard = check_not_source(set, out_prefix);
+  const stoke_allocator *a = cfg->alloc;
+  int guard = check_not_source(a, sys, set, out_prefix);
   if (guard != 0) return guard;
 
-  pack_job j = {.set = set, .rewrite = !cfg->keep_bytes,
+  pack_job j = {.alloc = a, .set = set, .rewrite = !cfg->keep_bytes,
                 .total = stoke__blobset_n_samples(set)};
   size_t n_threads = cfg->n_threads ? cfg->n_threads : stoke__online_cpus();
   n_threads = STOKE__MAX((size_t)1, STOKE__MIN(n_threads, (size_t)64));
   n_threads = STOKE__MIN(n_threads, STOKE__MAX(j.total, (size_t)1));
   j.n_slots = 4 * n_threads;
-  j.slots = stoke__calloc(NULL, j.n_slots, sizeof *j.slots);
-  pack_worker *ws = stoke__calloc(NULL, n_threads, sizeof *ws);
+  j.slots = stoke__calloc(a, j.n_slots, sizeof *j.slots);
+  pack_worker *ws = stoke__calloc(a, n_threads, sizeof *ws);
   stoke__pack_writer *w = NULL;
   size_t started = 0;
   char err[STOKE__ERRMSG_CAP];
   int rc = j.slots && ws ? 0 : STOKE_ENOMEM;
+  stoke__decoder_opts dopts;
+  stoke__decoder_opts_init(&dopts);
+  dopts.alloc = a;
   for (size_t k = 0; rc == 0 && k < n_threads; k++) {
     ws[k].job = &j;
-    stoke__blob_reader_init(&ws[k].reader, NULL);
-    rc = stoke__decoder_create(NULL, &ws[k].dec);
+    stoke__blob_reader_init(&ws[k].reader, a);
+    rc = stoke__decoder_create(&dopts, &ws[k].dec);
   }
   if (rc != 0) {
     rc = stoke__set_tls_error(rc, "pack: out of memory");
@@ -322,29 +342,33 @@ int stoke_pack(const stoke_source *src, const char *out_prefix,
   }
   /* 0 = one shard, whatever the size (the writer wants a bound). */
   uint64_t shard = cfg->shard_bytes ? cfg->shard_bytes : UINT64_MAX;
-  rc = stoke__pack_writer_create(out_prefix, shard, 0, NULL, &w, err,
+  rc = stoke__pack_writer_create(out_prefix, shard, 0, a, sys, &w, err,
                                  sizeof err);
   if (rc != 0) {
     rc = stoke__set_tls_error(rc, "%s", err);
     goto out;
   }
-  rc = pack_classes(set, w);
+  rc = pack_classes(a, set, w);
   if (rc != 0) goto out;
   pthread_mutex_init(&j.mu, NULL);
   pthread_cond_init(&j.cv, NULL);
+  /* Fewer producers than asked (a thread that cannot start) only make the
+  ** pack slower: the shards are the same whatever the count. */
+  int start_rc = 0;
   for (; started < n_threads; started++)
-    if (stoke__thread_start(&ws[started].thread, NULL, "stoke-pack",
-                            producer_main, &ws[started]) != 0)
+    if ((start_rc = stoke__thread_start(&ws[started].thread, a, sys,
+                                        "stoke-pack", producer_main,
+                                        &ws[started])) != 0)
       break;
   rc = started ? consume(&j, w, cfg, res)
-               : stoke__set_tls_error(STOKE_ETHREAD,
-                                      "pack: cannot start a thread");
+               : stoke__set_tls_error(start_rc, "pack: cannot start a "
+                                      "thread: %s", stoke_strerror(start_rc));
   pthread_mutex_lock(&j.mu);
   j.stop = true;
   pthread_cond_broadcast(&j.cv);
   pthread_mutex_unlock(&j.mu);
   for (size_t k = 0; k < started; k++)
-    stoke__thread_join(ws[k].thread, NULL);
+    stoke__thread_join(ws[k].thread, a);
   pthread_cond_destroy(&j.cv);
   pthread_mutex_destroy(&j.mu);
   if (rc != 0) goto out;
@@ -362,9 +386,9 @@ int stoke_pack(const stoke_source *src, const char *out_prefix,
            n_shards ? stoke__pack_writer_shard_path(w, 0) : "");
 out:
   stoke__pack_writer_destroy(w); /* before finish: removes the .tmp files */
-  if (ws) free_workers(ws, n_threads);
+  if (ws) free_workers(a, ws, n_threads);
   if (j.slots)
-    for (size_t k = 0; k < j.n_slots; k++) stoke__free(NULL, j.slots[k].bytes);
-  stoke__free(NULL, j.slots);
+    for (size_t k = 0; k < j.n_slots; k++) stoke__free(a, j.slots[k].bytes);
+  stoke__free(a, j.slots);
   return rc;
 }

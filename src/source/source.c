@@ -79,7 +79,8 @@ int stoke__source_init(stoke_source *src, const char *kind, size_t n_samples,
     src->fields[f] = *d;
     char fallback[16];
     snprintf(fallback, sizeof fallback, "f%zu", f);
-    src->fields[f].name = stoke__strdup(NULL, d->name ? d->name : fallback);
+    src->fields[f].name =
+        stoke__strdup(src->alloc, d->name ? d->name : fallback);
     if (!src->fields[f].name)
       return stoke__set_tls_error(STOKE_ENOMEM, "%s source: out of memory",
                                   kind);
@@ -98,9 +99,10 @@ void stoke__source_release(stoke_source *src) {
   if (atomic_fetch_sub_explicit(&src->refs, 1, memory_order_acq_rel) != 1)
     return;
   if (src->ops && src->ops->destroy) src->ops->destroy(src);
+  const stoke_allocator *a = src->alloc;
   for (size_t f = 0; f < src->n_fields; f++)
-    stoke__free(NULL, (void *)src->fields[f].name);
-  stoke__free(NULL, src);
+    stoke__free(a, (void *)src->fields[f].name);
+  stoke__free(a, src);
 }
 
 void stoke_source_destroy(stoke_source *src) { stoke__source_release(src); }

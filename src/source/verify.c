@@ -10,6 +10,9 @@
 ** REWRITE mode: the file appears complete or not at all) and the first
 ** ones into the result; the calling thread reports progress.
 **
+** File calls and threads use the real system calls (the NULL table of
+** os/syscalls.h), not the source's: it does not say which it has.
+**
 ** Threads: the caller's (progress, joining) and n_threads workers.  Lock:
 ** job.mu (a leaf) guards the counters and the result; the quarantine has
 ** its own.  No lock is held across a read or a decode. */
@@ -22,7 +25,7 @@
 #include <time.h>
 
 #include "decode/decode.h"
-#include "source/blob.h"
+#include "storage/blob.h"
 #include "source/image.h"
 
 typedef struct verify_job {
@@ -138,7 +141,7 @@ int stoke_verify(const stoke_source *src, const stoke_verify_config *cfg,
     const char *const *paths;
     size_t n = stoke__blobset_files(set, &paths);
     int rc = stoke__blobset_open_packed(paths, n, STOKE__PACK_VERIFY_CRC, NULL,
-                                        &crc_set, err, sizeof err);
+                                        NULL, &crc_set, err, sizeof err);
     if (rc != 0) return stoke__set_tls_error(rc, "verify: %s", err);
     set = crc_set;
   }
@@ -175,8 +178,8 @@ int stoke_verify(const stoke_source *src, const stoke_verify_config *cfg,
     char name[24];
     snprintf(name, sizeof name, "stoke-v%u", started % 100000u);
     w[started].job = &j;
-    rc = stoke__thread_start(&w[started].thread, NULL, name, verify_main,
-                             &w[started]);
+    rc = stoke__thread_start(&w[started].thread, NULL, NULL, name,
+                             verify_main, &w[started]);
     if (rc != 0) break;
   }
   /* Progress from this thread, at most every 100 ms and at the end. */
@@ -209,6 +212,9 @@ int stoke_verify(const stoke_source *src, const stoke_verify_config *cfg,
     stoke__thread_join(w[i].thread, NULL);
   if (rc == 0 && j.fatal) rc = j.fatal;
   res->n_samples = j.done;
+  /* A stop asked for while the last samples finished anyway is no stop:
+  ** the result is complete. */
+  if (j.done == j.total) res->stopped = 0;
   if (rc == 0 && cfg->progress && !res->stopped && shown != j.done)
     cfg->progress(cfg->user, j.done, j.total, res->n_bad);
   qsort(res->bad, res->n_listed, sizeof res->bad[0], by_index);

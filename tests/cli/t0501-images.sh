@@ -117,6 +117,23 @@ assert "decode" in names and "transform" in names, names
 '
 done
 
+say "a shard whose last entry points 1 GiB away fails the bench cleanly"
+cp "$TMP/pk2/one-00000.stoke" "$TMP/far.stoke"
+"$PY" - "$TMP/far.stoke" <<'PYEOF'
+import struct, sys, zlib
+p = sys.argv[1]
+b = bytearray(open(p, "rb").read())
+n, index_off = struct.unpack_from("<Q", b, 16)[0], struct.unpack_from("<Q", b, 32)[0]
+last = index_off + (n - 1) * 40
+struct.pack_into("<Q", b, last, struct.unpack_from("<Q", b, last)[0] + (1 << 30))
+struct.pack_into("<I", b, len(b) - 32 + 16, zlib.crc32(b[index_off:index_off + n * 40]))
+open(p, "wb").write(b)
+PYEOF
+run_stoke bench "$TMP/far.stoke" -b 4 -j 2 -q
+[ "$rc" -eq 1 ] || fail "exit $rc, expected 1 (a signal is 128 + n): $(cat "$TMP/err")"
+grep -q "far.stoke: entry 18: .* run past the data section" "$TMP/err" ||
+  fail "not named: $(cat "$TMP/err")"
+
 say "budget: the host ledger of an image loader"
 run_stoke budget "$TMP/train" -b 4 -j 2 --transform center-crop=64,hwc,f32 \
   --json "$TMP/budget.json"

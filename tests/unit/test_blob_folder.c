@@ -1,4 +1,4 @@
-/* test_blob_folder.c — the ImageFolder blobset (src/source/imagefolder.c)
+/* test_blob_folder.c — the ImageFolder blobset (src/storage/imagefolder.c)
 ** and the shared helpers of blob.c (CRC-32, the reader).
 **
 ** Fixtures are built in a mkdtemp folder by each test and removed at the
@@ -18,7 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "source/blob.h"
+#include "storage/blob.h"
 #include "blob_fixtures.h"
 #include "test_util.h"
 
@@ -132,7 +132,7 @@ static void test_folder_order_labels_skips(void **state) {
   char *root = make_tmp();
   build_tree(root);
   stoke__blobset *s = NULL;
-  int rc = stoke__blobset_open_folder(root, NULL, &s, errbuf, sizeof errbuf);
+  int rc = stoke__blobset_open_folder(root, NULL, NULL, &s, errbuf, sizeof errbuf);
   if (rc) fail_msg("open: %s", errbuf);
   assert_string_equal(stoke__blobset_kind(s), "folder");
   assert_int_equal(stoke__blobset_n_classes(s), 2);
@@ -196,7 +196,7 @@ static void test_folder_empty_class(void **state) {
   put_file(root, "bee/readme.txt", "x", 1);
   put_image(root, "bee/.x.jpg");
   stoke__blobset *s = (stoke__blobset *)1;
-  assert_int_equal(stoke__blobset_open_folder(root, NULL, &s, errbuf,
+  assert_int_equal(stoke__blobset_open_folder(root, NULL, NULL, &s, errbuf,
                                               sizeof errbuf),
                    STOKE_EFORMAT);
   assert_null(s);
@@ -208,7 +208,7 @@ static void test_folder_empty_class(void **state) {
   char *root2 = make_tmp();
   put_image(root2, "ant/1.png");
   put_dir(root2, "cow");
-  assert_int_equal(stoke__blobset_open_folder(root2, NULL, &s, errbuf,
+  assert_int_equal(stoke__blobset_open_folder(root2, NULL, NULL, &s, errbuf,
                                               sizeof errbuf),
                    STOKE_EFORMAT);
   assert_non_null(strstr(errbuf, "/cow"));
@@ -217,13 +217,13 @@ static void test_folder_empty_class(void **state) {
   /* No class folder; a root that does not exist. */
   char *root3 = make_tmp();
   put_image(root3, "loose.jpg");
-  assert_int_equal(stoke__blobset_open_folder(root3, NULL, &s, errbuf,
+  assert_int_equal(stoke__blobset_open_folder(root3, NULL, NULL, &s, errbuf,
                                               sizeof errbuf),
                    STOKE_EFORMAT);
   assert_non_null(strstr(errbuf, "no class folder"));
   char missing[4096];
   snprintf(missing, sizeof missing, "%s/nope", root3);
-  assert_int_equal(stoke__blobset_open_folder(missing, NULL, &s, errbuf,
+  assert_int_equal(stoke__blobset_open_folder(missing, NULL, NULL, &s, errbuf,
                                               sizeof errbuf),
                    STOKE_EIO);
   assert_non_null(strstr(errbuf, "nope"));
@@ -234,7 +234,7 @@ static void test_folder_empty_class(void **state) {
   rm_rf(root2);
   mkdir(root2, 0755);
   put_image(root2, "ant/1.png");
-  int rc = stoke__blobset_open_folder(slash, NULL, &s, errbuf, sizeof errbuf);
+  int rc = stoke__blobset_open_folder(slash, NULL, NULL, &s, errbuf, sizeof errbuf);
   if (rc) fail_msg("open: %s", errbuf);
   char d[4096], want[4096];
   stoke__blobset_describe(s, 0, d, sizeof d);
@@ -270,7 +270,7 @@ static void test_folder_allocator(void **state) {
   counting c = {0};
   stoke_allocator a = {c_alloc, c_free, &c};
   stoke__blobset *s = NULL;
-  int rc = stoke__blobset_open_folder(root, &a, &s, errbuf, sizeof errbuf);
+  int rc = stoke__blobset_open_folder(root, &a, NULL, &s, errbuf, sizeof errbuf);
   if (rc) fail_msg("open: %s", errbuf);
   stoke__blob_reader r;
   stoke__blob_reader_init(&r, &a);
@@ -297,10 +297,10 @@ static void test_folder_oom(void **state) {
   char *root = make_tmp();
   build_tree(root);
   for (long k = 1;; k++) {
-    failing f = {0, k, 0, 0};
+    failing f = {.fail_at = k};
     stoke_allocator a = {f_alloc, f_free, &f};
     stoke__blobset *s = (stoke__blobset *)1;
-    int rc = stoke__blobset_open_folder(root, &a, &s, errbuf, sizeof errbuf);
+    int rc = stoke__blobset_open_folder(root, &a, NULL, &s, errbuf, sizeof errbuf);
     if (f.faults == 0) {
       assert_int_equal(rc, 0);
       stoke__blobset_close(s);

@@ -1,5 +1,5 @@
 /* test_blob_packed.c — packed shards: the streaming writer
-** (src/source/pack_writer.c) and the mmap reader (src/source/packed.c).
+** (src/storage/pack_writer.c) and the mmap reader (src/storage/packed.c).
 **
 ** Round trips across several small shards, then damaged copies of a shard
 ** (truncated, bad magic, index past the end, overlapping entries, a sample
@@ -24,7 +24,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "source/blob.h"
+#include "storage/blob.h"
 #include "blob_fixtures.h"
 #include "test_util.h"
 
@@ -101,7 +101,7 @@ static size_t write_pack(const char *dir, uint64_t shard_bytes,
   char prefix[4096];
   snprintf(prefix, sizeof prefix, "%s/pack", dir);
   stoke__pack_writer *w = NULL;
-  int rc = stoke__pack_writer_create(prefix, shard_bytes, align, NULL, &w,
+  int rc = stoke__pack_writer_create(prefix, shard_bytes, align, NULL, NULL, &w,
                                      errbuf, sizeof errbuf);
   if (rc) fail_msg("create: %s", errbuf);
   for (size_t i = 0; i < N_SAMPLES; i++) add_sample(w, i, sample_label(i));
@@ -131,7 +131,7 @@ static size_t write_pack(const char *dir, uint64_t shard_bytes,
 static stoke__blobset *open_spec(const char *spec, unsigned flags) {
   stoke__blobset *s = NULL;
   const char *specs[1] = {spec};
-  int rc = stoke__blobset_open_packed(specs, 1, flags, NULL, &s, errbuf,
+  int rc = stoke__blobset_open_packed(specs, 1, flags, NULL, NULL, &s, errbuf,
                                       sizeof errbuf);
   if (rc) fail_msg("open %s: %s", spec, errbuf);
   return s;
@@ -294,7 +294,7 @@ static void fix_index_crc(uint8_t *b, size_t size) {
 static void expect_bad(const char *path, const char *n1, const char *n2) {
   stoke__blobset *s = (stoke__blobset *)1;
   const char *specs[1] = {path};
-  int rc = stoke__blobset_open_packed(specs, 1, 0, NULL, &s, errbuf,
+  int rc = stoke__blobset_open_packed(specs, 1, 0, NULL, NULL, &s, errbuf,
                                       sizeof errbuf);
   if (rc != STOKE_EFORMAT)
     fail_msg("%s: got %d, want STOKE_EFORMAT (%s)", path, rc, errbuf);
@@ -388,6 +388,17 @@ static void test_damaged(void **state) {
   snprintf(entry, sizeof entry, "entry %zu", n_entries - 1);
   expect_bad(p, entry, "past the data");
 
+  /* The last sample 1 GiB away (its length unchanged, still aligned): an
+  ** offset past the index, which only the offset's own bound refuses
+  ** (index_off - off would wrap); a read would land outside the map. */
+  memcpy(c, f.b, f.n);
+  el = c + index_off + (n_entries - 1) * STOKE__PACK_ENTRY;
+  stoke__put_le64(el, stoke__le64(el) + ((uint64_t)1 << 30));
+  fix_index_crc(c, f.n);
+  snprintf(p, sizeof p, "%s/far.bin", dir);
+  save(p, c, f.n);
+  expect_bad(p, entry, "past the data");
+
   /* A damaged index (CRC not fixed). */
   memcpy(c, f.b, f.n);
   c[index_off + 17] ^= 1;
@@ -432,7 +443,7 @@ static void write_named(const char *dir, const char *name,
   char prefix[4096];
   snprintf(prefix, sizeof prefix, "%s/%s", dir, name);
   stoke__pack_writer *w = NULL;
-  assert_int_equal(stoke__pack_writer_create(prefix, 9000, 0, NULL, &w,
+  assert_int_equal(stoke__pack_writer_create(prefix, 9000, 0, NULL, NULL, &w,
                                              errbuf, sizeof errbuf), 0);
   int rc = stoke__pack_writer_set_classes(w, names, n_names, errbuf,
                                           sizeof errbuf);
@@ -471,7 +482,7 @@ static void test_class_table(void **state) {
   /* Bad names are refused by the writer. */
   stoke__pack_writer *w = NULL;
   snprintf(p, sizeof p, "%s/never", dir);
-  assert_int_equal(stoke__pack_writer_create(p, 9000, 0, NULL, &w, errbuf,
+  assert_int_equal(stoke__pack_writer_create(p, 9000, 0, NULL, NULL, &w, errbuf,
                                              sizeof errbuf), 0);
   static const char *const empty[] = {"a", ""};
   assert_int_equal(stoke__pack_writer_set_classes(w, empty, 2, errbuf,
@@ -513,7 +524,7 @@ static void test_class_table(void **state) {
   snprintf(both[1], sizeof both[1], "%s/other-00000.stoke", dir);
   const char *specs[2] = {both[0], both[1]};
   s = (stoke__blobset *)1;
-  assert_int_equal(stoke__blobset_open_packed(specs, 2, 0, NULL, &s, errbuf,
+  assert_int_equal(stoke__blobset_open_packed(specs, 2, 0, NULL, NULL, &s, errbuf,
                                               sizeof errbuf), STOKE_EFORMAT);
   assert_null(s);
   if (!strstr(errbuf, "different class tables")) fail_msg("%s", errbuf);
@@ -527,7 +538,7 @@ static void test_writer_abort(void **state) {
   char prefix[4200];
   snprintf(prefix, sizeof prefix, "%s/pack", dir);
   stoke__pack_writer *w = NULL;
-  assert_int_equal(stoke__pack_writer_create(prefix, 4096 + 2048, 0, NULL,
+  assert_int_equal(stoke__pack_writer_create(prefix, 4096 + 2048, 0, NULL, NULL,
                                              &w, errbuf, sizeof errbuf), 0);
   for (size_t i = 0; i < 20; i++) add_sample(w, i, 0);
   uint8_t b[1024];
@@ -549,7 +560,7 @@ static void test_writer_abort(void **state) {
   lim.rlim_cur = 20000;
   void (*old_sig)(int) = signal(SIGXFSZ, SIG_IGN);
   assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
-  assert_int_equal(stoke__pack_writer_create(prefix, 1 << 20, 0, NULL, &w,
+  assert_int_equal(stoke__pack_writer_create(prefix, 1 << 20, 0, NULL, NULL, &w,
                                              errbuf, sizeof errbuf), 0);
   int rc = 0;
   size_t added = 0;
@@ -572,7 +583,7 @@ static void test_writer_abort(void **state) {
 
   /* A folder that does not exist: the first add fails, poisons. */
   snprintf(prefix, sizeof prefix, "%s/nope/pack", dir);
-  assert_int_equal(stoke__pack_writer_create(prefix, 1 << 20, 0, NULL, &w,
+  assert_int_equal(stoke__pack_writer_create(prefix, 1 << 20, 0, NULL, NULL, &w,
                                              errbuf, sizeof errbuf), 0);
   assert_int_equal(stoke__pack_writer_add(w, b, 10, 0, 0, 0, 0, errbuf,
                                           sizeof errbuf), STOKE_EIO);
@@ -584,21 +595,21 @@ static void test_writer_abort(void **state) {
   stoke__pack_writer_destroy(w);
 
   /* Bad arguments. */
-  assert_int_equal(stoke__pack_writer_create(prefix, 1 << 20, 100, NULL, &w,
+  assert_int_equal(stoke__pack_writer_create(prefix, 1 << 20, 100, NULL, NULL, &w,
                                              errbuf, sizeof errbuf),
                    STOKE_EINVAL);
-  assert_int_equal(stoke__pack_writer_create(prefix, 0, 0, NULL, &w, errbuf,
+  assert_int_equal(stoke__pack_writer_create(prefix, 0, 0, NULL, NULL, &w, errbuf,
                                              sizeof errbuf), STOKE_EINVAL);
-  assert_int_equal(stoke__pack_writer_create("", 1, 0, NULL, &w, errbuf,
+  assert_int_equal(stoke__pack_writer_create("", 1, 0, NULL, NULL, &w, errbuf,
                                              sizeof errbuf), STOKE_EINVAL);
   snprintf(prefix, sizeof prefix, "%s/pack", dir);
-  assert_int_equal(stoke__pack_writer_create(prefix, 1 << 20, 0, NULL, &w,
+  assert_int_equal(stoke__pack_writer_create(prefix, 1 << 20, 0, NULL, NULL, &w,
                                              errbuf, sizeof errbuf), 0);
   assert_int_equal(stoke__pack_writer_add(w, b, 10, 0, 0, 0, 99, errbuf,
                                           sizeof errbuf), STOKE_EINVAL);
   /* A sample bigger than the shard size still gets a shard of its own. */
   stoke__pack_writer_destroy(w);
-  assert_int_equal(stoke__pack_writer_create(prefix, 100, 0, NULL, &w,
+  assert_int_equal(stoke__pack_writer_create(prefix, 100, 0, NULL, NULL, &w,
                                              errbuf, sizeof errbuf), 0);
   for (size_t i = 0; i < 3; i++) add_sample(w, i, 5);
   size_t shards;
@@ -617,7 +628,7 @@ static void test_writer_abort(void **state) {
   ** error (no sample). */
   rm_rf(dir);
   mkdir(dir, 0700);
-  assert_int_equal(stoke__pack_writer_create(prefix, 100, 0, NULL, &w,
+  assert_int_equal(stoke__pack_writer_create(prefix, 100, 0, NULL, NULL, &w,
                                              errbuf, sizeof errbuf), 0);
   assert_int_equal(stoke__pack_writer_finish(w, &shards, errbuf,
                                              sizeof errbuf), 0);
@@ -635,7 +646,7 @@ static void test_writer_abort(void **state) {
 static size_t repack(const char *prefix, uint64_t shard_bytes,
                      size_t *n_stale) {
   stoke__pack_writer *w = NULL;
-  assert_int_equal(stoke__pack_writer_create(prefix, shard_bytes, 0, NULL,
+  assert_int_equal(stoke__pack_writer_create(prefix, shard_bytes, 0, NULL, NULL,
                                              &w, errbuf, sizeof errbuf), 0);
   for (size_t i = 0; i < N_SAMPLES; i++) add_sample(w, i, sample_label(i));
   size_t n = 0;
@@ -712,10 +723,10 @@ static void test_oom(void **state) {
   snprintf(spec, sizeof spec, "%s/pack-*.stoke", dir);
   uint8_t b[1024];
   for (long k = 1;; k++) {
-    failing f = {0, k, 0, 0};
+    failing f = {.fail_at = k};
     stoke_allocator a = {f_alloc, f_free, &f};
     stoke__pack_writer *w = NULL;
-    int rc = stoke__pack_writer_create(prefix, 2048, 0, &a, &w, errbuf,
+    int rc = stoke__pack_writer_create(prefix, 2048, 0, &a, NULL, &w, errbuf,
                                        sizeof errbuf);
     for (size_t i = 0; rc == 0 && i < 5; i++) {
       sample_bytes(i, b);
@@ -738,10 +749,10 @@ static void test_oom(void **state) {
   }
   const char *specs[1] = {spec};
   for (long k = 1;; k++) {
-    failing f = {0, k, 0, 0};
+    failing f = {.fail_at = k};
     stoke_allocator a = {f_alloc, f_free, &f};
     stoke__blobset *s = (stoke__blobset *)1;
-    int rc = stoke__blobset_open_packed(specs, 1, 0, &a, &s, errbuf,
+    int rc = stoke__blobset_open_packed(specs, 1, 0, &a, NULL, &s, errbuf,
                                         sizeof errbuf);
     if (f.faults == 0) {
       assert_int_equal(rc, 0);

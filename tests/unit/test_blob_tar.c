@@ -1,4 +1,4 @@
-/* test_blob_tar.c — WebDataset tar shards (src/source/tar.c) and path
+/* test_blob_tar.c — WebDataset tar shards (src/storage/tar.c) and path
 ** expansion (braces, globs).
 **
 ** The tars are written here by hand, header by header (ustar with the
@@ -20,7 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "source/blob.h"
+#include "storage/blob.h"
 #include "blob_fixtures.h"
 #include "test_util.h"
 
@@ -213,7 +213,7 @@ static void build_shards(const char *dir) {
 static stoke__blobset *open_one(const char *spec) {
   stoke__blobset *s = NULL;
   const char *specs[1] = {spec};
-  int rc = stoke__blobset_open_tar(specs, 1, NULL, &s, errbuf, sizeof errbuf);
+  int rc = stoke__blobset_open_tar(specs, 1, NULL, NULL, &s, errbuf, sizeof errbuf);
   if (rc) fail_msg("open %s: %s", spec, errbuf);
   return s;
 }
@@ -221,7 +221,7 @@ static stoke__blobset *open_one(const char *spec) {
 static int open_err(const char *spec) {
   stoke__blobset *s = NULL;
   const char *specs[1] = {spec};
-  int rc = stoke__blobset_open_tar(specs, 1, NULL, &s, errbuf, sizeof errbuf);
+  int rc = stoke__blobset_open_tar(specs, 1, NULL, NULL, &s, errbuf, sizeof errbuf);
   assert_null(s);
   return rc;
 }
@@ -515,10 +515,10 @@ static void test_tar_oom(void **state) {
   snprintf(spec, sizeof spec, "%s/train-{0000..0002}.tar", dir);
   const char *specs[1] = {spec};
   for (long k = 1;; k++) {
-    failing f = {0, k, 0, 0};
+    failing f = {.fail_at = k};
     stoke_allocator a = {f_alloc, f_free, &f};
     stoke__blobset *s = (stoke__blobset *)1;
-    int rc = stoke__blobset_open_tar(specs, 1, &a, &s, errbuf,
+    int rc = stoke__blobset_open_tar(specs, 1, &a, NULL, &s, errbuf,
                                      sizeof errbuf);
     if (f.faults == 0) {
       if (rc) fail_msg("open: %s", errbuf);

@@ -178,7 +178,7 @@ static void test_probe(void **state) {
   stoke__decoder_opts_init(&o);
   o.alloc = &a;
   stoke__decoder *d = new_decoder(&o);
-  size_t calls0 = cnt.n_calls;
+  size_t calls0 = cnt.n_calls, live0 = cnt.live;
   stoke__img_info info;
   assert_int_equal(
       stoke__decode_probe(d, fx.jpg, fx.jpg_n, &info, err, sizeof err), 0);
@@ -193,8 +193,12 @@ static void test_probe(void **state) {
   assert_int_equal(info.width, FW);
   assert_int_equal(info.channels, 3);
   assert_false(info.has_alpha);
-  /* Header only: no pixel buffer. */
-  assert_int_equal(cnt.n_calls, calls0);
+  /* Header only: no pixel buffer.  libspng's context (through the same
+  ** allocator) is made and freed inside the call. */
+  assert_true(cnt.n_calls > calls0);
+  assert_int_equal(cnt.live, live0);
+  TU_CHECK(cnt.largest < (size_t)FW * FH, "probe allocated %zu bytes",
+           cnt.largest);
 
   uint8_t gray[64 * 48], *j;
   size_t n;
@@ -809,6 +813,21 @@ static void test_huge_header(void **state) {
   assert_string_equal(err, "image 65535x65535 exceeds max_pixels 178956970");
   assert_int_equal(img.info.width, 65535);
   check_good(d);
+  /* 65536x65536 is 2^32 pixels: 0 if the product were taken in 32 bits.
+  ** With no max_bytes, only max_pixels stands between it and a 12 GiB
+  ** buffer. */
+  df_put_be32(bad + 16, 65536);
+  df_put_be32(bad + 20, 65536);
+  df_png_fix_crc(bad, 8);
+  stoke__decoder_opts o3 = o;
+  o3.max_bytes = 0;
+  stoke__decoder *d3 = new_decoder(&o3);
+  DECODE_RC(d3, bad, fx.png_n, NULL, &img, STOKE_EFORMAT);
+  assert_string_equal(err, "image 65536x65536 exceeds max_pixels 178956970");
+  stoke__decode_req r1 = {0, 0, 16, 16, 0, 0, false};
+  DECODE_RC(d3, bad, fx.png_n, &r1, &img, STOKE_EFORMAT); /* a small crop */
+  assert_string_equal(err, "image 65536x65536 exceeds max_pixels 178956970");
+  stoke__decoder_destroy(d3);
   free(bad);
 
   TU_CHECK(cnt.largest <= (size_t)1 << 20, "largest allocation %zu bytes",
@@ -877,10 +896,34 @@ static void test_enomem(void **state) {
   cnt.fail_at = cnt.n_calls + 1;
   DECODE_RC(d, fx.png, fx.png_n, NULL, &img, STOKE_ENOMEM);
   check_good(d);
-  size_t calls = cnt.n_calls;
+  /* The pixel buffer is reused: what is allocated from now on is
+  ** libspng's per-image working memory, far below the pixels' size. */
+  cnt.largest = 0;
+  size_t live = cnt.live;
   check_good(d);
   check_good(d);
-  assert_int_equal(cnt.n_calls, calls); /* buffer reused */
+  TU_CHECK(cnt.largest < (size_t)FW * FH * 3, "a %zu-byte allocation",
+           cnt.largest);
+  assert_int_equal(cnt.live, live);
+  /* Every allocation of a PNG decode fails in turn, libspng's included
+  ** (they go through the decoder's allocator): ENOMEM each time, nothing
+  ** leaked, the decoder decodes the next image. */
+  size_t k;
+  for (k = 1; k < 1000; k++) {
+    cnt.fail_at = cnt.n_calls + k;
+    size_t before = cnt.live;
+    int rc = stoke__decode(d, fx.png, fx.png_n, NULL, &img, err, sizeof err);
+    bool hit = cnt.n_calls >= cnt.fail_at;
+    cnt.fail_at = 0;
+    assert_int_equal(cnt.live, before);
+    if (!hit) {
+      assert_int_equal(rc, 0);
+      break;
+    }
+    TU_CHECK(rc == STOKE_ENOMEM, "allocation %zu: %d %s", k, rc, err);
+    check_good(d);
+  }
+  TU_CHECK(k > 2, "a PNG decode made only %zu allocations", k - 1);
   stoke__decoder_destroy(d);
   stoke__decoder_destroy(NULL);
   assert_int_equal(cnt.live, 0);

@@ -21,81 +21,18 @@
 #include <spng.h>
 
 #include "decode_fixtures.h"
+#include "image_fixtures.h"
 #include "test_util.h"
 #include "stoke.h"
 
 static char root[64];
 static char folder[128];
 
-static void write_file(const char *dir, const char *name, const void *p,
-                       size_t n) {
-  char path[512];
-  snprintf(path, sizeof path, "%s/%s", dir, name);
-  FILE *f = fopen(path, "wb");
-  assert_non_null(f);
-  if (n) assert_int_equal(fwrite(p, 1, n, f), n);
-  fclose(f);
-}
-
-static void write_jpeg(const char *dir, const char *name, uint32_t w,
-                       uint32_t h, const df_jpeg_opts *o, uint64_t seed) {
-  uint8_t *px = df_pattern(w, h, seed), *buf;
-  size_t n;
-  if (o->in == JCS_GRAYSCALE) { /* one channel: take the pattern's green */
-    for (size_t i = 0; i < (size_t)w * h; i++) px[i] = px[3 * i + 1];
-  } else if (o->in == JCS_CMYK) {
-    uint8_t *cmyk = malloc((size_t)w * h * 4);
-    for (size_t i = 0; i < (size_t)w * h; i++) {
-      cmyk[4 * i] = px[3 * i];
-      cmyk[4 * i + 1] = px[3 * i + 1];
-      cmyk[4 * i + 2] = px[3 * i + 2];
-      cmyk[4 * i + 3] = 30;
-    }
-    free(px);
-    px = cmyk;
-  }
-  df_jpeg(px, w, h, o, &buf, &n);
-  write_file(dir, name, buf, n);
-  free(px);
-  free(buf);
-}
-
-static void write_png(const char *dir, const char *name, uint32_t w,
-                      uint32_t h, uint8_t color, uint8_t depth) {
-  size_t ch = color == SPNG_COLOR_TYPE_TRUECOLOR ? 3
-              : color == SPNG_COLOR_TYPE_TRUECOLOR_ALPHA ? 4 : 1;
-  size_t len = (size_t)w * h * ch * (depth / 8);
-  uint8_t *px = malloc(len);
-  for (size_t i = 0; i < len; i++) px[i] = (uint8_t)(i * 7 + i / 13);
-  struct spng_plte plte = {.n_entries = 256};
-  for (int i = 0; i < 256; i++) {
-    plte.entries[i].red = (uint8_t)i;
-    plte.entries[i].green = (uint8_t)(255 - i);
-    plte.entries[i].blue = (uint8_t)(i * 3);
-  }
-  uint8_t *buf;
-  size_t n;
-  assert_int_equal(df_png(px, len, w, h, color, depth, 0,
-                          color == SPNG_COLOR_TYPE_INDEXED ? &plte : NULL,
-                          NULL, &buf, &n),
-                   0);
-  write_file(dir, name, buf, n);
-  free(px);
-  free(buf);
-}
-
-static void mkdir_in(char *out, size_t cap, const char *parent,
-                     const char *name) {
-  snprintf(out, cap, "%s/%s", parent, name);
-  assert_int_equal(mkdir(out, 0755), 0);
-}
-
 /* cat: JPEGs of every kind; dog: PNGs of every kind (and one named .jpg);
 ** zebra: 4:4:4 JPEGs and a file that is not an image. */
 static int setup(void **state) {
   (void)state;
-  snprintf(root, sizeof root, "/tmp/stoke-img-XXXXXX");
-  assert_non_null(mkdtemp(root));
+  tmp_root(root, "img");
   mkdir_in(folder, sizeof folder, root, "train");
   char d[256];
   df_jpeg_opts rgb = {JCS_RGB, JCS_UNKNOWN, 90, 0, 2, 2, 0};
@@ -125,9 +62,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
   (void)state;
-  char cmd[160];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
-  return system(cmd);
+  return tmp_root_remove(root);
 }
 
 enum { N_IMAGES = 13 };
@@ -227,40 +162,6 @@ static void test_transforms_and_worker_counts(void **state) {
   }
 }
 
-/* A minimal ustar writer: WebDataset-style members key.ext. */
-static void tar_member(FILE *f, const char *name, const void *p, size_t n) {
-  unsigned char h[512] = {0};
-  snprintf((char *)h, 100, "%s", name);
-  snprintf((char *)h + 100, 8, "0000644");
-  snprintf((char *)h + 108, 8, "0000000");
-  snprintf((char *)h + 116, 8, "0000000");
-  snprintf((char *)h + 124, 12, "%011lo", (unsigned long)n);
-  snprintf((char *)h + 136, 12, "%011o", 0);
-  h[156] = '0';
-  memcpy(h + 257, "ustar", 6);
-  memcpy(h + 263, "00", 2);
-  memset(h + 148, ' ', 8);
-  unsigned sum = 0;
-  for (int i = 0; i < 512; i++) sum += h[i];
-  snprintf((char *)h + 148, 8, "%06o", sum);
-  fwrite(h, 1, 512, f);
-  fwrite(p, 1, n, f);
-  static const unsigned char zero[512];
-  fwrite(zero, 1, (512 - n % 512) % 512, f);
-}
-
-static void *slurp(const char *path, size_t *n) {
-  FILE *f = fopen(path, "rb");
-  assert_non_null(f);
-  fseek(f, 0, SEEK_END);
-  *n = (size_t)ftell(f);
-  rewind(f);
-  void *p = malloc(*n ? *n : 1);
-  assert_int_equal(fread(p, 1, *n, f), *n);
-  fclose(f);
-  return p;
-}
-
 /* The same samples in the same index order give the same epoch from a
 ** folder, a tar shard and packed shards. */
 static void test_three_storages_agree(void **state) {
@@ -302,27 +203,7 @@ static void test_three_storages_agree(void **state) {
   /* A tar of the same files, in index order, with .cls labels. */
   char tarpath[256];
   snprintf(tarpath, sizeof tarpath, "%s/train-0000.tar", root);
-  FILE *tf = fopen(tarpath, "wb");
-  assert_non_null(tf);
-  for (size_t i = 0; i < N_IMAGES; i++) {
-    char where[256], path[640], key[64];
-    stoke_source_describe(fsrc, i, where, sizeof where);
-    snprintf(path, sizeof path, "%s", where); /* a folder names the file */
-    size_t n;
-    if (access(path, R_OK) != 0) fail_msg("describe gave '%s'", where);
-    void *p = slurp(path, &n);
-    snprintf(key, sizeof key, "s%03zu.jpg", i);
-    tar_member(tf, key, p, n);
-    char cls[16];
-    int len = snprintf(cls, sizeof cls, "%lld",
-                       (long long)stoke_source_label(fsrc, i));
-    snprintf(key, sizeof key, "s%03zu.cls", i);
-    tar_member(tf, key, cls, (size_t)len);
-    free(p);
-  }
-  static const unsigned char end[1024];
-  fwrite(end, 1, sizeof end, tf);
-  fclose(tf);
+  tar_of_source(fsrc, tarpath);
   stoke_source *tsrc = tu_open_images(tarpath, spec);
   assert_string_equal(stoke_source_kind(tsrc), "tar");
 
@@ -623,6 +504,18 @@ static void test_bad_files(void **state) {
   expect_sample_error(bad, "bomb.jpg", "65535x65535 exceeds max_pixels");
   remove(strcat(strcpy((char[512]){0}, d), "/bomb.jpg"));
   free(px);
+  free(buf);
+  /* A PNG header claiming 65536x65536: 2^32 pixels, 0 in 32 bits, so only
+  ** a 64-bit product refuses it by max_pixels (JPEG stops at 65535). */
+  uint8_t gray[64] = {0};
+  assert_int_equal(df_png(gray, sizeof gray, 8, 8, SPNG_COLOR_TYPE_GRAYSCALE,
+                          8, 0, NULL, NULL, &buf, &n), 0);
+  df_put_be32(buf + 16, 65536);
+  df_put_be32(buf + 20, 65536);
+  df_png_fix_crc(buf, 8);
+  write_file(d, "bomb.png", buf, n);
+  expect_sample_error(bad, "bomb.png", "65536x65536 exceeds max_pixels");
+  remove(strcat(strcpy((char[512]){0}, d), "/bomb.png"));
   free(buf);
   /* An empty class folder fails the open, naming it. */
   char empty[320];

@@ -1,0 +1,511 @@
+/* blob.c — what the blobset kinds share: the handle and its queries, the
+** per-worker reader, CRC-32, path expansion (braces and globs) and small
+** helpers.  Each kind (imagefolder.c, tar.c, packed.c) builds an immutable
+** impl and wraps it here; after open nothing is written, so every query and
+** every read with its own reader may run on any thread. */
+#define _POSIX_C_SOURCE 200809L
+#include "storage/blob.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <glob.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_EXPANDED 1000000
+
+struct stoke__blobset {
+  const stoke__blob_ops *ops;
+  void *impl;                /* owned, the kind's own state */
+  const stoke_allocator *alloc;
+  size_t n_samples;
+  stoke__blob_strs classes;  /* reason unused */
+  stoke__blob_strs skipped;  /* path + reason */
+};
+
+const char *stoke__blob_format_name(int format) {
+  switch (format) {
+  case STOKE__BLOB_JPEG: return "jpeg";
+  case STOKE__BLOB_PNG: return "png";
+  case STOKE__BLOB_WEBP: return "webp";
+  case STOKE__BLOB_BMP: return "bmp";
+  default: return "unknown";
+  }
+}
+
+static bool ext_is(const char *ext, const char *want) {
+  for (; *ext && *want; ext++, want++) {
+    char c = *ext;
+    if (c >= 'A' && c <= 'Z') c = (char)(c - 'A' + 'a');
+    if (c != *want) return false;
+  }
+  return *ext == 0 && *want == 0;
+}
+
+int stoke__blob_format_of_ext(const char *ext, bool *is_image,
+                              bool *supported) {
+  /* torchvision's IMG_EXTENSIONS; only JPEG and PNG are decoded here. */
+  static const struct {
+    const char *ext;
+    int format;
+    bool supported;
+  } table[] = {
+      {"jpg", STOKE__BLOB_JPEG, true},     {"jpeg", STOKE__BLOB_JPEG, true},
+      {"png", STOKE__BLOB_PNG, true},      {"webp", STOKE__BLOB_WEBP, false},
+      {"bmp", STOKE__BLOB_BMP, false},     {"ppm", STOKE__BLOB_UNKNOWN, false},
+      {"pgm", STOKE__BLOB_UNKNOWN, false}, {"tif", STOKE__BLOB_UNKNOWN, false},
+      {"tiff", STOKE__BLOB_UNKNOWN, false},
+  };
+  for (size_t k = 0; k < sizeof table / sizeof table[0]; k++)
+    if (ext_is(ext, table[k].ext)) {
+      *is_image = true;
+      *supported = table[k].supported;
+      return table[k].format;
+    }
+  *is_image = false;
+  *supported = false;
+  return STOKE__BLOB_UNKNOWN;
+}
+
+/* ---- string lists ------------------------------------------------------- */
+
+int stoke__blob_strs_add(stoke__blob_strs *l, const stoke_allocator *a,
+                         const char *text, const char *reason) {
+  if (l->n == l->cap) {
+    size_t cap = l->cap ? l->cap * 2 : 16, bytes;
+    if (!stoke__mul_ok(cap, sizeof(char *), &bytes)) return STOKE_ENOMEM;
+    char **s = stoke__alloc(a, bytes);
+    if (!s) return STOKE_ENOMEM;
+    if (l->n) memcpy(s, l->s, l->n * sizeof(char *));
+    stoke__free(a, l->s);
+    l->s = s;
+    l->cap = cap;
+  }
+  size_t nt = strlen(text) + 1, nr = reason ? strlen(reason) + 1 : 1;
+  char *e = stoke__alloc(a, nt + nr);
+  if (!e) return STOKE_ENOMEM;
+  memcpy(e, text, nt);
+  if (reason)
+    memcpy(e + nt, reason, nr);
+  else
+    e[nt] = 0;
+  l->s[l->n++] = e;
+  return 0;
+}
+
+void stoke__blob_strs_free(stoke__blob_strs *l, const stoke_allocator *a) {
+  for (size_t i = 0; i < l->n; i++) stoke__free(a, l->s[i]);
+  stoke__free(a, l->s);
+  memset(l, 0, sizeof *l);
+}
+
+/* ---- the handle ---------------------------------------------------------- */
+
+int stoke__blobset_wrap(const stoke__blob_ops *ops, void *impl,
+                        size_t n_samples, stoke__blob_strs *classes,
+                        stoke__blob_strs *skipped, const stoke_allocator *a,
+                        stoke__blobset **out, char *err, size_t cap) {
+  *out = NULL;
+  stoke__blobset *s = stoke__calloc(a, 1, sizeof *s);
+  if (!s) {
+    ops->destroy(impl, a);
+    if (classes) stoke__blob_strs_free(classes, a);
+    if (skipped) stoke__blob_strs_free(skipped, a);
+    return stoke__errf(err, cap, STOKE_ENOMEM,
+                       "%s source: out of memory", ops->kind);
+  }
+  s->ops = ops;
+  s->impl = impl;
+  s->alloc = a;
+  s->n_samples = n_samples;
+  if (classes) {
+    s->classes = *classes;
+    memset(classes, 0, sizeof *classes);
+  }
+  if (skipped) {
+    s->skipped = *skipped;
+    memset(skipped, 0, sizeof *skipped);
+  }
+  *out = s;
+  return 0;
+}
+
+void stoke__blobset_close(stoke__blobset *s) {
+  if (!s) return;
+  const stoke_allocator *a = s->alloc;
+  s->ops->destroy(s->impl, a);
+  stoke__blob_strs_free(&s->classes, a);
+  stoke__blob_strs_free(&s->skipped, a);
+  stoke__free(a, s);
+}
+
+const char *stoke__blobset_kind(const stoke__blobset *s) {
+  return s->ops->kind;
+}
+
+size_t stoke__blobset_files(const stoke__blobset *s,
+                            const char *const **paths) {
+  *paths = NULL;
+  return s->ops->files ? s->ops->files(s->impl, paths) : 0;
+}
+
+size_t stoke__blobset_n_samples(const stoke__blobset *s) {
+  return s->n_samples;
+}
+
+int64_t stoke__blobset_label(const stoke__blobset *s, size_t i) {
+  assert(i < s->n_samples);
+  return s->ops->label(s->impl, i);
+}
+
+int stoke__blobset_format(const stoke__blobset *s, size_t i) {
+  assert(i < s->n_samples);
+  return s->ops->format(s->impl, i);
+}
+
+void stoke__blobset_dims(const stoke__blobset *s, size_t i, uint32_t *width,
+                         uint32_t *height) {
+  assert(i < s->n_samples);
+  *width = 0;
+  *height = 0;
+  if (s->ops->dims) s->ops->dims(s->impl, i, width, height);
+}
+
+size_t stoke__blobset_n_classes(const stoke__blobset *s) {
+  return s->classes.n;
+}
+
+const char *stoke__blobset_class_name(const stoke__blobset *s, size_t c) {
+  return c < s->classes.n ? s->classes.s[c] : NULL;
+}
+
+void stoke__blobset_describe(const stoke__blobset *s, size_t i, char *buf,
+                             size_t cap) {
+  if (cap == 0) return;
+  if (i >= s->n_samples) {
+    snprintf(buf, cap, "%s sample %zu (out of range)", s->ops->kind, i);
+    return;
+  }
+  buf[0] = 0;
+  s->ops->describe(s->impl, i, buf, cap);
+}
+
+size_t stoke__blobset_n_skipped(const stoke__blobset *s) {
+  return s->skipped.n;
+}
+
+const char *stoke__blobset_skipped(const stoke__blobset *s, size_t k,
+                                   const char **reason) {
+  if (k >= s->skipped.n) {
+    if (reason) *reason = NULL;
+    return NULL;
+  }
+  const char *path = s->skipped.s[k];
+  if (reason) *reason = path + strlen(path) + 1;
+  return path;
+}
+
+int stoke__blobset_read(const stoke__blobset *s, size_t i,
+                        stoke__blob_reader *r, const uint8_t **ptr,
+                        size_t *len, char *err, size_t cap) {
+  *ptr = NULL;
+  *len = 0;
+  if (i >= s->n_samples)
+    return stoke__errf(err, cap, STOKE_EINVAL,
+                       "%s source: sample %zu out of range (%zu samples)",
+                       s->ops->kind, i, s->n_samples);
+  return s->ops->read(s->impl, i, r, ptr, len, err, cap);
+}
+
+void stoke__blobset_done(const stoke__blobset *s, size_t i,
+                         const uint8_t *ptr, size_t len) {
+  if (s->ops->done && ptr) s->ops->done(s->impl, i, ptr, len);
+}
+
+/* ---- the reader ---------------------------------------------------------- */
+
+void stoke__blob_reader_init(stoke__blob_reader *r, const stoke_allocator *a) {
+  r->alloc = a;
+  r->buf = NULL;
+  r->cap = 0;
+}
+
+void stoke__blob_reader_free(stoke__blob_reader *r) {
+  stoke__free(r->alloc, r->buf);
+  r->buf = NULL;
+  r->cap = 0;
+}
+
+int stoke__blob_reader_reserve(stoke__blob_reader *r, size_t n) {
+  if (n <= r->cap) return 0;
+  /* Grow by half again so that a run of slowly growing samples does not
+  ** reallocate each time; the old bytes need not be kept. */
+  size_t want = n + n / 2;
+  if (want < n) want = n;
+  uint8_t *b = stoke__alloc(r->alloc, want);
+  if (!b) return STOKE_ENOMEM;
+  stoke__free(r->alloc, r->buf);
+  r->buf = b;
+  r->cap = want;
+  return 0;
+}
+
+/* ---- CRC-32 -------------------------------------------------------------- */
+
+/* The reflected polynomial 0xEDB88320, one byte at a time.  A constant
+** table rather than one built on first use: no global mutable state. */
+static const uint32_t crc_table[256] = {
+  0x00000000u, 0x77073096u, 0xee0e612cu, 0x990951bau, 0x076dc419u, 0x706af48fu,
+  0xe963a535u, 0x9e6495a3u, 0x0edb8832u, 0x79dcb8a4u, 0xe0d5e91eu, 0x97d2d988u,
+  0x09b64c2bu, 0x7eb17cbdu, 0xe7b82d07u, 0x90bf1d91u, 0x1db71064u, 0x6ab020f2u,
+  0xf3b97148u, 0x84be41deu, 0x1adad47du, 0x6ddde4ebu, 0xf4d4b551u, 0x83d385c7u,
+  0x136c9856u, 0x646ba8c0u, 0xfd62f97au, 0x8a65c9ecu, 0x14015c4fu, 0x63066cd9u,
+  0xfa0f3d63u, 0x8d080df5u, 0x3b6e20c8u, 0x4c69105eu, 0xd56041e4u, 0xa2677172u,
+  0x3c03e4d1u, 0x4b04d447u, 0xd20d85fdu, 0xa50ab56bu, 0x35b5a8fau, 0x42b2986cu,
+  0xdbbbc9d6u, 0xacbcf940u, 0x32d86ce3u, 0x45df5c75u, 0xdcd60dcfu, 0xabd13d59u,
+  0x26d930acu, 0x51de003au, 0xc8d75180u, 0xbfd06116u, 0x21b4f4b5u, 0x56b3c423u,
+  0xcfba9599u, 0xb8bda50fu, 0x2802b89eu, 0x5f058808u, 0xc60cd9b2u, 0xb10be924u,
+  0x2f6f7c87u, 0x58684c11u, 0xc1611dabu, 0xb6662d3du, 0x76dc4190u, 0x01db7106u,
+  0x98d220bcu, 0xefd5102au, 0x71b18589u, 0x06b6b51fu, 0x9fbfe4a5u, 0xe8b8d433u,
+  0x7807c9a2u, 0x0f00f934u, 0x9609a88eu, 0xe10e9818u, 0x7f6a0dbbu, 0x086d3d2du,
+  0x91646c97u, 0xe6635c01u, 0x6b6b51f4u, 0x1c6c6162u, 0x856530d8u, 0xf262004eu,
+  0x6c0695edu, 0x1b01a57bu, 0x8208f4c1u, 0xf50fc457u, 0x65b0d9c6u, 0x12b7e950u,
+  0x8bbeb8eau, 0xfcb9887cu, 0x62dd1ddfu, 0x15da2d49u, 0x8cd37cf3u, 0xfbd44c65u,
+  0x4db26158u, 0x3ab551ceu, 0xa3bc0074u, 0xd4bb30e2u, 0x4adfa541u, 0x3dd895d7u,
+  0xa4d1c46du, 0xd3d6f4fbu, 0x4369e96au, 0x346ed9fcu, 0xad678846u, 0xda60b8d0u,
+  0x44042d73u, 0x33031de5u, 0xaa0a4c5fu, 0xdd0d7cc9u, 0x5005713cu, 0x270241aau,
+  0xbe0b1010u, 0xc90c2086u, 0x5768b525u, 0x206f85b3u, 0xb966d409u, 0xce61e49fu,
+  0x5edef90eu, 0x29d9c998u, 0xb0d09822u, 0xc7d7a8b4u, 0x59b33d17u, 0x2eb40d81u,
+  0xb7bd5c3bu, 0xc0ba6cadu, 0xedb88320u, 0x9abfb3b6u, 0x03b6e20cu, 0x74b1d29au,
+  0xead54739u, 0x9dd277afu, 0x04db2615u, 0x73dc1683u, 0xe3630b12u, 0x94643b84u,
+  0x0d6d6a3eu, 0x7a6a5aa8u, 0xe40ecf0bu, 0x9309ff9du, 0x0a00ae27u, 0x7d079eb1u,
+  0xf00f9344u, 0x8708a3d2u, 0x1e01f268u, 0x6906c2feu, 0xf762575du, 0x806567cbu,
+  0x196c3671u, 0x6e6b06e7u, 0xfed41b76u, 0x89d32be0u, 0x10da7a5au, 0x67dd4accu,
+  0xf9b9df6fu, 0x8ebeeff9u, 0x17b7be43u, 0x60b08ed5u, 0xd6d6a3e8u, 0xa1d1937eu,
+  0x38d8c2c4u, 0x4fdff252u, 0xd1bb67f1u, 0xa6bc5767u, 0x3fb506ddu, 0x48b2364bu,
+  0xd80d2bdau, 0xaf0a1b4cu, 0x36034af6u, 0x41047a60u, 0xdf60efc3u, 0xa867df55u,
+  0x316e8eefu, 0x4669be79u, 0xcb61b38cu, 0xbc66831au, 0x256fd2a0u, 0x5268e236u,
+  0xcc0c7795u, 0xbb0b4703u, 0x220216b9u, 0x5505262fu, 0xc5ba3bbeu, 0xb2bd0b28u,
+  0x2bb45a92u, 0x5cb36a04u, 0xc2d7ffa7u, 0xb5d0cf31u, 0x2cd99e8bu, 0x5bdeae1du,
+  0x9b64c2b0u, 0xec63f226u, 0x756aa39cu, 0x026d930au, 0x9c0906a9u, 0xeb0e363fu,
+  0x72076785u, 0x05005713u, 0x95bf4a82u, 0xe2b87a14u, 0x7bb12baeu, 0x0cb61b38u,
+  0x92d28e9bu, 0xe5d5be0du, 0x7cdcefb7u, 0x0bdbdf21u, 0x86d3d2d4u, 0xf1d4e242u,
+  0x68ddb3f8u, 0x1fda836eu, 0x81be16cdu, 0xf6b9265bu, 0x6fb077e1u, 0x18b74777u,
+  0x88085ae6u, 0xff0f6a70u, 0x66063bcau, 0x11010b5cu, 0x8f659effu, 0xf862ae69u,
+  0x616bffd3u, 0x166ccf45u, 0xa00ae278u, 0xd70dd2eeu, 0x4e048354u, 0x3903b3c2u,
+  0xa7672661u, 0xd06016f7u, 0x4969474du, 0x3e6e77dbu, 0xaed16a4au, 0xd9d65adcu,
+  0x40df0b66u, 0x37d83bf0u, 0xa9bcae53u, 0xdebb9ec5u, 0x47b2cf7fu, 0x30b5ffe9u,
+  0xbdbdf21cu, 0xcabac28au, 0x53b39330u, 0x24b4a3a6u, 0xbad03605u, 0xcdd70693u,
+  0x54de5729u, 0x23d967bfu, 0xb3667a2eu, 0xc4614ab8u, 0x5d681b02u, 0x2a6f2b94u,
+  0xb40bbe37u, 0xc30c8ea1u, 0x5a05df1bu, 0x2d02ef8du
+};
+
+uint32_t stoke__crc32(uint32_t crc, const void *p, size_t n) {
+  const uint8_t *b = p;
+  crc = ~crc;
+  while (n--) crc = crc_table[(crc ^ *b++) & 0xff] ^ (crc >> 8);
+  return ~crc;
+}
+
+/* ---- path expansion ------------------------------------------------------ */
+
+typedef struct expander {
+  const stoke_allocator *a;
+  stoke__blob_strs out;
+  char *err;
+  size_t cap;
+  const char *spec; /* the spec being expanded, for messages */
+} expander;
+
+static bool parse_bound(const char *s, size_t n, long long *v) {
+  if (n == 0 || n > 18) return false;
+  size_t i = 0;
+  if (s[0] == '-') {
+    if (n == 1) return false;
+    i = 1;
+  }
+  long long x = 0;
+  for (; i < n; i++) {
+    if (s[i] < '0' || s[i] > '9') return false;
+    x = x * 10 + (s[i] - '0');
+  }
+  *v = s[0] == '-' ? -x : x;
+  return true;
+}
+
+static int expand_rec(expander *e, const char *s, int depth);
+
+/* Emit prefix + alt + suffix and expand it further. */
+static int expand_join(expander *e, const char *pre, size_t n_pre,
+                       const char *alt, size_t n_alt, const char *suf,
+                       int depth) {
+  size_t n_suf = strlen(suf);
+  char *t = stoke__alloc(e->a, n_pre + n_alt + n_suf + 1);
+  if (!t) return STOKE_ENOMEM;
+  memcpy(t, pre, n_pre);
+  memcpy(t + n_pre, alt, n_alt);
+  memcpy(t + n_pre + n_alt, suf, n_suf + 1);
+  int rc = expand_rec(e, t, depth + 1);
+  stoke__free(e->a, t);
+  return rc;
+}
+
+static int expand_rec(expander *e, const char *s, int depth) {
+  if (depth > 64)
+    return stoke__errf(e->err, e->cap, STOKE_EINVAL,
+                       "path pattern \"%s\": braces nested too deeply",
+                       e->spec);
+  const char *open = strchr(s, '{');
+  if (!open) {
+    if (e->out.n >= MAX_EXPANDED)
+      return stoke__errf(e->err, e->cap, STOKE_EINVAL,
+                         "path pattern \"%s\" expands to more than %d "
+                         "paths", e->spec, MAX_EXPANDED);
+    int rc = stoke__blob_strs_add(&e->out, e->a, s, NULL);
+    if (rc) return stoke__errf(e->err, e->cap, rc, "out of memory");
+    return 0;
+  }
+  /* The matching close brace, and the top-level commas between. */
+  const char *close = NULL;
+  int level = 0;
+  bool comma = false;
+  for (const char *p = open; *p; p++) {
+    if (*p == '{') level++;
+    else if (*p == '}' && --level == 0) {
+      close = p;
+      break;
+    } else if (*p == ',' && level == 1)
+      comma = true;
+  }
+  if (!close)
+    return stoke__errf(e->err, e->cap, STOKE_EINVAL,
+                       "path pattern \"%s\": unmatched '{'", e->spec);
+  size_t n_pre = (size_t)(open - s);
+  const char *body = open + 1, *suf = close + 1;
+  size_t n_body = (size_t)(close - body);
+  if (comma) {
+    const char *start = body;
+    level = 0;
+    for (const char *p = body; p <= close; p++) {
+      if (*p == '{') level++;
+      else if (*p == '}' && level > 0) level--;
+      else if ((*p == ',' && level == 0) || p == close) {
+        int rc = expand_join(e, s, n_pre, start, (size_t)(p - start), suf,
+                             depth);
+        if (rc) return rc;
+        start = p + 1;
+      }
+    }
+    return 0;
+  }
+  const char *dots = NULL;
+  for (const char *p = body; p + 1 < close; p++)
+    if (p[0] == '.' && p[1] == '.') {
+      dots = p;
+      break;
+    }
+  long long lo, hi;
+  if (!dots || !parse_bound(body, (size_t)(dots - body), &lo) ||
+      !parse_bound(dots + 2, (size_t)(close - dots - 2), &hi))
+    return stoke__errf(e->err, e->cap, STOKE_EINVAL,
+                       "path pattern \"%s\": \"{%.*s}\" is neither a "
+                       "list {a,b} nor a range {0..9}", e->spec,
+                       (int)n_body, body);
+  /* bash's rule: a bound written with a leading zero pads every number to
+  ** the width of the wider bound ("{0000..0099}" gives "0042"). */
+  size_t n_lo = (size_t)(dots - body), n_hi = (size_t)(close - dots - 2);
+  bool pad = (n_lo > 1 && body[body[0] == '-'] == '0') ||
+             (n_hi > 1 && dots[2 + (dots[2] == '-')] == '0');
+  int width = pad ? (int)STOKE__MAX(n_lo, n_hi) : 0;
+  unsigned long long count =
+      (unsigned long long)(lo <= hi ? hi - lo : lo - hi) + 1;
+  if (count > MAX_EXPANDED || e->out.n + count > MAX_EXPANDED)
+    return stoke__errf(e->err, e->cap, STOKE_EINVAL,
+                       "path pattern \"%s\" expands to more than %d "
+                       "paths", e->spec, MAX_EXPANDED);
+  for (unsigned long long k = 0; k < count; k++) {
+    long long v = lo <= hi ? lo + (long long)k : lo - (long long)k;
+    char num[32];
+    int n = snprintf(num, sizeof num, "%0*lld", width, v);
+    int rc = expand_join(e, s, n_pre, num, (size_t)n, suf, depth);
+    if (rc) return rc;
+  }
+  return 0;
+}
+
+static bool has_glob(const char *s) { return strpbrk(s, "*?[") != NULL; }
+
+int stoke__blob_expand(const char *const *specs, size_t n_specs,
+                       const stoke_allocator *a, char ***paths,
+                       size_t *n_paths, char *err, size_t cap) {
+  *paths = NULL;
+  *n_paths = 0;
+  if (!specs || n_specs == 0)
+    return stoke__errf(err, cap, STOKE_EINVAL, "no paths given");
+  expander e = {a, {0}, err, cap, NULL};
+  stoke__blob_strs all = {0};
+  int rc = 0;
+  for (size_t k = 0; k < n_specs && rc == 0; k++) {
+    if (!specs[k] || !specs[k][0]) {
+      rc = stoke__errf(err, cap, STOKE_EINVAL, "path %zu is empty", k);
+      break;
+    }
+    e.spec = specs[k];
+    rc = expand_rec(&e, specs[k], 0);
+    for (size_t j = 0; j < e.out.n && rc == 0; j++) {
+      const char *p = e.out.s[j];
+      if (!has_glob(p)) {
+        if (stoke__blob_strs_add(&all, a, p, NULL))
+          rc = stoke__errf(err, cap, STOKE_ENOMEM, "out of memory");
+        continue;
+      }
+      glob_t g;
+      int grc = glob(p, 0, NULL, &g);
+      if (grc == GLOB_NOMATCH)
+        rc = stoke__errf(err, cap, STOKE_EINVAL,
+                         "path pattern \"%s\" matches no file", p);
+      else if (grc != 0)
+        rc = stoke__errf(err, cap, STOKE_EIO,
+                         "path pattern \"%s\": glob failed (%s)", p,
+                         grc == GLOB_NOSPACE ? "out of memory"
+                                                 : "read error");
+      else {
+        /* glob() sorts with strcoll; the library never calls setlocale,
+        ** so in the C locale this is byte order. */
+        for (size_t m = 0; m < g.gl_pathc && rc == 0; m++) {
+          if (all.n >= MAX_EXPANDED)
+            rc = stoke__errf(err, cap, STOKE_EINVAL,
+                             "path patterns match more than %d paths",
+                             MAX_EXPANDED);
+          else if (stoke__blob_strs_add(&all, a, g.gl_pathv[m], NULL))
+            rc = stoke__errf(err, cap, STOKE_ENOMEM, "out of memory");
+        }
+      }
+      if (grc == 0) globfree(&g);
+    }
+    stoke__blob_strs_free(&e.out, a);
+  }
+  stoke__blob_strs_free(&e.out, a);
+  if (rc == 0) {
+    /* One block: the pointer array, then the strings. */
+    size_t bytes = all.n * sizeof(char *);
+    for (size_t j = 0; j < all.n; j++) bytes += strlen(all.s[j]) + 1;
+    char **block = stoke__alloc(a, bytes);
+    if (!block)
+      rc = stoke__errf(err, cap, STOKE_ENOMEM, "out of memory");
+    else {
+      char *str = (char *)(block + all.n);
+      for (size_t j = 0; j < all.n; j++) {
+        size_t n = strlen(all.s[j]) + 1;
+        memcpy(str, all.s[j], n);
+        block[j] = str;
+        str += n;
+      }
+      *paths = block;
+      *n_paths = all.n;
+    }
+  }
+  stoke__blob_strs_free(&all, a);
+  return rc;
+}

@@ -1,0 +1,460 @@
+/* packed.c — reading stoke's packed shards (docs/packed-format.md).
+**
+** Each shard is mapped read-only for the blobset's life and fully
+** validated at open (header, footer, index CRC, every entry's bounds and
+** order), so a read is only arithmetic: it returns a pointer into the
+** mapping, with no copy and no system call.  The page cache is the buffer;
+** the kernel may evict and fault pages in again as memory requires.
+**
+** The mapping is immutable and never unmapped before close, so concurrent
+** reads need no lock.  A file truncated by someone else while mapped would
+** raise SIGBUS on access: shards are written once (pack_writer.c renames
+** complete files into place) and must not be modified while in use. */
+#define _POSIX_C_SOURCE 200809L
+#include "storage/blob.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+typedef struct pack_shard {
+  const char *path;      /* borrowed from packed_impl.paths */
+  const uint8_t *map;    /* owned mapping of map_len bytes, or NULL */
+  size_t map_len;
+  const uint8_t *index;  /* into map */
+  uint64_t n;            /* entries */
+  size_t first;          /* global index of entry 0 */
+  const uint8_t *classes; /* the class table's names, into map, or NULL */
+  uint32_t n_classes, classes_bytes;
+} pack_shard;
+
+/* Decoded samples' pages are given back to the page cache in bulk, once
+** every PACK_DROP_EVERY bytes, not sample by sample: each madvise of a
+** mapping shared by several threads costs a TLB shootdown (an interrupt to
+** every other core), which per sample was 4% of a loader's time.  The
+** resident set then grows by at most that much over what is in flight. */
+#define PACK_DROP_EVERY ((size_t)16 << 20)
+
+typedef struct pack_residency {
+  atomic_size_t since_drop; /* bytes decoded since the last drop */
+  atomic_bool *touched;     /* per shard: read since the last drop */
+} pack_residency;
+
+typedef struct packed_impl {
+  const stoke__sys *sys; /* borrowed: every file call */
+  char **paths;          /* owned, one block */
+  size_t n_paths;        /* paths given (n_shards drops the empty ones) */
+  pack_shard *shards;    /* owned, n_shards */
+  size_t n_shards;
+  size_t n;              /* samples in all shards */
+  unsigned flags;        /* STOKE__PACK_* */
+  pack_residency *res;   /* owned; mutable through the const impl */
+} packed_impl;
+
+static void packed_destroy(void *impl, const stoke_allocator *a) {
+  packed_impl *p = impl;
+  if (!p) return;
+  if (p->shards)
+    for (size_t k = 0; k < p->n_shards; k++)
+      if (p->shards[k].map)
+        p->sys->munmap(p->sys->user, (void *)p->shards[k].map,
+                       p->shards[k].map_len);
+  if (p->res) stoke__free(a, (void *)p->res->touched);
+  stoke__free(a, p->res);
+  stoke__free(a, p->shards);
+  stoke__free(a, p->paths);
+  stoke__free(a, p);
+}
+
+/* The shard holding global sample i, and i's entry in it. */
+static const pack_shard *locate(const packed_impl *p, size_t i,
+                                const uint8_t **entry, size_t *local) {
+  size_t lo = 0, hi = p->n_shards;
+  while (hi - lo > 1) { /* the last shard with first <= i */
+    size_t mid = lo + (hi - lo) / 2;
+    if (p->shards[mid].first <= i)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  const pack_shard *s = &p->shards[lo];
+  *local = i - s->first;
+  *entry = s->index + *local * STOKE__PACK_ENTRY;
+  return s;
+}
+
+static int64_t packed_label(const void *impl, size_t i) {
+  const uint8_t *e;
+  size_t local;
+  locate(impl, i, &e, &local);
+  return (int64_t)stoke__le64(e + 16);
+}
+
+static int packed_format(const void *impl, size_t i) {
+  const uint8_t *e;
+  size_t local;
+  locate(impl, i, &e, &local);
+  return (int)stoke__le32(e + 32);
+}
+
+static void packed_dims(const void *impl, size_t i, uint32_t *w,
+                        uint32_t *h) {
+  const uint8_t *e;
+  size_t local;
+  locate(impl, i, &e, &local);
+  *w = stoke__le32(e + 24);
+  *h = stoke__le32(e + 28);
+}
+
+static void packed_describe(const void *impl, size_t i, char *buf,
+                            size_t cap) {
+  const uint8_t *e;
+  size_t local;
+  const pack_shard *s = locate(impl, i, &e, &local);
+  snprintf(buf, cap, "%s sample %zu at offset %llu", s->path, local,
+           (unsigned long long)stoke__le64(e));
+}
+
+static int packed_read(const void *impl, size_t i, stoke__blob_reader *r,
+                       const uint8_t **ptr, size_t *len, char *err,
+                       size_t cap) {
+  const packed_impl *p = impl;
+  const uint8_t *e;
+  size_t local;
+  const pack_shard *s = locate(p, i, &e, &local);
+  uint64_t off = stoke__le64(e), n = stoke__le64(e + 8);
+  const uint8_t *bytes = s->map + off; /* bounds checked at open */
+  if (p->flags & STOKE__PACK_VERIFY_CRC) {
+    uint32_t want = stoke__le32(e + 36);
+    uint32_t got = stoke__crc32(0, bytes, (size_t)n);
+    if (got != want)
+      return stoke__errf(err, cap, STOKE_EFORMAT,
+                         "%s sample %zu (index %zu) at offset %llu: "
+                         "CRC-32 mismatch (stored %08x, computed %08x): "
+                         "the %llu bytes are damaged", s->path, local, i,
+                         (unsigned long long)off, want, got,
+                         (unsigned long long)n);
+  }
+  (void)r;
+  atomic_bool *t = &p->res->touched[s - p->shards];
+  if (!atomic_load_explicit(t, memory_order_relaxed))
+    atomic_store_explicit(t, true, memory_order_relaxed);
+  *ptr = bytes;
+  *len = (size_t)n;
+  return 0;
+}
+
+/* Decoded: every PACK_DROP_EVERY bytes, the data pages of the shards read
+** since the last time leave the resident set (the page cache keeps them),
+** so a loader over large shards stays within its memory budget.  A sample
+** another worker is decoding meanwhile just faults its pages in again. */
+static void packed_done(const void *impl, size_t i, const uint8_t *ptr,
+                        size_t len) {
+  const packed_impl *p = impl;
+  (void)i;
+  (void)ptr;
+  pack_residency *r = p->res;
+  size_t now = atomic_fetch_add_explicit(&r->since_drop, len,
+                                         memory_order_relaxed) + len;
+  if (now < PACK_DROP_EVERY ||
+      !atomic_compare_exchange_strong(&r->since_drop, &now, 0))
+    return; /* not yet, or another thread got there first */
+  for (size_t k = 0; k < p->n_shards; k++)
+    if (atomic_exchange_explicit(&r->touched[k], false, memory_order_relaxed))
+      stoke__drop_pages(p->shards[k].map,
+                        (size_t)(p->shards[k].index - p->shards[k].map));
+}
+
+static size_t packed_files(const void *impl, const char *const **paths) {
+  const packed_impl *p = impl;
+  *paths = (const char *const *)p->paths;
+  return p->n_paths;
+}
+
+static const stoke__blob_ops packed_ops = {
+    "packed", packed_label, packed_format, packed_dims,
+    packed_describe, packed_read, packed_destroy, packed_done,
+    packed_files,
+};
+
+/* ---- validation ---------------------------------------------------------- */
+
+#define BAD(...) stoke__errf(err, cap, STOKE_EFORMAT, __VA_ARGS__)
+
+/* The class table between the header and the data: its count, size and
+** CRC, and exactly that many non-empty NUL-terminated names. */
+static int validate_classes(pack_shard *s, uint64_t data_off, char *err,
+                            size_t cap) {
+  const char *path = s->path;
+  const uint8_t *t = s->map + STOKE__PACK_HEADER;
+  uint64_t room = data_off - STOKE__PACK_HEADER;
+  if (room < STOKE__PACK_CLASSES_HEAD)
+    return BAD("packed source: %s: no room for the class table before the "
+               "data at %llu", path, (unsigned long long)data_off);
+  uint32_t nc = stoke__le32(t), nb = stoke__le32(t + 4);
+  if (nb > room - STOKE__PACK_CLASSES_HEAD)
+    return BAD("packed source: %s: class table of %u bytes runs into the "
+               "data at %llu", path, nb, (unsigned long long)data_off);
+  const uint8_t *names = t + STOKE__PACK_CLASSES_HEAD;
+  uint32_t crc = stoke__crc32(0, names, nb);
+  if (crc != stoke__le32(t + 8))
+    return BAD("packed source: %s: class table CRC-32 mismatch (stored "
+               "%08x, computed %08x): damaged class names", path,
+               stoke__le32(t + 8), crc);
+  uint32_t k = 0;
+  for (size_t i = 0; i < nb; k++) {
+    const uint8_t *z = memchr(names + i, 0, nb - i);
+    if (!z || z == names + i)
+      return BAD("packed source: %s: class name %u is empty or not "
+                 "terminated", path, k);
+    i = (size_t)(z - names) + 1;
+  }
+  if (k != nc || nc == 0)
+    return BAD("packed source: %s: the class table says %u classes and "
+               "holds %u names", path, nc, k);
+  s->classes = names;
+  s->n_classes = nc;
+  s->classes_bytes = nb;
+  return 0;
+}
+
+/* Check everything about a mapped shard that a read will rely on. */
+static int validate(pack_shard *s, char *err, size_t cap) {
+  const uint8_t *m = s->map;
+  uint64_t size = s->map_len;
+  const char *path = s->path;
+  if (size < STOKE__PACK_HEADER + STOKE__PACK_FOOTER)
+    return BAD("packed source: %s: %llu bytes, too small to be a packed "
+               "shard (truncated?)", path, (unsigned long long)size);
+  if (memcmp(m, STOKE__PACK_MAGIC, 8) != 0)
+    return BAD("packed source: %s: bad magic at offset 0 (not a packed "
+               "shard, or its header was never written)", path);
+  uint32_t version = stoke__le32(m + 8), flags = stoke__le32(m + 12);
+  if (version != STOKE__PACK_VERSION)
+    return BAD("packed source: %s: format version %u, this reader knows %d",
+               path, version, STOKE__PACK_VERSION);
+  uint32_t hcrc = stoke__crc32(0, m, 60);
+  if (hcrc != stoke__le32(m + 60))
+    return BAD("packed source: %s: header CRC-32 mismatch (stored %08x, "
+               "computed %08x): damaged header", path, stoke__le32(m + 60),
+               hcrc);
+  if (flags & ~STOKE__PACK_FLAG_CLASSES)
+    return BAD("packed source: %s: unknown flags %08x (written by a newer "
+               "stoke?)", path, flags);
+  uint64_t n = stoke__le64(m + 16), data_off = stoke__le64(m + 24);
+  uint64_t index_off = stoke__le64(m + 32);
+  uint32_t align = stoke__le32(m + 40), entry = stoke__le32(m + 44);
+  if (entry != STOKE__PACK_ENTRY)
+    return BAD("packed source: %s: entry size %u, expected %d", path, entry,
+               STOKE__PACK_ENTRY);
+  if (align < 8 || align > 65536 || (align & (align - 1)))
+    return BAD("packed source: %s: alignment %u is not a power of two in "
+               "8..65536", path, align);
+  if (data_off < STOKE__PACK_HEADER || data_off % align)
+    return BAD("packed source: %s: data offset %llu is not a multiple of "
+               "%u past the header", path, (unsigned long long)data_off,
+               align);
+  if (index_off < data_off || index_off % 8)
+    return BAD("packed source: %s: index offset %llu is before the data "
+               "(%llu) or unaligned", path, (unsigned long long)index_off,
+               (unsigned long long)data_off);
+  if (index_off > size || n > (size - index_off) / STOKE__PACK_ENTRY)
+    return BAD("packed source: %s: index at offset %llu (%llu entries) "
+               "runs past the end of the file (%llu bytes): truncated or "
+               "damaged", path, (unsigned long long)index_off,
+               (unsigned long long)n, (unsigned long long)size);
+  /* Only now is data_off <= index_off <= size known: the class table
+  ** (before the data) lies inside the file. */
+  if (flags & STOKE__PACK_FLAG_CLASSES) {
+    int rc = validate_classes(s, data_off, err, cap);
+    if (rc) return rc;
+  }
+  uint64_t want = index_off + n * STOKE__PACK_ENTRY + STOKE__PACK_FOOTER;
+  if (want != size)
+    return BAD("packed source: %s: the header says the file is %llu bytes, "
+               "it has %llu: %s", path, (unsigned long long)want,
+               (unsigned long long)size,
+               want > size ? "truncated" : "trailing bytes");
+  const uint8_t *f = m + size - STOKE__PACK_FOOTER;
+  if (memcmp(f + 24, STOKE__PACK_END_MAGIC, 8) != 0)
+    return BAD("packed source: %s: bad footer magic at offset %llu: "
+               "truncated or damaged", path,
+               (unsigned long long)(size - STOKE__PACK_FOOTER));
+  if (stoke__le64(f) != index_off || stoke__le64(f + 8) != n)
+    return BAD("packed source: %s: the footer (index offset %llu, %llu "
+               "samples) disagrees with the header (%llu, %llu)", path,
+               (unsigned long long)stoke__le64(f),
+               (unsigned long long)stoke__le64(f + 8),
+               (unsigned long long)index_off, (unsigned long long)n);
+  const uint8_t *index = m + index_off;
+  uint32_t icrc = stoke__crc32(0, index, (size_t)(n * STOKE__PACK_ENTRY));
+  if (icrc != stoke__le32(f + 16))
+    return BAD("packed source: %s: index CRC-32 mismatch (stored %08x, "
+               "computed %08x): damaged index at offset %llu", path,
+               stoke__le32(f + 16), icrc, (unsigned long long)index_off);
+  uint64_t prev_end = data_off;
+  for (uint64_t k = 0; k < n; k++) {
+    const uint8_t *e = index + k * STOKE__PACK_ENTRY;
+    uint64_t off = stoke__le64(e), len = stoke__le64(e + 8);
+    uint32_t format = stoke__le32(e + 32);
+    if (off % align)
+      return BAD("packed source: %s: entry %llu: offset %llu is not a "
+                 "multiple of %u", path, (unsigned long long)k,
+                 (unsigned long long)off, align);
+    if (off < prev_end)
+      return BAD("packed source: %s: entry %llu: offset %llu overlaps the "
+                 "previous sample or the header (which ends at %llu): "
+                 "entries must be sorted and disjoint", path,
+                 (unsigned long long)k, (unsigned long long)off,
+                 (unsigned long long)prev_end);
+    if (off > index_off || len > index_off - off)
+      return BAD("packed source: %s: entry %llu: %llu bytes at offset %llu "
+                 "run past the data section (ends at %llu)", path,
+                 (unsigned long long)k, (unsigned long long)len,
+                 (unsigned long long)off, (unsigned long long)index_off);
+    if (format >= STOKE__BLOB_FORMAT_COUNT)
+      return BAD("packed source: %s: entry %llu: unknown format %u", path,
+                 (unsigned long long)k, format);
+    int64_t label = (int64_t)stoke__le64(e + 16);
+    if (s->n_classes && (label < 0 || label >= (int64_t)s->n_classes))
+      return BAD("packed source: %s: entry %llu: label %lld is not one of "
+                 "the %u classes", path, (unsigned long long)k,
+                 (long long)label, s->n_classes);
+    prev_end = off + len;
+  }
+  s->index = index;
+  s->n = n;
+  return 0;
+}
+
+/* Shards of one dataset carry one class table, or none: the names of the
+** first, checked against every other. */
+static int shared_classes(const packed_impl *p, const stoke_allocator *a,
+                          stoke__blob_strs *out, char *err, size_t cap) {
+  const pack_shard *s0 = &p->shards[0];
+  for (size_t k = 1; k < p->n_shards; k++) {
+    const pack_shard *s = &p->shards[k];
+    if (s->n_classes != s0->n_classes ||
+        s->classes_bytes != s0->classes_bytes ||
+        (s->classes && memcmp(s->classes, s0->classes, s->classes_bytes)))
+      return BAD("packed source: %s and %s have different class tables "
+                 "(%u and %u classes): shards of different datasets?",
+                 s0->path, s->path, s0->n_classes, s->n_classes);
+  }
+  const char *name = (const char *)s0->classes;
+  for (uint32_t c = 0; c < s0->n_classes; c++) {
+    if (stoke__blob_strs_add(out, a, name, NULL))
+      return stoke__errf(err, cap, STOKE_ENOMEM,
+                         "packed source: out of memory");
+    name += strlen(name) + 1;
+  }
+  return 0;
+}
+
+int stoke__blobset_open_packed(const char *const *specs, size_t n_specs,
+                               unsigned flags, const stoke_allocator *a,
+                               const stoke__sys *sys, stoke__blobset **out,
+                               char *err, size_t cap) {
+  *out = NULL;
+  stoke__blob_strs classes = {0}; /* before any goto fail */
+  if (flags & ~STOKE__PACK_VERIFY_CRC)
+    return stoke__errf(err, cap, STOKE_EINVAL,
+                       "packed source: unknown flags %x", flags);
+  packed_impl *p = stoke__calloc(a, 1, sizeof *p);
+  if (!p)
+    return stoke__errf(err, cap, STOKE_ENOMEM,
+                       "packed source: out of memory");
+  p->flags = flags;
+  p->sys = sys = stoke__sys_or_real(sys);
+  int rc = stoke__blob_expand(specs, n_specs, a, &p->paths, &p->n_shards,
+                              err, cap);
+  if (rc) goto fail;
+  p->n_paths = p->n_shards;
+  p->shards = stoke__calloc(a, p->n_shards, sizeof *p->shards);
+  if (!p->shards) {
+    rc = stoke__errf(err, cap, STOKE_ENOMEM,
+                     "packed source: out of memory");
+    goto fail;
+  }
+  for (size_t k = 0; k < p->n_shards; k++) {
+    pack_shard *s = &p->shards[k];
+    s->path = p->paths[k];
+    int fd = stoke__sys_open(sys, s->path, O_RDONLY | O_CLOEXEC, 0);
+    struct stat st;
+    if (fd < 0 || sys->fstat(sys->user, fd, &st) != 0) {
+      rc = stoke__errf(err, cap, STOKE_EIO, "packed source: %s: %s: %s",
+                       s->path, fd < 0 ? "open" : "stat", strerror(errno));
+      if (fd >= 0) sys->close(sys->user, fd);
+      goto fail;
+    }
+    if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size > SIZE_MAX ||
+        st.st_size < STOKE__PACK_HEADER + STOKE__PACK_FOOTER) {
+      sys->close(sys->user, fd);
+      rc = BAD("packed source: %s: %s", s->path,
+               S_ISREG(st.st_mode) ? "too small to be a packed shard "
+                                     "(truncated?)"
+                                   : "not a regular file");
+      goto fail;
+    }
+    void *m = sys->mmap(sys->user, (size_t)st.st_size, PROT_READ,
+                        MAP_PRIVATE, fd, 0);
+    int map_errno = errno;
+    sys->close(sys->user, fd); /* the mapping keeps the file */
+    if (m == MAP_FAILED) {
+      rc = stoke__errf(err, cap, STOKE_EIO, "packed source: %s: mmap: "
+                       "%s", s->path, strerror(map_errno));
+      goto fail;
+    }
+    s->map = m;
+    s->map_len = (size_t)st.st_size;
+    rc = validate(s, err, cap);
+    if (rc) goto fail;
+    if (s->n > SIZE_MAX - p->n) {
+      rc = BAD("packed source: too many samples");
+      goto fail;
+    }
+    s->first = p->n;
+    p->n += (size_t)s->n;
+  }
+  if (p->n == 0) {
+    rc = BAD("packed source: no sample in %zu shard(s) (first: %s)",
+             p->n_shards, p->paths[0]);
+    goto fail;
+  }
+  /* Empty shards would confuse locate() (several with the same first):
+  ** drop them, keeping their mappings freed. */
+  size_t w = 0;
+  for (size_t k = 0; k < p->n_shards; k++) {
+    if (p->shards[k].n == 0) {
+      sys->munmap(sys->user, (void *)p->shards[k].map,
+                  p->shards[k].map_len);
+      continue;
+    }
+    p->shards[w++] = p->shards[k];
+  }
+  p->n_shards = w;
+  rc = shared_classes(p, a, &classes, err, cap);
+  if (rc) goto fail;
+  p->res = stoke__calloc(a, 1, sizeof *p->res);
+  atomic_bool *touched =
+      p->res ? stoke__calloc(a, p->n_shards, sizeof *touched) : NULL;
+  if (!touched) {
+    rc = stoke__errf(err, cap, STOKE_ENOMEM,
+                     "packed source: out of memory");
+    goto fail;
+  }
+  atomic_init(&p->res->since_drop, 0);
+  for (size_t k = 0; k < p->n_shards; k++) atomic_init(&touched[k], false);
+  p->res->touched = touched;
+  return stoke__blobset_wrap(&packed_ops, p, p->n, &classes, NULL, a, out,
+                             err, cap);
+fail:
+  stoke__blob_strs_free(&classes, a);
+  packed_destroy(p, a);
+  return rc;
+}
