@@ -142,7 +142,12 @@ uint64_t cli_peak_rss_bytes(void);
 
 /* ---- a measured run (run.c) --------------------------------------------- */
 
-enum { CLI_COMPUTE_NONE = 0, CLI_COMPUTE_SLEEP = 1, CLI_COMPUTE_SPIN = 2 };
+enum {
+  CLI_COMPUTE_NONE = 0,
+  CLI_COMPUTE_SLEEP = 1,
+  CLI_COMPUTE_SPIN = 2,
+  CLI_COMPUTE_GPU_SLEEP = 3 /* a kernel spinning on the consumer's stream */
+};
 
 /* Everything a run needs, after defaults and parsing. */
 typedef struct cli_run_spec {
@@ -185,6 +190,9 @@ typedef struct cli_run_result {
   stoke_epoch_stats *epochs; /* n_epochs records, malloc'd */
   stoke_stats stats;         /* steady state (warm-up excluded) */
   stoke_diagnosis diag;
+  stoke_device_info device; /* what served the batches, and why */
+  char device_text[32];     /* eff.device as it was ("cpu", "cuda:0"); eff's
+                               own pointer is NULL: it was the loader's */
   size_t n_measured;    /* epochs that are not warm-up */
   double epoch_s;       /* mean wall seconds of measured epochs */
   double samples_per_s; /* measured samples / measured seconds */
@@ -215,7 +223,7 @@ int cli_parse_synthetic(const char *what, const char *s,
 /* Parse "fixed", "exp", "lognormal" or "lognormal:SIGMA". */
 int cli_parse_cost_dist(const char *what, const char *s,
                         stoke_synthetic_config *synth);
-/* Parse "none", "sleep:12ms", "spin:12ms". */
+/* Parse "none", "sleep:12ms", "spin:12ms", "gpu-sleep:12ms". */
 int cli_parse_compute(const char *what, const char *s, int *kind, int64_t *ns);
 
 /* Canonical text of the source ("sleep:5ms"), the cost distribution
@@ -226,8 +234,9 @@ void cli_fmt_cost_dist(const stoke_synthetic_config *synth, char *buf,
                        size_t n);
 void cli_fmt_compute(int kind, int64_t ns, char *buf, size_t n);
 
-/* One simulated training step of the given kind (CLI_COMPUTE_*): what
-** cli_run does between next() and release; shared with tune. */
+/* One simulated training step of the given kind (CLI_COMPUTE_*, but not
+** GPU_SLEEP, which needs the loader's device): what cli_run does between
+** next() and release; shared with tune. */
 void cli_consumer_step(int kind, int64_t ns);
 
 /* The source options (source_args.c): a dataset (the positional argument)
@@ -279,7 +288,7 @@ size_t cli_opts_join(cli_opt *dst, size_t cap, ...);
 ** cli_source_opts, cli_run_opts and its own options (numbered from
 ** CLI_RUN_OPT_LAST) and hands every id it does not know, positional
 ** arguments (the dataset) included, to cli_run_args_apply. */
-#define CLI_RUN_OPT_LAST 33
+#define CLI_RUN_OPT_LAST 38
 extern const cli_opt cli_run_opts[];
 
 /* The source of bench, profile, tune and budget: the image dataset `data`
@@ -340,6 +349,10 @@ void cli_print_report(FILE *f, const char *cmd, const cli_run_spec *spec,
 /* Human report: the per-epoch table, the steady state and the verdict. */
 void cli_print_epochs(FILE *f, const cli_run_result *res);
 void cli_print_summary(FILE *f, const cli_run_result *res);
+/* The device lines of the report, when a device or pinned memory was asked
+** for: which backend serves and why, the clock, the copies and the
+** overlap. */
+void cli_print_device(FILE *f, const cli_run_result *res);
 void cli_print_verdict(FILE *f, const char *indent,
                        const stoke_diagnosis *diag);
 
@@ -348,6 +361,8 @@ cJSON *cli_config_json(const cli_run_spec *spec, const cli_run_result *res);
 cJSON *cli_epochs_json(const cli_run_result *res);
 cJSON *cli_summary_json(const cli_run_result *res);
 cJSON *cli_stages_json(const cli_run_result *res);
+/* {backend, reason, normalize, clock, copy and overlap figures}. */
+cJSON *cli_device_json(const cli_run_result *res);
 
 /* Write root to path ("-" = stdout), pretty-printed.  Returns CLI_OK or
 ** CLI_ERROR after a message. */

@@ -47,6 +47,21 @@ const char cmd_bench_usage[] =
     "  --timeout MS           fail when one sample takes longer (0 = never)\n"
     "  --mem-budget SIZE      host bytes the loader may use, e.g. 8GiB\n"
     "\n"
+    "device\n"
+    "  --device DEV           cpu (default), cuda or cuda:N: batches copied to\n"
+    "                         the GPU on a copy stream from page-locked slots\n"
+    "                         (CUDA is opened at run time: without a driver or\n"
+    "                         a GPU the run stays on the host and says why;\n"
+    "                         $STOKE_CUDA_LIBRARY names another driver)\n"
+    "  --device-prefetch K    batches copied ahead of the step (1); 0 copies a\n"
+    "                         batch only once the previous one is released\n"
+    "  --pin-memory           page-locked host slots also without --device\n"
+    "  --no-pin-memory        pageable host slots even with --device (slower:\n"
+    "                         such copies are synchronous; for comparison)\n"
+    "  --no-device-normalize  normalise images on the host even with a device\n"
+    "                         (by default a transform ending in normalize,\n"
+    "                         f32/f16 is copied as u8 and normalised on the GPU)\n"
+    "\n"
     "bad samples (docs/quarantine.md)\n"
     "  --on-error POLICY      fail (stop at the first bad sample), skip (the\n"
     "                         batch goes without it) or replace (another\n"
@@ -74,9 +89,14 @@ const char cmd_bench_usage[] =
     "  --no-warmup            measure the first epoch too\n"
     "  --compute STEP         the training step: sleep:12ms (GPU-like, leaves\n"
     "                         the CPU free), spin:12ms (burns the consumer\n"
-    "                         thread's CPU time) or none (none)\n"
+    "                         thread's CPU time), gpu-sleep:12ms (a kernel\n"
+    "                         spinning that long on the consumer's stream;\n"
+    "                         with --device cuda, the clocks are then CUDA\n"
+    "                         events) or none (none)\n"
     "  --trace FILE           write a Chrome trace (open in Perfetto): spans\n"
     "                         per sample and worker, wait and compute per step\n"
+    "                         (with a device, the copy stream's and the\n"
+    "                         consumer stream's tracks too)\n"
     "  --json FILE            write the report as JSON ('-' = stdout; the\n"
     "                         table then goes to stderr)\n"
     "  -q, --quiet            no table\n";
@@ -141,6 +161,7 @@ int cmd_bench(int argc, char **argv) {
       cJSON_AddItemToObject(root, "stages", cli_stages_json(&res));
       cJSON_AddItemToObject(root, "bad_samples", cli_failures_json(spec, &res));
       cJSON_AddItemToObject(root, "resume", cli_resume_json(spec, &res));
+      cJSON_AddItemToObject(root, "device", cli_device_json(&res));
     }
     rc = cli_write_json(json_path, json, root);
     cJSON_Delete(root);

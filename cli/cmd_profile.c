@@ -29,7 +29,8 @@ const char cmd_profile_usage[] =
     "  --synthetic, --samples, --shape, --cost-dist, --classes, -b, -j, --prefetch,\n"
     "  --shuffle, --seed, --drop-last, --rank, --world, --out-of-order,\n"
     "  --no-epoch-prefetch, --timeout, --mem-budget, --epochs, --no-warmup,\n"
-    "  --compute)\n"
+    "  --compute, --device, --device-prefetch, --pin-memory, --no-pin-memory,\n"
+    "  --no-device-normalize)\n"
     "bad samples and resume: as 'stoke help bench' (--on-error,\n"
     "  --max-failures, --quarantine, --save-state, --save-state-every,\n"
     "  --stop-after, --resume, --indices)\n"
@@ -176,6 +177,7 @@ int cmd_profile(int argc, char **argv) {
       cJSON_AddItemToObject(root, "stages", cli_stages_json(&res));
       cJSON_AddItemToObject(root, "bad_samples", cli_failures_json(spec, &res));
       cJSON_AddItemToObject(root, "resume", cli_resume_json(spec, &res));
+      cJSON_AddItemToObject(root, "device", cli_device_json(&res));
       cJSON_AddItemToObject(root, "diagnosis", cli_diagnosis_json(&res, &pr));
     }
     rc = cli_write_json(json_path, json, root);

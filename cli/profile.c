@@ -89,7 +89,8 @@ int cli_profile_analyse(const cli_run_spec *spec, cli_run_result *res,
   ** step the consumer asked for.  The clocks and the prediction stay as
   ** measured. */
   stoke_model vm = pr->model;
-  if (res->consumer_run_delay_ns > 0 && st->steps) {
+  if (res->consumer_run_delay_ns > 0 && st->steps &&
+      st->clock != STOKE_CLOCK_EVENTS) { /* events: the GPU's clock */
     pr->consumer_delay_ns = res->consumer_run_delay_ns / (int64_t)st->steps;
     vm.t_c_ns -= pr->consumer_delay_ns;
     if (vm.t_c_ns < 0)
@@ -208,6 +209,7 @@ static const char *advice_kind_name(int kind) {
   case STOKE_ADVICE_CHEAPER: return "cheaper_samples";
   case STOKE_ADVICE_PREFETCH: return "prefetch";
   case STOKE_ADVICE_ECHO: return "data_echoing";
+  case STOKE_ADVICE_DEVICE_PREFETCH: return "device_prefetch";
   }
   return "?";
 }
@@ -302,6 +304,8 @@ cJSON *cli_diagnosis_json(const cli_run_result *res, const cli_profile *pr) {
     cJSON_AddNumberToObject(e, "prefetch", a->prefetch);
     if (a->kind == STOKE_ADVICE_CHEAPER)
       cJSON_AddStringToObject(e, "stage", stoke_stage_name(a->stage));
+    if (a->kind == STOKE_ADVICE_DEVICE_PREFETCH)
+      cJSON_AddNumberToObject(e, "device_prefetch", a->device_prefetch);
     if (a->kind == STOKE_ADVICE_ECHO)
       cJSON_AddNumberToObject(e, "echo", a->echo);
     cJSON_AddNumberToObject(e, "now_step_ns", (double)a->now_step_ns);

@@ -101,9 +101,11 @@ int cli_parse_compute(const char *what, const char *s, int *kind, int64_t *ns) {
     k = CLI_COMPUTE_SLEEP;
   } else if (len == 4 && strncmp(s, "spin", 4) == 0) {
     k = CLI_COMPUTE_SPIN;
+  } else if (len == 9 && strncmp(s, "gpu-sleep", 9) == 0) {
+    k = CLI_COMPUTE_GPU_SLEEP;
   } else {
-    cli_error("%s: unknown step kind '%.*s' (expected sleep:TIME, spin:TIME "
-              "or none)",
+    cli_error("%s: unknown step kind '%.*s' (expected sleep:TIME, spin:TIME, "
+              "gpu-sleep:TIME or none)",
               what, (int)len, s);
     return -1;
   }
@@ -174,6 +176,8 @@ void cli_fmt_compute(int kind, int64_t ns, char *buf, size_t n) {
     snprintf(buf, n, "sleep:%s", d);
   else if (kind == CLI_COMPUTE_SPIN)
     snprintf(buf, n, "spin:%s", d);
+  else if (kind == CLI_COMPUTE_GPU_SLEEP)
+    snprintf(buf, n, "gpu-sleep:%s", d);
   else
     snprintf(buf, n, "none");
 }
@@ -251,6 +255,14 @@ int cli_result_collect(stoke_loader *l, cli_run_result *res) {
   res->source_samples = stoke_source_n_samples(stoke_loader_source(l));
   stoke_loader_config(l, &res->eff);
   res->eff.source = NULL; /* not ours to keep */
+  /* The loader's copies of its strings go with it: keep the device's
+  ** (results are copied around, so no pointer into one). */
+  snprintf(res->device_text, sizeof res->device_text, "%s",
+           res->eff.device ? res->eff.device : "cpu");
+  res->eff.device = NULL;
+  res->eff.cuda_library = NULL;
+  res->device.struct_size = sizeof(res->device);
+  stoke_loader_device(l, &res->device);
   res->n_batches = stoke_loader_n_batches(l);
   res->n_samples = stoke_loader_n_samples(l);
   res->host_bytes = stoke_loader_host_bytes(l);
@@ -376,6 +388,11 @@ int cli_run(const cli_run_spec *spec, cli_run_result *res) {
     return CLI_ERROR;
   }
   FILE *indices = NULL;
+  /* A step on the device needs the device's kernels: ask once, up front
+  ** (a zero-length step), so the run fails before it starts. */
+  if (spec->compute_kind == CLI_COMPUTE_GPU_SLEEP &&
+      (rc = stoke_loader_gpu_sleep(l, 0)) < 0)
+    goto fail;
   if (resume_run(spec, l, res) != CLI_OK ||
       (spec->indices_path && !(indices = cli_open_output(spec->indices_path)))) {
     stoke_loader_destroy(l);
@@ -395,8 +412,13 @@ int cli_run(const cli_run_spec *spec, cli_run_result *res) {
       if (rc != STOKE_OK)
         goto fail;
       if (indices) write_indices(indices, b);
-      consumer_step(spec->compute_kind, spec->compute_ns);
+      if (spec->compute_kind == CLI_COMPUTE_GPU_SLEEP)
+        rc = stoke_loader_gpu_sleep(l, spec->compute_ns);
+      else
+        consumer_step(spec->compute_kind, spec->compute_ns);
       stoke_batch_release(b);
+      if (rc < 0)
+        goto fail;
       res->batches_run++;
       res->stopped = spec->stop_after && res->batches_run == spec->stop_after;
       if (spec->save_every && res->batches_run % spec->save_every == 0 &&
@@ -406,6 +428,10 @@ int cli_run(const cli_run_spec *spec, cli_run_result *res) {
         break;
     }
   }
+  /* The last steps' events, so that the statistics count them. */
+  rc = stoke_loader_device_sync(l);
+  if (rc < 0)
+    goto fail;
   int64_t delay1 = thread_run_delay_ns();
   if (spec->save_state_path && save_state(spec, l, res) != CLI_OK)
     goto fail_quiet;
@@ -475,6 +501,7 @@ void cli_print_report(FILE *f, const char *cmd, const cli_run_spec *spec,
     fprintf(f, "resumed at batch %llu of epoch %llu from %s\n",
             (unsigned long long)res->start_batch,
             (unsigned long long)res->start_epoch, spec->resume_path);
+  cli_print_device(f, res);
   cli_print_epochs(f, res);
   cli_print_summary(f, res);
   cli_print_failures(f, res);
@@ -487,6 +514,33 @@ void cli_print_report(FILE *f, const char *cmd, const cli_run_spec *spec,
             (unsigned long long)res->state.epoch,
             spec->save_state_path ? ", in " : "",
             spec->save_state_path ? spec->save_state_path : "");
+}
+
+static const char *clock_name(int clock) {
+  switch (clock) {
+  case STOKE_CLOCK_EVENTS: return "cuda events on the consumer's stream";
+  case STOKE_CLOCK_SYNC: return "host, after the sync hook";
+  default: return "host";
+  }
+}
+
+static int asked_device(const cli_run_result *res) {
+  return res->device.requested != STOKE_BACKEND_HOST ||
+         res->device.backend != STOKE_BACKEND_HOST;
+}
+
+void cli_print_device(FILE *f, const cli_run_result *res) {
+  const stoke_device_info *d = &res->device;
+  if (!asked_device(res))
+    return;
+  fprintf(f, "backend: %s\n", d->reason);
+  if (d->backend == STOKE_BACKEND_CUDA) {
+    char b[32];
+    cli_format_bytes(b, sizeof b, d->device_bytes);
+    fprintf(f, "device: %zu slots (%s); normalize: %s\n", d->n_device_slots,
+            b, d->normalize);
+  }
+  fprintf(f, "clock: %s\n", clock_name(d->clock));
 }
 
 static double sec(int64_t ns) { return (double)ns / 1e9; }
@@ -520,6 +574,9 @@ void cli_print_epochs(FILE *f, const cli_run_result *res) {
     fprintf(f, "  %7llu  %7llu\n", (unsigned long long)e->batches,
             (unsigned long long)e->samples);
   }
+  if (res->stats.clock == STOKE_CLOCK_EVENTS)
+    fprintf(f, "(epochs on the host's clock; the steady state below is the "
+               "GPU's, from its events)\n");
 }
 
 static void print_bytes(FILE *f, uint64_t b) {
@@ -549,8 +606,13 @@ void cli_print_summary(FILE *f, const cli_run_result *res) {
   fprintf(f, "  wait ms       p50 %.2f  p95 %.2f  p99 %.2f  max %.2f\n",
           msec(st->wait.p50_ns), msec(st->wait.p95_ns), msec(st->wait.p99_ns),
           msec(st->wait.max_ns));
-  fprintf(f, "  queue empty   %.1f%% of next() calls  (mean depth %.2f)\n",
-          100 * st->queue_empty_frac, st->queue_mean_depth);
+  if (st->clock == STOKE_CLOCK_EVENTS)
+    fprintf(f, "  queue empty   %.1f%% of steps: the stream idled before them "
+               "(host queue mean depth %.2f)\n",
+            100 * st->queue_empty_frac, st->queue_mean_depth);
+  else
+    fprintf(f, "  queue empty   %.1f%% of next() calls  (mean depth %.2f)\n",
+            100 * st->queue_empty_frac, st->queue_mean_depth);
   int any = 0;
   for (int s = 0; s < STOKE_STAGE_COUNT; s++) {
     const stoke_dist *d = &st->stage[s];
@@ -566,6 +628,25 @@ void cli_print_summary(FILE *f, const cli_run_result *res) {
   }
   if (!any)
     fprintf(f, "  stages        none recorded\n");
+  const stoke_dist *copy = &st->stage[STOKE_STAGE_COPY];
+  if (st->backend == STOKE_BACKEND_CUDA && copy->count) {
+    double gbps = copy->total_ns > 0 ? (double)st->copy_bytes /
+                                           (double)copy->total_ns
+                                     : 0.0;
+    fprintf(f, "  copy          %.3f ms per batch (%.2f GB/s), exposed "
+               "%.3f ms per step: %.0f%% hidden under the steps%s\n",
+            msec(copy->mean_ns), gbps, msec(st->copy_wait.mean_ns),
+            100 * st->copy_overlap,
+            st->pageable_copies ? ", from pageable memory" : "");
+    fprintf(f, "  gpu idle      %.1f%% of the stream's time between steps "
+               "(p50 %.3f ms, p99 %.3f ms per step)\n",
+            100 * st->gpu_idle_frac, msec(st->gpu_idle.p50_ns),
+            msec(st->gpu_idle.p99_ns));
+  }
+  if (st->clock == STOKE_CLOCK_EVENTS && st->host_wait.count)
+    fprintf(f, "  host clocks   waiting %.3f s, computing %.3f s inside and "
+               "between next() (the GPU's are above)\n",
+            sec(st->host_wait.total_ns), sec(st->host_compute.total_ns));
   fprintf(f, "  peak RSS      ");
   print_bytes(f, res->peak_rss_bytes);
   fprintf(f, "\n");
@@ -645,6 +726,11 @@ cJSON *cli_config_json(const cli_run_spec *spec, const cli_run_result *res) {
   spec_compute(spec, buf, sizeof(buf));
   cJSON_AddStringToObject(o, "compute", buf);
   cJSON_AddNumberToObject(o, "compute_ns", (double)spec->compute_ns);
+  cJSON_AddStringToObject(o, "device",
+                          res->device_text[0] ? res->device_text : "cpu");
+  cJSON_AddNumberToObject(o, "device_prefetch", c->device_prefetch);
+  cJSON_AddNumberToObject(o, "pin_memory", c->pin_memory);
+  cJSON_AddBoolToObject(o, "device_normalize", c->device_normalize);
   cJSON_AddNumberToObject(o, "batches_per_epoch", (double)res->n_batches);
   cJSON_AddNumberToObject(o, "samples_per_epoch", (double)res->n_samples);
   cJSON_AddNumberToObject(o, "host_bytes", (double)res->host_bytes);
@@ -704,6 +790,49 @@ cJSON *cli_summary_json(const cli_run_result *res) {
   cJSON_AddNumberToObject(o, "peak_rss_bytes", (double)res->peak_rss_bytes);
   cJSON_AddStringToObject(o, "verdict", stoke_verdict_name(res->diag.verdict));
   cJSON_AddStringToObject(o, "verdict_reason", res->diag.reason);
+  return o;
+}
+
+cJSON *cli_device_json(const cli_run_result *res) {
+  const stoke_device_info *d = &res->device;
+  const stoke_stats *st = &res->stats;
+  cJSON *o = cJSON_CreateObject();
+  if (!o)
+    return NULL;
+  cJSON_AddStringToObject(o, "requested", stoke_backend_name(d->requested));
+  cJSON_AddStringToObject(o, "backend", stoke_backend_name(d->backend));
+  cJSON_AddStringToObject(o, "reason", d->reason);
+  cJSON_AddNumberToObject(o, "device", d->device);
+  cJSON_AddStringToObject(o, "name", d->name);
+  cJSON_AddNumberToObject(o, "driver_version", d->driver_version);
+  cJSON_AddNumberToObject(o, "device_slots", (double)d->n_device_slots);
+  cJSON_AddNumberToObject(o, "device_bytes", (double)d->device_bytes);
+  cJSON_AddBoolToObject(o, "normalize_on_device", d->normalize_on_device);
+  cJSON_AddStringToObject(o, "normalize", d->normalize);
+  cJSON_AddStringToObject(o, "clock", st->clock == STOKE_CLOCK_EVENTS
+                                          ? "events"
+                                      : st->clock == STOKE_CLOCK_SYNC
+                                          ? "sync"
+                                          : "host");
+  const stoke_dist *copy = &st->stage[STOKE_STAGE_COPY];
+  cJSON_AddNumberToObject(o, "copies", (double)copy->count);
+  cJSON_AddNumberToObject(o, "copy_mean_ms", msec(copy->mean_ns));
+  cJSON_AddNumberToObject(o, "copy_bytes", (double)st->copy_bytes);
+  cJSON_AddNumberToObject(o, "copy_gbps",
+                          copy->total_ns > 0 ? (double)st->copy_bytes /
+                                                   (double)copy->total_ns
+                                             : 0.0);
+  cJSON_AddNumberToObject(o, "copy_exposed_mean_ms",
+                          msec(st->copy_wait.mean_ns));
+  cJSON_AddNumberToObject(o, "copy_hidden_s", sec(st->copy_hidden_ns));
+  cJSON_AddNumberToObject(o, "copy_overlap", st->copy_overlap);
+  cJSON_AddNumberToObject(o, "gpu_idle_frac", st->gpu_idle_frac);
+  cJSON_AddNumberToObject(o, "gpu_idle_p50_ms", msec(st->gpu_idle.p50_ns));
+  cJSON_AddNumberToObject(o, "gpu_idle_p99_ms", msec(st->gpu_idle.p99_ns));
+  cJSON_AddNumberToObject(o, "host_wait_s", sec(st->host_wait.total_ns));
+  cJSON_AddNumberToObject(o, "host_compute_s", sec(st->host_compute.total_ns));
+  cJSON_AddNumberToObject(o, "pageable_copies", (double)st->pageable_copies);
+  cJSON_AddNumberToObject(o, "untimed_steps", (double)st->untimed_steps);
   return o;
 }
 

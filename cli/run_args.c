@@ -24,6 +24,11 @@ enum {
   RO_EPOCHS,
   RO_NO_WARMUP,
   RO_COMPUTE,
+  RO_DEVICE,
+  RO_DEVICE_PREFETCH,
+  RO_PIN_MEMORY,
+  RO_NO_PIN_MEMORY,
+  RO_NO_DEVICE_NORMALIZE,
   RO_JSON,
   RO_TRACE,
   RO_QUIET,
@@ -55,6 +60,12 @@ const cli_opt cli_run_opts[] = {{"batch-size", 'b', 1, RO_BATCH},
                                 {"epochs", 0, 1, RO_EPOCHS},
                                 {"no-warmup", 0, 0, RO_NO_WARMUP},
                                 {"compute", 0, 1, RO_COMPUTE},
+                                {"device", 0, 1, RO_DEVICE},
+                                {"device-prefetch", 0, 1, RO_DEVICE_PREFETCH},
+                                {"pin-memory", 0, 0, RO_PIN_MEMORY},
+                                {"no-pin-memory", 0, 0, RO_NO_PIN_MEMORY},
+                                {"no-device-normalize", 0, 0,
+                                 RO_NO_DEVICE_NORMALIZE},
                                 {"json", 0, 1, RO_JSON},
                                 {"trace", 0, 1, RO_TRACE},
                                 {"quiet", 'q', 0, RO_QUIET},
@@ -184,6 +195,25 @@ int cli_run_args_apply(cli_run_args *a, int id, const char *f,
   case RO_INDICES:
     spec->indices_path = v;
     return 0;
+  case RO_DEVICE:
+    if (strcmp(v, "cpu") != 0 && strcmp(v, "cuda") != 0 &&
+        strncmp(v, "cuda:", 5) != 0) {
+      cli_error("%s: expected cpu, cuda or cuda:N, got '%s'", f, v);
+      return -1;
+    }
+    spec->cfg.device = v; /* the library checks the ordinal */
+    return 0;
+  case RO_DEVICE_PREFETCH:
+    return cli_parse_uint(f, v, 0, 1024, &spec->cfg.device_prefetch);
+  case RO_PIN_MEMORY:
+    spec->cfg.pin_memory = 1;
+    return 0;
+  case RO_NO_PIN_MEMORY:
+    spec->cfg.pin_memory = 0;
+    return 0;
+  case RO_NO_DEVICE_NORMALIZE:
+    spec->cfg.device_normalize = 0;
+    return 0;
   }
   return cli_source_args_apply(&a->src, id, f, v); /* 1: neither */
 }
@@ -200,11 +230,20 @@ int cli_run_args_finish(cli_run_args *a, const char *cmd) {
     cli_error("--save-state-every: needs --save-state FILE");
     return -1;
   }
+  if (a->spec.compute_kind == CLI_COMPUTE_GPU_SLEEP &&
+      (!a->spec.cfg.device || strcmp(a->spec.cfg.device, "cpu") == 0)) {
+    cli_error("--compute gpu-sleep: runs on the device; give --device cuda");
+    return -1;
+  }
   if (a->warmup && a->spec.epochs < 2) {
     cli_error("--epochs: 1 epoch is all warm-up; use --epochs 2 or more, or "
               "--no-warmup");
     return -1;
   }
+  /* The CUDA events time the consumer's stream: right for a step on the
+  ** GPU, a lie for one on the host, which the host's clock times. */
+  if (a->spec.compute_kind != CLI_COMPUTE_GPU_SLEEP)
+    a->spec.cfg.clock = STOKE_CLOCK_HOST;
   a->spec.data = a->src.data;
   a->spec.image = a->src.image;
   a->spec.synth = a->src.synth;

@@ -58,8 +58,9 @@ STOKE_API const char *stoke_version(void);
   X(BUDGET, -8, "the memory budget is too small for this configuration")      \
   X(NOTSUP, -9, "not supported in this build or on this machine")             \
   X(THREAD, -10, "a thread could not be created")                             \
-  X(FORMAT, -11, "malformed input data")                                     \
-  X(FAILURES, -12, "more bad samples than the failure budget allows")
+  X(FORMAT, -11, "malformed input data")                                      \
+  X(DEVICE, -12, "a CUDA driver call failed")                                 \
+  X(FAILURES, -13, "more bad samples than the failure budget allows")
 
 typedef enum stoke_code {
   STOKE_OK = 0,
@@ -481,6 +482,46 @@ typedef struct stoke_config {
                               prefetch + consumer_slots.  Default 1; 2 for
                               a loop that keeps the previous batch while it
                               asks for the next (Python's for-loop does) */
+  /* The device stage (since 0.2): see "The device stage" below. */
+  const char *device;      /* NULL, "" or "cpu" (default): host batches;
+                              "cuda" or "cuda:N": batches in the memory of
+                              CUDA device N (0 for "cuda").  Copied. */
+  unsigned device_prefetch;/* batches copied to the device ahead of the ones
+                              the caller holds (device_prefetch +
+                              consumer_slots device slots); default 1.  0
+                              with one consumer slot: a batch is copied only
+                              when the previous one is released, so no copy
+                              overlaps the step (for comparison). */
+  int pin_memory;          /* host slots in page-locked memory: -1 (default)
+                              when batches are copied to a device; 1 also
+                              without a device, for callers who copy
+                              themselves; 0 never (device copies then come
+                              from pageable memory: slower, counted in
+                              stoke_stats.pageable_copies, and the doctor
+                              says so) */
+  uintptr_t cuda_stream;   /* the consumer's CUstream as an integer (0 or 1:
+                              the legacy default stream, 2: per-thread;
+                              from PyTorch, torch.cuda.current_stream()
+                              .cuda_stream).  next() makes it wait for the
+                              batch's copy, stoke_batch_release() records
+                              the release on it, and the EVENTS clock times
+                              the steps on it.  Default 0. */
+  const char *cuda_library;/* the CUDA driver library to dlopen; NULL
+                              (default): $STOKE_CUDA_LIBRARY if set, else
+                              "libcuda.so.1".  Copied. */
+  int device_normalize;    /* 1 (default): an image field whose transform
+                              ends in normalize / f32 or f16 is copied as
+                              u8 and normalised on the device (4x fewer
+                              bytes over PCIe), bit for bit as on the
+                              host; 0: normalised on the host */
+  int clock;               /* stoke_clock: what the two clocks measure;
+                              default STOKE_CLOCK_AUTO */
+  void (*step_sync)(void *user); /* NULL (default), or called at each
+                              next() before its clocks are read: it makes
+                              the step's device work complete (e.g.
+                              torch.cuda.synchronize), so that host wall
+                              time is honest (STOKE_CLOCK_SYNC) */
+  void *step_sync_user;    /* passed to step_sync */
   /* Bad samples (since 0.2; see stoke_on_error). */
   int on_error;            /* stoke_on_error; default FAIL */
   /* The failure budget of SKIP and REPLACE: bad samples found in one epoch
@@ -503,6 +544,20 @@ typedef struct stoke_config {
   ** Copied. */
   const char *quarantine_path;
 } stoke_config;
+
+/* What the two clocks of a loader measure (stoke_config.clock). */
+typedef enum stoke_clock {
+  STOKE_CLOCK_AUTO = 0,   /* EVENTS when a CUDA backend serves and no
+                             step_sync is given; SYNC with step_sync; HOST
+                             otherwise */
+  STOKE_CLOCK_HOST = 1,   /* host wall time around next(): honest for
+                             host work, a lie for asynchronous GPU work */
+  STOKE_CLOCK_EVENTS = 2, /* CUDA events on cuda_stream: waiting is the
+                             stream idle between steps, computing its
+                             work; host times are kept as host_wait and
+                             host_compute */
+  STOKE_CLOCK_SYNC = 3    /* host wall time, after step_sync */
+} stoke_clock;
 
 /* Fill cfg with defaults (and cfg->struct_size). */
 STOKE_API void stoke_config_init(stoke_config *cfg);
@@ -569,7 +624,9 @@ STOKE_API int stoke_loader_set_epoch(stoke_loader *l, uint64_t epoch);
 STOKE_API size_t stoke_loader_n_batches(const stoke_loader *l);
 /* Samples per epoch for this rank (after padding or dropping). */
 STOKE_API size_t stoke_loader_n_samples(const stoke_loader *l);
-/* The configuration in force (defaults resolved, e.g. n_workers). */
+/* The configuration in force (defaults resolved, e.g. n_workers).  Its
+** strings (device, cuda_library) are the loader's copies: valid while the
+** loader lives. */
 STOKE_API void stoke_loader_config(const stoke_loader *l, stoke_config *out);
 /* The loader's source (borrowed: valid while l lives). */
 STOKE_API const stoke_source *stoke_loader_source(const stoke_loader *l);
@@ -612,6 +669,107 @@ STOKE_API int stoke_batch_field(const stoke_batch *b, size_t f,
                                 stoke_tensor *out);
 
 /* ------------------------------------------------------------------------ */
+/* The device stage                                                          */
+/*
+** With cfg.device = "cuda[:N]", stoke opens the CUDA driver API
+** (libcuda.so.1, with dlopen: nothing of CUDA is needed to build stoke)
+** and uses the device's primary context, so its memory, streams and events
+** are PyTorch's too.  Host batch slots are page-locked; each completed
+** batch is copied to a device slot on stoke's own copy stream as soon as
+** one is free, and next() hands out device batches (stoke_tensor.data is
+** then a CUdeviceptr) up to device_prefetch ahead.  next() makes
+** cfg.cuda_stream wait on the copy (cuStreamWaitEvent): the host never
+** blocks on the GPU.  A device slot is reused only after an event recorded
+** on the consumer's stream at its release has completed, a host slot only
+** after its copy has.  An image field whose transform ends in normalize /
+** f32 or f16 is copied as u8 and normalised on the device (with the
+** kernels built in: nvcc at build time), bit for bit as on the host.
+**
+** When CUDA cannot serve (no library, no device, a driver too old) the
+** loader runs on host memory all the same; stoke_loader_device() says
+** which backend serves and why.
+*/
+
+typedef enum stoke_backend {
+  STOKE_BACKEND_HOST = 0,   /* host memory from the allocator */
+  STOKE_BACKEND_PINNED = 1, /* page-locked host memory; copies are yours */
+  STOKE_BACKEND_CUDA = 2    /* batches copied to a CUDA device */
+} stoke_backend;
+
+/* "host", "pinned", "cuda"; "?" otherwise. */
+STOKE_API const char *stoke_backend_name(int backend);
+
+typedef enum stoke_memory {
+  STOKE_MEMORY_HOST = 1,   /* pageable host memory (DLPack kDLCPU) */
+  STOKE_MEMORY_PINNED = 2, /* page-locked host memory (kDLCUDAHost) */
+  STOKE_MEMORY_CUDA = 3    /* device memory: data is a CUdeviceptr (kDLCUDA) */
+} stoke_memory;
+
+typedef struct stoke_device_info {
+  size_t struct_size;      /* set by the caller: sizeof(stoke_device_info) */
+  int requested;           /* stoke_backend the configuration asked for */
+  int backend;             /* stoke_backend serving */
+  int device;              /* CUDA ordinal, or -1 */
+  char name[96];           /* the device's name, or "" */
+  int driver_version;      /* e.g. 13000 for CUDA 13.0; 0 when not opened */
+  uint64_t total_bytes;    /* the device's memory */
+  uint64_t free_bytes;     /* free when the loader was created */
+  size_t n_device_slots;
+  uint64_t device_bytes;   /* what the loader allocated on the device */
+  int normalize_on_device; /* 1: the image field is normalised there */
+  int clock;               /* stoke_clock in force */
+  char reason[256];        /* one line: the backend and why, e.g. "host:
+                              device cuda asked for, but no CUDA driver
+                              library: libcuda.so.1: cannot open ..." */
+  char normalize[160];     /* one line: where normalisation runs and why */
+} stoke_device_info;
+
+/* What serves l's batches.  0 or STOKE_EINVAL.  Any thread.  Since 0.2. */
+STOKE_API int stoke_loader_device(const stoke_loader *l,
+                                  stoke_device_info *out);
+
+/* Where b's field data lie: a stoke_memory; *device (may be NULL) gets the
+** CUDA ordinal (for CUDA and pinned memory; -1 for host memory).  Since
+** 0.2. */
+STOKE_API int stoke_batch_memory(const stoke_batch *b, int *device);
+
+/* Make `stream` (a CUstream as an integer, as cfg.cuda_stream) wait until
+** b's data are on the device: cuStreamWaitEvent on its copy's event; the
+** host does not block.  For DLPack's __dlpack__(stream=...).  next()
+** already did it for cfg.cuda_stream.  Host and pinned batches: nothing to
+** wait for, 0.  Returns 0, STOKE_EINVAL, or STOKE_EDEVICE (message in
+** stoke_errmsg of the loader, which is then poisoned).  Any thread.
+** Since 0.2. */
+STOKE_API int stoke_batch_wait_stream(stoke_batch *b, uintptr_t stream);
+
+/* Give b back once the work queued so far on `stream` (a CUstream as an
+** integer) is done with it: an event is recorded on stream now, and the
+** slot is reused only after it has completed; the host does not wait.
+** Use it for device batches read by kernels on a stream other than
+** cfg.cuda_stream, and for pinned batches copied asynchronously by the
+** caller (x.to("cuda", non_blocking=True) then del x: torch does not keep
+** memory it did not allocate alive during the copy).  stoke_batch_release
+** is this with cfg.cuda_stream for device and pinned batches.  Host
+** batches: the same as stoke_batch_release.  Returns 0, STOKE_EINVAL or
+** STOKE_EDEVICE (the batch is then released all the same).  Any thread.
+** Since 0.2. */
+STOKE_API int stoke_batch_release_stream(stoke_batch *b, uintptr_t stream);
+
+/* Wait until every step's events on cfg.cuda_stream (up to the last
+** next()) have completed and count them, so that stoke_loader_stats
+** includes the last steps; the consumer's thread, between epochs or at
+** the end.  Blocks on the GPU, so not inside a training loop.  0,
+** STOKE_EDEVICE, or 0 with nothing to do without CUDA.  Since 0.2. */
+STOKE_API int stoke_loader_device_sync(stoke_loader *l);
+
+/* Enqueue on cfg.cuda_stream a kernel that spins for ns of GPU time: a
+** simulated training step of known length, for benchmarks and tests.
+** Returns 0; STOKE_ENOTSUP without the CUDA backend or without the
+** kernels (built without nvcc, or the module did not load); or
+** STOKE_EDEVICE.  The consumer's thread.  Since 0.2. */
+STOKE_API int stoke_loader_gpu_sleep(stoke_loader *l, int64_t ns);
+
+/* ------------------------------------------------------------------------ */
 /* Statistics: the two clocks                                                */
 
 typedef enum stoke_stage {
@@ -644,7 +802,10 @@ typedef struct stoke_stats {
   double wait_ratio;      /* wait / (wait + compute) */
   /* Ready queue seen at each next(): batches complete and not yet handed
   ** out. */
-  double queue_empty_frac; /* share of next() calls that found none */
+  double queue_empty_frac; /* share of next() calls that found none; with
+                              the EVENTS clock, share of steps whose stream
+                              idled before they started (their batch was
+                              not ready on the GPU) */
   double queue_mean_depth;
   uint64_t queue_depth_hist[16]; /* depth 0..14, and 15 for 15 or more */
   /* Producer side, summed over workers (or the caller's thread at W = 0). */
@@ -655,6 +816,27 @@ typedef struct stoke_stats {
   uint64_t bytes;          /* batch bytes delivered */
   unsigned n_workers;      /* the loader's, for reading the numbers */
   unsigned prefetch;
+  /* The device stage (since 0.2).  Copy times and the stream's waits are
+  ** CUDA events; everything here is 0 with the plain backend. */
+  int backend;             /* stoke_backend serving */
+  int clock;               /* stoke_clock in force: what wait and compute
+                              above measure */
+  unsigned device_prefetch;
+  stoke_dist host_wait;    /* EVENTS clock: host time inside next() */
+  stoke_dist host_compute; /* EVENTS clock: host time between next()s */
+  stoke_dist copy_wait;    /* per step: the consumer's stream waited for the
+                              batch's copy (the copy exposed) */
+  stoke_dist gpu_idle;     /* per step: the consumer's stream idle between
+                              the end of one step and the start of the
+                              next (copy_wait included) */
+  int64_t copy_hidden_ns;  /* copy time (stage[STOKE_STAGE_COPY]) not
+                              exposed: hidden under the steps */
+  double copy_overlap;     /* copy_hidden_ns / copy total, 0..1 */
+  double gpu_idle_frac;    /* gpu_idle / (gpu_idle + computing) */
+  uint64_t copy_bytes;     /* bytes copied to the device */
+  uint64_t pageable_copies;/* copies made from pageable host memory */
+  uint64_t untimed_steps;  /* steps the events could not time (the stream
+                              more than 30 steps behind the host) */
   /* Bad samples since the loader was created, warm-up included (since
   ** 0.2): every one met (failures: fills that failed, substitutes
   ** included; quarantined: not read because the quarantine lists them) and
@@ -892,6 +1074,13 @@ STOKE_API void stoke_twoclock_destroy(stoke_twoclock *c); /* NULL: no-op */
 STOKE_API int64_t stoke_twoclock_enter(stoke_twoclock *c);
 /* A batch of n_samples arrived: the wait stops, computing starts. */
 STOKE_API int64_t stoke_twoclock_leave(stoke_twoclock *c, size_t n_samples);
+/* A whole step timed by another clock, e.g. CUDA events on the
+** consumer's stream (wait = the stream idle before the step's work,
+** compute = its work), recorded as enter/leave would; the epoch starts
+** with the first one.  Feed a clock either this way or by enter/leave,
+** not both.  0 or STOKE_EINVAL (negative times). */
+STOKE_API int stoke_twoclock_record(stoke_twoclock *c, int64_t wait_ns,
+                                    int64_t compute_ns, size_t n_samples);
 /* The iteration is over (or was left early): the last step stops
 ** computing and the epoch is recorded.  No-op outside an epoch.  0, or
 ** STOKE_ENOMEM when the record could not be kept. */
@@ -1048,7 +1237,9 @@ typedef enum stoke_advice_kind {
   STOKE_ADVICE_PIN_COPY = 4,  /* pinned memory and asynchronous copies */
   STOKE_ADVICE_CHEAPER = 5,   /* cheaper per-sample work (dominant stage) */
   STOKE_ADVICE_PREFETCH = 6,  /* deeper prefetch for variance or slots */
-  STOKE_ADVICE_ECHO = 7       /* data echoing, the last resort */
+  STOKE_ADVICE_ECHO = 7,      /* data echoing, the last resort */
+  STOKE_ADVICE_DEVICE_PREFETCH = 8 /* the copy is exposed: copy further
+                                      ahead (device_prefetch) */
 } stoke_advice_kind;
 
 typedef struct stoke_advice {
@@ -1058,6 +1249,7 @@ typedef struct stoke_advice {
   unsigned prefetch;
   int stage;                 /* CHEAPER: the dominant stoke_stage */
   unsigned echo;             /* ECHO: times each batch is used */
+  unsigned device_prefetch;  /* DEVICE_PREFETCH: the depth it proposes */
   int64_t now_step_ns;       /* the model's step of the run as it is */
   int64_t predicted_step_ns; /* the step if the advice is taken */
   double speedup;            /* now / predicted */
@@ -1096,6 +1288,17 @@ typedef struct stoke_host_ledger {
   uint64_t total_bytes;    /* the sum: what stoke_loader_host_bytes says */
   uint64_t budget_bytes;   /* cfg->mem_budget_bytes; 0 = no limit */
   uint64_t trace_bytes;    /* span rings when cfg->trace_events > 0 */
+  /* The device stage (since 0.2): what the device slots take, as the
+  ** loader allocates them when CUDA serves. */
+  int pinned;              /* host slots in page-locked memory */
+  size_t n_device_slots;   /* device_prefetch + consumer_slots with a device,
+                              else 0 */
+  uint64_t device_batch_bytes; /* one device slot */
+  uint64_t device_bytes;   /* the slots, plus the normalisation's staging
+                              buffer and table */
+  uint64_t device_free_bytes; /* the device's free memory, checked before
+                                 allocation (stoke_loader_ledger of a loader
+                                 on a device); 0 when unknown */
   uint64_t failures_bytes; /* the bad-sample log, SKIP's flags and the
                               quarantine's bitmap (since 0.2) */
 } stoke_host_ledger;

@@ -135,8 +135,12 @@ struct stoke_sample {
   size_t err_cap;
   bool failed;
   bool timed;             /* false: no clock reads for this sample */
+  bool u8_form;           /* write the field of the source's u8_form as u8
+                             pixels (the device normalises them) */
   struct stoke__trace *trace; /* the worker's, or NULL when not tracing */
 };
+
+struct stoke__u8_form;
 
 typedef struct stoke__source_ops {
   int (*fill)(stoke_source *src, stoke_sample *s);
@@ -154,6 +158,14 @@ typedef struct stoke__source_ops {
   void (*scratch_destroy)(stoke_source *src, const stoke_allocator *a,
                           void *scratch);
 } stoke__source_ops;
+
+/* A float field the source can also write as u8 pixels for the device to
+** normalise (its fill then sees stoke_sample.u8_form), with the table of
+** its values (src/device/device.h): image sources whose transform ends in
+** f32 or f16 (src/source/image.c).  Returns true and fills *out, or
+** false. */
+bool stoke__source_u8_form(const stoke_source *src,
+                           struct stoke__u8_form *out);
 
 struct stoke_source {
   atomic_long refs;          /* atomic, acq_rel: last release frees */
@@ -264,6 +276,8 @@ static inline uint64_t stoke__counter_get(const atomic_uint_least64_t *c) {
 typedef struct stoke__producer_stats {
   stoke__hist stage[STOKE_STAGE_COUNT];
   atomic_uint_least64_t busy_ns, cpu_ns, chunks, samples;
+  /* The device thread's (src/device/copy.c); 0 for workers. */
+  atomic_uint_least64_t copy_bytes, pageable_copies;
 } stoke__producer_stats;
 
 /* What the consumer measures.  Written only by the consumer. */
@@ -272,7 +286,17 @@ typedef struct stoke__consumer_stats {
   stoke__hist wait, compute;
   atomic_uint_least64_t depth[STOKE__DEPTH_BINS];
   atomic_uint_least64_t steps, samples, bytes;
+  /* The device stage (src/device/stream.c): with the EVENTS clock, wait
+  ** and compute come from events and the host's own times go here. */
+  stoke__hist host_wait, host_compute, copy_wait, gpu_idle;
+  atomic_uint_least64_t untimed_steps;
+  atomic_uint_least64_t idle_steps; /* steps the stream found nothing to run
+                                       (idle past STOKE__IDLE_STEP_NS) */
 } stoke__consumer_stats;
+
+/* A step whose stream idled longer than this before it started found its
+** batch not ready: the events' "queue empty" (src/device/stream.c). */
+#define STOKE__IDLE_STEP_NS 20000
 
 /* Everything summed, for snapshots and the warm-up baseline. */
 typedef struct stoke__stats_snap {
@@ -281,6 +305,9 @@ typedef struct stoke__stats_snap {
   uint64_t depth[STOKE__DEPTH_BINS];
   uint64_t busy_ns, cpu_ns, chunks, produced;
   uint64_t steps, samples, bytes;
+  stoke__hist_snap host_wait, host_compute, copy_wait, gpu_idle;
+  uint64_t copy_bytes, pageable_copies, untimed_steps, idle_steps;
+  bool clock_events;      /* set by the reader: the loader's clock is EVENTS */
 } stoke__stats_snap;
 
 void stoke__stats_snap_producer(const stoke__producer_stats *p,
@@ -297,7 +324,11 @@ void stoke__stats_publish(const stoke__stats_snap *s, stoke_stats *out);
 enum {
   STOKE__EV_WAIT = 8,    /* consumer inside next(); arg = batch number */
   STOKE__EV_COMPUTE = 9, /* consumer between next() calls */
-  STOKE__EV_DEPTH = 10   /* counter: ready batches seen at next() */
+  STOKE__EV_DEPTH = 10,  /* counter: ready batches seen at next() */
+  /* The device stage's tracks, from CUDA events (src/device/): */
+  STOKE__EV_GPU_STEP = 11,      /* consumer stream: a step's work */
+  STOKE__EV_GPU_COPY_WAIT = 12, /* consumer stream: waiting for the copy */
+  STOKE__EV_GPU_IDLE = 13       /* consumer stream: idle, no step queued */
 };
 
 typedef struct stoke__trace_event {

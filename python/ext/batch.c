@@ -35,6 +35,8 @@ sk_bref *sk_bref_new(stoke_batch *b) {
   atomic_init(&r->refs, 1);
   r->b = b;
   r->borrowed = 0;
+  r->on_stream = 0;
+  r->release_stream = 0;
   return r;
 }
 
@@ -47,6 +49,8 @@ sk_bref *sk_bref_borrow(stoke_batch *b) {
   atomic_init(&r->refs, 1);
   r->b = b;
   r->borrowed = 1;
+  r->on_stream = 0;
+  r->release_stream = 0;
   return r;
 }
 
@@ -58,7 +62,12 @@ void sk_bref_decref(sk_bref *r) {
   if (!r) return;
   /* acq_rel: the thread that releases sees every other holder's writes. */
   if (atomic_fetch_sub_explicit(&r->refs, 1, memory_order_acq_rel) == 1) {
-    if (!r->borrowed) stoke_batch_release(r->b);
+    if (r->borrowed)
+      ; /* its owner releases it */
+    else if (r->on_stream)
+      stoke_batch_release_stream(r->b, r->release_stream);
+    else
+      stoke_batch_release(r->b);
     free(r);
   }
 }
@@ -151,8 +160,15 @@ PyObject *sk_capsule_new(sk_bref *r, size_t f, int versioned) {
   if (!e) return PyErr_NoMemory();
   DLTensor dl = {0};
   dl.data = t.data;
-  dl.device.device_type = kDLCPU;
-  dl.device.device_id = 0;
+  int dev = -1;
+  if (stoke_batch_memory(r->b, &dev) == STOKE_MEMORY_CUDA) {
+    dl.device.device_type = kDLCUDA;
+    dl.device.device_id = dev;
+  } else {
+    /* Pinned memory too: torch 1.13 rejects kDLCUDAHost. */
+    dl.device.device_type = kDLCPU;
+    dl.device.device_id = 0;
+  }
   dl.ndim = t.ndim;
   dl.dtype = dl_dtype(t.dtype);
   int64_t stride = 1;
@@ -221,7 +237,21 @@ static void field_dealloc(sk_Field *self) {
   PyObject_Free(self);
 }
 
+/* The field's memory: a stoke_memory, *dev its CUDA ordinal. */
+static int field_memory(const sk_Field *self, int *dev) {
+  return stoke_batch_memory(self->ref->b, dev);
+}
+
 static int field_getbuffer(sk_Field *self, Py_buffer *view, int flags) {
+  int dev = -1;
+  if (field_memory(self, &dev) == STOKE_MEMORY_CUDA) {
+    PyErr_Format(PyExc_BufferError,
+                 "field '%s' is in the memory of CUDA device %d: no buffer "
+                 "on the host (use __dlpack__, e.g. torch.from_dlpack)",
+                 self->t.name ? self->t.name : "", dev);
+    view->obj = NULL;
+    return -1;
+  }
   view->obj = (PyObject *)self;
   Py_INCREF(self);
   view->buf = self->t.data;
@@ -241,6 +271,12 @@ static int field_getbuffer(sk_Field *self, Py_buffer *view, int flags) {
 
 static PyBufferProcs field_as_buffer = {(getbufferproc)field_getbuffer, NULL};
 
+/* DLPack's (device type, ordinal) of memory. */
+static PyObject *want_device(int memory, int dev) {
+  if (memory == STOKE_MEMORY_CUDA) return Py_BuildValue("(ii)", kDLCUDA, dev);
+  return Py_BuildValue("(ii)", kDLCPU, 0);
+}
+
 /* Arguments torch and numpy pass (stream, max_version, dl_device, copy);
 ** others are ignored, as the array API asks. */
 static PyObject *field_dlpack(sk_Field *self, PyObject *args, PyObject *kw) {
@@ -254,22 +290,33 @@ static PyObject *field_dlpack(sk_Field *self, PyObject *args, PyObject *kw) {
     if ((v = PyDict_GetItemString(kw, "dl_device"))) dl_device = v;
     if ((v = PyDict_GetItemString(kw, "copy"))) copy = v;
   }
-  (void)stream; /* host memory: no stream to order against */
+  int dev = -1;
+  int memory = field_memory(self, &dev);
   if (copy == Py_True) {
     PyErr_SetString(PyExc_BufferError,
                     "stoke batches are shared, not copied (copy=True)");
     return NULL;
   }
   if (dl_device != Py_None) {
-    PyObject *want = Py_BuildValue("(ii)", kDLCPU, 0);
+    PyObject *want = want_device(memory, dev);
     int same = want ? PyObject_RichCompareBool(dl_device, want, Py_EQ) : -1;
+    if (same == 0)
+      PyErr_Format(PyExc_BufferError, "this field lives on %R, not %R",
+                   want, dl_device);
     Py_XDECREF(want);
-    if (same < 0) return NULL;
-    if (!same) {
-      PyErr_SetString(PyExc_BufferError,
-                      "stoke batch fields live on the CPU (1, 0)");
-      return NULL;
+    if (same != 1) return NULL;
+  }
+  if (memory == STOKE_MEMORY_CUDA) {
+    /* The stream protocol: the consumer's stream waits on the copy, on
+    ** the GPU; the host never does.  None is the legacy default stream. */
+    uintptr_t s = 1;
+    if (stream != Py_None) {
+      s = (uintptr_t)PyLong_AsUnsignedLongLong(stream);
+      if (PyErr_Occurred()) return NULL;
     }
+    int rc = stoke_batch_wait_stream(self->ref->b, s);
+    if (rc != 0) return sk_raise(rc, "cannot make the stream wait for the "
+                                     "batch's copy");
   }
   int versioned = 0;
   if (max_version != Py_None) {
@@ -285,7 +332,9 @@ static PyObject *field_dlpack(sk_Field *self, PyObject *args, PyObject *kw) {
 }
 
 static PyObject *field_dlpack_device(sk_Field *self, PyObject *noargs) {
-  return Py_BuildValue("(ii)", kDLCPU, 0);
+  int dev = -1;
+  int memory = field_memory(self, &dev); /* before dev is read */
+  return want_device(memory, dev);
 }
 
 static PyObject *field_numpy(sk_Field *self, PyObject *noargs) {
@@ -325,6 +374,14 @@ static PyObject *field_get_nbytes(sk_Field *self, void *c) {
   return PyLong_FromSize_t(self->t.n_bytes);
 }
 
+static PyObject *field_get_memory(sk_Field *self, void *c) {
+  int dev = -1;
+  int m = field_memory(self, &dev);
+  return PyUnicode_FromString(m == STOKE_MEMORY_CUDA     ? "cuda"
+                              : m == STOKE_MEMORY_PINNED ? "pinned"
+                                                         : "host");
+}
+
 static PyObject *field_get_data_ptr(sk_Field *self, void *c) {
   return PyLong_FromVoidPtr(self->t.data);
 }
@@ -350,7 +407,7 @@ static PyMethodDef field_methods[] = {
      "__dlpack__(stream=None, *, max_version=None, dl_device=None, "
      "copy=None): a DLPack capsule sharing this field's memory."},
     {"__dlpack_device__", (PyCFunction)field_dlpack_device, METH_NOARGS,
-     "(1, 0): the CPU (pinned memory too)."},
+     "(1, 0) for host memory (pinned too), (2, N) for CUDA device N."},
     {"numpy", (PyCFunction)field_numpy, METH_NOARGS,
      "An ndarray sharing this field's memory."},
     {"torch", (PyCFunction)field_torch, METH_NOARGS,
@@ -362,6 +419,8 @@ static PyGetSetDef field_getset[] = {
     {"dtype", (getter)field_get_dtype, NULL, "'u8', 'i64', 'f32', ...", NULL},
     {"name", (getter)field_get_name, NULL, "the field's name", NULL},
     {"nbytes", (getter)field_get_nbytes, NULL, "bytes of the field", NULL},
+    {"memory", (getter)field_get_memory, NULL,
+     "'host', 'pinned' or 'cuda' (then data_ptr is a device pointer)", NULL},
     {"data_ptr", (getter)field_get_data_ptr, NULL,
      "address of the first byte (for tests and interop)", NULL},
     {NULL, NULL, NULL, NULL, NULL}};
@@ -615,7 +674,33 @@ static PyObject *to_array(sk_bref *r, size_t f, const sk_output *out) {
   return a;
 }
 
+/* A pinned or device batch going to torch is released after the work
+** torch queues on its current stream meanwhile (x.to("cuda",
+** non_blocking=True); del x).  0, or -1 with an exception. */
+static int capture_stream(sk_bref *r, const sk_output *out) {
+  if (!out->stream || stoke_batch_memory(r->b, NULL) == STOKE_MEMORY_HOST)
+    return 0;
+  /* torch.cuda.current_stream() gives a Stream (.cuda_stream is the
+  ** CUstream); a caller's callable may give the handle itself. */
+  PyObject *s = PyObject_CallNoArgs(out->stream);
+  PyObject *h = !s ? NULL
+                : PyLong_Check(s) ? Py_NewRef(s)
+                                  : PyObject_GetAttrString(s, "cuda_stream");
+  Py_XDECREF(s);
+  if (!h) return -1;
+  unsigned long long v = PyLong_AsUnsignedLongLong(h);
+  Py_DECREF(h);
+  if (PyErr_Occurred()) return -1;
+  r->on_stream = 1;
+  r->release_stream = (uintptr_t)v;
+  return 0;
+}
+
 PyObject *sk_deliver(sk_bref *r, const sk_output *out) {
+  if (capture_stream(r, out) < 0) {
+    sk_bref_decref(r);
+    return NULL;
+  }
   if (out->mode == SK_OUT_STOKE) return batch_new(r, out->names);
   size_t n = stoke_batch_n_fields(r->b);
   PyObject *res = NULL;

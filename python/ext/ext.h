@@ -71,6 +71,11 @@ typedef struct sk_bref {
   stoke_batch *b;
   int borrowed;  /* b belongs to someone else (a tune sweep), who releases
                     it: the last count frees only the reference */
+  int on_stream; /* release after the work queued on release_stream (torch's
+                    current stream when the batch was handed out): a pinned
+                    or device slot is not refilled under an asynchronous
+                    copy or kernel that still reads it */
+  uintptr_t release_stream;
 } sk_bref;
 
 /* A reference owning b (count 1).  NULL with MemoryError set (b is then
@@ -92,6 +97,8 @@ typedef struct sk_output {
   PyObject *names;    /* tuple of the field names (str) */
   PyObject *to_torch; /* torch.utils.dlpack.from_dlpack, or NULL */
   PyObject *to_numpy; /* numpy.asarray, or NULL */
+  PyObject *stream;   /* torch.cuda.current_stream, or NULL: called for a
+                         pinned or device batch to know its release stream */
 } sk_output;
 
 /* What one batch becomes in mode out->mode: a stoke.Batch, or the fields

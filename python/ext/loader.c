@@ -88,14 +88,16 @@ static PyObject *raise_loader(sk_Loader *self, int rc) {
 
 /* __init__(source_spec, config, output, layout, names, to_torch, to_numpy) */
 static int loader_init(sk_Loader *self, PyObject *args, PyObject *kw) {
-  static char *kwlist[] = {"source", "config", "output", "layout", "names",
-                           "to_torch", "to_numpy", NULL};
-  PyObject *spec, *config, *names, *to_torch = Py_None, *to_numpy = Py_None;
+  static char *kwlist[] = {"source",   "config",   "output", "layout",
+                           "names",    "to_torch", "to_numpy", "stream",
+                           NULL};
+  PyObject *spec, *config, *names, *to_torch = Py_None, *to_numpy = Py_None,
+           *stream = Py_None;
   int output, layout;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "O!O!iiO!|OO", kwlist,
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "O!O!iiO!|OOO", kwlist,
                                    &PyDict_Type, &spec, &PyDict_Type, &config,
                                    &output, &layout, &PyTuple_Type, &names,
-                                   &to_torch, &to_numpy))
+                                   &to_torch, &to_numpy, &stream))
     return -1;
   if (self->l) {
     PyErr_SetString(sk_err.Error, "the loader is already initialised");
@@ -134,6 +136,18 @@ static int loader_init(sk_Loader *self, PyObject *args, PyObject *kw) {
     sk_raise_tls(rc);
     return -1;
   }
+  stoke_device_info di = {.struct_size = sizeof di};
+  if (output == SK_OUT_NUMPY && stoke_loader_device(l, &di) == 0 &&
+      di.backend == STOKE_BACKEND_CUDA) {
+    Py_BEGIN_ALLOW_THREADS
+    stoke_loader_destroy(l);
+    Py_END_ALLOW_THREADS
+    sk_keep_release(&self->keep);
+    PyErr_SetString(sk_err.Config,
+                    "output='numpy' cannot hold batches in CUDA memory: use "
+                    "output='torch' (or 'stoke', whose fields speak DLPack)");
+    return -1;
+  }
   self->l = l;
   self->pid = getpid();
   self->out.mode = output;
@@ -141,6 +155,7 @@ static int loader_init(sk_Loader *self, PyObject *args, PyObject *kw) {
   self->out.names = Py_NewRef(names);
   self->out.to_torch = to_torch == Py_None ? NULL : Py_NewRef(to_torch);
   self->out.to_numpy = to_numpy == Py_None ? NULL : Py_NewRef(to_numpy);
+  self->out.stream = stream == Py_None ? NULL : Py_NewRef(stream);
   self->spec = Py_NewRef(spec);
   self->in_epoch = 0;
   self->cpu0_ns = cfg.warmup_epochs == 0 ? process_cpu_ns() : -1;
@@ -172,6 +187,7 @@ static void loader_dealloc(sk_Loader *self) {
   Py_CLEAR(self->out.names);
   Py_CLEAR(self->out.to_torch);
   Py_CLEAR(self->out.to_numpy);
+  Py_CLEAR(self->out.stream);
   Py_CLEAR(self->spec);
   Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -179,6 +195,7 @@ static void loader_dealloc(sk_Loader *self) {
 static int loader_traverse(sk_Loader *self, visitproc visit, void *arg) {
   Py_VISIT(self->out.to_torch);
   Py_VISIT(self->out.to_numpy);
+  Py_VISIT(self->out.stream);
   Py_VISIT(self->spec);
   return 0;
 }
@@ -302,6 +319,38 @@ static PyObject *loader_host_bytes(sk_Loader *self, PyObject *noargs) {
   return l ? PyLong_FromUnsignedLongLong(stoke_loader_host_bytes(l)) : NULL;
 }
 
+/* What serves the batches: stoke_loader_device as a dict. */
+static PyObject *loader_device_info(sk_Loader *self, PyObject *noargs) {
+  stoke_loader *l = sk_loader_get(self);
+  if (!l) return NULL;
+  stoke_device_info d = {.struct_size = sizeof d};
+  int rc = stoke_loader_device(l, &d);
+  if (rc != 0) return sk_raise(rc, stoke_errmsg(l));
+  return Py_BuildValue(
+      "{s:s,s:s,s:i,s:s,s:i,s:K,s:K,s:n,s:K,s:O,s:i,s:s,s:s}", "backend",
+      stoke_backend_name(d.backend), "requested",
+      stoke_backend_name(d.requested), "device", d.device, "name", d.name,
+      "driver_version", d.driver_version, "total_bytes",
+      (unsigned long long)d.total_bytes, "free_bytes",
+      (unsigned long long)d.free_bytes, "device_slots",
+      (Py_ssize_t)d.n_device_slots, "device_bytes",
+      (unsigned long long)d.device_bytes, "normalize_on_device",
+      d.normalize_on_device ? Py_True : Py_False, "clock", d.clock, "reason",
+      d.reason, "normalize", d.normalize);
+}
+
+/* Wait for the device's last steps so that the statistics count them. */
+static PyObject *loader_device_sync(sk_Loader *self, PyObject *noargs) {
+  stoke_loader *l = sk_loader_get(self);
+  if (!l) return NULL;
+  int rc;
+  Py_BEGIN_ALLOW_THREADS
+  rc = stoke_loader_device_sync(l);
+  Py_END_ALLOW_THREADS
+  if (rc != 0) return sk_raise(rc, stoke_errmsg(l));
+  Py_RETURN_NONE;
+}
+
 static PyObject *loader_get_closed(sk_Loader *self, void *c) {
   return PyBool_FromLong(self->l == NULL);
 }
@@ -318,6 +367,12 @@ static PyMethodDef loader_methods[] = {
      "save_trace(path): a Chrome/Perfetto trace of the spans kept."},
     {"_config", (PyCFunction)loader_config, METH_NOARGS,
      "The configuration in force (C names)."},
+    {"device_info", (PyCFunction)loader_device_info, METH_NOARGS,
+     "Which backend serves the batches (host, pinned, cuda) and why, the "
+     "device, its memory and the loader's share, where normalisation runs."},
+    {"device_sync", (PyCFunction)loader_device_sync, METH_NOARGS,
+     "Wait for the device's last steps so that stats() counts them "
+     "(between epochs: it blocks on the GPU)."},
     {"host_bytes", (PyCFunction)loader_host_bytes, METH_NOARGS,
      "Host bytes the loader allocated (its memory ledger's total)."},
     {"stats", (PyCFunction)sk_loader_stats, METH_NOARGS,

@@ -248,7 +248,24 @@ int sk_config_from_dict(PyObject *d, stoke_config *c) {
       sk_dict_u64(d, "mem_budget_bytes", &c->mem_budget_bytes) ||
       sk_dict_int(d, "prefetch_next_epoch", &c->prefetch_next_epoch) ||
       sk_dict_size(d, "trace_events", &c->trace_events) ||
-      sk_dict_size(d, "max_chunk", &c->max_chunk))
+      sk_dict_size(d, "max_chunk", &c->max_chunk) ||
+      sk_dict_uint(d, "device_prefetch", &c->device_prefetch) ||
+      sk_dict_int(d, "pin_memory", &c->pin_memory) ||
+      sk_dict_int(d, "device_normalize", &c->device_normalize) ||
+      sk_dict_int(d, "clock", &c->clock))
     return -1;
+  uint64_t stream = c->cuda_stream;
+  if (sk_dict_u64(d, "cuda_stream", &stream)) return -1;
+  c->cuda_stream = (uintptr_t)stream;
+  /* The strings are copied by stoke_loader_create; d keeps them alive
+  ** until then. */
+  const char *v;
+  PyObject *o = sk_dict_str(d, "device", &v);
+  if (!o) return -1;
+  if (v) c->device = v;
+  Py_DECREF(o);
+  if (!(o = sk_dict_str(d, "cuda_library", &v))) return -1;
+  if (v) c->cuda_library = v;
+  Py_DECREF(o);
   return 0;
 }

@@ -160,6 +160,22 @@ static PyObject *twoclock_end_epoch(sk_TwoClock *self, PyObject *noargs) {
   Py_RETURN_NONE;
 }
 
+/* _record(wait_ns, compute_ns, n_samples): a step timed by another clock
+** (CUDA events: stoke.TwoClock(sync="cuda")). */
+static PyObject *twoclock_record(sk_TwoClock *self, PyObject *args) {
+  long long w, c;
+  Py_ssize_t n = 0;
+  if (!ready(self) || !PyArg_ParseTuple(args, "LL|n", &w, &c, &n)) return NULL;
+  int rc = stoke_twoclock_record(self->c, w, c, n < 0 ? 0 : (size_t)n);
+  if (rc != 0) return sk_raise(rc, "a step's times must not be negative");
+  Py_RETURN_NONE;
+}
+
+/* The samples in a batch, as __next__ counts them. */
+static PyObject *twoclock_batch_len(PyObject *mod, PyObject *item) {
+  return PyLong_FromSize_t(batch_len(item));
+}
+
 static PyObject *twoclock_summary(sk_TwoClock *self, PyObject *noargs) {
   return ready(self) ? sk_twoclock_json(self, SK_JSON_SUMMARY) : NULL;
 }
@@ -200,6 +216,9 @@ static PyObject *twoclock_get_wrapped(sk_TwoClock *self, void *c) {
 static PyMethodDef twoclock_methods[] = {
     {"end_epoch", (PyCFunction)twoclock_end_epoch, METH_NOARGS,
      "Record the epoch in progress now (iter() does it after a break)."},
+    {"_record", (PyCFunction)twoclock_record, METH_VARARGS, NULL},
+    {"_batch_len", (PyCFunction)twoclock_batch_len, METH_O | METH_STATIC,
+     NULL},
     {"_summary", (PyCFunction)twoclock_summary, METH_NOARGS, NULL},
     {"_document", (PyCFunction)twoclock_document, METH_NOARGS, NULL},
     {"_diagnosis", (PyCFunction)twoclock_diagnosis, METH_NOARGS, NULL},

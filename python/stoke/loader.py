@@ -201,6 +201,44 @@ def resolve_workers(num_workers):
     return num_workers
 
 
+def _torch_cuda():
+    """torch.cuda when torch is imported and has a usable GPU, else None."""
+    import sys
+    torch = sys.modules.get("torch")
+    try:
+        return torch.cuda if torch is not None and torch.cuda.is_available() \
+            else None
+    except Exception:
+        return None
+
+
+def device_config(device=None, device_prefetch=1, pin_memory=None,
+                  device_normalize=True, cuda_library=None, cuda_stream=None):
+    """The device stage's part of the C configuration, and the callable
+    that gives torch's current stream (None without a torch GPU)."""
+    if device in (None, "", "cpu"):
+        device = None
+    elif not (device == "cuda" or (isinstance(device, str) and
+                                   device.startswith("cuda:") and
+                                   device[5:].isdigit())):
+        raise ValueError(f"device: expected None, 'cpu', 'cuda' or "
+                         f"'cuda:N', got {device!r}")
+    cuda = _torch_cuda() if (device or pin_memory) else None
+    if cuda_stream is None:
+        # The consumer's stream: next() makes it wait on each copy, and a
+        # release is recorded on it.  torch's current stream when torch has
+        # a GPU; else the legacy default stream.
+        cuda_stream = cuda.current_stream().cuda_stream if cuda else 0
+    return {
+        "device": device,
+        "device_prefetch": int(device_prefetch),
+        "pin_memory": -1 if pin_memory is None else int(bool(pin_memory)),
+        "device_normalize": int(bool(device_normalize)),
+        "cuda_library": cuda_library,
+        "cuda_stream": int(cuda_stream),
+    }, (cuda.current_stream if cuda else None)
+
+
 def loader_config(batch_size, *, shuffle=False, seed=0, num_workers=0,
                   prefetch=2, drop_last=False, rank=None, world_size=None,
                   mem_budget=None, timeout=None, out_of_order=False,
@@ -288,7 +326,23 @@ class Loader(_stoke.Loader):
     ``out_of_order``, ``epoch_prefetch``, ``warmup`` (epochs left out of the
     statistics), ``warmup_steps``, ``trace`` (keep spans for
     :meth:`save_trace`), ``max_chunk``, ``shard_drop_last``, and for images
-    ``image_kind``, ``max_pixels``, ``max_bytes``, ``verify_checksums``."""
+    ``image_kind``, ``max_pixels``, ``max_bytes``, ``verify_checksums``.
+
+    ``device="cuda"`` (or ``"cuda:N"``) copies each batch to the GPU on
+    stoke's own stream, ``device_prefetch`` batches ahead, and yields CUDA
+    tensors: torch's current stream (``cuda_stream``) waits on each copy on
+    the GPU, never the host, and a slot is refilled only after the work
+    queued on that stream when the batch was let go.  An image transform
+    ending in ``normalize,...,f32`` is copied as u8 and normalised there
+    (``device_normalize``).  ``pin_memory=True`` puts batches in page-locked
+    memory without copying them, for ``x.to("cuda", non_blocking=True)``:
+    torch does not keep memory it did not allocate alive during such a
+    copy, so a pinned or device batch given to torch is released on the
+    stream that was current when it was handed out (``release_stream``: a
+    callable giving that stream, or its handle; default
+    ``torch.cuda.current_stream``), and its slot refilled only once the work
+    queued there is done.  Without a CUDA driver the loader runs on the
+    host and :meth:`device_info` says why."""
 
     def __init__(self, source, batch_size, *, shuffle=False, seed=0,
                  num_workers=0, prefetch=2, drop_last=False, transform=None,
@@ -296,7 +350,9 @@ class Loader(_stoke.Loader):
                  output=None, out_of_order=False, epoch_prefetch=True,
                  warmup=1, warmup_steps=0, trace=False, max_chunk=0,
                  shard_drop_last=False, image_kind=None, max_pixels=None,
-                 max_bytes=None, verify_checksums=False):
+                 max_bytes=None, verify_checksums=False, device=None,
+                 device_prefetch=1, pin_memory=None, device_normalize=True,
+                 cuda_library=None, cuda_stream=None, release_stream=None):
         spec, layout, names, keep = describe_source(
             source, transform, image_kind, max_pixels, max_bytes,
             verify_checksums)
@@ -307,12 +363,25 @@ class Loader(_stoke.Loader):
             out_of_order=out_of_order, epoch_prefetch=epoch_prefetch,
             warmup=warmup, warmup_steps=warmup_steps, trace=trace,
             max_chunk=max_chunk, shard_drop_last=shard_drop_last)
+        dev, stream = device_config(device, device_prefetch, pin_memory,
+                                    device_normalize, cuda_library,
+                                    cuda_stream)
+        config.update(dev)
         output, mode, to_torch, to_numpy = output_converters(output)
         self._keep = keep  # the arrays the C source borrows
         self.output = output
         self.names = names
+        if release_stream is not None:
+            stream = release_stream
         super().__init__(spec, config, mode, layout, names, to_torch,
-                         to_numpy)
+                         to_numpy, stream if output == "torch" else None)
+        if pin_memory:
+            info = self.device_info()
+            if info["backend"] == "host":
+                import warnings
+                warnings.warn("pin_memory=True, but no CUDA driver serves "
+                              "page-locked memory here (" + info["reason"] +
+                              "): batches stay pageable", stacklevel=2)
 
     def diagnose(self, cores=0, consumer_cpu=None):
         """The verdict, its numbers, the queue model (``model``), its

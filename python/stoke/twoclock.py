@@ -41,22 +41,37 @@ def _resolve_sync(sync):
     if sync is None or callable(sync):
         return sync
     if sync == "cuda":
-        import torch
-        # A full synchronize drains the overlap it measures (seed 000's
-        # researcher note); events on the consumer's stream come with the
-        # device stage.  Without a GPU there is nothing to wait for.
-        return torch.cuda.synchronize if torch.cuda.is_available() else None
+        # With a GPU, sync="cuda" is EventTwoClock's (events, no sync);
+        # without one nothing runs asynchronously: nothing to wait for.
+        return None
     raise ValueError(f"sync: expected a callable, 'cuda' or None, got {sync!r}")
 
 
+def _torch_cuda_available():
+    try:
+        import torch
+        return torch.cuda.is_available()
+    except Exception:
+        return False
+
+
 class TwoClock(_stoke.TwoClock):
+    def __new__(cls, iterable=None, *, sync=None, **kw):
+        # sync="cuda" with a GPU times the steps with CUDA events instead
+        # of a full synchronize, which would drain the very overlap it
+        # measures (seed 000's researcher note).
+        if cls is TwoClock and sync == "cuda" and _torch_cuda_available():
+            cls = EventTwoClock
+        return super().__new__(cls)
+
     """``TwoClock(iterable, *, sync=None, warmup=1, name=None)``
 
     Iterating it iterates ``iterable``; each ``iter()`` is an epoch and the
     first ``warmup`` epochs are left out of the statistics.  ``sync`` (a
-    callable such as ``torch.cuda.synchronize``, or ``"cuda"``) is called
-    before each compute clock is read, so asynchronous GPU work is counted
-    where it ran.  ``ready_wait`` (seconds, default 2 ms): a wait at most
+    callable such as ``torch.cuda.synchronize``) is called before each
+    compute clock is read, so asynchronous GPU work is counted where it
+    ran; ``sync="cuda"`` reads the clocks off the current CUDA stream with
+    events instead (:class:`EventTwoClock`), which drains nothing.  ``ready_wait`` (seconds, default 2 ms): a wait at most
     this long found a batch ready.  Around a torch DataLoader with W
     workers, whose workers each make whole batches in turn, the queue is
     judged over rounds of W steps.  ``trace=N`` keeps N spans for
@@ -133,6 +148,86 @@ class TwoClock(_stoke.TwoClock):
 
     def __repr__(self):
         return f"<stoke.TwoClock around {self.name}>"
+
+
+class EventTwoClock(TwoClock):
+    """TwoClock(iterable, sync="cuda") on a machine with a GPU: each step's
+    clocks are read off the consumer's CUDA stream with events, never by
+    synchronising.  An event is recorded when the loop receives a batch
+    (the step's work starts after it on the stream) and when it asks for
+    the next one (its work was all queued before it): compute is the
+    stream's time between the two, wait the stream's idle time from the
+    last step's end to this one's start.  Events are read when they have
+    completed, a few steps behind; the end of an epoch waits for the
+    last ones.  ``events`` makes an event (default
+    ``torch.cuda.Event(enable_timing=True)``, on the current stream)."""
+
+    def __init__(self, iterable, *, sync="cuda", events=None, **kw):
+        super().__init__(iterable, sync=None, **kw)
+        if events is None:
+            import torch
+            events = lambda: torch.cuda.Event(enable_timing=True)  # noqa: E731
+        self._event = events
+        self._pending = []   # [end of previous, start, end, samples]
+        self._step = None
+        self._epoch_it = None
+
+    def __iter__(self):
+        self._finish_epoch()
+        self._epoch_it = iter(self.wrapped)
+        return self
+
+    def __next__(self):
+        if self._epoch_it is None:
+            iter(self)
+        prev_end = None
+        if self._step is not None:
+            prev_end = self._event()
+            prev_end.record()     # the step's work is all queued now
+            self._step[2] = prev_end
+            self._pending.append(self._step)
+            self._step = None
+        try:
+            item = next(self._epoch_it)
+        except StopIteration:
+            self._finish_epoch()
+            raise
+        start = self._event()
+        start.record()
+        self._step = [prev_end, start, None, _stoke.TwoClock._batch_len(item)]
+        self._drain(block=False)
+        return item
+
+    def _drain(self, block):
+        """Record the pending steps whose events completed, in order."""
+        while self._pending:
+            before, start, end, n = self._pending[0]
+            if not block and not end.query():
+                return
+            if block:
+                end.synchronize()
+            wait_ms = before.elapsed_time(start) if before is not None else 0.0
+            compute_ms = start.elapsed_time(end)
+            self._record(int(max(wait_ms, 0.0) * 1e6),
+                         int(max(compute_ms, 0.0) * 1e6), n)
+            self._pending.pop(0)
+
+    def _finish_epoch(self):
+        if self._step is not None:
+            end = self._event()
+            end.record()
+            self._step[2] = end
+            self._pending.append(self._step)
+            self._step = None
+        if self._pending:
+            self._drain(block=True)
+        if self._epoch_it is not None:
+            self.end_epoch()
+            self._epoch_it = None
+
+    def stats(self):
+        self._drain(block=False)
+        return super().stats()
 
 
 def _rung(kind, text, now_ms=None, predicted_ms=None, **extra):

@@ -11,8 +11,12 @@
 **              cost memory and switches and buy nothing;
 **   prefetch   deeper prefetch when slots cap the workers in flight or the
 **              per-sample spread makes steps wait (variance);
-**   pin/copy   a measured copy on the critical path: pinned memory and
-**              asynchronous copies overlap it;
+**   pin/copy   a measured copy on the critical path: copies from pageable
+**              memory are synchronous (pin it); with the device stage, a
+**              copy the stream waits for is exposed (copy further ahead),
+**              unless it is longer than the step (copy fewer bytes);
+**              without it, pinned memory and asynchronous copies overlap
+**              it;
 **   cheaper    when even the knee leaves the producer slower than the
 **              consumer: make the dominant stage cheaper;
 **   echo       when even all cores cannot keep up: reuse each batch e times
@@ -57,6 +61,18 @@ static stoke_advice *add(ladder *l, int kind, int64_t predicted) {
   a->predicted_step_ns = predicted;
   a->speedup = predicted > 0 ? (double)l->now / (double)predicted : 0.0;
   return a;
+}
+
+/* "pageable memory: pin it", with the step it predicts. */
+static void pin_it(ladder *l, const stoke_stats *st, int64_t predicted) {
+  stoke_advice *a = add(l, STOKE_ADVICE_PIN_COPY, predicted);
+  if (a)
+    snprintf(a->text, sizeof a->text,
+             "pageable memory: pin it (pin_memory 1, --pin-memory): %llu "
+             "copies to the device came from pageable memory, which the "
+             "driver copies synchronously through a staging buffer (%.2f ms "
+             "a batch)", (unsigned long long)st->pageable_copies,
+             ms(st->stage[STOKE_STAGE_COPY].mean_ns));
 }
 
 /* The knee over W at prefetch k: smallest W within KNEE_TOL of the best. */
@@ -132,6 +148,9 @@ int stoke_advise_model(const stoke_model *m, const stoke_stats *st,
                w_knee, ms(a->predicted_step_ns), ms(l.now), w_knee,
                w - w_knee);
     }
+    /* Hidden or not, a pageable copy is synchronous: it holds the copy
+    ** thread and goes through the driver's staging buffer. */
+    if (st->pageable_copies > 0) pin_it(&l, st, l.now);
     *n_out = l.n;
     return 0;
   }
@@ -199,12 +218,39 @@ int stoke_advise_model(const stoke_model *m, const stoke_stats *st,
   }
 
   /* A measured copy on the critical path. */
-  if (m->copy_ns > 0) {
+  if (m->copy_ns > 0 || st->pageable_copies > 0) {
     stoke_model mm = *m;
     mm.copy_ns = 0;
     int64_t s = step_of(&mm, w_adv, k);
-    if ((double)s < (double)base * (1 - GAIN_MIN) &&
-        (a = add(&l, STOKE_ADVICE_PIN_COPY, s)))
+    bool gain = (double)s < (double)base * (1 - GAIN_MIN);
+    const stoke_dist *copy = &st->stage[STOKE_STAGE_COPY];
+    if (st->pageable_copies > 0)
+      pin_it(&l, st, gain ? s : l.now);
+    else if (st->backend == STOKE_BACKEND_CUDA && gain &&
+             copy->mean_ns >= m->t_c_ns && m->t_c_ns > 0 &&
+             (a = add(&l, STOKE_ADVICE_CHEAPER, s))) {
+      a->stage = STOKE_STAGE_COPY;
+      snprintf(a->text, sizeof a->text,
+               "the copy is longer than the step (%.2f ms against %.2f ms): "
+               "no prefetch depth hides it; copy fewer bytes (u8 images "
+               "normalised on the device, a smaller dtype); hidden, "
+               "predicted step %.2f ms (now %.2f ms)",
+               ms(copy->mean_ns), ms(m->t_c_ns), ms(s), ms(l.now));
+    } else if (st->backend == STOKE_BACKEND_CUDA && gain &&
+               (a = add(&l, STOKE_ADVICE_DEVICE_PREFETCH, s))) {
+      a->n_workers = w_adv;
+      a->prefetch = k;
+      a->device_prefetch = st->device_prefetch + 1;
+      snprintf(a->text, sizeof a->text,
+               "the copy is exposed: the stream waits %.2f ms a step for it "
+               "(%.0f%% of the %.2f ms copy); raise the prefetch-to-device "
+               "depth (--device-prefetch %u): predicted step %.2f ms (now "
+               "%.2f ms), %.2fx",
+               ms(m->copy_ns), 100 * (1 - st->copy_overlap),
+               ms(copy->mean_ns), a->device_prefetch, ms(s), ms(l.now),
+               a->speedup);
+    } else if (st->backend != STOKE_BACKEND_CUDA && gain &&
+               (a = add(&l, STOKE_ADVICE_PIN_COPY, s)))
       snprintf(a->text, sizeof a->text,
                "pinned memory and asynchronous copies: the copy takes %.2f ms "
                "per batch; overlapped, predicted step %.2f ms (now %.2f ms), "

@@ -138,7 +138,12 @@ int stoke_model_init(stoke_model *m, const stoke_stats *st,
   }
 
   m->t_c_ns = st->compute.mean_ns;
-  if (st->stage[STOKE_STAGE_COPY].count)
+  /* On the critical path: with the device stage only the part of the copy
+  ** the consumer's stream waited for (the rest ran under the steps);
+  ** otherwise a measured copy, all of it. */
+  if (st->copy_wait.count)
+    m->copy_ns = st->copy_wait.total_ns / (int64_t)st->steps;
+  else if (st->stage[STOKE_STAGE_COPY].count)
     m->copy_ns = st->stage[STOKE_STAGE_COPY].total_ns / (int64_t)st->steps;
   m->chunk = st->chunks ? (size_t)((double)produced / (double)st->chunks + 0.5)
                         : 1;

@@ -334,7 +334,7 @@ void stoke__bad_compact(stoke_loader *l, stoke_batch *b) {
     if (kept != i) {
       b->indices[kept] = b->indices[i];
       for (size_t f = 0; f < l->src->n_fields; f++) {
-        size_t fb = l->src->field_bytes[f];
+        size_t fb = l->field_bytes[f];
         memmove((char *)b->data[f] + kept * fb, (char *)b->data[f] + i * fb,
                 fb);
       }

@@ -11,6 +11,7 @@
 ** tests/unit/test_tune.c checks that the total equals
 ** stoke_loader_host_bytes() of a real loader. */
 #include "pipeline.h"
+#include "device/device.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -26,6 +27,9 @@ void stoke__host_ledger(const stoke_config *c, unsigned n_workers,
   g->n_slots = (size_t)c->prefetch + c->consumer_slots;
   g->n_workers = n_workers;
   g->batch_bytes = b * g->sample_bytes;
+  /* The device terms; a field normalised on the device is u8 in a host
+  ** slot. */
+  stoke__dev_ledger(c, src, g);
   g->slots_bytes = (uint64_t)g->n_slots *
                    (g->batch_bytes + b * sizeof(size_t) + sizeof(stoke_batch));
   g->order_bytes =
@@ -40,6 +44,26 @@ void stoke__host_ledger(const stoke_config *c, unsigned n_workers,
   g->total_bytes = g->slots_bytes + g->order_bytes + g->workers_bytes +
                    g->consumer_bytes + g->trace_bytes + g->failures_bytes;
   g->budget_bytes = c->mem_budget_bytes;
+}
+
+void stoke__loader_ledger_device(const stoke_loader *l, stoke_host_ledger *g) {
+  const stoke__dev *d = l->dev;
+  uint64_t b = l->cfg.batch_size, host_sample = 0;
+  for (size_t f = 0; f < l->src->n_fields; f++)
+    host_sample += l->field_bytes[f];
+  g->pinned = d && d->pinned;
+  g->n_device_slots = d ? d->n_dslots : 0;
+  g->device_bytes = d && d->n_dslots ? d->device_bytes : 0;
+  g->device_batch_bytes = g->n_device_slots ? b * g->sample_bytes : 0;
+  g->device_free_bytes = g->n_device_slots ? d->free_bytes : 0;
+  g->batch_bytes = b * host_sample;
+  if (d && d->clock_stream) /* the copy and consumer streams' tracks */
+    g->trace_bytes += 2 * (uint64_t)l->cfg.trace_events *
+                      sizeof(stoke__trace_event);
+  g->slots_bytes = (uint64_t)g->n_slots *
+                   (g->batch_bytes + b * sizeof(size_t) + sizeof(stoke_batch));
+  g->total_bytes = g->slots_bytes + g->order_bytes + g->workers_bytes +
+                   g->consumer_bytes + g->trace_bytes + g->failures_bytes;
 }
 
 int stoke__host_ledger_check(const stoke_host_ledger *g, unsigned prefetch,
@@ -98,5 +122,6 @@ int stoke_host_ledger_compute(const stoke_config *c, stoke_host_ledger *out) {
 int stoke_loader_ledger(const stoke_loader *l, stoke_host_ledger *out) {
   if (!l || !out) return STOKE_EINVAL;
   stoke__host_ledger(&l->cfg, l->n_workers, &l->plan, l->src, out);
+  stoke__loader_ledger_device(l, out);
   return 0;
 }

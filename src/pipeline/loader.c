@@ -15,6 +15,7 @@
 ** lent stay valid: the last stoke_batch_release frees the loader. */
 #define _POSIX_C_SOURCE 200809L
 #include "pipeline.h"
+#include "device/device.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -33,6 +34,9 @@ void stoke_config_init(stoke_config *cfg) {
   cfg->max_failure_frac = 0.01;
   cfg->max_replace_tries = 8;
   cfg->consumer_slots = 1;
+  cfg->device_prefetch = 1;
+  cfg->pin_memory = -1;
+  cfg->device_normalize = 1;
 }
 
 /* Upper bound on threads: beyond this a config is a typo, not a plan. */
@@ -89,7 +93,7 @@ int stoke__config_validate(const stoke_config *c) {
     return stoke__set_tls_error(STOKE_EINVAL,
                                 "config: quarantine_path is empty (NULL for "
                                 "none)");
-  return 0;
+  return stoke__dev_validate(c);
 }
 
 static int alloc_slots(stoke_loader *l) {
@@ -102,12 +106,11 @@ static int alloc_slots(stoke_loader *l) {
     b->indices = stoke__calloc(l->alloc, l->cfg.batch_size, sizeof(size_t));
     if (!b->indices) return STOKE_ENOMEM;
     for (size_t f = 0; f < l->src->n_fields; f++) {
-      size_t bytes = l->cfg.batch_size * l->src->field_bytes[f];
-      b->data[f] = stoke__alloc_aligned(l->alloc, bytes);
-      if (!b->data[f]) return STOKE_ENOMEM;
-      /* Only malloc's memory: a caller's allocator (pinned host memory for
-      ** the device copy) knows its pages better. */
-      if (!l->alloc) stoke__advise_huge(b->data[f], bytes);
+      /* From the backend: the allocator's memory, or page-locked. */
+      size_t bytes = l->cfg.batch_size * l->field_bytes[f];
+      b->data[f] = stoke__dev_host_alloc(l, bytes);
+      if (!b->data[f])
+        return l->dev && l->dev->pinned ? STOKE_EDEVICE : STOKE_ENOMEM;
     }
     b->next_free = l->free_list;
     l->free_list = b;
@@ -126,6 +129,7 @@ static int alloc_workers(stoke_loader *l) {
     w->sample.err = w->err;
     w->sample.err_cap = sizeof w->err;
     w->sample.seed = l->cfg.seed;
+    w->sample.u8_form = l->dev && l->dev->norm_field >= 0;
     atomic_init(&w->cur_start_ns, 0);
     atomic_init(&w->cur_index, 0);
     w->stats = stoke__alloc_aligned(l->alloc, sizeof *w->stats);
@@ -140,18 +144,28 @@ static int alloc_workers(stoke_loader *l) {
   return 0;
 }
 
+/* Tracks beyond the consumer and the workers: the copy stream's and the
+** consumer stream's, when CUDA events time them. */
+static size_t device_tracks(const stoke_loader *l) {
+  return l->dev && l->dev->clock_stream ? 2 : 0;
+}
+
 static int alloc_traces(stoke_loader *l) {
   l->t0_ns = stoke__now_ns();
   if (l->cfg.trace_events == 0) return 0;
-  size_t n = STOKE__MAX(l->n_workers, 1) + 1;
+  size_t n = STOKE__MAX(l->n_workers, 1) + 1 + device_tracks(l);
   l->traces = stoke__calloc(l->alloc, n, sizeof *l->traces);
   if (!l->traces) return STOKE_ENOMEM;
   for (; l->n_traces < n; l->n_traces++)
     if (stoke__trace_init(&l->traces[l->n_traces], l->alloc,
                           l->cfg.trace_events) != 0)
       return STOKE_ENOMEM;
-  for (size_t i = 0; i < n - 1; i++)
+  for (size_t i = 0; i < STOKE__MAX(l->n_workers, 1); i++)
     l->workers[i].sample.trace = &l->traces[1 + i];
+  if (device_tracks(l)) {
+    l->dev->copy_trace = &l->traces[n - 2];
+    l->dev->stream_trace = &l->traces[n - 1];
+  }
   return 0;
 }
 
@@ -164,7 +178,8 @@ static int init_sync(stoke_loader *l) {
            pthread_mutex_init(&l->stats_mu, NULL) ||
            pthread_mutex_init(&l->fail_mu, NULL) ||
            pthread_cond_init(&l->work_cv, &ca) ||
-           pthread_cond_init(&l->ready_cv, &ca);
+           pthread_cond_init(&l->ready_cv, &ca) ||
+           pthread_cond_init(&l->dev_cv, &ca);
   pthread_condattr_destroy(&ca);
   return rc ? STOKE_ENOMEM : 0;
 }
@@ -175,10 +190,13 @@ static void destroy_sync(stoke_loader *l) {
   pthread_mutex_destroy(&l->fail_mu);
   pthread_cond_destroy(&l->work_cv);
   pthread_cond_destroy(&l->ready_cv);
+  pthread_cond_destroy(&l->dev_cv);
 }
 
 static void free_loader(stoke_loader *l) {
   const stoke_allocator *a = l->alloc;
+  /* First: it waits for the GPU and frees the page-locked slots. */
+  stoke__dev_close(l);
   stoke__bad_free(l);
   if (l->slots) {
     for (size_t i = 0; i < l->n_slots; i++) {
@@ -204,6 +222,8 @@ static void free_loader(stoke_loader *l) {
   stoke__free_aligned(a, l->cstats);
   stoke__free(a, l->baseline);
   stoke__free(a, l->epochs);
+  stoke__free(a, l->device_text);
+  stoke__free(a, l->cuda_library_text);
   stoke__source_release(l->src);
   stoke__free(a, l);
 }
@@ -213,9 +233,11 @@ static void stop_workers(stoke_loader *l, unsigned started) {
   atomic_store_explicit(&l->stop, true, memory_order_relaxed);
   pthread_cond_broadcast(&l->work_cv);
   pthread_cond_broadcast(&l->ready_cv);
+  pthread_cond_broadcast(&l->dev_cv);
   pthread_mutex_unlock(&l->mu);
   for (unsigned i = 0; i < started; i++)
     stoke__thread_join(l->workers[i].thread, l->alloc);
+  stoke__dev_stop(l);
 }
 
 int stoke_loader_create(const stoke_config *cfg, stoke_loader **out) {
@@ -255,12 +277,24 @@ int stoke__loader_create(const stoke_config *cfg, const stoke__sys *sys,
   atomic_init(&l->epochs_done, 0);
 
   rc = stoke__plan_init(&l->plan);
+  /* The strings are the caller's: keep copies. */
+  if (rc == 0 && cfg->device &&
+      !(l->cfg.device = l->device_text = stoke__strdup(l->alloc, cfg->device)))
+    rc = stoke__set_tls_error(STOKE_ENOMEM, "loader: out of memory");
+  if (rc == 0 && cfg->cuda_library &&
+      !(l->cfg.cuda_library = l->cuda_library_text =
+            stoke__strdup(l->alloc, cfg->cuda_library)))
+    rc = stoke__set_tls_error(STOKE_ENOMEM, "loader: out of memory");
+  /* The backend before the ledger: it decides the slots' memory. */
+  if (rc == 0) rc = stoke__dev_open(l);
   if (rc == 0) {
     stoke_host_ledger g;
     stoke__host_ledger(&l->cfg, l->n_workers, &l->plan, l->src, &g);
+    stoke__loader_ledger_device(l, &g);
     l->host_bytes = g.total_bytes;
     rc = stoke__host_ledger_check(&g, l->cfg.prefetch, l->cfg.batch_size);
   }
+  if (rc == 0) rc = stoke__dev_check_memory(l);
   if (rc == 0 && init_sync(l) != 0) {
     free_loader(l);
     return stoke__set_tls_error(STOKE_ENOMEM, "loader: cannot set up locks");
@@ -278,6 +312,7 @@ int stoke__loader_create(const stoke_config *cfg, const stoke__sys *sys,
   if (!mem) memset(l->cstats, 0, sizeof *l->cstats);
   if (!mem) mem = alloc_slots(l);
   if (!mem) mem = stoke__bad_init(l);
+  if (!mem) mem = stoke__dev_alloc(l);
   if (!mem) mem = alloc_workers(l);
   if (!mem) mem = alloc_traces(l);
   if (mem && mem != STOKE_ENOMEM) {
@@ -310,6 +345,15 @@ int stoke__loader_create(const stoke_config *cfg, const stoke__sys *sys,
                                   i, n, stoke_strerror(rc));
     }
   }
+  rc = stoke__dev_start(l, sys);
+  if (rc != 0) {
+    char msg[STOKE__ERRMSG_CAP];
+    snprintf(msg, sizeof msg, "%s", stoke__tls_error());
+    stop_workers(l, l->n_workers);
+    destroy_sync(l);
+    free_loader(l);
+    return stoke__set_tls_error(rc, "%s", msg);
+  }
   *out = l;
   return 0;
 }
@@ -326,7 +370,7 @@ void stoke_loader_destroy(stoke_loader *l) {
   if (!l) return;
   stop_workers(l, l->n_workers);
   pthread_mutex_lock(&l->mu);
-  bool lent = l->n_lent > 0;
+  bool lent = l->n_lent > 0 || l->n_dlent > 0;
   if (lent) l->destroyed = true;
   pthread_mutex_unlock(&l->mu);
   if (!lent) stoke__loader_free(l);
@@ -373,9 +417,12 @@ int stoke_loader_stats(const stoke_loader *l, stoke_stats *out) {
   pthread_mutex_lock(&ml->stats_mu);
   for (size_t i = 0; i < STOKE__MAX(l->n_workers, 1); i++)
     stoke__stats_snap_producer(l->workers[i].stats, snap);
+  if (l->dev && l->dev->stats)
+    stoke__stats_snap_producer(l->dev->stats, snap);
   if (l->have_baseline) stoke__stats_snap_sub(snap, l->baseline);
   pthread_mutex_unlock(&ml->stats_mu);
   stoke__stats_snap_consumer(l->cstats, snap);
+  snap->clock_events = l->clock == STOKE_CLOCK_EVENTS;
   stoke_stats full;
   full.struct_size = sizeof full;
   stoke__stats_publish(snap, &full);
@@ -384,6 +431,9 @@ int stoke_loader_stats(const stoke_loader *l, stoke_stats *out) {
   full.n_workers = l->n_workers;
   full.prefetch = l->cfg.prefetch;
   stoke__bad_stats(l, &full);
+  full.backend = l->dev ? l->dev->backend : STOKE_BACKEND_HOST;
+  full.clock = l->clock;
+  full.device_prefetch = l->dslots ? l->cfg.device_prefetch : 0;
   stoke__free(l->alloc, snap);
   /* A caller built against an older, smaller stoke_stats gets its prefix. */
   size_t n = STOKE__MIN(out->struct_size, sizeof full);
@@ -431,8 +481,13 @@ int stoke_loader_write_trace(stoke_loader *l, const char *path) {
   int rc = tracks && names && name_ptrs ? 0 : STOKE_ENOMEM;
   for (size_t i = 0; rc == 0 && i < n; i++) {
     tracks[i] = &l->traces[i];
+    size_t n_dev = device_tracks(l);
     if (i == 0)
       snprintf(names[i], sizeof names[i], "consumer");
+    else if (n_dev && i == n - 2)
+      snprintf(names[i], sizeof names[i], "copy stream (cuda)");
+    else if (n_dev && i == n - 1)
+      snprintf(names[i], sizeof names[i], "consumer stream (cuda)");
     else if (l->n_workers == 0)
       snprintf(names[i], sizeof names[i], "producer (in next())");
     else

@@ -33,6 +33,7 @@
 ** W = 0: no threads; next() claims the whole batch and fills it inline. */
 #define _POSIX_C_SOURCE 200809L
 #include "pipeline.h"
+#include "device/device.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -111,6 +112,7 @@ static void advance_claims(stoke_loader *l) {
   l->next_batch = 0;
   l->claim_batch = NULL;
   l->claim_open = true;
+  l->copies_ahead = 0;
   pthread_cond_broadcast(&l->ready_cv); /* start_epoch may wait for us */
   pthread_cond_broadcast(&l->work_cv);
 }
@@ -188,7 +190,7 @@ int stoke__fill_one(stoke_loader *l, worker *w, stoke_batch *b, size_t pos,
   else
     stoke_rng_init(&s->rng, l->cfg.seed, b->epoch, index);
   for (size_t f = 0; f < l->src->n_fields; f++)
-    s->dst[f] = (char *)b->data[f] + pos * l->src->field_bytes[f];
+    s->dst[f] = (char *)b->data[f] + pos * l->field_bytes[f];
   w->err[0] = '\0'; /* a reason from an earlier sample is not this one's */
   atomic_store_explicit(&w->cur_index, index, memory_order_relaxed);
   if (timed)
@@ -255,15 +257,6 @@ static void finish_batch(stoke_loader *l, stoke_batch *b) {
     stoke__bad_compact(l, b);
 }
 
-/* Put slot b back in the pool (mu held). */
-static void free_slot_locked(stoke_loader *l, stoke_batch *b) {
-  b->discard = false;
-  b->state = SLOT_FREE;
-  b->next_free = l->free_list;
-  l->free_list = b;
-  pthread_cond_broadcast(&l->work_cv);
-}
-
 /* Publish a filled chunk; the last one in marks the batch READY. */
 static void complete_chunk(stoke_loader *l, stoke_batch *b, size_t n) {
   if (atomic_fetch_sub_explicit(&b->remaining, n, memory_order_acq_rel) != n)
@@ -272,10 +265,12 @@ static void complete_chunk(stoke_loader *l, stoke_batch *b, size_t n) {
   pthread_mutex_lock(&l->mu);
   if (b->discard) {
     /* A prefetched epoch that set_epoch() replaced: back to the pool. */
-    free_slot_locked(l, b);
+    b->discard = false;
+    stoke__slot_free_locked(l, b);
   } else {
     b->state = SLOT_READY;
     pthread_cond_broadcast(&l->ready_cv);
+    if (l->dslots) stoke__dev_kick(l); /* to be copied to the device */
   }
   pthread_mutex_unlock(&l->mu);
 }
@@ -303,6 +298,7 @@ void stoke__take_baseline(stoke_loader *l) {
   memset(snap, 0, sizeof *snap);
   for (size_t i = 0; i < STOKE__MAX(l->n_workers, 1); i++)
     stoke__stats_snap_producer(l->workers[i].stats, snap);
+  if (l->dev && l->dev->stats) stoke__stats_snap_producer(l->dev->stats, snap);
   l->have_baseline = true;
   pthread_mutex_unlock(&l->stats_mu);
 }
@@ -346,18 +342,32 @@ static void drop_undelivered(stoke_loader *l, uint64_t gen) {
     stoke_batch *b = &l->slots[i];
     if (b->gen != gen) continue;
     if (b->state == SLOT_READY) {
-      free_slot_locked(l, b);
+      b->state = SLOT_FREE;
+      b->next_free = l->free_list;
+      l->free_list = b;
     } else if (b->state == SLOT_FILLING) {
       b->discard = true;
     }
   }
+  /* Batches already copied to the device: their device slots go back (a
+  ** copy still running into one is ordered before any later copy into it,
+  ** on the same stream); their host slots are reclaimed as usual. */
+  for (size_t i = 0; i < l->n_dslots; i++) {
+    stoke_batch *d = &l->dslots[i];
+    if (d->gen == gen && d->state == SLOT_READY) d->state = SLOT_FREE;
+  }
+  if (l->dslots) stoke__dev_kick(l);
   stoke_batch *b = l->claim_batch;
   if (b && b->gen == gen) {
     l->claim_batch = NULL;
     size_t unclaimed = b->n - l->claim_pos;
     if (atomic_fetch_sub_explicit(&b->remaining, unclaimed,
-                                  memory_order_acq_rel) == unclaimed)
-      free_slot_locked(l, b);
+                                  memory_order_acq_rel) == unclaimed) {
+      b->discard = false;
+      b->state = SLOT_FREE;
+      b->next_free = l->free_list;
+      l->free_list = b;
+    }
   }
   pthread_cond_broadcast(&l->work_cv);
 }
@@ -366,6 +376,7 @@ static void drop_undelivered(stoke_loader *l, uint64_t gen) {
 ** held). */
 void stoke__discard_prefetch(stoke_loader *l) {
   drop_undelivered(l, l->claim_gen);
+  l->copies_ahead = 0;
   l->claim_batch = NULL;
 }
 
@@ -379,6 +390,8 @@ static void start_epoch(stoke_loader *l, int64_t now) {
   bool ahead = l->claim_open && l->claim_gen != l->deliver_gen;
   if (ahead && l->claim_epoch == target) {
     l->deliver_gen = l->claim_gen; /* keep the prefetched batches */
+    l->copies_cur = l->copies_ahead;
+    l->copies_ahead = 0;
   } else {
     if (ahead) stoke__discard_prefetch(l);
     l->claim_open = false;
@@ -389,6 +402,7 @@ static void start_epoch(stoke_loader *l, int64_t now) {
     l->claim_pos = 0;
     l->next_batch = l->resume_batch; /* 0, or where a restored state was */
     l->claim_open = true;
+    l->copies_cur = l->copies_ahead = 0;
   }
   l->epoch = target;
   l->next_epoch = target + 1;
@@ -402,15 +416,20 @@ static void start_epoch(stoke_loader *l, int64_t now) {
   uint64_t done = atomic_load_explicit(&l->epochs_done, memory_order_relaxed);
   l->epoch_warmup = done < l->cfg.warmup_epochs;
   pthread_cond_broadcast(&l->work_cv);
+  if (l->dslots) stoke__dev_kick(l);
 }
 
 /* The batch next() may hand out now, or NULL (mu held).  *depth is how many
 ** batches were ready to hand out. */
 static stoke_batch *deliverable(stoke_loader *l, size_t *depth) {
+  /* With a device, what next() hands out are device slots whose copy has
+  ** been issued (READY); the host slots are the device thread's. */
+  stoke_batch *slots = l->dslots ? l->dslots : l->slots;
+  size_t n_slots = l->dslots ? l->n_dslots : l->n_slots;
   stoke_batch *best = NULL;
   size_t ready = 0;
-  for (size_t i = 0; i < l->n_slots; i++) {
-    stoke_batch *b = &l->slots[i];
+  for (size_t i = 0; i < n_slots; i++) {
+    stoke_batch *b = &slots[i];
     if (b->state != SLOT_READY || b->gen != l->deliver_gen) continue;
     ready++;
     if (!best || b->number < best->number) best = b;
@@ -420,8 +439,8 @@ static stoke_batch *deliverable(stoke_loader *l, size_t *depth) {
     size_t run = 0;
     for (bool found = true; found;) {
       found = false;
-      for (size_t i = 0; i < l->n_slots; i++) {
-        stoke_batch *b = &l->slots[i];
+      for (size_t i = 0; i < n_slots; i++) {
+        stoke_batch *b = &slots[i];
         if (b->state == SLOT_READY && b->gen == l->deliver_gen &&
             b->number == l->next_deliver + run) {
           run++;
@@ -505,8 +524,29 @@ static void account_compute(stoke_loader *l, int64_t now) {
   if (l->traces)
     stoke__trace_push(&l->traces[0], STOKE__EV_COMPUTE, l->last_return_ns, c,
                       l->last_batch_number, 0);
-  if (l->last_step_measured) stoke__hist_add(&l->cstats->compute, (uint64_t)c);
+  /* With the EVENTS clock the step's compute comes from the stream's
+  ** events (stream.c); the host's time is kept beside it. */
+  if (l->last_step_measured)
+    stoke__hist_add(l->clock == STOKE_CLOCK_EVENTS ? &l->cstats->host_compute
+                                                   : &l->cstats->compute,
+                    (uint64_t)c);
   l->last_return_ns = 0;
+}
+
+/* W = 0 with a device: a batch filled inline is waiting for its copy (mu
+** held); the next one is filled once it has been handed out. */
+static bool inline_in_flight(const stoke_loader *l) {
+  return l->dslots && l->next_batch > l->n_delivered;
+}
+
+/* A host slot will come back without the caller: its copy or the
+** caller's release is still completing (mu held). */
+static bool slot_coming_back(const stoke_loader *l) {
+  for (size_t i = 0; i < l->n_slots; i++)
+    if (l->slots[i].state == SLOT_COPYING ||
+        l->slots[i].state == SLOT_RELEASING)
+      return true;
+  return false;
 }
 
 static bool step_is_measured(stoke_loader *l) {
@@ -532,10 +572,32 @@ static int poisoned(stoke_loader *l) {
 /* next() with a deadline (0: none).  A call that times out leaves the
 ** step pending: the retry keeps its start, its depth and its warm-up
 ** decision, so a step waited for in several calls is measured once. */
+void stoke__fail(stoke_loader *l, int code, const char *msg) {
+  pthread_mutex_lock(&l->mu);
+  stoke__fail_locked(l, code, "%s", msg);
+  pthread_mutex_unlock(&l->mu);
+}
+
+/* Poison l with a device-stage error (mu not held); returns what next()
+** returns for it. */
+static int device_failed(stoke_loader *l, int rc, const char *msg) {
+  stoke__fail(l, rc, msg);
+  pthread_mutex_lock(&l->mu);
+  rc = poisoned(l);
+  pthread_mutex_unlock(&l->mu);
+  return rc;
+}
+
 static int next_until(stoke_loader *l, stoke_batch **out, int64_t deadline) {
   if (!l || !out) return STOKE_EINVAL;
   *out = NULL;
+  /* The step's device work is complete before its clock stops: the
+  ** caller's hook synchronises, or the stream's events will say. */
+  if (l->cfg.step_sync) l->cfg.step_sync(l->cfg.step_sync_user);
+  char derr[STOKE__ERRMSG_CAP];
+  int drc = l->dev ? stoke__dev_next_enter(l, derr, sizeof derr) : 0;
   int64_t t_enter = stoke__now_ns();
+  if (drc) return device_failed(l, drc, derr);
   pthread_mutex_lock(&l->mu);
   bool retry = l->pending_enter_ns != 0;
   if (retry) {
@@ -560,6 +622,7 @@ static int next_until(stoke_loader *l, stoke_batch **out, int64_t deadline) {
   size_t depth = 0;
   stoke_batch *b = deliverable(l, &depth);
   size_t depth_seen = retry ? l->pending_depth : depth;
+  size_t n_out = l->dslots ? l->n_dslots : l->n_slots;
   int rc = 0;
 again:
   while (!b) {
@@ -567,21 +630,27 @@ again:
       rc = poisoned(l);
       break;
     }
-    if (l->n_workers == 0) {
-      if (!l->free_list) {
+    if ((l->dslots ? l->n_dlent : l->n_lent) == n_out) {
+      rc = STOKE_EBUSY; /* nothing can be handed out until a release */
+      break;
+    }
+    if (l->n_workers == 0 && !inline_in_flight(l)) {
+      if (!l->free_list && !slot_coming_back(l)) {
         rc = STOKE_EBUSY;
         break;
       }
-      rc = fill_inline(l, &b);
-      if (rc) {
-        rc = poisoned(l);
-        break;
+      if (l->free_list) {
+        rc = fill_inline(l, &b);
+        if (rc) {
+          rc = poisoned(l);
+          break;
+        }
+        if (!l->dslots) break;
+        /* With a device the host batch goes to the device thread first. */
+        b = NULL;
+        stoke__dev_kick(l);
       }
-      break;
-    }
-    if (l->n_lent == l->n_slots) {
-      rc = STOKE_EBUSY; /* nothing can be produced until a release */
-      break;
+      /* Else a copy or a release gives a slot back first. */
     }
     if (!timed_wait(l, deadline)) {
       l->pending_enter_ns = t_enter;
@@ -596,14 +665,20 @@ again:
     if (rc == STOKE_EBUSY)
       snprintf(l->lastmsg, sizeof l->lastmsg,
                "all %zu batch slots are held by the caller; release one "
-               "before next() (or raise prefetch)", l->n_slots);
+               "before next() (or raise %s)", n_out,
+               l->dslots ? "device_prefetch" : "prefetch");
     pthread_mutex_unlock(&l->mu);
     return rc;
   }
   if (b->n == 0) {
     /* on_error SKIP left this batch without a sample: it is not handed
     ** out, but its place in the epoch is passed. */
-    free_slot_locked(l, b);
+    if (l->dslots) {
+      b->state = SLOT_FREE; /* a device slot: the device thread reuses it */
+      stoke__dev_kick(l);
+    } else {
+      stoke__slot_free_locked(l, b);
+    }
     l->n_delivered++;
     if (l->cfg.in_order) l->next_deliver++;
     if (l->n_delivered == l->plan.n_batches) {
@@ -616,7 +691,10 @@ again:
     goto again;
   }
   b->state = SLOT_LENT;
-  l->n_lent++;
+  if (l->dslots)
+    l->n_dlent++;
+  else
+    l->n_lent++;
   l->n_delivered++;
   if (l->cfg.in_order) l->next_deliver++;
   pthread_mutex_unlock(&l->mu);
@@ -635,7 +713,8 @@ again:
   l->epoch_samples += b->n;
   if (measured) {
     stoke__consumer_stats *c = l->cstats;
-    stoke__hist_add(&c->wait, (uint64_t)wait);
+    stoke__hist_add(l->clock == STOKE_CLOCK_EVENTS ? &c->host_wait : &c->wait,
+                    (uint64_t)wait);
     stoke__counter_add(
         &c->depth[STOKE__MIN(depth_seen, (size_t)STOKE__DEPTH_BINS - 1)], 1);
     stoke__counter_add(&c->steps, 1);
@@ -644,6 +723,19 @@ again:
   }
   l->last_step_measured = measured;
   l->last_return_ns = t_ret;
+  if (l->dev &&
+      (drc = stoke__dev_next_lent(l, b, measured, derr, sizeof derr)) != 0) {
+    /* The caller never gets b: it is not lent (the loader stops, so no
+    ** copy will go into it again), and destroy() need not wait for it. */
+    pthread_mutex_lock(&l->mu);
+    b->state = SLOT_FREE;
+    if (l->dslots)
+      l->n_dlent--;
+    else
+      l->n_lent--;
+    pthread_mutex_unlock(&l->mu);
+    return device_failed(l, drc, derr);
+  }
   *out = b;
   return STOKE_OK;
 }
@@ -658,21 +750,40 @@ int stoke_loader_next_timed(stoke_loader *l, stoke_batch **out,
   return next_until(l, out, stoke__now_ns() + timeout_ns);
 }
 
-void stoke_batch_release(stoke_batch *b) {
-  if (!b) return;
+void stoke__slot_free_locked(stoke_loader *l, stoke_batch *b) {
+  b->state = SLOT_FREE;
+  b->next_free = l->free_list;
+  l->free_list = b;
+  pthread_cond_broadcast(&l->work_cv);
+  pthread_cond_broadcast(&l->ready_cv); /* W = 0 may wait for a slot */
+}
+
+bool stoke__last_release_locked(const stoke_loader *l) {
+  return l->destroyed && l->n_lent == 0 && l->n_dlent == 0;
+}
+
+int stoke_batch_release_stream(stoke_batch *b, uintptr_t stream) {
+  if (!b) return STOKE_EINVAL;
   stoke_loader *l = b->owner;
+  /* Device slots and pinned host slots wait for the stream's event; the
+  ** device stage owns their way back. */
+  if (l->dev && b->dev)
+    return stoke__dev_release(l, b, (CUstream)stream);
   pthread_mutex_lock(&l->mu);
   if (b->state == SLOT_LENT) {
-    b->state = SLOT_FREE;
-    b->next_free = l->free_list;
-    l->free_list = b;
     l->n_lent--;
-    pthread_cond_broadcast(&l->work_cv);
+    stoke__slot_free_locked(l, b);
   }
   /* destroy() ran while this batch was out: the last one back frees. */
-  bool last = l->destroyed && l->n_lent == 0;
+  bool last = stoke__last_release_locked(l);
   pthread_mutex_unlock(&l->mu);
   if (last) stoke__loader_free(l);
+  return 0;
+}
+
+void stoke_batch_release(stoke_batch *b) {
+  if (!b) return;
+  stoke_batch_release_stream(b, b->owner->cfg.cuda_stream);
 }
 
 int stoke_loader_end_epoch(stoke_loader *l) {

@@ -14,8 +14,14 @@
 typedef enum slot_state {
   SLOT_FREE = 0,  /* in the free list */
   SLOT_FILLING,   /* assigned a batch; workers are writing samples */
-  SLOT_READY,     /* every sample written; waiting for next() */
-  SLOT_LENT       /* handed to the caller until stoke_batch_release */
+  SLOT_READY,     /* every sample written; waiting for next() (with a
+                     device: for the device thread to copy it) */
+  SLOT_LENT,      /* handed to the caller until stoke_batch_release */
+  /* The device stage (src/device/device.h): */
+  SLOT_COPYING,   /* host slot: its copy to a device slot is issued; free
+                     once the copy's event completed */
+  SLOT_RELEASING  /* released by the caller; free once the release's event
+                     (recorded on the caller's stream) completed */
 } slot_state;
 
 struct stoke_batch {
@@ -39,6 +45,8 @@ struct stoke_batch {
   uint8_t *skip;                 /* SKIP: batch_size flags, 1 = the sample
                                     at that position is left out; owned */
   atomic_size_t n_skipped, n_replaced;
+  bool on_device;                /* a device slot: data[] are CUdeviceptr */
+  struct stoke__slot_dev *dev;   /* device-stage state, or NULL */
 };
 
 typedef struct worker {
@@ -67,12 +75,25 @@ struct stoke_loader {
   stoke_batch *slots;
   size_t sample_bytes;
   uint64_t host_bytes;
+  /* Bytes of one sample of each field in a host slot: the source's, or u8
+  ** pixels for a field the device normalises. */
+  size_t field_bytes[STOKE__MAX_FIELDS];
+  /* The device stage (src/device/device.h); NULL: plain host memory and
+  ** none of the fields below is used. */
+  struct stoke__dev *dev;
+  int clock;                     /* stoke_clock in force (never AUTO) */
+  stoke_batch *dslots;           /* device slots (CUDA backend), or NULL */
+  size_t n_dslots;
+  char *device_text, *cuda_library_text; /* owned copies of cfg's */
 
   pthread_mutex_t mu;
   pthread_cond_t work_cv;        /* workers: a slot was freed, an epoch
                                     started, or stop */
   pthread_cond_t ready_cv;       /* consumer: a batch became READY, an
                                     error, or stop */
+  pthread_cond_t dev_cv;         /* the device thread: a batch became
+                                    READY, a slot was released, an epoch
+                                    started, or stop */
   /* Protected by mu.  Two sides: the consumer delivers epoch `epoch`
   ** (generation deliver_gen) while workers assign batches of claim_epoch
   ** (generation claim_gen): the same epoch, or with prefetch_next_epoch the
@@ -93,6 +114,11 @@ struct stoke_loader {
   size_t n_delivered;            /* batches handed out this epoch */
   size_t n_lent;                 /* slots held by the caller */
   stoke_batch *free_list;
+  /* Device slots (mu): how many are lent, and how many batches of the
+  ** delivered epoch (copies_cur) and of a prefetched next one
+  ** (copies_ahead) the device thread has copied: it copies in order. */
+  size_t n_dlent;
+  size_t copies_cur, copies_ahead;
   int error;                     /* first fatal error, 0 if none */
   bool error_reported;           /* next() returned it once already */
   char errmsg[STOKE__ERRMSG_CAP];/* kept from the first error; never
@@ -171,6 +197,9 @@ int stoke__config_validate(const stoke_config *c);
 void stoke__host_ledger(const stoke_config *c, unsigned n_workers,
                         const stoke__plan *plan, const stoke_source *src,
                         stoke_host_ledger *g);
+/* The same terms from what loader l chose (its backend, the field sizes of
+** its host slots, its device slots). */
+void stoke__loader_ledger_device(const stoke_loader *l, stoke_host_ledger *g);
 int stoke__host_ledger_check(const stoke_host_ledger *g, unsigned prefetch,
                              size_t batch_size);
 
@@ -201,6 +230,11 @@ int stoke__bad_sample(stoke_loader *l, worker *w, stoke_batch *b, size_t pos,
 void stoke__bad_compact(stoke_loader *l, stoke_batch *b);
 /* The counters of stoke_stats. */
 void stoke__bad_stats(const stoke_loader *l, stoke_stats *st);
+/* Give a host slot back to the free list and wake the workers (mu held). */
+void stoke__slot_free_locked(stoke_loader *l, stoke_batch *b);
+/* destroy() ran and the caller holds no slot any more (mu held): the
+** releaser frees the loader. */
+bool stoke__last_release_locked(const stoke_loader *l);
 /* Take the producers' totals as the warm-up baseline (consumer thread). */
 void stoke__take_baseline(stoke_loader *l);
 /* Record a finished epoch (consumer thread). */
@@ -208,6 +242,8 @@ void stoke__record_epoch(stoke_loader *l, int64_t end_ns);
 /* Drop what workers prefetched for an epoch that is not the next one
 ** (mu held); see pipeline.c. */
 void stoke__discard_prefetch(stoke_loader *l);
+/* The same with mu not held, the message as it is. */
+void stoke__fail(stoke_loader *l, int code, const char *msg);
 /* Set the loader's first fatal error (mu held). */
 /* loader.c: free the loader and everything it owns (workers joined, no
 ** batch lent). */

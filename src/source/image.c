@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 
 #include "decode/decode.h"
+#include "device/device.h"
 #include "os/syscalls.h"
 #include "storage/blob.h"
 #include "source/image.h"
@@ -31,6 +32,8 @@ typedef struct image_impl {
   const stoke_allocator *alloc; /* borrowed from cfg: the source's memory */
   stoke__blobset *set;   /* owned */
   stoke__tf_spec spec;
+  stoke__tf_spec spec_u8; /* the same to u8 pixels, for the device to
+                             normalise (stoke_sample.u8_form) */
   stoke_image_config cfg;
   char *transform_text;  /* owned copy of cfg.transform */
 } image_impl;
@@ -54,6 +57,7 @@ void stoke_image_config_init(stoke_image_config *cfg) {
 
 static int image_fill(stoke_source *src, stoke_sample *s) {
   const image_impl *im = src->impl;
+  const stoke__tf_spec *spec = s->u8_form ? &im->spec_u8 : &im->spec;
   image_scratch *sc = s->scratch;
   char err[STOKE__ERRMSG_CAP];
   const uint8_t *bytes;
@@ -68,7 +72,7 @@ static int image_fill(stoke_source *src, stoke_sample *s) {
       stoke__decode_probe(sc->dec, bytes, n, &info, err, sizeof err) != 0)
     return stoke_sample_fail(s, "%s", err);
   stoke__tf_plan plan;
-  if (stoke__tf_plan_make(&im->spec, (int)info.width, (int)info.height,
+  if (stoke__tf_plan_make(spec, (int)info.width, (int)info.height,
                           &s->rng, &plan) != 0)
     return stoke_sample_fail(s, "%s", stoke__tls_error());
   /* Decode only what the resampler reads, at the scale that keeps every
@@ -92,7 +96,7 @@ static int image_fill(stoke_source *src, stoke_sample *s) {
                          .h = (int)img.height, .stride = img.stride,
                          .x0 = img.win_x, .y0 = img.win_y,
                          .scale = img.scale};
-  if (stoke__tf_apply(&im->spec, &plan, &tfi, &sc->tf, s->dst[0]) != 0)
+  if (stoke__tf_apply(spec, &plan, &tfi, &sc->tf, s->dst[0]) != 0)
     return stoke_sample_fail(s, "transform: %s", stoke__tls_error());
   int64_t label = stoke__blobset_label(im->set, s->index);
   memcpy(s->dst[1], &label, sizeof label);
@@ -142,6 +146,25 @@ static void image_scratch_destroy(stoke_source *src, const stoke_allocator *a,
   stoke__blob_reader_free(&sc->reader);
   stoke__tf_scratch_free(&sc->tf);
   stoke__free(a, sc);
+}
+
+static const stoke__source_ops image_ops;
+
+/* A float image can be written as its u8 pixels instead, in the same
+** layout, for the device to normalise with the host path's table. */
+bool stoke__source_u8_form(const stoke_source *src, stoke__u8_form *out) {
+  if (!src || src->ops != &image_ops) return false;
+  const image_impl *im = src->impl;
+  if (im->spec.dtype != STOKE_F32 && im->spec.dtype != STOKE_F16)
+    return false;
+  memset(out, 0, sizeof *out);
+  out->field = 0;
+  out->u8_bytes = stoke__tf_out_bytes(&im->spec_u8);
+  out->hwc = im->spec.layout == STOKE__TF_HWC;
+  out->plane = (uint32_t)im->spec.out_h * (uint32_t)im->spec.out_w;
+  out->dtype = im->spec.dtype;
+  stoke__tf_norm_table(&im->spec, out->lut.f32, out->lut.f16);
+  return true;
 }
 
 static const stoke__source_ops image_ops = {
@@ -246,6 +269,9 @@ int stoke__source_create_images_list(const char *const *paths,
   im->cfg = *cfg;
   const char *text = cfg->transform ? cfg->transform : DEFAULT_TRANSFORM;
   int rc = stoke__tf_parse(text, &im->spec);
+  im->spec_u8 = im->spec;
+  im->spec_u8.dtype = STOKE_U8;
+  im->spec_u8.normalize = false;
   if (rc == 0) {
     im->transform_text = stoke__strdup(a, text);
     if (!im->transform_text)

@@ -13,6 +13,8 @@ void stoke__stats_snap_producer(const stoke__producer_stats *p,
   acc->cpu_ns += stoke__counter_get(&p->cpu_ns);
   acc->chunks += stoke__counter_get(&p->chunks);
   acc->produced += stoke__counter_get(&p->samples);
+  acc->copy_bytes += stoke__counter_get(&p->copy_bytes);
+  acc->pageable_copies += stoke__counter_get(&p->pageable_copies);
 }
 
 void stoke__stats_snap_consumer(const stoke__consumer_stats *c,
@@ -24,6 +26,12 @@ void stoke__stats_snap_consumer(const stoke__consumer_stats *c,
   acc->steps += stoke__counter_get(&c->steps);
   acc->samples += stoke__counter_get(&c->samples);
   acc->bytes += stoke__counter_get(&c->bytes);
+  stoke__hist_read(&c->host_wait, &acc->host_wait);
+  stoke__hist_read(&c->host_compute, &acc->host_compute);
+  stoke__hist_read(&c->copy_wait, &acc->copy_wait);
+  stoke__hist_read(&c->gpu_idle, &acc->gpu_idle);
+  acc->untimed_steps += stoke__counter_get(&c->untimed_steps);
+  acc->idle_steps += stoke__counter_get(&c->idle_steps);
 }
 
 void stoke__stats_snap_sub(stoke__stats_snap *a, const stoke__stats_snap *b) {
@@ -39,6 +47,14 @@ void stoke__stats_snap_sub(stoke__stats_snap *a, const stoke__stats_snap *b) {
   a->steps -= b->steps;
   a->samples -= b->samples;
   a->bytes -= b->bytes;
+  stoke__hist_sub(&a->host_wait, &b->host_wait);
+  stoke__hist_sub(&a->host_compute, &b->host_compute);
+  stoke__hist_sub(&a->copy_wait, &b->copy_wait);
+  stoke__hist_sub(&a->gpu_idle, &b->gpu_idle);
+  a->copy_bytes -= b->copy_bytes;
+  a->pageable_copies -= b->pageable_copies;
+  a->untimed_steps -= b->untimed_steps;
+  a->idle_steps -= b->idle_steps;
 }
 
 void stoke__stats_publish(const stoke__stats_snap *s, stoke_stats *out) {
@@ -67,6 +83,28 @@ void stoke__stats_publish(const stoke__stats_snap *s, stoke_stats *out) {
   out->worker_busy_ns = (int64_t)s->busy_ns;
   out->worker_cpu_ns = (int64_t)s->cpu_ns;
   out->chunks = s->chunks;
+  stoke__hist_dist(&s->host_wait, &out->host_wait);
+  stoke__hist_dist(&s->host_compute, &out->host_compute);
+  stoke__hist_dist(&s->copy_wait, &out->copy_wait);
+  stoke__hist_dist(&s->gpu_idle, &out->gpu_idle);
+  out->copy_bytes = s->copy_bytes;
+  out->pageable_copies = s->pageable_copies;
+  out->untimed_steps = s->untimed_steps;
+  int64_t copy = out->stage[STOKE_STAGE_COPY].total_ns;
+  int64_t exposed = out->copy_wait.total_ns;
+  if (copy > 0) {
+    out->copy_hidden_ns = copy > exposed ? copy - exposed : 0;
+    out->copy_overlap = (double)out->copy_hidden_ns / (double)copy;
+  }
+  double idle = (double)out->gpu_idle.total_ns;
+  if (out->gpu_idle.count && idle + c > 0)
+    out->gpu_idle_frac = idle / (idle + c);
+  /* With the EVENTS clock the queue that matters is the stream's: a step
+  ** that found its batch not ready is one whose stream idled before it.
+  ** (The host's queue is empty whenever the GPU holds the host back.) */
+  if (s->clock_events && s->gpu_idle.count)
+    out->queue_empty_frac =
+        (double)s->idle_steps / (double)s->gpu_idle.count;
 }
 
 const char *stoke_stage_name(int stage) {

@@ -56,6 +56,9 @@ static const char *kind_name(uint32_t kind) {
   case STOKE__EV_WAIT: return "wait";
   case STOKE__EV_COMPUTE: return "compute";
   case STOKE__EV_DEPTH: return "ready queue";
+  case STOKE__EV_GPU_STEP: return "gpu step";
+  case STOKE__EV_GPU_COPY_WAIT: return "gpu wait for copy";
+  case STOKE__EV_GPU_IDLE: return "gpu idle";
   default: return stoke_stage_name((int)kind);
   }
 }
@@ -72,11 +75,13 @@ static void write_event(FILE *f, const stoke__trace_event *e, int tid,
             ts, (unsigned long long)e->arg);
     return;
   }
-  const char *arg_name = e->kind == STOKE__EV_WAIT ||
-                                 e->kind == STOKE__EV_COMPUTE
-                             ? "batch"
-                             : e->kind == STOKE_STAGE_SLOT_WAIT ? "batch"
-                                                                : "sample";
+  /* Spans of the consumer, slot waits and the device's tracks are per
+  ** batch; the producers' stages per sample. */
+  const char *arg_name =
+      e->kind >= STOKE__EV_WAIT || e->kind == STOKE_STAGE_SLOT_WAIT ||
+              e->kind == STOKE_STAGE_COPY
+          ? "batch"
+          : "sample";
   fprintf(f,
           "{\"name\":\"%s\",\"cat\":\"stoke\",\"ph\":\"X\",\"ts\":%.3f,"
           "\"dur\":%.3f,\"pid\":1,\"tid\":%d,\"args\":{\"%s\":%llu",

@@ -182,6 +182,40 @@ int64_t stoke_twoclock_leave(stoke_twoclock *c, size_t n_samples) {
   return now;
 }
 
+int stoke_twoclock_record(stoke_twoclock *c, int64_t wait_ns,
+                          int64_t compute_ns, size_t n_samples) {
+  if (!c || wait_ns < 0 || compute_ns < 0) return STOKE_EINVAL;
+  int64_t now = stoke__now_ns();
+  if (!c->epoch_active) {
+    c->epoch_active = true;
+    c->epoch_warmup = c->epoch_number < c->cfg.warmup_epochs;
+    c->epoch_start_ns = now;
+    c->epoch_wait_ns = c->epoch_compute_ns = 0;
+    c->epoch_batches = c->epoch_samples = 0;
+    c->step_number = 0;
+  }
+  bool measured = !c->epoch_warmup;
+  if (measured && c->warmup_steps_seen < c->cfg.warmup_steps) {
+    c->warmup_steps_seen++;
+    measured = false;
+  }
+  if (measured) {
+    stoke__consumer_stats *cs = c->cs;
+    stoke__hist_add(&cs->wait, (uint64_t)wait_ns);
+    stoke__hist_add(&cs->compute, (uint64_t)compute_ns);
+    c->round_waited |= wait_ns > c->cfg.ready_wait_ns;
+    if (++c->round_pos >= STOKE__MAX(c->cfg.round_steps, 1u)) end_round(c);
+    stoke__counter_add(&cs->steps, 1);
+    stoke__counter_add(&cs->samples, n_samples);
+  }
+  c->step_number++;
+  c->epoch_wait_ns += wait_ns;
+  c->epoch_compute_ns += compute_ns;
+  c->epoch_batches++;
+  c->epoch_samples += n_samples;
+  return 0;
+}
+
 int stoke_twoclock_end_epoch(stoke_twoclock *c) {
   int64_t now = stoke__now_ns();
   stop_compute(c, now);

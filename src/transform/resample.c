@@ -192,19 +192,25 @@ static int isa_for(const stoke__tf_scratch *s, int ksx, int ksy) {
 
 /* ---- output -------------------------------------------------------------- */
 
-static void build_lut(const stoke__tf_spec *spec, stoke__tf_scratch *s) {
-  float key[7] = {spec->mean[0], spec->mean[1], spec->mean[2], spec->std[0],
-                  spec->std[1],  spec->std[2],  spec->normalize ? 1.f : 0.f};
-  if (s->lut_ok && memcmp(key, s->lut_key, sizeof key) == 0) return;
-  for (int c = 0; c < 3; c++) {
+void stoke__tf_norm_table(const stoke__tf_spec *spec, float lut[3][256],
+                          uint16_t lut16[3][256]) {
+  for (int c = 0; c < 3; c++)
     for (int v = 0; v < 256; v++) {
       /* The same float32 operations as ToTensor (div 255) then Normalize
       ** (sub mean, div std), so the values match torchvision's exactly. */
       float x = (float)v / 255.0f;
       if (spec->normalize) x = (x - spec->mean[c]) / spec->std[c];
-      s->lut[c][v] = x;
-      s->lut16[c][v] = stoke__tf_f16(x);
+      lut[c][v] = x;
+      lut16[c][v] = stoke__tf_f16(x);
     }
+}
+
+static void build_lut(const stoke__tf_spec *spec, stoke__tf_scratch *s) {
+  float key[7] = {spec->mean[0], spec->mean[1], spec->mean[2], spec->std[0],
+                  spec->std[1],  spec->std[2],  spec->normalize ? 1.f : 0.f};
+  if (s->lut_ok && memcmp(key, s->lut_key, sizeof key) == 0) return;
+  stoke__tf_norm_table(spec, s->lut, s->lut16);
+  for (int c = 0; c < 3; c++) {
     /* For the vector kernels: ToTensor alone is mean 0, std 1 (x - 0 and
     ** x / 1 are x); 1 / std rounded once, as Markstein's division needs. */
     float mean = spec->normalize ? spec->mean[c] : 0.0f;

@@ -169,6 +169,14 @@ int stoke__tf_apply(const stoke__tf_spec *spec, const stoke__tf_plan *plan,
                     const stoke__tf_image *img, stoke__tf_scratch *scratch,
                     void *dst);
 
+/* The value of each u8 input per channel in spec's float output: x/255,
+** then (x - mean) / std with normalize, as f32 and as f16 bits.  The one
+** definition of the arithmetic: the host kernels reproduce it bit for bit
+** (or use it), and the device normalisation (src/device/) looks its
+** values up, so host and device outputs are the same bytes. */
+void stoke__tf_norm_table(const stoke__tf_spec *spec, float lut[3][256],
+                          uint16_t lut16[3][256]);
+
 /* IEEE binary16 of f, rounding to nearest, ties to even (overflow to inf,
 ** NaN kept quiet). */
 uint16_t stoke__tf_f16(float f);

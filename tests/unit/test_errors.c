@@ -26,7 +26,7 @@ static void test_strerror(void **state) {
   assert_string_equal(stoke_strerror(value), text);
   STOKE_ERRNO_MAP(CHECK_TEXT)
 #undef CHECK_TEXT
-  assert_string_equal(stoke_strerror(-13), "unknown error");
+  assert_string_equal(stoke_strerror(-14), "unknown error");
   assert_string_equal(stoke_strerror(-1000), "unknown error");
   assert_string_equal(stoke_strerror(42), "unknown error");
   assert_string_equal(stoke_strerror(INT32_MIN), "unknown error");

@@ -196,6 +196,33 @@ static void test_rounds_of_batch_workers(void **state) {
   stoke_twoclock_destroy(round);
 }
 
+/* Steps timed by another clock (CUDA events): counted as measured. */
+static void test_record_other_clock(void **state) {
+  (void)state;
+  stoke_twoclock *c = make(1, MS, 0);
+  for (int e = 0; e < 2; e++) {
+    for (int i = 0; i < 10; i++)
+      TU_OK(stoke_twoclock_record(c, e ? 4 * MS : 0, 10 * MS, 8));
+    TU_OK(stoke_twoclock_end_epoch(c));
+  }
+  TU_RC(stoke_twoclock_record(c, -1, 0, 1), STOKE_EINVAL);
+  TU_RC(stoke_twoclock_record(NULL, 0, 0, 1), STOKE_EINVAL);
+  stoke_stats st = {.struct_size = sizeof st};
+  TU_OK(stoke_twoclock_stats(c, &st));
+  assert_int_equal(st.steps, 10); /* the warm-up epoch left out */
+  assert_int_equal(st.samples, 80);
+  assert_int_equal(st.wait.total_ns, 40 * MS);
+  assert_int_equal(st.compute.total_ns, 100 * MS);
+  assert_true(st.wait.p50_ns > 3 * MS && st.wait.p50_ns < 5 * MS);
+  assert_true(st.queue_empty_frac > 0.99); /* every step waited 4 ms */
+  stoke_epoch_stats es;
+  TU_OK(stoke_twoclock_epoch_stats(c, 1, &es));
+  assert_int_equal(es.wait_ns, 40 * MS);
+  assert_int_equal(es.compute_ns, 100 * MS);
+  assert_int_equal(es.batches, 10);
+  stoke_twoclock_destroy(c);
+}
+
 /* Known zero workers: a waiting loop is starving whatever the queue. */
 static void test_known_inline(void **state) {
   (void)state;
@@ -316,6 +343,7 @@ int main(void) {
       cmocka_unit_test(test_variance_loop),
       cmocka_unit_test(test_known_inline),
       cmocka_unit_test(test_rounds_of_batch_workers),
+      cmocka_unit_test(test_record_other_clock),
       cmocka_unit_test(test_trace),
       cmocka_unit_test(test_allocator),
       cmocka_unit_test(test_create_out_of_memory),

@@ -1,0 +1,245 @@
+/* device.h — the device stage of the loader: where batch memory lives and
+** how it reaches the accelerator (internal; DESIGN.md, layer `device`).
+**
+** The slot allocator is a backend:
+**   plain    host slots from the loader's allocator (the default, no CUDA
+**            touched: stoke_loader.dev is NULL and nothing here runs);
+**   pinned   host slots in page-locked memory (cuMemHostAlloc), lent to
+**            the caller, who copies them itself; a release may name a
+**            stream, and the slot is reused only once an event recorded on
+**            it at the release has completed;
+**   CUDA     pinned host slots, plus device slots: each completed host
+**            batch is copied to a free device slot on a copy stream by the
+**            device thread (stoke-dev), and next() hands out device
+**            batches, the consumer's stream made to wait for the copy.
+** When CUDA is asked for and cannot serve (no library, no device, a driver
+** too old), the plain backend serves and the device info says why.
+**
+** Files: cuda_dl.c (the driver, opened with dlopen), backend.c (choosing
+** the backend, memory, the ledger's device term), copy.c (the device
+** thread), stream.c (the consumer's side: waits, releases, step events),
+** module.c (the kernels: normalisation, the spin step), timing.c (event
+** times on the host clock, for traces).
+**
+** Locking: the loader's mu protects slot states and the lists below, as
+** in pipeline.c; no CUDA call is made with mu held.  dev->anchor_mu is a
+** leaf.  CUDA calls need the device's primary context current on the
+** calling thread: every entry point here pushes it and pops it again. */
+#ifndef STOKE_DEVICE_H
+#define STOKE_DEVICE_H
+
+#include "internal.h"
+#include "device/cuda_api.h"
+#include "device/kernels.h"
+
+/* A field that a source can write as u8 pixels and that the device turns
+** into the source's float output (src/source/image.c fills it). */
+typedef struct stoke__u8_form {
+  size_t field;          /* which field of the source */
+  size_t u8_bytes;       /* one sample of it as u8 */
+  int hwc;               /* layout: 0 CHW, 1 HWC */
+  uint32_t plane;        /* H * W */
+  int dtype;             /* the source's dtype of it: STOKE_F32 or F16 */
+  stoke__norm_lut lut;   /* the host path's values (stoke__tf_norm_table) */
+} stoke__u8_form;
+
+/* Per-slot state of the device stage (host and device slots alike). */
+typedef struct stoke__slot_dev {
+  /* Host slot, CUDA backend: its copy on the copy stream (timing events;
+  ** the device thread waits on copy_end before the slot is reused). */
+  CUevent copy_start, copy_end;
+  int64_t copy_issue_ns;        /* host time the copy was issued */
+  /* Device slot: recorded after the copy into it; next() makes the
+  ** consumer's stream wait on it. */
+  CUevent ready;
+  /* Device slot, or pinned host slot: recorded at release on the stream
+  ** that last read it. */
+  CUevent release;
+  bool release_pending;         /* device slot: the next copy into it waits
+                                   on `release`; protected by mu */
+  uint64_t release_seq;         /* device slot: when it was released (a
+                                   count; 0: never); protected by mu */
+  CUdeviceptr dptr[STOKE__MAX_FIELDS]; /* device slot: field buffers */
+} stoke__slot_dev;
+
+/* One step's events on the consumer's stream (stream.c). */
+typedef struct stoke__step_rec {
+  CUevent ready;    /* the stream reached the step: recorded at next()'s
+                       return, before it waits for the copy */
+  CUevent start;    /* after the wait: the step's work begins */
+  CUevent end;      /* at the following next(): the step's work ends */
+  size_t number;
+  int64_t ready_ns; /* host time `ready` was recorded (trace anchor choice) */
+  bool measured;    /* outside warm-up */
+  bool has_end;
+  bool prev_ok;     /* the step before was timed too: its end is the gap's
+                       start */
+} stoke__step_rec;
+
+#define STOKE__STEP_RING 32
+#define STOKE__ANCHORS 16
+
+/* Events recorded on an idle stream (it runs nothing else, so they complete
+** as soon as they are submitted) with the host clock read around the
+** record: the GPU time of an event is placed on the host clock by its
+** elapsed time from the newest anchor recorded before it was enqueued.
+** One set per thread that converts times (the device thread, the
+** consumer), so no lock: each is written and read by its thread only. */
+typedef struct stoke__anchors {
+  CUevent ev[STOKE__ANCHORS];
+  int64_t host_ns[STOKE__ANCHORS];
+  size_t n;                     /* anchors recorded so far */
+} stoke__anchors;
+
+typedef struct stoke__dev {
+  int want;                     /* stoke_backend asked for */
+  int backend;                  /* stoke_backend serving */
+  int ordinal;                  /* CUDA device, -1 */
+  char reason[256];             /* one line: the backend and why */
+  char norm_reason[160];        /* one line: where normalisation runs */
+  char kernel_reason[160];      /* why the kernels are missing, or "" */
+  char name[96];
+  bool pinned;                  /* host slots page-locked */
+  int driver_version;
+  uint64_t total_bytes, free_bytes; /* of the device, at creation */
+  const stoke__cuda *cu;        /* NULL: no CUDA (plain backend) */
+  CUdevice device;
+  CUcontext ctx;                /* the primary context, retained */
+  bool ctx_retained;
+  CUstream copy_stream;         /* non-blocking: copies overlap stream 0 */
+  CUstream clock_stream;        /* idle: anchors complete at once */
+  CUstream consumer;            /* cfg.cuda_stream */
+  int clock;                    /* stoke_clock in force */
+
+  /* Device slots (CUDA backend). */
+  size_t n_dslots;
+  uint64_t device_bytes;        /* everything allocated on the device */
+  /* Normalisation on the device. */
+  long norm_field;              /* -1: none */
+  stoke__u8_form form;
+  CUmodule module;
+  CUfunction k_norm, k_spin;
+  CUdeviceptr lut;              /* stoke__norm_lut on the device */
+  CUdeviceptr staging;          /* the u8 copy of the normalised field */
+  uint64_t staging_bytes;
+
+  /* The device thread's reclaim queue: host slots whose copy (or, pinned,
+  ** whose caller's release) must complete before reuse, in order.
+  ** Protected by mu. */
+  stoke_batch **reclaim;
+  size_t reclaim_head, reclaim_len, reclaim_cap;
+  stoke__thread *thread;
+  bool thread_started;
+
+  uint64_t release_seq;         /* releases of device slots; mu */
+
+  /* The device thread's statistics (copy stage); written by it only. */
+  stoke__producer_stats *stats;
+
+  /* Steps on the consumer's stream; consumer thread only. */
+  stoke__step_rec steps[STOKE__STEP_RING];
+  size_t step_head, step_tail;  /* [tail, head) in flight */
+  bool step_open;               /* steps[head - 1] waits for its end */
+  bool last_timed;              /* the step before the next was timed */
+
+  /* Tracing (cfg.trace_events > 0, clock_stream made): the copy stream's
+  ** and the consumer stream's tracks, and each thread's anchors. */
+  struct stoke__trace *copy_trace, *stream_trace;
+  stoke__anchors copy_anchors;   /* the device thread's */
+  stoke__anchors stream_anchors; /* the consumer's */
+} stoke__dev;
+
+/* ---- backend.c ---------------------------------------------------------- */
+
+/* Validate cfg's device fields (the loader's config check): the device
+** text, device_prefetch, clock.  0 or STOKE_EINVAL with the TLS message. */
+int stoke__dev_validate(const stoke_config *c);
+
+/* Choose the backend for l (l->cfg, l->src set): NULL l->dev for the plain
+** backend with nothing asked; else open CUDA when asked, falling back to
+** plain memory with the reason when it cannot serve.  Fills l->field_bytes
+** (u8 for a field normalised on the device) and the device terms of
+** nothing yet allocated.  Returns 0 or an error with the TLS message (a
+** CUDA call failing after the driver opened: STOKE_EDEVICE naming it). */
+int stoke__dev_open(stoke_loader *l);
+/* The device memory check against cuMemGetInfo, before any allocation:
+** 0 or STOKE_EBUDGET with the TLS message. */
+int stoke__dev_check_memory(stoke_loader *l);
+/* Host slot buffers from the backend: pinned or the loader's allocator. */
+void *stoke__dev_host_alloc(stoke_loader *l, size_t bytes);
+void stoke__dev_host_free(stoke_loader *l, void *p);
+/* Per-slot state, device slots, events, the reclaim queue and statistics
+** (after the host slots).  0 or an error with the TLS message. */
+int stoke__dev_alloc(stoke_loader *l);
+/* Start the device thread if the backend needs one (through sys's thread
+** start, as the workers). */
+int stoke__dev_start(stoke_loader *l, const stoke__sys *sys);
+/* Stop the device thread (mu not held); after stoke__loader stop. */
+void stoke__dev_stop(stoke_loader *l);
+/* Wait for the device work on stoke's memory, free it, release the
+** context.  Safe on a partly built loader. */
+void stoke__dev_close(stoke_loader *l);
+/* Push the primary context on this thread: 0 or STOKE_EDEVICE (message
+** in err). */
+int stoke__dev_enter(const stoke__dev *d, char *err, size_t cap);
+void stoke__dev_leave(const stoke__dev *d);
+/* The ledger's device terms of a configuration (backend.c): slots and
+** bytes, as the loader would allocate them if CUDA serves. */
+void stoke__dev_ledger(const stoke_config *c, const stoke_source *src,
+                       stoke_host_ledger *g);
+
+/* ---- copy.c -------------------------------------------------------------- */
+
+void *stoke__dev_main(void *arg);
+/* mu held: wake the device thread (a batch became READY, a slot was
+** freed, an epoch started, stop). */
+void stoke__dev_kick(stoke_loader *l);
+/* mu held: queue pinned host slot b, its release event recorded, for the
+** device thread to give back once the event completed. */
+void stoke__dev_reclaim_locked(stoke_loader *l, stoke_batch *b);
+
+/* ---- stream.c ------------------------------------------------------------ */
+
+/* At next()'s entry, before mu: the sync hook, the end of the step in
+** progress on the consumer's stream, the accounting of steps whose events
+** completed.  0 or an error (the loader is then poisoned by the caller). */
+int stoke__dev_next_enter(stoke_loader *l, char *err, size_t cap);
+/* After next() lent b (mu not held): make the consumer's stream wait for
+** b's copy and open the step's events.  0 or STOKE_EDEVICE. */
+int stoke__dev_next_lent(stoke_loader *l, stoke_batch *b, bool measured,
+                         char *err, size_t cap);
+/* Release b after work on `stream`: for device and pinned slots. */
+int stoke__dev_release(stoke_loader *l, stoke_batch *b, CUstream stream);
+
+/* ---- module.c ------------------------------------------------------------ */
+
+/* Whether this build has the kernels (nvcc was found). */
+bool stoke__dev_have_kernels(void);
+/* Load the module and find the kernels (context current).  Failing loads
+** leave norm_reason set and return nonzero; never fatal. */
+int stoke__dev_module_load(stoke__dev *d, char *why, size_t cap);
+void stoke__dev_module_unload(stoke__dev *d);
+/* Enqueue the normalisation of n u8 elements at `in` into `out` on s. */
+CUresult stoke__dev_launch_norm(stoke__dev *d, CUstream s, CUdeviceptr in,
+                                CUdeviceptr out, uint32_t n);
+
+/* ---- timing.c ------------------------------------------------------------ */
+
+/* Create a set's events and record its first anchor (context current).
+** 0, or the failing call's CUresult and its name in *call. */
+CUresult stoke__dev_anchors_init(stoke__dev *d, stoke__anchors *a,
+                                 const char **call);
+void stoke__dev_anchors_free(stoke__dev *d, stoke__anchors *a);
+/* Record a new anchor when the newest is older than a few seconds (its
+** thread, context current; never blocks). */
+void stoke__dev_anchors_tick(stoke__dev *d, stoke__anchors *a, int64_t now);
+/* The host time of completed event e, enqueued at host time enq_ns.  False
+** when it cannot be told (no anchor, or the driver refuses). */
+bool stoke__dev_event_host_ns(const stoke__dev *d, const stoke__anchors *a,
+                              CUevent e, int64_t enq_ns, int64_t *out);
+/* The time from completed event a to completed event b, in ns (negative
+** clamped to 0).  False when the driver cannot tell. */
+bool stoke__dev_elapsed_ns(const stoke__dev *d, CUevent a, CUevent b,
+                           int64_t *ns);
+
+#endif /* STOKE_DEVICE_H */

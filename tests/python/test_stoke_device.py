@@ -1,0 +1,213 @@
+"""The device stage from Python, on the test CUDA driver (tests/shim/:
+the driver API on host memory, stricter than a GPU: streams are threads
+with random delays, a slot read too early is poisoned, a held stream
+stops where it is held).  This machine has no GPU, and torch here has no
+CUDA, so CUDA batches are checked through stoke.Field (DLPack, read back
+through the shim's host-backed device memory) rather than torch tensors."""
+
+import ctypes
+import os
+import threading
+import time
+import warnings
+
+import numpy as np
+import pytest
+
+import stoke
+
+SHIM = os.environ.get("STOKE_CUDA_SHIM")
+if not SHIM:
+    from conftest import build_dir
+    SHIM = str(build_dir() / "tests" / "libstoke_cuda_shim.so")
+if not os.path.exists(SHIM):
+    raise RuntimeError(f"the test CUDA driver {SHIM} is not built")
+shim = ctypes.CDLL(SHIM)   # the same library stoke dlopens: one instance
+shim.stoke_shim_get.restype = ctypes.c_longlong
+shim.stoke_shim_get.argtypes = [ctypes.c_char_p]
+shim.stoke_shim_hold.argtypes = [ctypes.c_void_p]
+
+
+def count(key):
+    return shim.stoke_shim_get(key.encode())
+
+
+def arrays(n=32):
+    return (np.arange(n * 3, dtype=np.float32).reshape(n, 3),
+            np.arange(n, dtype=np.int64))
+
+
+class _Managed(ctypes.Structure):  # DLManagedTensor's head (dlpack.h 0.6)
+    _fields_ = [("data", ctypes.c_void_p), ("device_type", ctypes.c_int),
+                ("device_id", ctypes.c_int), ("ndim", ctypes.c_int)]
+
+
+def read_back(field):
+    """The field's device bytes, read the way a consumer on a stream of its
+    own may: a new stream (not the loader's, which next() already made
+    wait) is made to wait for the batch's copy through DLPack's stream
+    protocol, the host waits for that stream (cuStreamSynchronize, in the
+    primary context), then reads the shim's host-backed device memory."""
+    ctx, stream = ctypes.c_void_p(), ctypes.c_void_p()
+    assert shim.cuInit(0) == 0
+    assert shim.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), 0) == 0
+    assert shim.cuCtxPushCurrent_v2(ctx) == 0
+    try:
+        assert shim.cuStreamCreate(ctypes.byref(stream), 1) == 0
+        field.__dlpack__(stream=stream.value)
+        assert shim.cuStreamSynchronize(stream) == 0
+        assert shim.cuStreamDestroy_v2(stream) == 0
+    finally:
+        shim.cuCtxPopCurrent_v2(ctypes.byref(ctypes.c_void_p()))
+        shim.cuDevicePrimaryCtxRelease_v2(0)
+    return ctypes.string_at(field.data_ptr, field.nbytes)
+
+
+def capsule_device(cap):
+    get = ctypes.pythonapi.PyCapsule_GetPointer
+    get.restype = ctypes.c_void_p
+    get.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    t = _Managed.from_address(get(cap, b"dltensor"))
+    return t.device_type, t.device_id, t.data
+
+
+def test_no_driver_falls_back_with_the_reason():
+    x, y = arrays()
+    loader = stoke.Loader((x, y), 8, device="cuda",
+                          cuda_library="/nonexistent/libcuda.so.1",
+                          output="numpy")
+    info = loader.device_info()
+    assert info["requested"] == "cuda" and info["backend"] == "host"
+    assert "/nonexistent/libcuda.so.1" in info["reason"]
+    assert sum(len(b) for _, b in loader) == 32  # runs all the same
+
+
+def test_device_batches_through_dlpack():
+    x, y = arrays()
+    loader = stoke.Loader((x, y), 8, device="cuda", cuda_library=SHIM,
+                          num_workers=2, output="stoke", warmup=0)
+    info = loader.device_info()
+    assert info["backend"] == "cuda" and info["device"] == 0, info
+    assert "stoke shim" in info["name"] and info["device_slots"] >= 3
+    waits0 = count("calls:cuStreamWaitEvent")
+    seen = []
+    for batch in loader:
+        f = batch.f0
+        assert f.memory == "cuda" and f.__dlpack_device__() == (2, 0)
+        dtype, dev, ptr = capsule_device(f.__dlpack__(stream=2))
+        assert (dtype, dev) == (2, 0) and ptr == f.data_ptr
+        # The shim's device memory is host memory: read it back, once the
+        # copy is done (reading it before would be reading too early).
+        got = np.frombuffer(read_back(f), np.float32).reshape(f.shape)
+        idx = batch.indices
+        np.testing.assert_array_equal(got, x[idx])
+        with pytest.raises(BufferError, match="CUDA device 0"):
+            memoryview(f)
+        with pytest.raises(BufferError):
+            f.__dlpack__(dl_device=(1, 0))
+        seen += idx
+    assert sorted(seen) == list(range(32))
+    # next() made the consumer's stream wait on each copy, and each
+    # __dlpack__(stream=2) made stream 2 wait too: on the GPU, not the host.
+    assert count("calls:cuStreamWaitEvent") - waits0 >= 2 * 4
+    assert count("poison_reads") == 0 and count("bad_address") == 0
+    with pytest.raises(stoke.ConfigError, match="numpy"):
+        stoke.Loader((x, y), 8, device="cuda", cuda_library=SHIM,
+                     output="numpy")
+
+
+def test_pinned_slot_waits_for_the_release_stream():
+    """x.to("cuda", non_blocking=True); del x: torch does not keep stoke's
+    memory alive during the copy, so the slot is refilled only after the
+    work queued on the stream current when the batch was handed out (here
+    the legacy stream 0, held still by the shim) is done."""
+    x, y = arrays()
+
+    def fourth_next(hold):
+        loader = stoke.Loader((x, y), 4, pin_memory=True, cuda_library=SHIM,
+                              release_stream=lambda: 0, num_workers=1,
+                              prefetch=1, output="torch")
+        assert loader.device_info()["backend"] == "pinned"
+        it = iter(loader)
+        a = next(it)
+        if hold:
+            shim.stoke_shim_hold(None)   # stream 0 stops here
+        del a                            # released onto the held stream
+        b, c = next(it), next(it)        # the other two slots
+        if hold:
+            threading.Timer(0.4, shim.stoke_shim_unhold).start()
+        t0 = time.monotonic()
+        d = next(it)                     # needs a's slot
+        dt = time.monotonic() - t0
+        assert d[1].tolist() == [12, 13, 14, 15]
+        del b, c, d
+        return dt
+
+    assert fourth_next(False) < 0.3
+    assert fourth_next(True) >= 0.35
+
+
+def test_pin_memory_without_a_driver_warns():
+    x, y = arrays()
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        loader = stoke.Loader((x, y), 8, pin_memory=True,
+                              cuda_library="/nonexistent/libcuda.so.1")
+    assert loader.device_info()["backend"] == "host"
+    assert any("pageable" in str(m.message) for m in w)
+
+
+def test_bad_device_names():
+    x, y = arrays()
+    for bad in ("gpu", "cuda:x", "cuda:"):
+        with pytest.raises(ValueError, match="device"):
+            stoke.Loader((x, y), 8, device=bad)
+
+
+class FakeEvent:
+    """A CUDA event on a stream that runs as the host does: enough to see
+    that EventTwoClock reads its clocks off events and never syncs."""
+    made = 0
+
+    def __init__(self):
+        FakeEvent.made += 1
+        self.t = None
+
+    def record(self):
+        self.t = time.monotonic()
+
+    def query(self):
+        return self.t is not None
+
+    def synchronize(self):
+        pass
+
+    def elapsed_time(self, other):  # milliseconds, as torch's
+        return (other.t - self.t) * 1e3
+
+
+def test_event_clock_reads_the_stream_not_the_host():
+    def slow(n):
+        for i in range(n):
+            time.sleep(0.004)
+            yield (np.zeros(8), i)
+
+    class Regen:
+        def __iter__(self):
+            return slow(6)
+
+    clock = stoke.twoclock.EventTwoClock(Regen(), events=FakeEvent,
+                                         warmup=1)
+    for _ in range(3):
+        for _ in clock:
+            time.sleep(0.002)
+    st = clock.stats()
+    assert st["steps"] == 12 and st["samples"] == 96
+    assert st["wait_p50_ms"] >= 3.5      # the stream idled before each step
+    assert 0.0015 * 12 <= st["compute_s"] < 0.004 * 12
+    assert clock.verdict == "starving"
+    assert FakeEvent.made >= 3 * 6 * 2
+    # Without a GPU, TwoClock(sync="cuda") is a plain TwoClock: there is
+    # nothing asynchronous to wait for.
+    plain = stoke.TwoClock(range(3), sync="cuda")
+    assert type(plain) is stoke.TwoClock and list(plain) == [0, 1, 2]
