@@ -361,6 +361,9 @@ cJSON *cli_config_json(const cli_run_spec *spec, const cli_run_result *res);
 cJSON *cli_epochs_json(const cli_run_result *res);
 cJSON *cli_summary_json(const cli_run_result *res);
 cJSON *cli_stages_json(const cli_run_result *res);
+/* `stoke bench --json`'s document: config, machine, epochs, summary,
+** stages, bad_samples, resume, device (profile adds its diagnosis). */
+cJSON *cli_run_json(const cli_run_spec *spec, const cli_run_result *res);
 /* {backend, reason, normalize, clock, copy and overlap figures}. */
 cJSON *cli_device_json(const cli_run_result *res);
 

@@ -855,6 +855,21 @@ cJSON *cli_stages_json(const cli_run_result *res) {
   return a;
 }
 
+cJSON *cli_run_json(const cli_run_spec *spec, const cli_run_result *res) {
+  cJSON *root = cJSON_CreateObject();
+  if (!root)
+    return NULL;
+  cJSON_AddItemToObject(root, "config", cli_config_json(spec, res));
+  cJSON_AddItemToObject(root, "machine", cli_machine_json());
+  cJSON_AddItemToObject(root, "epochs", cli_epochs_json(res));
+  cJSON_AddItemToObject(root, "summary", cli_summary_json(res));
+  cJSON_AddItemToObject(root, "stages", cli_stages_json(res));
+  cJSON_AddItemToObject(root, "bad_samples", cli_failures_json(spec, res));
+  cJSON_AddItemToObject(root, "resume", cli_resume_json(spec, res));
+  cJSON_AddItemToObject(root, "device", cli_device_json(res));
+  return root;
+}
+
 /* ---- output files -------------------------------------------------------- */
 
 FILE *cli_open_output(const char *path) {

@@ -239,6 +239,7 @@ PyMODINIT_FUNC PyInit__stoke(void) {
   if (add_errors(mod) < 0 || add_type(mod, &sk_FieldType, "Field") < 0 ||
       add_type(mod, &sk_BatchType, "Batch") < 0 ||
       add_type(mod, &sk_LoaderType, "Loader") < 0 ||
+      add_type(mod, &sk_LoaderIterType, "LoaderIterator") < 0 ||
       add_type(mod, &sk_TwoClockType, "TwoClock") < 0 ||
       PyModule_AddIntConstant(mod, "OUT_STOKE", SK_OUT_STOKE) < 0 ||
       PyModule_AddIntConstant(mod, "OUT_NUMPY", SK_OUT_NUMPY) < 0 ||
