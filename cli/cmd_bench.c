@@ -35,6 +35,8 @@ const char cmd_bench_usage[] =
     "                         consumer's thread, as PyTorch (0); 'auto' =\n"
     "                         online CPUs\n"
     "  --prefetch K           batches prepared ahead (2)\n"
+    "  --consumer-slots N     batches the step holds at once (1; a Python\n"
+    "                         for-loop holds 2: the previous and the next)\n"
     "  --shuffle              seeded shuffle of each epoch\n"
     "  --seed N               seed of the order and of the samples (0)\n"
     "  --drop-last            drop the final partial batch\n"

@@ -705,6 +705,7 @@ cJSON *cli_config_json(const cli_run_spec *spec, const cli_run_result *res) {
   cJSON_AddNumberToObject(o, "batch_size", (double)c->batch_size);
   cJSON_AddNumberToObject(o, "workers", c->n_workers);
   cJSON_AddNumberToObject(o, "prefetch", c->prefetch);
+  cJSON_AddNumberToObject(o, "consumer_slots", c->consumer_slots);
   cJSON_AddBoolToObject(o, "shuffle", c->shuffle);
   cJSON_AddNumberToObject(o, "seed", (double)c->seed);
   cJSON_AddBoolToObject(o, "drop_last", c->drop_last);

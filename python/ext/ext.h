@@ -140,6 +140,8 @@ typedef struct sk_Loader {
   PyObject *spec;       /* the source description, for the reports */
   int in_epoch;         /* an iteration is in progress */
   uint64_t gen;         /* counts iter() calls: one iterator is current */
+  int has_workers;      /* n_workers > 0: a ready batch is polled for with
+                           the GIL held */
   int64_t cpu0_ns;      /* process CPU when measuring began, for the
                            consumer's CPU share; -1 until then */
   PyObject *weakrefs;

@@ -5,7 +5,8 @@
 ** batches, the end raises StopIteration.  next() releases the GIL and waits in 50 ms slices
 ** (stoke_loader_next_timed), checking for signals between them, so Ctrl-C
 ** raises KeyboardInterrupt promptly and the step's wait is still counted
-** once.  A loader is unusable in a child after fork(): its threads did not
+** once; with workers a batch already made is taken without letting the
+** GIL go.  A loader is unusable in a child after fork(): its threads did not
 ** survive it.  The stoke package's Loader (python/stoke/loader.py)
 ** subclasses this type and only prepares the arguments; next() runs here. */
 #define _POSIX_C_SOURCE 200809L
@@ -158,6 +159,9 @@ static int loader_init(sk_Loader *self, PyObject *args, PyObject *kw) {
   self->out.stream = stream == Py_None ? NULL : Py_NewRef(stream);
   self->spec = Py_NewRef(spec);
   self->in_epoch = 0;
+  stoke_config eff;
+  stoke_loader_config(l, &eff);
+  self->has_workers = eff.n_workers > 0;
   self->cpu0_ns = cfg.warmup_epochs == 0 ? process_cpu_ns() : -1;
   return 0;
 }
@@ -237,13 +241,17 @@ static PyObject *loader_next(sk_Loader *self) {
   stoke_loader *l = sk_loader_get(self);
   if (!l) return NULL;
   stoke_batch *b = NULL;
-  int rc;
-  for (;;) {
+  int rc = STOKE_AGAIN;
+  /* With workers, a batch is usually ready: take it without letting the
+  ** GIL go (a poll never blocks).  With none, the batch is made inside
+  ** next(), always without the GIL. */
+  if (self->has_workers) rc = stoke_loader_next_timed(l, &b, 0);
+  while (rc == STOKE_AGAIN) {
     Py_BEGIN_ALLOW_THREADS
     rc = stoke_loader_next_timed(l, &b, WAIT_SLICE_NS);
     Py_END_ALLOW_THREADS
-    if (rc != STOKE_AGAIN) break;
-    if (PyErr_CheckSignals() < 0) return NULL; /* the step stays pending */
+    if (rc == STOKE_AGAIN && PyErr_CheckSignals() < 0)
+      return NULL; /* the step stays pending */
   }
   if (rc == STOKE_END) {
     self->in_epoch = 0;
