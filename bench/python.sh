@@ -5,6 +5,10 @@
 # the per-batch overhead (empty samples, batch 256), and the image corpus
 # (u8 and f32; folder and packed shards).  Target: the Python path at least
 # 0.9x the C figure on every workload.  Then TwoClock's cost per step.
+# Both sides run the same loader: a Python for-loop holds the previous batch
+# while it asks for the next, so stoke.Loader has one more slot than
+# prefetch + 1 (consumer_slots 2), and the C side is given the same
+# (--consumer-slots 2).
 #
 #   PYTHON_SEED003_WORKERS="0 2"   PYTHON_OVERHEAD_WORKERS="1 2"
 #   PYTHON_IMAGE_WORKERS="2"       PYTHON_SECONDS=1.0
@@ -32,7 +36,7 @@ py_run() { # py_run OUT_JSON ARGS...
 for w in ${PYTHON_SEED003_WORKERS:-0 2}; do
   echo "python: seed003 W=$w" >&2
   stoke_calibrated "$RAW/c_seed003_w$w.json" "$secs" 20 --synthetic tensor \
-    --samples 4096 --shape 32 -b 256 -j "$w" --compute none
+    --samples 4096 --shape 32 -b 256 -j "$w" --compute none --consumer-slots 2
   py_run "$RAW/py_seed003_w$w.json" --synthetic tensor --samples 4096 \
     --shape 32 -b 256 -j "$w" --min-seconds "$secs" --min-epochs 20
   py_run "$RAW/pyarrays_seed003_w$w.json" --arrays 4096x32 -b 256 -j "$w" \
@@ -45,7 +49,7 @@ done
 for w in ${PYTHON_OVERHEAD_WORKERS:-1 2}; do
   echo "python: overhead W=$w" >&2
   stoke_calibrated "$RAW/c_overhead_w$w.json" "$secs" 3 --synthetic spin:0 \
-    --samples 1000000 --shape 1 -b 256 -j "$w" --compute none
+    --samples 1000000 --shape 1 -b 256 -j "$w" --compute none --consumer-slots 2
   py_run "$RAW/py_overhead_w$w.json" --synthetic spin:0 --samples 1000000 \
     --shape 1 -b 256 -j "$w" --min-seconds "$secs" --min-epochs 3
 done
@@ -66,7 +70,7 @@ for dtype in u8 f32; do
       [ "$kind" = packed ] && data=$packed_spec
       echo "python: images $kind $dtype W=$w" >&2
       stoke_run "$RAW/c_${kind}-${dtype}_w$w.json" "$data" --transform "$spec" \
-        -b 256 -j "$w" --shuffle --epochs "$epochs" -q
+        -b 256 -j "$w" --shuffle --epochs "$epochs" -q --consumer-slots 2
       py_run "$RAW/py_${kind}-${dtype}_w$w.json" --images "$data" \
         --transform "$spec" -b 256 -j "$w" --shuffle --epochs "$epochs"
     done

@@ -116,6 +116,23 @@ void cli_fmt_duration(int64_t ns, char *buf, size_t n);
 /* Format a shape as "3x32x32". */
 void cli_fmt_shape(int ndim, const int64_t *shape, char *buf, size_t n);
 
+/* ---- progress (progress.c) ---------------------------------------------- */
+
+double cli_now_s(void); /* CLOCK_MONOTONIC, seconds */
+
+typedef struct cli_progress {
+  FILE *f;          /* NULL: quiet */
+  int tty;          /* redraw one line with \r */
+  double t0, last;  /* seconds */
+  const char *what; /* "pack": the log line's prefix */
+} cli_progress;
+
+void cli_progress_init(cli_progress *p, FILE *f, const char *what);
+/* Count, rate and ETA, at most every 0.1 s on a terminal (a bar, then
+** bar_extra) or 2 s otherwise (a line, then line_extra), and at the end. */
+void cli_progress_show(cli_progress *p, size_t done, size_t total,
+                       const char *bar_extra, const char *line_extra);
+
 /* ---- the host (machine.c) ----------------------------------------------- */
 
 /* {cpu, cores, memory_bytes, kernel, arch, compiler, stoke_version}. */
@@ -142,6 +159,14 @@ typedef struct cli_run_spec {
   int compute_kind;             /* CLI_COMPUTE_* */
   int64_t compute_ns;           /* per step */
   const char *trace_path;       /* write a Chrome trace here, or NULL */
+  /* Resume (bad_samples.c): */
+  const char *resume_path;      /* --resume: a state to continue from */
+  const char *save_state_path;  /* --save-state: where the state goes */
+  uint64_t save_every;          /* --save-state-every: batches; 0: at the
+                                   end (or the stop) only */
+  uint64_t stop_after;          /* --stop-after: end after this many
+                                   batches; 0: run every epoch */
+  const char *indices_path;     /* --indices: each batch's sample indices */
   /* Another client's run (the Python module): how the reports name its
   ** source ("arrays", "Python dataset") and its step ("the caller's
   ** loop"), instead of data/synth and compute_kind.  NULL: not used. */
@@ -179,6 +204,16 @@ typedef struct cli_run_result {
   /* stoke_model_init(stats, eff, 0) while the workers were alive, so that
   ** it holds their scheduler statistics (run_delay_frac). */
   stoke_model model;
+  /* Bad samples: the last few (stoke_loader_failures); counts in stats. */
+  size_t n_failures_kept;
+  stoke_failure failures[STOKE_FAILURES_KEPT];
+  /* Resume: where the run began and how it ended. */
+  int resumed;                 /* --resume was given */
+  uint64_t start_epoch, start_batch;
+  char resume_note[512];       /* the library's note (elastic), or "" */
+  uint64_t batches_run;        /* batches this run handed out */
+  int stopped;                 /* ended by --stop-after */
+  stoke_loader_state state;    /* the state at the end (or the stop) */
 } cli_run_result;
 
 /* Parse "sleep:5ms", "spin:0", "tensor" into the source part of spec.
@@ -253,7 +288,7 @@ size_t cli_opts_join(cli_opt *dst, size_t cap, ...);
 ** cli_source_opts, cli_run_opts and its own options (numbered from
 ** CLI_RUN_OPT_LAST) and hands every id it does not know, positional
 ** arguments (the dataset) included, to cli_run_args_apply. */
-#define CLI_RUN_OPT_LAST 30
+#define CLI_RUN_OPT_LAST 39
 extern const cli_opt cli_run_opts[];
 
 /* The source of bench, profile, tune and budget: the image dataset `data`
@@ -326,6 +361,9 @@ cJSON *cli_config_json(const cli_run_spec *spec, const cli_run_result *res);
 cJSON *cli_epochs_json(const cli_run_result *res);
 cJSON *cli_summary_json(const cli_run_result *res);
 cJSON *cli_stages_json(const cli_run_result *res);
+/* `stoke bench --json`'s document: config, machine, epochs, summary,
+** stages, bad_samples, resume, device (profile adds its diagnosis). */
+cJSON *cli_run_json(const cli_run_spec *spec, const cli_run_result *res);
 /* {backend, reason, normalize, clock, copy and overlap figures}. */
 cJSON *cli_device_json(const cli_run_result *res);
 
@@ -336,6 +374,27 @@ int cli_write_json(const char *path, FILE *f, const cJSON *root);
 ** long run: returns stdout for "-", NULL after a message. */
 FILE *cli_open_output(const char *path);
 
+/* ---- bad samples and resume (bad_samples.c) ------------------------------ */
+
+/* "fail", "skip" or "replace". */
+int cli_parse_on_error(const char *what, const char *s, int *out);
+/* "100" (a count per epoch), "0.1%" (a share of an epoch's samples) or
+** "none" into cfg->max_failures / max_failure_frac. */
+int cli_parse_max_failures(const char *what, const char *s, stoke_config *cfg);
+/* The budget as the option would say it: "100", "1%", "none". */
+void cli_fmt_max_failures(const stoke_config *cfg, char *buf, size_t n);
+/* A state file (stoke_loader_state_encode's bytes): CLI_OK, or CLI_ERROR
+** after a message naming the file.  Writes go to FILE.tmp, then rename. */
+int cli_state_read(const char *path, stoke_loader_state *st);
+int cli_state_write(const char *path, const stoke_loader_state *st);
+/* "bad samples: 3 (replaced 3) ..." and the last few; nothing when the run
+** met none. */
+void cli_print_failures(FILE *f, const cli_run_result *res);
+/* {policy, budget, quarantine, failures, quarantined, skipped, replaced,
+** last: [{index, epoch, batch, where, reason, action, substitute}]}. */
+cJSON *cli_failures_json(const cli_run_spec *spec, const cli_run_result *res);
+/* {resumed_from: {epoch, batch}, batches, stopped, state: {...}}. */
+cJSON *cli_resume_json(const cli_run_spec *spec, const cli_run_result *res);
 /* ---- the profile's analysis (profile.c) --------------------------------- */
 
 #define CLI_MAX_WHATIF 16

@@ -35,6 +35,8 @@ const char cmd_bench_usage[] =
     "                         consumer's thread, as PyTorch (0); 'auto' =\n"
     "                         online CPUs\n"
     "  --prefetch K           batches prepared ahead (2)\n"
+    "  --consumer-slots N     batches the step holds at once (1; a Python\n"
+    "                         for-loop holds 2: the previous and the next)\n"
     "  --shuffle              seeded shuffle of each epoch\n"
     "  --seed N               seed of the order and of the samples (0)\n"
     "  --drop-last            drop the final partial batch\n"
@@ -61,6 +63,28 @@ const char cmd_bench_usage[] =
     "  --no-device-normalize  normalise images on the host even with a device\n"
     "                         (by default a transform ending in normalize,\n"
     "                         f32/f16 is copied as u8 and normalised on the GPU)\n"
+    "\n"
+    "bad samples (docs/quarantine.md)\n"
+    "  --on-error POLICY      fail (stop at the first bad sample), skip (the\n"
+    "                         batch goes without it) or replace (another\n"
+    "                         sample, drawn deterministically, takes its\n"
+    "                         place) (fail)\n"
+    "  --max-failures N|P%    skip/replace: bad samples an epoch may have, a\n"
+    "                         count or a share of its samples, or none (1%)\n"
+    "  --quarantine FILE      list every bad sample in FILE, and do not read\n"
+    "                         the samples it lists (made by 'stoke inspect\n"
+    "                         --verify' or an earlier run)\n"
+    "\n"
+    "resume\n"
+    "  --save-state FILE      write the loader's position (80 bytes) to FILE\n"
+    "                         at the end of the run (or the stop)\n"
+    "  --save-state-every N   and every N batches\n"
+    "  --stop-after N         end the run after N batches (a preemption)\n"
+    "  --resume FILE          continue from a saved position: the batches an\n"
+    "                         uninterrupted run had left, in its order, with\n"
+    "                         any -j and --prefetch, up to --epochs\n"
+    "  --indices FILE         write each batch's sample indices ('-' =\n"
+    "                         stdout): EPOCH BATCH N I0 I1 ...\n"
     "\n"
     "consumer and report\n"
     "  --epochs N             epochs to run, the warm-up included (2)\n"
@@ -130,15 +154,7 @@ int cmd_bench(int argc, char **argv) {
     cli_print_report(table, "bench", spec, &res);
   }
   if (json) {
-    cJSON *root = cJSON_CreateObject();
-    if (root) {
-      cJSON_AddItemToObject(root, "config", cli_config_json(spec, &res));
-      cJSON_AddItemToObject(root, "machine", cli_machine_json());
-      cJSON_AddItemToObject(root, "epochs", cli_epochs_json(&res));
-      cJSON_AddItemToObject(root, "summary", cli_summary_json(&res));
-      cJSON_AddItemToObject(root, "stages", cli_stages_json(&res));
-      cJSON_AddItemToObject(root, "device", cli_device_json(&res));
-    }
+    cJSON *root = cli_run_json(spec, &res);
     rc = cli_write_json(json_path, json, root);
     cJSON_Delete(root);
   }

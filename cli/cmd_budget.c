@@ -221,6 +221,8 @@ static void print_host(FILE *f, const stoke_host_ledger *g,
   host_row(f, "worker state", each, g->workers_bytes,
            g->n_workers ? NULL : "0 workers: the consumer's thread");
   host_row(f, "consumer stats", "", g->consumer_bytes, NULL);
+  host_row(f, "bad samples", "", g->failures_bytes,
+           "the last failures; skip flags, quarantine");
   host_row(f, "total", "", g->total_bytes, NULL);
   if (g->budget_bytes) {
     snprintf(note, sizeof note, "%s (%.1f%% used)",
@@ -245,6 +247,7 @@ static cJSON *host_json(const stoke_host_ledger *g, size_t batch,
   cJSON_AddNumberToObject(o, "order_bytes", (double)g->order_bytes);
   cJSON_AddNumberToObject(o, "workers_bytes", (double)g->workers_bytes);
   cJSON_AddNumberToObject(o, "consumer_bytes", (double)g->consumer_bytes);
+  cJSON_AddNumberToObject(o, "failures_bytes", (double)g->failures_bytes);
   cJSON_AddNumberToObject(o, "total_bytes", (double)g->total_bytes);
   cJSON_AddNumberToObject(o, "budget_bytes", (double)g->budget_bytes);
   cJSON_AddBoolToObject(o, "fits",

@@ -45,38 +45,10 @@ static const cli_opt pack_opts[] = {{"output", 'o', 1, O_OUT},
                                     {"help", 'h', 0, O_HELP},
                                     {NULL, 0, 0, 0}};
 
-typedef struct progress {
-  FILE *f;          /* NULL: quiet */
-  int tty;          /* redraw one line with \r */
-  double t0, last;  /* seconds */
-} progress;
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-/* count, rate and ETA; a bar on a terminal, a line every 2 s otherwise. */
 static int on_progress(void *user, size_t done, size_t total, uint64_t bytes) {
-  progress *p = user;
-  if (!p->f) return 0;
-  double t = now_s();
-  if (done < total && t - p->last < (p->tty ? 0.1 : 2.0)) return 0;
-  p->last = t;
-  double el = t - p->t0, rate = el > 0 ? (double)done / el : 0;
-  double eta = rate > 0 ? (double)(total - done) / rate : 0;
-  if (p->tty) {
-    int width = 30, fill = total ? (int)((double)width * done / total) : width;
-    fprintf(p->f, "\r[%.*s%*s] %zu/%zu  %.0f img/s  %.1f MB  eta %.0fs ",
-            fill, "##############################", width - fill, "", done,
-            total, rate, (double)bytes / 1e6, eta);
-    if (done == total) fputc('\n', p->f);
-  } else {
-    fprintf(p->f, "pack: %zu/%zu images, %.0f img/s, eta %.0fs\n", done,
-            total, rate, eta);
-  }
-  fflush(p->f);
+  char mb[32];
+  snprintf(mb, sizeof mb, "%.1f MB", (double)bytes / 1e6);
+  cli_progress_show(user, done, total, mb, NULL);
   return 0;
 }
 
@@ -151,7 +123,8 @@ int cmd_pack(int argc, char **argv) {
       return CLI_ERROR;
     }
   }
-  progress pr = {quiet ? NULL : stderr, isatty(2), now_s(), 0};
+  cli_progress pr;
+  cli_progress_init(&pr, quiet ? NULL : stderr, "pack");
   stoke_pack_result res;
   cfg.progress = on_progress;
   cfg.user = &pr;
@@ -162,7 +135,7 @@ int cmd_pack(int argc, char **argv) {
     if (json && json != stdout) fclose(json);
     return CLI_ERROR;
   }
-  double secs = now_s() - pr.t0;
+  double secs = cli_now_s() - pr.t0;
   size_t n_classes = stoke_source_n_classes(src), n_skip =
       stoke_source_n_skipped(src);
   FILE *f = json == stdout ? stderr : stdout;

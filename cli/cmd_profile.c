@@ -31,6 +31,9 @@ const char cmd_profile_usage[] =
     "  --no-epoch-prefetch, --timeout, --mem-budget, --epochs, --no-warmup,\n"
     "  --compute, --device, --device-prefetch, --pin-memory, --no-pin-memory,\n"
     "  --no-device-normalize)\n"
+    "bad samples and resume: as 'stoke help bench' (--on-error,\n"
+    "  --max-failures, --quarantine, --save-state, --save-state-every,\n"
+    "  --stop-after, --resume, --indices)\n"
     "\n"
     "model and report\n"
     "  --cores N              cores the model assumes (online CPUs)\n"
@@ -165,14 +168,8 @@ int cmd_profile(int argc, char **argv) {
     cli_print_profile(out, &res, &pr);
   }
   if (json) {
-    cJSON *root = cJSON_CreateObject();
+    cJSON *root = cli_run_json(spec, &res);
     if (root) {
-      cJSON_AddItemToObject(root, "config", cli_config_json(spec, &res));
-      cJSON_AddItemToObject(root, "machine", cli_machine_json());
-      cJSON_AddItemToObject(root, "epochs", cli_epochs_json(&res));
-      cJSON_AddItemToObject(root, "summary", cli_summary_json(&res));
-      cJSON_AddItemToObject(root, "stages", cli_stages_json(&res));
-      cJSON_AddItemToObject(root, "device", cli_device_json(&res));
       cJSON_AddItemToObject(root, "diagnosis", cli_diagnosis_json(&res, &pr));
     }
     rc = cli_write_json(json_path, json, root);

@@ -58,6 +58,11 @@ const char cmd_tune_usage[] =
     "  --min-time DUR         and at least this much measured time (0)\n"
     "  --tolerance PCT        'as good as the best' (5%)\n"
     "\n"
+    "bad samples\n"
+    "  --on-error POLICY, --max-failures N|P%, --quarantine FILE\n"
+    "                         as for bench: a dataset with a few bad files\n"
+    "                         can be tuned with skip or replace\n"
+    "\n"
     "report\n"
     "  --json FILE            every point, the knee and the machine ('-' =\n"
     "                         stdout; the table then goes to stderr)\n"
@@ -85,6 +90,9 @@ enum {
   O_JSON,
   O_SVG,
   O_QUIET,
+  O_ON_ERROR,
+  O_MAX_FAILURES,
+  O_QUARANTINE,
   O_HELP,
   O_LAST
 };
@@ -105,6 +113,10 @@ static const cli_opt tune_own_opts[] = {{"workers", 'j', 1, O_WORKERS},
                                         {"json", 0, 1, O_JSON},
                                         {"svg", 0, 1, O_SVG},
                                         {"quiet", 'q', 0, O_QUIET},
+                                        {"on-error", 0, 1, O_ON_ERROR},
+                                        {"max-failures", 0, 1,
+                                         O_MAX_FAILURES},
+                                        {"quarantine", 0, 1, O_QUARANTINE},
                                         {"help", 'h', 0, O_HELP},
                                         {NULL, 0, 0, 0}};
 
@@ -500,6 +512,15 @@ int cmd_tune(int argc, char **argv) {
     case O_QUIET:
       t.quiet = 1;
       break;
+    case O_ON_ERROR:
+      bad = cli_parse_on_error(f, v, &tc.base.on_error);
+      break;
+    case O_MAX_FAILURES:
+      bad = cli_parse_max_failures(f, v, &tc.base);
+      break;
+    case O_QUARANTINE:
+      tc.base.quarantine_path = v;
+      break;
     default:
       bad = cli_source_args_apply(&src_args, id, f, v) != 0;
     }
@@ -725,6 +746,8 @@ int cmd_tune(int argc, char **argv) {
         cJSON_AddNumberToObject(c, "tolerance", tolerance);
         cJSON_AddBoolToObject(c, "shuffle", tc.base.shuffle);
         cJSON_AddNumberToObject(c, "seed", (double)tc.base.seed);
+        cJSON_AddStringToObject(c, "on_error",
+                                stoke_on_error_name(tc.base.on_error));
       }
       cJSON_AddItemToObject(root, "machine", cli_machine_json());
       cJSON *arr = cJSON_AddArrayToObject(root, "points");

@@ -30,7 +30,7 @@ static const cli_cmd commands[] = {
     {"pack", cmd_pack, cmd_pack_usage,
      "write an image dataset into packed shards"},
     {"inspect", cmd_inspect, cmd_inspect_usage,
-     "describe a dataset and one batch of it"},
+     "describe a dataset and one batch of it; --verify every sample"},
     {"report", cmd_report, cmd_report_usage, "an HTML page from the JSON"},
     {NULL, NULL, NULL, NULL}};
 

@@ -290,6 +290,10 @@ int cli_result_collect(stoke_loader *l, cli_run_result *res) {
   cli_result_measure(res);
   if (res->stats.steps)
     stoke_model_init(&res->model, &res->stats, &res->eff, 0);
+  res->n_failures_kept =
+      stoke_loader_failures(l, res->failures, STOKE_FAILURES_KEPT);
+  if (res->n_failures_kept > STOKE_FAILURES_KEPT)
+    res->n_failures_kept = STOKE_FAILURES_KEPT;
   return stoke_diagnose(&res->stats, &res->diag);
 }
 
@@ -318,6 +322,54 @@ int cli_source_create(const char *data, const stoke_image_config *image,
   return CLI_OK;
 }
 
+/* "EPOCH BATCH N I0 I1 ...": the samples of each batch, for checking that
+** a resumed run continues the interrupted one. */
+static void write_indices(FILE *f, const stoke_batch *b) {
+  const size_t *ix = stoke_batch_indices(b);
+  size_t n = stoke_batch_size(b);
+  fprintf(f, "%llu %zu %zu", (unsigned long long)stoke_batch_epoch(b),
+          stoke_batch_number(b), n);
+  for (size_t i = 0; i < n; i++) fprintf(f, " %zu", ix[i]);
+  fputc('\n', f);
+}
+
+static int save_state(const cli_run_spec *spec, stoke_loader *l,
+                      cli_run_result *res) {
+  if (stoke_loader_state_save(l, &res->state) != 0) {
+    cli_error("--save-state: %s", stoke_errmsg(l));
+    return CLI_ERROR;
+  }
+  return spec->save_state_path ? cli_state_write(spec->save_state_path,
+                                                 &res->state)
+                               : CLI_OK;
+}
+
+/* --resume: restore the state, and run from its epoch to --epochs. */
+static int resume_run(const cli_run_spec *spec, stoke_loader *l,
+                      cli_run_result *res) {
+  if (!spec->resume_path) return CLI_OK;
+  stoke_loader_state st;
+  if (cli_state_read(spec->resume_path, &st) != CLI_OK) return CLI_ERROR;
+  if (stoke_loader_state_restore(l, &st) != 0) {
+    cli_error("--resume: %s: %s", spec->resume_path, stoke_errmsg(l));
+    return CLI_ERROR;
+  }
+  snprintf(res->resume_note, sizeof res->resume_note, "%s", stoke_errmsg(l));
+  if (res->resume_note[0]) cli_error("--resume: %s", res->resume_note);
+  stoke_loader_state now; /* after an elastic restore: where it starts */
+  stoke_loader_state_save(l, &now);
+  res->resumed = 1;
+  res->start_epoch = now.epoch;
+  res->start_batch = now.batches_done;
+  if (now.epoch >= spec->epochs) {
+    cli_error("--resume: %s is at epoch %llu; --epochs %u has ended there",
+              spec->resume_path, (unsigned long long)now.epoch,
+              spec->epochs);
+    return CLI_ERROR;
+  }
+  return CLI_OK;
+}
+
 int cli_run(const cli_run_spec *spec, cli_run_result *res) {
   memset(res, 0, sizeof(*res));
   stoke_source *src = NULL;
@@ -335,14 +387,22 @@ int cli_run(const cli_run_spec *spec, cli_run_result *res) {
     library_error(NULL, rc);
     return CLI_ERROR;
   }
+  FILE *indices = NULL;
   /* A step on the device needs the device's kernels: ask once, up front
   ** (a zero-length step), so the run fails before it starts. */
   if (spec->compute_kind == CLI_COMPUTE_GPU_SLEEP &&
       (rc = stoke_loader_gpu_sleep(l, 0)) < 0)
     goto fail;
+  if (resume_run(spec, l, res) != CLI_OK ||
+      (spec->indices_path && !(indices = cli_open_output(spec->indices_path)))) {
+    stoke_loader_destroy(l);
+    return CLI_ERROR;
+  }
+
   int64_t delay0 = -1;
-  for (unsigned e = 0; e < spec->epochs; e++) {
-    if (e == cfg.warmup_epochs)
+  for (uint64_t e = res->start_epoch; e < spec->epochs && !res->stopped;
+       e++) {
+    if (e - res->start_epoch == cfg.warmup_epochs)
       delay0 = thread_run_delay_ns();
     for (;;) {
       stoke_batch *b;
@@ -351,6 +411,7 @@ int cli_run(const cli_run_spec *spec, cli_run_result *res) {
         break;
       if (rc != STOKE_OK)
         goto fail;
+      if (indices) write_indices(indices, b);
       if (spec->compute_kind == CLI_COMPUTE_GPU_SLEEP)
         rc = stoke_loader_gpu_sleep(l, spec->compute_ns);
       else
@@ -358,6 +419,13 @@ int cli_run(const cli_run_spec *spec, cli_run_result *res) {
       stoke_batch_release(b);
       if (rc < 0)
         goto fail;
+      res->batches_run++;
+      res->stopped = spec->stop_after && res->batches_run == spec->stop_after;
+      if (spec->save_every && res->batches_run % spec->save_every == 0 &&
+          !res->stopped && save_state(spec, l, res) != CLI_OK)
+        goto fail_quiet;
+      if (res->stopped)
+        break;
     }
   }
   /* The last steps' events, so that the statistics count them. */
@@ -365,7 +433,19 @@ int cli_run(const cli_run_spec *spec, cli_run_result *res) {
   if (rc < 0)
     goto fail;
   int64_t delay1 = thread_run_delay_ns();
+  if (spec->save_state_path && save_state(spec, l, res) != CLI_OK)
+    goto fail_quiet;
+  if (!spec->save_state_path)
+    stoke_loader_state_save(l, &res->state);
+  if (indices && indices != stdout && fclose(indices) != 0) {
+    indices = NULL;
+    cli_error("cannot write '%s'", spec->indices_path);
+    goto fail_quiet;
+  }
+  indices = NULL;
   rc = cli_result_collect(l, res);
+  /* The loader's copy of the path goes with it: keep the caller's. */
+  res->eff.quarantine_path = spec->cfg.quarantine_path;
   if (rc < 0)
     goto fail;
   res->consumer_run_delay_ns =
@@ -380,6 +460,8 @@ int cli_run(const cli_run_spec *spec, cli_run_result *res) {
   return CLI_OK;
 fail:
   library_error(l, rc);
+fail_quiet:
+  if (indices && indices != stdout) fclose(indices);
   stoke_loader_destroy(l);
   cli_run_result_free(res);
   return CLI_ERROR;
@@ -415,10 +497,23 @@ void cli_print_report(FILE *f, const char *cmd, const cli_run_spec *spec,
   if (res->eff.world > 1)
     fprintf(f, ", rank %u of %u", res->eff.rank, res->eff.world);
   fputc('\n', f);
+  if (res->resumed)
+    fprintf(f, "resumed at batch %llu of epoch %llu from %s\n",
+            (unsigned long long)res->start_batch,
+            (unsigned long long)res->start_epoch, spec->resume_path);
   cli_print_device(f, res);
   cli_print_epochs(f, res);
   cli_print_summary(f, res);
+  cli_print_failures(f, res);
   cli_print_verdict(f, "", &res->diag);
+  if (res->stopped)
+    fprintf(f, "stopped after %llu batches (--stop-after): the state is at "
+               "batch %llu of epoch %llu%s%s\n",
+            (unsigned long long)res->batches_run,
+            (unsigned long long)res->state.batches_done,
+            (unsigned long long)res->state.epoch,
+            spec->save_state_path ? ", in " : "",
+            spec->save_state_path ? spec->save_state_path : "");
 }
 
 static const char *clock_name(int clock) {
@@ -610,6 +705,7 @@ cJSON *cli_config_json(const cli_run_spec *spec, const cli_run_result *res) {
   cJSON_AddNumberToObject(o, "batch_size", (double)c->batch_size);
   cJSON_AddNumberToObject(o, "workers", c->n_workers);
   cJSON_AddNumberToObject(o, "prefetch", c->prefetch);
+  cJSON_AddNumberToObject(o, "consumer_slots", c->consumer_slots);
   cJSON_AddBoolToObject(o, "shuffle", c->shuffle);
   cJSON_AddNumberToObject(o, "seed", (double)c->seed);
   cJSON_AddBoolToObject(o, "drop_last", c->drop_last);
@@ -619,6 +715,13 @@ cJSON *cli_config_json(const cli_run_spec *spec, const cli_run_result *res) {
   cJSON_AddBoolToObject(o, "prefetch_next_epoch", c->prefetch_next_epoch);
   cJSON_AddNumberToObject(o, "timeout_ms", (double)c->sample_timeout_ms);
   cJSON_AddNumberToObject(o, "mem_budget_bytes", (double)c->mem_budget_bytes);
+  cJSON_AddStringToObject(o, "on_error", stoke_on_error_name(c->on_error));
+  cli_fmt_max_failures(c, buf, sizeof(buf));
+  cJSON_AddStringToObject(o, "max_failures", buf);
+  if (spec->cfg.quarantine_path)
+    cJSON_AddStringToObject(o, "quarantine", spec->cfg.quarantine_path);
+  else
+    cJSON_AddNullToObject(o, "quarantine");
   cJSON_AddNumberToObject(o, "epochs", spec->epochs);
   cJSON_AddNumberToObject(o, "warmup_epochs", c->warmup_epochs);
   spec_compute(spec, buf, sizeof(buf));
@@ -751,6 +854,21 @@ cJSON *cli_stages_json(const cli_run_result *res) {
     cJSON_AddNumberToObject(o, "p95_us", (double)d->p95_ns / 1e3);
   }
   return a;
+}
+
+cJSON *cli_run_json(const cli_run_spec *spec, const cli_run_result *res) {
+  cJSON *root = cJSON_CreateObject();
+  if (!root)
+    return NULL;
+  cJSON_AddItemToObject(root, "config", cli_config_json(spec, res));
+  cJSON_AddItemToObject(root, "machine", cli_machine_json());
+  cJSON_AddItemToObject(root, "epochs", cli_epochs_json(res));
+  cJSON_AddItemToObject(root, "summary", cli_summary_json(res));
+  cJSON_AddItemToObject(root, "stages", cli_stages_json(res));
+  cJSON_AddItemToObject(root, "bad_samples", cli_failures_json(spec, res));
+  cJSON_AddItemToObject(root, "resume", cli_resume_json(spec, res));
+  cJSON_AddItemToObject(root, "device", cli_device_json(res));
+  return root;
 }
 
 /* ---- output files -------------------------------------------------------- */

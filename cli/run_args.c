@@ -32,6 +32,15 @@ enum {
   RO_JSON,
   RO_TRACE,
   RO_QUIET,
+  RO_ON_ERROR,
+  RO_MAX_FAILURES,
+  RO_QUARANTINE,
+  RO_SAVE_STATE,
+  RO_SAVE_EVERY,
+  RO_STOP_AFTER,
+  RO_RESUME,
+  RO_INDICES,
+  RO_CONSUMER_SLOTS,
   RO_LAST /* commands number their own options from here */
 };
 _Static_assert(RO_LAST == CLI_RUN_OPT_LAST, "cli.h: CLI_RUN_OPT_LAST");
@@ -39,6 +48,7 @@ _Static_assert(RO_LAST == CLI_RUN_OPT_LAST, "cli.h: CLI_RUN_OPT_LAST");
 const cli_opt cli_run_opts[] = {{"batch-size", 'b', 1, RO_BATCH},
                                 {"workers", 'j', 1, RO_WORKERS},
                                 {"prefetch", 0, 1, RO_PREFETCH},
+                                {"consumer-slots", 0, 1, RO_CONSUMER_SLOTS},
                                 {"shuffle", 0, 0, RO_SHUFFLE},
                                 {"seed", 0, 1, RO_SEED},
                                 {"drop-last", 0, 0, RO_DROP_LAST},
@@ -61,7 +71,25 @@ const cli_opt cli_run_opts[] = {{"batch-size", 'b', 1, RO_BATCH},
                                 {"json", 0, 1, RO_JSON},
                                 {"trace", 0, 1, RO_TRACE},
                                 {"quiet", 'q', 0, RO_QUIET},
+                                {"on-error", 0, 1, RO_ON_ERROR},
+                                {"max-failures", 0, 1, RO_MAX_FAILURES},
+                                {"quarantine", 0, 1, RO_QUARANTINE},
+                                {"save-state", 0, 1, RO_SAVE_STATE},
+                                {"save-state-every", 0, 1, RO_SAVE_EVERY},
+                                {"stop-after", 0, 1, RO_STOP_AFTER},
+                                {"resume", 0, 1, RO_RESUME},
+                                {"indices", 0, 1, RO_INDICES},
                                 {NULL, 0, 0, 0}};
+
+static int positive_u64(const char *what, const char *s, uint64_t *out) {
+  if (cli_parse_u64(what, s, out))
+    return -1;
+  if (*out == 0) {
+    cli_error("%s: must be at least 1, got '%s'", what, s);
+    return -1;
+  }
+  return 0;
+}
 
 static int env_default(const char *var, unsigned lo, unsigned *out) {
   const char *v = getenv(var);
@@ -108,6 +136,8 @@ int cli_run_args_apply(cli_run_args *a, int id, const char *f,
     return cli_parse_uint(f, v, 0, 4096, &spec->cfg.n_workers);
   case RO_PREFETCH:
     return cli_parse_uint(f, v, 1, 4096, &spec->cfg.prefetch);
+  case RO_CONSUMER_SLOTS:
+    return cli_parse_uint(f, v, 1, 1024, &spec->cfg.consumer_slots);
   case RO_SHUFFLE:
     spec->cfg.shuffle = 1;
     return 0;
@@ -149,6 +179,26 @@ int cli_run_args_apply(cli_run_args *a, int id, const char *f,
     return 0;
   case RO_COMPUTE:
     return cli_parse_compute(f, v, &spec->compute_kind, &spec->compute_ns);
+  case RO_ON_ERROR:
+    return cli_parse_on_error(f, v, &spec->cfg.on_error);
+  case RO_MAX_FAILURES:
+    return cli_parse_max_failures(f, v, &spec->cfg);
+  case RO_QUARANTINE:
+    spec->cfg.quarantine_path = v;
+    return 0;
+  case RO_SAVE_STATE:
+    spec->save_state_path = v;
+    return 0;
+  case RO_SAVE_EVERY:
+    return positive_u64(f, v, &spec->save_every);
+  case RO_STOP_AFTER:
+    return positive_u64(f, v, &spec->stop_after);
+  case RO_RESUME:
+    spec->resume_path = v;
+    return 0;
+  case RO_INDICES:
+    spec->indices_path = v;
+    return 0;
   case RO_DEVICE:
     if (strcmp(v, "cpu") != 0 && strcmp(v, "cuda") != 0 &&
         strncmp(v, "cuda:", 5) != 0) {
@@ -178,6 +228,10 @@ int cli_run_args_finish(cli_run_args *a, const char *cmd) {
   if (a->rank >= a->world) {
     cli_error("--rank: must be below --world (%u), got %u", a->world,
               a->rank);
+    return -1;
+  }
+  if (a->spec.save_every && !a->spec.save_state_path) {
+    cli_error("--save-state-every: needs --save-state FILE");
     return -1;
   }
   if (a->spec.compute_kind == CLI_COMPUTE_GPU_SLEEP &&

@@ -59,7 +59,8 @@ STOKE_API const char *stoke_version(void);
   X(NOTSUP, -9, "not supported in this build or on this machine")             \
   X(THREAD, -10, "a thread could not be created")                             \
   X(FORMAT, -11, "malformed input data")                                      \
-  X(DEVICE, -12, "a CUDA driver call failed")
+  X(DEVICE, -12, "a CUDA driver call failed")                                 \
+  X(FAILURES, -13, "more bad samples than the failure budget allows")
 
 typedef enum stoke_code {
   STOKE_OK = 0,
@@ -465,6 +466,31 @@ typedef struct stoke_batch stoke_batch;   /* opaque, lent to the caller */
 
 #define STOKE_WORKERS_AUTO ((unsigned)-1)
 
+/* What a bad sample (a fill that fails: a corrupt file, an I/O error, a
+** sample the quarantine lists) does to its batch.  Under SKIP and REPLACE a
+** bad sample is a warning, counted in the statistics and kept in
+** stoke_loader_failures(), not an error, until the failure budget is
+** spent. */
+typedef enum stoke_on_error {
+  STOKE_ON_ERROR_FAIL = 0,   /* the first bad sample is a fatal error
+                                (STOKE_ESAMPLE, naming it); the default */
+  STOKE_ON_ERROR_SKIP = 1,   /* the batch goes without it: it is shorter
+                                (stoke_batch_size, stoke_batch_n_skipped);
+                                a batch left with no sample is not handed
+                                out at all */
+  STOKE_ON_ERROR_REPLACE = 2 /* another sample takes its place, so the
+                                batch keeps its size: the substitute's index
+                                is drawn from the bad sample's own random
+                                stream (seed, epoch, index), so it is the
+                                same whatever the worker count or timing,
+                                and it is filled with a random stream of its
+                                own; a substitute that fails too is replaced
+                                in turn, up to max_replace_tries */
+} stoke_on_error;
+
+/* "fail", "skip", "replace"; "?" for another value. */
+STOKE_API const char *stoke_on_error_name(int on_error);
+
 typedef struct stoke_config {
   size_t struct_size;      /* set by stoke_config_init(); ABI guard */
   stoke_source *source;    /* required; the loader takes its own reference */
@@ -552,6 +578,27 @@ typedef struct stoke_config {
                               torch.cuda.synchronize), so that host wall
                               time is honest (STOKE_CLOCK_SYNC) */
   void *step_sync_user;    /* passed to step_sync */
+  /* Bad samples (since 0.2; see stoke_on_error). */
+  int on_error;            /* stoke_on_error; default FAIL */
+  /* The failure budget of SKIP and REPLACE: bad samples found in one epoch
+  ** (this rank) beyond it make next() fail with STOKE_EFAILURES, naming the
+  ** last few.  max_failures > 0 is a count; otherwise max_failure_frac > 0
+  ** is a share of the epoch's samples (ceil(frac x samples)); both 0: no
+  ** limit.  Default: max_failures 0, max_failure_frac 0.01 (1%).  Samples
+  ** the quarantine lists are not read and do not count. */
+  uint64_t max_failures;
+  double max_failure_frac;
+  unsigned max_replace_tries; /* REPLACE: substitutes tried per bad sample
+                                 before the bad sample is an error
+                                 (STOKE_ESAMPLE); default 8, >= 1 */
+  /* A quarantine file (docs/quarantine.md), or NULL (default): every bad
+  ** sample is appended to it with its reason, and the samples it lists are
+  ** not read, in this epoch and later ones, in this run and later runs,
+  ** but handled by on_error at once (FAIL: an error naming the file).  It
+  ** is created if missing; one made for another dataset (another kind,
+  ** sample count or stoke_source_fingerprint) is refused at create.
+  ** Copied. */
+  const char *quarantine_path;
   int order_given;         /* 0 (default): stoke's own order, a function of
                               (seed, epoch, rank, world) only.  1: the
                               caller gives every epoch's batches with
@@ -695,8 +742,16 @@ STOKE_API size_t stoke_batch_size(const stoke_batch *b);
 /* Position of b in its epoch (0-based) and the epoch number. */
 STOKE_API size_t stoke_batch_number(const stoke_batch *b);
 STOKE_API uint64_t stoke_batch_epoch(const stoke_batch *b);
-/* The source indices of the samples in b, in batch order; owned by b. */
+/* The source indices of the samples in b, in batch order; owned by b.
+** Under REPLACE a substitute's entry is the substitute's index; under SKIP
+** the skipped samples are not listed. */
 STOKE_API const size_t *stoke_batch_indices(const stoke_batch *b);
+/* Bad samples left out of b (on_error SKIP): b holds stoke_batch_size(b)
+** samples of the stoke_batch_size(b) + stoke_batch_n_skipped(b) its
+** position in the epoch covers.  0 under the other policies.  Since 0.2. */
+STOKE_API size_t stoke_batch_n_skipped(const stoke_batch *b);
+/* Samples of b that are substitutes for bad ones (on_error REPLACE). */
+STOKE_API size_t stoke_batch_n_replaced(const stoke_batch *b);
 STOKE_API size_t stoke_batch_n_fields(const stoke_batch *b);
 /* Describe field f of b.  STOKE_EINVAL for a bad f. */
 STOKE_API int stoke_batch_field(const stoke_batch *b, size_t f,
@@ -879,6 +934,16 @@ typedef struct stoke_stats {
   uint64_t pageable_copies;/* copies made from pageable host memory */
   uint64_t untimed_steps;  /* steps the events could not time (the stream
                               more than 30 steps behind the host) */
+  /* Bad samples since the loader was created, warm-up included (since
+  ** 0.2): every one met (failures: fills that failed, substitutes
+  ** included; quarantined: not read because the quarantine lists them) and
+  ** what the policy did with them (skipped + replaced = failures +
+  ** quarantined, unless one ended the run).  Details of the last few:
+  ** stoke_loader_failures(). */
+  uint64_t failures;
+  uint64_t quarantined;
+  uint64_t skipped;
+  uint64_t replaced;
   /* Since 0.2: the scheduler over the measured window (Linux schedstat of
   ** the process's threads named stoke-w*: the workers and any helper
   ** threads they started, which inherit the name), counting only threads
@@ -918,6 +983,138 @@ STOKE_API size_t stoke_loader_n_epoch_stats(const stoke_loader *l);
 /* Record i (0 = the first epoch run).  STOKE_EINVAL when out of range. */
 STOKE_API int stoke_loader_epoch_stats(const stoke_loader *l, size_t i,
                                        stoke_epoch_stats *out);
+
+/* ------------------------------------------------------------------------ */
+/* Bad samples: what failed, where and why (since 0.2)                       */
+
+/* The loader keeps its last STOKE_FAILURES_KEPT bad samples. */
+#define STOKE_FAILURES_KEPT 8
+
+/* One bad sample.  Plain data. */
+typedef struct stoke_failure {
+  size_t index;        /* the sample's index in the source */
+  uint64_t epoch;
+  size_t batch;        /* the batch's position in the epoch */
+  int action;          /* stoke_on_error: what was done with it */
+  int quarantined;     /* 1: not read, the quarantine lists it */
+  size_t substitute;   /* REPLACE: the sample that took its place, or
+                          SIZE_MAX when none did (it failed too, or the
+                          tries ran out) */
+  char where[256];     /* file, shard and offset (stoke_source_describe) */
+  char reason[512];    /* the fill's message, or the quarantine's */
+} stoke_failure;
+
+/* Copy the last bad samples of l, oldest first, into out[0..cap) and
+** return how many are kept (at most STOKE_FAILURES_KEPT; a call with cap 0
+** sizes the array).  The total is in stoke_stats.failures and
+** .quarantined.  Any thread.  Since 0.2. */
+STOKE_API size_t stoke_loader_failures(const stoke_loader *l,
+                                       stoke_failure *out, size_t cap);
+
+/* A 64-bit identity of the dataset behind src: its kind, sample count,
+** class names and, for image sources, the names, labels and offsets of
+** up to 1024 samples spread over it (file names without their folder, so
+** a dataset that moves keeps its identity; the transform is not part of
+** it).  Quarantine files and loader states carry it so that one made for
+** another dataset is refused.  Any thread.  Since 0.2. */
+STOKE_API uint64_t stoke_source_fingerprint(const stoke_source *src);
+
+/* Called by stoke_verify after each sample; return nonzero to stop. */
+typedef int (*stoke_verify_progress_fn)(void *user, size_t done, size_t total,
+                                        size_t n_bad);
+
+typedef struct stoke_verify_config {
+  size_t struct_size;       /* set by stoke_verify_config_init() */
+  unsigned n_threads;       /* 0 (default): one per online core */
+  /* Write every bad sample here (the quarantine format of
+  ** docs/quarantine.md), replacing the file, or NULL (default). */
+  const char *quarantine_path;
+  stoke_verify_progress_fn progress; /* NULL: none; called from the
+                                        calling thread */
+  void *user;
+} stoke_verify_config;
+
+STOKE_API void stoke_verify_config_init(stoke_verify_config *cfg);
+
+typedef struct stoke_verify_result {
+  size_t n_samples;     /* checked */
+  size_t n_bad;
+  uint64_t bytes;       /* encoded bytes read */
+  int stopped;          /* 1: progress asked to stop before the end */
+  size_t n_listed;      /* entries of bad[] filled: the first bad samples */
+  stoke_failure bad[16];
+} stoke_verify_result;
+
+/* Decode every sample of an image source once, whole, at full scale (the
+** loader decodes only a crop's window), on n_threads threads, and, for
+** packed shards, check every sample's CRC-32, which the hot path does not.
+** Bad samples are counted, the first ones kept in res->bad, all of them
+** written to cfg->quarantine_path.  Returns 0 (bad samples are results,
+** not errors); STOKE_EINVAL for a source that is not an image source;
+** STOKE_EIO when the quarantine cannot be written; STOKE_ENOMEM.
+** Since 0.2. */
+STOKE_API int stoke_verify(const stoke_source *src,
+                           const stoke_verify_config *cfg,
+                           stoke_verify_result *res);
+
+/* ------------------------------------------------------------------------ */
+/* Resume: the loader's position as a few bytes (since 0.2)                  */
+
+/* Where a loader is: the epoch in progress (or the next to start) and how
+** many of its batches next() has handed out, with what makes that position
+** mean the same samples: the seed, the sharding and batching of the epoch,
+** and the dataset's sample count and fingerprint.  Plain data; the blob
+** form (stoke_loader_state_encode) is what to store. */
+typedef struct stoke_loader_state {
+  uint32_t version;        /* STOKE_STATE_VERSION */
+  uint64_t seed;
+  uint64_t epoch;          /* the epoch to continue */
+  uint64_t batches_done;   /* its batches handed out (this rank); at the
+                              epoch's n_batches the next next() returns
+                              STOKE_END for it */
+  uint64_t n_samples;      /* samples in the source */
+  uint64_t fingerprint;    /* stoke_source_fingerprint */
+  uint64_t batch_size;
+  uint32_t rank, world;
+  uint32_t shuffle, drop_last, shard_drop_last;
+} stoke_loader_state;
+
+#define STOKE_STATE_VERSION 1
+#define STOKE_STATE_BYTES 80 /* stoke_loader_state_encode's size */
+
+/* The state of l now.  A batch counts as handed out once next() has
+** returned it, released or not: a state saved while the caller trains on
+** batch k resumes with batch k + 1.  With in_order 0 mid-epoch, the
+** batches handed out must be the epoch's first ones (else STOKE_EINVAL:
+** the position is not a count; save at an epoch boundary).  Returns 0 or
+** STOKE_EINVAL.  The consumer's thread.  Since 0.2. */
+STOKE_API int stoke_loader_state_save(const stoke_loader *l,
+                                      stoke_loader_state *out);
+
+/* Continue from st: the next next() hands out the batches of st's epoch
+** after the first st->batches_done, exactly those an uninterrupted run
+** would have, in its order, whatever the worker count, prefetch or
+** in_order (and under REPLACE, the same substitutes).  The loader takes
+** st's seed.  When the world, rank, batch size, shuffle or drop_last
+** differ from st's (elastic resume), the position within the epoch means
+** nothing here, and the loader starts at the next epoch's beginning
+** (stoke_errmsg(l) says so); every sample of that epoch is then delivered
+** exactly once across the new ranks.  Between epochs only (as
+** set_epoch): STOKE_EINVAL during one.  A state of another dataset (sample
+** count or fingerprint) or of an unknown version: STOKE_EINVAL with a
+** message naming both.  The consumer's thread.  Since 0.2. */
+STOKE_API int stoke_loader_state_restore(stoke_loader *l,
+                                         const stoke_loader_state *st);
+
+/* The state as STOKE_STATE_BYTES little-endian bytes with a magic number,
+** the version and a CRC-32: into buf[0..cap), *n = STOKE_STATE_BYTES (also
+** when cap is too small: then STOKE_EINVAL).  Pure; any thread. */
+STOKE_API int stoke_loader_state_encode(const stoke_loader_state *st,
+                                        void *buf, size_t cap, size_t *n);
+/* Back from bytes: STOKE_EINVAL for a wrong size, magic, version or CRC
+** (stoke_errmsg(NULL) says which).  Any thread. */
+STOKE_API int stoke_loader_state_decode(const void *buf, size_t n,
+                                        stoke_loader_state *out);
 
 /* ------------------------------------------------------------------------ */
 /* The two clocks around any loop                                           */
@@ -1245,6 +1442,8 @@ typedef struct stoke_host_ledger {
   uint64_t device_free_bytes; /* the device's free memory, checked before
                                  allocation (stoke_loader_ledger of a loader
                                  on a device); 0 when unknown */
+  uint64_t failures_bytes; /* the bad-sample log, SKIP's flags and the
+                              quarantine's bitmap (since 0.2) */
 } stoke_host_ledger;
 
 /* The ledger of the loader cfg would create, without creating it: nothing

@@ -204,6 +204,42 @@ size_t stoke__field_bytes(const stoke_field_desc *d);
 ** opposed to SLOT_WAIT and COPY. */
 bool stoke__stage_is_work(int stage);
 
+/* ---- the quarantine (src/source/quarantine.c, docs/quarantine.md) --------- */
+
+typedef struct stoke__quarantine stoke__quarantine;
+
+enum {
+  STOKE__QUARANTINE_APPEND = 0, /* read the file if it exists (its header
+                                   must match src), then append to it */
+  STOKE__QUARANTINE_REWRITE = 1 /* write a new file (PATH.tmp, renamed over
+                                   PATH at close) */
+};
+
+/* Open path for src (whose stoke_source_fingerprint is fingerprint).
+** Returns 0, STOKE_EINVAL (made for another dataset), STOKE_EFORMAT (not a
+** quarantine file), STOKE_EIO or STOKE_ENOMEM with err set. */
+int stoke__quarantine_open(const char *path, const stoke_source *src,
+                           uint64_t fingerprint, int mode,
+                           const stoke_allocator *a, stoke__quarantine **out,
+                           char *err, size_t cap);
+void stoke__quarantine_close(stoke__quarantine *q); /* NULL: no-op */
+/* Does q list sample index?  Any thread, lock-free. */
+bool stoke__quarantine_has(const stoke__quarantine *q, size_t index);
+/* List sample index (once) with where and why.  Any thread.  A write that
+** fails is not fatal: the sample is listed in memory still, and note (if
+** not NULL) gets the write error. */
+void stoke__quarantine_add(stoke__quarantine *q, size_t index,
+                           const char *where, const char *why, char *note,
+                           size_t note_cap);
+/* REWRITE: do not replace the file at close (an incomplete verification). */
+void stoke__quarantine_discard(stoke__quarantine *q);
+size_t stoke__quarantine_count(stoke__quarantine *q); /* distinct samples */
+const char *stoke__quarantine_path(const stoke__quarantine *q);
+/* 1 and the message in buf when a write failed; else 0. */
+int stoke__quarantine_error(stoke__quarantine *q, char *buf, size_t cap);
+/* Host bytes of a quarantine over n_samples samples (its bitmap). */
+uint64_t stoke__quarantine_bytes(size_t n_samples);
+
 /* ---- stats (src/stats/) ---------------------------------------------------- */
 
 /* Log-bucket histogram of durations in ns: 32 linear buckets below 32 ns,

@@ -630,6 +630,14 @@ static PyObject *batch_get_number(sk_Batch *self, void *c) {
 static PyObject *batch_get_epoch(sk_Batch *self, void *c) {
   return PyLong_FromUnsignedLongLong(self->epoch);
 }
+static PyObject *batch_get_n_skipped(sk_Batch *self, void *c) {
+  if (!batch_live(self)) return NULL;
+  return PyLong_FromSize_t(stoke_batch_n_skipped(self->ref->b));
+}
+static PyObject *batch_get_n_replaced(sk_Batch *self, void *c) {
+  if (!batch_live(self)) return NULL;
+  return PyLong_FromSize_t(stoke_batch_n_replaced(self->ref->b));
+}
 static PyObject *batch_get_released(sk_Batch *self, void *c) {
   return PyBool_FromLong(self->ref == NULL);
 }
@@ -663,6 +671,11 @@ static PyGetSetDef batch_getset[] = {
     {"number", (getter)batch_get_number, NULL, "position in its epoch", NULL},
     {"epoch", (getter)batch_get_epoch, NULL, "the epoch number", NULL},
     {"released", (getter)batch_get_released, NULL, "release() was called",
+     NULL},
+    {"n_skipped", (getter)batch_get_n_skipped, NULL,
+     "bad samples left out of this batch (on_error='skip')", NULL},
+    {"n_replaced", (getter)batch_get_n_replaced, NULL,
+     "samples of this batch standing in for bad ones (on_error='replace')",
      NULL},
     {"names", (getter)batch_get_names, NULL, "the field names", NULL},
     {NULL, NULL, NULL, NULL, NULL}};

@@ -152,12 +152,15 @@ typedef struct sk_Loader {
   sk_keep keep;
   PyObject *spec;       /* the source description, for the reports */
   int in_epoch;         /* an iteration is in progress */
+  uint64_t gen;         /* counts iter() calls: one iterator is current */
+  int has_workers;      /* n_workers > 0: a ready batch is polled for with
+                           the GIL held */
   int64_t cpu0_ns;      /* process CPU when measuring began, for the
                            consumer's CPU share; -1 until then */
   PyObject *weakrefs;
 } sk_Loader;
 
-extern PyTypeObject sk_LoaderType;
+extern PyTypeObject sk_LoaderType, sk_LoaderIterType;
 
 /* NULL with an exception unless self is usable in this process. */
 stoke_loader *sk_loader_get(sk_Loader *self);

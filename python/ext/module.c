@@ -247,6 +247,7 @@ PyMODINIT_FUNC PyInit__stoke(void) {
   if (add_errors(mod) < 0 || add_type(mod, &sk_FieldType, "Field") < 0 ||
       add_type(mod, &sk_BatchType, "Batch") < 0 ||
       add_type(mod, &sk_LoaderType, "Loader") < 0 ||
+      add_type(mod, &sk_LoaderIterType, "LoaderIterator") < 0 ||
       add_type(mod, &sk_TwoClockType, "TwoClock") < 0 ||
       (sk_DatasetLoaderType.tp_base = &sk_LoaderType,
        add_type(mod, &sk_DatasetLoaderType, "DatasetLoader") < 0) ||

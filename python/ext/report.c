@@ -153,9 +153,15 @@ static PyObject *json_of(cJSON *o) {
   return r;
 }
 
-static cJSON *summary_with_stages(const cli_run_result *res) {
-  cJSON *s = cli_summary_json(res);
-  if (s) cJSON_AddItemToObject(s, "stages", cli_stages_json(res));
+/* The summary, with what `stoke bench --json` keeps beside it. */
+static cJSON *summary_with_stages(const sk_run *r) {
+  cJSON *s = cli_summary_json(&r->res);
+  if (s) {
+    cJSON_AddItemToObject(s, "stages", cli_stages_json(&r->res));
+    cJSON_AddItemToObject(s, "bad_samples",
+                          cli_failures_json(&r->spec, &r->res));
+    cJSON_AddItemToObject(s, "device", cli_device_json(&r->res));
+  }
   return s;
 }
 
@@ -165,7 +171,7 @@ PyObject *sk_loader_stats(sk_Loader *self, PyObject *noargs) {
     run_free(&r);
     return NULL;
   }
-  PyObject *d = json_of(summary_with_stages(&r.res));
+  PyObject *d = json_of(summary_with_stages(&r));
   run_free(&r);
   return d;
 }
@@ -298,13 +304,8 @@ PyObject *sk_loader_save_json(sk_Loader *self, PyObject *args, PyObject *kw) {
   PyObject *res = NULL;
   if (collect(self, &r) == 0) {
     cJSON *d = diagnosis(self, &r, cores, ccpu);
-    cJSON *root = d ? cJSON_CreateObject() : NULL;
+    cJSON *root = d ? cli_run_json(&r.spec, &r.res) : NULL;
     if (root) {
-      cJSON_AddItemToObject(root, "config", cli_config_json(&r.spec, &r.res));
-      cJSON_AddItemToObject(root, "machine", cli_machine_json());
-      cJSON_AddItemToObject(root, "epochs", cli_epochs_json(&r.res));
-      cJSON_AddItemToObject(root, "summary", cli_summary_json(&r.res));
-      cJSON_AddItemToObject(root, "stages", cli_stages_json(&r.res));
       cJSON_AddItemToObject(root, "diagnosis", d);
       res = write_json_file(PyBytes_AS_STRING(path), root);
     } else {

@@ -262,7 +262,11 @@ int sk_config_from_dict(PyObject *d, stoke_config *c) {
       sk_dict_uint(d, "device_prefetch", &c->device_prefetch) ||
       sk_dict_int(d, "pin_memory", &c->pin_memory) ||
       sk_dict_int(d, "device_normalize", &c->device_normalize) ||
-      sk_dict_int(d, "clock", &c->clock))
+      sk_dict_int(d, "clock", &c->clock) ||
+      sk_dict_int(d, "on_error", &c->on_error) ||
+      sk_dict_u64(d, "max_failures", &c->max_failures) ||
+      sk_dict_double(d, "max_failure_frac", &c->max_failure_frac) ||
+      sk_dict_uint(d, "max_replace_tries", &c->max_replace_tries))
     return -1;
   uint64_t stream = c->cuda_stream;
   if (sk_dict_u64(d, "cuda_stream", &stream)) return -1;
@@ -276,6 +280,9 @@ int sk_config_from_dict(PyObject *d, stoke_config *c) {
   Py_DECREF(o);
   if (!(o = sk_dict_str(d, "cuda_library", &v))) return -1;
   if (v) c->cuda_library = v;
+  Py_DECREF(o);
+  if (!(o = sk_dict_str(d, "quarantine_path", &v))) return -1;
+  if (v) c->quarantine_path = v;
   Py_DECREF(o);
   return 0;
 }

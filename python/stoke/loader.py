@@ -239,6 +239,43 @@ def device_config(device=None, device_prefetch=1, pin_memory=None,
     }, (cuda.current_stream if cuda else None)
 
 
+_ON_ERROR = {"fail": 0, "skip": 1, "replace": 2}
+
+
+def bad_sample_config(on_error="fail", max_failures=None,
+                      max_replace_tries=8, quarantine=None):
+    """The bad-sample part of the C configuration.  max_failures: None
+    (the default budget, 1% of an epoch), a count (int), a share (a float
+    below 1, or "0.1%"), or "none" (no limit)."""
+    if on_error not in _ON_ERROR:
+        raise ValueError(f"on_error: expected 'fail', 'skip' or 'replace', "
+                         f"got {on_error!r}")
+    d = {"on_error": _ON_ERROR[on_error],
+         "max_replace_tries": int(max_replace_tries),
+         "quarantine_path": os.fspath(quarantine) if quarantine else None}
+    m = max_failures
+    if isinstance(m, str) and m.strip().endswith("%"):
+        m = float(m.strip()[:-1]) / 100
+        if not 0 < m <= 1:
+            raise ValueError(f"max_failures: a share above 0 and at most "
+                             f"100%, got {max_failures!r}")
+    elif isinstance(m, str) and m.strip() == "none":
+        d.update(max_failures=0, max_failure_frac=0.0)
+        return d
+    elif isinstance(m, str):
+        m = int(m)
+    if m is None:
+        return d
+    if isinstance(m, bool) or m <= 0:
+        raise ValueError(f"max_failures: 0 would allow none; use "
+                         f"on_error='fail', a count, a share or 'none'")
+    if isinstance(m, float) and m < 1:
+        d.update(max_failures=0, max_failure_frac=m)
+    else:
+        d.update(max_failures=int(m), max_failure_frac=0.0)
+    return d
+
+
 def loader_config(batch_size, *, shuffle=False, seed=0, num_workers=0,
                   prefetch=2, drop_last=False, rank=None, world_size=None,
                   mem_budget=None, timeout=None, out_of_order=False,
@@ -344,7 +381,18 @@ class Loader(_stoke.Loader):
     callable giving that stream, or its handle; default
     ``torch.cuda.current_stream``), and its slot refilled only once the work
     queued there is done.  Without a CUDA driver the loader runs on the
-    host and :meth:`device_info` says why."""
+    host and :meth:`device_info` says why.
+
+    Bad samples: ``on_error="fail"`` (default: the first one raises
+    :class:`SampleError`), ``"skip"`` (the batch is shorter:
+    ``batch.n_skipped``) or ``"replace"`` (another sample, drawn from the
+    bad one's own random stream, takes its place: the batch keeps its size
+    and the run its determinism).  ``max_failures`` bounds them (a count, a
+    share such as ``"0.1%"``, or ``"none"``; default 1% of an epoch);
+    ``quarantine`` names a file that records each bad sample so that later
+    epochs and runs never read it (``stoke inspect --verify`` writes one).
+    :meth:`failures` lists the last ones; :meth:`state_dict` and
+    :meth:`load_state_dict` save and restore the position."""
 
     def __init__(self, source, batch_size, *, shuffle=False, seed=0,
                  num_workers=0, prefetch=2, drop_last=False, transform=None,
@@ -354,7 +402,9 @@ class Loader(_stoke.Loader):
                  shard_drop_last=False, image_kind=None, max_pixels=None,
                  max_bytes=None, verify_checksums=False, device=None,
                  device_prefetch=1, pin_memory=None, device_normalize=True,
-                 cuda_library=None, cuda_stream=None, release_stream=None):
+                 cuda_library=None, cuda_stream=None, release_stream=None,
+                 on_error="fail", max_failures=None, max_replace_tries=8,
+                 quarantine=None):
         spec, layout, names, keep = describe_source(
             source, transform, image_kind, max_pixels, max_bytes,
             verify_checksums)
@@ -369,6 +419,8 @@ class Loader(_stoke.Loader):
                                     device_normalize, cuda_library,
                                     cuda_stream)
         config.update(dev)
+        config.update(bad_sample_config(on_error, max_failures,
+                                        max_replace_tries, quarantine))
         output, mode, to_torch, to_numpy = output_converters(output)
         self._keep = keep  # the arrays the C source borrows
         self.output = output
@@ -412,6 +464,25 @@ class Loader(_stoke.Loader):
         """Write ``stoke profile --json``'s document, which ``stoke
         report`` renders as HTML."""
         super().save_json(os.fspath(path), cores, consumer_cpu)
+
+    def state_dict(self):
+        """Where the loader is: the epoch, the batches of it handed out
+        (a batch counts once next() returned it) and what makes that
+        position mean the same samples, as a few bytes (``"stoke_state"``,
+        what load_state_dict reads: version, CRC, the dataset's identity)
+        and readable fields.  torch.save-able."""
+        blob, fields = self._state()
+        return dict(fields, stoke_state=blob)
+
+    def load_state_dict(self, state):
+        """Continue from state_dict(): the next iteration hands out the
+        batches an uninterrupted run had left, in its order, whatever
+        num_workers and prefetch are now.  With another world size (or
+        rank, batch size, shuffle, drop_last) it starts at the next epoch,
+        every sample of which is then delivered once across the ranks.  A
+        state of another dataset raises ConfigError naming both."""
+        blob = state["stoke_state"] if isinstance(state, dict) else state
+        self._restore(bytes(blob))
 
     @property
     def config(self):

@@ -87,6 +87,15 @@ static bool pick(stoke_loader *l, stoke_batch **out_h, stoke_batch **out_d) {
   d->gen = best->gen;
   d->n = best->n;
   memcpy(d->indices, best->indices, best->n * sizeof *best->indices);
+  /* What on_error did to the batch (badsample.c), for stoke_batch_n_*. */
+  atomic_store_explicit(&d->n_skipped,
+                        atomic_load_explicit(&best->n_skipped,
+                                             memory_order_relaxed),
+                        memory_order_relaxed);
+  atomic_store_explicit(&d->n_replaced,
+                        atomic_load_explicit(&best->n_replaced,
+                                             memory_order_relaxed),
+                        memory_order_relaxed);
   best->state = SLOT_COPYING;
   if (best_ahead)
     l->copies_ahead++;

@@ -4,7 +4,9 @@
 ** batch slots (each: the batch's field buffers, its index array and its
 ** header), the epoch order plus the shuffle scratch, one worker record and
 ** one statistics block per worker (one for W = 0, used by the consumer's
-** thread), and the consumer's statistics with the warm-up baseline.
+** thread), the consumer's statistics with the warm-up baseline, and the
+** bad-sample state (badsample.c: the failure log, SKIP's flags, the
+** quarantine's bitmap).
 ** The loader checks its budget with these same functions, and
 ** tests/unit/test_tune.c checks that the total equals
 ** stoke_loader_host_bytes() of a real loader. */
@@ -44,8 +46,9 @@ void stoke__host_ledger(const stoke_config *c, unsigned n_workers,
       sizeof(stoke__consumer_stats) + sizeof(stoke__stats_snap);
   g->trace_bytes = (uint64_t)(STOKE__MAX(n_workers, 1) + 1) *
                    c->trace_events * sizeof(stoke__trace_event);
+  g->failures_bytes = stoke__bad_bytes(c, src);
   g->total_bytes = g->slots_bytes + g->order_bytes + g->workers_bytes +
-                   g->consumer_bytes + g->trace_bytes;
+                   g->consumer_bytes + g->trace_bytes + g->failures_bytes;
   g->budget_bytes = c->mem_budget_bytes;
 }
 
@@ -66,7 +69,7 @@ void stoke__loader_ledger_device(const stoke_loader *l, stoke_host_ledger *g) {
   g->slots_bytes = (uint64_t)g->n_slots *
                    (g->batch_bytes + b * sizeof(size_t) + sizeof(stoke_batch));
   g->total_bytes = g->slots_bytes + g->order_bytes + g->workers_bytes +
-                   g->consumer_bytes + g->trace_bytes;
+                   g->consumer_bytes + g->trace_bytes + g->failures_bytes;
 }
 
 int stoke__host_ledger_check(const stoke_host_ledger *g, unsigned prefetch,
@@ -77,7 +80,8 @@ int stoke__host_ledger_check(const stoke_host_ledger *g, unsigned prefetch,
       {"epoch order", g->order_bytes},
       {"worker state and statistics", g->workers_bytes},
       {"consumer statistics", g->consumer_bytes},
-      {"trace buffers (trace_events)", g->trace_bytes}};
+      {"trace buffers (trace_events)", g->trace_bytes},
+      {"bad-sample log, skip flags and quarantine", g->failures_bytes}};
   size_t big = 0;
   for (size_t i = 1; i < sizeof terms / sizeof terms[0]; i++)
     if (terms[i].n > terms[big].n) big = i;

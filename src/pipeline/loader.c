@@ -30,6 +30,9 @@ void stoke_config_init(stoke_config *cfg) {
   cfg->world = 1;
   cfg->in_order = 1;
   cfg->prefetch_next_epoch = 1;
+  cfg->on_error = STOKE_ON_ERROR_FAIL;
+  cfg->max_failure_frac = 0.01;
+  cfg->max_replace_tries = 8;
   cfg->consumer_slots = 1;
   cfg->device_prefetch = 1;
   cfg->pin_memory = -1;
@@ -77,6 +80,23 @@ int stoke__config_validate(const stoke_config *c) {
     return stoke__set_tls_error(STOKE_EINVAL,
                                 "config: order_given is %d, expected 0 or 1",
                                 c->order_given);
+  if (c->on_error < STOKE_ON_ERROR_FAIL || c->on_error > STOKE_ON_ERROR_REPLACE)
+    return stoke__set_tls_error(STOKE_EINVAL,
+                                "config: on_error is %d, expected "
+                                "STOKE_ON_ERROR_FAIL, _SKIP or _REPLACE",
+                                c->on_error);
+  if (!(c->max_failure_frac >= 0 && c->max_failure_frac <= 1))
+    return stoke__set_tls_error(STOKE_EINVAL,
+                                "config: max_failure_frac is %g, expected a "
+                                "share in [0, 1]", c->max_failure_frac);
+  if (c->max_replace_tries == 0)
+    return stoke__set_tls_error(STOKE_EINVAL,
+                                "config: max_replace_tries is 0, expected 1 "
+                                "or more");
+  if (c->quarantine_path && !*c->quarantine_path)
+    return stoke__set_tls_error(STOKE_EINVAL,
+                                "config: quarantine_path is empty (NULL for "
+                                "none)");
   return stoke__dev_validate(c);
 }
 
@@ -160,6 +180,7 @@ static int init_sync(stoke_loader *l) {
   pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
   int rc = pthread_mutex_init(&l->mu, NULL) ||
            pthread_mutex_init(&l->stats_mu, NULL) ||
+           pthread_mutex_init(&l->fail_mu, NULL) ||
            pthread_cond_init(&l->work_cv, &ca) ||
            pthread_cond_init(&l->ready_cv, &ca) ||
            pthread_cond_init(&l->dev_cv, &ca);
@@ -170,6 +191,7 @@ static int init_sync(stoke_loader *l) {
 static void destroy_sync(stoke_loader *l) {
   pthread_mutex_destroy(&l->mu);
   pthread_mutex_destroy(&l->stats_mu);
+  pthread_mutex_destroy(&l->fail_mu);
   pthread_cond_destroy(&l->work_cv);
   pthread_cond_destroy(&l->ready_cv);
   pthread_cond_destroy(&l->dev_cv);
@@ -179,6 +201,7 @@ static void free_loader(stoke_loader *l) {
   const stoke_allocator *a = l->alloc;
   /* First: it waits for the GPU and frees the page-locked slots. */
   stoke__dev_close(l);
+  stoke__bad_free(l);
   if (l->slots) {
     for (size_t i = 0; i < l->n_slots; i++) {
       stoke__free(a, l->slots[i].indices);
@@ -317,6 +340,7 @@ int stoke__loader_create(const stoke_config *cfg, const stoke__sys *sys,
   }
   if (!mem) memset(l->cstats, 0, sizeof *l->cstats);
   if (!mem) mem = alloc_slots(l);
+  if (!mem) mem = stoke__bad_init(l);
   if (!mem) mem = stoke__dev_alloc(l);
   if (!mem) mem = alloc_workers(l);
   if (!mem) mem = alloc_traces(l);
@@ -474,6 +498,7 @@ int stoke_loader_stats(const stoke_loader *l, stoke_stats *out) {
       atomic_load_explicit(&ml->epochs_done, memory_order_relaxed);
   full.n_workers = l->n_workers;
   full.prefetch = l->cfg.prefetch;
+  stoke__bad_stats(l, &full);
   full.backend = l->dev ? l->dev->backend : STOKE_BACKEND_HOST;
   full.clock = l->clock;
   full.device_prefetch = l->dslots ? l->cfg.device_prefetch : 0;

@@ -49,7 +49,7 @@
 ** batch of the delivered epoch, and a batch with a failed chunk never
 ** completes, so error_batch is the lowest of them (0: at once).  Called
 ** for every failure, not only the first, before stoke__fail_locked. */
-static void note_failed_batch(stoke_loader *l, const stoke_batch *b) {
+void stoke__note_failed_batch(stoke_loader *l, const stoke_batch *b) {
   size_t nb = b->gen == l->deliver_gen ? b->number : 0;
   if (!l->error) {
     l->error_batch = nb;
@@ -102,6 +102,9 @@ static stoke_batch *assign_batch(stoke_loader *l) {
            b->n * sizeof(size_t));
   }
   atomic_store_explicit(&b->remaining, b->n, memory_order_relaxed);
+  atomic_store_explicit(&b->n_skipped, 0, memory_order_relaxed);
+  atomic_store_explicit(&b->n_replaced, 0, memory_order_relaxed);
+  if (b->skip) memset(b->skip, 0, b->n);
   b->state = SLOT_FILLING;
   return b;
 }
@@ -210,8 +213,33 @@ static void describe_sample(const stoke_loader *l, size_t index, char *buf,
 ** distribution hardly matters.  The chunk's mean is recorded per sample. */
 #define CHEAP_SAMPLE_NS 2000.0
 
-/* Fill samples [off, off + n) of b.  Returns 0 or STOKE_ESAMPLE after
-** poisoning the loader with a message naming the sample. */
+int stoke__fill_one(stoke_loader *l, worker *w, stoke_batch *b, size_t pos,
+                    size_t index, const stoke_rng *rng, bool timed) {
+  stoke_sample *s = &w->sample;
+  s->index = index;
+  s->epoch = b->epoch;
+  s->batch = b;
+  s->pos = pos;
+  if (rng)
+    s->rng = *rng;
+  else
+    stoke_rng_init(&s->rng, l->cfg.seed, b->epoch, index);
+  for (size_t f = 0; f < l->src->n_fields; f++)
+    s->dst[f] = (char *)b->data[f] + pos * l->field_bytes[f];
+  w->err[0] = '\0'; /* a reason from an earlier sample is not this one's */
+  atomic_store_explicit(&w->cur_index, index, memory_order_relaxed);
+  if (timed)
+    atomic_store_explicit(&w->cur_start_ns, stoke__now_ns(),
+                          memory_order_relaxed);
+  int rc = stoke__produce(l->src, s, w->stats, timed);
+  if (timed) atomic_store_explicit(&w->cur_start_ns, 0, memory_order_relaxed);
+  return rc;
+}
+
+/* Fill samples [off, off + n) of b.  Returns 0 (bad samples skipped or
+** replaced included), or STOKE_ESAMPLE / STOKE_EFAILURES after poisoning
+** the loader with a message naming the sample, or STOKE_EBADSTATE on
+** stop. */
 static int fill_chunk(stoke_loader *l, worker *w, stoke_batch *b, size_t off,
                       size_t n) {
   stoke_sample *s = &w->sample;
@@ -225,32 +253,15 @@ static int fill_chunk(stoke_loader *l, worker *w, stoke_batch *b, size_t off,
   for (; done < n; done++) {
     if (atomic_load_explicit(&l->stop, memory_order_relaxed)) break;
     size_t pos = off + done, index = b->indices[pos];
-    s->index = index;
-    s->epoch = b->epoch;
-    stoke_rng_init(&s->rng, l->cfg.seed, b->epoch, index);
-    s->batch = b;
-    s->pos = pos;
-    for (size_t f = 0; f < l->src->n_fields; f++)
-      s->dst[f] = (char *)b->data[f] + pos * l->field_bytes[f];
-    atomic_store_explicit(&w->cur_index, index, memory_order_relaxed);
-    if (!per_chunk)
-      atomic_store_explicit(&w->cur_start_ns, stoke__now_ns(),
-                            memory_order_relaxed);
-    rc = stoke__produce(l->src, s, w->stats, !per_chunk);
-    if (!per_chunk)
-      atomic_store_explicit(&w->cur_start_ns, 0, memory_order_relaxed);
-    if (rc != 0) {
-      char where[256];
-      describe_sample(l, index, where, sizeof where);
-      pthread_mutex_lock(&l->mu);
-      note_failed_batch(l, b);
-      stoke__fail_locked(l, STOKE_ESAMPLE,
-                         "sample %zu%s (epoch %llu, batch %zu) failed: %s",
-                         index, where, (unsigned long long)b->epoch,
-                         b->number, w->err[0] ? w->err : "no reason given");
-      pthread_mutex_unlock(&l->mu);
-      break;
+    if (stoke__quarantine_has(l->quarantine, index)) {
+      /* Known bad: not read, handled by the policy at once. */
+      rc = stoke__bad_sample(l, w, b, pos, index, true, !per_chunk);
+    } else {
+      rc = stoke__fill_one(l, w, b, pos, index, NULL, !per_chunk);
+      if (rc != 0)
+        rc = stoke__bad_sample(l, w, b, pos, index, false, !per_chunk);
     }
+    if (rc != 0) break;
   }
   atomic_store_explicit(&w->cur_start_ns, 0, memory_order_relaxed);
   int64_t dt = stoke__now_ns() - t0;
@@ -274,10 +285,17 @@ static int fill_chunk(stoke_loader *l, worker *w, stoke_batch *b, size_t off,
   return 0;
 }
 
+/* The batch's samples are all written (its last writer, or the consumer at
+** W = 0): close the gaps of skipped samples. */
+static void finish_batch(stoke_loader *l, stoke_batch *b) {
+  if (atomic_load_explicit(&b->n_skipped, memory_order_relaxed))
+    stoke__bad_compact(l, b);
+}
+
 /* The source's whole-batch step (batch_done), by the thread that wrote the
 ** batch's last sample, timed as COLLATE (spread over its samples).  Returns
 ** 0 or STOKE_ESAMPLE after poisoning the loader. */
-static int finish_batch(stoke_loader *l, worker *w, stoke_batch *b) {
+static int run_batch_done(stoke_loader *l, worker *w, stoke_batch *b) {
   if (!l->src->ops->batch_done) return 0;
   int64_t t0 = stoke__now_ns(), c0 = stoke__thread_cpu_ns();
   w->err[0] = '\0';
@@ -293,7 +311,7 @@ static int finish_batch(stoke_loader *l, worker *w, stoke_batch *b) {
                     (uint32_t)b->n);
   if (rc == 0) return 0;
   pthread_mutex_lock(&l->mu);
-  note_failed_batch(l, b);
+  stoke__note_failed_batch(l, b);
   stoke__fail_locked(l, STOKE_ESAMPLE, "batch %zu (epoch %llu) failed: %s",
                      b->number, (unsigned long long)b->epoch,
                      w->err[0] ? w->err : "no reason given");
@@ -314,19 +332,17 @@ static void complete_chunk(stoke_loader *l, worker *w, stoke_batch *b,
                            size_t n) {
   if (atomic_fetch_sub_explicit(&b->remaining, n, memory_order_acq_rel) != n)
     return;
+  finish_batch(l, b);
   /* batch_done may call user code: no lock held.  A failure poisons the
   ** loader; the batch then never becomes READY, which no one waits for. */
   if (l->src->ops->batch_done && batch_wanted(l, b) &&
-      finish_batch(l, w, b) != 0)
+      run_batch_done(l, w, b) != 0)
     return;
   pthread_mutex_lock(&l->mu);
   if (b->discard) {
     /* A prefetched epoch that set_epoch() replaced: back to the pool. */
     b->discard = false;
-    b->state = SLOT_FREE;
-    b->next_free = l->free_list;
-    l->free_list = b;
-    pthread_cond_broadcast(&l->work_cv);
+    stoke__slot_free_locked(l, b);
   } else {
     b->state = SLOT_READY;
     pthread_cond_broadcast(&l->ready_cv);
@@ -456,7 +472,7 @@ static void drop_undelivered(stoke_loader *l, uint64_t gen) {
 
 /* Drop what workers prefetched for an epoch that is not the next one (mu
 ** held). */
-static void discard_prefetch(stoke_loader *l) {
+void stoke__discard_prefetch(stoke_loader *l) {
   drop_undelivered(l, l->claim_gen);
   l->copies_ahead = 0;
   l->claim_batch = NULL;
@@ -475,7 +491,7 @@ static void start_epoch(stoke_loader *l, int64_t now) {
     l->copies_cur = l->copies_ahead;
     l->copies_ahead = 0;
   } else {
-    if (ahead) discard_prefetch(l);
+    if (ahead) stoke__discard_prefetch(l);
     l->claim_open = false;
     /* A given order is already in l->given (order.c). */
     if (!l->given) stoke__plan_order(&l->plan, target, l->perm, l->order);
@@ -483,14 +499,15 @@ static void start_epoch(stoke_loader *l, int64_t now) {
     l->deliver_gen = ++l->claim_gen;
     l->claim_batch = NULL;
     l->claim_pos = 0;
-    l->next_batch = 0;
+    l->next_batch = l->resume_batch; /* 0, or where a restored state was */
     l->claim_open = true;
     l->copies_cur = l->copies_ahead = 0;
   }
   l->epoch = target;
   l->next_epoch = target + 1;
-  l->next_deliver = 0;
-  l->n_delivered = 0;
+  l->next_deliver = l->resume_batch;
+  l->n_delivered = l->resume_batch;
+  l->resume_batch = 0;
   l->epoch_active = true;
   l->epoch_start_ns = now;
   l->epoch_wait_ns = l->epoch_compute_ns = 0;
@@ -590,7 +607,10 @@ static int fill_inline(stoke_loader *l, stoke_batch **out) {
   l->claim_batch = NULL;
   pthread_mutex_unlock(&l->mu);
   int rc = fill_chunk(l, &l->workers[0], b, 0, b->n);
-  if (rc == 0) rc = finish_batch(l, &l->workers[0], b);
+  if (rc == 0) {
+    finish_batch(l, b);
+    rc = run_batch_done(l, &l->workers[0], b);
+  }
   pthread_mutex_lock(&l->mu);
   if (rc != 0) return l->error ? l->error : rc;
   b->state = SLOT_READY;
@@ -727,6 +747,7 @@ static int next_until(stoke_loader *l, stoke_batch **out, int64_t deadline) {
   size_t depth_seen = retry ? l->pending_depth : depth;
   size_t n_out = l->dslots ? l->n_dslots : l->n_slots;
   int rc = 0;
+again:
   while (!b) {
     if (l->error && (l->error_reported || !deliver_before_error(l))) {
       rc = poisoned(l);
@@ -782,6 +803,26 @@ static int next_until(stoke_loader *l, stoke_batch **out, int64_t deadline) {
                l->dslots ? "device_prefetch" : "prefetch");
     pthread_mutex_unlock(&l->mu);
     return rc;
+  }
+  if (b->n == 0) {
+    /* on_error SKIP left this batch without a sample: it is not handed
+    ** out, but its place in the epoch is passed. */
+    if (l->dslots) {
+      b->state = SLOT_FREE; /* a device slot: the device thread reuses it */
+      stoke__dev_kick(l);
+    } else {
+      stoke__slot_free_locked(l, b);
+    }
+    l->n_delivered++;
+    if (l->cfg.in_order) l->next_deliver++;
+    if (l->n_delivered == l->plan.n_batches) {
+      l->epoch_active = false;
+      pthread_mutex_unlock(&l->mu);
+      stoke__record_epoch(l, t_enter);
+      return STOKE_END;
+    }
+    b = deliverable(l, &depth);
+    goto again;
   }
   b->state = SLOT_LENT;
   if (l->dslots)

@@ -39,6 +39,12 @@ struct stoke_batch {
                                     other worker's writes and marks READY */
   int state;                     /* slot_state; protected by mu */
   struct stoke_batch *next_free; /* protected by mu */
+  /* Bad samples (badsample.c).  Set by the workers filling the batch and
+  ** read after `remaining` reaches 0 (whose acq_rel orders them), reset by
+  ** assign_batch under mu. */
+  uint8_t *skip;                 /* SKIP: batch_size flags, 1 = the sample
+                                    at that position is left out; owned */
+  atomic_size_t n_skipped, n_replaced;
   bool on_device;                /* a device slot: data[] are CUdeviceptr */
   struct stoke__slot_dev *dev;   /* device-stage state, or NULL */
 };
@@ -186,6 +192,29 @@ struct stoke_loader {
   ** window's scheduler statistics.  Protected by stats_mu. */
   stoke__sched_thread *sched_base;
   size_t n_sched_base, cap_sched;
+
+  /* Bad samples (badsample.c). */
+  uint64_t fail_budget;          /* bad samples allowed per epoch (per claim
+                                    generation); 0 = no limit.  Frozen. */
+  stoke__quarantine *quarantine; /* NULL: none.  Has its own lock. */
+  pthread_mutex_t fail_mu;       /* leaf: never taken with mu, stats_mu or
+                                    the quarantine's lock held, nor held
+                                    while taking them */
+  /* Protected by fail_mu. */
+  stoke_failure *fail_ring;      /* STOKE_FAILURES_KEPT, the last ones */
+  size_t fail_head, fail_len;
+  uint64_t n_failures, n_quarantined, n_skipped, n_replaced;
+  struct {
+    uint64_t gen, n;
+  } fail_gen[3];                 /* bad samples per claim generation: those
+                                    of the epochs in flight (delivered and
+                                    prefetched) */
+
+  /* Resume (state.c). */
+  size_t resume_batch;           /* mu: the next start_epoch() begins at
+                                    this batch (then 0 again) */
+  uint64_t fingerprint;          /* of src, computed once: consumer thread */
+  bool have_fingerprint;
 };
 
 /* Check a config as stoke_loader_create does (loader.c); 0 or STOKE_EINVAL
@@ -220,6 +249,35 @@ void stoke__given_reset(stoke_loader *l);
 
 /* pipeline.c */
 void *stoke__worker_main(void *arg);
+/* Batch b is failing the loader (mu held; call right before
+** stoke__fail_locked): in order, the error is reported at the earliest
+** failed batch, the batches before it handed out first. */
+void stoke__note_failed_batch(stoke_loader *l, const stoke_batch *b);
+/* Fill the sample at position pos of b with source sample index, with the
+** random stream rng (NULL: the sample's own, (seed, epoch, index)); when
+** `timed`, its stages are timed.  Returns 0 or STOKE_ESAMPLE (the reason in
+** w->err). */
+int stoke__fill_one(stoke_loader *l, worker *w, stoke_batch *b, size_t pos,
+                    size_t index, const stoke_rng *rng, bool timed);
+
+/* badsample.c: the on_error policies, the failure log and budget, the
+** quarantine. */
+/* At create, after slots (the skip flags) and before the workers. */
+int stoke__bad_init(stoke_loader *l);
+void stoke__bad_free(stoke_loader *l);
+/* Host bytes of the bad-sample state of a configuration (the ledger). */
+uint64_t stoke__bad_bytes(const stoke_config *c, const stoke_source *src);
+/* The sample at position pos of b (source index `index`) failed to fill,
+** its reason in w->err, or the quarantine lists it (quarantined): log it,
+** and skip it, replace it or fail as on_error says.  Returns 0 when the
+** batch may go on (skipped, or replaced at pos), else a STOKE_E* after
+** poisoning the loader (FAIL, the budget spent, no substitute). */
+int stoke__bad_sample(stoke_loader *l, worker *w, stoke_batch *b, size_t pos,
+                      size_t index, bool quarantined, bool timed);
+/* The last writer of a batch with skipped samples: close the gaps. */
+void stoke__bad_compact(stoke_loader *l, stoke_batch *b);
+/* The counters of stoke_stats. */
+void stoke__bad_stats(const stoke_loader *l, stoke_stats *st);
 /* Give a host slot back to the free list and wake the workers (mu held). */
 void stoke__slot_free_locked(stoke_loader *l, stoke_batch *b);
 /* destroy() ran and the caller holds no slot any more (mu held): the
@@ -229,6 +287,9 @@ bool stoke__last_release_locked(const stoke_loader *l);
 void stoke__take_baseline(stoke_loader *l);
 /* Record a finished epoch (consumer thread). */
 void stoke__record_epoch(stoke_loader *l, int64_t end_ns);
+/* Drop what workers prefetched for an epoch that is not the next one
+** (mu held); see pipeline.c. */
+void stoke__discard_prefetch(stoke_loader *l);
 /* The same with mu not held, the message as it is. */
 void stoke__fail(stoke_loader *l, int code, const char *msg);
 /* Set the loader's first fatal error (mu held). */

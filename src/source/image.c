@@ -427,3 +427,38 @@ int stoke_source_probe(const stoke_source *src, size_t index,
   stoke__decoder_destroy(dec);
   return rc;
 }
+
+/* ---- stoke_verify's per-sample check (verify.c) -------------------------- */
+
+int stoke__image_verify_decoder(const stoke_source *src,
+                                stoke__decoder **out) {
+  const image_impl *im = image_of(src);
+  if (!im) return STOKE_EINVAL;
+  stoke__decoder_opts o;
+  stoke__decoder_opts_init(&o);
+  o.max_pixels = im->cfg.max_pixels;
+  /* A whole image at full scale: the pixel limit bounds it, not the
+  ** loader's window limit. */
+  o.max_bytes = 0;
+  o.restart_cuts = false; /* every byte of the entropy data is decoded */
+  return stoke__decoder_create(&o, out);
+}
+
+int stoke__image_verify(const stoke__blobset *set, size_t index,
+                        stoke__blob_reader *r, stoke__decoder *dec,
+                        uint64_t *bytes, char *err, size_t cap) {
+  const uint8_t *data;
+  size_t n;
+  int rc = stoke__blobset_read(set, index, r, &data, &n, err, cap);
+  if (rc != 0) return rc;
+  *bytes = n;
+  stoke__img_info info;
+  rc = stoke__decode_probe(dec, data, n, &info, err, cap);
+  if (rc == 0) {
+    stoke__decode_req req = {0}; /* the whole image, full scale */
+    stoke__image img;
+    rc = stoke__decode(dec, data, n, &req, &img, err, cap);
+  }
+  stoke__blobset_done(set, index, data, n);
+  return rc;
+}

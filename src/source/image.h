@@ -17,6 +17,17 @@ int stoke__image_probe(const stoke__blobset *set, size_t index,
                        const uint8_t **bytes, size_t *n,
                        stoke_image_info *out, char *err, size_t cap);
 
+/* stoke_verify: a decoder with src's pixel limit that decodes everything
+** (no restart cuts, no window limit); STOKE_EINVAL for a source that is
+** not an image source. */
+int stoke__image_verify_decoder(const stoke_source *src,
+                                stoke__decoder **out);
+/* Read sample index of set (*bytes: its size), probe it and decode it
+** whole at full scale.  0, or the error with its message in err.  Any
+** thread, with its own r and dec. */
+int stoke__image_verify(const stoke__blobset *set, size_t index,
+                        stoke__blob_reader *r, stoke__decoder *dec,
+                        uint64_t *bytes, char *err, size_t cap);
 /* stoke_source_create_images with every file call through sys (NULL: the
 ** real calls; see os/syscalls.h), kept by the source for its life. */
 int stoke__source_create_images(const char *path,

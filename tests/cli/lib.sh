@@ -51,6 +51,26 @@ expect_usage() {
   check_messages
 }
 
+# make_jpeg_folder DIR N CLASS...: an ImageFolder of N JPEGs per class, each
+# 60 to 300 pixels a side with a pattern and noise (python3-pil; the caller
+# skips with 77 when it is missing).  The same files for the same arguments.
+make_jpeg_folder() {
+  "$PY" - "$@" <<'PYEOF'
+import os, random, sys
+from PIL import Image
+root, n, classes = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+rng = random.Random(1)
+for c in classes:
+    os.makedirs(os.path.join(root, c))
+    for i in range(n):
+        w, h = rng.randint(60, 300), rng.randint(60, 300)
+        img = Image.new("RGB", (w, h))
+        img.putdata([(x % 256, (x * 7) % 256, rng.randrange(256))
+                     for x in range(w * h)])
+        img.save(os.path.join(root, c, "%d.jpg" % i), quality=90)
+PYEOF
+}
+
 # json_check FILE PYTHON: run PYTHON with `d` bound to the parsed FILE; it
 # fails the test by raising (assert).
 json_check() {

@@ -44,7 +44,8 @@ assert h["slots"] == 3 and h["workers"] == 4 and h["prefetch"] == 2, h
 assert h["sample_bytes"] == 3 * 32 * 32 * 4 + 8, h
 assert h["batch_bytes"] == 256 * h["sample_bytes"]
 assert h["total_bytes"] == (h["slots_bytes"] + h["order_bytes"] +
-                            h["workers_bytes"] + h["consumer_bytes"])
+                            h["workers_bytes"] + h["consumer_bytes"] +
+                            h["failures_bytes"])
 assert h["fits"] is True and h["budget_bytes"] == 8 * 2**30
 assert d["device"]["max_microbatch"] == 54
 '

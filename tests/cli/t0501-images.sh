@@ -5,19 +5,11 @@
 
 "$PY" -c 'import PIL' 2>/dev/null || { echo "python3-pil missing"; exit 77; }
 say "a small ImageFolder: 3 classes of JPEGs, one PNG, one text file"
+make_jpeg_folder "$TMP/train" 6 ant bee cow
 "$PY" - "$TMP/train" <<'PYEOF'
-import os, random, sys
+import os, sys
 from PIL import Image
 root = sys.argv[1]
-rng = random.Random(1)
-for c in ("ant", "bee", "cow"):
-    os.makedirs(os.path.join(root, c))
-    for i in range(6):
-        w, h = rng.randint(60, 300), rng.randint(60, 300)
-        img = Image.new("RGB", (w, h))
-        img.putdata([(x % 256, (x * 7) % 256, rng.randrange(256))
-                     for x in range(w * h)])
-        img.save(os.path.join(root, c, "%d.jpg" % i), quality=90)
 Image.new("RGB", (40, 30), (9, 90, 200)).save(os.path.join(root, "cow", "p.png"))
 open(os.path.join(root, "bee", "notes.txt"), "w").write("hello\n")
 PYEOF

@@ -180,6 +180,7 @@ static void test_bomb_through_loader(void **state) {
 }
 
 int main(void) {
+  tu_watchdog(TU_WATCHDOG_S);
   largest_fn = (size_t (*)(void))dlsym(RTLD_DEFAULT,
                                        "stoke_test_malloc_largest");
   reset_fn = (void (*)(void))dlsym(RTLD_DEFAULT, "stoke_test_malloc_reset");

@@ -230,6 +230,7 @@ static void test_oom_pack(void **state) {
 }
 
 int main(void) {
+  tu_watchdog(TU_WATCHDOG_S);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_oom_inline),
       cmocka_unit_test(test_oom_workers),

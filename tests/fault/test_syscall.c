@@ -480,7 +480,7 @@ static int teardown(void **state) {
 int main(void) {
   /* A fault that made something wait forever must fail here, not after
   ** ctest's 600 s. */
-  alarm(300);
+  tu_watchdog(TU_WATCHDOG_S);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_faults_folder),
       cmocka_unit_test(test_faults_tar),

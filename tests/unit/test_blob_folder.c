@@ -20,6 +20,7 @@
 
 #include "storage/blob.h"
 #include "blob_fixtures.h"
+#include "test_util.h"
 
 static char errbuf[1024];
 
@@ -321,6 +322,7 @@ static void test_folder_oom(void **state) {
 }
 
 int main(void) {
+  tu_watchdog(TU_WATCHDOG_S);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_crc32),
       cmocka_unit_test(test_folder_order_labels_skips),

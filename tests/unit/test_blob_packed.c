@@ -26,6 +26,7 @@
 
 #include "storage/blob.h"
 #include "blob_fixtures.h"
+#include "test_util.h"
 
 static char errbuf[1024];
 
@@ -768,6 +769,7 @@ static void test_oom(void **state) {
 }
 
 int main(void) {
+  tu_watchdog(TU_WATCHDOG_S);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_round_trip),
       cmocka_unit_test(test_concurrent),

@@ -22,6 +22,7 @@
 
 #include "storage/blob.h"
 #include "blob_fixtures.h"
+#include "test_util.h"
 
 static char errbuf[1024];
 
@@ -547,6 +548,7 @@ static void test_tar_oom(void **state) {
 }
 
 int main(void) {
+  tu_watchdog(TU_WATCHDOG_S);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_expand),
       cmocka_unit_test(test_tar_grouping),

@@ -996,6 +996,7 @@ static void test_threads(void **state) {
 }
 
 int main(void) {
+  tu_watchdog(TU_WATCHDOG_S);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_sniff),
       cmocka_unit_test(test_pick_scale),

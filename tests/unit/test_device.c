@@ -926,8 +926,78 @@ static void test_destroy_while_lent(void **state) {
   tu_cb_free(cb);
 }
 
+/* ---- bad samples on the device ------------------------------------------ */
+
+/* on_error SKIP and REPLACE through the device stage: the same batches as
+** on the host (sizes, indices, what was skipped or replaced), and a batch
+** SKIP empties (B 1) is not handed out from a device slot either. */
+static void test_bad_samples_on_device(void **state) {
+  (void)state;
+  shim *s = shim_open();
+  tu_cb *cb = tu_cb_new(40);
+  uint8_t bad[40] = {0};
+  bad[3] = bad[18] = bad[19] = 1;
+  cb->fail_set = bad;
+  stoke_source *src = tu_cb_source(cb);
+  static const int policies[] = {STOKE_ON_ERROR_SKIP, STOKE_ON_ERROR_REPLACE};
+  static const size_t batch[] = {1, 7};
+  for (size_t p = 0; p < 2; p++)
+    for (size_t bi = 0; bi < 2; bi++)
+      for (unsigned W = 0; W <= 2; W += 2) {
+        tu_epoch *got[2] = {tu_epoch_new(), tu_epoch_new()};
+        size_t skipped[2] = {0, 0}, replaced[2] = {0, 0};
+        for (int dev = 0; dev < 2; dev++) {
+          stoke_config c = device_config(src, W, 2, 1);
+          c.batch_size = batch[bi];
+          c.on_error = policies[p];
+          c.max_failure_frac = 0;
+          if (!dev) c.device = NULL;
+          stoke_loader *l = tu_loader(&c);
+          stoke_batch *b;
+          int rc;
+          tu_epoch *e = got[dev];
+          while ((rc = stoke_loader_next(l, &b)) == STOKE_OK) {
+            size_t n = stoke_batch_size(b);
+            TU_CHECK(n > 0, "an empty batch was handed out");
+            memcpy(&e->idx[e->n_samples], stoke_batch_indices(b),
+                   n * sizeof e->idx[0]);
+            e->batch_number[e->n_batches++] = stoke_batch_number(b);
+            e->n_samples += n;
+            skipped[dev] += stoke_batch_n_skipped(b);
+            replaced[dev] += stoke_batch_n_replaced(b);
+            stoke_batch_release(b);
+          }
+          TU_RC_L(l, rc, STOKE_END);
+          stoke_loader_destroy(l);
+        }
+        TU_CHECK(got[0]->n_samples == got[1]->n_samples &&
+                     got[0]->n_batches == got[1]->n_batches &&
+                     memcmp(got[0]->idx, got[1]->idx,
+                            got[0]->n_samples * sizeof got[0]->idx[0]) == 0 &&
+                     skipped[0] == skipped[1] && replaced[0] == replaced[1],
+                 "%s, B %zu, W %u: the device's batches differ from the "
+                 "host's", stoke_on_error_name(policies[p]), batch[bi], W);
+        size_t want = policies[p] == STOKE_ON_ERROR_SKIP ? 37 : 40;
+        TU_CHECK(got[1]->n_samples == want, "%zu samples, want %zu",
+                 got[1]->n_samples, want);
+        TU_CHECK((policies[p] == STOKE_ON_ERROR_SKIP ? skipped[1]
+                                                     : replaced[1]) ==
+                     (batch[bi] == 1 && policies[p] == STOKE_ON_ERROR_SKIP
+                          ? 0 /* the emptied batches are not handed out */
+                          : 3),
+                 "the batches say %zu skipped, %zu replaced", skipped[1],
+                 replaced[1]);
+        free(got[0]);
+        free(got[1]);
+      }
+  shim_check_clean(0, 0);
+  (void)s;
+  stoke_source_destroy(src);
+  tu_cb_free(cb);
+}
+
 int main(void) {
-  tu_watchdog(300);
+  tu_watchdog(TU_WATCHDOG_S);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_batches_intact_in_order),
       cmocka_unit_test(test_device_slot_waits_for_release),
@@ -943,6 +1013,7 @@ int main(void) {
       cmocka_unit_test(test_host_loader_device_calls),
       cmocka_unit_test(test_step_sync_hook),
       cmocka_unit_test(test_destroy_while_lent),
+      cmocka_unit_test(test_bad_samples_on_device),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -209,7 +209,7 @@ int main(void) {
 #if !STOKE_TEST_HAVE_KERNELS
   return 77; /* built without nvcc: no device normalisation to test */
 #endif
-  tu_watchdog(300);
+  tu_watchdog(TU_WATCHDOG_S);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_device_normalize_is_the_host_path),
       cmocka_unit_test(test_module_failure_falls_back),

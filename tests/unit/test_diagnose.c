@@ -1,4 +1,5 @@
 /* test_diagnose.c — the verdict rules on hand-made snapshots. */
+#define _POSIX_C_SOURCE 200809L
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -8,6 +9,7 @@
 #include <string.h>
 
 #include "stoke.h"
+#include "test_util.h"
 
 static stoke_stats make(double wait_ratio, double empty, int64_t wait_p50,
                         int64_t wait_p99, int64_t compute_p50) {
@@ -69,6 +71,7 @@ static void test_thresholds_are_the_documented_ones(void **state) {
 }
 
 int main(void) {
+  tu_watchdog(TU_WATCHDOG_S);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_verdicts),
       cmocka_unit_test(test_thresholds_are_the_documented_ones),

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "stoke.h"
+#include "test_util.h"
 
 #define MS 1000000LL
 
@@ -425,6 +426,7 @@ static void test_real_runs(void **state) {
 }
 
 int main(void) {
+  tu_watchdog(TU_WATCHDOG_S);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_model_init_arithmetic),
       cmocka_unit_test(test_predict_closed_form),

@@ -26,7 +26,7 @@ static void test_strerror(void **state) {
   assert_string_equal(stoke_strerror(value), text);
   STOKE_ERRNO_MAP(CHECK_TEXT)
 #undef CHECK_TEXT
-  assert_string_equal(stoke_strerror(-13), "unknown error");
+  assert_string_equal(stoke_strerror(-14), "unknown error");
   assert_string_equal(stoke_strerror(-1000), "unknown error");
   assert_string_equal(stoke_strerror(42), "unknown error");
   assert_string_equal(stoke_strerror(INT32_MIN), "unknown error");
@@ -165,7 +165,7 @@ static void test_stuck_sample_times_out(void **state) {
       stoke_batch_release(b);
     }
     int still_stuck = atomic_load(&cb->stuck);
-    atomic_store(&cb->unstick, 1);
+    tu_cb_unstick(cb);
     TU_RC_L(l, rc, STOKE_ETIMEDOUT);
     TU_CHECK(still_stuck, "W %u: next() returned only after the stuck sample "
              "finished", workers[wi]);
@@ -565,7 +565,7 @@ static void test_query_errors(void **state) {
 }
 
 int main(void) {
-  tu_watchdog(300);
+  tu_watchdog(TU_WATCHDOG_S);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_strerror),
       cmocka_unit_test(test_fail_sample_w0),

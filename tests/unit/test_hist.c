@@ -1,5 +1,6 @@
 /* test_hist.c — log-bucket histograms: bucket layout, error bound,
 ** quantiles, merge and subtract. */
+#define _POSIX_C_SOURCE 200809L
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -10,6 +11,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "test_util.h"
 
 static void test_buckets_are_monotonic_and_tight(void **state) {
   (void)state;
@@ -115,11 +117,53 @@ static void test_counter_add(void **state) {
   assert_int_equal(stoke__counter_get(&c), 12);
 }
 
+/* The rank of a quantile rounds up: p99 of fewer than 100 values (and p95
+** of fewer than 20) is the largest value, so one slow step in a short run
+** is seen.  Without the round-up, floor(0.99 * n) of n < 100 values
+** stopped one short of it. */
+static void test_quantile_rank_rounds_up(void **state) {
+  (void)state;
+  stoke__hist_snap *s = calloc(1, sizeof *s);
+  for (uint64_t n = 2; n < 100; n++) {
+    memset(s, 0, sizeof *s);
+    for (uint64_t i = 0; i + 1 < n; i++) {
+      s->bucket[stoke__hist_bucket_of(1000)]++;
+      s->sum += 1000;
+    }
+    s->bucket[stoke__hist_bucket_of(50000000)]++;
+    s->sum += 50000000;
+    s->count = n;
+    s->max = 50000000;
+    uint64_t p99 = stoke__hist_quantile(s, 0.99);
+    if (p99 < 49000000)
+      fail_msg("p99 of %llu values (one of them 50 ms) is %llu ns",
+               (unsigned long long)n, (unsigned long long)p99);
+    if (n < 20 && stoke__hist_quantile(s, 0.95) < 49000000)
+      fail_msg("p95 of %llu values misses the slow one",
+               (unsigned long long)n);
+    /* And the median stays fast: the rank is not simply the top. */
+    assert_int_equal(stoke__hist_quantile(s, 0.5), 1000);
+    stoke_dist d;
+    stoke__hist_dist(s, &d);
+    assert_true(d.p99_ns >= 49000000);
+  }
+  /* At exactly 100 values, the 99th is fast: ceil(99.0) = 99. */
+  memset(s, 0, sizeof *s);
+  s->bucket[stoke__hist_bucket_of(1000)] = 99;
+  s->bucket[stoke__hist_bucket_of(50000000)] = 1;
+  s->count = 100;
+  s->max = 50000000;
+  assert_int_equal(stoke__hist_quantile(s, 0.99), 1000);
+  free(s);
+}
+
 int main(void) {
+  tu_watchdog(TU_WATCHDOG_S);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_buckets_are_monotonic_and_tight),
       cmocka_unit_test(test_quantiles_of_uniform),
       cmocka_unit_test(test_quantile_of_a_long_tail),
+      cmocka_unit_test(test_quantile_rank_rounds_up),
       cmocka_unit_test(test_empty_and_subtract),
       cmocka_unit_test(test_bucket_ranges_tile),
       cmocka_unit_test(test_counter_add),

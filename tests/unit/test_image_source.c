@@ -102,19 +102,9 @@ static uint8_t *run_epoch(stoke_source *src, unsigned workers, size_t batch,
   return all;
 }
 
-static stoke_source *open_images(const char *path, const char *transform) {
-  stoke_image_config ic;
-  stoke_image_config_init(&ic);
-  ic.transform = transform;
-  stoke_source *src = NULL;
-  int rc = stoke_source_create_images(path, &ic, &src);
-  if (rc != 0) fail_msg("open %s: %s", path, stoke_errmsg(NULL));
-  return src;
-}
-
 static void test_folder_listing(void **state) {
   (void)state;
-  stoke_source *src = open_images(folder, NULL);
+  stoke_source *src = tu_open_images(folder, NULL);
   assert_string_equal(stoke_source_kind(src), "folder");
   assert_int_equal(stoke_source_n_samples(src), N_IMAGES);
   assert_int_equal(stoke_source_n_classes(src), 3);
@@ -153,7 +143,7 @@ static void test_transforms_and_worker_counts(void **state) {
   static const size_t out_bytes[] = {3 * 64 * 64, 3 * 64 * 64 * 4,
                                      48 * 40 * 3 * 2};
   for (size_t t = 0; t < sizeof specs / sizeof specs[0]; t++) {
-    stoke_source *src = open_images(folder, specs[t]);
+    stoke_source *src = tu_open_images(folder, specs[t]);
     int64_t l0[N_IMAGES], l3[N_IMAGES];
     size_t n0, n3;
     uint8_t *a = run_epoch(src, 0, 4, &n0, l0);
@@ -177,7 +167,7 @@ static void test_transforms_and_worker_counts(void **state) {
 static void test_three_storages_agree(void **state) {
   (void)state;
   const char *spec = "random-resized-crop=56,flip,normalize=imagenet,chw,f32";
-  stoke_source *fsrc = open_images(folder, spec);
+  stoke_source *fsrc = tu_open_images(folder, spec);
   /* Pack it (small shards: several files). */
   char prefix[256], pattern[300];
   snprintf(prefix, sizeof prefix, "%s/packed", root);
@@ -194,7 +184,7 @@ static void test_three_storages_agree(void **state) {
   if (!strstr(res.first_kept, "e.jpg"))
     fail_msg("first kept: '%s'", res.first_kept);
   snprintf(pattern, sizeof pattern, "%s-*.stoke", prefix);
-  stoke_source *psrc = open_images(pattern, spec);
+  stoke_source *psrc = tu_open_images(pattern, spec);
   assert_string_equal(stoke_source_kind(psrc), "packed");
   /* The folder's class names travel with the shards. */
   assert_int_equal(stoke_source_n_classes(psrc), stoke_source_n_classes(fsrc));
@@ -209,12 +199,12 @@ static void test_three_storages_agree(void **state) {
   assert_int_equal(res.n_rewritten, 0);
   assert_int_equal(res.bytes, res.bytes_in);
   snprintf(kpattern, sizeof kpattern, "%s-*.stoke", kprefix);
-  stoke_source *ksrc = open_images(kpattern, spec);
+  stoke_source *ksrc = tu_open_images(kpattern, spec);
   /* A tar of the same files, in index order, with .cls labels. */
   char tarpath[256];
   snprintf(tarpath, sizeof tarpath, "%s/train-0000.tar", root);
   tar_of_source(fsrc, tarpath);
-  stoke_source *tsrc = open_images(tarpath, spec);
+  stoke_source *tsrc = tu_open_images(tarpath, spec);
   assert_string_equal(stoke_source_kind(tsrc), "tar");
 
   int64_t lf[N_IMAGES], lp[N_IMAGES], lt[N_IMAGES];
@@ -256,7 +246,7 @@ static int stop_at_5(void *user, size_t done, size_t total, uint64_t bytes) {
 ** that stops the pack leaves no shard behind. */
 static void test_pack_threads(void **state) {
   (void)state;
-  stoke_source *src = open_images(folder, "random-resized-crop=32,chw,u8");
+  stoke_source *src = tu_open_images(folder, "random-resized-crop=32,chw,u8");
   stoke_pack_config pc;
   stoke_pack_config_init(&pc);
   pc.shard_bytes = 30000;
@@ -348,7 +338,7 @@ static void test_packed_pages_given_back(void **state) {
     write_file(cls, name, jpg, n);
   }
   free(jpg);
-  stoke_source *folder_src = open_images(dir, "random-resized-crop=16,chw,u8");
+  stoke_source *folder_src = tu_open_images(dir, "random-resized-crop=16,chw,u8");
   stoke_pack_config pc;
   stoke_pack_config_init(&pc);
   pc.keep_bytes = 1;
@@ -358,7 +348,7 @@ static void test_packed_pages_given_back(void **state) {
   stoke_source_destroy(folder_src);
 
   snprintf(spec, sizeof spec, "%s-00000.stoke", a);
-  stoke_source *src = open_images(spec, "random-resized-crop=16,chw,u8");
+  stoke_source *src = tu_open_images(spec, "random-resized-crop=16,chw,u8");
   snprintf(b, sizeof b, "%s/b", dir);
   assert_int_equal(stoke_pack(src, b, &pc, NULL), 0);
   size_t rss = mapped_rss("/big/a-00000.stoke");
@@ -396,7 +386,7 @@ static void test_pack_wide_intervals(void **state) {
   df_jpeg_opts narrow = {JCS_RGB, JCS_UNKNOWN, 90, 0, 2, 2, 1}; /* 16 px */
   write_jpeg(cls, "a.jpg", 256, 96, &wide, 21);
   write_jpeg(cls, "b.jpg", 256, 96, &narrow, 22);
-  stoke_source *src = open_images(dir, "random-resized-crop=32,chw,u8");
+  stoke_source *src = tu_open_images(dir, "random-resized-crop=32,chw,u8");
   stoke_image_info info;
   for (size_t i = 0; i < 2; i++) { /* both cut, for the decoder */
     assert_int_equal(stoke_source_probe(src, i, &info), 0);
@@ -416,7 +406,7 @@ static void test_pack_wide_intervals(void **state) {
 ** writing anything; another prefix in the same folder is fine. */
 static void test_pack_onto_source(void **state) {
   (void)state;
-  stoke_source *src = open_images(folder, "random-resized-crop=32,chw,u8");
+  stoke_source *src = tu_open_images(folder, "random-resized-crop=32,chw,u8");
   stoke_pack_config pc;
   stoke_pack_config_init(&pc);
   pc.keep_bytes = 1; /* fast: no rewrite */
@@ -435,7 +425,7 @@ static void test_pack_onto_source(void **state) {
   snprintf(b0, sizeof b0, "%s-00000.stoke", b);
   size_t n_before;
   void *before = slurp(b0, &n_before);
-  stoke_source *packed = open_images(spec, "random-resized-crop=32,chw,u8");
+  stoke_source *packed = tu_open_images(spec, "random-resized-crop=32,chw,u8");
   char other[200];
   snprintf(other, sizeof other, "%s/../onto/./b", dir);
   assert_int_equal(stoke_pack(packed, other, &pc, NULL), STOKE_EINVAL);
@@ -460,7 +450,7 @@ static void test_pack_onto_source(void **state) {
 /* A bad file fails its sample: next() names the file and the cause. */
 static void expect_sample_error(const char *dir, const char *file,
                                 const char *cause) {
-  stoke_source *src = open_images(dir, "random-resized-crop=32,chw,u8");
+  stoke_source *src = tu_open_images(dir, "random-resized-crop=32,chw,u8");
   stoke_config cfg;
   stoke_config_init(&cfg);
   cfg.source = src;
@@ -569,6 +559,7 @@ static void test_bad_arguments(void **state) {
 }
 
 int main(void) {
+  tu_watchdog(TU_WATCHDOG_S);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_folder_listing),
       cmocka_unit_test(test_transforms_and_worker_counts),

@@ -17,6 +17,7 @@
 
 #include "decode/decode_int.h"
 #include "decode_fixtures.h"
+#include "test_util.h"
 
 static char err[512];
 
@@ -339,6 +340,7 @@ static void test_rewrite_refusals(void **state) {
 }
 
 int main(void) {
+  tu_watchdog(TU_WATCHDOG_S);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_parse_verdicts),
       cmocka_unit_test(test_cut_is_a_jpeg),

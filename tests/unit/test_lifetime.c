@@ -305,7 +305,7 @@ static void test_consumer_slots(void **state) {
 }
 
 int main(void) {
-  tu_watchdog(120);
+  tu_watchdog(TU_WATCHDOG_S);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_batches_outlive_destroy),
       cmocka_unit_test(test_release_races_destroy),

@@ -625,9 +625,9 @@ static void test_set_epoch(void **state) {
 
 /* prefetch_next_epoch = 1: while the caller holds the last batch of epoch 0
 ** (the epoch is still in progress), the workers start epoch 1 without
-** another next(); = 0: nothing of epoch 1 is filled until next() starts it
-** (checked after a pause: a correct loader never fills it, so the pause
-** cannot make this flaky). */
+** another next() (waited for on a condition); = 0: nothing of epoch 1 is
+** filled until next() starts it (checked after a pause: a correct loader
+** never fills it, so the pause cannot make this flaky). */
 static void test_prefetch_next_epoch(void **state) {
   (void)state;
   const size_t N = 40;
@@ -653,13 +653,12 @@ static void test_prefetch_next_epoch(void **state) {
     }
     long ahead = 0;
     if (pne) {
-      int64_t t0 = tu_now_ns();
-      while ((ahead = tu_cb_epoch_calls(cb, 1)) == 0 &&
-             tu_now_ns() - t0 < 5000000000LL)
-        tu_sleep_ns(200000);
+      ahead = tu_cb_wait_epoch_calls(cb, 1, 1, 5000000000LL);
       TU_CHECK(ahead > 0, "prefetch_next_epoch 1: no sample of epoch 1 "
                "filled within 5 s while the last batch of epoch 0 is held");
     } else {
+      /* The absence of an event: an observation window, not a wait for
+      ** something (a correct loader passes whatever the timing). */
       tu_sleep_ns(30000000);
       ahead = tu_cb_epoch_calls(cb, 1);
       TU_CHECK(ahead == 0, "prefetch_next_epoch 0: %ld samples of epoch 1 "
@@ -681,18 +680,28 @@ static void test_prefetch_next_epoch(void **state) {
 
 /* ---- out of order ------------------------------------------------------- */
 
+/* in_order = 0: a batch that is complete is handed out before an earlier
+** one that is not, and every batch's content is the in-order batch of the
+** same number.  To make "out of order" certain rather than likely, the
+** first sample of batch 0 is held at a gate (tu_cb's stuck sample) until
+** next() has handed out another batch: with W >= 2 the other workers
+** complete later batches meanwhile, and an in-order loader would only give
+** batch 0 (after the gate's 10 s bound, so a wrong loader fails, never
+** hangs).  W = 1 is checked for content only: its one worker is the one
+** at the gate. */
 static void test_out_of_order(void **state) {
   (void)state;
   const size_t N = 120;
   tu_cb *cb = tu_cb_new(N);
   cb->sleep_ns = 300000; /* every 7th sample is slow: batches finish */
-  cb->sleep_every = 7;   /* out of order */
+  cb->sleep_every = 7;   /* at different times */
   stoke_source *src = tu_cb_source(cb);
   tu_epoch *ref = tu_epoch_new(), *e = tu_epoch_new();
   stoke_config c = tu_config(src, 0, 1, 5);
   c.shuffle = 1;
   c.seed = 9;
   for (int ep = 0; ep < 2; ep++) {
+    cb->stuck_index = -1;
     stoke_loader *lr = cb_loader(cb, &c);
     TU_OK(stoke_loader_set_epoch(lr, (uint64_t)ep));
     run_checked(lr, cb, ref, 0, 1);
@@ -702,16 +711,37 @@ static void test_out_of_order(void **state) {
       co.n_workers = W;
       co.prefetch = 4;
       co.in_order = 0;
+      atomic_store(&cb->unstick, 0);
+      cb->stuck_index = W > 1 ? (long)ref->idx[0] : -1;
       stoke_loader *l = cb_loader(cb, &co);
       TU_OK(stoke_loader_set_epoch(l, (uint64_t)ep));
-      run_checked(l, cb, e, W, 0);
+      memset(e, 0, sizeof *e);
+      stoke_batch *b = NULL;
+      TU_RC_L(l, stoke_loader_next(l, &b), STOKE_OK);
+      size_t first = stoke_batch_number(b);
+      tu_check_batch(b, cb, e);
+      stoke_batch_release(b);
+      tu_cb_unstick(cb);
+      if (W > 1)
+        TU_CHECK(first != 0,
+                 "W %u out of order, epoch %d: batch 0 (sample %ld at a "
+                 "gate) came first", W, ep, cb->stuck_index);
+      int rc;
+      while ((rc = stoke_loader_next(l, &b)) == STOKE_OK) {
+        tu_check_batch(b, cb, e);
+        stoke_batch_release(b);
+      }
+      TU_RC_L(l, rc, STOKE_END);
+      check_fills(cb, e, W);
       stoke_loader_destroy(l);
       TU_CHECK(e->n_batches == ref->n_batches && e->n_samples == ref->n_samples,
                "W %u out of order: %zu batches %zu samples, in order %zu %zu",
                W, e->n_batches, e->n_samples, ref->n_batches, ref->n_samples);
+      size_t out_of_place = 0;
       char seen[64] = {0};
       for (size_t k = 0; k < e->n_batches; k++) {
         size_t num = e->batch_number[k];
+        out_of_place += num != k;
         TU_CHECK(num < ref->n_batches, "batch number %zu out of range", num);
         TU_CHECK(!seen[num], "batch number %zu delivered twice", num);
         seen[num] = 1;
@@ -727,8 +757,11 @@ static void test_out_of_order(void **state) {
                  "W %u: batch %zu random values differ from in order", W,
                  num);
       }
+      if (W > 1)
+        TU_CHECK(out_of_place > 0, "W %u: every batch came in order", W);
     }
   }
+  cb->stuck_index = -1;
   free(ref);
   free(e);
   stoke_source_destroy(src);
@@ -1028,7 +1061,7 @@ static void test_batch_buffers_huge_page_advice(void **state) {
 }
 
 int main(void) {
-  tu_watchdog(500);
+  tu_watchdog(TU_WATCHDOG_S);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_config_defaults),
       cmocka_unit_test(test_batching),

@@ -499,7 +499,7 @@ static void test_diagnose_snapshots(void **state) {
 }
 
 int main(void) {
-  tu_watchdog(300);
+  tu_watchdog(TU_WATCHDOG_S);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_names),
       cmocka_unit_test(test_stats_before_first_next),

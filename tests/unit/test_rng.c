@@ -230,7 +230,7 @@ static void test_normal(void **state) {
 }
 
 int main(void) {
-  tu_watchdog(300);
+  tu_watchdog(TU_WATCHDOG_S);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_same_stream_same_values),
       cmocka_unit_test(test_streams_differ),

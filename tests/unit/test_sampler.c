@@ -1,5 +1,6 @@
 /* test_sampler.c — the epoch order: a permutation, a pure function of
 ** (seed, epoch, rank, world), with DistributedSampler's padding rules. */
+#define _POSIX_C_SOURCE 200809L
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -10,6 +11,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "test_util.h"
 
 static stoke__plan make_plan(size_t n, size_t b, int shuffle, unsigned rank,
                              unsigned world, int shard_drop, int drop) {
@@ -129,6 +131,7 @@ static void test_plan_errors(void **state) {
 }
 
 int main(void) {
+  tu_watchdog(TU_WATCHDOG_S);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_sequential_is_identity),
       cmocka_unit_test(test_shuffle_is_a_permutation_and_pure),

@@ -90,7 +90,10 @@ static void destroy_and_check_held(fixture *f, stoke_loader *l,
   TU_CHECK(atomic_load(&f->count.allocs) == atomic_load(&f->count.frees),
            "%s, W %u: %ld allocs, %ld frees", when, W,
            atomic_load(&f->count.allocs), atomic_load(&f->count.frees));
-  tu_sleep_ns(2000000);
+  /* No fill can run later: every worker thread is gone (joined). */
+  int left = tu_count_threads("stoke-w");
+  TU_CHECK(left <= 0, "%s, W %u: %d worker threads still alive after "
+           "destroy returned", when, W, left);
   TU_CHECK(atomic_load(&f->cb->n_calls) == calls,
            "%s, W %u: fills ran after destroy returned", when, W);
   TU_CHECK(atomic_load(&f->cb->bad) == 0, "%s, W %u: fill saw bad 0x%x", when,
@@ -133,6 +136,12 @@ static void test_destroy_after_first_next(void **state) {
     stoke_batch *b;
     TU_RC_L(l, stoke_loader_next(l, &b), STOKE_OK);
     tu_check_batch(b, f->cb, NULL);
+    if (W == 1) {
+      /* The census destroy_and_check relies on sees a worker that ran (a
+      ** worker names itself once running; this one filled the batch). */
+      int live = tu_count_threads("stoke-w");
+      TU_CHECK(live < 0 || live == 1, "W 1: %d threads named stoke-w*", live);
+    }
     destroy_and_check_held(f, l, &b, 1, "after the first next", W);
     fixture_free(f);
   }
@@ -248,10 +257,7 @@ static void test_destroy_waits_for_slow_sample(void **state) {
     stoke_loader *l = tu_loader(&c);
     stoke_batch *b;
     TU_RC_L(l, stoke_loader_next(l, &b), STOKE_OK);
-    int64_t t0 = tu_now_ns();
-    while (!atomic_load(&f->cb->stuck) && tu_now_ns() - t0 < 5000000000LL)
-      tu_sleep_ns(100000);
-    TU_CHECK(atomic_load(&f->cb->stuck),
+    TU_CHECK(tu_cb_wait_stuck(f->cb, 1, 5000000000LL),
              "W %u K 2: sample 8 (batch 2) never started while batch 0 was "
              "held", workers[wi]);
     destroy_and_check_held(f, l, &b, 1, "with a slow sample in flight",
@@ -441,7 +447,7 @@ static void test_failed_create_frees(void **state) {
 }
 
 int main(void) {
-  tu_watchdog(300);
+  tu_watchdog(TU_WATCHDOG_S);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_destroy_null),
       cmocka_unit_test(test_destroy_after_create),

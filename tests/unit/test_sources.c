@@ -361,7 +361,7 @@ static void test_synthetic_sleep_spends_cost(void **state) {
 }
 
 int main(void) {
-  tu_watchdog(300);
+  tu_watchdog(TU_WATCHDOG_S);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_dtypes),
       cmocka_unit_test(test_callback_source_reports),

@@ -233,7 +233,7 @@ static void test_release_elsewhere(void **state) {
 }
 
 int main(void) {
-  tu_watchdog(300);
+  tu_watchdog(TU_WATCHDOG_S);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_concurrent_lives),
       cmocka_unit_test(test_destroy_mid_sample),

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "test_util.h"
 
 static char *slurp(FILE *f) {
   fflush(f);
@@ -111,6 +112,7 @@ static void test_loader_trace_api(void **state) {
 }
 
 int main(void) {
+  tu_watchdog(TU_WATCHDOG_S);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_ring_keeps_the_latest),
       cmocka_unit_test(test_off_is_a_no_op),

@@ -1,5 +1,6 @@
 /* test_tune.c — the knee on hand-made tables, the device and host ledgers,
 ** the sweep grid and a tiny sweep with its stop rules. */
+#define _POSIX_C_SOURCE 200809L
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -9,6 +10,7 @@
 #include <string.h>
 
 #include "stoke.h"
+#include "test_util.h"
 
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -237,8 +239,9 @@ static void test_host_ledger_matches_loader(void **state) {
         assert_int_equal(g.n_slots, ks[b] + 1);
         assert_int_equal(g.sample_bytes, 16 * 4 + 8);
         assert_int_equal(g.batch_bytes, bs[c] * (16 * 4 + 8));
-        assert_int_equal(g.total_bytes, g.slots_bytes + g.order_bytes +
-                                            g.workers_bytes + g.consumer_bytes);
+        assert_int_equal(g.total_bytes,
+                         g.slots_bytes + g.order_bytes + g.workers_bytes +
+                             g.consumer_bytes + g.failures_bytes);
         stoke_loader *l = NULL;
         assert_int_equal(stoke_loader_create(&cfg, &l), 0);
         assert_int_equal(g.total_bytes, stoke_loader_host_bytes(l));
@@ -452,6 +455,7 @@ static void test_sweep_error(void **state) {
 }
 
 int main(void) {
+  tu_watchdog(TU_WATCHDOG_S);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_knee_plateau),
       cmocka_unit_test(test_knee_five_percent_rule),

@@ -335,7 +335,7 @@ static void test_create_out_of_memory(void **state) {
 }
 
 int main(void) {
-  tu_watchdog(120);
+  tu_watchdog(TU_WATCHDOG_S);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_defaults_and_errors),
       cmocka_unit_test(test_starving_loop),

@@ -16,10 +16,16 @@
 **  - tu_epoch / tu_run_epoch: run one epoch to STOKE_END, check each batch's
 **    views (and the tu_cb fields against stoke_batch_indices) and record the
 **    delivered indices and random values.
+**  - tu_watchdog / tu_deadline: fail a hung binary fast, with a message.
+**  - tu_cb_wait_*: wait for what a worker did on a condition, not a sleep;
+**    tu_count_threads: a census of this process's threads.
 */
 #ifndef STOKE_TEST_UTIL_H
 #define STOKE_TEST_UTIL_H
 
+#include <dirent.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,8 +91,120 @@ static inline void tu_sleep_ns(int64_t ns) {
   }
 }
 
-/* Kill a hung test binary instead of waiting for the CTest timeout. */
-static inline void tu_watchdog(unsigned seconds) { alarm(seconds); }
+/* ---- the watchdog ----------------------------------------------------------
+**
+** Every unit test binary calls tu_watchdog(TU_WATCHDOG_S) first thing in
+** main(): a hang then fails the binary within that time, with a message on
+** stderr naming what hung, instead of costing CTest's 600 s timeout.  stdout
+** becomes line-buffered so that cmocka's "[ RUN      ] test_name" line is
+** out before a hang.  A test that can hang by design of what it checks
+** (a deadlock it guards against) arms a tighter deadline naming itself with
+** tu_deadline(__func__, s) and ends it with tu_deadline_end(). */
+
+/* Seconds: about 50 times the slowest binary in a plain build (about 1 s),
+** and as many times over under the sanitizers, which slow the slowest
+** (test_transform) to 11 s (ASan) and 56 s (TSan) on 2 cores.  Always
+** shorter than CTest's 600 s. */
+#if defined(__SANITIZE_THREAD__)
+#define TU_WATCHDOG_S 400
+#elif defined(__SANITIZE_ADDRESS__)
+#define TU_WATCHDOG_S 240
+#else
+#define TU_WATCHDOG_S 60
+#endif
+
+static const char *tu__watch_what = "the test binary";
+static unsigned tu__watch_s;      /* the deadline's length, for the message */
+static unsigned tu__binary_s;     /* the binary's */
+static int64_t tu__binary_end_ns; /* the binary's deadline (monotonic) */
+
+static inline size_t tu__put(char *buf, size_t at, size_t cap,
+                             const char *s) {
+  while (*s && at + 1 < cap) buf[at++] = *s++;
+  return at;
+}
+
+/* Async-signal-safe: write(2) and _exit(2) only. */
+static void tu__watchdog_fired(int sig) {
+  (void)sig;
+  char msg[512], num[16];
+  size_t n = 0, k = 0;
+  unsigned v = tu__watch_s;
+  do num[k++] = (char)('0' + v % 10); while ((v /= 10) && k < sizeof num);
+  n = tu__put(msg, n, sizeof msg, "\nwatchdog: ");
+  n = tu__put(msg, n, sizeof msg, tu__watch_what);
+  n = tu__put(msg, n, sizeof msg, " still running after ");
+  while (k) msg[n++] = num[--k];
+  n = tu__put(msg, n, sizeof msg, " s: it hangs (the last '[ RUN ]' line "
+                                  "names the test); failing now\n");
+  ssize_t w = write(2, msg, n);
+  (void)w;
+  _exit(1);
+}
+
+static inline void tu__arm(const char *what, unsigned seconds) {
+  tu__watch_what = what;
+  tu__watch_s = seconds;
+  alarm(seconds);
+}
+
+static inline void tu_watchdog(unsigned seconds) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = tu__watchdog_fired;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGALRM, &sa, NULL);
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  tu__binary_s = seconds;
+  tu__binary_end_ns =
+      (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec + (int64_t)seconds * 1000000000;
+  tu__arm("the test binary", seconds);
+}
+
+/* A tighter deadline for one test (what: its name, static storage). */
+static inline void tu_deadline(const char *what, unsigned seconds) {
+  tu__arm(what, seconds);
+}
+
+/* Back to the binary's deadline (what is left of it). */
+static inline void tu_deadline_end(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  int64_t left = tu__binary_end_ns -
+                 ((int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec);
+  unsigned s = left > 1000000000 ? (unsigned)(left / 1000000000) : 1;
+  tu__arm("the test binary", s);
+  tu__watch_s = tu__binary_s;
+}
+
+/* ---- threads -------------------------------------------------------------- */
+
+/* Threads of this process whose name starts with prefix, from
+** /proc/self/task; -1 where /proc does not say.  A loader's workers are
+** joined by destroy, so none named stoke-w* may be left once it returns: a
+** check that needs no waiting.  (Workers name themselves once running; a
+** sanitizer may add threads of its own, so do not count them all.) */
+static inline int tu_count_threads(const char *prefix) {
+  DIR *d = opendir("/proc/self/task");
+  if (!d) return -1;
+  int n = 0;
+  struct dirent *de;
+  while ((de = readdir(d)) != NULL) {
+    if (de->d_name[0] == '.') continue;
+    char path[64], name[32] = "";
+    snprintf(path, sizeof path, "/proc/self/task/%.20s/comm", de->d_name);
+    FILE *f = fopen(path, "r");
+    if (!f) continue; /* the thread ended meanwhile */
+    if (fgets(name, sizeof name, f) &&
+        strncmp(name, prefix, strlen(prefix)) == 0)
+      n++;
+    fclose(f);
+  }
+  closedir(d);
+  return n;
+}
 
 /* ---- fields --------------------------------------------------------------- */
 
@@ -144,13 +262,20 @@ typedef struct tu_cb {
   atomic_int max_in_flight; /* most seen at once */
   /* Behaviour, set before the loader starts. */
   long fail_index;          /* -1: none; this sample fails */
+  const uint8_t *fail_set;  /* NULL, or n flags: those samples fail too */
   const char *fail_cause;   /* its stoke_sample_fail text */
   int64_t sleep_ns;         /* samples sleep this long ... */
   size_t sleep_every;       /* ... every one (0/1) or those with i % it == 0 */
   long stuck_index;         /* -1: none; this sample waits for `unstick` */
   atomic_int stuck;         /* 1 while the stuck sample is waiting */
-  atomic_int unstick;       /* set by the test to let it finish */
+  atomic_int unstick;       /* set by the test (tu_cb_unstick) to let it
+                               finish */
   int64_t stuck_max_ns;     /* it gives up waiting after this long */
+  /* Synchronisation with the test: every fill and every change of `stuck`
+  ** broadcasts cv under mu, so a test waits for "sample k has started" or
+  ** "n fills of epoch e" on a condition, never by sleeping and looking. */
+  pthread_mutex_t mu;
+  pthread_cond_t cv;        /* CLOCK_MONOTONIC */
 } tu_cb;
 
 static inline tu_cb *tu_cb_new(size_t n) {
@@ -169,13 +294,54 @@ static inline tu_cb *tu_cb_new(size_t n) {
   c->fail_cause = "tu-injected-failure";
   c->stuck_index = -1;
   c->stuck_max_ns = 10 * 1000000000LL;
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_mutex_init(&c->mu, NULL);
+  pthread_cond_init(&c->cv, &ca);
+  pthread_condattr_destroy(&ca);
   return c;
 }
 
 static inline void tu_cb_free(tu_cb *c) {
   if (!c) return;
+  pthread_mutex_destroy(&c->mu);
+  pthread_cond_destroy(&c->cv);
   free(c->calls);
   free(c);
+}
+
+static inline struct timespec tu__deadline_ts(int64_t timeout_ns) {
+  int64_t t = tu_now_ns() + timeout_ns;
+  struct timespec ts = {(time_t)(t / 1000000000), (long)(t % 1000000000)};
+  return ts;
+}
+
+/* Wake whoever waits on c (a fill finished, `stuck` changed). */
+static inline void tu_cb_signal(tu_cb *c) {
+  pthread_mutex_lock(&c->mu);
+  pthread_cond_broadcast(&c->cv);
+  pthread_mutex_unlock(&c->mu);
+}
+
+/* Let the stuck sample finish. */
+static inline void tu_cb_unstick(tu_cb *c) {
+  pthread_mutex_lock(&c->mu);
+  atomic_store(&c->unstick, 1);
+  pthread_cond_broadcast(&c->cv);
+  pthread_mutex_unlock(&c->mu);
+}
+
+/* Wait until `stuck` equals want, at most timeout_ns; returns whether it
+** does. */
+static inline int tu_cb_wait_stuck(tu_cb *c, int want, int64_t timeout_ns) {
+  struct timespec ts = tu__deadline_ts(timeout_ns);
+  pthread_mutex_lock(&c->mu);
+  while (atomic_load(&c->stuck) != want)
+    if (pthread_cond_timedwait(&c->cv, &c->mu, &ts) != 0) break;
+  int ok = atomic_load(&c->stuck) == want;
+  pthread_mutex_unlock(&c->mu);
+  return ok;
 }
 
 /* Forget all fill counts; call when no fill can run (e.g. right after a
@@ -201,6 +367,20 @@ static inline long tu_cb_epoch_calls(const tu_cb *c, uint64_t e) {
   return sum;
 }
 
+/* Wait until at least `want` fills of epoch e have run, at most timeout_ns;
+** returns the count then. */
+static inline long tu_cb_wait_epoch_calls(tu_cb *c, uint64_t e, long want,
+                                          int64_t timeout_ns) {
+  struct timespec ts = tu__deadline_ts(timeout_ns);
+  pthread_mutex_lock(&c->mu);
+  long got;
+  while ((got = tu_cb_epoch_calls(c, e)) < want)
+    if (pthread_cond_timedwait(&c->cv, &c->mu, &ts) != 0) break;
+  got = tu_cb_epoch_calls(c, e);
+  pthread_mutex_unlock(&c->mu);
+  return got;
+}
+
 static inline int tu_cb_fill(void *user, stoke_sample *s) {
   tu_cb *c = user;
   int now = atomic_fetch_add(&c->in_flight, 1) + 1;
@@ -217,16 +397,21 @@ static inline int tu_cb_fill(void *user, stoke_sample *s) {
     goto out;
   }
   if (e < TU_CB_EPOCHS) atomic_fetch_add(&c->calls[e * c->n + i], 1);
+  tu_cb_signal(c);
   if (c->sleep_ns > 0 && (c->sleep_every <= 1 || i % c->sleep_every == 0))
     tu_sleep_ns(c->sleep_ns);
   if ((long)i == c->stuck_index) {
+    struct timespec ts = tu__deadline_ts(c->stuck_max_ns);
+    pthread_mutex_lock(&c->mu);
     atomic_store(&c->stuck, 1);
-    int64_t t0 = tu_now_ns();
-    while (!atomic_load(&c->unstick) && tu_now_ns() - t0 < c->stuck_max_ns)
-      tu_sleep_ns(1000000);
+    pthread_cond_broadcast(&c->cv);
+    while (!atomic_load(&c->unstick))
+      if (pthread_cond_timedwait(&c->cv, &c->mu, &ts) != 0) break;
     atomic_store(&c->stuck, 0);
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
   }
-  if ((long)i == c->fail_index) {
+  if ((long)i == c->fail_index || (c->fail_set && c->fail_set[i])) {
     rc = stoke_sample_fail(s, "%s (sample %zu)", c->fail_cause, i);
     if (rc != STOKE_ESAMPLE) atomic_fetch_or(&c->bad, TU_BAD_FAIL_RC);
     if (rc == 0) rc = -1;
@@ -277,6 +462,19 @@ static inline stoke_source *tu_cb_source(tu_cb *c) {
   if (rc != STOKE_OK || !src)
     fail_msg("stoke_source_create_callback: %d %s (%s)", rc, tu_code_name(rc),
              stoke_errmsg(NULL));
+  return src;
+}
+
+/* An image source over path with transform (NULL: the default), or the
+** test fails naming the library's message. */
+static inline stoke_source *tu_open_images(const char *path,
+                                           const char *transform) {
+  stoke_image_config ic;
+  stoke_image_config_init(&ic);
+  if (transform) ic.transform = transform;
+  stoke_source *src = NULL;
+  int rc = stoke_source_create_images(path, &ic, &src);
+  if (rc != 0) fail_msg("open %s: %s", path, stoke_errmsg(NULL));
   return src;
 }
 
@@ -425,6 +623,26 @@ static inline void tu_epoch_ok(stoke_loader *l, const tu_cb *cb, tu_epoch *e,
   if (rc != STOKE_END)
     fail_msg("epoch ended with %d %s, want STOKE_END (errmsg: \"%s\")", rc,
              tu_code_name(rc), stoke_errmsg(l));
+}
+
+/* The bad-sample counters of l's statistics are exactly these. */
+static inline void tu_expect_bad_counts(const stoke_loader *l,
+                                        uint64_t failures,
+                                        uint64_t quarantined, uint64_t skipped,
+                                        uint64_t replaced) {
+  stoke_stats st;
+  memset(&st, 0, sizeof st);
+  st.struct_size = sizeof st;
+  TU_OK(stoke_loader_stats(l, &st));
+  TU_CHECK(st.failures == failures && st.quarantined == quarantined &&
+               st.skipped == skipped && st.replaced == replaced,
+           "bad samples: %llu failures, %llu quarantined, %llu skipped, %llu "
+           "replaced; want %llu, %llu, %llu, %llu",
+           (unsigned long long)st.failures,
+           (unsigned long long)st.quarantined,
+           (unsigned long long)st.skipped, (unsigned long long)st.replaced,
+           (unsigned long long)failures, (unsigned long long)quarantined,
+           (unsigned long long)skipped, (unsigned long long)replaced);
 }
 
 /* A counting allocator: every pointer handed out must come back. */

@@ -1,0 +1,389 @@
+/* badsample.c — what a bad sample does: stoke_config.on_error, the failure
+** log and budget, and the quarantine.
+**
+** DESIGN
+** A fill that fails (or a sample the quarantine lists, which is not read)
+** reaches stoke__bad_sample on the worker that met it:
+**
+**   FAIL     logged, then the loader is poisoned with the message it always
+**            had ("sample 17 (file) (epoch 0, batch 2) failed: why");
+**   SKIP     logged and flagged in its batch; the batch's last writer
+**            closes the gaps (stoke__bad_compact), so the batch is shorter
+**            and its indices list only what it holds;
+**   REPLACE  logged, and candidates are drawn from the bad sample's own
+**            random stream (seed, epoch, index) at counters from 2^63 on,
+**            far past anything a fill draws, until one fills: it takes the
+**            bad sample's place (stoke_batch_indices says which), filled
+**            with a stream of its own (the bad sample's key mixed with the
+**            try number), so that it is not a copy of its own appearance
+**            elsewhere in the epoch.  Candidates are a pure function of
+**            (seed, epoch, index), so the substitute is the same whatever
+**            worker met the bad sample, and when.  A candidate that is the
+**            bad sample itself or listed in the quarantine is passed over;
+**            one that fails is a bad sample too (logged, counted,
+**            quarantined).  Each candidate is a try; after
+**            max_replace_tries the bad sample is an error.
+**
+** The budget counts the bad samples found (not those the quarantine lists)
+** per claim generation, i.e. per epoch as the workers produce it; the one
+** over budget poisons the loader with STOKE_EFAILURES naming the last few.
+**
+** Locking: fail_mu (a leaf) guards the log, the counters and the budget;
+** the quarantine has its own leaf lock; the loader's mu is only taken,
+** alone, to poison it.  No lock is held across a fill. */
+#include "pipeline.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* Substitute candidates: the bad sample's stream from this counter on. */
+#define CANDIDATE_COUNTER (UINT64_C(1) << 63)
+/* Mixed into the bad sample's key with the try number: the substitute's
+** own fill stream. */
+#define SUBSTITUTE_SALT UINT64_C(0x5ab571707e5eed00)
+
+const char *stoke_on_error_name(int on_error) {
+  switch (on_error) {
+  case STOKE_ON_ERROR_FAIL: return "fail";
+  case STOKE_ON_ERROR_SKIP: return "skip";
+  case STOKE_ON_ERROR_REPLACE: return "replace";
+  default: return "?";
+  }
+}
+
+uint64_t stoke__bad_bytes(const stoke_config *c, const stoke_source *src) {
+  uint64_t n = (uint64_t)STOKE_FAILURES_KEPT * sizeof(stoke_failure);
+  if (c->on_error == STOKE_ON_ERROR_SKIP) /* a flag per sample per slot */
+    n += ((uint64_t)c->prefetch + c->consumer_slots) * c->batch_size;
+  if (c->quarantine_path) n += stoke__quarantine_bytes(src->n_samples);
+  return n;
+}
+
+int stoke__bad_init(stoke_loader *l) {
+  const stoke_config *c = &l->cfg;
+  l->fail_ring = stoke__calloc(l->alloc, STOKE_FAILURES_KEPT,
+                               sizeof *l->fail_ring);
+  if (!l->fail_ring) return STOKE_ENOMEM;
+  if (c->on_error == STOKE_ON_ERROR_SKIP)
+    for (size_t i = 0; i < l->n_slots; i++) {
+      l->slots[i].skip = stoke__calloc(l->alloc, c->batch_size, 1);
+      if (!l->slots[i].skip) return STOKE_ENOMEM;
+    }
+  if (c->on_error != STOKE_ON_ERROR_FAIL) {
+    if (c->max_failures > 0)
+      l->fail_budget = c->max_failures;
+    else if (c->max_failure_frac > 0) {
+      double want = c->max_failure_frac * (double)l->plan.per_rank;
+      uint64_t n = (uint64_t)want;
+      l->fail_budget = (double)n < want ? n + 1 : n;
+      if (l->fail_budget == 0) l->fail_budget = 1;
+    }
+  }
+  if (c->quarantine_path) {
+    if (!l->have_fingerprint) {
+      l->fingerprint = stoke_source_fingerprint(l->src);
+      l->have_fingerprint = true;
+    }
+    char err[STOKE__ERRMSG_CAP];
+    int rc = stoke__quarantine_open(c->quarantine_path, l->src,
+                                    l->fingerprint, STOKE__QUARANTINE_APPEND,
+                                    l->alloc, &l->quarantine, err, sizeof err);
+    if (rc != 0) return stoke__set_tls_error(rc, "loader: %s", err);
+    /* The caller's string need not outlive create: point at our copy. */
+    l->cfg.quarantine_path = stoke__quarantine_path(l->quarantine);
+  }
+  return 0;
+}
+
+void stoke__bad_free(stoke_loader *l) {
+  stoke__quarantine_close(l->quarantine);
+  l->quarantine = NULL;
+  l->cfg.quarantine_path = NULL;
+  stoke__free(l->alloc, l->fail_ring);
+  if (l->slots)
+    for (size_t i = 0; i < l->n_slots; i++)
+      stoke__free(l->alloc, l->slots[i].skip);
+}
+
+/* ---- the log and the budget ------------------------------------------------ */
+
+static void log_failure(stoke_loader *l, const stoke_failure *f) {
+  size_t at = (l->fail_head + l->fail_len) % STOKE_FAILURES_KEPT;
+  if (l->fail_len == STOKE_FAILURES_KEPT)
+    l->fail_head = (l->fail_head + 1) % STOKE_FAILURES_KEPT;
+  else
+    l->fail_len++;
+  l->fail_ring[at] = *f;
+}
+
+/* Count one more bad sample of generation gen (fail_mu held); its count. */
+static uint64_t count_in_gen(stoke_loader *l, uint64_t gen) {
+  size_t free_at = 0;
+  bool have_free = false;
+  for (size_t i = 0; i < 3; i++) {
+    if (l->fail_gen[i].n && l->fail_gen[i].gen == gen)
+      return ++l->fail_gen[i].n;
+    /* A generation neither delivered nor claimed is over: reuse it.  (The
+    ** generations read here are written under mu; a stale read can only
+    ** pick another over generation.) */
+    if (!have_free && (l->fail_gen[i].n == 0 ||
+                       l->fail_gen[i].gen + 1 < gen)) {
+      free_at = i;
+      have_free = true;
+    }
+  }
+  if (!have_free) {
+    /* The oldest. */
+    for (size_t i = 1; i < 3; i++)
+      if (l->fail_gen[i].gen < l->fail_gen[free_at].gen) free_at = i;
+  }
+  l->fail_gen[free_at].gen = gen;
+  l->fail_gen[free_at].n = 1;
+  return 1;
+}
+
+/* The last few logged, newest first, as "sample 17 (where): why; ..." into
+** buf (fail_mu held). */
+static void last_few(const stoke_loader *l, char *buf, size_t cap) {
+  size_t used = 0;
+  buf[0] = '\0';
+  for (size_t k = 0; k < l->fail_len; k++) {
+    size_t at = (l->fail_head + l->fail_len - 1 - k) % STOKE_FAILURES_KEPT;
+    const stoke_failure *f = &l->fail_ring[at];
+    /* A long path keeps its end: the file's name is what names it. */
+    size_t wl = strlen(f->where);
+    const char *where = wl > 80 ? f->where + wl - 77 : f->where;
+    char one[300];
+    int w = snprintf(one, sizeof one, "%ssample %zu%s%s%s%s: %.100s",
+                     k ? "; " : "", f->index, f->where[0] ? " (" : "",
+                     wl > 80 ? "..." : "", where, f->where[0] ? ")" : "",
+                     f->reason);
+    /* Whole entries only: a cut one would name half a file. */
+    if (w < 0 || used + (size_t)w + 1 > cap) break;
+    memcpy(buf + used, one, (size_t)w + 1);
+    used += (size_t)w;
+  }
+}
+
+/* Log f (a bad sample met while producing batch b) and, unless the
+** quarantine listed it, count it against the budget.  Returns 0, or
+** STOKE_EFAILURES after poisoning the loader when it spends the budget. */
+static int record(stoke_loader *l, const stoke_batch *b, stoke_failure *f) {
+  if (!f->quarantined && l->quarantine) {
+    char note[256];
+    stoke__quarantine_add(l->quarantine, f->index, f->where, f->reason, note,
+                          sizeof note);
+    if (note[0]) {
+      size_t n = strlen(f->reason);
+      snprintf(f->reason + n, sizeof f->reason - n, " (not quarantined: %s)",
+               note);
+    }
+  }
+  char msg[STOKE__ERRMSG_CAP];
+  bool over = false;
+  uint64_t n = 0;
+  pthread_mutex_lock(&l->fail_mu);
+  log_failure(l, f);
+  if (f->quarantined) {
+    l->n_quarantined++;
+  } else {
+    l->n_failures++;
+    if (l->fail_budget) {
+      n = count_in_gen(l, b->gen);
+      over = n > l->fail_budget;
+    }
+  }
+  if (over) {
+    char few[300], why[64]; /* what fits after the message's start */
+    last_few(l, few, sizeof few);
+    if (l->cfg.max_failures > 0)
+      snprintf(why, sizeof why, "max_failures");
+    else
+      snprintf(why, sizeof why, "%g%% of %zu samples",
+               100 * l->cfg.max_failure_frac, l->plan.per_rank);
+    snprintf(msg, sizeof msg,
+             "too many bad samples: %llu in epoch %llu, over the failure "
+             "budget of %llu (%s); the last: %s",
+             (unsigned long long)n, (unsigned long long)b->epoch,
+             (unsigned long long)l->fail_budget, why, few);
+  }
+  pthread_mutex_unlock(&l->fail_mu);
+  if (!over) return 0;
+  pthread_mutex_lock(&l->mu);
+  stoke__note_failed_batch(l, b);
+  stoke__fail_locked(l, STOKE_EFAILURES, "%s", msg);
+  pthread_mutex_unlock(&l->mu);
+  return STOKE_EFAILURES;
+}
+
+/* Name the substitute of the logged failure of (index, epoch, batch). */
+static void log_substitute(stoke_loader *l, const stoke_failure *f,
+                           size_t substitute) {
+  pthread_mutex_lock(&l->fail_mu);
+  for (size_t k = 0; k < l->fail_len; k++) {
+    stoke_failure *g = &l->fail_ring[(l->fail_head + k) % STOKE_FAILURES_KEPT];
+    if (g->index == f->index && g->epoch == f->epoch &&
+        g->batch == f->batch && g->substitute == SIZE_MAX &&
+        g->action == STOKE_ON_ERROR_REPLACE)
+      g->substitute = substitute;
+  }
+  l->n_replaced++;
+  pthread_mutex_unlock(&l->fail_mu);
+}
+
+static void describe_failure(const stoke_loader *l, const worker *w,
+                             const stoke_batch *b, size_t index,
+                             bool quarantined, stoke_failure *f) {
+  memset(f, 0, sizeof *f);
+  f->index = index;
+  f->epoch = b->epoch;
+  f->batch = b->number;
+  f->action = l->cfg.on_error;
+  f->quarantined = quarantined;
+  f->substitute = SIZE_MAX;
+  stoke_source_describe(l->src, index, f->where, sizeof f->where);
+  if (quarantined)
+    snprintf(f->reason, sizeof f->reason, "listed in the quarantine %s",
+             stoke__quarantine_path(l->quarantine));
+  else
+    snprintf(f->reason, sizeof f->reason, "%s",
+             w->err[0] ? w->err : "no reason given");
+}
+
+/* ---- the policies -------------------------------------------------------- */
+
+static int fail(stoke_loader *l, const stoke_batch *b,
+                const stoke_failure *f) {
+  char where[300] = "";
+  if (l->src->ops->describe) snprintf(where, sizeof where, " (%s)", f->where);
+  pthread_mutex_lock(&l->mu);
+  stoke__note_failed_batch(l, b);
+  if (f->quarantined)
+    stoke__fail_locked(l, STOKE_ESAMPLE,
+                       "sample %zu%s (epoch %llu, batch %zu) is listed in "
+                       "the quarantine %s", f->index, where,
+                       (unsigned long long)b->epoch, b->number,
+                       stoke__quarantine_path(l->quarantine));
+  else /* the message of every stoke before the policies */
+    stoke__fail_locked(l, STOKE_ESAMPLE,
+                       "sample %zu%s (epoch %llu, batch %zu) failed: %s",
+                       f->index, where, (unsigned long long)b->epoch,
+                       b->number, f->reason);
+  pthread_mutex_unlock(&l->mu);
+  return STOKE_ESAMPLE;
+}
+
+static int replace(stoke_loader *l, worker *w, stoke_batch *b, size_t pos,
+                   const stoke_failure *bad, bool timed) {
+  size_t n = l->src->n_samples;
+  stoke_rng pick;
+  stoke_rng_init(&pick, l->cfg.seed, b->epoch, bad->index);
+  pick.counter = CANDIDATE_COUNTER;
+  unsigned tries = l->cfg.max_replace_tries;
+  for (unsigned t = 0; t < tries; t++) {
+    if (atomic_load_explicit(&l->stop, memory_order_relaxed))
+      return STOKE_EBADSTATE;
+    size_t c = (size_t)stoke_rng_below(&pick, n);
+    if (c == bad->index || stoke__quarantine_has(l->quarantine, c)) continue;
+    stoke_rng own;
+    stoke_rng_init(&own, l->cfg.seed, b->epoch, bad->index);
+    own.key = stoke__mix64(own.key ^ (SUBSTITUTE_SALT + t));
+    if (stoke__fill_one(l, w, b, pos, c, &own, timed) == 0) {
+      b->indices[pos] = c;
+      atomic_fetch_add_explicit(&b->n_replaced, 1, memory_order_relaxed);
+      log_substitute(l, bad, c);
+      return 0;
+    }
+    /* The substitute is bad too. */
+    stoke_failure f;
+    describe_failure(l, w, b, c, false, &f);
+    int rc = record(l, b, &f);
+    if (rc != 0) return rc;
+  }
+  pthread_mutex_lock(&l->mu);
+  stoke__note_failed_batch(l, b);
+  stoke__fail_locked(l, STOKE_ESAMPLE,
+                     "sample %zu%s%s%s (epoch %llu, batch %zu) failed and "
+                     "no substitute could be filled in %u %s (the last "
+                     "error: %s); its own error: %s", bad->index,
+                     bad->where[0] ? " (" : "", bad->where,
+                     bad->where[0] ? ")" : "", (unsigned long long)b->epoch,
+                     b->number, tries, tries == 1 ? "try" : "tries",
+                     w->err[0] ? w->err : "none, the candidates were listed "
+                                          "in the quarantine",
+                     bad->reason);
+  pthread_mutex_unlock(&l->mu);
+  return STOKE_ESAMPLE;
+}
+
+int stoke__bad_sample(stoke_loader *l, worker *w, stoke_batch *b, size_t pos,
+                      size_t index, bool quarantined, bool timed) {
+  stoke_failure f;
+  describe_failure(l, w, b, index, quarantined, &f);
+  int rc = record(l, b, &f);
+  if (rc != 0) return rc;
+  switch (l->cfg.on_error) {
+  case STOKE_ON_ERROR_SKIP:
+    b->skip[pos] = 1;
+    atomic_fetch_add_explicit(&b->n_skipped, 1, memory_order_relaxed);
+    pthread_mutex_lock(&l->fail_mu);
+    l->n_skipped++;
+    pthread_mutex_unlock(&l->fail_mu);
+    return 0;
+  case STOKE_ON_ERROR_REPLACE:
+    return replace(l, w, b, pos, &f, timed);
+  default:
+    return fail(l, b, &f);
+  }
+}
+
+void stoke__bad_compact(stoke_loader *l, stoke_batch *b) {
+  size_t kept = 0;
+  for (size_t i = 0; i < b->n; i++) {
+    if (b->skip[i]) continue;
+    if (kept != i) {
+      b->indices[kept] = b->indices[i];
+      for (size_t f = 0; f < l->src->n_fields; f++) {
+        size_t fb = l->field_bytes[f];
+        memmove((char *)b->data[f] + kept * fb, (char *)b->data[f] + i * fb,
+                fb);
+      }
+    }
+    kept++;
+  }
+  b->n = kept;
+}
+
+void stoke__bad_stats(const stoke_loader *l, stoke_stats *st) {
+  stoke_loader *ml = (stoke_loader *)l; /* locks are not logically state */
+  pthread_mutex_lock(&ml->fail_mu);
+  st->failures = l->n_failures;
+  st->quarantined = l->n_quarantined;
+  st->skipped = l->n_skipped;
+  st->replaced = l->n_replaced;
+  pthread_mutex_unlock(&ml->fail_mu);
+}
+
+size_t stoke_loader_failures(const stoke_loader *l, stoke_failure *out,
+                             size_t cap) {
+  if (!l) return 0;
+  stoke_loader *ml = (stoke_loader *)l;
+  pthread_mutex_lock(&ml->fail_mu);
+  size_t n = l->fail_len;
+  for (size_t k = 0; out && k < n && k < cap; k++)
+    out[k] = l->fail_ring[(l->fail_head + k) % STOKE_FAILURES_KEPT];
+  pthread_mutex_unlock(&ml->fail_mu);
+  return n;
+}
+
+size_t stoke_batch_n_skipped(const stoke_batch *b) {
+  return b ? atomic_load_explicit(&((stoke_batch *)b)->n_skipped,
+                                  memory_order_relaxed)
+           : 0;
+}
+
+size_t stoke_batch_n_replaced(const stoke_batch *b) {
+  return b ? atomic_load_explicit(&((stoke_batch *)b)->n_replaced,
+                                  memory_order_relaxed)
+           : 0;
+}

@@ -1,0 +1,251 @@
+/* state.c — resume: the loader's position as a few bytes.
+**
+** DESIGN
+** The order of an epoch is a pure function of (seed, epoch, rank, world)
+** and the batching (batch size, drop_last), never of W, K or timing, so a
+** position is only (seed, epoch, batches handed out): a resumed loader
+** computes the same order and starts claiming at that batch (start_epoch's
+** resume_batch), with any worker count or prefetch depth.  Under REPLACE
+** the substitutes are functions of (seed, epoch, index) too, so they come
+** back the same.
+**
+** What a position means depends on the dataset (the indices) and on the
+** sharding and batching of the epoch; the state carries them.  Another
+** dataset is refused.  Another sharding or batching (an elastic restart
+** with a new world size) cannot continue mid-epoch: the loader starts the
+** next epoch, which every new rank then covers exactly once between them.
+**
+** Restoring is allowed between epochs only.  Workers may then be filling
+** the next epoch ahead (prefetch_next_epoch); that work is discarded and
+** waited for, so that no fill runs while the seed changes. */
+#include "pipeline.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "storage/blob.h" /* little-endian helpers, CRC-32 */
+
+static const uint8_t STATE_MAGIC[8] = {'S', 'T', 'O', 'K', 'S', 'T', 'A',
+                                       'T'};
+
+enum {
+  FLAG_SHUFFLE = 1,
+  FLAG_DROP_LAST = 2,
+  FLAG_SHARD_DROP_LAST = 4
+};
+
+static uint64_t fingerprint(stoke_loader *l) {
+  if (!l->have_fingerprint) {
+    l->fingerprint = stoke_source_fingerprint(l->src);
+    l->have_fingerprint = true;
+  }
+  return l->fingerprint;
+}
+
+/* With in_order 0, are the batches handed out this epoch its first
+** n_delivered (mu held)?  The others are in slots or not assigned yet. */
+static bool delivered_prefix(const stoke_loader *l) {
+  for (size_t i = 0; i < l->n_slots; i++) {
+    const stoke_batch *b = &l->slots[i];
+    if (b->gen == l->deliver_gen &&
+        (b->state == SLOT_FILLING || b->state == SLOT_READY) &&
+        b->number < l->n_delivered)
+      return false;
+  }
+  return true;
+}
+
+int stoke_loader_state_save(const stoke_loader *cl, stoke_loader_state *out) {
+  if (!cl || !out) return STOKE_EINVAL;
+  stoke_loader *l = (stoke_loader *)cl; /* the fingerprint cache, the lock */
+  uint64_t fp = fingerprint(l);
+  int rc = 0;
+  pthread_mutex_lock(&l->mu);
+  memset(out, 0, sizeof *out);
+  out->version = STOKE_STATE_VERSION;
+  out->seed = l->cfg.seed;
+  if (l->epoch_active) {
+    out->epoch = l->epoch;
+    out->batches_done = l->n_delivered;
+    if (!l->cfg.in_order && l->n_delivered < l->plan.n_batches &&
+        !delivered_prefix(l)) {
+      snprintf(l->lastmsg, sizeof l->lastmsg,
+               "state: out of order, the %zu batches handed out of epoch "
+               "%llu are not its first ones; save the state between epochs "
+               "(or run in order)", l->n_delivered,
+               (unsigned long long)l->epoch);
+      rc = STOKE_EINVAL;
+    }
+  } else {
+    out->epoch = l->next_epoch;
+    out->batches_done = l->resume_batch; /* restored and not started yet */
+  }
+  pthread_mutex_unlock(&l->mu);
+  out->n_samples = l->src->n_samples;
+  out->fingerprint = fp;
+  out->batch_size = l->cfg.batch_size;
+  out->rank = l->cfg.rank;
+  out->world = l->cfg.world;
+  out->shuffle = (uint32_t)l->cfg.shuffle;
+  out->drop_last = (uint32_t)l->cfg.drop_last;
+  out->shard_drop_last = (uint32_t)l->cfg.shard_drop_last;
+  return rc;
+}
+
+static int refuse(stoke_loader *l, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+static int refuse(stoke_loader *l, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  pthread_mutex_lock(&l->mu);
+  vsnprintf(l->lastmsg, sizeof l->lastmsg, fmt, ap);
+  pthread_mutex_unlock(&l->mu);
+  va_end(ap);
+  return STOKE_EINVAL;
+}
+
+/* Does st's position mean the same batches in this loader? */
+static bool same_batching(const stoke_loader *l, const stoke_loader_state *st) {
+  return st->world == l->cfg.world && st->rank == l->cfg.rank &&
+         st->batch_size == l->cfg.batch_size &&
+         (st->shuffle != 0) == (l->cfg.shuffle != 0) &&
+         (st->drop_last != 0) == (l->cfg.drop_last != 0) &&
+         (st->shard_drop_last != 0) == (l->cfg.shard_drop_last != 0);
+}
+
+int stoke_loader_state_restore(stoke_loader *l, const stoke_loader_state *st) {
+  if (!l || !st) return STOKE_EINVAL;
+  if (st->version != STOKE_STATE_VERSION)
+    return refuse(l, "state: version %u, this stoke reads version %d",
+                  st->version, STOKE_STATE_VERSION);
+  uint64_t fp = fingerprint(l);
+  if (st->n_samples != l->src->n_samples || st->fingerprint != fp)
+    return refuse(l,
+                  "state: made for another dataset (%llu samples, "
+                  "fingerprint 0x%016llx); this loader's %s source has %zu "
+                  "samples, fingerprint 0x%016llx",
+                  (unsigned long long)st->n_samples,
+                  (unsigned long long)st->fingerprint, l->src->kind,
+                  l->src->n_samples, (unsigned long long)fp);
+  uint64_t epoch = st->epoch, at = st->batches_done;
+  bool elastic = !same_batching(l, st);
+  if (!elastic && at > l->plan.n_batches)
+    return refuse(l, "state: %llu batches done in epoch %llu, but it has %zu",
+                  (unsigned long long)at, (unsigned long long)epoch,
+                  l->plan.n_batches);
+  pthread_mutex_lock(&l->mu);
+  if (l->error) {
+    pthread_mutex_unlock(&l->mu);
+    return STOKE_EBADSTATE;
+  }
+  if (l->epoch_active) {
+    snprintf(l->lastmsg, sizeof l->lastmsg,
+             "state: restore during epoch %llu: call it between epochs",
+             (unsigned long long)l->epoch);
+    pthread_mutex_unlock(&l->mu);
+    return STOKE_EINVAL;
+  }
+  if (elastic && at > 0) {
+    snprintf(l->lastmsg, sizeof l->lastmsg,
+             "state: taken with world %u, rank %u, batch size %llu%s; here "
+             "world %u, rank %u, batch size %zu: %llu batches of epoch %llu "
+             "mean other samples here, so this loader starts at epoch %llu",
+             st->world, st->rank, (unsigned long long)st->batch_size,
+             st->shuffle ? ", shuffled" : "", l->cfg.world, l->cfg.rank,
+             l->cfg.batch_size, (unsigned long long)at,
+             (unsigned long long)epoch, (unsigned long long)epoch + 1);
+    epoch++;
+    at = 0;
+  } else {
+    l->lastmsg[0] = '\0';
+  }
+  /* Nothing prefetched may survive, and no fill may run, while the seed
+  ** and the position change. */
+  while (l->order_busy) pthread_cond_wait(&l->ready_cv, &l->mu);
+  if (l->claim_open && l->claim_gen != l->deliver_gen) stoke__discard_prefetch(l);
+  l->claim_open = false;
+  for (bool filling = true; filling;) {
+    filling = false;
+    for (size_t i = 0; i < l->n_slots; i++)
+      filling |= l->slots[i].state == SLOT_FILLING;
+    if (filling) pthread_cond_wait(&l->work_cv, &l->mu);
+  }
+  if (st->seed != l->cfg.seed) {
+    l->cfg.seed = l->plan.seed = st->seed;
+    for (size_t i = 0; i < STOKE__MAX(l->n_workers, 1); i++)
+      l->workers[i].sample.seed = st->seed;
+  }
+  l->next_epoch = epoch;
+  l->resume_batch = (size_t)at;
+  pthread_mutex_unlock(&l->mu);
+  return 0;
+}
+
+int stoke_loader_state_encode(const stoke_loader_state *st, void *buf,
+                              size_t cap, size_t *n) {
+  if (n) *n = STOKE_STATE_BYTES;
+  if (!st || !buf || cap < STOKE_STATE_BYTES) return STOKE_EINVAL;
+  uint8_t *p = buf;
+  memset(p, 0, STOKE_STATE_BYTES);
+  memcpy(p, STATE_MAGIC, 8);
+  stoke__put_le32(p + 8, st->version);
+  stoke__put_le32(p + 12, (st->shuffle ? FLAG_SHUFFLE : 0) |
+                              (st->drop_last ? FLAG_DROP_LAST : 0) |
+                              (st->shard_drop_last ? FLAG_SHARD_DROP_LAST : 0));
+  stoke__put_le64(p + 16, st->seed);
+  stoke__put_le64(p + 24, st->epoch);
+  stoke__put_le64(p + 32, st->batches_done);
+  stoke__put_le64(p + 40, st->n_samples);
+  stoke__put_le64(p + 48, st->fingerprint);
+  stoke__put_le64(p + 56, st->batch_size);
+  stoke__put_le32(p + 64, st->rank);
+  stoke__put_le32(p + 68, st->world);
+  /* 72..75 reserved, zero */
+  stoke__put_le32(p + 76, stoke__crc32(0, p, 76));
+  return 0;
+}
+
+int stoke_loader_state_decode(const void *buf, size_t n,
+                              stoke_loader_state *out) {
+  if (!buf || !out)
+    return stoke__set_tls_error(STOKE_EINVAL, "state: NULL argument");
+  const uint8_t *p = buf;
+  if (n != STOKE_STATE_BYTES)
+    return stoke__set_tls_error(STOKE_EINVAL,
+                                "state: %zu bytes, a stoke state has %d", n,
+                                STOKE_STATE_BYTES);
+  if (memcmp(p, STATE_MAGIC, 8) != 0)
+    return stoke__set_tls_error(STOKE_EINVAL,
+                                "state: not a stoke loader state (no "
+                                "STOKSTAT magic)");
+  uint32_t crc = stoke__crc32(0, p, 76);
+  if (crc != stoke__le32(p + 76))
+    return stoke__set_tls_error(STOKE_EINVAL,
+                                "state: CRC-32 mismatch (stored %08x, "
+                                "computed %08x): the bytes are damaged",
+                                stoke__le32(p + 76), crc);
+  uint32_t version = stoke__le32(p + 8);
+  if (version != STOKE_STATE_VERSION)
+    return stoke__set_tls_error(STOKE_EINVAL,
+                                "state: version %u, this stoke reads "
+                                "version %d", version, STOKE_STATE_VERSION);
+  memset(out, 0, sizeof *out);
+  out->version = version;
+  uint32_t flags = stoke__le32(p + 12);
+  out->shuffle = (flags & FLAG_SHUFFLE) != 0;
+  out->drop_last = (flags & FLAG_DROP_LAST) != 0;
+  out->shard_drop_last = (flags & FLAG_SHARD_DROP_LAST) != 0;
+  out->seed = stoke__le64(p + 16);
+  out->epoch = stoke__le64(p + 24);
+  out->batches_done = stoke__le64(p + 32);
+  out->n_samples = stoke__le64(p + 40);
+  out->fingerprint = stoke__le64(p + 48);
+  out->batch_size = stoke__le64(p + 56);
+  out->rank = stoke__le32(p + 64);
+  out->world = stoke__le32(p + 68);
+  return 0;
+}
