@@ -235,6 +235,7 @@ typedef struct hooks {
   atomic_int done[4][16];   /* batch_done per (epoch, batch number) */
   atomic_int done_bad;      /* batch_done saw a sample not written */
   atomic_int pos_bad;       /* a fill saw a wrong batch/position */
+  atomic_int refused;       /* the failing start has run */
 } hooks;
 
 static int thread_is(unsigned worker) {
@@ -247,10 +248,17 @@ static int thread_is(unsigned worker) {
 static int hook_start(void *user, unsigned worker, char *err, size_t cap) {
   hooks *h = user;
   if (worker >= 8 || !thread_is(worker)) atomic_store(&h->wrong_thread, 1);
-  if ((int)worker == atomic_load(&h->fail_start)) {
+  int fail = atomic_load(&h->fail_start);
+  if ((int)worker == fail) {
     snprintf(err, cap, "hook refused worker %u", worker);
+    atomic_store(&h->refused, 1);
     return -1;
   }
+  /* The others start once it has failed: else they could make the whole
+  ** epoch before it (the loader is poisoned from then on). */
+  if (fail >= 0)
+    for (int t = 0; t < 10000 && !atomic_load(&h->refused); t++)
+      tu_sleep_ns(1000000);
   atomic_fetch_add(&h->started[worker % 8], 1);
   return 0;
 }
