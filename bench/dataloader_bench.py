@@ -21,28 +21,13 @@ Workloads (--workload):
       --loader stoke --workload seed000 --workers 4 --json /tmp/s.json
 """
 import argparse
-import time
 import warnings
 
 import torch
 from torch.utils.data import Dataset
 
 import benchlib
-
-
-class SlowDataset(Dataset):
-    """Seed 000's: each sample sleeps cost_s (decode + augment stand-in)."""
-
-    def __init__(self, n, cost_s):
-        self.n = n
-        self.cost_s = cost_s
-
-    def __len__(self):
-        return self.n
-
-    def __getitem__(self, idx):
-        time.sleep(self.cost_s)
-        return torch.rand(3, 32, 32), idx % 2
+from torch_seed000 import SlowDataset  # seed 000's, as the torch side has it
 
 
 class Trivial(Dataset):

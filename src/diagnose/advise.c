@@ -154,6 +154,19 @@ static void advise_threads(ladder *l, const stoke_model *m,
            ms(now), a->speedup);
 }
 
+/* A rung proposing W and K when its predicted step buys GAIN_MIN, else
+** NULL. */
+static stoke_advice *add_worth(ladder *l, int kind, int64_t predicted,
+                               unsigned w, unsigned k) {
+  if ((double)predicted >= (double)l->now * (1 - GAIN_MIN)) return NULL;
+  stoke_advice *a = add(l, kind, predicted);
+  if (a) {
+    a->n_workers = w;
+    a->prefetch = k;
+  }
+  return a;
+}
+
 /* A python-bound run: the GIL is the limit, so the ladder is about less
 ** Python, not more threads.  Each rung is priced by the model with the
 ** GIL's share changed: without it (C transforms, processes), the sample's
@@ -169,45 +182,33 @@ static void advise_python(ladder *l, const stoke_model *m,
   unsigned w = knee(&free, k, w_max, &knee_step);
   if (w < 1) w = 1;
   stoke_advice *a;
-  if ((double)knee_step < (double)l->now * (1 - GAIN_MIN) &&
-      (a = add(l, STOKE_ADVICE_C_TRANSFORMS, knee_step))) {
-    a->n_workers = w;
-    a->prefetch = k;
+  if ((a = add_worth(l, STOKE_ADVICE_C_TRANSFORMS, knee_step, w, k)))
     snprintf(a->text, sizeof a->text,
              "move decode and transforms out of Python into stoke's C "
              "transforms (stoke.Loader(path, transform=...)), which run "
              "without the GIL: with -j %u predicted step %.2f ms or less "
              "(now %.2f ms), %.1fx",
              w, ms(knee_step), ms(l->now), a->speedup);
-  }
   stoke_model half = *m;
   half.t_gil_ns = m->t_gil_ns / 2;
   half.t_cpu_ns -= m->t_gil_ns / 2;
   half.t_d_ns -= m->t_gil_ns / 2;
   if (half.t_cpu_ns < 0) half.t_cpu_ns = 0;
   int64_t s = step_of(&half, m->n_workers, k);
-  if ((double)s < (double)l->now * (1 - GAIN_MIN) &&
-      (a = add(l, STOKE_ADVICE_PYTHON_OPS, s))) {
-    a->n_workers = m->n_workers;
-    a->prefetch = k;
+  if ((a = add_worth(l, STOKE_ADVICE_PYTHON_OPS, s, m->n_workers, k)))
     snprintf(a->text, sizeof a->text,
              "fewer Python operations per sample (%.2f ms on a core each): "
              "vectorise with NumPy/torch calls, which release the GIL, "
              "precompute what does not change per epoch; at half, "
              "predicted step %.2f ms (now %.2f ms), %.2fx",
              ms(m->t_gil_ns), ms(s), ms(l->now), a->speedup);
-  }
-  if ((double)knee_step < (double)l->now * (1 - GAIN_MIN) &&
-      (a = add(l, STOKE_ADVICE_PROCESSES, knee_step))) {
-    a->n_workers = w;
-    a->prefetch = k;
+  if ((a = add_worth(l, STOKE_ADVICE_PROCESSES, knee_step, w, k)))
     snprintf(a->text, sizeof a->text,
              "last resort, processes: %u worker processes (torch's "
              "DataLoader) run Python in parallel, at the cost of a copy of "
              "each batch and of the dataset per process: predicted step "
              "%.2f ms or less (now %.2f ms), %.1fx",
              w, ms(knee_step), ms(l->now), a->speedup);
-  }
   (void)st;
 }
 
