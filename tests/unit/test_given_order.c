@@ -374,6 +374,7 @@ static void test_hook_failures(void **state) {
   atomic_store(&h.fail_start, 1);
   stoke_config cfg = tu_config(src, 3, 2, 6);
   stoke_loader *l = tu_loader(&cfg);
+  stoke_source_destroy(src);
   stoke_batch *b;
   int rc;
   do {
