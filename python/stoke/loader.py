@@ -184,7 +184,11 @@ def output_converters(output):
     to_torch = to_numpy = None
     if output == "torch":
         import torch.utils.dlpack
-        to_torch = torch.utils.dlpack.from_dlpack
+        # The capsule goes straight to torch's C converter when it has one
+        # (torch.utils.dlpack.from_dlpack first asks the capsule for
+        # __dlpack__, an AttributeError per tensor); same tensor either way.
+        to_torch = getattr(torch._C, "_from_dlpack",
+                           torch.utils.dlpack.from_dlpack)
     elif output == "numpy":
         import numpy
         to_numpy = numpy.asarray
