@@ -606,7 +606,39 @@ typedef struct stoke_config {
                               shuffle, rank/world, drop_last and
                               prefetch_next_epoch then do not apply.
                               Since 0.2. */
+  /* Online autotuning (since 0.3; docs/autotune.md).  0 (default): W and K
+  ** are fixed.  1: the loader starts small (1 worker, prefetch 2) and,
+  ** while it runs, reads its own clocks (wait and compute, the workers'
+  ** wall and CPU time per sample, the empty ready queue) and changes how
+  ** many workers are active and how many batches are made ahead, without
+  ** being recreated and without changing what is delivered or its order
+  ** (which never depend on W or K).  It goes to the knee: the fewest
+  ** workers, then the fewest slots, that remove the stall, adapts again
+  ** when the step changes, and rolls back a change that slows the step.
+  ** Every decision is kept (stoke_loader_autotune_event) and traced.
+  ** n_workers is then the most worker threads it may use (AUTO:
+  ** STOKE_AUTOTUNE_MAX_WORKERS(online CPUs)), and autotune_max_prefetch
+  ** the deepest prefetch; both are lowered at create to what
+  ** mem_budget_bytes allows.  Not with W = 0, order_given or a device. */
+  int autotune;
+  double cpu_budget;       /* autotune: cores the workers may keep busy (CPU
+                              seconds per second, the CPU clocks of the
+                              workers; workers that wait on I/O or sleep
+                              barely count); 0 (default) = the online CPUs.
+                              A training step that needs the CPU itself
+                              wants less: SPDL measured training slowing
+                              once the loader took about 40% of the CPU,
+                              so 0.4 x cores there (docs/autotune.md) */
+  unsigned autotune_max_prefetch; /* autotune: the deepest prefetch; 0
+                                     (default): max(prefetch, 8) */
 } stoke_config;
+
+/* The default most worker threads of an autotuning loader on `cores`
+** online CPUs: enough for samples that mostly wait (storage, network),
+** whose knee is far above the core count; the CPU budget keeps CPU-bound
+** ones at the cores. */
+#define STOKE_AUTOTUNE_MAX_WORKERS(cores)                                    \
+  ((cores) * 8u > 64u ? (cores) * 8u : 64u)
 
 /* What the two clocks of a loader measure (stoke_config.clock). */
 typedef enum stoke_clock {
@@ -951,10 +983,62 @@ typedef struct stoke_stats {
   int threads_active;
   int64_t threads_run_ns;   /* their time on a core */
   int64_t threads_delay_ns; /* their time runnable but not running */
+  /* Since 0.3: online autotuning (stoke_config.autotune).  n_workers and
+  ** prefetch above are then the ones active now. */
+  int autotune;             /* 1: the loader tunes itself */
+  unsigned max_workers;     /* threads it may activate (autotune), else
+                               n_workers */
+  unsigned max_prefetch;    /* deepest prefetch it may use */
+  uint64_t autotune_changes;   /* changes applied (rollbacks included) */
+  uint64_t autotune_rollbacks; /* changes undone */
+  double cpu_budget;        /* cores the workers may keep busy (resolved) */
 } stoke_stats;
 
 /* Snapshot of the statistics since warm-up ended.  Any thread. */
 STOKE_API int stoke_loader_stats(const stoke_loader *l, stoke_stats *out);
+
+/* One decision of the online autotuner (stoke_config.autotune), with its
+** reason and numbers.  Plain data. */
+typedef enum stoke_autotune_kind {
+  STOKE_AUTOTUNE_GROW = 1,     /* more workers: the consumer waited */
+  STOKE_AUTOTUNE_SHRINK = 2,   /* fewer workers: the stall stays removed */
+  STOKE_AUTOTUNE_DEEPER = 3,   /* deeper prefetch: waits from the spread */
+  STOKE_AUTOTUNE_SHALLOWER = 4,/* shallower prefetch: less memory */
+  STOKE_AUTOTUNE_ROLLBACK = 5, /* a change slowed the step: back to the last
+                                  known-good configuration */
+  STOKE_AUTOTUNE_LIMIT = 6,    /* still waiting, but a budget (CPU, memory,
+                                  threads) allows no more */
+  STOKE_AUTOTUNE_STEP = 7      /* the consumer's step changed: search again */
+} stoke_autotune_kind;
+
+/* "grow", "shrink", "deeper", "shallower", "rollback", "limit", "step". */
+STOKE_API const char *stoke_autotune_kind_name(int kind);
+
+typedef struct stoke_autotune_event {
+  int kind;                 /* stoke_autotune_kind */
+  uint64_t epoch;           /* the epoch being delivered */
+  uint64_t step;            /* consumer steps since create */
+  int64_t time_ns;          /* since the loader was created */
+  unsigned from_workers, to_workers;
+  unsigned from_prefetch, to_prefetch;
+  double wait_before;       /* waiting share of the step before it */
+  double wait_after;        /* measured after it (its next window); -1
+                               until measured, or for LIMIT and STEP */
+  double wait_predicted;    /* the queue model's, -1 when none */
+  int64_t step_before_ns;   /* mean step (wait + compute) before */
+  int64_t step_after_ns;    /* measured after; -1 until measured */
+  int64_t compute_ns;       /* the consumer's compute per step then */
+  char text[256];           /* one line: "epoch 2, step 40: 4 -> 8
+                               workers, waiting 38% -> 2% (...)" */
+} stoke_autotune_event;
+
+/* Decisions so far (0 without autotune).  Any thread. */
+STOKE_API size_t stoke_loader_n_autotune_events(const stoke_loader *l);
+/* Decision i (0 = the first).  0 or STOKE_EINVAL.  Any thread.  The
+** autotuner keeps the first STOKE_AUTOTUNE_EVENTS_KEPT. */
+STOKE_API int stoke_loader_autotune_event(const stoke_loader *l, size_t i,
+                                          stoke_autotune_event *out);
+#define STOKE_AUTOTUNE_EVENTS_KEPT 4096
 
 /* One bucket of a duration histogram: count values in [lo_ns, hi_ns). */
 typedef struct stoke_hist_bucket {

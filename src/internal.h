@@ -344,7 +344,10 @@ enum {
   /* The device stage's tracks, from CUDA events (src/device/): */
   STOKE__EV_GPU_STEP = 35,      /* consumer stream: a step's work */
   STOKE__EV_GPU_COPY_WAIT = 36, /* consumer stream: waiting for the copy */
-  STOKE__EV_GPU_IDLE = 37       /* consumer stream: idle, no step queued */
+  STOKE__EV_GPU_IDLE = 37,      /* consumer stream: idle, no step queued */
+  /* An instant: an autotuner decision; arg packs from/to workers and
+  ** prefetch (16 bits each), n its stoke_autotune_kind. */
+  STOKE__EV_AUTOTUNE = 38
 };
 
 typedef struct stoke__trace_event {

@@ -183,7 +183,8 @@ static int init_sync(stoke_loader *l) {
            pthread_mutex_init(&l->fail_mu, NULL) ||
            pthread_cond_init(&l->work_cv, &ca) ||
            pthread_cond_init(&l->ready_cv, &ca) ||
-           pthread_cond_init(&l->dev_cv, &ca);
+           pthread_cond_init(&l->dev_cv, &ca) ||
+           pthread_cond_init(&l->gate_cv, &ca);
   pthread_condattr_destroy(&ca);
   return rc ? STOKE_ENOMEM : 0;
 }
@@ -195,6 +196,7 @@ static void destroy_sync(stoke_loader *l) {
   pthread_cond_destroy(&l->work_cv);
   pthread_cond_destroy(&l->ready_cv);
   pthread_cond_destroy(&l->dev_cv);
+  pthread_cond_destroy(&l->gate_cv);
 }
 
 static void free_loader(stoke_loader *l) {
@@ -230,6 +232,7 @@ static void free_loader(stoke_loader *l) {
   stoke__free(a, l->epochs);
   stoke__free(a, l->device_text);
   stoke__free(a, l->cuda_library_text);
+  stoke__at_free(l);
   stoke__source_release(l->src);
   stoke__free(a, l);
 }
@@ -240,6 +243,7 @@ static void stop_workers(stoke_loader *l, unsigned started) {
   pthread_cond_broadcast(&l->work_cv);
   pthread_cond_broadcast(&l->ready_cv);
   pthread_cond_broadcast(&l->dev_cv);
+  pthread_cond_broadcast(&l->gate_cv);
   pthread_mutex_unlock(&l->mu);
   for (unsigned i = 0; i < started; i++)
     stoke__thread_join(l->workers[i].thread, l->alloc);
@@ -291,6 +295,16 @@ int stoke__loader_create(const stoke_config *cfg, const stoke__sys *sys,
     l->plan.drop_last = 0;
   }
   rc = stoke__plan_init(&l->plan);
+  /* The autotuner's most workers and deepest prefetch replace n_workers
+  ** and prefetch: threads and slots are made for them, and gated. */
+  if (rc == 0 && l->cfg.autotune) {
+    rc = stoke__at_create(l);
+    l->n_workers = l->cfg.n_workers;
+    l->n_slots = (size_t)l->cfg.prefetch + l->cfg.consumer_slots;
+  } else {
+    l->active_workers = l->n_workers;
+    l->active_prefetch = l->cfg.prefetch;
+  }
   /* The strings are the caller's: keep copies. */
   if (rc == 0 && cfg->device &&
       !(l->cfg.device = l->device_text = stoke__strdup(l->alloc, cfg->device)))
@@ -498,6 +512,7 @@ int stoke_loader_stats(const stoke_loader *l, stoke_stats *out) {
       atomic_load_explicit(&ml->epochs_done, memory_order_relaxed);
   full.n_workers = l->n_workers;
   full.prefetch = l->cfg.prefetch;
+  stoke__at_stats(l, &full);
   stoke__bad_stats(l, &full);
   full.backend = l->dev ? l->dev->backend : STOKE_BACKEND_HOST;
   full.clock = l->clock;

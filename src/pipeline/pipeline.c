@@ -154,6 +154,12 @@ static bool claim(stoke_loader *l, worker *w, stoke_batch **out_b,
   int64_t slot_wait_start = 0;
   for (;;) {
     if (atomic_load_explicit(&l->stop, memory_order_relaxed)) return false;
+    if (w->id >= l->active_workers) {
+      /* Gated off by the autotuner (autotune.c) until it wants us. */
+      slot_wait_start = 0;
+      pthread_cond_wait(&l->gate_cv, &l->mu);
+      continue;
+    }
     bool open = l->claim_open && !l->error;
     int more = open && !l->claim_batch ? claimable(l) : 1;
     if (more < 0) {
@@ -167,8 +173,9 @@ static bool claim(stoke_loader *l, worker *w, stoke_batch **out_b,
     }
     if (open) {
       if (!l->claim_batch) {
-        if (!l->free_list) {
-          /* The window is full: every slot is filling, ready or lent. */
+        if (!l->free_list || !stoke__at_slot_open(l)) {
+          /* The window is full: every slot is filling, ready or lent (or
+          ** as many as the autotuner's prefetch allows). */
           if (!slot_wait_start) slot_wait_start = stoke__now_ns();
           pthread_cond_wait(&l->work_cv, &l->mu);
           continue;
@@ -623,6 +630,7 @@ static void account_compute(stoke_loader *l, int64_t now) {
   if (!l->last_return_ns) return;
   int64_t c = now - l->last_return_ns;
   l->epoch_compute_ns += c;
+  stoke__at_compute(l, c);
   if (l->traces)
     stoke__trace_push(&l->traces[0], STOKE__EV_COMPUTE, l->last_return_ns, c,
                       l->last_batch_number, 0);
@@ -870,6 +878,7 @@ again:
     pthread_mutex_unlock(&l->mu);
     return device_failed(l, drc, derr);
   }
+  if (l->at) stoke__at_step(l, wait, depth_seen == 0);
   *out = b;
   return STOKE_OK;
 }

@@ -188,6 +188,15 @@ struct stoke_loader {
   atomic_uint_least64_t epochs_done; /* relaxed: stats only */
 
   stoke__given *given;           /* cfg.order_given, else NULL; mu */
+
+  /* Online autotuning (autotune.c): the workers with id below
+  ** active_workers claim work, and batches may take at most
+  ** active_prefetch + consumer_slots slots.  Without autotune they are
+  ** n_workers and prefetch.  Protected by mu; a worker gated off waits on
+  ** gate_cv (so that work_cv's broadcasts do not wake it). */
+  unsigned active_workers, active_prefetch;
+  pthread_cond_t gate_cv;
+  struct stoke__at *at;          /* the autotuner's state, or NULL: off */
   /* The stoke-w* threads when measuring started (schedstat.c), for the
   ** window's scheduler statistics.  Protected by stats_mu. */
   stoke__sched_thread *sched_base;
@@ -246,6 +255,26 @@ bool stoke__given_epoch_done(const stoke_loader *l);
 bool stoke__given_starved(const stoke_loader *l);
 /* The epoch ended (END or end_epoch): forget its order. */
 void stoke__given_reset(stoke_loader *l);
+
+/* autotune.c: the glue between the loader and the controller
+** (src/tune/autotune.c). */
+/* At create, before the ledger: resolve the most workers and the deepest
+** prefetch (into l->cfg) inside the memory budget, and allocate the
+** autotuner.  0, STOKE_EINVAL or STOKE_ENOMEM (TLS message set). */
+int stoke__at_create(stoke_loader *l);
+void stoke__at_free(stoke_loader *l);
+/* Consumer thread, mu held: a step's compute. */
+void stoke__at_compute(stoke_loader *l, int64_t compute_ns);
+/* Consumer thread, mu not held: a step was handed out after waiting
+** wait_ns; empty: no batch was ready at next(). */
+void stoke__at_step(stoke_loader *l, int64_t wait_ns, bool empty);
+/* The autotuner's fields of stoke_stats (any thread). */
+void stoke__at_stats(const stoke_loader *l, stoke_stats *st);
+/* Tests: set the active workers and prefetch (clamped to the most) and
+** stop the controller from deciding; any thread but a worker. */
+void stoke__at_force(stoke_loader *l, unsigned workers, unsigned prefetch);
+/* May a worker assign a new batch to a slot (mu held)? */
+bool stoke__at_slot_open(const stoke_loader *l);
 
 /* pipeline.c */
 void *stoke__worker_main(void *arg);

@@ -68,6 +68,18 @@ static void write_event(FILE *f, const stoke__trace_event *e, int tid,
   double ts = (double)(e->ts_ns - t0) / 1e3;
   fputs(*first ? "\n" : ",\n", f);
   *first = false;
+  if (e->kind == STOKE__EV_AUTOTUNE) {
+    /* An instant on the whole process: the autotuner's decision. */
+    fprintf(f,
+            "{\"name\":\"autotune: %s\",\"cat\":\"stoke\",\"ph\":\"i\","
+            "\"s\":\"g\",\"ts\":%.3f,\"pid\":1,\"tid\":%d,\"args\":{"
+            "\"from_workers\":%u,\"to_workers\":%u,\"from_prefetch\":%u,"
+            "\"to_prefetch\":%u}}",
+            stoke_autotune_kind_name((int)e->n), ts, tid,
+            (unsigned)(e->arg & 0xffff), (unsigned)(e->arg >> 16 & 0xffff),
+            (unsigned)(e->arg >> 32 & 0xffff), (unsigned)(e->arg >> 48));
+    return;
+  }
   if (e->kind == STOKE__EV_DEPTH) {
     fprintf(f,
             "{\"name\":\"ready queue\",\"ph\":\"C\",\"ts\":%.3f,\"pid\":1,"

@@ -1,0 +1,391 @@
+/* autotune.c (pipeline) — the online autotuner inside a live loader.
+**
+** DESIGN
+** Threads: everything here but the stats reads runs on the consumer's
+** thread, inside next(): it measures windows of steps, hands each to the
+** controller (src/tune/autotune.c, a pure function) and applies the
+** decision under mu.  Nothing is recreated: every worker thread the budgets
+** allow (the most workers) is started at create with all the slots (the
+** deepest prefetch), and two numbers under mu say how many of them are in
+** use:
+**   - active_workers: a worker whose id is not below it does not claim
+**     (claim() waits on gate_cv); one that is inside a chunk finishes it;
+**   - active_prefetch: a new batch takes a slot only while fewer than
+**     active_prefetch + consumer_slots slots are in use (the caller's
+**     lent ones counted up to consumer_slots).
+** Order and exactly-once: which samples form batch k and where each goes
+** is fixed by (seed, epoch, rank, world, k) (pipeline.c): workers only
+** choose when a position is filled, so gating them cannot change what is
+** delivered, nor its order.  A slot that is never used is never touched,
+** so its pages stay out of the resident set.
+** The log: every decision is an event kept under stats_mu (any thread may
+** read it), an instant on the consumer's trace track, and, for a change,
+** filled in with the numbers of the window after it. */
+#define _POSIX_C_SOURCE 200809L
+#include "pipeline.h"
+#include "tune/autotune.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* A window ends after this many steps, or after WINDOW_MIN_STEPS once this
+** much wall time went by (slow, starving steps); the window after a change
+** needs only the queue's refill. */
+#define WINDOW_STEPS 12
+#define WINDOW_MIN_STEPS 4
+#define WINDOW_NS 500000000LL
+#define SETTLE_NS 250000000LL
+
+typedef struct stoke__at {
+  stoke__at_limits lim;
+  stoke__at_state st;          /* consumer thread */
+  stoke__at_window win;        /* consumer thread: the window so far */
+  int64_t win_start_ns;
+  uint64_t base_produced;      /* the producers' totals at its start */
+  int64_t base_busy, base_cpu;
+  uint64_t steps;              /* all steps since create */
+  char mem_note[128];
+  /* Protected by the loader's stats_mu. */
+  stoke_autotune_event *ev;
+  size_t n_ev, cap_ev;
+  size_t trial_ev;             /* the event of the change on trial, or
+                                  SIZE_MAX */
+  uint64_t changes, rollbacks;
+  atomic_bool frozen;          /* stoke__at_force: no more decisions */
+} stoke__at;
+
+/* ---- create ---------------------------------------------------------------- */
+
+static uint64_t ledger_total(const stoke_loader *l, unsigned w, unsigned k) {
+  stoke_config c = l->cfg;
+  c.n_workers = w;
+  c.prefetch = k;
+  stoke_host_ledger g;
+  memset(&g, 0, sizeof g);
+  g.struct_size = sizeof g;
+  stoke__host_ledger(&c, w, &l->plan, l->src, &g);
+  return g.total_bytes;
+}
+
+int stoke__at_create(stoke_loader *l) {
+  stoke_config *c = &l->cfg;
+  if (c->autotune != 1)
+    return stoke__set_tls_error(STOKE_EINVAL,
+                                "config: autotune is %d, expected 0 or 1",
+                                c->autotune);
+  if (!(c->cpu_budget >= 0) || !isfinite(c->cpu_budget))
+    return stoke__set_tls_error(STOKE_EINVAL,
+                                "config: cpu_budget is %g, expected cores "
+                                "(> 0) or 0 for the online CPUs",
+                                c->cpu_budget);
+  if (c->n_workers == 0)
+    return stoke__set_tls_error(STOKE_EINVAL,
+                                "config: autotune needs worker threads "
+                                "(n_workers is 0)");
+  if (c->order_given)
+    return stoke__set_tls_error(STOKE_EINVAL,
+                                "config: autotune does not work with "
+                                "order_given");
+  if (c->device && *c->device && strcmp(c->device, "cpu") != 0)
+    return stoke__set_tls_error(STOKE_EINVAL,
+                                "config: autotune does not work with a "
+                                "device stage yet (device '%s')",
+                                c->device);
+  unsigned cpus = stoke__online_cpus();
+  unsigned w = c->n_workers == STOKE_WORKERS_AUTO
+                   ? STOKE_AUTOTUNE_MAX_WORKERS(cpus)
+                   : c->n_workers;
+  unsigned k = c->autotune_max_prefetch
+                   ? c->autotune_max_prefetch
+                   : STOKE__MAX(c->prefetch, 8u);
+  if (k > 1024) k = 1024;
+  stoke__at *at = stoke__calloc(l->alloc, 1, sizeof *at);
+  if (!at) return stoke__set_tls_error(STOKE_ENOMEM, "loader: out of memory");
+  /* Inside the memory budget: fewer slots first (down to 2), then fewer
+  ** threads, then one slot. */
+  uint64_t budget = c->mem_budget_bytes;
+  unsigned w0 = w, k0 = k;
+  if (budget) {
+    while (k > 2 && ledger_total(l, w, k) > budget) k--;
+    while (w > 1 && ledger_total(l, w, k) > budget) w = w > 8 ? w - 4 : w - 1;
+    while (k > 1 && ledger_total(l, w, k) > budget) k--;
+  }
+  if (w != w0 || k != k0) {
+    char b[32];
+    stoke__format_bytes(budget, b, sizeof b);
+    snprintf(at->mem_note, sizeof at->mem_note,
+             "the memory budget (%s) allows %u workers and prefetch %u", b, w,
+             k);
+    at->lim.mem_note = at->mem_note;
+  }
+  c->n_workers = w;
+  c->prefetch = k;
+  at->lim.batch_size = c->batch_size;
+  at->lim.max_workers = w;
+  at->lim.max_prefetch = k;
+  at->lim.cores = cpus;
+  at->lim.cpu_budget = c->cpu_budget > 0 ? c->cpu_budget : (double)cpus;
+  stoke__at_init(&at->st, &at->lim);
+  at->trial_ev = SIZE_MAX;
+  atomic_init(&at->frozen, false);
+  l->at = at;
+  l->active_workers = at->st.workers;
+  l->active_prefetch = at->st.prefetch;
+  return 0;
+}
+
+void stoke__at_free(stoke_loader *l) {
+  if (!l->at) return;
+  stoke__free(l->alloc, l->at->ev);
+  stoke__free(l->alloc, l->at);
+  l->at = NULL;
+}
+
+/* ---- gating ------------------------------------------------------------------- */
+
+bool stoke__at_slot_open(const stoke_loader *l) {
+  if (!l->at) return true;
+  size_t busy = 0, lent = 0;
+  for (size_t i = 0; i < l->n_slots; i++) {
+    int s = l->slots[i].state;
+    if (s == SLOT_LENT)
+      lent++;
+    else if (s != SLOT_FREE)
+      busy++;
+  }
+  size_t cs = l->cfg.consumer_slots;
+  return busy + STOKE__MIN(lent, cs) < (size_t)l->active_prefetch + cs;
+}
+
+/* ---- the log ------------------------------------------------------------------ */
+
+static void event_text(stoke_autotune_event *e, const char *reason) {
+  char what[96] = "", wait[64] = "", pred[32] = "";
+  int n = 0;
+  if (e->from_workers != e->to_workers)
+    n += snprintf(what + n, sizeof what - n, "%u -> %u workers",
+                  e->from_workers, e->to_workers);
+  if (e->from_prefetch != e->to_prefetch)
+    snprintf(what + n, sizeof what - n, "%sprefetch %u -> %u", n ? ", " : "",
+             e->from_prefetch, e->to_prefetch);
+  if (!what[0])
+    snprintf(what, sizeof what, "%u workers, prefetch %u", e->to_workers,
+             e->to_prefetch);
+  if (e->wait_after >= 0)
+    snprintf(wait, sizeof wait, "waiting %.0f%% -> %.0f%%",
+             100 * e->wait_before, 100 * e->wait_after);
+  else
+    snprintf(wait, sizeof wait, "waiting %.0f%%", 100 * e->wait_before);
+  if (e->wait_predicted >= 0)
+    snprintf(pred, sizeof pred, " (model: %.0f%%)", 100 * e->wait_predicted);
+  snprintf(e->text, sizeof e->text, "epoch %llu, step %llu: %s%s%s, %s%s; %s",
+           (unsigned long long)e->epoch, (unsigned long long)e->step,
+           e->kind == STOKE_AUTOTUNE_ROLLBACK ? "rollback, " : "",
+           e->kind == STOKE_AUTOTUNE_LIMIT ? "held at " : "", what, wait,
+           pred, reason);
+}
+
+/* Keep decision d (consumer thread). */
+static void record(stoke_loader *l, const stoke__at_decision *d,
+                   int64_t now) {
+  stoke__at *at = l->at;
+  stoke_autotune_event e;
+  memset(&e, 0, sizeof e);
+  e.kind = d->kind;
+  e.epoch = l->epoch;
+  e.step = at->steps;
+  e.time_ns = now - l->t0_ns;
+  e.from_workers = d->from_workers;
+  e.to_workers = d->to_workers;
+  e.from_prefetch = d->from_prefetch;
+  e.to_prefetch = d->to_prefetch;
+  e.wait_before = d->wait_now;
+  e.wait_after = -1;
+  e.wait_predicted = d->wait_predicted;
+  e.step_before_ns = d->step_now_ns;
+  e.step_after_ns = -1;
+  e.compute_ns = d->compute_ns;
+  event_text(&e, d->reason);
+  bool change = d->kind != STOKE_AUTOTUNE_LIMIT &&
+                d->kind != STOKE_AUTOTUNE_STEP;
+  pthread_mutex_lock(&l->stats_mu);
+  if (change) {
+    at->changes++;
+    if (d->kind == STOKE_AUTOTUNE_ROLLBACK) at->rollbacks++;
+  }
+  at->trial_ev = SIZE_MAX;
+  if (at->n_ev == at->cap_ev && at->cap_ev < STOKE_AUTOTUNE_EVENTS_KEPT) {
+    size_t cap = at->cap_ev ? 2 * at->cap_ev : 16;
+    stoke_autotune_event *p = stoke__calloc(l->alloc, cap, sizeof *p);
+    if (p) {
+      if (at->n_ev) memcpy(p, at->ev, at->n_ev * sizeof *p);
+      stoke__free(l->alloc, at->ev);
+      at->ev = p;
+      at->cap_ev = cap;
+    }
+  }
+  /* Out of memory for the log loses the record, not the decision. */
+  if (at->n_ev < at->cap_ev) {
+    if (change && d->kind != STOKE_AUTOTUNE_ROLLBACK) at->trial_ev = at->n_ev;
+    at->ev[at->n_ev++] = e;
+  }
+  pthread_mutex_unlock(&l->stats_mu);
+  if (l->traces) {
+    uint64_t arg = (uint64_t)(d->from_workers & 0xffff) |
+                   (uint64_t)(d->to_workers & 0xffff) << 16 |
+                   (uint64_t)(d->from_prefetch & 0xffff) << 32 |
+                   (uint64_t)(d->to_prefetch & 0xffff) << 48;
+    stoke__trace_push(&l->traces[0], STOKE__EV_AUTOTUNE, now, 0, arg,
+                      (uint32_t)d->kind);
+  }
+}
+
+/* The window after a kept change: its measured numbers. */
+static void fill_after(stoke_loader *l, const stoke__at_decision *d) {
+  stoke__at *at = l->at;
+  pthread_mutex_lock(&l->stats_mu);
+  if (at->trial_ev < at->n_ev) {
+    stoke_autotune_event *e = &at->ev[at->trial_ev];
+    e->wait_after = d->wait_now;
+    e->step_after_ns = d->step_now_ns;
+    /* The reason is the text after the first "; ". */
+    const char *r = strstr(e->text, "; ");
+    char reason[256];
+    snprintf(reason, sizeof reason, "%s", r ? r + 2 : "");
+    event_text(e, reason);
+  }
+  at->trial_ev = SIZE_MAX;
+  pthread_mutex_unlock(&l->stats_mu);
+}
+
+/* ---- windows -------------------------------------------------------------------- */
+
+static void producer_totals(const stoke_loader *l, uint64_t *produced,
+                            int64_t *busy, int64_t *cpu) {
+  uint64_t p = 0, b = 0, c = 0;
+  for (unsigned i = 0; i < l->n_workers; i++) {
+    const stoke__producer_stats *ps = l->workers[i].stats;
+    p += stoke__counter_get(&ps->samples);
+    b += stoke__counter_get(&ps->busy_ns);
+    c += stoke__counter_get(&ps->cpu_ns);
+  }
+  *produced = p;
+  *busy = (int64_t)b;
+  *cpu = (int64_t)c;
+}
+
+static void window_start(stoke_loader *l, int64_t now) {
+  stoke__at *at = l->at;
+  memset(&at->win, 0, sizeof at->win);
+  at->win_start_ns = now;
+  producer_totals(l, &at->base_produced, &at->base_busy, &at->base_cpu);
+}
+
+void stoke__at_compute(stoke_loader *l, int64_t compute_ns) {
+  if (l->at && l->at->win_start_ns) l->at->win.compute_ns += compute_ns;
+}
+
+static bool window_done(const stoke__at *at, int64_t wall) {
+  uint64_t n = at->win.steps;
+  if (at->st.settle)
+    return n >= (uint64_t)at->st.prefetch + 1 || (n >= 2 && wall >= SETTLE_NS);
+  return n >= WINDOW_STEPS || (n >= WINDOW_MIN_STEPS && wall >= WINDOW_NS);
+}
+
+/* Put a configuration in force: the workers gated on or off, the slots
+** opened or closed.  Fewer takes effect as workers finish their chunks and
+** slots come back; nothing in flight is interrupted. */
+static void apply(stoke_loader *l, unsigned workers, unsigned prefetch) {
+  pthread_mutex_lock(&l->mu);
+  bool more_workers = workers > l->active_workers;
+  bool more_slots = prefetch > l->active_prefetch;
+  l->active_workers = workers;
+  l->active_prefetch = prefetch;
+  if (more_workers) pthread_cond_broadcast(&l->gate_cv);
+  if (more_slots) pthread_cond_broadcast(&l->work_cv);
+  pthread_mutex_unlock(&l->mu);
+}
+
+void stoke__at_step(stoke_loader *l, int64_t wait_ns, bool empty) {
+  stoke__at *at = l->at;
+  if (atomic_load_explicit(&at->frozen, memory_order_relaxed)) return;
+  int64_t now = stoke__now_ns();
+  at->steps++;
+  if (!at->win_start_ns) {
+    /* The first step starts the first window: creation and the first
+    ** batch are not a steady state. */
+    window_start(l, now);
+    return;
+  }
+  stoke__at_window *w = &at->win;
+  w->steps++;
+  w->wait_ns += wait_ns;
+  if (empty) w->empty_steps++;
+  int64_t wall = now - at->win_start_ns;
+  if (!window_done(at, wall)) return;
+  uint64_t p;
+  int64_t b, c;
+  producer_totals(l, &p, &b, &c);
+  w->produced = p - at->base_produced;
+  w->busy_ns = b - at->base_busy;
+  w->cpu_ns = c - at->base_cpu;
+  w->wall_ns = wall;
+  stoke__at_decision d;
+  stoke__at_decide(&at->st, &at->lim, w, &d);
+  if (d.evaluated) fill_after(l, &d);
+  if (d.kind) {
+    record(l, &d, now);
+    apply(l, at->st.workers, at->st.prefetch);
+  }
+  window_start(l, now);
+}
+
+void stoke__at_force(stoke_loader *l, unsigned workers, unsigned prefetch) {
+  if (!l->at) return;
+  atomic_store_explicit(&l->at->frozen, true, memory_order_relaxed);
+  apply(l, STOKE__MAX(1u, STOKE__MIN(workers, l->at->lim.max_workers)),
+        STOKE__MAX(1u, STOKE__MIN(prefetch, l->at->lim.max_prefetch)));
+}
+
+/* ---- reading ---------------------------------------------------------------------- */
+
+void stoke__at_stats(const stoke_loader *l, stoke_stats *st) {
+  stoke_loader *ml = (stoke_loader *)l;
+  st->max_workers = l->n_workers;
+  st->max_prefetch = l->cfg.prefetch;
+  if (!l->at) return;
+  st->autotune = 1;
+  st->cpu_budget = l->at->lim.cpu_budget;
+  pthread_mutex_lock(&ml->mu);
+  st->n_workers = l->active_workers;
+  st->prefetch = l->active_prefetch;
+  pthread_mutex_unlock(&ml->mu);
+  pthread_mutex_lock(&ml->stats_mu);
+  st->autotune_changes = l->at->changes;
+  st->autotune_rollbacks = l->at->rollbacks;
+  pthread_mutex_unlock(&ml->stats_mu);
+}
+
+size_t stoke_loader_n_autotune_events(const stoke_loader *l) {
+  if (!l || !l->at) return 0;
+  stoke_loader *ml = (stoke_loader *)l;
+  pthread_mutex_lock(&ml->stats_mu);
+  size_t n = l->at->n_ev;
+  pthread_mutex_unlock(&ml->stats_mu);
+  return n;
+}
+
+int stoke_loader_autotune_event(const stoke_loader *l, size_t i,
+                                stoke_autotune_event *out) {
+  if (!l || !out || !l->at) return STOKE_EINVAL;
+  stoke_loader *ml = (stoke_loader *)l;
+  int rc = STOKE_EINVAL;
+  pthread_mutex_lock(&ml->stats_mu);
+  if (i < l->at->n_ev) {
+    *out = l->at->ev[i];
+    rc = 0;
+  }
+  pthread_mutex_unlock(&ml->stats_mu);
+  return rc;
+}

@@ -1,0 +1,348 @@
+/* autotune.c — the online autotuner's controller (docs/autotune.md).
+**
+** DESIGN
+** A pure function from a window of the loader's own clocks to a decision,
+** so that every rule is tested on synthetic numbers (test_autotune.c).
+** The glue (src/pipeline/autotune.c) measures windows of consumer steps on
+** the consumer's thread and applies what is decided by gating how many of
+** the started workers claim work and how many slots batches may occupy.
+**
+** One window, one decision, in this order:
+**   1. a window right after a change is discarded (the queue refills);
+**   2. the change on trial is judged on the next one: a grow that did not
+**      make the step at least 3% faster, a shrink or a shallower prefetch
+**      that brought a stall back or made the step 5% slower, a deeper
+**      prefetch that did not cut the waiting by a fifth: rolled back to the
+**      last known-good configuration, and the direction is closed (floor
+**      or ceiling) until the step changes;
+**   3. the consumer's compute per step moved by 25%: the floors and
+**      ceilings are forgotten and the search starts again, both ways;
+**   4. stalled (waiting > 5% of the step): the queue model of
+**      src/diagnose/ (its closed form, from this window's per-sample wall
+**      and CPU time) names the fewest workers whose batch takes at most
+**      90% of the step; capped by the CPU budget (a worker counts for the
+**      share of its time it is on a core, so waiting workers barely
+**      count), the threads and 8x the current count.  When the model says
+**      the workers already suffice, the wait is the spread's: one more
+**      batch of prefetch (or, when the queue is mostly empty, one more
+**      worker).  Nothing left to try: LIMIT, recorded once;
+**   5. quiet (waiting < 2%): the model's count with 25% to spare, if
+**      fewer, and not below a floor; else one batch of prefetch less.
+** The two headrooms (10% to grow, 25% to shrink) keep a grow from being
+** followed by a shrink on the same numbers; with the floors and ceilings
+** that leaves at most one trial per direction in a steady state. */
+#include "internal.h"
+#include "diagnose/model.h"
+#include "tune/autotune.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+const char *stoke_autotune_kind_name(int kind) {
+  switch (kind) {
+  case STOKE_AUTOTUNE_GROW: return "grow";
+  case STOKE_AUTOTUNE_SHRINK: return "shrink";
+  case STOKE_AUTOTUNE_DEEPER: return "deeper";
+  case STOKE_AUTOTUNE_SHALLOWER: return "shallower";
+  case STOKE_AUTOTUNE_ROLLBACK: return "rollback";
+  case STOKE_AUTOTUNE_LIMIT: return "limit";
+  case STOKE_AUTOTUNE_STEP: return "step";
+  default: return "?";
+  }
+}
+
+void stoke__at_init(stoke__at_state *st, const stoke__at_limits *lim) {
+  memset(st, 0, sizeof *st);
+  st->workers = lim->max_workers ? 1 : 0;
+  st->prefetch = STOKE__MIN(2u, lim->max_prefetch ? lim->max_prefetch : 1u);
+  st->good_workers = st->workers;
+  st->good_prefetch = st->prefetch;
+  st->have_good = true;
+  st->floor_workers = 1;
+  st->floor_prefetch = 1;
+}
+
+/* The window's per-sample clocks as the queue model's inputs: t_io is the
+** wall time off a core, less the queueing for one that A workers producing
+** at once on P cores meet (model.c's max(1, A / P) estimate). */
+static bool window_model(const stoke__at_limits *lim,
+                         const stoke__at_window *win, stoke_model *m) {
+  if (win->produced == 0 || win->busy_ns <= 0) return false;
+  memset(m, 0, sizeof *m);
+  m->struct_size = sizeof *m;
+  m->batch_size = lim->batch_size;
+  m->cores = lim->cores >= 1 ? lim->cores : 1;
+  m->chunk = 1; /* the slots' cap is the glue's: it gates them itself */
+  double td = (double)win->busy_ns / (double)win->produced;
+  double tcpu = (double)win->cpu_ns / (double)win->produced;
+  if (tcpu > td) tcpu = td;
+  double a = win->wall_ns > 0 ? (double)win->busy_ns / (double)win->wall_ns
+                              : 1.0;
+  double stretch = a / stoke__model_cores_avail(m);
+  if (stretch < 1) stretch = 1;
+  double tio = td - tcpu * stretch;
+  m->t_d_ns = (int64_t)td;
+  m->t_cpu_ns = (int64_t)tcpu;
+  m->t_io_ns = tio > 0 ? (int64_t)tio : 0;
+  return m->t_cpu_ns + m->t_io_ns > 0;
+}
+
+unsigned stoke__at_workers_needed(const stoke__at_limits *lim,
+                                  const stoke__at_window *win,
+                                  double headroom, unsigned *cpu_cap,
+                                  double *pred_wait) {
+  *cpu_cap = lim->max_workers;
+  if (pred_wait) *pred_wait = -1;
+  stoke_model m;
+  if (!win->steps || !window_model(lim, win, &m)) return 0;
+  double tc = (double)win->compute_ns / (double)win->steps;
+  /* A working worker keeps f of a core busy. */
+  double f = (double)m.t_cpu_ns / (double)(m.t_cpu_ns + m.t_io_ns);
+  if (f > 0) {
+    double cap = floor(lim->cpu_budget / f + 1e-9);
+    if (cap < 1) cap = 1;
+    if (cap < (double)*cpu_cap) *cpu_cap = (unsigned)cap;
+  }
+  unsigned k = lim->max_prefetch ? lim->max_prefetch : 1;
+  unsigned need = 0;
+  int64_t best = INT64_MAX;
+  unsigned best_w = 1;
+  for (unsigned w = 1; w <= lim->max_workers; w++) {
+    int64_t tp = stoke__model_producer_batch(&m, w, k, NULL);
+    if ((double)tp <= (1.0 - headroom) * tc) {
+      need = w;
+      best = tp;
+      break;
+    }
+    /* More workers past the CPU bound gain nothing: the first W within
+    ** 1% of the best is where the curve is flat. */
+    if ((double)tp < 0.99 * (double)best) {
+      best = tp;
+      best_w = w;
+    }
+  }
+  if (!need) {
+    need = best_w;
+    best = stoke__model_producer_batch(&m, need, k, NULL);
+  }
+  if (pred_wait) {
+    double step = (double)best > tc ? (double)best : tc;
+    *pred_wait = step > 0 ? ((double)best > tc ? ((double)best - tc) / step
+                                               : 0.0)
+                          : 0.0;
+  }
+  return need;
+}
+
+static void set_change(stoke__at_state *st, stoke__at_decision *out, int kind,
+                       unsigned w, unsigned k, int64_t step, double wait) {
+  out->kind = kind;
+  out->to_workers = w;
+  out->to_prefetch = k;
+  st->pending = kind;
+  st->before_workers = st->workers;
+  st->before_prefetch = st->prefetch;
+  st->before_step_ns = step;
+  st->before_wait = wait;
+  st->workers = w;
+  st->prefetch = k;
+  st->settle = true;
+  st->limited = false;
+  st->changes++;
+}
+
+static double ms(int64_t ns) { return (double)ns / 1e6; }
+
+/* Step 2: is the change on trial worse than what it replaced? */
+static bool trial_failed(const stoke__at_state *st, int64_t step,
+                         double wait) {
+  double before = (double)st->before_step_ns;
+  switch (st->pending) {
+  case STOKE_AUTOTUNE_GROW:
+    return (double)step > 0.97 * before;
+  case STOKE_AUTOTUNE_DEEPER:
+    return wait > 0.8 * st->before_wait &&
+           (double)step > 0.97 * before;
+  default: /* SHRINK, SHALLOWER */
+    return wait > STOKE__AT_STALL || (double)step > (1 + STOKE__AT_SLOWER) *
+                                                       before;
+  }
+}
+
+static void rollback(stoke__at_state *st, stoke__at_decision *out,
+                     int64_t step, double wait) {
+  int was = st->pending;
+  unsigned tried_w = st->workers, tried_k = st->prefetch;
+  /* The direction tried is closed until the step changes. */
+  if (was == STOKE_AUTOTUNE_GROW) st->ceil_workers = st->before_workers;
+  if (was == STOKE_AUTOTUNE_SHRINK) st->floor_workers = st->before_workers;
+  if (was == STOKE_AUTOTUNE_SHALLOWER) st->floor_prefetch = st->before_prefetch;
+  if (was == STOKE_AUTOTUNE_DEEPER) st->ceil_prefetch = st->before_prefetch;
+  int64_t before_step = st->before_step_ns;
+  double before_wait = st->before_wait;
+  st->pending = 0;
+  out->kind = STOKE_AUTOTUNE_ROLLBACK;
+  out->to_workers = st->good_workers;
+  out->to_prefetch = st->good_prefetch;
+  st->workers = st->good_workers;
+  st->prefetch = st->good_prefetch;
+  st->settle = true;
+  st->changes++;
+  st->rollbacks++;
+  snprintf(out->reason, sizeof out->reason,
+           "%s to %u workers, prefetch %u made the step %.1f -> %.1f ms "
+           "(waiting %.0f%% -> %.0f%%): back to the last known-good",
+           stoke_autotune_kind_name(was), tried_w, tried_k, ms(before_step),
+           ms(step), 100 * before_wait, 100 * wait);
+}
+
+void stoke__at_decide(stoke__at_state *st, const stoke__at_limits *lim,
+                      const stoke__at_window *win, stoke__at_decision *out) {
+  memset(out, 0, sizeof *out);
+  out->wait_predicted = -1;
+  out->from_workers = out->to_workers = st->workers;
+  out->from_prefetch = out->to_prefetch = st->prefetch;
+  if (!win->steps) return;
+  int64_t tot = win->wait_ns + win->compute_ns;
+  double wait = tot > 0 ? (double)win->wait_ns / (double)tot : 0.0;
+  int64_t step = tot / (int64_t)win->steps;
+  int64_t tc = win->compute_ns / (int64_t)win->steps;
+  double empty = (double)win->empty_steps / (double)win->steps;
+  out->wait_now = wait;
+  out->step_now_ns = step;
+  out->compute_ns = tc;
+
+  /* 1. Right after a change: the queue is still refilling. */
+  if (st->settle) {
+    st->settle = false;
+    return;
+  }
+  bool step_moved =
+      st->ref_compute_ns > 0 &&
+      fabs((double)tc / (double)st->ref_compute_ns - 1.0) >
+          STOKE__AT_STEP_CHANGE;
+
+  /* 2. The change on trial (unless the step itself moved: no judging). */
+  if (st->pending) {
+    if (!step_moved && trial_failed(st, step, wait)) {
+      rollback(st, out, step, wait);
+      return;
+    }
+    out->evaluated = true;
+    /* What it showed stays true until the step changes. */
+    if (st->pending == STOKE_AUTOTUNE_GROW)
+      st->floor_workers = STOKE__MAX(st->floor_workers,
+                                     st->before_workers + 1);
+    if (st->pending == STOKE_AUTOTUNE_DEEPER)
+      st->floor_prefetch = STOKE__MAX(st->floor_prefetch, st->prefetch);
+    st->pending = 0;
+  }
+  st->good_workers = st->workers;
+  st->good_prefetch = st->prefetch;
+  st->good_step_ns = step;
+
+  /* 3. The consumer's step changed: search again, both ways. */
+  if (st->ref_compute_ns == 0) st->ref_compute_ns = tc;
+  if (step_moved) {
+    out->kind = STOKE_AUTOTUNE_STEP;
+    snprintf(out->reason, sizeof out->reason,
+             "the step's compute went %.1f -> %.1f ms: searching again",
+             ms(st->ref_compute_ns), ms(tc));
+    st->ref_compute_ns = tc;
+    st->floor_workers = 1;
+    st->ceil_workers = 0;
+    st->floor_prefetch = 1;
+    st->ceil_prefetch = 0;
+    st->limited = false;
+    return;
+  }
+
+  unsigned cpu_cap;
+  double pred;
+  stoke_model m;
+  bool have_model = window_model(lim, win, &m);
+  double on_core = have_model && m.t_cpu_ns + m.t_io_ns > 0
+                       ? (double)m.t_cpu_ns / (double)(m.t_cpu_ns + m.t_io_ns)
+                       : 0.0;
+  unsigned w = st->workers, k = st->prefetch;
+
+  if (wait > STOKE__AT_STALL) {
+    /* 4. Stalled. */
+    unsigned need = stoke__at_workers_needed(lim, win, STOKE__AT_GROW_HEADROOM,
+                                             &cpu_cap, &pred);
+    unsigned top = STOKE__MIN(lim->max_workers, cpu_cap);
+    if (st->ceil_workers) top = STOKE__MIN(top, st->ceil_workers);
+    if (!need) need = 2 * w; /* no producer clock yet: double */
+    unsigned target = STOKE__MIN(need, top);
+    target = STOKE__MIN(target, w * STOKE__AT_MAX_GROW_FACTOR);
+    if (target > w) {
+      out->wait_predicted = pred;
+      set_change(st, out, STOKE_AUTOTUNE_GROW, target, k, step, wait);
+      snprintf(out->reason, sizeof out->reason,
+               "waiting %.0f%%: a sample takes %.2f ms (%.0f%% on a core), "
+               "the step computes %.1f ms: the model needs %u workers",
+               100 * wait, have_model ? ms(m.t_d_ns) : 0.0, 100 * on_core,
+               ms(tc), need);
+      return;
+    }
+    bool room_k = k < lim->max_prefetch &&
+                  (!st->ceil_prefetch || k < st->ceil_prefetch);
+    if (room_k && (empty < 0.5 || w >= top)) {
+      set_change(st, out, STOKE_AUTOTUNE_DEEPER, w, k + 1, step, wait);
+      snprintf(out->reason, sizeof out->reason,
+               "waiting %.0f%% with %u workers, enough for the mean: the "
+               "queue was empty at %.0f%% of steps; the spread wants "
+               "deeper prefetch",
+               100 * wait, w, 100 * empty);
+      return;
+    }
+    if (w < top) {
+      set_change(st, out, STOKE_AUTOTUNE_GROW, w + 1, k, step, wait);
+      snprintf(out->reason, sizeof out->reason,
+               "waiting %.0f%% with %u workers, which the model thought "
+               "enough: one more",
+               100 * wait, w);
+      return;
+    }
+    if (!st->limited) {
+      st->limited = true;
+      out->kind = STOKE_AUTOTUNE_LIMIT;
+      const char *why =
+          st->ceil_workers && st->ceil_workers <= w
+              ? "more workers made the step slower"
+          : cpu_cap <= w && cpu_cap < lim->max_workers
+              ? "the CPU budget allows no more workers"
+          : lim->mem_note ? lim->mem_note
+                          : "every started worker is active";
+      snprintf(out->reason, sizeof out->reason,
+               "waiting %.0f%% at %u workers, prefetch %u: %s (CPU budget "
+               "%.1f cores, a worker %.0f%% on a core)",
+               100 * wait, w, k, why, lim->cpu_budget, 100 * on_core);
+    }
+    return;
+  }
+
+  if (wait >= STOKE__AT_QUIET) return; /* between the two: keep */
+  /* 5. Quiet: try less. */
+  unsigned need = stoke__at_workers_needed(lim, win, STOKE__AT_SHRINK_HEADROOM,
+                                           &cpu_cap, &pred);
+  unsigned lo = STOKE__MAX(need, st->floor_workers);
+  if (need && lo < w) {
+    out->wait_predicted = pred;
+    set_change(st, out, STOKE_AUTOTUNE_SHRINK, lo, k, step, wait);
+    snprintf(out->reason, sizeof out->reason,
+             "waiting %.0f%%: %u workers make a batch with %.0f%% to spare "
+             "(a sample %.2f ms, the step computes %.1f ms)",
+             100 * wait, lo, 100 * STOKE__AT_SHRINK_HEADROOM,
+             have_model ? ms(m.t_d_ns) : 0.0, ms(tc));
+    return;
+  }
+  if (k > st->floor_prefetch && k > 1 && empty < STOKE__AT_QUIET) {
+    set_change(st, out, STOKE_AUTOTUNE_SHALLOWER, w, k - 1, step, wait);
+    snprintf(out->reason, sizeof out->reason,
+             "waiting %.0f%%, the queue empty at %.0f%% of steps: one batch "
+             "of prefetch less",
+             100 * wait, 100 * empty);
+  }
+}

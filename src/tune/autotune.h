@@ -1,0 +1,105 @@
+/* autotune.h — the online autotuner's controller: a pure function from a
+** window of measurements to a decision (src/tune/autotune.c).  The loader's
+** glue (src/pipeline/autotune.c) measures the windows and applies the
+** decisions; the unit tests drive the controller with synthetic clocks. */
+#ifndef STOKE_TUNE_AUTOTUNE_H
+#define STOKE_TUNE_AUTOTUNE_H
+
+#include "stoke.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* The waiting share of the step above which the consumer is stalled, and
+** below which a smaller configuration may be tried. */
+#define STOKE__AT_STALL 0.05
+#define STOKE__AT_QUIET 0.02
+/* Headroom of the model's worker count: growing aims at a producer this
+** much faster than the step, shrinking needs this much to spare.  Two
+** values, so that a grow is never followed by a shrink on the same
+** numbers (no oscillation). */
+#define STOKE__AT_GROW_HEADROOM 0.10
+#define STOKE__AT_SHRINK_HEADROOM 0.25
+/* A change whose step is this much slower than before is rolled back. */
+#define STOKE__AT_SLOWER 0.05
+/* The consumer's compute per step moved this much: search again. */
+#define STOKE__AT_STEP_CHANGE 0.25
+/* The most one grow multiplies the workers by (the model's error). */
+#define STOKE__AT_MAX_GROW_FACTOR 8
+
+/* What the glue measured over one window of steps. */
+typedef struct stoke__at_window {
+  uint64_t steps;          /* consumer steps in the window */
+  int64_t wait_ns;         /* their time inside next() */
+  int64_t compute_ns;      /* their time between next() calls */
+  uint64_t empty_steps;    /* next() found no ready batch */
+  uint64_t produced;       /* samples the workers finished */
+  int64_t busy_ns, cpu_ns; /* the workers' wall and CPU time on them */
+  int64_t wall_ns;         /* the window's wall time */
+} stoke__at_window;
+
+/* What the controller may choose from (frozen at create). */
+typedef struct stoke__at_limits {
+  size_t batch_size;
+  unsigned max_workers;    /* threads started (the budget already applied) */
+  unsigned max_prefetch;   /* slots allocated, less the consumer's */
+  double cpu_budget;       /* cores the workers may keep busy */
+  double cores;            /* online CPUs, for the queue model */
+  const char *mem_note;    /* why max_prefetch / max_workers are lower
+                              than asked (the memory budget), or NULL */
+} stoke__at_limits;
+
+/* The controller's memory between windows. */
+typedef struct stoke__at_state {
+  unsigned workers, prefetch;        /* in force */
+  unsigned good_workers, good_prefetch; /* the last known-good */
+  int64_t good_step_ns;
+  bool have_good;
+  int pending;                       /* the kind of the change on trial
+                                        (evaluated on the next window), 0 */
+  unsigned before_workers, before_prefetch;
+  int64_t before_step_ns;
+  double before_wait;
+  bool settle;                       /* the next window follows a change:
+                                        it is discarded (the queue refills) */
+  unsigned floor_workers;            /* no shrink below (a stall was seen
+                                        there), until the step changes */
+  unsigned ceil_workers;             /* no grow above (rolled back), 0 none */
+  unsigned floor_prefetch;           /* no shallower than this */
+  unsigned ceil_prefetch;            /* no deeper (it did not help), 0 */
+  bool limited;                      /* a LIMIT was recorded for this state */
+  int64_t ref_compute_ns;            /* the step the floors belong to */
+  uint64_t changes, rollbacks;
+} stoke__at_state;
+
+typedef struct stoke__at_decision {
+  int kind;                          /* stoke_autotune_kind, 0: nothing */
+  bool evaluated;                    /* the window judged the last change
+                                        (kept): its "after" numbers are
+                                        this window's */
+  unsigned from_workers, to_workers, from_prefetch, to_prefetch;
+  double wait_now;                   /* this window's */
+  int64_t step_now_ns, compute_ns;
+  double wait_predicted;             /* -1: none */
+  char reason[160];                  /* why, with the numbers */
+} stoke__at_decision;
+
+/* Start: 1 worker (or the most allowed if less), prefetch 2 (or less). */
+void stoke__at_init(stoke__at_state *st, const stoke__at_limits *lim);
+
+/* Judge one window and decide.  Pure: no clock, no loader, no allocation;
+** the same state and window give the same decision.  Updates st (the
+** configuration in force becomes the decision's). */
+void stoke__at_decide(stoke__at_state *st, const stoke__at_limits *lim,
+                      const stoke__at_window *win, stoke__at_decision *out);
+
+/* The smallest worker count whose producer, by the queue model of
+** src/diagnose/ (its closed form), makes a batch in at most (1 - headroom)
+** x compute_ns, capped at max_workers; *cpu_cap gets the most workers the
+** CPU budget allows.  From a window's per-sample clocks. */
+unsigned stoke__at_workers_needed(const stoke__at_limits *lim,
+                                  const stoke__at_window *win,
+                                  double headroom, unsigned *cpu_cap,
+                                  double *pred_wait);
+
+#endif

@@ -1,0 +1,307 @@
+/* test_autotune.c — the online autotuner's controller (src/tune/autotune.c)
+** on synthetic clocks: every decision is a pure function of the state and
+** one window of measurements, so nothing here is timed. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <string.h>
+
+#include "internal.h"
+#include "tune/autotune.h"
+
+#define MS 1000000LL
+#define US 1000LL
+
+static stoke__at_limits limits(size_t batch, unsigned max_w, double budget) {
+  stoke__at_limits lim = {.batch_size = batch,
+                          .max_workers = max_w,
+                          .max_prefetch = 8,
+                          .cpu_budget = budget,
+                          .cores = 2};
+  return lim;
+}
+
+/* A steady window at W workers: samples of sample_ns wall time, cpu_ns of
+** it on a core; the consumer computes compute_ns per step and waits for
+** whatever the producer is slower by (the queue model's steady state). */
+static stoke__at_window window(const stoke__at_limits *lim, unsigned w,
+                               int64_t sample_ns, int64_t cpu_ns,
+                               int64_t compute_ns) {
+  stoke__at_window win = {0};
+  win.steps = 12;
+  double per_batch = (double)lim->batch_size * (double)sample_ns / w;
+  double cpu_floor = (double)lim->batch_size * (double)cpu_ns / lim->cores;
+  if (cpu_floor > per_batch) per_batch = cpu_floor;
+  int64_t step = (int64_t)per_batch > compute_ns ? (int64_t)per_batch
+                                                 : compute_ns;
+  win.compute_ns = compute_ns * 12;
+  win.wait_ns = (step - compute_ns) * 12;
+  win.empty_steps = step > compute_ns ? 12 : 0;
+  win.produced = 12 * lim->batch_size;
+  win.busy_ns = (int64_t)win.produced * sample_ns;
+  win.cpu_ns = (int64_t)win.produced * cpu_ns;
+  win.wall_ns = step * 12;
+  return win;
+}
+
+static stoke__at_decision decide(stoke__at_state *st,
+                                 const stoke__at_limits *lim,
+                                 const stoke__at_window *win) {
+  stoke__at_decision d;
+  stoke__at_decide(st, lim, win, &d);
+  return d;
+}
+
+/* Run the steady model for n windows at whatever the controller chose;
+** returns the number of changes it made. */
+static int run(stoke__at_state *st, const stoke__at_limits *lim,
+               int64_t sample_ns, int64_t cpu_ns, int64_t compute_ns, int n,
+               int *kinds) {
+  int changes = 0;
+  for (int i = 0; i < n; i++) {
+    stoke__at_window win = window(lim, st->workers, sample_ns, cpu_ns,
+                                  compute_ns);
+    stoke__at_decision d = decide(st, lim, &win);
+    if (kinds) kinds[i] = d.kind;
+    if (d.kind && d.kind != STOKE_AUTOTUNE_LIMIT &&
+        d.kind != STOKE_AUTOTUNE_STEP)
+      changes++;
+  }
+  return changes;
+}
+
+/* The issue's case: 32 samples of 5 ms that wait, a 12 ms step: about 14
+** workers remove the stall (160 / 12 = 13.3), far above 2 cores. */
+static void test_waiting_samples_grow_past_cores(void **state) {
+  (void)state;
+  stoke__at_limits lim = limits(32, 64, 2);
+  stoke__at_state st;
+  stoke__at_init(&st, &lim);
+  assert_int_equal(st.workers, 1);
+  assert_int_equal(st.prefetch, 2);
+  stoke__at_window win = window(&lim, 1, 5 * MS, 20 * US, 12 * MS);
+  stoke__at_decision d = decide(&st, &lim, &win);
+  assert_int_equal(d.kind, STOKE_AUTOTUNE_GROW);
+  /* A grow is at most 8x: the model's 15 comes next. */
+  assert_int_equal(d.to_workers, 8);
+  assert_true(strstr(d.reason, "waiting") != NULL);
+  /* The window after a change is discarded. */
+  win = window(&lim, 8, 5 * MS, 20 * US, 12 * MS);
+  d = decide(&st, &lim, &win);
+  assert_int_equal(d.kind, 0);
+  assert_int_equal(st.workers, 8);
+  d = decide(&st, &lim, &win);
+  assert_int_equal(d.kind, STOKE_AUTOTUNE_GROW);
+  assert_true(d.evaluated); /* 1 -> 8 was faster: kept */
+  /* 32 x 5 / 15 = 10.7 ms <= 0.9 x 12: the fewest with 10% to spare. */
+  assert_int_equal(d.to_workers, 15);
+  assert_true(d.wait_predicted >= 0 && d.wait_predicted < 0.01);
+  /* Then steady: at most one trial (one batch of prefetch less), no
+  ** more. */
+  int kinds[20];
+  int changes = run(&st, &lim, 5 * MS, 20 * US, 12 * MS, 20, kinds);
+  assert_true(changes <= 1);
+  assert_int_equal(st.workers, 15);
+}
+
+/* A sample that burns a core: the CPU budget (2 cores) caps the workers
+** at 2 whatever the wait; nothing left to try is said once, then quiet. */
+static void test_cpu_bound_capped_by_budget(void **state) {
+  (void)state;
+  stoke__at_limits lim = limits(32, 64, 2);
+  stoke__at_state st;
+  stoke__at_init(&st, &lim);
+  stoke__at_window win = window(&lim, 1, 1 * MS, 1 * MS, 10 * MS);
+  stoke__at_decision d = decide(&st, &lim, &win);
+  assert_int_equal(d.kind, STOKE_AUTOTUNE_GROW);
+  assert_int_equal(d.to_workers, 2);
+  int kinds[30];
+  run(&st, &lim, 1 * MS, 1 * MS, 10 * MS, 30, kinds);
+  assert_true(st.workers <= 2);
+  int limits_seen = 0, late_changes = 0;
+  for (int i = 0; i < 30; i++) {
+    if (kinds[i] == STOKE_AUTOTUNE_LIMIT) limits_seen++;
+    if (i >= 10 && kinds[i] && kinds[i] != STOKE_AUTOTUNE_LIMIT)
+      late_changes++;
+  }
+  assert_int_equal(limits_seen, 1);
+  assert_int_equal(late_changes, 0);
+}
+
+/* Workers that wait do not count against the CPU budget: with 1 core of
+** budget, sleeping samples still get their 15 workers; spinning ones get
+** one. */
+static void test_waiting_workers_outside_budget(void **state) {
+  (void)state;
+  stoke__at_limits lim = limits(32, 64, 1);
+  unsigned cap;
+  stoke__at_window win = window(&lim, 1, 5 * MS, 20 * US, 12 * MS);
+  assert_int_equal(stoke__at_workers_needed(&lim, &win, 0.10, &cap, NULL),
+                   15);
+  assert_true(cap >= 15);
+  win = window(&lim, 1, 1 * MS, 1 * MS, 10 * MS);
+  stoke__at_workers_needed(&lim, &win, 0.10, &cap, NULL);
+  assert_int_equal(cap, 1);
+  stoke__at_state st;
+  stoke__at_init(&st, &lim);
+  stoke__at_decision d = decide(&st, &lim, &win);
+  assert_int_equal(d.kind, STOKE_AUTOTUNE_DEEPER); /* no worker to add */
+}
+
+/* A change that makes the step slower goes back to the last known-good,
+** and that direction stays closed: no oscillation. */
+static void test_rollback_when_slower(void **state) {
+  (void)state;
+  stoke__at_limits lim = limits(32, 64, 2);
+  stoke__at_state st;
+  stoke__at_init(&st, &lim);
+  stoke__at_window win = window(&lim, 1, 5 * MS, 20 * US, 12 * MS);
+  stoke__at_decision d = decide(&st, &lim, &win);
+  assert_int_equal(d.kind, STOKE_AUTOTUNE_GROW);
+  unsigned tried = d.to_workers;
+  decide(&st, &lim, &win); /* settle */
+  /* The 8 workers made it worse (e.g. they thrash a disk). */
+  win.wait_ns *= 2;
+  d = decide(&st, &lim, &win);
+  assert_int_equal(d.kind, STOKE_AUTOTUNE_ROLLBACK);
+  assert_int_equal(d.from_workers, tried);
+  assert_int_equal(d.to_workers, 1);
+  assert_int_equal(st.workers, 1);
+  assert_int_equal(st.rollbacks, 1);
+  assert_true(strstr(d.reason, "last known-good") != NULL);
+  /* Still waiting, but more workers are closed: deeper prefetch is tried
+  ** (the model's mean says 1 worker cannot, so it does not help and is
+  ** rolled back too), then the limit is said once. */
+  int kinds[12];
+  win = window(&lim, 1, 5 * MS, 20 * US, 12 * MS);
+  for (int i = 0; i < 12; i++) kinds[i] = decide(&st, &lim, &win).kind;
+  for (int i = 0; i < 12; i++) assert_int_not_equal(kinds[i],
+                                                    STOKE_AUTOTUNE_GROW);
+  assert_int_equal(st.workers, 1);
+}
+
+/* The step changes: searching again, both ways: a slower step gives
+** workers back, a faster one takes more. */
+static void test_step_change_both_ways(void **state) {
+  (void)state;
+  stoke__at_limits lim = limits(32, 64, 2);
+  stoke__at_state st;
+  stoke__at_init(&st, &lim);
+  run(&st, &lim, 5 * MS, 20 * US, 12 * MS, 6, NULL);
+  assert_int_equal(st.workers, 15);
+  /* Fatter model: 50 ms steps. */
+  stoke__at_window win = window(&lim, 15, 5 * MS, 20 * US, 50 * MS);
+  stoke__at_decision d = decide(&st, &lim, &win);
+  assert_int_equal(d.kind, STOKE_AUTOTUNE_STEP);
+  d = decide(&st, &lim, &win);
+  assert_int_equal(d.kind, STOKE_AUTOTUNE_SHRINK);
+  /* 160 / 5 = 32 ms <= 0.75 x 50: 5 workers with 25% to spare. */
+  assert_int_equal(d.to_workers, 5);
+  run(&st, &lim, 5 * MS, 20 * US, 50 * MS, 8, NULL);
+  assert_int_equal(st.workers, 5);
+  /* Thinner again: 8 ms. */
+  run(&st, &lim, 5 * MS, 20 * US, 8 * MS, 8, NULL);
+  assert_true(st.workers >= 20 && st.workers <= 24);
+}
+
+/* A shrink that brings the stall back is undone, and not tried again. */
+static void test_shrink_rolled_back(void **state) {
+  (void)state;
+  stoke__at_limits lim = limits(32, 64, 2);
+  stoke__at_state st;
+  stoke__at_init(&st, &lim);
+  st.workers = st.good_workers = 10;
+  /* The model thinks 4 suffice (samples of 1 ms, 12 ms step)... */
+  stoke__at_window win = window(&lim, 10, 1 * MS, 20 * US, 12 * MS);
+  stoke__at_decision d = decide(&st, &lim, &win);
+  assert_int_equal(d.kind, STOKE_AUTOTUNE_SHRINK);
+  assert_int_equal(d.to_workers, 4);
+  decide(&st, &lim, &win); /* settle */
+  /* ...but with 4 the consumer waits (the model was wrong). */
+  stoke__at_window bad = win;
+  bad.wait_ns = bad.compute_ns / 2;
+  d = decide(&st, &lim, &bad);
+  assert_int_equal(d.kind, STOKE_AUTOTUNE_ROLLBACK);
+  assert_int_equal(d.to_workers, 10);
+  assert_int_equal(st.floor_workers, 10);
+  int kinds[10];
+  for (int i = 0; i < 10; i++) kinds[i] = decide(&st, &lim, &win).kind;
+  for (int i = 0; i < 10; i++)
+    assert_int_not_equal(kinds[i], STOKE_AUTOTUNE_SHRINK);
+  assert_int_equal(st.workers, 10);
+}
+
+/* The spread, not the mean: enough workers for the mean, a queue that is
+** often not empty, and still waiting: deeper prefetch. */
+static void test_variance_goes_deeper(void **state) {
+  (void)state;
+  stoke__at_limits lim = limits(32, 64, 2);
+  stoke__at_state st;
+  stoke__at_init(&st, &lim);
+  st.workers = st.good_workers = 16;
+  stoke__at_window win = window(&lim, 16, 5 * MS, 20 * US, 12 * MS);
+  win.wait_ns = win.compute_ns / 5; /* 17% waiting */
+  win.empty_steps = 2;
+  stoke__at_decision d = decide(&st, &lim, &win);
+  assert_int_equal(d.kind, STOKE_AUTOTUNE_DEEPER);
+  assert_int_equal(d.to_prefetch, 3);
+  assert_int_equal(d.to_workers, 16);
+}
+
+/* Memory: the most workers and prefetch are the budget's, and the limit
+** names it. */
+static void test_limit_names_memory(void **state) {
+  (void)state;
+  stoke__at_limits lim = limits(32, 4, 8);
+  lim.max_prefetch = 2;
+  lim.mem_note = "the memory budget (1.0 MiB) allows 4 workers";
+  stoke__at_state st;
+  stoke__at_init(&st, &lim);
+  int kinds[12];
+  run(&st, &lim, 5 * MS, 20 * US, 12 * MS, 12, kinds);
+  assert_true(st.workers <= 4 && st.prefetch <= 2);
+  stoke__at_state st2;
+  stoke__at_init(&st2, &lim);
+  st2.workers = st2.good_workers = 4;
+  stoke__at_window win = window(&lim, 4, 5 * MS, 20 * US, 12 * MS);
+  stoke__at_decision d = decide(&st2, &lim, &win);
+  assert_int_equal(d.kind, STOKE_AUTOTUNE_LIMIT);
+  assert_true(strstr(d.reason, "memory budget") != NULL);
+}
+
+/* Same state and window, same decision. */
+static void test_pure(void **state) {
+  (void)state;
+  stoke__at_limits lim = limits(32, 64, 2);
+  stoke__at_state a, b;
+  stoke__at_init(&a, &lim);
+  stoke__at_init(&b, &lim);
+  stoke__at_window win = window(&lim, 1, 3 * MS, 100 * US, 7 * MS);
+  stoke__at_decision da = decide(&a, &lim, &win),
+                     db = decide(&b, &lim, &win);
+  assert_int_equal(da.kind, db.kind);
+  assert_int_equal(da.to_workers, db.to_workers);
+  assert_string_equal(da.reason, db.reason);
+  assert_memory_equal(&a, &b, sizeof a);
+  /* An empty window decides nothing. */
+  stoke__at_window none = {0};
+  assert_int_equal(decide(&a, &lim, &none).kind, 0);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_waiting_samples_grow_past_cores),
+      cmocka_unit_test(test_cpu_bound_capped_by_budget),
+      cmocka_unit_test(test_waiting_workers_outside_budget),
+      cmocka_unit_test(test_rollback_when_slower),
+      cmocka_unit_test(test_step_change_both_ways),
+      cmocka_unit_test(test_shrink_rolled_back),
+      cmocka_unit_test(test_variance_goes_deeper),
+      cmocka_unit_test(test_limit_names_memory),
+      cmocka_unit_test(test_pure),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

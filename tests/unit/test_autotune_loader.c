@@ -1,0 +1,229 @@
+/* test_autotune_loader.c — an autotuning loader changes its active workers
+** and prefetch while it runs, and what it delivers never changes: every
+** epoch has exactly the batches, order and random streams of a fixed-W
+** run, each sample filled once. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "test_util.h"
+/* White box: stoke__at_force sets W and K at chosen moments (the public
+** controller decides them from timing, which a test must not depend on). */
+#include "pipeline/pipeline.h"
+#include "tune/autotune.h"
+
+#define N 203
+#define B 7
+#define EPOCHS 4
+
+static stoke_config config(stoke_source *src, int autotune) {
+  stoke_config c = tu_config(src, autotune ? 6 : 2, autotune ? 2 : 2, B);
+  c.shuffle = 1;
+  c.seed = 99;
+  c.autotune = autotune;
+  c.autotune_max_prefetch = 5;
+  return c;
+}
+
+static void run_epoch_forcing(stoke_loader *l, const tu_cb *cb, tu_epoch *e,
+                              uint64_t *rng) {
+  memset(e, 0, sizeof *e);
+  for (;;) {
+    stoke_batch *b = NULL;
+    int rc = stoke_loader_next(l, &b);
+    if (rc == STOKE_END) return;
+    TU_OK(rc);
+    tu_check_batch(b, cb, e);
+    if (rng) {
+      /* Another W (1..6) and K (1..5) between most steps. */
+      *rng = *rng * 6364136223846793005ULL + 1442695040888963407ULL;
+      unsigned w = (unsigned)(*rng >> 33) % 6 + 1;
+      unsigned k = (unsigned)(*rng >> 45) % 5 + 1;
+      stoke__at_force(l, w, k);
+    }
+    stoke_batch_release(b);
+  }
+}
+
+/* W and K changed at every step: the same epochs as a fixed W = 2 run. */
+static void test_forced_changes_keep_order(void **state) {
+  (void)state;
+  tu_watchdog(TU_WATCHDOG_S);
+  tu_cb *ref_cb = tu_cb_new(N), *cb = tu_cb_new(N);
+  cb->sleep_ns = 50000; /* workers in flight when they are gated */
+  stoke_source *ref_src = tu_cb_source(ref_cb), *src = tu_cb_source(cb);
+  stoke_config rc = config(ref_src, 0), ac = config(src, 1);
+  stoke_loader *ref = tu_loader(&rc), *l = tu_loader(&ac);
+  tu_epoch *want = tu_epoch_new(), *got = tu_epoch_new();
+  uint64_t rng = 7;
+  for (int ep = 0; ep < EPOCHS; ep++) {
+    run_epoch_forcing(ref, ref_cb, want, NULL);
+    run_epoch_forcing(l, cb, got, &rng);
+    assert_int_equal(got->n_samples, N);
+    assert_int_equal(got->n_batches, want->n_batches);
+    assert_memory_equal(got->idx, want->idx, N * sizeof got->idx[0]);
+    assert_memory_equal(got->rnd, want->rnd, N * sizeof got->rnd[0]);
+    for (size_t i = 0; i < got->n_batches; i++)
+      assert_int_equal(got->batch_number[i], i);
+  }
+  /* Exactly once: each (epoch, sample) filled once (no next-epoch
+  ** prefetch was discarded: epochs follow in order). */
+  for (int ep = 0; ep < EPOCHS; ep++)
+    for (size_t i = 0; i < N; i++) assert_int_equal(tu_cb_calls(cb, ep, i), 1);
+  assert_int_equal(atomic_load(&cb->bad), 0);
+  stoke_stats st;
+  memset(&st, 0, sizeof st);
+  st.struct_size = sizeof st;
+  TU_OK(stoke_loader_stats(l, &st));
+  assert_int_equal(st.autotune, 1);
+  assert_int_equal(st.max_workers, 6);
+  assert_int_equal(st.max_prefetch, 5);
+  assert_true(st.n_workers >= 1 && st.n_workers <= 6);
+  /* What was forced is in force (clamped to the most). */
+  stoke__at_force(l, 3, 9);
+  TU_OK(stoke_loader_stats(l, &st));
+  assert_int_equal(st.n_workers, 3);
+  assert_int_equal(st.prefetch, 5);
+  stoke_loader_destroy(l);
+  stoke_loader_destroy(ref);
+  stoke_source_destroy(src);
+  stoke_source_destroy(ref_src);
+  tu_cb_free(cb);
+  tu_cb_free(ref_cb);
+  free(want);
+  free(got);
+}
+
+/* The controller itself, on samples that sleep and a consumer that does
+** not compute: it waits at every step, so it grows (whatever the machine's
+** load), and the epochs stay those of the fixed run.  Its decisions are in
+** the log, the stats and the trace. */
+static void test_controller_grows_and_logs(void **state) {
+  (void)state;
+  tu_watchdog(TU_WATCHDOG_S);
+  tu_cb *ref_cb = tu_cb_new(N), *cb = tu_cb_new(N);
+  cb->sleep_ns = 200000;
+  stoke_source *ref_src = tu_cb_source(ref_cb), *src = tu_cb_source(cb);
+  stoke_config rc = config(ref_src, 0), ac = config(src, 1);
+  ac.trace_events = 4096;
+  stoke_loader *ref = tu_loader(&rc), *l = tu_loader(&ac);
+  tu_epoch *want = tu_epoch_new(), *got = tu_epoch_new();
+  for (int ep = 0; ep < EPOCHS; ep++) {
+    run_epoch_forcing(ref, ref_cb, want, NULL);
+    run_epoch_forcing(l, cb, got, NULL);
+    assert_int_equal(got->n_samples, N);
+    assert_memory_equal(got->idx, want->idx, N * sizeof got->idx[0]);
+    assert_memory_equal(got->rnd, want->rnd, N * sizeof got->rnd[0]);
+  }
+  for (int ep = 0; ep < EPOCHS; ep++)
+    for (size_t i = 0; i < N; i++) assert_int_equal(tu_cb_calls(cb, ep, i), 1);
+  size_t n = stoke_loader_n_autotune_events(l);
+  assert_true(n >= 1);
+  stoke_autotune_event ev;
+  TU_OK(stoke_loader_autotune_event(l, 0, &ev));
+  assert_int_equal(ev.kind, STOKE_AUTOTUNE_GROW);
+  assert_int_equal(ev.from_workers, 1);
+  assert_true(ev.to_workers > 1);
+  assert_true(ev.wait_before > STOKE__AT_STALL);
+  TU_CONTAINS(ev.text, "workers, waiting");
+  TU_CONTAINS(ev.text, "1 -> ");
+  TU_RC(stoke_loader_autotune_event(l, n, &ev), STOKE_EINVAL);
+  stoke_stats st;
+  memset(&st, 0, sizeof st);
+  st.struct_size = sizeof st;
+  TU_OK(stoke_loader_stats(l, &st));
+  assert_true(st.autotune_changes >= 1);
+  assert_true(st.n_workers > 1);
+  assert_true(st.cpu_budget >= 1);
+  char path[] = "/tmp/stoke-autotune-trace-XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  close(fd);
+  TU_OK(stoke_loader_write_trace(l, path));
+  FILE *f = fopen(path, "r");
+  assert_non_null(f);
+  static char buf[1 << 20];
+  size_t len = fread(buf, 1, sizeof buf - 1, f);
+  buf[len] = '\0';
+  fclose(f);
+  unlink(path);
+  TU_CONTAINS(buf, "\"name\":\"autotune: grow\"");
+  TU_CONTAINS(buf, "\"ph\":\"i\"");
+  stoke_loader_destroy(l);
+  stoke_loader_destroy(ref);
+  stoke_source_destroy(src);
+  stoke_source_destroy(ref_src);
+  tu_cb_free(cb);
+  tu_cb_free(ref_cb);
+  free(want);
+  free(got);
+}
+
+static void test_config_errors_and_budget(void **state) {
+  (void)state;
+  tu_cb *cb = tu_cb_new(N);
+  stoke_source *src = tu_cb_source(cb);
+  stoke_config c = config(src, 1);
+  stoke_loader *l = NULL;
+  c.n_workers = 0;
+  TU_RC(stoke_loader_create(&c, &l), STOKE_EINVAL);
+  TU_CONTAINS(stoke_errmsg(NULL), "autotune needs worker threads");
+  c = config(src, 1);
+  c.cpu_budget = -1;
+  TU_RC(stoke_loader_create(&c, &l), STOKE_EINVAL);
+  TU_CONTAINS(stoke_errmsg(NULL), "cpu_budget");
+  c = config(src, 2);
+  TU_RC(stoke_loader_create(&c, &l), STOKE_EINVAL);
+  c = config(src, 1);
+  c.order_given = 1;
+  TU_RC(stoke_loader_create(&c, &l), STOKE_EINVAL);
+  /* Without autotune: no events, max = the fixed ones. */
+  c = config(src, 0);
+  l = tu_loader(&c);
+  assert_int_equal(stoke_loader_n_autotune_events(l), 0);
+  stoke_autotune_event ev;
+  TU_RC(stoke_loader_autotune_event(l, 0, &ev), STOKE_EINVAL);
+  stoke_stats st;
+  memset(&st, 0, sizeof st);
+  st.struct_size = sizeof st;
+  TU_OK(stoke_loader_stats(l, &st));
+  assert_int_equal(st.autotune, 0);
+  assert_int_equal(st.max_workers, 2);
+  stoke_loader_destroy(l);
+  /* A memory budget lowers the deepest prefetch (and the workers) to what
+  ** fits, rather than refusing. */
+  c = config(src, 1);
+  c.autotune_max_prefetch = 64;
+  stoke_host_ledger g;
+  memset(&g, 0, sizeof g);
+  g.struct_size = sizeof g;
+  stoke_config small = c;
+  small.autotune = 0;
+  small.n_workers = 6;
+  small.prefetch = 4;
+  TU_OK(stoke_host_ledger_compute(&small, &g));
+  c.mem_budget_bytes = g.total_bytes;
+  l = tu_loader(&c);
+  memset(&st, 0, sizeof st);
+  st.struct_size = sizeof st;
+  TU_OK(stoke_loader_stats(l, &st));
+  assert_true(st.max_prefetch <= 4);
+  assert_true(stoke_loader_host_bytes(l) <= c.mem_budget_bytes);
+  stoke_loader_destroy(l);
+  assert_string_equal(stoke_autotune_kind_name(STOKE_AUTOTUNE_ROLLBACK),
+                      "rollback");
+  stoke_source_destroy(src);
+  tu_cb_free(cb);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_forced_changes_keep_order),
+      cmocka_unit_test(test_controller_grows_and_logs),
+      cmocka_unit_test(test_config_errors_and_budget),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
