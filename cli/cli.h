@@ -214,6 +214,10 @@ typedef struct cli_run_result {
   uint64_t batches_run;        /* batches this run handed out */
   int stopped;                 /* ended by --stop-after */
   stoke_loader_state state;    /* the state at the end (or the stop) */
+  /* Online autotuning: its decisions (stoke_loader_autotune_event),
+  ** malloc'd; stats has the counts and the configuration in force. */
+  stoke_autotune_event *autotune;
+  size_t n_autotune;
 } cli_run_result;
 
 /* Parse "sleep:5ms", "spin:0", "tensor" into the source part of spec.
@@ -288,7 +292,7 @@ size_t cli_opts_join(cli_opt *dst, size_t cap, ...);
 ** cli_source_opts, cli_run_opts and its own options (numbered from
 ** CLI_RUN_OPT_LAST) and hands every id it does not know, positional
 ** arguments (the dataset) included, to cli_run_args_apply. */
-#define CLI_RUN_OPT_LAST 39
+#define CLI_RUN_OPT_LAST 40
 extern const cli_opt cli_run_opts[];
 
 /* The source of bench, profile, tune and budget: the image dataset `data`
@@ -349,6 +353,8 @@ void cli_print_report(FILE *f, const char *cmd, const cli_run_spec *spec,
 /* Human report: the per-epoch table, the steady state and the verdict. */
 void cli_print_epochs(FILE *f, const cli_run_result *res);
 void cli_print_summary(FILE *f, const cli_run_result *res);
+/* The autotuner's decisions, when it ran (nothing otherwise). */
+void cli_print_autotune(FILE *f, const cli_run_result *res);
 /* The device lines of the report, when a device or pinned memory was asked
 ** for: which backend serves and why, the clock, the copies and the
 ** overlap. */
@@ -366,6 +372,9 @@ cJSON *cli_stages_json(const cli_run_result *res);
 cJSON *cli_run_json(const cli_run_spec *spec, const cli_run_result *res);
 /* {backend, reason, normalize, clock, copy and overlap figures}. */
 cJSON *cli_device_json(const cli_run_result *res);
+/* The autotuner: its limits, the configuration it ended at and every
+** decision; null when it did not run. */
+cJSON *cli_autotune_json(const cli_run_result *res);
 
 /* Write root to path ("-" = stdout), pretty-printed.  Returns CLI_OK or
 ** CLI_ERROR after a message. */

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -37,7 +38,9 @@ const char cmd_budget_usage[] =
     "  --synthetic KIND       the source, as for bench (sleep:5ms, tensor)\n"
     "  --samples N, --shape DxHxW, --classes N, --cost-dist D (as for bench)\n"
     "  -b, --batch-size N     samples per batch (32)\n"
-    "  -j, --workers N        worker threads (0; 'auto' = online CPUs)\n"
+    "  -j, --workers N        worker threads (0; 'cores' = online CPUs;\n"
+    "                         'auto' = the most an autotuning loader\n"
+    "                         allocates: its most workers and prefetch 8)\n"
     "  --prefetch K           batches prepared ahead (2)\n"
     "  --mem-budget SIZE      host bytes the loader may use\n"
     "\n"
@@ -268,6 +271,7 @@ int cmd_budget(int argc, char **argv) {
   stoke_config_init(&cfg);
   cfg.n_workers = 0; /* as bench */
   int have_loader_opt = 0;
+  int autotune = 0; /* -j auto */
   const char *json_path = NULL;
   cli_opt opts[O_LAST];
   cli_opts_join(opts, O_LAST, cli_source_opts, budget_own_opts, NULL);
@@ -319,7 +323,12 @@ int cmd_budget(int argc, char **argv) {
       bad = cli_parse_size_t(f, v, 1, &cfg.batch_size);
       break;
     case O_WORKERS:
+      /* 'auto': what an autotuning loader (-j auto) allocates at most:
+      ** its most workers and deepest prefetch (it gates them at run
+      ** time); 'cores': one worker per online CPU. */
       if (strcmp(v, "auto") == 0)
+        autotune = 1;
+      else if (strcmp(v, "cores") == 0)
         cfg.n_workers = STOKE_WORKERS_AUTO;
       else
         bad = cli_parse_uint(f, v, 0, 4096, &cfg.n_workers);
@@ -394,6 +403,12 @@ int cmd_budget(int argc, char **argv) {
       goto done;
     }
     cfg.source = src;
+    if (autotune) {
+      long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+      cfg.n_workers = STOKE_AUTOTUNE_MAX_WORKERS(cpus > 0 ? (unsigned)cpus
+                                                           : 1u);
+      if (cfg.prefetch < 8) cfg.prefetch = 8;
+    }
     char source[1200];
     if (data) {
       snprintf(source, sizeof source, "images %s (%zu samples, transform "

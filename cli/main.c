@@ -46,6 +46,9 @@ static void print_help(FILE *f) {
              "commands:\n");
   for (const cli_cmd *c = commands; c->name; c++)
     fprintf(f, "  %-8s %s\n", c->name, c->summary);
+  fprintf(f, "\n-j auto (bench, profile) tunes the workers and prefetch while the run\n"
+             "goes, from the loader's own clocks; -j cores is one worker per CPU\n"
+             "(what -j auto meant before 0.3)\n");
   fprintf(f, "\nsee 'stoke help <command>' for a command's options\n");
 }
 

@@ -231,6 +231,9 @@ void cli_run_result_free(cli_run_result *res) {
   free(res->wait_hist);
   res->wait_hist = NULL;
   res->n_wait_hist = 0;
+  free(res->autotune);
+  res->autotune = NULL;
+  res->n_autotune = 0;
 }
 
 void cli_result_measure(cli_run_result *res) {
@@ -286,6 +289,22 @@ int cli_result_collect(stoke_loader *l, cli_run_result *res) {
     if (rc < 0)
       return rc;
     res->n_epochs++;
+  }
+  /* An autotuned run: the configuration in force is where it ended (the
+  ** most it could use is in the stats). */
+  if (res->stats.autotune) {
+    res->eff.n_workers = res->stats.n_workers;
+    res->eff.prefetch = res->stats.prefetch;
+  }
+  size_t na = stoke_loader_n_autotune_events(l);
+  if (na) {
+    res->autotune = calloc(na, sizeof(*res->autotune));
+    if (!res->autotune)
+      return STOKE_ENOMEM;
+    for (size_t i = 0; i < na; i++)
+      if (stoke_loader_autotune_event(l, i, &res->autotune[res->n_autotune]) ==
+          0)
+        res->n_autotune++;
   }
   cli_result_measure(res);
   if (res->stats.steps)
@@ -491,9 +510,16 @@ void cli_print_report(FILE *f, const char *cmd, const cli_run_spec *spec,
   char src[1200], step[64];
   cli_fmt_source(spec, res->n_samples, src, sizeof(src));
   spec_compute(spec, step, sizeof(step));
-  fprintf(f, "stoke %s: %s, batch %zu, %u workers, prefetch %u, step %s", cmd,
-          src, res->eff.batch_size, res->eff.n_workers, res->eff.prefetch,
-          step);
+  if (res->stats.autotune)
+    fprintf(f, "stoke %s: %s, batch %zu, autotuned (up to %u workers, "
+               "prefetch %u; ended at %u, %u), step %s",
+            cmd, src, res->eff.batch_size, res->stats.max_workers,
+            res->stats.max_prefetch, res->stats.n_workers,
+            res->stats.prefetch, step);
+  else
+    fprintf(f, "stoke %s: %s, batch %zu, %u workers, prefetch %u, step %s",
+            cmd, src, res->eff.batch_size, res->eff.n_workers,
+            res->eff.prefetch, step);
   if (res->eff.world > 1)
     fprintf(f, ", rank %u of %u", res->eff.rank, res->eff.world);
   fputc('\n', f);
@@ -504,6 +530,7 @@ void cli_print_report(FILE *f, const char *cmd, const cli_run_spec *spec,
   cli_print_device(f, res);
   cli_print_epochs(f, res);
   cli_print_summary(f, res);
+  cli_print_autotune(f, res);
   cli_print_failures(f, res);
   cli_print_verdict(f, "", &res->diag);
   if (res->stopped)
@@ -652,6 +679,69 @@ void cli_print_summary(FILE *f, const cli_run_result *res) {
   fprintf(f, "\n");
 }
 
+void cli_print_autotune(FILE *f, const cli_run_result *res) {
+  const stoke_stats *st = &res->stats;
+  if (!st->autotune)
+    return;
+  fprintf(f, "\nautotune: %llu change%s (%llu rolled back), now %u workers, "
+             "prefetch %u (CPU budget %.1f cores)\n",
+          (unsigned long long)st->autotune_changes,
+          st->autotune_changes == 1 ? "" : "s",
+          (unsigned long long)st->autotune_rollbacks, st->n_workers,
+          st->prefetch, st->cpu_budget);
+  for (size_t i = 0; i < res->n_autotune; i++)
+    fprintf(f, "  %s\n", res->autotune[i].text);
+}
+
+cJSON *cli_autotune_json(const cli_run_result *res) {
+  const stoke_stats *st = &res->stats;
+  if (!st->autotune)
+    return cJSON_CreateNull();
+  cJSON *o = cJSON_CreateObject();
+  if (!o)
+    return NULL;
+  cJSON_AddNumberToObject(o, "max_workers", st->max_workers);
+  cJSON_AddNumberToObject(o, "max_prefetch", st->max_prefetch);
+  cJSON_AddNumberToObject(o, "cpu_budget", st->cpu_budget);
+  cJSON_AddNumberToObject(o, "workers", st->n_workers);
+  cJSON_AddNumberToObject(o, "prefetch", st->prefetch);
+  cJSON_AddNumberToObject(o, "changes", (double)st->autotune_changes);
+  cJSON_AddNumberToObject(o, "rollbacks", (double)st->autotune_rollbacks);
+  cJSON *a = cJSON_AddArrayToObject(o, "decisions");
+  for (size_t i = 0; a && i < res->n_autotune; i++) {
+    const stoke_autotune_event *e = &res->autotune[i];
+    cJSON *d = cJSON_CreateObject();
+    if (!d)
+      break;
+    cJSON_AddItemToArray(a, d);
+    cJSON_AddStringToObject(d, "kind", stoke_autotune_kind_name(e->kind));
+    cJSON_AddNumberToObject(d, "epoch", (double)e->epoch);
+    cJSON_AddNumberToObject(d, "step", (double)e->step);
+    cJSON_AddNumberToObject(d, "time_s", sec(e->time_ns));
+    cJSON_AddNumberToObject(d, "from_workers", e->from_workers);
+    cJSON_AddNumberToObject(d, "to_workers", e->to_workers);
+    cJSON_AddNumberToObject(d, "from_prefetch", e->from_prefetch);
+    cJSON_AddNumberToObject(d, "to_prefetch", e->to_prefetch);
+    cJSON_AddNumberToObject(d, "wait_before", e->wait_before);
+    if (e->wait_after >= 0)
+      cJSON_AddNumberToObject(d, "wait_after", e->wait_after);
+    else
+      cJSON_AddNullToObject(d, "wait_after");
+    if (e->wait_predicted >= 0)
+      cJSON_AddNumberToObject(d, "wait_predicted", e->wait_predicted);
+    else
+      cJSON_AddNullToObject(d, "wait_predicted");
+    cJSON_AddNumberToObject(d, "step_before_ms", msec(e->step_before_ns));
+    if (e->step_after_ns >= 0)
+      cJSON_AddNumberToObject(d, "step_after_ms", msec(e->step_after_ns));
+    else
+      cJSON_AddNullToObject(d, "step_after_ms");
+    cJSON_AddNumberToObject(d, "compute_ms", msec(e->compute_ns));
+    cJSON_AddStringToObject(d, "text", e->text);
+  }
+  return o;
+}
+
 void cli_print_verdict(FILE *f, const char *indent,
                        const stoke_diagnosis *diag) {
   const char *name = stoke_verdict_name(diag->verdict);
@@ -704,6 +794,7 @@ cJSON *cli_config_json(const cli_run_spec *spec, const cli_run_result *res) {
   }
   cJSON_AddNumberToObject(o, "batch_size", (double)c->batch_size);
   cJSON_AddNumberToObject(o, "workers", c->n_workers);
+  cJSON_AddBoolToObject(o, "autotune", c->autotune);
   cJSON_AddNumberToObject(o, "prefetch", c->prefetch);
   cJSON_AddNumberToObject(o, "consumer_slots", c->consumer_slots);
   cJSON_AddBoolToObject(o, "shuffle", c->shuffle);
@@ -868,6 +959,7 @@ cJSON *cli_run_json(const cli_run_spec *spec, const cli_run_result *res) {
   cJSON_AddItemToObject(root, "bad_samples", cli_failures_json(spec, res));
   cJSON_AddItemToObject(root, "resume", cli_resume_json(spec, res));
   cJSON_AddItemToObject(root, "device", cli_device_json(res));
+  cJSON_AddItemToObject(root, "autotune", cli_autotune_json(res));
   return root;
 }
 

@@ -41,6 +41,7 @@ enum {
   RO_RESUME,
   RO_INDICES,
   RO_CONSUMER_SLOTS,
+  RO_AUTOTUNE,
   RO_LAST /* commands number their own options from here */
 };
 _Static_assert(RO_LAST == CLI_RUN_OPT_LAST, "cli.h: CLI_RUN_OPT_LAST");
@@ -48,6 +49,7 @@ _Static_assert(RO_LAST == CLI_RUN_OPT_LAST, "cli.h: CLI_RUN_OPT_LAST");
 const cli_opt cli_run_opts[] = {{"batch-size", 'b', 1, RO_BATCH},
                                 {"workers", 'j', 1, RO_WORKERS},
                                 {"prefetch", 0, 1, RO_PREFETCH},
+                                {"autotune", 0, 0, RO_AUTOTUNE},
                                 {"consumer-slots", 0, 1, RO_CONSUMER_SLOTS},
                                 {"shuffle", 0, 0, RO_SHUFFLE},
                                 {"seed", 0, 1, RO_SEED},
@@ -129,11 +131,22 @@ int cli_run_args_apply(cli_run_args *a, int id, const char *f,
   case RO_BATCH:
     return cli_parse_size_t(f, v, 1, &spec->cfg.batch_size);
   case RO_WORKERS:
+    /* 'auto' is the online autotuner (its most workers the library's
+    ** default); 'cores' one worker per online CPU, what 'auto' used to
+    ** mean. */
     if (strcmp(v, "auto") == 0) {
+      spec->cfg.autotune = 1;
+      spec->cfg.n_workers = STOKE_WORKERS_AUTO;
+      return 0;
+    }
+    if (strcmp(v, "cores") == 0) {
       spec->cfg.n_workers = STOKE_WORKERS_AUTO;
       return 0;
     }
     return cli_parse_uint(f, v, 0, 4096, &spec->cfg.n_workers);
+  case RO_AUTOTUNE:
+    spec->cfg.autotune = 1;
+    return 0;
   case RO_PREFETCH:
     return cli_parse_uint(f, v, 1, 4096, &spec->cfg.prefetch);
   case RO_CONSUMER_SLOTS:
@@ -237,6 +250,16 @@ int cli_run_args_finish(cli_run_args *a, const char *cmd) {
   if (a->spec.compute_kind == CLI_COMPUTE_GPU_SLEEP &&
       (!a->spec.cfg.device || strcmp(a->spec.cfg.device, "cpu") == 0)) {
     cli_error("--compute gpu-sleep: runs on the device; give --device cuda");
+    return -1;
+  }
+  if (a->spec.cfg.autotune && a->spec.cfg.n_workers == 0) {
+    cli_error("--autotune: needs worker threads; give -j N (the most it may "
+              "use) or -j auto");
+    return -1;
+  }
+  if (a->spec.cfg.autotune && a->spec.cfg.device &&
+      strcmp(a->spec.cfg.device, "cpu") != 0) {
+    cli_error("--autotune: not with --device yet; give -j N");
     return -1;
   }
   if (a->warmup && a->spec.epochs < 2) {

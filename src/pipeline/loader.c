@@ -269,7 +269,8 @@ int stoke__loader_create(const stoke_config *cfg, const stoke__sys *sys,
   l->alloc = cfg->alloc;
   l->src = cfg->source;
   stoke__source_retain(l->src);
-  if (l->cfg.n_workers == STOKE_WORKERS_AUTO)
+  /* The autotuner resolves AUTO to its own bound (autotune.c). */
+  if (l->cfg.n_workers == STOKE_WORKERS_AUTO && !l->cfg.autotune)
     l->cfg.n_workers = stoke__online_cpus();
   l->n_workers = l->cfg.n_workers;
   l->n_slots = (size_t)l->cfg.prefetch + l->cfg.consumer_slots;
