@@ -619,7 +619,7 @@ typedef struct stoke_config {
   ** n_workers is then the most worker threads it may use (AUTO:
   ** STOKE_AUTOTUNE_MAX_WORKERS(online CPUs)), and autotune_max_prefetch
   ** the deepest prefetch; both are lowered at create to what
-  ** mem_budget_bytes allows.  Not with W = 0, order_given or a device. */
+  ** mem_budget_bytes allows.  Not with W = 0 or a device stage (yet). */
   int autotune;
   double cpu_budget;       /* autotune: cores the workers may keep busy (CPU
                               seconds per second, the CPU clocks of the

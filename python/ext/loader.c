@@ -435,6 +435,54 @@ static PyObject *loader_failures(sk_Loader *self, PyObject *noargs) {
   return list;
 }
 
+/* autotune(): None without the autotuner, else its limits, the
+** configuration in force and every decision (stoke_autotune_event). */
+static PyObject *loader_autotune(sk_Loader *self, PyObject *noargs) {
+  stoke_loader *l = sk_loader_get(self);
+  if (!l) return NULL;
+  stoke_stats st;
+  memset(&st, 0, sizeof st);
+  st.struct_size = sizeof st;
+  int rc = stoke_loader_stats(l, &st);
+  if (rc != 0) return sk_raise(rc, stoke_errmsg(l));
+  if (!st.autotune) Py_RETURN_NONE;
+  size_t n = stoke_loader_n_autotune_events(l);
+  PyObject *list = PyList_New(0);
+  for (size_t i = 0; list && i < n; i++) {
+    stoke_autotune_event e;
+    if (stoke_loader_autotune_event(l, i, &e) != 0) break;
+    PyObject *after = e.wait_after >= 0 ? PyFloat_FromDouble(e.wait_after)
+                                        : Py_NewRef(Py_None);
+    PyObject *d = after ? Py_BuildValue(
+                              "{s:s,s:K,s:K,s:d,s:I,s:I,s:I,s:I,s:d,s:N,s:d,"
+                              "s:s}",
+                              "kind", stoke_autotune_kind_name(e.kind),
+                              "epoch", (unsigned long long)e.epoch, "step",
+                              (unsigned long long)e.step, "time_s",
+                              (double)e.time_ns / 1e9, "from_workers",
+                              e.from_workers, "to_workers", e.to_workers,
+                              "from_prefetch", e.from_prefetch, "to_prefetch",
+                              e.to_prefetch, "wait_before", e.wait_before,
+                              "wait_after", after, "compute_ms",
+                              (double)e.compute_ns / 1e6, "text", e.text)
+                        : NULL;
+    if (!d || PyList_Append(list, d) != 0) {
+      Py_XDECREF(d);
+      Py_CLEAR(list);
+      break;
+    }
+    Py_DECREF(d);
+  }
+  if (!list) return NULL;
+  return Py_BuildValue("{s:I,s:I,s:I,s:I,s:d,s:K,s:K,s:N}", "workers",
+                       st.n_workers, "prefetch", st.prefetch, "max_workers",
+                       st.max_workers, "max_prefetch", st.max_prefetch,
+                       "cpu_budget", st.cpu_budget, "changes",
+                       (unsigned long long)st.autotune_changes, "rollbacks",
+                       (unsigned long long)st.autotune_rollbacks, "decisions",
+                       list);
+}
+
 /* _state(): the position as stoke_loader_state_encode's bytes, and its
 ** fields. */
 static PyObject *loader_state(sk_Loader *self, PyObject *noargs) {
@@ -529,6 +577,11 @@ static PyMethodDef loader_methods[] = {
     {"failures", (PyCFunction)loader_failures, METH_NOARGS,
      "The last bad samples (oldest first): index, epoch, batch, action "
      "(skip, replace, fail), quarantined, substitute, where, reason."},
+    {"autotune", (PyCFunction)loader_autotune, METH_NOARGS,
+     "The online autotuner (num_workers='auto'), or None: the workers and "
+     "prefetch in force, the most it may use, the CPU budget, the changes "
+     "and rollbacks, and every decision (kind, epoch, step, from/to "
+     "workers and prefetch, waiting before and after, text)."},
     {"_state", (PyCFunction)loader_state, METH_NOARGS, NULL},
     {"_restore", (PyCFunction)loader_restore, METH_O, NULL},
     {"device_info", (PyCFunction)loader_device_info, METH_NOARGS,

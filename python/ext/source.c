@@ -266,7 +266,10 @@ int sk_config_from_dict(PyObject *d, stoke_config *c) {
       sk_dict_int(d, "on_error", &c->on_error) ||
       sk_dict_u64(d, "max_failures", &c->max_failures) ||
       sk_dict_double(d, "max_failure_frac", &c->max_failure_frac) ||
-      sk_dict_uint(d, "max_replace_tries", &c->max_replace_tries))
+      sk_dict_uint(d, "max_replace_tries", &c->max_replace_tries) ||
+      sk_dict_int(d, "autotune", &c->autotune) ||
+      sk_dict_double(d, "cpu_budget", &c->cpu_budget) ||
+      sk_dict_uint(d, "autotune_max_prefetch", &c->autotune_max_prefetch))
     return -1;
   uint64_t stream = c->cuda_stream;
   if (sk_dict_u64(d, "cuda_stream", &stream)) return -1;

@@ -149,6 +149,14 @@ def _torch_collate():
     return collate
 
 
+def auto_max_workers():
+    """The most threads DataLoader(num_workers="auto") starts (and gates):
+    max(2 x CPUs, 8), as stoke.tune's ladder: a Python dataset is copied per
+    worker, and one whose samples mostly hold the GIL gains nothing past a
+    few."""
+    return max(2 * (os.cpu_count() or 1), 8)
+
+
 def _worker_functions(dataset, num_workers, base_seed, worker_init_fn,
                       torch_threads):
     """make_worker(id) -> (its dataset, its WorkerInfo); init_worker(id),
@@ -240,6 +248,13 @@ class DataLoader:
         from torch.utils.data import (BatchSampler, IterableDataset,
                                       RandomSampler, SequentialSampler)
         from torch.utils.data._utils import collate as _tc
+        # num_workers="auto": stoke's online autotuner, up to
+        # AUTO_MAX_WORKERS threads (each with its copy of the dataset).
+        self._autotune = num_workers == "auto"
+        if self._autotune:
+            num_workers = auto_max_workers()
+        elif num_workers == "cores":
+            num_workers = os.cpu_count() or 1
         # torch's checks, in torch's order and words.
         if num_workers < 0:
             raise ValueError('num_workers option should be non-negative; '
@@ -468,7 +483,9 @@ class DataLoader:
                 "make_worker": make_worker, "init_worker": init_worker,
                 "label": f"Python dataset {name}"}
         pf = self.prefetch_factor or 2
-        prefetch = max(2, pf * max(w, 1))
+        # The autotuner starts at prefetch 2 and goes up to 8 (the
+        # library's default deepest).
+        prefetch = 8 if self._autotune else max(2, pf * max(w, 1))
         c_batch = 1 if self._iterable else (
             self.batch_size if self.batch_size is not None
             else (self._max_batch if self.batch_sampler is not None else 1))
@@ -477,6 +494,8 @@ class DataLoader:
             out_of_order=not self.in_order, epoch_prefetch=False,
             warmup=self._warmup, trace=self._trace)
         config["order_given"] = 1
+        if self._autotune:
+            config["autotune"] = 1
         ahead = prefetch + config["consumer_slots"] + 1
         self._engine = _stoke.DatasetLoader(spec, config, ahead)
         _live.add(self._engine)
@@ -506,6 +525,12 @@ class DataLoader:
         clocks, percentiles, the stages (python, gil_wait, collate), the
         queue, RSS."""
         return self._need_engine().stats()
+
+    def autotune(self):
+        """num_workers="auto": the autotuner's workers and prefetch in force,
+        its limits and every decision with its reason and numbers; None
+        otherwise."""
+        return self._need_engine().autotune()
 
     def diagnose(self, cores=0, consumer_cpu=None):
         """The verdict (python-bound when the GIL limits the workers), its

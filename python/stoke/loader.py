@@ -195,13 +195,22 @@ def output_converters(output):
     return output, _OUTPUTS[output], to_torch, to_numpy
 
 
+# stoke_config.n_workers AUTO: with autotune, the library's most workers.
+WORKERS_AUTO = 0xFFFFFFFF
+
+
 def resolve_workers(num_workers):
+    """num_workers as stoke_config's n_workers: an integer >= 0, "cores"
+    (one per online CPU) or "auto" (the online autotuner: WORKERS_AUTO, the
+    most it may use)."""
     if num_workers == "cores":
         return os.cpu_count() or 1
+    if num_workers == "auto":
+        return WORKERS_AUTO
     if isinstance(num_workers, bool) or not isinstance(num_workers, int) \
             or num_workers < 0:
-        raise ValueError(f"num_workers: expected an integer >= 0 or "
-                         f"'cores', got {num_workers!r}")
+        raise ValueError(f"num_workers: expected an integer >= 0, 'cores' "
+                         f"or 'auto', got {num_workers!r}")
     return num_workers
 
 
@@ -284,8 +293,10 @@ def loader_config(batch_size, *, shuffle=False, seed=0, num_workers=0,
                   prefetch=2, drop_last=False, rank=None, world_size=None,
                   mem_budget=None, timeout=None, out_of_order=False,
                   epoch_prefetch=True, warmup=1, warmup_steps=0, trace=False,
-                  max_chunk=0, shard_drop_last=False):
-    """The C loader's configuration (stoke_config's names) from Python's."""
+                  max_chunk=0, shard_drop_last=False, cpu_budget=None):
+    """The C loader's configuration (stoke_config's names) from Python's.
+    num_workers="auto" turns the online autotuner on (cpu_budget: the cores
+    its workers may keep busy, None for all)."""
     from .distributed import dist_rank_world
     env_rank, env_world = dist_rank_world() or env_rank_world()
     rank = env_rank if rank is None else rank
@@ -321,6 +332,8 @@ def loader_config(batch_size, *, shuffle=False, seed=0, num_workers=0,
         "prefetch_next_epoch": int(bool(epoch_prefetch)),
         "trace_events": trace_events,
         "max_chunk": int(max_chunk),
+        "autotune": int(num_workers == "auto"),
+        "cpu_budget": float(cpu_budget or 0),
     }
 
 
@@ -396,7 +409,16 @@ class Loader(_stoke.Loader):
     ``quarantine`` names a file that records each bad sample so that later
     epochs and runs never read it (``stoke inspect --verify`` writes one).
     :meth:`failures` lists the last ones; :meth:`state_dict` and
-    :meth:`load_state_dict` save and restore the position."""
+    :meth:`load_state_dict` save and restore the position.
+
+    ``num_workers="auto"`` is the online autotuner: the loader starts with
+    one worker and prefetch 2 and, from its own clocks, changes the active
+    workers and prefetch while it runs (never what it delivers, nor the
+    order) until the step stops waiting, within ``cpu_budget`` cores
+    (default: all; workers that wait on I/O barely count) and
+    ``mem_budget``; it adapts again when the step changes.
+    :meth:`autotune` lists every decision with its reason and numbers.
+    ``num_workers="cores"`` is one worker per CPU."""
 
     def __init__(self, source, batch_size, *, shuffle=False, seed=0,
                  num_workers=0, prefetch=2, drop_last=False, transform=None,
@@ -408,7 +430,7 @@ class Loader(_stoke.Loader):
                  device_prefetch=1, pin_memory=None, device_normalize=True,
                  cuda_library=None, cuda_stream=None, release_stream=None,
                  on_error="fail", max_failures=None, max_replace_tries=8,
-                 quarantine=None):
+                 quarantine=None, cpu_budget=None):
         spec, layout, names, keep = describe_source(
             source, transform, image_kind, max_pixels, max_bytes,
             verify_checksums)
@@ -418,7 +440,8 @@ class Loader(_stoke.Loader):
             world_size=world_size, mem_budget=mem_budget, timeout=timeout,
             out_of_order=out_of_order, epoch_prefetch=epoch_prefetch,
             warmup=warmup, warmup_steps=warmup_steps, trace=trace,
-            max_chunk=max_chunk, shard_drop_last=shard_drop_last)
+            max_chunk=max_chunk, shard_drop_last=shard_drop_last,
+            cpu_budget=cpu_budget)
         dev, stream = device_config(device, device_prefetch, pin_memory,
                                     device_normalize, cuda_library,
                                     cuda_stream)

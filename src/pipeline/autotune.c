@@ -83,10 +83,6 @@ int stoke__at_create(stoke_loader *l) {
     return stoke__set_tls_error(STOKE_EINVAL,
                                 "config: autotune needs worker threads "
                                 "(n_workers is 0)");
-  if (c->order_given)
-    return stoke__set_tls_error(STOKE_EINVAL,
-                                "config: autotune does not work with "
-                                "order_given");
   if (c->device && *c->device && strcmp(c->device, "cpu") != 0)
     return stoke__set_tls_error(STOKE_EINVAL,
                                 "config: autotune does not work with a "

@@ -178,8 +178,9 @@ static void test_config_errors_and_budget(void **state) {
   c = config(src, 2);
   TU_RC(stoke_loader_create(&c, &l), STOKE_EINVAL);
   c = config(src, 1);
-  c.order_given = 1;
+  c.device = "cuda";
   TU_RC(stoke_loader_create(&c, &l), STOKE_EINVAL);
+  TU_CONTAINS(stoke_errmsg(NULL), "device stage");
   /* Without autotune: no events, max = the fixed ones. */
   c = config(src, 0);
   l = tu_loader(&c);
