@@ -1077,6 +1077,33 @@ static void tune_table(FILE *f, const input *in) {
 
 /* ---- the page ------------------------------------------------------------ */
 
+/* The online autotuner's decisions of a run (-j auto), when it ran. */
+static void autotune_block(FILE *f, const input *in, int many) {
+  const cJSON *a = obj(in->root, "autotune");
+  const cJSON *ds = a ? arr(a, "decisions") : NULL;
+  if (!a)
+    return;
+  section_head(f, "Online autotuning", in, many);
+  fputs("<p>", f);
+  escf(f, "Ended at %.0f workers, prefetch %.0f (at most %.0f and %.0f; "
+          "CPU budget %.1f cores): %.0f changes, %.0f rolled back.",
+       num(a, "workers"), num(a, "prefetch"), num(a, "max_workers"),
+       num(a, "max_prefetch"), num(a, "cpu_budget"), num(a, "changes"),
+       num(a, "rollbacks"));
+  fputs("</p>\n", f);
+  if (!ds || cJSON_GetArraySize(ds) == 0)
+    return;
+  fputs("<ol class=\"decisions\">\n", f);
+  const cJSON *d;
+  cJSON_ArrayForEach(d, ds) {
+    const char *t = str(d, "text");
+    fputs("<li>", f);
+    esc(f, t ? t : "?");
+    fputs("</li>\n", f);
+  }
+  fputs("</ol>\n", f);
+}
+
 static int write_page(FILE *f, const input *ins, size_t n) {
   size_t n_run = 0, n_tune = 0;
   for (size_t i = 0; i < n; i++)
@@ -1116,6 +1143,7 @@ static int write_page(FILE *f, const input *ins, size_t n) {
         stages_figure(f, &ins[i], n_run > 1) < 0)
       return -1;
     what_if_table(f, &ins[i], n_run > 1);
+    autotune_block(f, &ins[i], n_run > 1);
   }
   for (size_t i = 0; i < n; i++) {
     if (ins[i].kind != K_TUNE)

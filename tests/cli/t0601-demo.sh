@@ -11,7 +11,9 @@ run_stoke demo --cache "$TMP/cache" --out "$TMP/d1" --json "$TMP/demo.json"
 [ "$rc" -eq 0 ] || fail "demo exit $rc: $(tail -20 "$TMP/err")"
 grep -q "== 1. PyTorch's defaults" "$TMP/out" || fail "no step 1 in the story"
 grep -q "wrote .*report.html" "$TMP/out" || fail "does not say where the report is"
-for f in report.html trace.json tune.svg before.json after.json tune.json; do
+grep -q "== 4. online, no sweep: -j auto" "$TMP/out" || fail "no -j auto step"
+for f in report.html trace.json tune.svg before.json after.json tune.json \
+  autotune.json; do
   [ -s "$TMP/d1/$f" ] || fail "no $f"
 done
 [ -f "$TMP/cache/.complete" ] || fail "dataset not marked complete"
@@ -20,6 +22,17 @@ b, a = d["before"], d["after"]
 assert b["workers"] == 0 and b["verdict"] == "starving", b
 assert a["workers"] >= 1, a
 assert d["step_ms"] >= 2
+# -j auto on samples that sleep 2 ms, 32 a batch, against a 16 ms step: one
+# worker makes a batch in 64 ms, so it starts starving and must grow (by
+# construction: sleeping needs no core, whatever the load).
+u = d["autotune"]
+assert u["workers"] >= 2 and u["first_epoch_wait_ratio"] > 0.2, u
+'
+json_check "$TMP/d1/autotune.json" '
+a = d["autotune"]
+first = a["decisions"][0]
+assert first["kind"] == "grow" and first["from_workers"] == 1, first
+assert first["to_workers"] >= 2 and first["wait_before"] > 0.5, first
 '
 # The knee's rerun is busy, as the story says, unless the machine kept its
 # workers off the cores: the step is sized from this machine's cost per

@@ -29,6 +29,12 @@ grep -q 'autotuned (up to' "$TMP/out" || fail "no autotuned header"
 grep -q '"name":"autotune: grow"' "$TMP/trace.json" ||
   fail "no autotune instant in the trace"
 
+say "stoke report lists the decisions"
+run_stoke report "$TMP/a.json" -o "$TMP/r.html"
+[ "$rc" -eq 0 ] || fail "report exit $rc: $(cat "$TMP/err")"
+grep -q "Online autotuning" "$TMP/r.html" || fail "report: no autotuning"
+grep -q "1 -&gt; \|1 -> " "$TMP/r.html" || fail "report: no decision text"
+
 say "the same batches, in the same order, as a fixed -j 2 run"
 run_stoke bench --synthetic sleep:1ms --samples 256 -b 8 -j 2 \
   --compute none --epochs 3 --shuffle -q --indices "$TMP/fixed.idx"
