@@ -204,6 +204,7 @@ int main(int argc, char **argv) {
   size_t seen_ev = 0;
   for (unsigned e = 0; e < epochs; e++) {
     int64_t t0 = now_ns();
+    uint64_t first = step;
     size_t samples = 0;
     stoke_batch *b;
     int rc;
@@ -240,7 +241,7 @@ int main(int argc, char **argv) {
            "%.1f,\"workers\":%u,\"prefetch\":%u,\"changes\":%u,"
            "\"step_ms\":%.2f}}\n",
            e, (unsigned long long)step, (double)samples / s, st.n_workers,
-           st.prefetch, changes, step_ms_at(step_ms, ch, n_ch, step));
+           st.prefetch, changes, step_ms_at(step_ms, ch, n_ch, first));
     fflush(stdout);
   }
   stoke_loader_destroy(l);

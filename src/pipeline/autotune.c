@@ -44,6 +44,8 @@ typedef struct stoke__at {
   int64_t win_start_ns;
   uint64_t base_produced;      /* the producers' totals at its start */
   int64_t base_busy, base_cpu;
+  int64_t base_run, base_delay; /* the stoke-w* threads' schedstat; run
+                                   -1: unknown */
   uint64_t steps;              /* all steps since create */
   char mem_note[128];
   /* Protected by the loader's stats_mu. */
@@ -276,6 +278,11 @@ static void window_start(stoke_loader *l, int64_t now) {
   memset(&at->win, 0, sizeof at->win);
   at->win_start_ns = now;
   producer_totals(l, &at->base_produced, &at->base_busy, &at->base_cpu);
+  /* The process's threads named stoke-w* (another loader's too): one
+  ** read of each thread's schedstat per window. */
+  if (stoke__schedstat_threads("stoke-w", &at->base_run, &at->base_delay) <
+      0)
+    at->base_run = -1;
 }
 
 void stoke__at_compute(stoke_loader *l, int64_t compute_ns) {
@@ -327,6 +334,13 @@ void stoke__at_step(stoke_loader *l, int64_t wait_ns, bool empty) {
   w->busy_ns = b - at->base_busy;
   w->cpu_ns = c - at->base_cpu;
   w->wall_ns = wall;
+  int64_t run, delay;
+  if (at->base_run >= 0 &&
+      stoke__schedstat_threads("stoke-w", &run, &delay) >= 0 &&
+      run > at->base_run && delay >= at->base_delay) {
+    w->sched_run_ns = run - at->base_run;
+    w->sched_delay_ns = delay - at->base_delay;
+  }
   stoke__at_decision d;
   stoke__at_decide(&at->st, &at->lim, w, &d);
   if (d.evaluated) fill_after(l, &d);

@@ -20,15 +20,15 @@
 **   4. stalled (waiting > 5% of the step): the queue model of
 **      src/diagnose/ (its closed form, from this window's per-sample wall
 **      and CPU time) names the fewest workers whose batch takes at most
-**      90% of the step; capped by the CPU budget (a worker counts for the
+**      95% of the step; capped by the CPU budget (a worker counts for the
 **      share of its time it is on a core, so waiting workers barely
 **      count), the threads and 8x the current count.  When the model says
 **      the workers already suffice, the wait is the spread's: one more
 **      batch of prefetch (or, when the queue is mostly empty, one more
 **      worker).  Nothing left to try: LIMIT, recorded once;
-**   5. quiet (waiting < 2%): the model's count with 25% to spare, if
+**   5. quiet (waiting < 2%): the model's count with 20% to spare, if
 **      fewer, and not below a floor; else one batch of prefetch less.
-** The two headrooms (10% to grow, 25% to shrink) keep a grow from being
+** The two headrooms (5% to grow, 20% to shrink) keep a grow from being
 ** followed by a shrink on the same numbers; with the floors and ceilings
 ** that leaves at most one trial per direction in a steady state. */
 #include "internal.h"
@@ -64,8 +64,9 @@ void stoke__at_init(stoke__at_state *st, const stoke__at_limits *lim) {
 }
 
 /* The window's per-sample clocks as the queue model's inputs: t_io is the
-** wall time off a core, less the queueing for one that A workers producing
-** at once on P cores meet (model.c's max(1, A / P) estimate). */
+** wall time off a core, less the queueing for one: as model.c, measured
+** where the scheduler says (t_cpu x (1 + run delay / run)), else the
+** max(1, A / P) that A workers producing at once on P cores meet. */
 static bool window_model(const stoke__at_limits *lim,
                          const stoke__at_window *win, stoke_model *m) {
   if (win->produced == 0 || win->busy_ns <= 0) return false;
@@ -81,6 +82,8 @@ static bool window_model(const stoke__at_limits *lim,
                               : 1.0;
   double stretch = a / stoke__model_cores_avail(m);
   if (stretch < 1) stretch = 1;
+  if (win->sched_run_ns > 0)
+    stretch = 1.0 + (double)win->sched_delay_ns / (double)win->sched_run_ns;
   double tio = td - tcpu * stretch;
   m->t_d_ns = (int64_t)td;
   m->t_cpu_ns = (int64_t)tcpu;
@@ -91,9 +94,10 @@ static bool window_model(const stoke__at_limits *lim,
 unsigned stoke__at_workers_needed(const stoke__at_limits *lim,
                                   const stoke__at_window *win,
                                   double headroom, unsigned *cpu_cap,
-                                  double *pred_wait) {
+                                  double *pred_wait, bool *enough) {
   *cpu_cap = lim->max_workers;
   if (pred_wait) *pred_wait = -1;
+  if (enough) *enough = false;
   stoke_model m;
   if (!win->steps || !window_model(lim, win, &m)) return 0;
   double tc = (double)win->compute_ns / (double)win->steps;
@@ -108,7 +112,9 @@ unsigned stoke__at_workers_needed(const stoke__at_limits *lim,
   unsigned need = 0;
   int64_t best = INT64_MAX;
   unsigned best_w = 1;
-  for (unsigned w = 1; w <= lim->max_workers; w++) {
+  /* Past the threads started too, so that "enough" is the model's, not
+  ** the thread cap's (the caller caps). */
+  for (unsigned w = 1; w <= STOKE__AT_MODEL_MAX_WORKERS; w++) {
     int64_t tp = stoke__model_producer_batch(&m, w, k, NULL);
     if ((double)tp <= (1.0 - headroom) * tc) {
       need = w;
@@ -122,6 +128,7 @@ unsigned stoke__at_workers_needed(const stoke__at_limits *lim,
       best_w = w;
     }
   }
+  if (enough) *enough = need != 0;
   if (!need) {
     need = best_w;
     best = stoke__model_producer_batch(&m, need, k, NULL);
@@ -164,9 +171,9 @@ static bool trial_failed(const stoke__at_state *st, int64_t step,
   case STOKE_AUTOTUNE_DEEPER:
     return wait > 0.8 * st->before_wait &&
            (double)step > 0.97 * before;
-  default: /* SHRINK, SHALLOWER */
-    return wait > STOKE__AT_STALL || (double)step > (1 + STOKE__AT_SLOWER) *
-                                                       before;
+  default: /* SHRINK, SHALLOWER: less must cost (almost) nothing */
+    return wait > STOKE__AT_SHRINK_WAIT ||
+           (double)step > (1 + STOKE__AT_SHRINK_SLOWER) * before;
   }
 }
 
@@ -218,14 +225,24 @@ void stoke__at_decide(stoke__at_state *st, const stoke__at_limits *lim,
     st->settle = false;
     return;
   }
-  bool step_moved =
-      st->ref_compute_ns > 0 &&
-      fabs((double)tc / (double)st->ref_compute_ns - 1.0) >
-          STOKE__AT_STEP_CHANGE;
+  /* The compute moved past the threshold in this window and, the same
+  ** way, in the one before: the step changed (one window alone is often a
+  ** loaded machine's noise: a sleeping step woken late). */
+  int moved = 0;
+  if (st->ref_compute_ns > 0) {
+    double r = (double)tc / (double)st->ref_compute_ns;
+    moved = r > 1 + STOKE__AT_STEP_CHANGE ? 1
+            : r < 1 - STOKE__AT_STEP_CHANGE ? -1
+                                            : 0;
+  }
+  bool step_moved = moved != 0 && moved == st->step_suspect;
+  st->step_suspect = step_moved ? 0 : moved;
 
-  /* 2. The change on trial (unless the step itself moved: no judging). */
+  /* 2. The change on trial: judged by the whole step, so that a change
+  ** that slows the consumer itself (workers taking its cores) is undone
+  ** too. */
   if (st->pending) {
-    if (!step_moved && trial_failed(st, step, wait)) {
+    if (trial_failed(st, step, wait)) {
       rollback(st, out, step, wait);
       return;
     }
@@ -269,8 +286,9 @@ void stoke__at_decide(stoke__at_state *st, const stoke__at_limits *lim,
 
   if (wait > STOKE__AT_STALL) {
     /* 4. Stalled. */
+    bool enough;
     unsigned need = stoke__at_workers_needed(lim, win, STOKE__AT_GROW_HEADROOM,
-                                             &cpu_cap, &pred);
+                                             &cpu_cap, &pred, &enough);
     unsigned top = STOKE__MIN(lim->max_workers, cpu_cap);
     if (st->ceil_workers) top = STOKE__MIN(top, st->ceil_workers);
     if (!need) need = 2 * w; /* no producer clock yet: double */
@@ -286,7 +304,11 @@ void stoke__at_decide(stoke__at_state *st, const stoke__at_limits *lim,
                ms(tc), need);
       return;
     }
-    bool room_k = k < lim->max_prefetch &&
+    /* No more workers: the model's count is above what is allowed, or
+    ** none keeps up (the cores are the bound).  Deeper prefetch cannot
+    ** help a mean that is short. */
+    bool covered = have_model && enough && need <= w;
+    bool room_k = covered && k < lim->max_prefetch &&
                   (!st->ceil_prefetch || k < st->ceil_prefetch);
     if (room_k && (empty < 0.5 || w >= top)) {
       set_change(st, out, STOKE_AUTOTUNE_DEEPER, w, k + 1, step, wait);
@@ -297,7 +319,7 @@ void stoke__at_decide(stoke__at_state *st, const stoke__at_limits *lim,
                100 * wait, w, 100 * empty);
       return;
     }
-    if (w < top) {
+    if (covered && w < top) {
       set_change(st, out, STOKE_AUTOTUNE_GROW, w + 1, k, step, wait);
       snprintf(out->reason, sizeof out->reason,
                "waiting %.0f%% with %u workers, which the model thought "
@@ -313,8 +335,12 @@ void stoke__at_decide(stoke__at_state *st, const stoke__at_limits *lim,
               ? "more workers made the step slower"
           : cpu_cap <= w && cpu_cap < lim->max_workers
               ? "the CPU budget allows no more workers"
-          : lim->mem_note ? lim->mem_note
-                          : "every started worker is active";
+          : have_model && !enough
+              ? "no worker count keeps up: the cores are the bound"
+          : w >= lim->max_workers
+              ? (lim->mem_note ? lim->mem_note
+                               : "every started worker is active")
+              : "the model's count is reached";
       snprintf(out->reason, sizeof out->reason,
                "waiting %.0f%% at %u workers, prefetch %u: %s (CPU budget "
                "%.1f cores, a worker %.0f%% on a core)",
@@ -325,10 +351,11 @@ void stoke__at_decide(stoke__at_state *st, const stoke__at_limits *lim,
 
   if (wait >= STOKE__AT_QUIET) return; /* between the two: keep */
   /* 5. Quiet: try less. */
+  bool enough;
   unsigned need = stoke__at_workers_needed(lim, win, STOKE__AT_SHRINK_HEADROOM,
-                                           &cpu_cap, &pred);
+                                           &cpu_cap, &pred, &enough);
   unsigned lo = STOKE__MAX(need, st->floor_workers);
-  if (need && lo < w) {
+  if (need && enough && lo < w) {
     out->wait_predicted = pred;
     set_change(st, out, STOKE_AUTOTUNE_SHRINK, lo, k, step, wait);
     snprintf(out->reason, sizeof out->reason,

@@ -18,12 +18,16 @@
 ** much faster than the step, shrinking needs this much to spare.  Two
 ** values, so that a grow is never followed by a shrink on the same
 ** numbers (no oscillation). */
-#define STOKE__AT_GROW_HEADROOM 0.10
-#define STOKE__AT_SHRINK_HEADROOM 0.25
-/* A change whose step is this much slower than before is rolled back. */
-#define STOKE__AT_SLOWER 0.05
+#define STOKE__AT_GROW_HEADROOM 0.05
+#define STOKE__AT_SHRINK_HEADROOM 0.20
+/* A shrink or shallower prefetch that waits more than this, or makes the
+** step this much slower, is rolled back: less must cost almost nothing. */
+#define STOKE__AT_SHRINK_WAIT 0.03
+#define STOKE__AT_SHRINK_SLOWER 0.03
 /* The consumer's compute per step moved this much: search again. */
 #define STOKE__AT_STEP_CHANGE 0.25
+/* The model is asked about worker counts up to this. */
+#define STOKE__AT_MODEL_MAX_WORKERS 4096
 /* The most one grow multiplies the workers by (the model's error). */
 #define STOKE__AT_MAX_GROW_FACTOR 8
 
@@ -36,6 +40,11 @@ typedef struct stoke__at_window {
   uint64_t produced;       /* samples the workers finished */
   int64_t busy_ns, cpu_ns; /* the workers' wall and CPU time on them */
   int64_t wall_ns;         /* the window's wall time */
+  /* The workers' time on a core and runnable but waiting for one (Linux
+  ** schedstat of the threads named stoke-w*) in the window; run 0:
+  ** unknown.  It tells a worker queueing for a core (CPU-bound on a busy
+  ** machine) from one waiting on I/O, which its CPU clock cannot. */
+  int64_t sched_run_ns, sched_delay_ns;
 } stoke__at_window;
 
 /* What the controller may choose from (frozen at create). */
@@ -69,6 +78,10 @@ typedef struct stoke__at_state {
   unsigned ceil_prefetch;            /* no deeper (it did not help), 0 */
   bool limited;                      /* a LIMIT was recorded for this state */
   int64_t ref_compute_ns;            /* the step the floors belong to */
+  int step_suspect;                  /* the last window's compute moved
+                                        past STOKE__AT_STEP_CHANGE up (1)
+                                        or down (-1): a second one in a row
+                                        is a changed step */
   uint64_t changes, rollbacks;
 } stoke__at_state;
 
@@ -95,11 +108,15 @@ void stoke__at_decide(stoke__at_state *st, const stoke__at_limits *lim,
 
 /* The smallest worker count whose producer, by the queue model of
 ** src/diagnose/ (its closed form), makes a batch in at most (1 - headroom)
-** x compute_ns, capped at max_workers; *cpu_cap gets the most workers the
-** CPU budget allows.  From a window's per-sample clocks. */
+** x compute_ns (not capped: the caller caps); *cpu_cap gets the most
+** workers the
+** CPU budget allows.  From a window's per-sample clocks.
+** *enough (may be NULL) tells whether that count keeps up with the step;
+** when no count does (the cores are the bound), it is the fewest past which
+** more gain nothing. */
 unsigned stoke__at_workers_needed(const stoke__at_limits *lim,
                                   const stoke__at_window *win,
                                   double headroom, unsigned *cpu_cap,
-                                  double *pred_wait);
+                                  double *pred_wait, bool *enough);
 
 #endif
