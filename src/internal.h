@@ -37,6 +37,13 @@ void stoke__free_aligned(const stoke_allocator *a, void *p);
 char *stoke__strdup(const stoke_allocator *a, const char *s);
 /* a * b, or false on overflow. */
 bool stoke__mul_ok(size_t a, size_t b, size_t *out);
+/* A growing array of n elements of `size` bytes at *p with room for *cap:
+** when full, doubles it (16 at first, at most max elements, 0: no limit).
+** False when there is no room and none could be made (out of memory, or
+** at max): the array is unchanged, and the caller loses the record it
+** wanted to add, not its state. */
+bool stoke__grow(const stoke_allocator *a, void **p, size_t *cap, size_t n,
+                 size_t size, size_t max);
 
 /* ---- errors (src/core/error.c) ------------------------------------------ */
 

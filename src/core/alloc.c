@@ -60,3 +60,18 @@ bool stoke__mul_ok(size_t a, size_t b, size_t *out) {
   *out = a * b;
   return true;
 }
+
+bool stoke__grow(const stoke_allocator *a, void **p, size_t *cap, size_t n,
+                 size_t size, size_t max) {
+  if (n < *cap) return true;
+  if (max && *cap >= max) return false;
+  size_t want = *cap ? 2 * *cap : 16;
+  if (max && want > max) want = max;
+  void *q = stoke__calloc(a, want, size);
+  if (!q) return false;
+  if (n) memcpy(q, *p, n * size);
+  stoke__free(a, *p);
+  *p = q;
+  *cap = want;
+  return true;
+}

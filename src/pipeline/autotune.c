@@ -213,18 +213,12 @@ static void record(stoke_loader *l, const stoke__at_decision *d,
     if (d->kind == STOKE_AUTOTUNE_ROLLBACK) at->rollbacks++;
   }
   at->trial_ev = SIZE_MAX;
-  if (at->n_ev == at->cap_ev && at->cap_ev < STOKE_AUTOTUNE_EVENTS_KEPT) {
-    size_t cap = at->cap_ev ? 2 * at->cap_ev : 16;
-    stoke_autotune_event *p = stoke__calloc(l->alloc, cap, sizeof *p);
-    if (p) {
-      if (at->n_ev) memcpy(p, at->ev, at->n_ev * sizeof *p);
-      stoke__free(l->alloc, at->ev);
-      at->ev = p;
-      at->cap_ev = cap;
-    }
-  }
   /* Out of memory for the log loses the record, not the decision. */
-  if (at->n_ev < at->cap_ev) {
+  void *p = at->ev;
+  bool room = stoke__grow(l->alloc, &p, &at->cap_ev, at->n_ev, sizeof e,
+                          STOKE_AUTOTUNE_EVENTS_KEPT);
+  at->ev = p;
+  if (room) {
     if (change && d->kind != STOKE_AUTOTUNE_ROLLBACK) at->trial_ev = at->n_ev;
     at->ev[at->n_ev++] = e;
   }

@@ -419,18 +419,12 @@ void stoke__record_epoch(stoke_loader *l, int64_t end_ns) {
       .samples = l->epoch_samples,
   };
   pthread_mutex_lock(&l->stats_mu);
-  if (l->n_epochs == l->cap_epochs) {
-    size_t cap = l->cap_epochs ? 2 * l->cap_epochs : 16;
-    stoke_epoch_stats *p = stoke__calloc(l->alloc, cap, sizeof *p);
-    if (p) {
-      if (l->n_epochs) memcpy(p, l->epochs, l->n_epochs * sizeof *p);
-      stoke__free(l->alloc, l->epochs);
-      l->epochs = p;
-      l->cap_epochs = cap;
-    }
-  }
   /* Out of memory for a record loses the record, not the epoch. */
-  if (l->n_epochs < l->cap_epochs) l->epochs[l->n_epochs++] = e;
+  void *p = l->epochs;
+  if (stoke__grow(l->alloc, &p, &l->cap_epochs, l->n_epochs, sizeof e, 0)) {
+    l->epochs = p;
+    l->epochs[l->n_epochs++] = e;
+  }
   pthread_mutex_unlock(&l->stats_mu);
   atomic_fetch_add_explicit(&l->epochs_done, 1, memory_order_relaxed);
 }

@@ -236,17 +236,10 @@ int stoke_twoclock_end_epoch(stoke_twoclock *c) {
   c->epoch_number++;
   int rc = 0;
   pthread_mutex_lock(&c->mu);
-  if (c->n_epochs == c->cap_epochs) {
-    size_t cap = c->cap_epochs ? 2 * c->cap_epochs : 16;
-    stoke_epoch_stats *p = stoke__calloc(c->alloc, cap, sizeof *p);
-    if (p) {
-      if (c->n_epochs) memcpy(p, c->epochs, c->n_epochs * sizeof *p);
-      stoke__free(c->alloc, c->epochs);
-      c->epochs = p;
-      c->cap_epochs = cap;
-    }
-  }
   /* Out of memory loses the record, not the clocks. */
+  void *p = c->epochs;
+  if (stoke__grow(c->alloc, &p, &c->cap_epochs, c->n_epochs, sizeof e, 0))
+    c->epochs = p;
   if (c->n_epochs < c->cap_epochs)
     c->epochs[c->n_epochs++] = e;
   else

@@ -20,12 +20,47 @@
 #define EPOCHS 4
 
 static stoke_config config(stoke_source *src, int autotune) {
-  stoke_config c = tu_config(src, autotune ? 6 : 2, autotune ? 2 : 2, B);
+  stoke_config c = tu_config(src, autotune ? 6 : 2, 2, B);
   c.shuffle = 1;
   c.seed = 99;
   c.autotune = autotune;
   c.autotune_max_prefetch = 5;
   return c;
+}
+
+typedef struct pair {
+  tu_cb *ref_cb, *cb;
+  stoke_source *ref_src, *src;
+  stoke_loader *ref, *l;
+  tu_epoch *want, *got;
+} pair;
+
+/* A fixed-W reference and an autotuning loader over the same samples. */
+static pair pair_new(int64_t sleep_ns, size_t trace_events) {
+  pair p;
+  p.ref_cb = tu_cb_new(N);
+  p.cb = tu_cb_new(N);
+  p.cb->sleep_ns = sleep_ns;
+  p.ref_src = tu_cb_source(p.ref_cb);
+  p.src = tu_cb_source(p.cb);
+  stoke_config rc = config(p.ref_src, 0), ac = config(p.src, 1);
+  ac.trace_events = trace_events;
+  p.ref = tu_loader(&rc);
+  p.l = tu_loader(&ac);
+  p.want = tu_epoch_new();
+  p.got = tu_epoch_new();
+  return p;
+}
+
+static void pair_free(pair *p) {
+  stoke_loader_destroy(p->l);
+  stoke_loader_destroy(p->ref);
+  stoke_source_destroy(p->src);
+  stoke_source_destroy(p->ref_src);
+  tu_cb_free(p->cb);
+  tu_cb_free(p->ref_cb);
+  free(p->want);
+  free(p->got);
 }
 
 static void run_epoch_forcing(stoke_loader *l, const tu_cb *cb, tu_epoch *e,
@@ -52,12 +87,11 @@ static void run_epoch_forcing(stoke_loader *l, const tu_cb *cb, tu_epoch *e,
 static void test_forced_changes_keep_order(void **state) {
   (void)state;
   tu_watchdog(TU_WATCHDOG_S);
-  tu_cb *ref_cb = tu_cb_new(N), *cb = tu_cb_new(N);
-  cb->sleep_ns = 50000; /* workers in flight when they are gated */
-  stoke_source *ref_src = tu_cb_source(ref_cb), *src = tu_cb_source(cb);
-  stoke_config rc = config(ref_src, 0), ac = config(src, 1);
-  stoke_loader *ref = tu_loader(&rc), *l = tu_loader(&ac);
-  tu_epoch *want = tu_epoch_new(), *got = tu_epoch_new();
+  /* Samples that sleep: workers are in flight when they are gated. */
+  pair p = pair_new(50000, 0);
+  stoke_loader *ref = p.ref, *l = p.l;
+  tu_cb *ref_cb = p.ref_cb, *cb = p.cb;
+  tu_epoch *want = p.want, *got = p.got;
   uint64_t rng = 7;
   for (int ep = 0; ep < EPOCHS; ep++) {
     run_epoch_forcing(ref, ref_cb, want, NULL);
@@ -87,14 +121,7 @@ static void test_forced_changes_keep_order(void **state) {
   TU_OK(stoke_loader_stats(l, &st));
   assert_int_equal(st.n_workers, 3);
   assert_int_equal(st.prefetch, 5);
-  stoke_loader_destroy(l);
-  stoke_loader_destroy(ref);
-  stoke_source_destroy(src);
-  stoke_source_destroy(ref_src);
-  tu_cb_free(cb);
-  tu_cb_free(ref_cb);
-  free(want);
-  free(got);
+  pair_free(&p);
 }
 
 /* The controller itself, on samples that sleep and a consumer that does
@@ -104,13 +131,10 @@ static void test_forced_changes_keep_order(void **state) {
 static void test_controller_grows_and_logs(void **state) {
   (void)state;
   tu_watchdog(TU_WATCHDOG_S);
-  tu_cb *ref_cb = tu_cb_new(N), *cb = tu_cb_new(N);
-  cb->sleep_ns = 200000;
-  stoke_source *ref_src = tu_cb_source(ref_cb), *src = tu_cb_source(cb);
-  stoke_config rc = config(ref_src, 0), ac = config(src, 1);
-  ac.trace_events = 4096;
-  stoke_loader *ref = tu_loader(&rc), *l = tu_loader(&ac);
-  tu_epoch *want = tu_epoch_new(), *got = tu_epoch_new();
+  pair p = pair_new(200000, 4096);
+  stoke_loader *ref = p.ref, *l = p.l;
+  tu_cb *ref_cb = p.ref_cb, *cb = p.cb;
+  tu_epoch *want = p.want, *got = p.got;
   for (int ep = 0; ep < EPOCHS; ep++) {
     run_epoch_forcing(ref, ref_cb, want, NULL);
     run_epoch_forcing(l, cb, got, NULL);
@@ -152,14 +176,7 @@ static void test_controller_grows_and_logs(void **state) {
   unlink(path);
   TU_CONTAINS(buf, "\"name\":\"autotune: grow\"");
   TU_CONTAINS(buf, "\"ph\":\"i\"");
-  stoke_loader_destroy(l);
-  stoke_loader_destroy(ref);
-  stoke_source_destroy(src);
-  stoke_source_destroy(ref_src);
-  tu_cb_free(cb);
-  tu_cb_free(ref_cb);
-  free(want);
-  free(got);
+  pair_free(&p);
 }
 
 static void test_config_errors_and_budget(void **state) {
