@@ -283,6 +283,13 @@ class DataLoader:
         self.in_order = in_order
         if isinstance(dataset, IterableDataset):
             self._iterable = True
+            if self._autotune:
+                # Each worker iterates its own share of the dataset: a
+                # worker gated off would hold its share back.
+                raise ValueError(
+                    "num_workers='auto': an IterableDataset is split among "
+                    "its workers, so their number cannot change while it "
+                    "runs; give num_workers=N")
             if shuffle not in {False, None}:
                 raise ValueError(
                     "DataLoader with IterableDataset: expected unspecified "

@@ -70,6 +70,17 @@ class Slow(Dataset):
         return torch.tensor([float(i)]), i
 
 
+def test_dataloader_auto_refuses_iterable_datasets():
+    from torch.utils.data import IterableDataset
+
+    class Stream(IterableDataset):
+        def __iter__(self):
+            return iter(range(8))
+
+    with pytest.raises(ValueError, match="IterableDataset"):
+        stoke.DataLoader(Stream(), batch_size=2, num_workers="auto")
+
+
 def test_dataloader_auto_same_batches_as_fixed():
     torch.manual_seed(0)
     auto = stoke.DataLoader(Slow(96), batch_size=8, shuffle=True,
