@@ -179,6 +179,47 @@ static void test_controller_grows_and_logs(void **state) {
   pair_free(&p);
 }
 
+/* Gating is real: with 2 workers active at most 2 samples are filled at
+** once, and with prefetch 1 at most one batch is ready while the caller
+** holds one (slots in use <= prefetch + consumer_slots), whatever the
+** threads and slots made. */
+static void test_gates_bound_workers_and_slots(void **state) {
+  (void)state;
+  tu_watchdog(TU_WATCHDOG_S);
+  tu_cb *cb = tu_cb_new(N);
+  cb->sleep_ns = 100000;
+  stoke_source *src = tu_cb_source(cb);
+  stoke_config c = config(src, 1);
+  c.warmup_epochs = 0;
+  stoke_loader *l = tu_loader(&c);
+  stoke__at_force(l, 2, 1);
+  tu_epoch *e = tu_epoch_new();
+  for (int ep = 0; ep < 2; ep++) {
+    memset(e, 0, sizeof *e);
+    stoke_batch *b;
+    int rc;
+    while ((rc = stoke_loader_next(l, &b)) == STOKE_OK) {
+      tu_check_batch(b, cb, e);
+      tu_sleep_ns(1000000); /* a step slower than the workers: the queue
+                               fills up to what the slots allow */
+      stoke_batch_release(b);
+    }
+    assert_int_equal(rc, STOKE_END);
+    assert_int_equal(e->n_samples, N);
+  }
+  assert_true(atomic_load(&cb->max_in_flight) <= 2);
+  stoke_stats st;
+  memset(&st, 0, sizeof st);
+  st.struct_size = sizeof st;
+  TU_OK(stoke_loader_stats(l, &st));
+  assert_true(st.steps > 0);
+  for (int d = 2; d < 16; d++) assert_int_equal(st.queue_depth_hist[d], 0);
+  stoke_loader_destroy(l);
+  stoke_source_destroy(src);
+  tu_cb_free(cb);
+  free(e);
+}
+
 static void test_config_errors_and_budget(void **state) {
   (void)state;
   tu_cb *cb = tu_cb_new(N);
@@ -241,6 +282,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_forced_changes_keep_order),
       cmocka_unit_test(test_controller_grows_and_logs),
+      cmocka_unit_test(test_gates_bound_workers_and_slots),
       cmocka_unit_test(test_config_errors_and_budget),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
