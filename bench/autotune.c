@@ -154,6 +154,7 @@ int main(int argc, char **argv) {
       stoke_stats st;
       st.struct_size = sizeof st;
       stoke_loader_stats(l, &st);
+      /* Samples over the measured steps' two clocks. */
       double wall = (double)(st.wait.total_ns + st.compute.total_ns) / 1e9;
       stoke_tune_point *p = &pts[n];
       memset(p, 0, sizeof *p);
@@ -237,11 +238,19 @@ int main(int argc, char **argv) {
     stoke_stats st;
     st.struct_size = sizeof st;
     stoke_loader_stats(l, &st);
+    /* As the sweep measures a point: samples over the steps' two clocks
+    ** (wall_samples_per_s: over the epoch's wall time, its end and start
+    ** included). */
+    stoke_epoch_stats es;
+    double steps_s = stoke_loader_epoch_stats(l, e, &es) == 0
+                         ? (double)(es.wait_ns + es.compute_ns) / 1e9
+                         : s;
     printf("{\"epoch\":{\"epoch\":%u,\"steps_end\":%llu,\"samples_per_s\":"
-           "%.1f,\"workers\":%u,\"prefetch\":%u,\"changes\":%u,"
-           "\"step_ms\":%.2f}}\n",
-           e, (unsigned long long)step, (double)samples / s, st.n_workers,
-           st.prefetch, changes, step_ms_at(step_ms, ch, n_ch, first));
+           "%.1f,\"wall_samples_per_s\":%.1f,\"workers\":%u,"
+           "\"prefetch\":%u,\"changes\":%u,\"step_ms\":%.2f}}\n",
+           e, (unsigned long long)step, (double)samples / steps_s,
+           (double)samples / s, st.n_workers, st.prefetch, changes,
+           step_ms_at(step_ms, ch, n_ch, first));
     fflush(stdout);
   }
   stoke_loader_destroy(l);

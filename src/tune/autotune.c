@@ -11,7 +11,7 @@
 **   1. a window right after a change is discarded (the queue refills);
 **   2. the change on trial is judged on the next one: a grow that did not
 **      make the step at least 3% faster, a shrink or a shallower prefetch
-**      that brought a stall back or made the step 5% slower, a deeper
+**      that waits over 3% or adds waiting of 3% of the step, a deeper
 **      prefetch that did not cut the waiting by a fifth: rolled back to the
 **      last known-good configuration, and the direction is closed (floor
 **      or ceiling) until the step changes;
@@ -171,9 +171,14 @@ static bool trial_failed(const stoke__at_state *st, int64_t step,
   case STOKE_AUTOTUNE_DEEPER:
     return wait > 0.8 * st->before_wait &&
            (double)step > 0.97 * before;
-  default: /* SHRINK, SHALLOWER: less must cost (almost) nothing */
+  default:
+    /* SHRINK, SHALLOWER: less must cost (almost) nothing.  Fewer workers
+    ** or slots cannot slow the consumer's own compute (they free cores),
+    ** so only the waiting they add counts: a step that changed meanwhile
+    ** is not mistaken for their cost. */
     return wait > STOKE__AT_SHRINK_WAIT ||
-           (double)step > (1 + STOKE__AT_SHRINK_SLOWER) * before;
+           (double)step * wait >
+               before * st->before_wait + STOKE__AT_SHRINK_SLOWER * before;
   }
 }
 

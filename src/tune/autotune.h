@@ -20,8 +20,9 @@
 ** numbers (no oscillation). */
 #define STOKE__AT_GROW_HEADROOM 0.05
 #define STOKE__AT_SHRINK_HEADROOM 0.20
-/* A shrink or shallower prefetch that waits more than this, or makes the
-** step this much slower, is rolled back: less must cost almost nothing. */
+/* A shrink or shallower prefetch that waits more than this share of the
+** step, or adds waiting of this share of it, is rolled back: less must
+** cost almost nothing. */
 #define STOKE__AT_SHRINK_WAIT 0.03
 #define STOKE__AT_SHRINK_SLOWER 0.03
 /* The consumer's compute per step moved this much: search again. */
