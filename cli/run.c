@@ -38,6 +38,29 @@ static const char *synth_kind_name(int kind) {
 
 int cli_parse_synthetic(const char *what, const char *s,
                         stoke_synthetic_config *synth) {
+  /* KIND:COST+sleep:WAIT: a mixed sample, the cost then a wait. */
+  const char *plus = strchr(s, '+');
+  synth->wait_ns = 0;
+  if (plus) {
+    char head[64];
+    if (strncmp(plus + 1, "sleep:", 6) != 0 ||
+        (size_t)(plus - s) >= sizeof head) {
+      cli_error("%s: a mixed sample is KIND:COST+sleep:WAIT, e.g. "
+                "spin:0.3ms+sleep:4ms, got '%s'", what, s);
+      return -1;
+    }
+    memcpy(head, s, (size_t)(plus - s));
+    head[plus - s] = '\0';
+    int64_t wait;
+    if (cli_parse_duration(what, plus + 7, NULL, &wait)) return -1;
+    if (cli_parse_synthetic(what, head, synth)) return -1;
+    if (synth->kind == STOKE_SYNTH_TENSOR) {
+      cli_error("%s: tensor takes no wait, got '%s'", what, s);
+      return -1;
+    }
+    synth->wait_ns = wait;
+    return 0;
+  }
   const char *colon = strchr(s, ':');
   size_t len = colon ? (size_t)(colon - s) : strlen(s);
   int kind;
@@ -125,9 +148,14 @@ void cli_fmt_synthetic(const stoke_synthetic_config *synth, char *buf,
     snprintf(buf, n, "tensor");
     return;
   }
-  char d[32];
+  char d[32], w[32];
   cli_fmt_duration(synth->cost_ns, d, sizeof(d));
-  snprintf(buf, n, "%s:%s", synth_kind_name(synth->kind), d);
+  if (synth->wait_ns > 0) {
+    cli_fmt_duration(synth->wait_ns, w, sizeof(w));
+    snprintf(buf, n, "%s:%s+sleep:%s", synth_kind_name(synth->kind), d, w);
+  } else {
+    snprintf(buf, n, "%s:%s", synth_kind_name(synth->kind), d);
+  }
 }
 
 void cli_fmt_source(const cli_run_spec *spec, size_t n_samples, char *buf,

@@ -102,6 +102,7 @@ static int synth_fill(stoke_source *src, stoke_sample *s) {
       sleep_calibrated(s, cost);
     else
       stoke__spin_cpu_ns(cost);
+    if (c->wait_ns > 0) sleep_calibrated(s, c->wait_ns);
     fill_noise(x, impl->x_elems, stoke_rng_u64(&s->rng));
   }
   int64_t label = (int64_t)(s->index % (c->n_classes ? c->n_classes : 1));
@@ -136,6 +137,11 @@ int stoke_source_create_synthetic(const stoke_synthetic_config *cfg,
     return stoke__set_tls_error(STOKE_EINVAL,
                                 "synthetic source: unknown cost dist %d",
                                 cfg->dist);
+  if (cfg->wait_ns < 0 || (cfg->wait_ns > 0 && cfg->kind == STOKE_SYNTH_TENSOR))
+    return stoke__set_tls_error(STOKE_EINVAL,
+                                "synthetic source: wait_ns %lld (it must be "
+                                "at least 0, and 0 for tensor)",
+                                (long long)cfg->wait_ns);
   if (cfg->cost_ns < 0)
     return stoke__set_tls_error(STOKE_EINVAL,
                                 "synthetic source: negative cost_ns %lld",
