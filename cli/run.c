@@ -102,9 +102,23 @@ int cli_parse_cost_dist(const char *what, const char *s,
     if (cli_parse_positive(what, s + 10, &synth->sigma))
       return -1;
     synth->dist = STOKE_COST_LOGNORMAL;
+  } else if (strncmp(s, "rare:", 5) == 0) {
+    /* rare:FRAC:FACTOR, e.g. rare:0.02:20: 2% of the samples 20x longer. */
+    char *end;
+    double f = strtod(s + 5, &end), r = 0;
+    if (*end == ':')
+      r = strtod(end + 1, &end);
+    if (*end || !(f > 0 && f < 1) || !(r >= 1 && r <= 1e6)) {
+      cli_error("%s: expected rare:FRAC:FACTOR with FRAC in (0, 1) and "
+                "FACTOR >= 1, e.g. rare:0.02:20, got '%s'", what, s);
+      return -1;
+    }
+    synth->dist = STOKE_COST_RARE;
+    synth->rare_frac = f;
+    synth->rare_factor = r;
   } else {
-    cli_error("%s: unknown cost distribution '%s' (expected fixed, exp or "
-              "lognormal:SIGMA)",
+    cli_error("%s: unknown cost distribution '%s' (expected fixed, exp, "
+              "lognormal:SIGMA or rare:FRAC:FACTOR)",
               what, s);
     return -1;
   }
@@ -183,6 +197,9 @@ void cli_fmt_cost_dist(const stoke_synthetic_config *synth, char *buf,
     break;
   case STOKE_COST_LOGNORMAL:
     snprintf(buf, n, "lognormal:%g", synth->sigma);
+    break;
+  case STOKE_COST_RARE:
+    snprintf(buf, n, "rare:%g:%g", synth->rare_frac, synth->rare_factor);
     break;
   default:
     snprintf(buf, n, "fixed");

@@ -277,7 +277,10 @@ typedef enum stoke_synthetic_kind {
 typedef enum stoke_cost_dist {
   STOKE_COST_FIXED = 1,     /* every sample costs cost_ns */
   STOKE_COST_EXP = 2,       /* exponential with mean cost_ns */
-  STOKE_COST_LOGNORMAL = 3  /* lognormal with mean cost_ns and log-sd sigma */
+  STOKE_COST_LOGNORMAL = 3, /* lognormal with mean cost_ns and log-sd sigma */
+  STOKE_COST_RARE = 4       /* since 0.2: a share rare_frac of the samples
+                               cost rare_factor x the others, the mean
+                               cost_ns: rare, very long samples */
 } stoke_cost_dist;
 
 typedef struct stoke_synthetic_config {
@@ -294,6 +297,8 @@ typedef struct stoke_synthetic_config {
   int64_t wait_ns;    /* since 0.2: a fixed wait after the cost, for a mixed
                          sample (SPIN: a CPU-burning decode, then a waiting
                          read); default 0 */
+  double rare_frac;   /* RARE: the share of long samples; default 0.02 */
+  double rare_factor; /* RARE: how much longer they are; default 20 */
 } stoke_synthetic_config;
 
 STOKE_API void stoke_synthetic_config_init(stoke_synthetic_config *cfg);
