@@ -250,11 +250,10 @@ def main():
 
     ok = [r for r in rows if "error" not in r]
     print("knee against exhaustive measurement: %d scenarios in %.0f s on "
-          "%d cores; tune ladder W %s K %s, exhaustive W 0..%d K %s; "
+          "%d cores; tune: the adaptive sweep; exhaustive W 0..%d K %s (the "
+          "waiting and mixed scenarios: their own range); "
           "--epochs %d%s" % (
               len(rows), wall, cores,
-              ",".join(map(str, ok[0]["tune_ladder_workers"])) if ok else "?",
-              ",".join(map(str, ok[0]["tune_ladder_prefetch"])) if ok else "?",
               a.max_j, a.prefetch_all, a.epochs,
               " --min-time " + a.min_time if a.min_time else ""))
     print("load average (1, 5, 15 min): %.2f %.2f %.2f before, %.2f %.2f "
