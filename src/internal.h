@@ -176,6 +176,11 @@ typedef struct stoke__source_ops {
   ** Nonzero poisons the loader with STOKE_ESAMPLE and err's text. */
   int (*batch_done)(stoke_source *src, const stoke_batch *b, char *err,
                     size_t cap);
+  /* Optional (since 0.2): a bound of one worker's scratch_create state at
+  ** its largest, for the host ledger; *basis a stoke_scratch_basis, *w x
+  ** *h the image it is of (0 when not an image). */
+  uint64_t (*scratch_bound)(const stoke_source *src, int *basis,
+                            uint32_t *w, uint32_t *h);
 } stoke__source_ops;
 
 /* A float field the source can also write as u8 pixels for the device to

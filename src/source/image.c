@@ -26,6 +26,7 @@
 #include "os/syscalls.h"
 #include "storage/blob.h"
 #include "source/image.h"
+#include "source/scratch.h"
 #include "transform/transform.h"
 
 typedef struct image_impl {
@@ -36,6 +37,7 @@ typedef struct image_impl {
                              normalise (stoke_sample.u8_form) */
   stoke_image_config cfg;
   char *transform_text;  /* owned copy of cfg.transform */
+  stoke__scratch_bound scratch; /* the largest image, for the ledger */
 } image_impl;
 
 typedef struct image_scratch {
@@ -167,12 +169,23 @@ bool stoke__source_u8_form(const stoke_source *src, stoke__u8_form *out) {
   return true;
 }
 
+static uint64_t image_scratch_bound(const stoke_source *src, int *basis,
+                                    uint32_t *w, uint32_t *h) {
+  const image_impl *im = src->impl;
+  *basis = im->scratch.basis;
+  *w = im->scratch.width;
+  *h = im->scratch.height;
+  return sizeof(image_scratch) +
+         stoke__scratch_bound_bytes(&im->scratch, (uint32_t)im->spec.out_w);
+}
+
 static const stoke__source_ops image_ops = {
     .fill = image_fill,
     .destroy = image_destroy,
     .describe = image_describe,
     .scratch_create = image_scratch_create,
-    .scratch_destroy = image_scratch_destroy};
+    .scratch_destroy = image_scratch_destroy,
+    .scratch_bound = image_scratch_bound};
 
 static bool ends_with(const char *s, const char *suffix) {
   size_t n = strlen(s), k = strlen(suffix);
@@ -295,6 +308,7 @@ int stoke__source_create_images_list(const char *const *paths,
           a, sys, &im->set, err, sizeof err);
     if (rc != 0) stoke__set_tls_error(rc, "%s", err);
   }
+  if (rc == 0) rc = stoke__scratch_probe(im->set, cfg, a, &im->scratch);
   stoke_source *src = NULL;
   if (rc == 0) {
     src = stoke__calloc(a, 1, sizeof *src);

@@ -119,6 +119,9 @@ int stoke__blobset_format(const stoke__blobset *s, size_t i);
 /* Width/height from the packed index; 0 = unknown (always, for others). */
 void stoke__blobset_dims(const stoke__blobset *s, size_t i, uint32_t *width,
                          uint32_t *height);
+/* Encoded bytes of sample i from the index (packed, tar); 0 = unknown
+** (folder, without a stat). */
+uint64_t stoke__blobset_bytes(const stoke__blobset *s, size_t i);
 /* Class names (folder: the folder names; others: none). */
 size_t stoke__blobset_n_classes(const stoke__blobset *s);
 const char *stoke__blobset_class_name(const stoke__blobset *s, size_t c);
@@ -222,6 +225,8 @@ typedef struct stoke__blob_ops {
   void (*done)(const void *impl, size_t i, const uint8_t *ptr, size_t len);
   /* Optional: stoke__blobset_files. */
   size_t (*files)(const void *impl, const char *const **paths);
+  /* Optional: stoke__blobset_bytes. */
+  uint64_t (*bytes)(const void *impl, size_t i);
 } stoke__blob_ops;
 
 /* Growable list of strings with optional reasons, for class names and

@@ -120,7 +120,7 @@ static int folder_read(const void *impl, size_t i, stoke__blob_reader *r,
 
 static const stoke__blob_ops folder_ops = {
     "folder", folder_label, folder_format, NULL,
-    folder_describe, folder_read, folder_destroy, NULL, NULL,
+    folder_describe, folder_read, folder_destroy, NULL, NULL, NULL,
 };
 
 /* ---- the walk ------------------------------------------------------------ */

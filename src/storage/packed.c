@@ -111,6 +111,13 @@ static void packed_dims(const void *impl, size_t i, uint32_t *w,
   *h = stoke__le32(e + 28);
 }
 
+static uint64_t packed_bytes(const void *impl, size_t i) {
+  const uint8_t *e;
+  size_t local;
+  locate(impl, i, &e, &local);
+  return stoke__le64(e + 8);
+}
+
 static void packed_describe(const void *impl, size_t i, char *buf,
                             size_t cap) {
   const uint8_t *e;
@@ -179,7 +186,7 @@ static size_t packed_files(const void *impl, const char *const **paths) {
 static const stoke__blob_ops packed_ops = {
     "packed", packed_label, packed_format, packed_dims,
     packed_describe, packed_read, packed_destroy, packed_done,
-    packed_files,
+    packed_files, packed_bytes,
 };
 
 /* ---- validation ---------------------------------------------------------- */

@@ -115,7 +115,7 @@ static int tar_read(const void *impl, size_t i, stoke__blob_reader *r,
 
 static const stoke__blob_ops tar_ops = {
     "tar", tar_label, tar_format, NULL, tar_describe, tar_read, tar_destroy,
-    NULL, NULL,
+    NULL, NULL, NULL,
 };
 
 /* ---- header fields ------------------------------------------------------- */
