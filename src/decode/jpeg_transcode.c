@@ -178,3 +178,74 @@ int stoke__jpeg_transcode(stoke__decoder *d, const uint8_t *data, size_t n,
   stoke__free(a, t);
   return rc;
 }
+
+/* ---- encoding pixels (stoke pack --max-side) ------------------------------ */
+
+/* Below the setjmp of stoke__jpeg_encode. */
+static void encode(tc_ctx *t, const uint8_t *rgb, uint32_t w, uint32_t h,
+                   size_t stride, int quality) {
+  jpeg_create_compress(&t->co);
+  t->co_made = true;
+  t->dest.buf = stoke__alloc(t->dest.a, t->dest.cap);
+  if (!t->dest.buf) ERREXIT1(&t->co, JERR_OUT_OF_MEMORY, 0);
+  t->co.dest = &t->dest.pub;
+  t->co.image_width = w;
+  t->co.image_height = h;
+  t->co.input_components = 3;
+  t->co.in_color_space = JCS_RGB;
+  jpeg_set_defaults(&t->co); /* YCbCr 4:2:0: 16-pixel MCUs, baseline */
+  jpeg_set_quality(&t->co, quality, TRUE);
+  t->co.optimize_coding = TRUE;
+  t->co.dct_method = JDCT_ISLOW;
+  /* A restart marker every MCU: every interval is 16 pixels wide, so
+  ** crops cut as from `stoke pack`'s lossless rewrite. */
+  t->co.restart_in_rows = 0;
+  t->co.restart_interval = 1;
+  jpeg_start_compress(&t->co, TRUE);
+  while (t->co.next_scanline < h) {
+    JSAMPROW row = (JSAMPROW)(rgb + (size_t)t->co.next_scanline * stride);
+    jpeg_write_scanlines(&t->co, &row, 1);
+  }
+  jpeg_finish_compress(&t->co);
+}
+
+int stoke__jpeg_encode(stoke__decoder *d, const uint8_t *rgb, uint32_t w,
+                       uint32_t h, size_t stride, int quality, uint8_t **out,
+                       size_t *out_n, char *err, size_t cap) {
+  *out = NULL;
+  *out_n = 0;
+  if (!rgb || w == 0 || h == 0 || stride < 3 * (size_t)w || quality < 1 ||
+      quality > 100)
+    return stoke__errf(err, cap, STOKE_EINVAL,
+                       "JPEG encode: %ux%u, stride %zu, quality %d", w, h,
+                       stride, quality);
+  const stoke_allocator *a = d->opts.alloc;
+  tc_ctx *t = stoke__calloc(a, 1, sizeof *t);
+  if (!t)
+    return stoke__errf(err, cap, STOKE_ENOMEM, "JPEG encode: out of memory");
+  t->co.err = jpeg_std_error(&t->ce.pub);
+  t->ce.pub.error_exit = tc_exit;
+  t->ce.pub.output_message = tc_silent;
+  t->ce.jmp = &d->jerr.jmp;
+  t->ce.err = err;
+  t->ce.cap = cap;
+  /* About a bit a pixel at quality 90; the buffer doubles as needed. */
+  t->dest = (tc_dest){.a = a, .cap = (size_t)w * h / 4 + 4096};
+  t->dest.pub.init_destination = dest_init;
+  t->dest.pub.empty_output_buffer = dest_grow;
+  t->dest.pub.term_destination = dest_term;
+  int rc;
+  if (setjmp(d->jerr.jmp)) {
+    rc = t->ce.code ? t->ce.code : STOKE_EFORMAT;
+  } else {
+    encode(t, rgb, w, h, stride, quality);
+    *out = t->dest.buf;
+    *out_n = t->dest.cap - t->dest.pub.free_in_buffer;
+    t->dest.buf = NULL; /* now the caller's */
+    rc = 0;
+  }
+  if (t->co_made) jpeg_destroy_compress(&t->co);
+  stoke__free(a, t->dest.buf);
+  stoke__free(a, t);
+  return rc;
+}

@@ -328,6 +328,8 @@ int stoke__bad_sample(stoke_loader *l, worker *w, stoke_batch *b, size_t pos,
 }
 
 void stoke__bad_compact(stoke_loader *l, stoke_batch *b) {
+  /* Example echoing: every copy's view closes the same gaps. */
+  unsigned copies = l->echo_example ? l->echo : 1;
   size_t kept = 0;
   for (size_t i = 0; i < b->n; i++) {
     if (b->skip[i]) continue;
@@ -335,8 +337,10 @@ void stoke__bad_compact(stoke_loader *l, stoke_batch *b) {
       b->indices[kept] = b->indices[i];
       for (size_t f = 0; f < l->src->n_fields; f++) {
         size_t fb = l->field_bytes[f];
-        memmove((char *)b->data[f] + kept * fb, (char *)b->data[f] + i * fb,
-                fb);
+        for (unsigned j = 0; j < copies; j++) {
+          char *base = (char *)b->data[f] + j * l->cfg.batch_size * fb;
+          memmove(base + kept * fb, base + i * fb, fb);
+        }
       }
     }
     kept++;

@@ -170,7 +170,8 @@ static int tensors_fill(stoke_source *src, stoke_sample *s) {
 
 static void tensors_destroy(stoke_source *src) { stoke__free(NULL, src->impl); }
 
-static const stoke__source_ops tensors_ops = {tensors_fill, tensors_destroy, NULL, NULL, NULL};
+static const stoke__source_ops tensors_ops = {.fill = tensors_fill,
+                                              .destroy = tensors_destroy};
 
 static int finish_create(stoke_source *src, int rc, stoke_source **out) {
   if (rc != 0) {
@@ -231,7 +232,8 @@ static int callback_fill(stoke_source *src, stoke_sample *s) {
 
 static void callback_destroy(stoke_source *src) { stoke__free(NULL, src->impl); }
 
-static const stoke__source_ops callback_ops = {callback_fill, callback_destroy, NULL, NULL, NULL};
+static const stoke__source_ops callback_ops = {.fill = callback_fill,
+                                               .destroy = callback_destroy};
 
 int stoke_source_create_callback(size_t n_samples, size_t n_fields,
                                  const stoke_field_desc *fields,
