@@ -1305,6 +1305,9 @@ typedef struct stoke_model {
                              ns on a core (Linux schedstat of the live
                              threads named stoke-w*), or -1: unknown, t_io
                              then uses the max(1, A/P) estimate */
+  unsigned echo;          /* the run's data echoing (1: none); the times
+                             above are then per delivered sample, the
+                             producer's over echo (since 0.3) */
 } stoke_model;
 
 /* Fill m from a snapshot.  cfg (borrowed, may be NULL) gives B and

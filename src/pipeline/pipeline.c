@@ -34,6 +34,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "pipeline.h"
 #include "device/device.h"
+#include "storage/cache.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -613,6 +614,13 @@ static int device_failed(stoke_loader *l, int rc, const char *msg) {
   return rc;
 }
 
+/* The epoch's END (mu not held): its record, and the packed cache
+** publishes what the epoch wrote, so that the next one reads it. */
+static void end_of_epoch(stoke_loader *l, int64_t now) {
+  stoke__record_epoch(l, now);
+  if (l->cache) stoke__cache_cut(l->cache);
+}
+
 static int next_until(stoke_loader *l, stoke_batch **out, int64_t deadline) {
   if (!l || !out) return STOKE_EINVAL;
   *out = NULL;
@@ -639,7 +647,7 @@ static int next_until(stoke_loader *l, stoke_batch **out, int64_t deadline) {
   if (l->n_delivered == l->plan.n_batches && !l->echo_cur) {
     l->epoch_active = false;
     pthread_mutex_unlock(&l->mu);
-    stoke__record_epoch(l, t_enter);
+    end_of_epoch(l, t_enter);
     return STOKE_END;
   }
   bool measured = retry ? l->pending_measured : step_is_measured(l);
@@ -719,7 +727,7 @@ again:
     if (l->n_delivered == l->plan.n_batches) {
       l->epoch_active = false;
       pthread_mutex_unlock(&l->mu);
-      stoke__record_epoch(l, t_enter);
+      end_of_epoch(l, t_enter);
       return STOKE_END;
     }
     b = deliverable(l, &depth);
@@ -855,7 +863,7 @@ int stoke_loader_end_epoch(stoke_loader *l) {
   stoke_batch *echoed = stoke__echo_cancel_locked(l);
   pthread_mutex_unlock(&l->mu);
   if (echoed) stoke__release_slot(echoed, l->cfg.cuda_stream);
-  stoke__record_epoch(l, now);
+  end_of_epoch(l, now);
   return 0;
 }
 

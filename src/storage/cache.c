@@ -318,7 +318,7 @@ static void *writer_main(void *arg) {
   for (;;) {
     while (!c->head && !c->stop && !c->cut)
       pthread_cond_wait(&c->cv, &c->mu);
-    if (c->stop) break;
+    if (c->stop && !c->head) break; /* what was queued is written first */
     item *it = c->head;
     bool cut = !it && c->cut;
     if (it) {
@@ -343,14 +343,7 @@ static void *writer_main(void *arg) {
     c->busy = false;
     pthread_cond_broadcast(&c->cv);
   }
-  /* Stopped: what is queued is not written; what is written is kept. */
-  while (c->head) {
-    item *it = c->head;
-    c->head = it->next;
-    stoke__free(c->a, it);
-  }
-  c->tail = NULL;
-  c->queued = 0;
+  /* Stopped, the queue written: the shard in progress is published. */
   pthread_mutex_unlock(&c->mu);
   publish(c);
   return NULL;

@@ -39,8 +39,9 @@ uint64_t stoke__cache_host_bytes(size_t n_samples);
 ** STOKE_ETHREAD, with err set. */
 int stoke__cache_open(const stoke__blobset *set, const stoke__cache_opts *o,
                       stoke__cache **out, char *err, size_t cap);
-/* Stop the writer (what is queued is dropped), publish the shard it was
-** writing (complete, under its final name) and free.  NULL: no-op. */
+/* Stop the writer once it has written what is queued (at most
+** STOKE__CACHE_QUEUE_BYTES), publish the shard it was writing (complete,
+** under its final name) and free.  NULL: no-op. */
 void stoke__cache_close(stoke__cache *c);
 
 /* The bytes of sample i: from a published shard (zero copy, valid until

@@ -170,6 +170,7 @@ static void test_resize(void **state) {
   stoke_source *pl =
       tu_open_images(glob, "random-resized-crop=32,flip,chw,u8");
   stoke_config c = tu_config(pl, 2, 1, 3);
+  c.prefetch_next_epoch = 0; /* the statistics: this epoch's samples */
   stoke_loader *l = tu_loader(&c);
   stoke_batch *b;
   size_t seen = 0;
@@ -180,6 +181,15 @@ static void test_resize(void **state) {
   }
   TU_RC_L(l, rc, STOKE_END);
   assert_int_equal(seen, 4);
+  /* The doctor's view of the stored images: sizes from their headers,
+  ** and the side the transform keeps (2 x 32, in multiples of 128). */
+  stoke_stats st = {.struct_size = sizeof st};
+  TU_OK(stoke_loader_stats(l, &st));
+  assert_int_equal(st.images, 4);
+  assert_true(st.image_side_mean == (64 + 50 + 64 + 64) / 4.0);
+  assert_true(st.image_pixels_mean ==
+              (64.0 * 43 + 50 * 40 + 48 * 64 + 25 * 64) / 4);
+  assert_int_equal(st.image_keep_side, 128);
   stoke_loader_destroy(l);
   stoke_source_destroy(pl);
   stoke_source_destroy(orig);
