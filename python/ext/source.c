@@ -252,7 +252,13 @@ int sk_config_from_dict(PyObject *d, stoke_config *c) {
       sk_dict_uint(d, "device_prefetch", &c->device_prefetch) ||
       sk_dict_int(d, "pin_memory", &c->pin_memory) ||
       sk_dict_int(d, "device_normalize", &c->device_normalize) ||
-      sk_dict_int(d, "clock", &c->clock))
+      sk_dict_int(d, "clock", &c->clock) ||
+      sk_dict_uint(d, "echo", &c->echo) ||
+      sk_dict_int(d, "echo_mode", &c->echo_mode) ||
+      sk_dict_u64(d, "shuffle_block_bytes", &c->shuffle_block_bytes) ||
+      sk_dict_uint(d, "shuffle_window", &c->shuffle_window) ||
+      sk_dict_u64(d, "cache_max_bytes", &c->cache_max_bytes) ||
+      sk_dict_u64(d, "ram_cache_bytes", &c->ram_cache_bytes))
     return -1;
   uint64_t stream = c->cuda_stream;
   if (sk_dict_u64(d, "cuda_stream", &stream)) return -1;
@@ -266,6 +272,9 @@ int sk_config_from_dict(PyObject *d, stoke_config *c) {
   Py_DECREF(o);
   if (!(o = sk_dict_str(d, "cuda_library", &v))) return -1;
   if (v) c->cuda_library = v;
+  Py_DECREF(o);
+  if (!(o = sk_dict_str(d, "cache_dir", &v))) return -1;
+  if (v) c->cache_dir = v;
   Py_DECREF(o);
   return 0;
 }

@@ -68,7 +68,8 @@ class Loader:
     output: str
     names: Tuple[str, ...]
     closed: bool
-    def __init__(self, source: Source, batch_size: int, *, shuffle: bool = ...,
+    def __init__(self, source: Source, batch_size: int, *,
+                 shuffle: Union[bool, str] = ...,
                  seed: int = ..., num_workers: Union[int, str] = ..., prefetch: int = ...,
                  drop_last: bool = ..., transform: Optional[str] = ...,
                  rank: Optional[int] = ..., world_size: Optional[int] = ...,
@@ -82,7 +83,12 @@ class Loader:
                  device_prefetch: int = ..., pin_memory: Optional[bool] = ...,
                  device_normalize: bool = ..., cuda_library: Optional[str] = ...,
                  cuda_stream: Optional[int] = ...,
-                 release_stream: Union[None, int, Callable[[], Any]] = ...) -> None: ...
+                 release_stream: Union[None, int, Callable[[], Any]] = ...,
+                 block_window: Optional[int] = ..., echo: int = ...,
+                 echo_mode: str = ...,
+                 cache: Union[str, PathLike, None] = ...,
+                 cache_max: Union[int, str, None] = ...,
+                 ram_cache: Union[bool, int, str, None] = ...) -> None: ...
     def __iter__(self) -> "Loader": ...
     def __next__(self) -> Any: ...
     def __len__(self) -> int: ...
