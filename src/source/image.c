@@ -62,8 +62,8 @@ static int read_bytes(const image_impl *im, stoke_sample *s,
                       image_scratch *sc, const uint8_t **bytes, size_t *n,
                       char *err, size_t cap) {
   if (s->cache)
-    return stoke__cache_read(s->cache, im->set, s->index, &sc->reader, bytes,
-                             n, err, cap);
+    return stoke__cache_read(s->cache, im->set, s->index, &sc->reader,
+                             sc->dec, bytes, n, err, cap);
   return stoke__blobset_read(im->set, s->index, &sc->reader, bytes, n, err,
                              cap);
 }

@@ -36,8 +36,8 @@
 ** too, and is reported in the statistics: the loader goes on reading the
 ** source.
 **
-** Threads and locks: the writer thread (stoke-cache) owns the pack writer
-** and its decoder; mu guards the queue and the flags.  The map (one
+** Threads and locks: the writer thread (stoke-cache) owns the pack
+** writer; mu guards the queue and the flags.  The map (one
 ** atomic word per sample: 0 not held, PENDING queued or being written,
 ** else shard and entry) is published with release stores after the
 ** shard's blobset is in the table, and read with acquire loads. */
@@ -63,6 +63,8 @@ typedef struct item {
   struct item *next;
   size_t index;
   size_t len;
+  uint32_t width, height;
+  int format;      /* STOKE__BLOB_* */
   uint8_t bytes[]; /* len */
 } item;
 
@@ -80,7 +82,6 @@ struct stoke__cache {
   stoke__thread *thread;
   /* The writer thread's own. */
   stoke__pack_writer *w;
-  stoke__decoder *dec;
   uint64_t shard_start;      /* stoke__pack_writer_bytes at its start */
 
   pthread_mutex_t mu;
@@ -254,27 +255,10 @@ static bool write_one(stoke__cache *c, const item *it) {
   uint64_t disk = c->disk;
   pthread_mutex_unlock(&c->mu);
   if (full) return false;
-  const uint8_t *bytes = it->bytes;
-  size_t len = it->len;
-  uint8_t *rewritten = NULL;
-  size_t rn = 0;
-  /* Restart cuts, as stoke pack; a JPEG the rewrite cannot take is kept. */
-  if (stoke__jpeg_transcode(c->dec, bytes, len, &rewritten, &rn, err,
-                            sizeof err) == 0 && rewritten) {
-    bytes = rewritten;
-    len = rn;
-  }
-  stoke__img_info info;
-  memset(&info, 0, sizeof info);
-  if (!stoke__decode_peek(bytes, len, &info))
-    stoke__decode_probe(c->dec, bytes, len, &info, err, sizeof err);
-  int format = info.format == STOKE__IMG_JPEG  ? STOKE__BLOB_JPEG
-               : info.format == STOKE__IMG_PNG ? STOKE__BLOB_PNG
-                                               : STOKE__BLOB_UNKNOWN;
   bool ok = true;
   uint64_t in_shard = c->w ? stoke__pack_writer_bytes(c->w) - c->shard_start
                            : 0;
-  if (c->max_bytes && disk + in_shard + len + 8192 > c->max_bytes) {
+  if (c->max_bytes && disk + in_shard + it->len + 8192 > c->max_bytes) {
     stop_writing(c, NULL); /* the budget: not an error */
     ok = false;
   } else if (!c->w) {
@@ -294,16 +278,15 @@ static bool write_one(stoke__cache *c, const item *it) {
     }
   }
   if (ok &&
-      stoke__pack_writer_add_mapped(c->w, it->index, bytes, len,
+      stoke__pack_writer_add_mapped(c->w, it->index, it->bytes, it->len,
                                     stoke__blobset_label(c->set, it->index),
-                                    info.width, info.height, format, err,
+                                    it->width, it->height, it->format, err,
                                     sizeof err) != 0) {
     stop_writing(c, err);
     stoke__pack_writer_destroy(c->w); /* its .tmp goes */
     c->w = NULL;
     ok = false;
   }
-  stoke__free(c->a, rewritten);
   if (ok) {
     atomic_fetch_add_explicit(&c->written, 1, memory_order_relaxed);
     if (stoke__pack_writer_bytes(c->w) - c->shard_start >= c->shard_bytes)
@@ -319,14 +302,17 @@ static void *writer_main(void *arg) {
     while (!c->head && !c->stop && !c->cut)
       pthread_cond_wait(&c->cv, &c->mu);
     if (c->stop && !c->head) break; /* what was queued is written first */
-    item *it = c->head;
-    bool cut = !it && c->cut;
-    if (it) {
+    /* An epoch ended: what it wrote is published before anything newer,
+    ** so that the next epoch reads it. */
+    bool cut = c->cut;
+    item *it = NULL;
+    if (cut) {
+      c->cut = false;
+    } else {
+      it = c->head;
       c->head = it->next;
       if (!c->head) c->tail = NULL;
       c->queued -= it->len;
-    } else {
-      c->cut = false;
     }
     c->busy = true;
     pthread_mutex_unlock(&c->mu);
@@ -355,7 +341,6 @@ static void free_cache(stoke__cache *c) {
   size_t k = atomic_load_explicit(&c->n_shards, memory_order_relaxed);
   for (size_t i = 0; i < k; i++) stoke__blobset_close(c->shards[i]);
   stoke__pack_writer_destroy(c->w);
-  stoke__decoder_destroy(c->dec);
   stoke__free(c->a, c->shards);
   stoke__free(c->a, (void *)c->map);
   pthread_cond_destroy(&c->cv);
@@ -400,10 +385,7 @@ int stoke__cache_open(const stoke__blobset *set, const stoke__cache_opts *o,
   }
   c->map = stoke__calloc(c->a, n ? n : 1, sizeof *c->map);
   c->shards = stoke__calloc(c->a, STOKE__CACHE_MAX_SHARDS, sizeof *c->shards);
-  stoke__decoder_opts dopts;
-  stoke__decoder_opts_init(&dopts);
-  dopts.alloc = c->a;
-  if (!c->map || !c->shards || stoke__decoder_create(&dopts, &c->dec) != 0) {
+  if (!c->map || !c->shards) {
     free_cache(c);
     return stoke__errf(err, cap, STOKE_ENOMEM, "cache: out of memory");
   }
@@ -439,27 +421,42 @@ const char *stoke__cache_path(const stoke__cache *c) { return c->path; }
 
 /* ---- reading ---------------------------------------------------------------- */
 
-/* Queue a copy of sample i's bytes for the writer, unless the queue is
-** full, the writing stopped, or someone queued or wrote it already. */
-static void offer(stoke__cache *c, size_t i, const uint8_t *bytes,
-                  size_t len) {
+/* Queue sample i's bytes for the writer, rewritten with restart cuts by
+** the reading worker (dec, its decoder), unless the queue is full, the
+** writing stopped, or someone queued or wrote it already. */
+static void offer(stoke__cache *c, stoke__decoder *dec, size_t i,
+                  const uint8_t *bytes, size_t len) {
   uint64_t none = 0;
   if (!atomic_compare_exchange_strong_explicit(&c->map[i], &none, PENDING,
                                                memory_order_relaxed,
                                                memory_order_relaxed))
     return;
   pthread_mutex_lock(&c->mu);
+  /* Room for the bytes as read; a rewrite is about their size (the bench
+  ** corpus: 106.1 MB in, 107.2 MB out), and may take 10% more. */
+  size_t want = len + len / 8 + 1024;
   bool room = !c->full && !c->stop &&
-              c->queued + len <= STOKE__CACHE_QUEUE_BYTES;
-  if (room) c->queued += len; /* reserved before the allocation */
+              c->queued + want <= STOKE__CACHE_QUEUE_BYTES;
+  if (room) c->queued += want; /* reserved before the allocation */
   pthread_mutex_unlock(&c->mu);
+  uint8_t *rewritten = NULL;
+  size_t rn = 0;
+  char err[STOKE__ERRMSG_CAP];
+  /* Restart cuts, as stoke pack; a JPEG the rewrite cannot take is kept. */
+  if (room && stoke__jpeg_transcode(dec, bytes, len, &rewritten, &rn, err,
+                                    sizeof err) == 0 && rewritten &&
+      rn <= want) {
+    bytes = rewritten;
+    len = rn;
+  }
   item *it = room ? stoke__alloc(c->a, sizeof *it + len) : NULL;
   if (!it) {
     if (room) {
       pthread_mutex_lock(&c->mu);
-      c->queued -= len;
+      c->queued -= want;
       pthread_mutex_unlock(&c->mu);
     }
+    stoke__free(c->a, rewritten);
     atomic_store_explicit(&c->map[i], 0, memory_order_relaxed);
     atomic_fetch_add_explicit(&c->dropped, 1, memory_order_relaxed);
     return;
@@ -468,7 +465,18 @@ static void offer(stoke__cache *c, size_t i, const uint8_t *bytes,
   it->index = i;
   it->len = len;
   memcpy(it->bytes, bytes, len);
+  stoke__free(c->a, rewritten);
+  stoke__img_info info;
+  memset(&info, 0, sizeof info);
+  if (!stoke__decode_peek(it->bytes, len, &info))
+    stoke__decode_probe(dec, it->bytes, len, &info, err, sizeof err);
+  it->width = info.width;
+  it->height = info.height;
+  it->format = info.format == STOKE__IMG_JPEG  ? STOKE__BLOB_JPEG
+               : info.format == STOKE__IMG_PNG ? STOKE__BLOB_PNG
+                                               : STOKE__BLOB_UNKNOWN;
   pthread_mutex_lock(&c->mu);
+  c->queued -= want - len; /* what it holds */
   if (c->tail)
     c->tail->next = it;
   else
@@ -489,8 +497,9 @@ static bool held(stoke__cache *c, size_t i, stoke__blobset **shard,
 }
 
 int stoke__cache_read(stoke__cache *c, const stoke__blobset *set, size_t i,
-                      stoke__blob_reader *r, const uint8_t **ptr,
-                      size_t *len, char *err, size_t cap) {
+                      stoke__blob_reader *r, stoke__decoder *dec,
+                      const uint8_t **ptr, size_t *len, char *err,
+                      size_t cap) {
   stoke__blobset *shard;
   size_t entry;
   if (i < c->n && held(c, i, &shard, &entry) &&
@@ -499,7 +508,7 @@ int stoke__cache_read(stoke__cache *c, const stoke__blobset *set, size_t i,
     return 0;
   }
   int rc = stoke__blobset_read(set, i, r, ptr, len, err, cap);
-  if (rc == 0 && i < c->n) offer(c, i, *ptr, *len);
+  if (rc == 0 && i < c->n) offer(c, dec, i, *ptr, *len);
   return rc;
 }
 

@@ -45,11 +45,15 @@ int stoke__cache_open(const stoke__blobset *set, const stoke__cache_opts *o,
 void stoke__cache_close(stoke__cache *c);
 
 /* The bytes of sample i: from a published shard (zero copy, valid until
-** close), else read from set into r, as stoke__blobset_read, and offered
-** to the writer.  Any thread, one reader per thread. */
+** close), else read from set into r, as stoke__blobset_read, and (the
+** first time) rewritten with restart cuts with dec, the caller's decoder,
+** and queued for the writer.  Any thread, one reader and decoder per
+** thread. */
+struct stoke__decoder;
 int stoke__cache_read(stoke__cache *c, const stoke__blobset *set, size_t i,
-                      stoke__blob_reader *r, const uint8_t **ptr,
-                      size_t *len, char *err, size_t cap);
+                      stoke__blob_reader *r, struct stoke__decoder *dec,
+                      const uint8_t **ptr, size_t *len, char *err,
+                      size_t cap);
 /* Done with bytes stoke__cache_read gave for sample i. */
 void stoke__cache_done(stoke__cache *c, const stoke__blobset *set, size_t i,
                        const uint8_t *ptr, size_t len);
