@@ -531,10 +531,17 @@ void stoke__cache_cut(stoke__cache *c) {
 
 void stoke__cache_sync(stoke__cache *c) {
   pthread_mutex_lock(&c->mu);
-  c->cut = true;
-  pthread_cond_broadcast(&c->cv);
-  while (!c->stop && (c->head || c->cut || c->busy))
-    pthread_cond_wait(&c->cv, &c->mu);
+  for (;;) {
+    /* Everything queued written, then published (a cut goes before the
+    ** queue: asked first, it would publish before the writing). */
+    while (!c->stop && (c->head || c->busy))
+      pthread_cond_wait(&c->cv, &c->mu);
+    c->cut = true;
+    pthread_cond_broadcast(&c->cv);
+    while (!c->stop && (c->cut || c->busy))
+      pthread_cond_wait(&c->cv, &c->mu);
+    if (c->stop || !c->head) break;
+  }
   pthread_mutex_unlock(&c->mu);
 }
 
