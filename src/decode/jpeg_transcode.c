@@ -90,6 +90,40 @@ typedef struct tc_ctx {
   bool co_made;
 } tc_ctx;
 
+/* A compress side for decoder d writing into a buffer of dest_cap bytes
+** (doubled as needed); its errors longjmp to d's handler.  NULL when out
+** of memory. */
+static tc_ctx *tc_new(stoke__decoder *d, size_t dest_cap, char *err,
+                      size_t cap) {
+  const stoke_allocator *a = d->opts.alloc;
+  tc_ctx *t = stoke__calloc(a, 1, sizeof *t);
+  if (!t) return NULL;
+  t->co.err = jpeg_std_error(&t->ce.pub);
+  t->ce.pub.error_exit = tc_exit;
+  t->ce.pub.output_message = tc_silent;
+  t->ce.jmp = &d->jerr.jmp;
+  t->ce.err = err;
+  t->ce.cap = cap;
+  t->dest = (tc_dest){.a = a, .cap = dest_cap};
+  t->dest.pub.init_destination = dest_init;
+  t->dest.pub.empty_output_buffer = dest_grow;
+  t->dest.pub.term_destination = dest_term;
+  return t;
+}
+
+/* What t wrote becomes the caller's (*out, *out_n). */
+static void tc_take(tc_ctx *t, uint8_t **out, size_t *out_n) {
+  *out = t->dest.buf;
+  *out_n = t->dest.cap - t->dest.pub.free_in_buffer;
+  t->dest.buf = NULL;
+}
+
+static void tc_free(stoke__decoder *d, tc_ctx *t) {
+  if (t->co_made) jpeg_destroy_compress(&t->co);
+  stoke__free(d->opts.alloc, t->dest.buf);
+  stoke__free(d->opts.alloc, t);
+}
+
 /* The largest divisor of the MCUs in a row that keeps an interval at most
 ** STOKE__JPEG_CUT_PX wide (1 for 16-pixel MCUs, 2 for 8-pixel ones when
 ** even; 1 for MCUs wider than that). */
@@ -147,35 +181,20 @@ int stoke__jpeg_transcode(stoke__decoder *d, const uint8_t *data, size_t n,
                                 cap);
   if (rc != 0) return rc;
 
-  const stoke_allocator *a = d->opts.alloc;
-  tc_ctx *t = stoke__calloc(a, 1, sizeof *t);
+  tc_ctx *t = tc_new(d, n + n / 8 + 1024, err, cap);
   if (!t)
     return stoke__errf(err, cap, STOKE_ENOMEM,
                        "JPEG rewrite: out of memory");
-  t->co.err = jpeg_std_error(&t->ce.pub);
-  t->ce.pub.error_exit = tc_exit;
-  t->ce.pub.output_message = tc_silent;
-  t->ce.jmp = &d->jerr.jmp;
-  t->ce.err = err;
-  t->ce.cap = cap;
-  t->dest = (tc_dest){.a = a, .cap = n + n / 8 + 1024};
-  t->dest.pub.init_destination = dest_init;
-  t->dest.pub.empty_output_buffer = dest_grow;
-  t->dest.pub.term_destination = dest_term;
   if (setjmp(d->jerr.jmp)) {
     /* jpeg.c's handler wrote the message of a decode-side error. */
     jpeg_abort_decompress(&d->cinfo);
     rc = t->ce.code ? t->ce.code : d->jerr.code;
   } else {
     rewrite(d, t, data, n, err, cap);
-    *out = t->dest.buf;
-    *out_n = t->dest.cap - t->dest.pub.free_in_buffer;
-    t->dest.buf = NULL; /* now the caller's */
+    tc_take(t, out, out_n);
     rc = 0;
   }
-  if (t->co_made) jpeg_destroy_compress(&t->co);
-  stoke__free(a, t->dest.buf);
-  stoke__free(a, t);
+  tc_free(d, t);
   return rc;
 }
 
@@ -219,33 +238,18 @@ int stoke__jpeg_encode(stoke__decoder *d, const uint8_t *rgb, uint32_t w,
     return stoke__errf(err, cap, STOKE_EINVAL,
                        "JPEG encode: %ux%u, stride %zu, quality %d", w, h,
                        stride, quality);
-  const stoke_allocator *a = d->opts.alloc;
-  tc_ctx *t = stoke__calloc(a, 1, sizeof *t);
+  /* About a bit a pixel at quality 90; the buffer doubles as needed. */
+  tc_ctx *t = tc_new(d, (size_t)w * h / 4 + 4096, err, cap);
   if (!t)
     return stoke__errf(err, cap, STOKE_ENOMEM, "JPEG encode: out of memory");
-  t->co.err = jpeg_std_error(&t->ce.pub);
-  t->ce.pub.error_exit = tc_exit;
-  t->ce.pub.output_message = tc_silent;
-  t->ce.jmp = &d->jerr.jmp;
-  t->ce.err = err;
-  t->ce.cap = cap;
-  /* About a bit a pixel at quality 90; the buffer doubles as needed. */
-  t->dest = (tc_dest){.a = a, .cap = (size_t)w * h / 4 + 4096};
-  t->dest.pub.init_destination = dest_init;
-  t->dest.pub.empty_output_buffer = dest_grow;
-  t->dest.pub.term_destination = dest_term;
   int rc;
   if (setjmp(d->jerr.jmp)) {
     rc = t->ce.code ? t->ce.code : STOKE_EFORMAT;
   } else {
     encode(t, rgb, w, h, stride, quality);
-    *out = t->dest.buf;
-    *out_n = t->dest.cap - t->dest.pub.free_in_buffer;
-    t->dest.buf = NULL; /* now the caller's */
+    tc_take(t, out, out_n);
     rc = 0;
   }
-  if (t->co_made) jpeg_destroy_compress(&t->co);
-  stoke__free(a, t->dest.buf);
-  stoke__free(a, t);
+  tc_free(d, t);
   return rc;
 }
