@@ -5,9 +5,13 @@
 # the per-batch overhead (empty samples, batch 256), and the image corpus
 # (u8 and f32; folder and packed shards).  Target: the Python path at least
 # 0.9x the C figure on every workload.  Then TwoClock's cost per step.
+# Both sides run the same loader: a Python for-loop holds the previous batch
+# while it asks for the next, so stoke.Loader has one more slot than
+# prefetch + 1 (consumer_slots 2), and the C side is given the same
+# (--consumer-slots 2).
 #
 #   PYTHON_SEED003_WORKERS="0 2"   PYTHON_OVERHEAD_WORKERS="1 2"
-#   PYTHON_IMAGE_WORKERS="2"       PYTHON_SECONDS=1.0
+#   PYTHON_IMAGE_WORKERS="2"       PYTHON_SECONDS=1.0   PYTHON_REPEATS=5
 #   PYTHON_TORCH_IMAGES=1          0: skip torch on the images (slow)
 #   IMAGES_CORPUS=bench/out/corpus (made by bench/images.sh on first use)
 set -euo pipefail
@@ -29,25 +33,36 @@ py_run() { # py_run OUT_JSON ARGS...
     { tail -20 "$RAW/python.log" >&2; bench_die "stoke_py failed: $*"; }
 }
 
+# In-memory batches cost microseconds: machine noise between two runs is as
+# large as the difference sought, so the C and Python runs alternate,
+# PYTHON_REPEATS pairs of each, and the table takes medians.
+reps=${PYTHON_REPEATS:-5}
 for w in ${PYTHON_SEED003_WORKERS:-0 2}; do
-  echo "python: seed003 W=$w" >&2
-  stoke_calibrated "$RAW/c_seed003_w$w.json" "$secs" 20 --synthetic tensor \
-    --samples 4096 --shape 32 -b 256 -j "$w" --compute none
-  py_run "$RAW/py_seed003_w$w.json" --synthetic tensor --samples 4096 \
-    --shape 32 -b 256 -j "$w" --min-seconds "$secs" --min-epochs 20
-  py_run "$RAW/pyarrays_seed003_w$w.json" --arrays 4096x32 -b 256 -j "$w" \
-    --min-seconds "$secs" --min-epochs 20
+  for r in $(seq 1 "$reps"); do
+    echo "python: seed003 W=$w, pair $r of $reps" >&2
+    stoke_calibrated "$RAW/c_seed003_w${w}_r$r.json" "$secs" 20 \
+      --synthetic tensor --samples 4096 --shape 32 -b 256 -j "$w" \
+      --compute none --consumer-slots 2
+    py_run "$RAW/py_seed003_w${w}_r$r.json" --synthetic tensor --samples 4096 \
+      --shape 32 -b 256 -j "$w" --min-seconds "$secs" --min-epochs 20
+    py_run "$RAW/pyarrays_seed003_w${w}_r$r.json" --arrays 4096x32 -b 256 \
+      -j "$w" --min-seconds "$secs" --min-epochs 20
+  done
   torch_run torch_seed003.py --workers "$w" --samples 4096 --features 32 \
     --batch 256 --warmup 1 --min-seconds "$secs" --min-epochs 3 \
     --json "$RAW/torch_seed003_w$w.json"
 done
 
 for w in ${PYTHON_OVERHEAD_WORKERS:-1 2}; do
-  echo "python: overhead W=$w" >&2
-  stoke_calibrated "$RAW/c_overhead_w$w.json" "$secs" 3 --synthetic spin:0 \
-    --samples 1000000 --shape 1 -b 256 -j "$w" --compute none
-  py_run "$RAW/py_overhead_w$w.json" --synthetic spin:0 --samples 1000000 \
-    --shape 1 -b 256 -j "$w" --min-seconds "$secs" --min-epochs 3
+  for r in $(seq 1 "$reps"); do
+    echo "python: overhead W=$w, pair $r of $reps" >&2
+    stoke_calibrated "$RAW/c_overhead_w${w}_r$r.json" "$secs" 3 \
+      --synthetic spin:0 --samples 1000000 --shape 1 -b 256 -j "$w" \
+      --compute none --consumer-slots 2
+    py_run "$RAW/py_overhead_w${w}_r$r.json" --synthetic spin:0 \
+      --samples 1000000 --shape 1 -b 256 -j "$w" --min-seconds "$secs" \
+      --min-epochs 3
+  done
 done
 
 . "$BENCH_DIR/corpus.sh"
@@ -66,7 +81,7 @@ for dtype in u8 f32; do
       [ "$kind" = packed ] && data=$packed_spec
       echo "python: images $kind $dtype W=$w" >&2
       stoke_run "$RAW/c_${kind}-${dtype}_w$w.json" "$data" --transform "$spec" \
-        -b 256 -j "$w" --shuffle --epochs "$epochs" -q
+        -b 256 -j "$w" --shuffle --epochs "$epochs" -q --consumer-slots 2
       py_run "$RAW/py_${kind}-${dtype}_w$w.json" --images "$data" \
         --transform "$spec" -b 256 -j "$w" --shuffle --epochs "$epochs"
     done

@@ -22,19 +22,42 @@ def rate(path):
     return benchlib.get(benchlib.read_json(path), "summary.samples_per_s")
 
 
+def median(xs):
+    xs = sorted(xs)
+    n = len(xs)
+    return xs[n // 2] if n % 2 else 0.5 * (xs[n // 2 - 1] + xs[n // 2])
+
+
 def load(raw):
-    rows = {}  # (workload, W) -> {"c": r, "py": r, "pyarrays": r}
-    torch = {}  # workload -> {W: r}
+    """rows: (workload, W) -> {side: median rate}, with "pairs": the
+    median of the per-pair Python/C ratios when runs were repeated
+    (_r<k> files, alternating C and Python); torch: workload -> {W: r}."""
+    runs = {}  # (workload, W) -> {side: {rep: rate}}
+    torch = {}
     for path in glob.glob(os.path.join(raw, "*_w*.json")):
-        m = re.match(r"(c|py|pyarrays|torch)_(.+)_w(\d+)\.json$",
+        m = re.match(r"(c|py|pyarrays|torch)_(.+)_w(\d+)(?:_r(\d+))?\.json$",
                      os.path.basename(path))
         if not m or ".calib" in path:
             continue
         side, workload, w = m.group(1), m.group(2), int(m.group(3))
+        rep = int(m.group(4) or 0)
         if side == "torch":
             torch.setdefault(workload, {})[w] = rate(path)
         else:
-            rows.setdefault((workload, w), {})[side] = rate(path)
+            runs.setdefault((workload, w), {}).setdefault(side, {})[rep] = \
+                rate(path)
+    rows = {}
+    for key, sides in runs.items():
+        row = {side: median(list(reps.values()))
+               for side, reps in sides.items()}
+        row["n"] = max(len(reps) for reps in sides.values())
+        c = sides.get("c", {})
+        for side in ("py", "pyarrays"):
+            pairs = [sides[side][k] / c[k] for k in sides.get(side, {})
+                     if k in c and c[k]]
+            if pairs:
+                row[side + "_pair_ratio"] = median(pairs)
+        rows[key] = row
     return rows, torch
 
 
@@ -51,6 +74,8 @@ def main():
     table, worst = [], None
     print("python: stoke.Loader (Python, torch tensors) against stoke bench "
           "(C) and torch's best")
+    print("(medians of the runs; Py/C is the median of alternating pairs' "
+          "ratios where runs were repeated)")
     print("%-12s %2s %14s %14s %7s %12s %9s %9s" % (
         "workload", "W", "C samples/s", "Py samples/s", "Py/C",
         "torch best", "C/torch", "Py/torch"))
@@ -58,15 +83,18 @@ def main():
         r = rows[(workload, w)]
         c, py = r.get("c"), r.get("py")
         tb = max(torch.get(torch_key(workload), {}).values(), default=None)
-        ratio = py / c if c and py else None
+        # Repeated pairs: the median of each pair's ratio.
+        ratio = r.get("py_pair_ratio") or (py / c if c and py else None)
         row = {"workload": workload, "workers": w, "c_samples_per_s": c,
                "py_samples_per_s": py, "py_over_c": ratio,
                "torch_best_samples_per_s": tb,
                "c_over_torch": c / tb if c and tb else None,
                "py_over_torch": py / tb if py and tb else None}
+        row["runs"] = r["n"]
         if "pyarrays" in r:
             row["py_arrays_samples_per_s"] = r["pyarrays"]
-            row["py_arrays_over_c"] = r["pyarrays"] / c if c else None
+            row["py_arrays_over_c"] = (r.get("pyarrays_pair_ratio") or
+                                       (r["pyarrays"] / c if c else None))
         table.append(row)
         if ratio is not None:
             worst = ratio if worst is None else min(worst, ratio)

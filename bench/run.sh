@@ -3,7 +3,7 @@
 # benchmarks (default: all) side by side with PyTorch.  Each prints a table
 # and writes bench/out/<NAME>.json; raw per-run JSON is in bench/out/raw/.
 #
-#   bench/run.sh                 all: seed000 seed003 overhead images python
+#   bench/run.sh                 all: seed000 seed003 overhead images python dataloader
 #   bench/run.sh seed000         one
 #   STOKE_BUILD_DIR=build-bench bench/run.sh
 #
@@ -14,7 +14,7 @@ set -euo pipefail
 
 BENCH_DIR=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(dirname "$BENCH_DIR")
-ALL="seed000 seed003 overhead images python"
+ALL="seed000 seed003 overhead images python dataloader"
 
 case "${1:-}" in
 -h | --help)

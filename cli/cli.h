@@ -295,7 +295,7 @@ size_t cli_opts_join(cli_opt *dst, size_t cap, ...);
 ** cli_source_opts, cli_run_opts and its own options (numbered from
 ** CLI_RUN_OPT_LAST) and hands every id it does not know, positional
 ** arguments (the dataset) included, to cli_run_args_apply. */
-#define CLI_RUN_OPT_LAST 45
+#define CLI_RUN_OPT_LAST 46
 extern const cli_opt cli_run_opts[];
 
 /* The source of bench, profile, tune and budget: the image dataset `data`
@@ -368,6 +368,9 @@ cJSON *cli_config_json(const cli_run_spec *spec, const cli_run_result *res);
 cJSON *cli_epochs_json(const cli_run_result *res);
 cJSON *cli_summary_json(const cli_run_result *res);
 cJSON *cli_stages_json(const cli_run_result *res);
+/* `stoke bench --json`'s document: config, machine, epochs, summary,
+** stages, bad_samples, resume, device (profile adds its diagnosis). */
+cJSON *cli_run_json(const cli_run_spec *spec, const cli_run_result *res);
 /* {backend, reason, normalize, clock, copy and overlap figures}. */
 cJSON *cli_device_json(const cli_run_result *res);
 

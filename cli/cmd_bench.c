@@ -35,6 +35,8 @@ const char cmd_bench_usage[] =
     "                         consumer's thread, as PyTorch (0); 'auto' =\n"
     "                         online CPUs\n"
     "  --prefetch K           batches prepared ahead (2)\n"
+    "  --consumer-slots N     batches the step holds at once (1; a Python\n"
+    "                         for-loop holds 2: the previous and the next)\n"
     "  --shuffle [ORDER]      shuffle each epoch, seeded: uniform (the\n"
     "                         default), or block[=SIZE] for datasets larger\n"
     "                         than RAM: blocks of consecutive samples of about\n"
@@ -176,17 +178,7 @@ int cmd_bench(int argc, char **argv) {
     cli_print_report(table, "bench", spec, &res);
   }
   if (json) {
-    cJSON *root = cJSON_CreateObject();
-    if (root) {
-      cJSON_AddItemToObject(root, "config", cli_config_json(spec, &res));
-      cJSON_AddItemToObject(root, "machine", cli_machine_json());
-      cJSON_AddItemToObject(root, "epochs", cli_epochs_json(&res));
-      cJSON_AddItemToObject(root, "summary", cli_summary_json(&res));
-      cJSON_AddItemToObject(root, "stages", cli_stages_json(&res));
-      cJSON_AddItemToObject(root, "bad_samples", cli_failures_json(spec, &res));
-      cJSON_AddItemToObject(root, "resume", cli_resume_json(spec, &res));
-      cJSON_AddItemToObject(root, "device", cli_device_json(&res));
-    }
+    cJSON *root = cli_run_json(spec, &res);
     rc = cli_write_json(json_path, json, root);
     cJSON_Delete(root);
   }

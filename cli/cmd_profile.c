@@ -171,16 +171,8 @@ int cmd_profile(int argc, char **argv) {
     cli_print_profile(out, &res, &pr);
   }
   if (json) {
-    cJSON *root = cJSON_CreateObject();
+    cJSON *root = cli_run_json(spec, &res);
     if (root) {
-      cJSON_AddItemToObject(root, "config", cli_config_json(spec, &res));
-      cJSON_AddItemToObject(root, "machine", cli_machine_json());
-      cJSON_AddItemToObject(root, "epochs", cli_epochs_json(&res));
-      cJSON_AddItemToObject(root, "summary", cli_summary_json(&res));
-      cJSON_AddItemToObject(root, "stages", cli_stages_json(&res));
-      cJSON_AddItemToObject(root, "bad_samples", cli_failures_json(spec, &res));
-      cJSON_AddItemToObject(root, "resume", cli_resume_json(spec, &res));
-      cJSON_AddItemToObject(root, "device", cli_device_json(&res));
       cJSON_AddItemToObject(root, "diagnosis", cli_diagnosis_json(&res, &pr));
     }
     rc = cli_write_json(json_path, json, root);

@@ -238,7 +238,8 @@ static const char *verdict_of(const input *in) {
 
 /* A CSS class suffix for a verdict: only known names pass. */
 static const char *verdict_class(const char *v) {
-  static const char *const known[] = {"starving", "variance", "busy"};
+  static const char *const known[] = {"starving", "variance", "busy",
+                                      "python-bound"};
   for (size_t i = 0; v && i < sizeof known / sizeof known[0]; i++)
     if (strcmp(v, known[i]) == 0)
       return known[i];
@@ -276,11 +277,13 @@ static const char css[] =
     ".verdict{border-left:12px solid #999;background:#f8f9fa;"
     "padding:14px 22px 10px;margin:14px 0 20px}"
     ".v-starving{border-color:#D55E00}.v-variance{border-color:#E69F00}"
+    ".v-python-bound{border-color:#CC79A7}"
     ".v-busy{border-color:#009E73}.v-knee{border-color:#0072B2}"
     ".badge{display:inline-block;font-size:13px;font-weight:700;"
     "letter-spacing:.06em;text-transform:uppercase;color:#fff;"
     "background:#777;border-radius:4px;padding:1px 8px}"
     ".v-starving .badge{background:#D55E00}"
+    ".v-python-bound .badge{background:#a0487f}"
     ".v-variance .badge{background:#9a6a00}"
     ".v-busy .badge{background:#007a5a}.v-knee .badge{background:#0072B2}"
     ".big{font-size:25px;font-weight:700;line-height:1.25;margin:6px 0 10px}"

@@ -70,6 +70,8 @@ int cli_profile_analyse(const cli_run_spec *spec, cli_run_result *res,
     pr->model.run_delay_frac = res->model.run_delay_frac;
     pr->model.t_io_ns = res->model.t_io_ns;
     pr->model.sigma = res->model.sigma; /* deflated with that t_io */
+    pr->model.threads_seen = res->model.threads_seen;
+    pr->model.t_gil_ns = res->model.t_gil_ns;
   }
   pr->model.n_batches = res->n_batches;
   rc = stoke_predict_step(&pr->model, res->eff.n_workers,
@@ -137,10 +139,31 @@ void cli_print_profile(FILE *f, const cli_run_result *res,
             "runnable per ns on a core)\n",
             ms((int64_t)((double)m->t_cpu_ns * m->run_delay_frac)),
             m->run_delay_frac);
-  fprintf(f, "  stages        read %.3f  decode %.3f  transform %.3f ms\n",
-          ms(m->stage_ns[STOKE_STAGE_READ]),
-          ms(m->stage_ns[STOKE_STAGE_DECODE]),
-          ms(m->stage_ns[STOKE_STAGE_TRANSFORM]));
+  int64_t py = m->stage_ns[STOKE_STAGE_PYTHON] +
+               m->stage_ns[STOKE_STAGE_GIL_WAIT] +
+               m->stage_ns[STOKE_STAGE_COLLATE];
+  if (py > 0) {
+    fprintf(f,
+            "  stages        python %.3f  gil_wait %.3f  collate %.3f ms "
+            "(waiting for the GIL %.0f%% of a Python sample)\n",
+            ms(m->stage_ns[STOKE_STAGE_PYTHON]),
+            ms(m->stage_ns[STOKE_STAGE_GIL_WAIT]),
+            ms(m->stage_ns[STOKE_STAGE_COLLATE]), 100 * m->gil_wait_frac);
+    fprintf(f,
+            "  the GIL       the workers keep it %.0f%% busy%s\n",
+            100 * m->gil_busy,
+            m->t_gil_ns > 0 ? ": it limits them (t_gil = t_cpu)" : "");
+  } else {
+    fprintf(f, "  stages        read %.3f  decode %.3f  transform %.3f ms\n",
+            ms(m->stage_ns[STOKE_STAGE_READ]),
+            ms(m->stage_ns[STOKE_STAGE_DECODE]),
+            ms(m->stage_ns[STOKE_STAGE_TRANSFORM]));
+  }
+  if (m->threads_seen > m->n_workers && m->n_workers > 0)
+    fprintf(f,
+            "  threads       %u named stoke-w* for %u workers: the samples "
+            "start helper threads\n",
+            m->threads_seen, m->n_workers);
   fprintf(f, "  consumer      t_c %.3f ms per step, copy %.3f ms\n",
           ms(m->t_c_ns), ms(m->copy_ns));
   if (pr->consumer_delay_ns > 0)
@@ -210,6 +233,10 @@ static const char *advice_kind_name(int kind) {
   case STOKE_ADVICE_PREFETCH: return "prefetch";
   case STOKE_ADVICE_ECHO: return "data_echoing";
   case STOKE_ADVICE_DEVICE_PREFETCH: return "device_prefetch";
+  case STOKE_ADVICE_THREADS: return "helper_threads";
+  case STOKE_ADVICE_C_TRANSFORMS: return "c_transforms";
+  case STOKE_ADVICE_PYTHON_OPS: return "fewer_python_ops";
+  case STOKE_ADVICE_PROCESSES: return "processes";
   case STOKE_ADVICE_PRESIZE: return "presize";
   }
   return "?";
@@ -246,6 +273,16 @@ cJSON *cli_diagnosis_json(const cli_run_result *res, const cli_profile *pr) {
                             (double)m->stage_ns[STOKE_STAGE_DECODE]);
     cJSON_AddNumberToObject(mo, "transform_ns",
                             (double)m->stage_ns[STOKE_STAGE_TRANSFORM]);
+    cJSON_AddNumberToObject(mo, "python_ns",
+                            (double)m->stage_ns[STOKE_STAGE_PYTHON]);
+    cJSON_AddNumberToObject(mo, "gil_wait_ns",
+                            (double)m->stage_ns[STOKE_STAGE_GIL_WAIT]);
+    cJSON_AddNumberToObject(mo, "collate_ns",
+                            (double)m->stage_ns[STOKE_STAGE_COLLATE]);
+    cJSON_AddNumberToObject(mo, "gil_wait_frac", m->gil_wait_frac);
+    cJSON_AddNumberToObject(mo, "gil_busy", m->gil_busy);
+    cJSON_AddNumberToObject(mo, "t_gil_ns", (double)m->t_gil_ns);
+    cJSON_AddNumberToObject(mo, "threads_seen", m->threads_seen);
     cJSON_AddNumberToObject(mo, "t_c_ns", (double)m->t_c_ns);
     cJSON_AddNumberToObject(mo, "copy_ns", (double)m->copy_ns);
     cJSON_AddNumberToObject(mo, "consumer_run_delay_ns",

@@ -714,6 +714,7 @@ cJSON *cli_config_json(const cli_run_spec *spec, const cli_run_result *res) {
   cJSON_AddNumberToObject(o, "batch_size", (double)c->batch_size);
   cJSON_AddNumberToObject(o, "workers", c->n_workers);
   cJSON_AddNumberToObject(o, "prefetch", c->prefetch);
+  cJSON_AddNumberToObject(o, "consumer_slots", c->consumer_slots);
   cJSON_AddBoolToObject(o, "shuffle", c->shuffle != STOKE_SHUFFLE_NONE);
   cJSON_AddStringToObject(o, "order",
                           c->shuffle == STOKE_SHUFFLE_BLOCK     ? "block"
@@ -889,6 +890,21 @@ cJSON *cli_stages_json(const cli_run_result *res) {
     cJSON_AddNumberToObject(o, "p95_us", (double)d->p95_ns / 1e3);
   }
   return a;
+}
+
+cJSON *cli_run_json(const cli_run_spec *spec, const cli_run_result *res) {
+  cJSON *root = cJSON_CreateObject();
+  if (!root)
+    return NULL;
+  cJSON_AddItemToObject(root, "config", cli_config_json(spec, res));
+  cJSON_AddItemToObject(root, "machine", cli_machine_json());
+  cJSON_AddItemToObject(root, "epochs", cli_epochs_json(res));
+  cJSON_AddItemToObject(root, "summary", cli_summary_json(res));
+  cJSON_AddItemToObject(root, "stages", cli_stages_json(res));
+  cJSON_AddItemToObject(root, "bad_samples", cli_failures_json(spec, res));
+  cJSON_AddItemToObject(root, "resume", cli_resume_json(spec, res));
+  cJSON_AddItemToObject(root, "device", cli_device_json(res));
+  return root;
 }
 
 /* ---- output files -------------------------------------------------------- */

@@ -40,6 +40,7 @@ enum {
   RO_STOP_AFTER,
   RO_RESUME,
   RO_INDICES,
+  RO_CONSUMER_SLOTS,
   RO_SHUFFLE_WINDOW,
   RO_ECHO,
   RO_ECHO_MODE,
@@ -54,6 +55,7 @@ _Static_assert(RO_LAST == CLI_RUN_OPT_LAST, "cli.h: CLI_RUN_OPT_LAST");
 const cli_opt cli_run_opts[] = {{"batch-size", 'b', 1, RO_BATCH},
                                 {"workers", 'j', 1, RO_WORKERS},
                                 {"prefetch", 0, 1, RO_PREFETCH},
+                                {"consumer-slots", 0, 1, RO_CONSUMER_SLOTS},
                                 {"shuffle", 0, CLI_ARG_OPTIONAL, RO_SHUFFLE},
                                 {"seed", 0, 1, RO_SEED},
                                 {"drop-last", 0, 0, RO_DROP_LAST},
@@ -195,6 +197,8 @@ int cli_run_args_apply(cli_run_args *a, int id, const char *f,
     return cli_parse_uint(f, v, 0, 4096, &spec->cfg.n_workers);
   case RO_PREFETCH:
     return cli_parse_uint(f, v, 1, 4096, &spec->cfg.prefetch);
+  case RO_CONSUMER_SLOTS:
+    return cli_parse_uint(f, v, 1, 1024, &spec->cfg.consumer_slots);
   case RO_SHUFFLE:
     return cli_parse_shuffle(f, v, &spec->cfg);
   case RO_SHUFFLE_WINDOW:

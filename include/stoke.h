@@ -108,12 +108,19 @@ typedef enum stoke_dtype {
   STOKE_I64 = 3,
   STOKE_F16 = 4,
   STOKE_F32 = 5,
-  STOKE_F64 = 6
+  STOKE_F64 = 6,
+  /* Since 0.2: the other element types of torch tensors and NumPy arrays
+  ** that batches of Python datasets carry. */
+  STOKE_I8 = 7,
+  STOKE_I16 = 8,
+  STOKE_BOOL = 9, /* one byte, 0 or 1 */
+  STOKE_BF16 = 10 /* bfloat16: the top half of an IEEE float32 */
 } stoke_dtype;
 
 /* Bytes of one element of dtype, or 0 for an unknown dtype. */
 STOKE_API size_t stoke_dtype_size(int dtype);
-/* "u8", "i32", "i64", "f16", "f32", "f64"; "?" for an unknown dtype. */
+/* "u8", "i32", "i64", "f16", "f32", "f64", "i8", "i16", "bool", "bf16";
+** "?" for an unknown dtype. */
 STOKE_API const char *stoke_dtype_name(int dtype);
 
 #define STOKE_MAX_DIMS 8
@@ -167,6 +174,7 @@ STOKE_API double stoke_rng_normal(stoke_rng *rng);
 
 typedef struct stoke_source stoke_source; /* opaque, reference-counted */
 typedef struct stoke_sample stoke_sample; /* opaque, lent to a fill callback */
+typedef struct stoke_batch stoke_batch;   /* opaque, see "The loader" */
 
 /* Fill one sample.  Called from worker threads, possibly concurrently for
 ** different samples; never for the same sample twice in one epoch.  Write
@@ -184,7 +192,8 @@ STOKE_API stoke_rng *stoke_sample_rng(stoke_sample *s);
 ** field's size is a multiple of 16.  NULL for a bad f. */
 STOKE_API void *stoke_sample_field(stoke_sample *s, size_t f);
 /* From now on, time spent on this sample counts toward `stage` (a
-** stoke_stage: READ, DECODE or TRANSFORM).  A fill starts in READ. */
+** stoke_stage: READ, DECODE, TRANSFORM, or for samples made by Python code
+** PYTHON, GIL_WAIT and COLLATE).  A fill starts in READ. */
 STOKE_API void stoke_sample_stage(stoke_sample *s, int stage);
 /* Record why this sample failed (printf format); returns STOKE_ESAMPLE. */
 STOKE_API int stoke_sample_fail(stoke_sample *s, const char *fmt, ...)
@@ -192,6 +201,14 @@ STOKE_API int stoke_sample_fail(stoke_sample *s, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
+
+/* The batch this sample is written into (its number, epoch and size, see
+** "Batch views"; borrowed for the call) and the sample's position in it
+** (0..size-1).  A fill that collates into memory of its own (one buffer
+** per batch) keys it by batch and places the sample by position.  Since
+** 0.2. */
+STOKE_API const stoke_batch *stoke_sample_batch(const stoke_sample *s);
+STOKE_API size_t stoke_sample_position(const stoke_sample *s);
 
 /* In-memory tensors: n_fields arrays of n_samples C-contiguous samples each
 ** (data[f] holds n_samples * size-of-field bytes).  The arrays are borrowed:
@@ -208,6 +225,45 @@ STOKE_API int stoke_source_create_callback(size_t n_samples, size_t n_fields,
                                            const stoke_field_desc *fields,
                                            stoke_fill_fn fill, void *user,
                                            stoke_source **out);
+
+/* A callback source with hooks on the worker threads and on whole
+** batches, for clients that keep state per thread (an interpreter's thread
+** state, a decoder context) or finish a batch as a whole (a collate
+** function).  Every hook is optional and called without any lock of the
+** loader held; `user` is borrowed like the arrays above.  Since 0.2. */
+typedef struct stoke_callback_config {
+  size_t struct_size;       /* set by stoke_callback_config_init() */
+  size_t n_samples;         /* > 0: the sample indices are 0..n_samples-1
+                               (with order_given, the indices the caller
+                               gives, which need not all be used) */
+  size_t n_fields;
+  const stoke_field_desc *fields; /* copied */
+  stoke_fill_fn fill;       /* required */
+  void *user;
+  /* On each worker thread once, before it produces anything, with its
+  ** number 0..W-1 (never with W = 0, whose samples are made in the
+  ** caller's thread).  Nonzero fails the loader with STOKE_ETHREAD and the
+  ** message written to err[0..cap). */
+  int (*thread_start)(void *user, unsigned worker, char *err, size_t cap);
+  /* On the same thread when it stops (stoke_loader_destroy), if its
+  ** thread_start succeeded. */
+  void (*thread_stop)(void *user, unsigned worker);
+  /* By the thread that wrote the last sample of batch b (every sample
+  ** written and visible), before b is ready to be handed out: a collate
+  ** step over the whole batch.  Not called for a batch whose epoch was
+  ** ended (stoke_loader_end_epoch) before it was complete.  Nonzero fails
+  ** the loader with STOKE_ESAMPLE and the message written to err (the
+  ** loader adds the batch and epoch).  Its time counts as COLLATE. */
+  int (*batch_done)(void *user, const stoke_batch *b, char *err, size_t cap);
+  /* When the source is freed (the last reference dropped, any thread). */
+  void (*destroy)(void *user);
+} stoke_callback_config;
+
+STOKE_API void stoke_callback_config_init(stoke_callback_config *cfg);
+/* Errors as stoke_source_create_callback (STOKE_EINVAL for a bad cfg, with
+** the message in stoke_errmsg(NULL)).  On failure destroy is not called. */
+STOKE_API int stoke_source_create_callback_ex(const stoke_callback_config *cfg,
+                                              stoke_source **out);
 
 /* Synthetic sources, for measurement.  Each sample has two fields:
 ** "x" (f32, shape) filled with uniform noise from its stream, and "y"
@@ -571,6 +627,13 @@ typedef struct stoke_config {
   ** sample count or stoke_source_fingerprint) is refused at create.
   ** Copied. */
   const char *quarantine_path;
+  int order_given;         /* 0 (default): stoke's own order, a function of
+                              (seed, epoch, rank, world) only.  1: the
+                              caller gives every epoch's batches with
+                              stoke_loader_order_append (a user's sampler);
+                              shuffle, rank/world, drop_last and
+                              prefetch_next_epoch then do not apply.
+                              Since 0.2. */
   /* The storage and sample-cost rungs (since 0.3).
   **
   ** Data echoing (docs/echo.md): each batch the producer makes feeds
@@ -710,7 +773,33 @@ STOKE_API int stoke_loader_end_epoch(stoke_loader *l);
 ** epoch is in progress. */
 STOKE_API int stoke_loader_set_epoch(stoke_loader *l, uint64_t epoch);
 
-/* Batches per epoch for this rank with the current configuration. */
+/* Caller-given order (cfg.order_given = 1): the caller, typically iterating
+** a sampler, gives the batches of each epoch ahead of the workers, and
+** ends the epoch's order when the sampler is exhausted (an infinite sampler
+** never ends it).  Batches are given to the epoch in progress, or between
+** epochs to the next one; next() starts an epoch with whatever was given.
+** Batch k of the epoch has batch_lens[k] samples (1..batch_size; NULL:
+** every batch has batch_size), taken in turn from indices, each below the
+** source's n_samples; an index may repeat (sampling with replacement).
+** Everything is copied.  Only what the workers have not claimed yet is
+** kept, so memory stays bounded when the caller stays a few batches ahead.
+** Workers with nothing given wait; a next() that would wait for a batch
+** that was never given returns STOKE_EINVAL instead of hanging.  An epoch
+** left early (stoke_loader_end_epoch) drops the rest of its order.
+** Returns 0, or STOKE_EINVAL (not order_given, a bad index or length, or
+** after stoke_loader_order_end during the same epoch), with the message in
+** stoke_errmsg(l).  Consumer thread.  Since 0.2. */
+STOKE_API int stoke_loader_order_append(stoke_loader *l,
+                                        const size_t *indices,
+                                        const size_t *batch_lens,
+                                        size_t n_batches);
+/* No more batches in this epoch's order: once the given batches are
+** delivered, next() returns STOKE_END.  0 or STOKE_EINVAL.  Since 0.2. */
+STOKE_API int stoke_loader_order_end(stoke_loader *l);
+
+/* Batches per epoch for this rank with the current configuration (with
+** order_given: those of the last finished epoch, or of the epoch being
+** given once its order has ended; 0 before either). */
 STOKE_API size_t stoke_loader_n_batches(const stoke_loader *l);
 /* Samples per epoch for this rank (after padding or dropping). */
 STOKE_API size_t stoke_loader_n_samples(const stoke_loader *l);
@@ -868,10 +957,18 @@ typedef enum stoke_stage {
   STOKE_STAGE_TRANSFORM = 2, /* pixels to the model's input, in the slot */
   STOKE_STAGE_SLOT_WAIT = 3, /* a worker waiting for a free batch slot */
   STOKE_STAGE_COPY = 4,      /* host to device copy */
-  STOKE_STAGE_COUNT = 5
+  /* Since 0.2, the stages of a sample made by Python code (a dataset's
+  ** __getitem__ on a worker thread): */
+  STOKE_STAGE_PYTHON = 5,    /* inside the Python call (__getitem__, a
+                                collate_fn), GIL held or not */
+  STOKE_STAGE_GIL_WAIT = 6,  /* waiting to take the GIL before it */
+  STOKE_STAGE_COLLATE = 7,   /* the sample into its batch (C collation, or
+                                a whole batch through a collate_fn) */
+  STOKE_STAGE_COUNT = 8
 } stoke_stage;
 
-/* "read", "decode", "transform", "slot_wait", "copy". */
+/* "read", "decode", "transform", "slot_wait", "copy", "python",
+** "gil_wait", "collate". */
 STOKE_API const char *stoke_stage_name(int stage);
 
 /* Percentiles of a duration histogram (log buckets, <= 1.6% error). */
@@ -937,6 +1034,13 @@ typedef struct stoke_stats {
   uint64_t quarantined;
   uint64_t skipped;
   uint64_t replaced;
+  /* Since 0.2: the scheduler over the measured window (Linux schedstat of
+  ** the process's threads named stoke-w*: the workers and any helper
+  ** threads they started, which inherit the name), counting only threads
+  ** that ran in it.  threads_active -1: unknown. */
+  int threads_active;
+  int64_t threads_run_ns;   /* their time on a core */
+  int64_t threads_delay_ns; /* their time runnable but not running */
   /* Data echoing (since 0.3): the loader's echo factor and mode, and the
   ** fresh samples among the measured ones: `samples` counts every sample
   ** handed out, echoes included, `fresh_samples` each produced sample
@@ -1225,7 +1329,10 @@ typedef enum stoke_verdict {
   STOKE_VERDICT_UNKNOWN = 0, /* too few steps to say */
   STOKE_VERDICT_BUSY = 1,    /* waiting is a small share: the model is the cost */
   STOKE_VERDICT_STARVING = 2,/* the producer's mean rate is below the consumer's */
-  STOKE_VERDICT_VARIANCE = 3 /* the mean keeps up, the wait has a long tail */
+  STOKE_VERDICT_VARIANCE = 3,/* the mean keeps up, the wait has a long tail */
+  STOKE_VERDICT_PYTHON = 4   /* starving because Python code on the workers
+                                is serialised by the GIL: more threads do
+                                not help (since 0.2) */
 } stoke_verdict;
 
 typedef struct stoke_diagnosis {
@@ -1251,16 +1358,31 @@ typedef struct stoke_diagnosis {
   int64_t measured_step_ns;  /* (waiting + computing) / steps */
   double model_error;     /* predicted / measured - 1 */
   int bound;              /* stoke_bound: what sets the predicted step */
+  /* Samples made by Python code (the PYTHON, GIL_WAIT and COLLATE stages),
+  ** since 0.2; 0 for other sources. */
+  double gil_wait_frac;   /* GIL_WAIT / (PYTHON + GIL_WAIT + COLLATE) */
+  double gil_busy;        /* the GIL's estimated occupancy by the workers:
+                             their CPU time per sample x samples per step /
+                             the step (about 1 when it is saturated) */
 } stoke_diagnosis;
 
 /* Thresholds, documented in docs/diagnosis.md. */
 #define STOKE_BUSY_WAIT_RATIO 0.10
 #define STOKE_STARVING_EMPTY_FRAC 0.50
+/* Python-bound (a starving run of a Python source): the workers wait this
+** share of a sample's time for the GIL, or (with 2 workers or more and a
+** core to spare) the GIL is this busy while the workers are blocked (off a
+** core and not queueing for one) BLOCKED_FRAC of their time or still wait
+** GIL_WAIT_SOME of it for the GIL (docs/diagnosis.md). */
+#define STOKE_PYTHON_GIL_WAIT_FRAC 0.50
+#define STOKE_PYTHON_GIL_BUSY 0.80
+#define STOKE_PYTHON_BLOCKED_FRAC 0.25
+#define STOKE_PYTHON_GIL_WAIT_SOME 0.15
 /* Starving also when a lower bound of the producer's time per batch (the
 ** queue model's, see stoke_diagnose_model) is this many consumer steps. */
 #define STOKE_STARVING_PRODUCER_RATIO 1.2
 
-/* "busy", "starving", "variance", "unknown". */
+/* "busy", "starving", "variance", "python-bound", "unknown". */
 STOKE_API const char *stoke_verdict_name(int verdict);
 /* Judge a snapshot.  Equivalent to stoke_diagnose_ex(st, NULL, 0, out). */
 STOKE_API int stoke_diagnose(const stoke_stats *st, stoke_diagnosis *out);
@@ -1272,10 +1394,11 @@ typedef enum stoke_bound {
   STOKE_BOUND_WORKERS = 2,  /* B*t_d'/W_eff: too few workers in flight */
   STOKE_BOUND_CORES = 3,    /* B*t_cpu/cores_avail: the CPU is saturated */
   STOKE_BOUND_SLOTS = 4,    /* W_eff capped by the K+1 batch slots */
-  STOKE_BOUND_INLINE = 5    /* W = 0: B*t_d + t_c, nothing overlaps */
+  STOKE_BOUND_INLINE = 5,   /* W = 0: B*t_d + t_c, nothing overlaps */
+  STOKE_BOUND_GIL = 6       /* B*t_gil: one GIL for every worker (0.2) */
 } stoke_bound;
 
-/* "consumer", "workers", "cores", "slots", "inline", "none". */
+/* "consumer", "workers", "cores", "slots", "inline", "gil", "none". */
 STOKE_API const char *stoke_bound_name(int bound);
 
 /* The queue model's inputs, measured from a snapshot by stoke_model_init()
@@ -1305,6 +1428,18 @@ typedef struct stoke_model {
                              ns on a core (Linux schedstat of the live
                              threads named stoke-w*), or -1: unknown, t_io
                              then uses the max(1, A/P) estimate */
+  /* Since 0.2. */
+  unsigned threads_seen;  /* live threads named stoke-w*: the workers and
+                             the helper threads they started (a threaded
+                             library inside the samples inherits the name);
+                             0 when unknown */
+  int64_t t_gil_ns;       /* per-sample time that needs the GIL, when the
+                             GIL is what limits the producer (a
+                             Python-bound run: its CPU time per sample);
+                             0 otherwise.  The producer then needs at least
+                             B * t_gil per batch whatever W is. */
+  double gil_wait_frac;   /* as stoke_diagnosis.gil_wait_frac */
+  double gil_busy;        /* as stoke_diagnosis.gil_busy */
   unsigned echo;          /* the run's data echoing (1: none); the times
                              above are then per delivered sample, the
                              producer's over echo (since 0.3) */
@@ -1362,9 +1497,18 @@ typedef enum stoke_advice_kind {
   STOKE_ADVICE_ECHO = 7,      /* data echoing, the last resort */
   STOKE_ADVICE_DEVICE_PREFETCH = 8, /* the copy is exposed: copy further
                                       ahead (device_prefetch) */
-  STOKE_ADVICE_PRESIZE = 9    /* decoding dominates and the stored images
+  /* Since 0.2 (Python datasets, helper threads): */
+  STOKE_ADVICE_THREADS = 9,   /* helper threads of a library inside the
+                                 samples oversubscribe the cores */
+  STOKE_ADVICE_C_TRANSFORMS = 10, /* python-bound: the work into C
+                                     transforms that release the GIL */
+  STOKE_ADVICE_PYTHON_OPS = 11,   /* python-bound: fewer Python operations
+                                     per sample */
+  STOKE_ADVICE_PROCESSES = 12,    /* python-bound: processes, last resort */
+  STOKE_ADVICE_PRESIZE = 13   /* decoding dominates and the stored images
                                  are much larger than the output: pre-resize
-                                 them once (stoke pack --max-side) */
+                                 them once (stoke pack --max-side; since
+                                 0.3) */
 } stoke_advice_kind;
 
 typedef struct stoke_advice {
@@ -1383,7 +1527,7 @@ typedef struct stoke_advice {
                                 0.3) */
 } stoke_advice;
 
-#define STOKE_MAX_ADVICE 8
+#define STOKE_MAX_ADVICE 12
 
 /* The escalation ladder for a run: up to `cap` lines into out, most useful
 ** first, each with the gain the model expects.  *n_out gets the count.

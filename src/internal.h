@@ -172,6 +172,8 @@ struct stoke_sample {
   bool u8_form;           /* write the field of the source's u8_form as u8
                              pixels (the device normalises them) */
   struct stoke__trace *trace; /* the worker's, or NULL when not tracing */
+  const stoke_batch *batch; /* the batch being filled */
+  size_t pos;             /* this sample's position in it */
   /* Example echoing: fill `copies` copies of the sample (1: the sample
   ** alone), copy j's field f at dst[f] + j * copy_step[f], with the stream
   ** stoke__copy_rng(&rng, j) (copy 0: rng itself). */
@@ -204,6 +206,16 @@ typedef struct stoke__source_ops {
                         void **out);
   void (*scratch_destroy)(stoke_source *src, const stoke_allocator *a,
                           void *scratch);
+  /* Optional, on each worker thread (stoke_callback_config's hooks):
+  ** before it claims anything, and when it stops.  A failing start
+  ** poisons the loader with STOKE_ETHREAD and err's text. */
+  int (*thread_start)(stoke_source *src, unsigned worker, char *err,
+                      size_t cap);
+  void (*thread_stop)(stoke_source *src, unsigned worker);
+  /* Optional: by the thread that completes batch b, before it is READY.
+  ** Nonzero poisons the loader with STOKE_ESAMPLE and err's text. */
+  int (*batch_done)(stoke_source *src, const stoke_batch *b, char *err,
+                    size_t cap);
   /* Optional: fill stoke_sample.copies copies at once, sharing what the
   ** copies have in common (reading, decoding); without it each copy is a
   ** fill of its own.  Same return as fill. */
@@ -254,6 +266,9 @@ void stoke__source_retain(stoke_source *src);
 void stoke__source_release(stoke_source *src);
 /* Bytes of one sample of a field desc (0 if invalid). */
 size_t stoke__field_bytes(const stoke_field_desc *d);
+/* A stage of a sample's own work (READ..TRANSFORM, PYTHON..COLLATE), as
+** opposed to SLOT_WAIT and COPY. */
+bool stoke__stage_is_work(int stage);
 
 /* ---- the quarantine (src/source/quarantine.c, docs/quarantine.md) --------- */
 
@@ -397,13 +412,14 @@ void stoke__stats_publish(const stoke__stats_snap *s, stoke_stats *out);
 
 /* Event kinds: the stages (stoke_stage values), then the consumer's. */
 enum {
-  STOKE__EV_WAIT = 8,    /* consumer inside next(); arg = batch number */
-  STOKE__EV_COMPUTE = 9, /* consumer between next() calls */
-  STOKE__EV_DEPTH = 10,  /* counter: ready batches seen at next() */
+  /* Above the stages (0 .. STOKE_STAGE_COUNT - 1), with room for more. */
+  STOKE__EV_WAIT = 32,    /* consumer inside next(); arg = batch number */
+  STOKE__EV_COMPUTE = 33, /* consumer between next() calls */
+  STOKE__EV_DEPTH = 34,   /* counter: ready batches seen at next() */
   /* The device stage's tracks, from CUDA events (src/device/): */
-  STOKE__EV_GPU_STEP = 11,      /* consumer stream: a step's work */
-  STOKE__EV_GPU_COPY_WAIT = 12, /* consumer stream: waiting for the copy */
-  STOKE__EV_GPU_IDLE = 13       /* consumer stream: idle, no step queued */
+  STOKE__EV_GPU_STEP = 35,      /* consumer stream: a step's work */
+  STOKE__EV_GPU_COPY_WAIT = 36, /* consumer stream: waiting for the copy */
+  STOKE__EV_GPU_IDLE = 37       /* consumer stream: idle, no step queued */
 };
 
 typedef struct stoke__trace_event {
@@ -452,5 +468,19 @@ int stoke__produce(stoke_source *src, stoke_sample *s,
 ** found, or -1 where the OS does not say (then both are 0). */
 int stoke__schedstat_threads(const char *prefix, int64_t *run_ns,
                              int64_t *delay_ns);
+
+typedef struct stoke__sched_thread {
+  long tid;
+  int64_t run_ns, delay_ns; /* since the thread started */
+} stoke__sched_thread;
+
+/* Those threads one by one (at most cap); the count, or -1. */
+int stoke__schedstat_list(const char *prefix, stoke__sched_thread *out,
+                          size_t cap);
+/* Over a window from base to now: the threads that ran in it (their run
+** time grew) and their run time and run delay in it. */
+int stoke__schedstat_window(const stoke__sched_thread *base, size_t n_base,
+                            const stoke__sched_thread *now, size_t n_now,
+                            int64_t *run_ns, int64_t *delay_ns);
 
 #endif /* STOKE_INTERNAL_H */

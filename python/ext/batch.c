@@ -74,15 +74,28 @@ void sk_bref_decref(sk_bref *r) {
 
 /* ---- dtypes ---------------------------------------------------------------------- */
 
-static DLDataType dl_dtype(int dtype) {
+/* DLPack 1.0's kDLBool (dlpack.h 0.8+); not in the 0.6 header. */
+#define SK_DL_BOOL 6
+
+/* bool: DLPack 0.6 has no bool type (torch 1.13 refuses to export or import
+** one), so the legacy capsule says uint8 and the torch output views it as
+** bool (to_array); DLPack 1.0 consumers get kDLBool. */
+static DLDataType dl_dtype(int dtype, int versioned) {
   DLDataType t = {kDLUInt, 8, 1};
   switch (dtype) {
   case STOKE_U8: t.code = kDLUInt; t.bits = 8; break;
+  case STOKE_I8: t.code = kDLInt; t.bits = 8; break;
+  case STOKE_I16: t.code = kDLInt; t.bits = 16; break;
   case STOKE_I32: t.code = kDLInt; t.bits = 32; break;
   case STOKE_I64: t.code = kDLInt; t.bits = 64; break;
   case STOKE_F16: t.code = kDLFloat; t.bits = 16; break;
+  case STOKE_BF16: t.code = kDLBfloat; t.bits = 16; break;
   case STOKE_F32: t.code = kDLFloat; t.bits = 32; break;
   case STOKE_F64: t.code = kDLFloat; t.bits = 64; break;
+  case STOKE_BOOL:
+    t.code = versioned ? SK_DL_BOOL : kDLUInt;
+    t.bits = 8;
+    break;
   }
   return t;
 }
@@ -91,6 +104,9 @@ static DLDataType dl_dtype(int dtype) {
 static const char *buffer_format(int dtype) {
   switch (dtype) {
   case STOKE_U8: return "B";
+  case STOKE_I8: return "b";
+  case STOKE_I16: return "h";
+  case STOKE_BOOL: return "?";
   case STOKE_I32: return "i";
   case STOKE_I64: return "q";
   case STOKE_F16: return "e";
@@ -170,7 +186,7 @@ PyObject *sk_capsule_new(sk_bref *r, size_t f, int versioned) {
     dl.device.device_id = 0;
   }
   dl.ndim = t.ndim;
-  dl.dtype = dl_dtype(t.dtype);
+  dl.dtype = dl_dtype(t.dtype, versioned);
   int64_t stride = 1;
   for (int i = t.ndim - 1; i >= 0; i--) {
     e->shape[i] = t.shape[i];
@@ -243,6 +259,13 @@ static int field_memory(const sk_Field *self, int *dev) {
 }
 
 static int field_getbuffer(sk_Field *self, Py_buffer *view, int flags) {
+  if (self->t.dtype == STOKE_BF16) {
+    PyErr_SetString(PyExc_BufferError,
+                    "bfloat16 has no buffer format (NumPy has no such type): "
+                    "take the field as a torch tensor (field.torch())");
+    view->obj = NULL;
+    return -1;
+  }
   int dev = -1;
   if (field_memory(self, &dev) == STOKE_MEMORY_CUDA) {
     PyErr_Format(PyExc_BufferError,
@@ -345,6 +368,18 @@ static PyObject *field_numpy(sk_Field *self, PyObject *noargs) {
   return a;
 }
 
+/* A uint8 tensor of a bool field seen as bool (same memory). */
+static PyObject *as_bool(PyObject *t, int dtype) {
+  if (!t || dtype != STOKE_BOOL) return t;
+  PyObject *torch = PyImport_ImportModule("torch");
+  PyObject *b = torch ? PyObject_GetAttrString(torch, "bool") : NULL;
+  PyObject *v = b ? PyObject_CallMethod(t, "view", "O", b) : NULL;
+  Py_XDECREF(b);
+  Py_XDECREF(torch);
+  Py_DECREF(t);
+  return v;
+}
+
 static PyObject *field_torch(sk_Field *self, PyObject *noargs) {
   PyObject *m = PyImport_ImportModule("torch.utils.dlpack");
   if (!m) return NULL;
@@ -352,7 +387,7 @@ static PyObject *field_torch(sk_Field *self, PyObject *noargs) {
   PyObject *t = cap ? PyObject_CallMethod(m, "from_dlpack", "O", cap) : NULL;
   Py_XDECREF(cap);
   Py_DECREF(m);
-  return t;
+  return as_bool(t, self->t.dtype);
 }
 
 static PyObject *field_get_shape(sk_Field *self, void *c) {
@@ -595,6 +630,14 @@ static PyObject *batch_get_number(sk_Batch *self, void *c) {
 static PyObject *batch_get_epoch(sk_Batch *self, void *c) {
   return PyLong_FromUnsignedLongLong(self->epoch);
 }
+static PyObject *batch_get_n_skipped(sk_Batch *self, void *c) {
+  if (!batch_live(self)) return NULL;
+  return PyLong_FromSize_t(stoke_batch_n_skipped(self->ref->b));
+}
+static PyObject *batch_get_n_replaced(sk_Batch *self, void *c) {
+  if (!batch_live(self)) return NULL;
+  return PyLong_FromSize_t(stoke_batch_n_replaced(self->ref->b));
+}
 static PyObject *batch_get_released(sk_Batch *self, void *c) {
   return PyBool_FromLong(self->ref == NULL);
 }
@@ -628,6 +671,11 @@ static PyGetSetDef batch_getset[] = {
     {"number", (getter)batch_get_number, NULL, "position in its epoch", NULL},
     {"epoch", (getter)batch_get_epoch, NULL, "the epoch number", NULL},
     {"released", (getter)batch_get_released, NULL, "release() was called",
+     NULL},
+    {"n_skipped", (getter)batch_get_n_skipped, NULL,
+     "bad samples left out of this batch (on_error='skip')", NULL},
+    {"n_replaced", (getter)batch_get_n_replaced, NULL,
+     "samples of this batch standing in for bad ones (on_error='replace')",
      NULL},
     {"names", (getter)batch_get_names, NULL, "the field names", NULL},
     {NULL, NULL, NULL, NULL, NULL}};
@@ -665,6 +713,8 @@ static PyObject *to_array(sk_bref *r, size_t f, const sk_output *out) {
     if (!cap) return NULL;
     PyObject *t = PyObject_CallOneArg(out->to_torch, cap);
     Py_DECREF(cap);
+    stoke_tensor ft;
+    if (t && stoke_batch_field(r->b, f, &ft) == 0) t = as_bool(t, ft.dtype);
     return t;
   }
   PyObject *field = field_new(r, f);

@@ -11,6 +11,10 @@
 **   report.c    stats, diagnosis, reports and JSON for loaders and clocks
 **   twoclock.c  stoke._stoke.TwoClock: the two clocks around any iterable
 **   tune.c      stoke._stoke.tune: the sweep with a Python or synthetic step
+**   dataset.c   a Python dataset on the worker threads, stoke.DataLoader's
+**               engine (stoke._stoke.DatasetLoader); dataset.h
+**   collate.c   torch's default_collate in C, into each batch's tensors
+**   profiler.c  record_function around next() while torch's profiler runs
 **
 ** Lifetime: every array handed to Python holds an sk_bref, an atomic count
 ** on one lent batch.  The last reference (a Batch, a Field, a DLPack
@@ -117,6 +121,7 @@ extern PyTypeObject sk_BatchType, sk_FieldType;
 typedef struct sk_keep {
   Py_buffer *views;
   size_t n_views;
+  PyObject *owner;  /* a Python dataset source's state (dataset.c) */
 } sk_keep;
 
 /* A source from the package's description (a dict with "kind": "images",
@@ -129,6 +134,14 @@ int sk_synthetic_config(PyObject *spec, stoke_synthetic_config *out);
 /* config dict (stoke_config's field names) into cfg (source not set). */
 int sk_config_from_dict(PyObject *d, stoke_config *cfg);
 
+/* ---- profiler.c ----------------------------------------------------------- */
+
+/* When torch's profiler is recording: enter record_function(name) and
+** return it for sk_profile_exit, else NULL.  Never raises. */
+PyObject *sk_profile_enter(const char *name);
+/* Leave it (ctx NULL: nothing), keeping any pending exception. */
+void sk_profile_exit(PyObject *ctx);
+
 /* ---- loader.c ------------------------------------------------------------ */
 
 typedef struct sk_Loader {
@@ -139,12 +152,15 @@ typedef struct sk_Loader {
   sk_keep keep;
   PyObject *spec;       /* the source description, for the reports */
   int in_epoch;         /* an iteration is in progress */
+  uint64_t gen;         /* counts iter() calls: one iterator is current */
+  int has_workers;      /* n_workers > 0: a ready batch is polled for with
+                           the GIL held */
   int64_t cpu0_ns;      /* process CPU when measuring began, for the
                            consumer's CPU share; -1 until then */
   PyObject *weakrefs;
 } sk_Loader;
 
-extern PyTypeObject sk_LoaderType;
+extern PyTypeObject sk_LoaderType, sk_LoaderIterType;
 
 /* NULL with an exception unless self is usable in this process. */
 stoke_loader *sk_loader_get(sk_Loader *self);

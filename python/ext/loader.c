@@ -1,11 +1,12 @@
 /* loader.c — stoke._stoke.Loader: a stoke_loader driven from Python.
 **
-** Iterating the loader is one epoch: iter() starts it (ending the one a
-** `break` left behind), next() hands out batches, the end raises
-** StopIteration.  next() releases the GIL and waits in 50 ms slices
+** Iterating the loader is one epoch: iter(loader) gives the epoch's
+** iterator (ending the one a `break` left behind), its next() hands out
+** batches, the end raises StopIteration.  next() releases the GIL and waits in 50 ms slices
 ** (stoke_loader_next_timed), checking for signals between them, so Ctrl-C
 ** raises KeyboardInterrupt promptly and the step's wait is still counted
-** once.  A loader is unusable in a child after fork(): its threads did not
+** once; with workers a batch already made is taken without letting the
+** GIL go.  A loader is unusable in a child after fork(): its threads did not
 ** survive it.  The stoke package's Loader (python/stoke/loader.py)
 ** subclasses this type and only prepares the arguments; next() runs here. */
 #define _POSIX_C_SOURCE 200809L
@@ -158,6 +159,9 @@ static int loader_init(sk_Loader *self, PyObject *args, PyObject *kw) {
   self->out.stream = stream == Py_None ? NULL : Py_NewRef(stream);
   self->spec = Py_NewRef(spec);
   self->in_epoch = 0;
+  stoke_config eff;
+  stoke_loader_config(l, &eff);
+  self->has_workers = eff.n_workers > 0;
   self->cpu0_ns = cfg.warmup_epochs == 0 ? process_cpu_ns() : -1;
   return 0;
 }
@@ -200,12 +204,20 @@ static int loader_traverse(sk_Loader *self, visitproc visit, void *arg) {
   return 0;
 }
 
+/* An epoch's iterator, as torch's DataLoader hands out: iter(it) is it,
+** and a new iter(loader) starts the next epoch, ending the one a `break`
+** left behind; the old iterator then refuses to go on. */
+typedef struct sk_LoaderIter {
+  PyObject_HEAD
+  sk_Loader *loader;
+  uint64_t gen;
+  int done;             /* its epoch ended: StopIteration from now on */
+} sk_LoaderIter;
+
 static PyObject *loader_iter(sk_Loader *self) {
   stoke_loader *l = sk_loader_get(self);
   if (!l) return NULL;
   if (self->in_epoch) {
-    /* The last iteration was left early (break): its epoch ends here, as
-    ** a new torch DataLoader iterator starts a new epoch. */
     stoke_loader_end_epoch(l);
     self->in_epoch = 0;
   }
@@ -216,20 +228,40 @@ static PyObject *loader_iter(sk_Loader *self) {
     if (stoke_loader_stats(l, &st) == 0 && st.epochs_done >= c.warmup_epochs)
       self->cpu0_ns = process_cpu_ns();
   }
-  return Py_NewRef(self);
+  sk_LoaderIter *it = PyObject_New(sk_LoaderIter, &sk_LoaderIterType);
+  if (!it) return NULL;
+  it->loader = (sk_Loader *)Py_NewRef(self);
+  it->gen = ++self->gen;
+  it->done = 0;
+  return (PyObject *)it;
 }
 
+static PyObject *loader_next_batch(sk_Loader *self);
+
+/* The next batch of the epoch in progress (StopIteration at its end),
+** inside record_function while torch profiles, as torch's DataLoader. */
 static PyObject *loader_next(sk_Loader *self) {
+  PyObject *prof = sk_profile_enter("enumerate(DataLoader)#stoke.Loader.__next__");
+  PyObject *r = loader_next_batch(self);
+  sk_profile_exit(prof);
+  return r;
+}
+
+static PyObject *loader_next_batch(sk_Loader *self) {
   stoke_loader *l = sk_loader_get(self);
   if (!l) return NULL;
   stoke_batch *b = NULL;
-  int rc;
-  for (;;) {
+  int rc = STOKE_AGAIN;
+  /* With workers, a batch is usually ready: take it without letting the
+  ** GIL go (a poll never blocks).  With none, the batch is made inside
+  ** next(), always without the GIL. */
+  if (self->has_workers) rc = stoke_loader_next_timed(l, &b, 0);
+  while (rc == STOKE_AGAIN) {
     Py_BEGIN_ALLOW_THREADS
     rc = stoke_loader_next_timed(l, &b, WAIT_SLICE_NS);
     Py_END_ALLOW_THREADS
-    if (rc != STOKE_AGAIN) break;
-    if (PyErr_CheckSignals() < 0) return NULL; /* the step stays pending */
+    if (rc == STOKE_AGAIN && PyErr_CheckSignals() < 0)
+      return NULL; /* the step stays pending */
   }
   if (rc == STOKE_END) {
     self->in_epoch = 0;
@@ -240,6 +272,57 @@ static PyObject *loader_next(sk_Loader *self) {
   sk_bref *r = sk_bref_new(b);
   return r ? sk_deliver(r, &self->out) : NULL;
 }
+
+static PyObject *iter_next(sk_LoaderIter *it) {
+  if (it->done) return NULL;
+  if (it->gen != it->loader->gen) {
+    PyErr_SetString(sk_err.Error,
+                    "this iterator's epoch was ended by a newer "
+                    "iter(loader) (or set_epoch, load_state_dict)");
+    return NULL;
+  }
+  PyObject *batch = loader_next(it->loader);
+  if (!batch && !PyErr_Occurred()) it->done = 1;
+  return batch;
+}
+
+static void iter_dealloc(sk_LoaderIter *it) {
+  Py_XDECREF(it->loader);
+  PyObject_Free(it);
+}
+
+static Py_ssize_t iter_length_hint(sk_LoaderIter *it) {
+  return it->done ? 0 : PyObject_Length((PyObject *)it->loader);
+}
+
+static PyObject *iter_len_hint(sk_LoaderIter *it, PyObject *noargs) {
+  Py_ssize_t n = iter_length_hint(it);
+  return n < 0 ? NULL : PyLong_FromSsize_t(n);
+}
+
+static PyMethodDef iter_methods[] = {
+    {"__length_hint__", (PyCFunction)iter_len_hint, METH_NOARGS, NULL},
+    {NULL, NULL, 0, NULL}};
+
+static PyObject *iter_get_loader(sk_LoaderIter *it, void *c) {
+  return Py_NewRef((PyObject *)it->loader);
+}
+
+static PyGetSetDef iter_getset[] = {
+    {"loader", (getter)iter_get_loader, NULL, "the loader", NULL},
+    {NULL, NULL, NULL, NULL, NULL}};
+
+PyTypeObject sk_LoaderIterType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "stoke._stoke.LoaderIterator",
+    .tp_basicsize = sizeof(sk_LoaderIter),
+    .tp_dealloc = (destructor)iter_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "One epoch of a stoke loader (iter(loader) makes one).",
+    .tp_iter = PyObject_SelfIter,
+    .tp_iternext = (iternextfunc)iter_next,
+    .tp_methods = iter_methods,
+    .tp_getset = iter_getset,
+};
 
 static Py_ssize_t loader_len(sk_Loader *self) {
   stoke_loader *l = sk_loader_get(self);
@@ -255,6 +338,7 @@ static PyObject *loader_set_epoch(sk_Loader *self, PyObject *arg) {
     stoke_loader_end_epoch(l);
     self->in_epoch = 0;
   }
+  self->gen++; /* an iterator of the old epoch may not go on */
   int rc = stoke_loader_set_epoch(l, e);
   if (rc != 0) return sk_raise(rc, stoke_errmsg(l));
   Py_RETURN_NONE;
@@ -265,6 +349,7 @@ static PyObject *loader_end_epoch(sk_Loader *self, PyObject *noargs) {
   if (!l) return NULL;
   stoke_loader_end_epoch(l);
   self->in_epoch = 0;
+  self->gen++;
   Py_RETURN_NONE;
 }
 
@@ -320,6 +405,80 @@ static PyObject *loader_host_bytes(sk_Loader *self, PyObject *noargs) {
   return l ? PyLong_FromUnsignedLongLong(stoke_loader_host_bytes(l)) : NULL;
 }
 
+/* The last bad samples, oldest first: a list of dicts. */
+static PyObject *loader_failures(sk_Loader *self, PyObject *noargs) {
+  stoke_loader *l = sk_loader_get(self);
+  if (!l) return NULL;
+  stoke_failure f[STOKE_FAILURES_KEPT];
+  size_t n = stoke_loader_failures(l, f, STOKE_FAILURES_KEPT);
+  if (n > STOKE_FAILURES_KEPT) n = STOKE_FAILURES_KEPT;
+  PyObject *list = PyList_New((Py_ssize_t)n);
+  for (size_t i = 0; list && i < n; i++) {
+    PyObject *sub = f[i].substitute == SIZE_MAX
+                        ? Py_NewRef(Py_None)
+                        : PyLong_FromSize_t(f[i].substitute);
+    PyObject *d = sub ? Py_BuildValue(
+                            "{s:n,s:K,s:n,s:s,s:O,s:N,s:s,s:s}", "index",
+                            (Py_ssize_t)f[i].index, "epoch",
+                            (unsigned long long)f[i].epoch, "batch",
+                            (Py_ssize_t)f[i].batch, "action",
+                            stoke_on_error_name(f[i].action), "quarantined",
+                            f[i].quarantined ? Py_True : Py_False,
+                            "substitute", sub, "where", f[i].where, "reason",
+                            f[i].reason)
+                      : NULL;
+    if (!d) {
+      Py_CLEAR(list);
+      break;
+    }
+    PyList_SET_ITEM(list, (Py_ssize_t)i, d);
+  }
+  return list;
+}
+
+/* _state(): the position as stoke_loader_state_encode's bytes, and its
+** fields. */
+static PyObject *loader_state(sk_Loader *self, PyObject *noargs) {
+  stoke_loader *l = sk_loader_get(self);
+  if (!l) return NULL;
+  stoke_loader_state st;
+  int rc = stoke_loader_state_save(l, &st);
+  if (rc != 0) return sk_raise(rc, stoke_errmsg(l));
+  unsigned char buf[STOKE_STATE_BYTES];
+  size_t n = 0;
+  rc = stoke_loader_state_encode(&st, buf, sizeof buf, &n);
+  if (rc != 0) return sk_raise_tls(rc);
+  return Py_BuildValue("(y#{s:K,s:K,s:K,s:K,s:I,s:I})", (const char *)buf,
+                       (Py_ssize_t)n, "epoch", (unsigned long long)st.epoch,
+                       "batches_done", (unsigned long long)st.batches_done,
+                       "seed", (unsigned long long)st.seed, "n_samples",
+                       (unsigned long long)st.n_samples, "rank", st.rank,
+                       "world_size", st.world);
+}
+
+/* _restore(bytes): continue from an encoded state. */
+static PyObject *loader_restore(sk_Loader *self, PyObject *arg) {
+  stoke_loader *l = sk_loader_get(self);
+  if (!l) return NULL;
+  Py_buffer v;
+  if (PyObject_GetBuffer(arg, &v, PyBUF_SIMPLE) < 0) return NULL;
+  stoke_loader_state st;
+  int rc = stoke_loader_state_decode(v.buf, (size_t)v.len, &st);
+  PyBuffer_Release(&v);
+  if (rc != 0) return sk_raise_tls(rc);
+  if (self->in_epoch) {
+    stoke_loader_end_epoch(l);
+    self->in_epoch = 0;
+  }
+  self->gen++;
+  rc = stoke_loader_state_restore(l, &st);
+  if (rc != 0) return sk_raise(rc, stoke_errmsg(l));
+  return Py_BuildValue("{s:K,s:K,s:K}", "epoch",
+                       (unsigned long long)st.epoch, "batches_done",
+                       (unsigned long long)st.batches_done, "seed",
+                       (unsigned long long)st.seed);
+}
+
 /* What serves the batches: stoke_loader_device as a dict. */
 static PyObject *loader_device_info(sk_Loader *self, PyObject *noargs) {
   stoke_loader *l = sk_loader_get(self);
@@ -368,6 +527,11 @@ static PyMethodDef loader_methods[] = {
      "save_trace(path): a Chrome/Perfetto trace of the spans kept."},
     {"_config", (PyCFunction)loader_config, METH_NOARGS,
      "The configuration in force (C names)."},
+    {"failures", (PyCFunction)loader_failures, METH_NOARGS,
+     "The last bad samples (oldest first): index, epoch, batch, action "
+     "(skip, replace, fail), quarantined, substitute, where, reason."},
+    {"_state", (PyCFunction)loader_state, METH_NOARGS, NULL},
+    {"_restore", (PyCFunction)loader_restore, METH_O, NULL},
     {"device_info", (PyCFunction)loader_device_info, METH_NOARGS,
      "Which backend serves the batches (host, pinned, cuda) and why, the "
      "device, its memory and the loader's share, where normalisation runs."},
@@ -408,7 +572,6 @@ PyTypeObject sk_LoaderType = {
     .tp_traverse = (traverseproc)loader_traverse,
     .tp_weaklistoffset = offsetof(sk_Loader, weakrefs),
     .tp_iter = (getiterfunc)loader_iter,
-    .tp_iternext = (iternextfunc)loader_next,
     .tp_methods = loader_methods,
     .tp_getset = loader_getset,
     .tp_init = (initproc)loader_init,

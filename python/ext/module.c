@@ -3,6 +3,7 @@
 ** The types and exception classes are static, as in most extensions: the
 ** module supports one interpreter per process (no sub-interpreters). */
 #include "ext.h"
+#include "dataset.h"
 
 #include <string.h>
 
@@ -158,6 +159,13 @@ static PyMethodDef methods[] = {
     {"tune", (PyCFunction)(void (*)(void))sk_tune,
      METH_VARARGS | METH_KEYWORDS,
      "tune(source_spec, config, tune, step): the sweep and its knee."},
+    {"worker_info", sk_worker_info, METH_NOARGS,
+     "The calling stoke worker thread's WorkerInfo, or None."},
+    {"on_worker_thread", sk_on_worker_thread, METH_NOARGS,
+     "Whether the calling thread is a stoke.DataLoader worker."},
+    {"set_thread_intraop", sk_set_thread_intraop, METH_O,
+     "set_thread_intraop(n): torch's intra-op threads of this thread only "
+     "(OpenMP's per-thread setting); False when no OpenMP is loaded."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef moduledef = {
@@ -239,7 +247,10 @@ PyMODINIT_FUNC PyInit__stoke(void) {
   if (add_errors(mod) < 0 || add_type(mod, &sk_FieldType, "Field") < 0 ||
       add_type(mod, &sk_BatchType, "Batch") < 0 ||
       add_type(mod, &sk_LoaderType, "Loader") < 0 ||
+      add_type(mod, &sk_LoaderIterType, "LoaderIterator") < 0 ||
       add_type(mod, &sk_TwoClockType, "TwoClock") < 0 ||
+      (sk_DatasetLoaderType.tp_base = &sk_LoaderType,
+       add_type(mod, &sk_DatasetLoaderType, "DatasetLoader") < 0) ||
       PyModule_AddIntConstant(mod, "OUT_STOKE", SK_OUT_STOKE) < 0 ||
       PyModule_AddIntConstant(mod, "OUT_NUMPY", SK_OUT_NUMPY) < 0 ||
       PyModule_AddIntConstant(mod, "OUT_TORCH", SK_OUT_TORCH) < 0 ||

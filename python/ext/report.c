@@ -68,6 +68,12 @@ static int describe_source(sk_Loader *self, sk_run *r) {
   return 0;
 }
 
+static int kind_is(PyObject *spec, const char *want) {
+  PyObject *k = PyDict_GetItemString(spec, "kind");
+  const char *s = k && PyUnicode_Check(k) ? PyUnicode_AsUTF8(k) : NULL;
+  return s && strcmp(s, want) == 0;
+}
+
 static int collect(sk_Loader *self, sk_run *r) {
   memset(r, 0, sizeof *r);
   stoke_loader *l = sk_loader_get(self);
@@ -77,6 +83,13 @@ static int collect(sk_Loader *self, sk_run *r) {
   if (rc < 0) {
     sk_raise(rc, stoke_errmsg(l));
     return -1;
+  }
+  /* A Python dataset's source takes any index below a bound: its size is
+  ** the dataset's length, which the package gives. */
+  if (kind_is(self->spec, "dataset")) {
+    size_t n = 0;
+    if (sk_dict_size(self->spec, "length", &n) < 0) return -1;
+    r->res.source_samples = n;
   }
   r->spec.cfg = r->res.eff;
   r->spec.epochs = (unsigned)r->res.n_epochs;
@@ -140,9 +153,15 @@ static PyObject *json_of(cJSON *o) {
   return r;
 }
 
-static cJSON *summary_with_stages(const cli_run_result *res) {
-  cJSON *s = cli_summary_json(res);
-  if (s) cJSON_AddItemToObject(s, "stages", cli_stages_json(res));
+/* The summary, with what `stoke bench --json` keeps beside it. */
+static cJSON *summary_with_stages(const sk_run *r) {
+  cJSON *s = cli_summary_json(&r->res);
+  if (s) {
+    cJSON_AddItemToObject(s, "stages", cli_stages_json(&r->res));
+    cJSON_AddItemToObject(s, "bad_samples",
+                          cli_failures_json(&r->spec, &r->res));
+    cJSON_AddItemToObject(s, "device", cli_device_json(&r->res));
+  }
   return s;
 }
 
@@ -152,7 +171,7 @@ PyObject *sk_loader_stats(sk_Loader *self, PyObject *noargs) {
     run_free(&r);
     return NULL;
   }
-  PyObject *d = json_of(summary_with_stages(&r.res));
+  PyObject *d = json_of(summary_with_stages(&r));
   run_free(&r);
   return d;
 }
@@ -285,13 +304,8 @@ PyObject *sk_loader_save_json(sk_Loader *self, PyObject *args, PyObject *kw) {
   PyObject *res = NULL;
   if (collect(self, &r) == 0) {
     cJSON *d = diagnosis(self, &r, cores, ccpu);
-    cJSON *root = d ? cJSON_CreateObject() : NULL;
+    cJSON *root = d ? cli_run_json(&r.spec, &r.res) : NULL;
     if (root) {
-      cJSON_AddItemToObject(root, "config", cli_config_json(&r.spec, &r.res));
-      cJSON_AddItemToObject(root, "machine", cli_machine_json());
-      cJSON_AddItemToObject(root, "epochs", cli_epochs_json(&r.res));
-      cJSON_AddItemToObject(root, "summary", cli_summary_json(&r.res));
-      cJSON_AddItemToObject(root, "stages", cli_stages_json(&r.res));
       cJSON_AddItemToObject(root, "diagnosis", d);
       res = write_json_file(PyBytes_AS_STRING(path), root);
     } else {

@@ -10,8 +10,10 @@
 **    (sk_keep) until the loader reading them is destroyed
 **   {"kind": "synthetic", "kind_code": int, "cost_ns": int, "dist": int,
 **    "sigma": float, "samples": int, "shape": [int], "classes": int,
-**    "seed": int} */
+**    "seed": int}
+**   {"kind": "dataset", ...}  — a Python dataset (dataset.c) */
 #include "ext.h"
+#include "dataset.h"
 
 #include <string.h>
 
@@ -20,6 +22,7 @@ void sk_keep_release(sk_keep *keep) {
   PyMem_Free(keep->views);
   keep->views = NULL;
   keep->n_views = 0;
+  Py_CLEAR(keep->owner);
 }
 
 static int images_source(PyObject *spec, stoke_source **out) {
@@ -70,6 +73,9 @@ static int dtype_of(const Py_buffer *v) {
   if (f[0] && f[1]) return 0;
   switch (*f) {
   case 'B': return v->itemsize == 1 ? STOKE_U8 : 0;
+  case 'b': return v->itemsize == 1 ? STOKE_I8 : 0;
+  case '?': return v->itemsize == 1 ? STOKE_BOOL : 0;
+  case 'h': return v->itemsize == 2 ? STOKE_I16 : 0;
   case 'i': return v->itemsize == 4 ? STOKE_I32 : 0;
   case 'l':
   case 'q': return v->itemsize == 8 ? STOKE_I64 : 0;
@@ -130,7 +136,8 @@ static int arrays_source(PyObject *spec, stoke_source **out, sk_keep *keep) {
     if (!dt) {
       PyErr_Format(sk_err.Config,
                    "array '%s': element format '%s' (%zd bytes) is not one of "
-                   "uint8, int32, int64, float16, float32, float64",
+                   "bool, uint8, int8, int16, int32, int64, float16, float32, "
+                   "float64",
                    name, v->format ? v->format : "B", v->itemsize);
       return -1;
     }
@@ -221,6 +228,8 @@ int sk_source_from_spec(PyObject *spec, stoke_source **out, sk_keep *keep) {
     rc = arrays_source(spec, out, keep);
   else if (kind && strcmp(kind, "synthetic") == 0)
     rc = synthetic_source(spec, out);
+  else if (kind && strcmp(kind, "dataset") == 0)
+    rc = sk_dataset_source(spec, out, keep);
   else {
     PyErr_Format(PyExc_ValueError, "unknown source kind %s",
                  kind ? kind : "(none)");
@@ -249,10 +258,15 @@ int sk_config_from_dict(PyObject *d, stoke_config *c) {
       sk_dict_int(d, "prefetch_next_epoch", &c->prefetch_next_epoch) ||
       sk_dict_size(d, "trace_events", &c->trace_events) ||
       sk_dict_size(d, "max_chunk", &c->max_chunk) ||
+      sk_dict_int(d, "order_given", &c->order_given) ||
       sk_dict_uint(d, "device_prefetch", &c->device_prefetch) ||
       sk_dict_int(d, "pin_memory", &c->pin_memory) ||
       sk_dict_int(d, "device_normalize", &c->device_normalize) ||
       sk_dict_int(d, "clock", &c->clock) ||
+      sk_dict_int(d, "on_error", &c->on_error) ||
+      sk_dict_u64(d, "max_failures", &c->max_failures) ||
+      sk_dict_double(d, "max_failure_frac", &c->max_failure_frac) ||
+      sk_dict_uint(d, "max_replace_tries", &c->max_replace_tries) ||
       sk_dict_uint(d, "echo", &c->echo) ||
       sk_dict_int(d, "echo_mode", &c->echo_mode) ||
       sk_dict_u64(d, "shuffle_block_bytes", &c->shuffle_block_bytes) ||
@@ -272,6 +286,9 @@ int sk_config_from_dict(PyObject *d, stoke_config *c) {
   Py_DECREF(o);
   if (!(o = sk_dict_str(d, "cuda_library", &v))) return -1;
   if (v) c->cuda_library = v;
+  Py_DECREF(o);
+  if (!(o = sk_dict_str(d, "quarantine_path", &v))) return -1;
+  if (v) c->quarantine_path = v;
   Py_DECREF(o);
   if (!(o = sk_dict_str(d, "cache_dir", &v))) return -1;
   if (v) c->cache_dir = v;

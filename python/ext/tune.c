@@ -8,6 +8,7 @@
 ** error is raised when it returns.  Ctrl-C is checked between points. */
 #define _POSIX_C_SOURCE 200809L
 #include "ext.h"
+#include "dataset.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -22,6 +23,8 @@ typedef struct tune_ctx {
   int64_t ns;
   sk_output out;
   PyObject *progress;      /* callable(i, n, point) or NULL */
+  PyObject *dataset;       /* a Python dataset's spec: the step gets its
+                              collated batch, not the slot */
   volatile int cancel;
   PyObject *exc_type, *exc_value, *exc_tb; /* the first Python error */
   int kept;                /* a step kept its batch */
@@ -40,7 +43,14 @@ static void on_step(void *user, stoke_batch *b) {
     return;
   }
   PyGILState_STATE g = PyGILState_Ensure();
-  if (!t->cancel) {
+  if (!t->cancel && t->dataset) {
+    /* A Python dataset's batch lives in tensors of its own. */
+    PyObject *batch = sk_dataset_result(t->dataset, b);
+    PyObject *res = batch ? PyObject_CallOneArg(t->step, batch) : NULL;
+    Py_XDECREF(batch);
+    if (!res) keep_error(t);
+    Py_XDECREF(res);
+  } else if (!t->cancel) {
     sk_bref *r = sk_bref_borrow(b);
     if (r) sk_bref_incref(r); /* ours, to see what the step kept */
     PyObject *batch = r ? sk_deliver(r, &t->out) : NULL;
@@ -144,6 +154,10 @@ PyObject *sk_tune(PyObject *mod, PyObject *args, PyObject *kw) {
   t.out.to_torch = to_torch == Py_None ? NULL : to_torch;
   t.out.to_numpy = to_numpy == Py_None ? NULL : to_numpy;
   t.progress = progress == Py_None ? NULL : progress;
+  PyObject *kind = PyDict_GetItemString(spec, "kind");
+  if (kind && PyUnicode_Check(kind) &&
+      PyUnicode_CompareWithASCIIString(kind, "dataset") == 0)
+    t.dataset = spec;
 
   stoke_tune_config tc;
   stoke_tune_config_init(&tc);

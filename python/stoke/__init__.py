@@ -13,7 +13,12 @@ whether it is waiting for data and what to do about it.
 
     python3 -m stoke.doctor train.py            # an unmodified script
 
+    for x, y in stoke.DataLoader(dataset, batch_size=32, num_workers=8):
+        train_step(x, y)         # torch's DataLoader, on threads
+
 The pieces: :class:`Loader` (paths, arrays, synthetic sources),
+:class:`DataLoader` (torch's DataLoader for any Python dataset),
+:func:`get_worker_info`, :func:`gather_stats` (every rank's clocks),
 :class:`Batch` and :class:`Field` (zero-copy views: DLPack and the buffer
 protocol), :class:`TwoClock`, :func:`tune`, :func:`synthetic`, and the
 errors, all subclasses of :class:`Error`."""
@@ -21,6 +26,8 @@ errors, all subclasses of :class:`Error`."""
 from . import _stoke
 from ._stoke import (Batch, BudgetError, BusyError, ConfigError, Error, Field,
                      FormatError, IOError, SampleError, SampleTimeout)
+from .dataloader import DataLoader, get_worker_info
+from .distributed import gather_stats
 from .loader import Loader, Synthetic, synthetic
 from .tune import tune
 from .twoclock import TwoClock
@@ -28,7 +35,8 @@ from .twoclock import TwoClock
 __version__ = _stoke.version()
 
 __all__ = [
-    "Batch", "BudgetError", "BusyError", "ConfigError", "Error", "Field",
-    "FormatError", "IOError", "Loader", "SampleError", "SampleTimeout",
-    "Synthetic", "TwoClock", "synthetic", "tune", "__version__",
+    "Batch", "BudgetError", "BusyError", "ConfigError", "DataLoader", "Error",
+    "Field", "FormatError", "IOError", "Loader", "SampleError",
+    "SampleTimeout", "Synthetic", "TwoClock", "gather_stats",
+    "get_worker_info", "synthetic", "tune", "__version__",
 ]

@@ -184,7 +184,11 @@ def output_converters(output):
     to_torch = to_numpy = None
     if output == "torch":
         import torch.utils.dlpack
-        to_torch = torch.utils.dlpack.from_dlpack
+        # The capsule goes straight to torch's C converter when it has one
+        # (torch.utils.dlpack.from_dlpack first asks the capsule for
+        # __dlpack__, an AttributeError per tensor); same tensor either way.
+        to_torch = getattr(torch._C, "_from_dlpack",
+                           torch.utils.dlpack.from_dlpack)
     elif output == "numpy":
         import numpy
         to_numpy = numpy.asarray
@@ -266,6 +270,43 @@ def _shuffle_config(shuffle, block_window):
             "shuffle_window": int(block_window or 0)}
 
 
+_ON_ERROR = {"fail": 0, "skip": 1, "replace": 2}
+
+
+def bad_sample_config(on_error="fail", max_failures=None,
+                      max_replace_tries=8, quarantine=None):
+    """The bad-sample part of the C configuration.  max_failures: None
+    (the default budget, 1% of an epoch), a count (int), a share (a float
+    below 1, or "0.1%"), or "none" (no limit)."""
+    if on_error not in _ON_ERROR:
+        raise ValueError(f"on_error: expected 'fail', 'skip' or 'replace', "
+                         f"got {on_error!r}")
+    d = {"on_error": _ON_ERROR[on_error],
+         "max_replace_tries": int(max_replace_tries),
+         "quarantine_path": os.fspath(quarantine) if quarantine else None}
+    m = max_failures
+    if isinstance(m, str) and m.strip().endswith("%"):
+        m = float(m.strip()[:-1]) / 100
+        if not 0 < m <= 1:
+            raise ValueError(f"max_failures: a share above 0 and at most "
+                             f"100%, got {max_failures!r}")
+    elif isinstance(m, str) and m.strip() == "none":
+        d.update(max_failures=0, max_failure_frac=0.0)
+        return d
+    elif isinstance(m, str):
+        m = int(m)
+    if m is None:
+        return d
+    if isinstance(m, bool) or m <= 0:
+        raise ValueError(f"max_failures: 0 would allow none; use "
+                         f"on_error='fail', a count, a share or 'none'")
+    if isinstance(m, float) and m < 1:
+        d.update(max_failures=0, max_failure_frac=m)
+    else:
+        d.update(max_failures=int(m), max_failure_frac=0.0)
+    return d
+
+
 def loader_config(batch_size, *, shuffle=False, seed=0, num_workers=0,
                   prefetch=2, drop_last=False, rank=None, world_size=None,
                   mem_budget=None, timeout=None, out_of_order=False,
@@ -274,7 +315,8 @@ def loader_config(batch_size, *, shuffle=False, seed=0, num_workers=0,
                   echo=1, echo_mode="batch", cache=None, cache_max=None,
                   ram_cache=None):
     """The C loader's configuration (stoke_config's names) from Python's."""
-    env_rank, env_world = env_rank_world()
+    from .distributed import dist_rank_world
+    env_rank, env_world = dist_rank_world() or env_rank_world()
     rank = env_rank if rank is None else rank
     world = env_world if world_size is None else world_size
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or \
@@ -365,8 +407,9 @@ class Loader(_stoke.Loader):
 
     ``timeout`` (seconds or ``"5s"``) fails a sample that runs longer,
     naming it; ``mem_budget`` (bytes or ``"8GiB"``) is checked before
-    anything is allocated.  ``rank``/``world_size`` default to the ``RANK``
-    and ``WORLD_SIZE`` that torchrun sets.  The other options are the CLI's:
+    anything is allocated.  ``rank``/``world_size`` default to
+    torch.distributed's when it is initialised, else to the ``RANK`` and
+    ``WORLD_SIZE`` that torchrun sets.  The other options are the CLI's:
     ``out_of_order``, ``epoch_prefetch``, ``warmup`` (epochs left out of the
     statistics), ``warmup_steps``, ``trace`` (keep spans for
     :meth:`save_trace`), ``max_chunk``, ``shard_drop_last``, and for images
@@ -399,7 +442,18 @@ class Loader(_stoke.Loader):
     callable giving that stream, or its handle; default
     ``torch.cuda.current_stream``), and its slot refilled only once the work
     queued there is done.  Without a CUDA driver the loader runs on the
-    host and :meth:`device_info` says why."""
+    host and :meth:`device_info` says why.
+
+    Bad samples: ``on_error="fail"`` (default: the first one raises
+    :class:`SampleError`), ``"skip"`` (the batch is shorter:
+    ``batch.n_skipped``) or ``"replace"`` (another sample, drawn from the
+    bad one's own random stream, takes its place: the batch keeps its size
+    and the run its determinism).  ``max_failures`` bounds them (a count, a
+    share such as ``"0.1%"``, or ``"none"``; default 1% of an epoch);
+    ``quarantine`` names a file that records each bad sample so that later
+    epochs and runs never read it (``stoke inspect --verify`` writes one).
+    :meth:`failures` lists the last ones; :meth:`state_dict` and
+    :meth:`load_state_dict` save and restore the position."""
 
     def __init__(self, source, batch_size, *, shuffle=False, seed=0,
                  num_workers=0, prefetch=2, drop_last=False, transform=None,
@@ -410,8 +464,10 @@ class Loader(_stoke.Loader):
                  max_bytes=None, verify_checksums=False, device=None,
                  device_prefetch=1, pin_memory=None, device_normalize=True,
                  cuda_library=None, cuda_stream=None, release_stream=None,
-                 block_window=None, echo=1, echo_mode="batch", cache=None,
-                 cache_max=None, ram_cache=None):
+                 on_error="fail", max_failures=None, max_replace_tries=8,
+                 quarantine=None, block_window=None, echo=1,
+                 echo_mode="batch", cache=None, cache_max=None,
+                 ram_cache=None):
         spec, layout, names, keep = describe_source(
             source, transform, image_kind, max_pixels, max_bytes,
             verify_checksums)
@@ -428,6 +484,8 @@ class Loader(_stoke.Loader):
                                     device_normalize, cuda_library,
                                     cuda_stream)
         config.update(dev)
+        config.update(bad_sample_config(on_error, max_failures,
+                                        max_replace_tries, quarantine))
         output, mode, to_torch, to_numpy = output_converters(output)
         self._keep = keep  # the arrays the C source borrows
         self.output = output
@@ -454,16 +512,42 @@ class Loader(_stoke.Loader):
         computing clock)."""
         return _pythonize_diagnosis(super().diagnose(cores, consumer_cpu))
 
-    def report(self, cores=0, consumer_cpu=None):
+    def report(self, cores=0, consumer_cpu=None, all_ranks=False):
         """``stoke profile``'s report of this loader: the epochs, the
         steady state, the verdict and its numbers, the queue model, the
-        what-if table and the advice."""
-        return pythonize(super().report(cores, consumer_cpu))
+        what-if table and the advice.  ``all_ranks=True`` gathers every
+        rank's clocks through torch.distributed (a collective: call it on
+        every rank) and adds a row per rank, the straggler and the job's
+        verdict."""
+        text = pythonize(super().report(cores, consumer_cpu))
+        if all_ranks:
+            from .distributed import gather_stats, ranks_report
+            text += "\n" + ranks_report(gather_stats(self))
+        return text
 
     def save_json(self, path, cores=0, consumer_cpu=None):
         """Write ``stoke profile --json``'s document, which ``stoke
         report`` renders as HTML."""
         super().save_json(os.fspath(path), cores, consumer_cpu)
+
+    def state_dict(self):
+        """Where the loader is: the epoch, the batches of it handed out
+        (a batch counts once next() returned it) and what makes that
+        position mean the same samples, as a few bytes (``"stoke_state"``,
+        what load_state_dict reads: version, CRC, the dataset's identity)
+        and readable fields.  torch.save-able."""
+        blob, fields = self._state()
+        return dict(fields, stoke_state=blob)
+
+    def load_state_dict(self, state):
+        """Continue from state_dict(): the next iteration hands out the
+        batches an uninterrupted run had left, in its order, whatever
+        num_workers and prefetch are now.  With another world size (or
+        rank, batch size, shuffle, drop_last) it starts at the next epoch,
+        every sample of which is then delivered once across the ranks.  A
+        state of another dataset raises ConfigError naming both."""
+        blob = state["stoke_state"] if isinstance(state, dict) else state
+        self._restore(bytes(blob))
 
     @property
     def config(self):

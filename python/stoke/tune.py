@@ -19,7 +19,8 @@ def tune(source, batch_size=32, step=None, *, workers=None, prefetch=None,
          batch_sizes=None, max_workers=0, warmup_epochs=1, min_epochs=1,
          min_measure=0.0, progress=None, output=None, transform=None,
          **loader_kwargs):
-    """Sweep a loader over ``source`` and return its knee: the cheapest
+    """Sweep a loader over ``source`` (a stoke source, or a map-style Python
+    dataset as stoke.DataLoader runs it) and return its knee: the cheapest
     configuration (fewest workers, then least memory) within 5% of the best
     throughput that removes the stall.
 
@@ -34,12 +35,28 @@ def tune(source, batch_size=32, step=None, *, workers=None, prefetch=None,
     Returns the knee as a dict (workers, prefetch, batch_size, samples/s,
     wait ratio, verdict, the reason), with ``dataloader_kwargs`` for
     ``torch.utils.data.DataLoader`` and ``loader_kwargs`` for
-    :class:`stoke.Loader`, and ``points``, every point measured."""
-    spec, layout, names, keep = describe_source(
-        source, transform, loader_kwargs.pop("image_kind", None),
-        loader_kwargs.pop("max_pixels", None),
-        loader_kwargs.pop("max_bytes", None),
-        loader_kwargs.pop("verify_checksums", False))
+    :class:`stoke.Loader` (for a Python dataset: stoke.DataLoader's, the
+    same names as torch's), and ``points``, every point measured.  A Python
+    dataset is read in index order (``shuffle=True`` shuffles with stoke's
+    seeded order), with ``collate_fn``, ``worker_init_fn`` and
+    ``torch_threads`` as stoke.DataLoader takes them; the step gets each
+    collated batch."""
+    from .dataloader import is_map_dataset, tune_spec
+    if is_map_dataset(source):
+        if transform is not None:
+            raise ValueError("transform= applies to image datasets")
+        spec = tune_spec(source, workers, max_workers,
+                         collate_fn=loader_kwargs.pop("collate_fn", None),
+                         worker_init_fn=loader_kwargs.pop("worker_init_fn",
+                                                          None),
+                         torch_threads=loader_kwargs.pop("torch_threads", 1))
+        layout, names, keep = _stoke.LAYOUT_SINGLE, ("placeholder",), ()
+    else:
+        spec, layout, names, keep = describe_source(
+            source, transform, loader_kwargs.pop("image_kind", None),
+            loader_kwargs.pop("max_pixels", None),
+            loader_kwargs.pop("max_bytes", None),
+            loader_kwargs.pop("verify_checksums", False))
     config = loader_config(batch_size, **loader_kwargs)
     _, mode, to_torch, to_numpy = output_converters(output)
     t = {"workers": workers, "prefetch": prefetch,
@@ -59,6 +76,9 @@ def tune(source, batch_size=32, step=None, *, workers=None, prefetch=None,
     out["loader_kwargs"] = {"batch_size": knee["batch_size"],
                             "num_workers": knee["workers"],
                             "prefetch": knee["prefetch"]}
+    if spec.get("kind") == "dataset":
+        # stoke.DataLoader counts prefetch per worker, as torch does.
+        out["loader_kwargs"] = dict(out["dataloader_kwargs"])
     out["points"] = res["points"]
     out["tolerance"] = res["tolerance"]
     return out

@@ -24,6 +24,14 @@
 **              from the pixels saved;
 **   echo       when even all cores cannot keep up: reuse each batch e times
 **              (data echoing), the last resort since it changes training.
+** Two more, since 0.2:
+**   threads    the workers started helper threads (a threaded library
+**              inside the samples: torch's intra-op pool, OpenMP, BLAS)
+**              that queue for the cores: one thread per worker;
+**   python     a python-bound run (the GIL serialises the samples' Python)
+**              gets its own ladder instead of more workers: the work into C
+**              transforms that release the GIL, fewer Python operations per
+**              sample, and processes as the last resort.
 ** Every line names the setting, the step the model predicts with it, the
 ** step now and the ratio. */
 #include "internal.h"
@@ -99,6 +107,11 @@ static unsigned knee(const stoke_model *m, unsigned k, unsigned w_max,
 
 static const char *stage_remedy(int stage) {
   switch (stage) {
+  case STOKE_STAGE_PYTHON:
+  case STOKE_STAGE_GIL_WAIT:
+    return "fewer Python operations per sample, or C transforms";
+  case STOKE_STAGE_COLLATE:
+    return "smaller samples, or collate fewer objects in Python";
   case STOKE_STAGE_READ:
     return "pack samples into shards or a faster storage layout";
   case STOKE_STAGE_DECODE:
@@ -108,6 +121,98 @@ static const char *stage_remedy(int stage) {
            "their own restart intervals), or pre-resize them";
   default: return "cheaper or fused transforms";
   }
+}
+
+/* The measured step (wait + compute per step). */
+static int64_t measured_step(const stoke_stats *st) {
+  return st->steps ? (st->wait.total_ns + st->compute.total_ns) /
+                         (int64_t)st->steps
+                   : 0;
+}
+
+/* Helper threads queueing for the cores: more threads named stoke-w* than
+** workers (a thread inherits its creator's name), more than the cores, and
+** their run delay a real share of their run time. */
+static void advise_threads(ladder *l, const stoke_model *m,
+                           const stoke_stats *st, unsigned k) {
+  double p = stoke__model_cores_avail(m);
+  if (m->threads_seen <= m->n_workers || (double)m->threads_seen <= p ||
+      m->run_delay_frac < 0.25)
+    return;
+  int64_t now = measured_step(st), s = step_of(m, m->n_workers, k);
+  if (now <= 0 || (double)s >= (double)now * (1 - GAIN_MIN)) return;
+  int64_t keep = l->now;
+  l->now = now;
+  stoke_advice *a = add(l, STOKE_ADVICE_THREADS, s);
+  l->now = keep;
+  if (!a) return;
+  a->n_workers = m->n_workers;
+  a->prefetch = k;
+  snprintf(a->text, sizeof a->text,
+           "oversubscribed: %u workers run %u threads on %.0f cores (a "
+           "threaded library: torch intra-op, OpenMP, BLAS), waiting for a "
+           "core %.0f%% of their run time; one thread per worker "
+           "(OMP_NUM_THREADS=1): step %.2f ms (now %.2f ms), %.2fx",
+           m->n_workers, m->threads_seen, p, 100 * m->run_delay_frac, ms(s),
+           ms(now), a->speedup);
+}
+
+/* A rung proposing W and K when its predicted step buys GAIN_MIN, else
+** NULL. */
+static stoke_advice *add_worth(ladder *l, int kind, int64_t predicted,
+                               unsigned w, unsigned k) {
+  if ((double)predicted >= (double)l->now * (1 - GAIN_MIN)) return NULL;
+  stoke_advice *a = add(l, kind, predicted);
+  if (a) {
+    a->n_workers = w;
+    a->prefetch = k;
+  }
+  return a;
+}
+
+/* A python-bound run: the GIL is the limit, so the ladder is about less
+** Python, not more threads.  Each rung is priced by the model with the
+** GIL's share changed: without it (C transforms, processes), the sample's
+** CPU work runs on every core and its off-CPU time loses the measured wait
+** for the GIL; with half the Python, t_gil and t_cpu lose half of t_gil. */
+static void advise_python(ladder *l, const stoke_model *m,
+                          const stoke_stats *st, unsigned k, unsigned w_max) {
+  stoke_model free = *m;
+  free.t_gil_ns = 0;
+  free.t_io_ns -= m->stage_ns[STOKE_STAGE_GIL_WAIT];
+  if (free.t_io_ns < 0) free.t_io_ns = 0;
+  int64_t knee_step;
+  unsigned w = knee(&free, k, w_max, &knee_step);
+  if (w < 1) w = 1;
+  stoke_advice *a;
+  if ((a = add_worth(l, STOKE_ADVICE_C_TRANSFORMS, knee_step, w, k)))
+    snprintf(a->text, sizeof a->text,
+             "move decode and transforms out of Python into stoke's C "
+             "transforms (stoke.Loader(path, transform=...)), which run "
+             "without the GIL: with -j %u predicted step %.2f ms or less "
+             "(now %.2f ms), %.1fx",
+             w, ms(knee_step), ms(l->now), a->speedup);
+  stoke_model half = *m;
+  half.t_gil_ns = m->t_gil_ns / 2;
+  half.t_cpu_ns -= m->t_gil_ns / 2;
+  half.t_d_ns -= m->t_gil_ns / 2;
+  if (half.t_cpu_ns < 0) half.t_cpu_ns = 0;
+  int64_t s = step_of(&half, m->n_workers, k);
+  if ((a = add_worth(l, STOKE_ADVICE_PYTHON_OPS, s, m->n_workers, k)))
+    snprintf(a->text, sizeof a->text,
+             "fewer Python operations per sample (%.2f ms on a core each): "
+             "vectorise with NumPy/torch calls, which release the GIL, "
+             "precompute what does not change per epoch; at half, "
+             "predicted step %.2f ms (now %.2f ms), %.2fx",
+             ms(m->t_gil_ns), ms(s), ms(l->now), a->speedup);
+  if ((a = add_worth(l, STOKE_ADVICE_PROCESSES, knee_step, w, k)))
+    snprintf(a->text, sizeof a->text,
+             "last resort, processes: %u worker processes (torch's "
+             "DataLoader) run Python in parallel, at the cost of a copy of "
+             "each batch and of the dataset per process: predicted step "
+             "%.2f ms or less (now %.2f ms), %.1fx",
+             w, ms(knee_step), ms(l->now), a->speedup);
+  (void)st;
 }
 
 int stoke_advise_model(const stoke_model *m, const stoke_stats *st,
@@ -154,6 +259,14 @@ int stoke_advise_model(const stoke_model *m, const stoke_stats *st,
     /* Hidden or not, a pageable copy is synchronous: it holds the copy
     ** thread and goes through the driver's staging buffer. */
     if (st->pageable_copies > 0) pin_it(&l, st, l.now);
+    *n_out = l.n;
+    return 0;
+  }
+
+  advise_threads(&l, m, st, k);
+  if (dg.verdict == STOKE_VERDICT_PYTHON ||
+      (dg.verdict == STOKE_VERDICT_STARVING && m->t_gil_ns > 0)) {
+    advise_python(&l, m, st, k, w_max);
     *n_out = l.n;
     return 0;
   }
@@ -271,8 +384,9 @@ int stoke_advise_model(const stoke_model *m, const stoke_stats *st,
   int64_t prod_adv = stoke__model_producer_batch(m, w_adv, k, NULL);
   if ((double)prod_adv > (double)tc * (1 + GAIN_MIN) && m->t_d_ns > 0) {
     int top = STOKE_STAGE_READ;
-    for (int s = STOKE_STAGE_DECODE; s <= STOKE_STAGE_TRANSFORM; s++)
-      if (m->stage_ns[s] > m->stage_ns[top]) top = s;
+    for (int s = STOKE_STAGE_DECODE; s < STOKE_STAGE_COUNT; s++)
+      if (stoke__stage_is_work(s) && m->stage_ns[s] > m->stage_ns[top])
+        top = s;
     double keep = 1.0 - 0.5 * (double)m->stage_ns[top] / (double)m->t_d_ns;
     if (keep < 0.5) keep = 0.5;
     stoke_model mm = *m;

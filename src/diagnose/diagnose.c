@@ -10,7 +10,10 @@
 **           is empty on average cannot be fixed by making it deeper);
 ** variance  waiting is a real share but the queue was usually non-empty:
 **           the mean keeps up and the wait comes from a long tail, which
-**           deeper prefetch absorbs.
+**           deeper prefetch absorbs;
+** python-bound  starving, and the samples are Python code that the GIL
+**           serialises (the queue model's t_gil, model.c): more threads do
+**           not help, less Python per sample does.
 ** The thresholds and their reasoning are in docs/diagnosis.md.
 **
 ** stoke_diagnose_ex adds the queue model (model.c): the per-sample costs
@@ -27,6 +30,7 @@ const char *stoke_verdict_name(int verdict) {
   case STOKE_VERDICT_BUSY: return "busy";
   case STOKE_VERDICT_STARVING: return "starving";
   case STOKE_VERDICT_VARIANCE: return "variance";
+  case STOKE_VERDICT_PYTHON: return "python-bound";
   default: return "unknown";
   }
 }
@@ -101,6 +105,15 @@ static int verdict(const stoke_stats *st, const stoke_model *m,
              wait_pct, empty_pct, (double)st->wait.p99_ns / 1e6,
              (double)st->wait.p50_ns / 1e6);
   }
+  if (out->verdict == STOKE_VERDICT_STARVING && m && m->t_gil_ns > 0) {
+    out->verdict = STOKE_VERDICT_PYTHON;
+    snprintf(out->reason, sizeof out->reason,
+             "python-bound: waiting %.1f%% of the step; the workers run "
+             "Python one at a time: they wait %.0f%% of a sample's time for "
+             "the GIL and keep it %.0f%% busy, so more workers will not help",
+             wait_pct, 100.0 * m->gil_wait_frac,
+             100.0 * (m->gil_busy < 1 ? m->gil_busy : 1.0));
+  }
   return 0;
 }
 
@@ -131,6 +144,8 @@ int stoke_diagnose_model(const stoke_stats *st, const stoke_model *m,
   out->copy_ns = m->copy_ns;
   out->batch_size = m->batch_size;
   out->cores_avail = stoke__model_cores_avail(m);
+  out->gil_wait_frac = m->gil_wait_frac;
+  out->gil_busy = m->gil_busy;
   stoke_prediction p;
   if (stoke_predict_step(m, m->n_workers, m->prefetch ? m->prefetch : 1,
                          &p) != 0)

@@ -51,8 +51,60 @@ const char *stoke_bound_name(int bound) {
   case STOKE_BOUND_CORES: return "cores";
   case STOKE_BOUND_SLOTS: return "slots";
   case STOKE_BOUND_INLINE: return "inline";
+  case STOKE_BOUND_GIL: return "gil";
   default: return "none";
   }
+}
+
+/* Samples made by Python code: how much of a sample waits for the GIL, how
+** busy the workers keep it, and whether it is what limits them.
+**
+** The GIL is one lock for every thread that runs Python: at most one core's
+** worth of Python runs at a time.  Two measurements say when it is the
+** limit.  (1) The wait to take it before each call (GIL_WAIT) is a large
+** share of a Python sample: the threads queue for it.  That is exact for
+** samples shorter than the interpreter's switch interval (5 ms), which run
+** to the end once they hold it; longer ones are also preempted inside the
+** call, where the wait cannot be told from sleeping.  (2) So also: with 2
+** or more workers and a core to spare, the workers' CPU time per step (B x
+** t_cpu, all of it while holding the GIL for pure Python) is about one
+** core, and they either spend a good share of their time blocked — neither
+** on a core nor queueing for one (schedstat's run delay) — or still wait a
+** real share at the GIL's entry: the GIL is saturated.  That tells the GIL
+** from the cores: workers competing for too few cores (PIL's decode on a
+** loaded machine, which also adds up to about one core) are runnable, not
+** blocked, and release the GIL for most of a sample, so they barely wait
+** to take it.  (On a loaded machine a woken GIL waiter also queues for a
+** core, so blocked time alone would miss it.)  A dataset that sleeps or
+** waits on I/O releases the GIL, uses little CPU and fits neither; one
+** whose C calls release the GIL (PIL, torch's ops) uses more than one core
+** when it has them.  When either holds, t_gil = t_cpu: the producer needs
+** at least B x t_gil per batch whatever W is. */
+static void python_model(stoke_model *m, const stoke_stats *st) {
+  int64_t py = m->stage_ns[STOKE_STAGE_PYTHON] +
+               m->stage_ns[STOKE_STAGE_GIL_WAIT] +
+               m->stage_ns[STOKE_STAGE_COLLATE];
+  if (py <= 0 || m->t_d_ns <= 0) return;
+  m->gil_wait_frac =
+      (double)m->stage_ns[STOKE_STAGE_GIL_WAIT] / (double)py;
+  double step = st->steps ? (double)(st->wait.total_ns + st->compute.total_ns) /
+                                (double)st->steps
+                          : 0.0;
+  if (step > 0)
+    m->gil_busy = (double)m->batch_size * (double)m->t_cpu_ns / step;
+  bool python = 2 * py >= m->t_d_ns; /* the sample is mostly Python */
+  bool waits = m->gil_wait_frac >= STOKE_PYTHON_GIL_WAIT_FRAC;
+  double cpu = (double)m->t_cpu_ns / (double)m->t_d_ns;
+  double delay = m->run_delay_frac > 0 ? m->run_delay_frac : 0.0;
+  double blocked = 1.0 - cpu * (1.0 + delay);
+  bool saturated = m->n_workers >= 2 &&
+                   m->gil_busy >= STOKE_PYTHON_GIL_BUSY &&
+                   m->gil_busy <= 1.0 / STOKE_PYTHON_GIL_BUSY &&
+                   stoke__model_cores_avail(m) >= 1.5 &&
+                   (blocked >= STOKE_PYTHON_BLOCKED_FRAC ||
+                    m->gil_wait_frac >= STOKE_PYTHON_GIL_WAIT_SOME);
+  if (python && m->n_workers >= 1 && (waits || saturated))
+    m->t_gil_ns = m->t_cpu_ns > 0 ? m->t_cpu_ns : m->t_d_ns;
 }
 
 int stoke_model_init(stoke_model *m, const stoke_stats *st,
@@ -79,9 +131,10 @@ int stoke_model_init(stoke_model *m, const stoke_stats *st,
   if (!produced) produced = st->samples;
   int64_t work = 0, top = 0;
   int top_stage = STOKE_STAGE_READ;
-  for (int s = STOKE_STAGE_READ; s <= STOKE_STAGE_TRANSFORM; s++) {
+  for (int s = 0; s < STOKE_STAGE_COUNT; s++) {
     const stoke_dist *d = &st->stage[s];
     if (!produced) break;
+    if (!stoke__stage_is_work(s)) continue;
     m->stage_ns[s] = d->total_ns / (int64_t)produced;
     work += d->total_ns;
     if (d->total_ns > top) {
@@ -105,9 +158,23 @@ int stoke_model_init(stoke_model *m, const stoke_stats *st,
   double stretch = 1.0;
   int64_t run_ns = 0, delay_ns = 0;
   m->run_delay_frac = -1;
-  if (st->n_workers &&
-      stoke__schedstat_threads("stoke-w", &run_ns, &delay_ns) > 0 &&
-      run_ns > 0) {
+  /* The loader's own window when the snapshot has it (threads that ran
+  ** while it measured), else the live threads' totals. */
+  bool window = st->struct_size >= offsetof(stoke_stats, threads_delay_ns) +
+                                       sizeof st->threads_delay_ns &&
+                st->threads_active > 0;
+  int seen;
+  if (window) {
+    seen = st->threads_active;
+    run_ns = st->threads_run_ns;
+    delay_ns = st->threads_delay_ns;
+  } else {
+    seen = st->n_workers
+               ? stoke__schedstat_threads("stoke-w", &run_ns, &delay_ns)
+               : -1;
+  }
+  if (seen > 0) m->threads_seen = (unsigned)seen;
+  if (seen > 0 && run_ns > 0) {
     m->run_delay_frac = (double)delay_ns / (double)run_ns;
     stretch = 1.0 + m->run_delay_frac;
   } else {
@@ -156,6 +223,7 @@ int stoke_model_init(stoke_model *m, const stoke_stats *st,
     m->copy_ns = st->copy_wait.total_ns / (int64_t)st->steps;
   else if (st->stage[STOKE_STAGE_COPY].count)
     m->copy_ns = st->stage[STOKE_STAGE_COPY].total_ns / (int64_t)st->steps;
+  python_model(m, st);
   m->chunk = st->chunks ? (size_t)((double)produced / (double)st->chunks + 0.5)
                         : 1;
   if (m->chunk < 1) m->chunk = 1;
@@ -190,14 +258,18 @@ int64_t stoke__model_producer_batch(const stoke_model *m, unsigned workers,
   double w_eff = (double)workers < slots ? (double)workers : slots;
   double lat = b * d / w_eff;
   double cpu = b * (double)m->t_cpu_ns / stoke__model_cores_avail(m);
+  double gil = b * (double)m->t_gil_ns; /* one GIL for every worker */
   if (bound) {
-    if (cpu >= lat)
+    if (gil > lat && gil > cpu)
+      *bound = STOKE_BOUND_GIL;
+    else if (cpu >= lat)
       *bound = STOKE_BOUND_CORES;
     else
       *bound = (double)workers > slots ? STOKE_BOUND_SLOTS
                                         : STOKE_BOUND_WORKERS;
   }
-  return (int64_t)(lat > cpu ? lat : cpu);
+  double worst = lat > cpu ? lat : cpu;
+  return (int64_t)(gil > worst ? gil : worst);
 }
 
 /* A lower bound of the producer's time per batch at the run's own W and K,
@@ -283,6 +355,8 @@ static void simulate(const stoke_model *m, unsigned workers, unsigned prefetch,
   int gated = !m->prefetch_next_epoch;
   double d = (double)(m->t_cpu_ns + m->t_io_ns);
   double f = d > 0 ? (double)m->t_cpu_ns / d : 0.0; /* cores per sample */
+  double g = d > 0 ? (double)m->t_gil_ns / d : 0.0;  /* GILs per sample */
+  if (g > 1) g = 1;
   sim_state s = {m->sigma, d, 0, {0, 0}};
   double t = 0; /* wall time */
   /* One seed for every (W, K): what-if rows differ by the setting only. */
@@ -335,6 +409,10 @@ static void simulate(const stoke_model *m, unsigned workers, unsigned prefetch,
       if (job[i].v_end < v_min) v_min = job[i].v_end;
     double demand = (double)nact * f;
     double rate = demand > p ? p / demand : 1.0;
+    /* The GIL is one more "core", for the share g of each sample that
+    ** needs it. */
+    double gdemand = (double)nact * g;
+    if (gdemand > 1.0 && 1.0 / gdemand < rate) rate = 1.0 / gdemand;
     if (nact) {
       double t_end = t + (v_min - s.v) / rate;
       if (t_end < t_next) t_next = t_end;

@@ -5,15 +5,44 @@
 ** model uses the workers' ratio of the two to tell queueing for a core
 ** (the machine is saturated, by our workers or by other processes) from
 ** waiting off the CPU (I/O).  Elsewhere, or without /proc, it reports
-** nothing and the model falls back to its estimate. */
+** nothing and the model falls back to its estimate.
+**
+** A loader keeps the list of its process's stoke-w* threads when its
+** measurement starts and compares it when its statistics are read: the
+** threads that ran in between (its workers and the helper threads they
+** started, which inherit their name), not idle ones (another loader's
+** workers, a library's lazily made pool that took a worker's name). */
 #define _GNU_SOURCE
 #include "internal.h"
 
 #include <dirent.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #if defined(__linux__)
+static int read_task(const char *tid, const char *prefix, int64_t *run,
+                     int64_t *delay);
+
+int stoke__schedstat_list(const char *prefix, stoke__sched_thread *out,
+                          size_t cap) {
+  DIR *dir = opendir("/proc/self/task");
+  if (!dir) return -1;
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(dir)) != NULL && (size_t)n < cap) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    int64_t run = 0, delay = 0;
+    if (!read_task(e->d_name, prefix, &run, &delay)) continue;
+    out[n].tid = atol(e->d_name);
+    out[n].run_ns = run;
+    out[n].delay_ns = delay;
+    n++;
+  }
+  closedir(dir);
+  return n;
+}
+
 static int read_task(const char *tid, const char *prefix, int64_t *run,
                      int64_t *delay) {
   char path[64], comm[32];
@@ -55,4 +84,35 @@ int stoke__schedstat_threads(const char *prefix, int64_t *run_ns,
   (void)prefix;
   return -1;
 #endif
+}
+
+#if !defined(__linux__)
+int stoke__schedstat_list(const char *prefix, stoke__sched_thread *out,
+                          size_t cap) {
+  (void)prefix;
+  (void)out;
+  (void)cap;
+  return -1;
+}
+#endif
+
+int stoke__schedstat_window(const stoke__sched_thread *base, size_t n_base,
+                            const stoke__sched_thread *now, size_t n_now,
+                            int64_t *run_ns, int64_t *delay_ns) {
+  int active = 0;
+  *run_ns = *delay_ns = 0;
+  for (size_t i = 0; i < n_now; i++) {
+    int64_t r = now[i].run_ns, d = now[i].delay_ns;
+    for (size_t j = 0; j < n_base; j++)
+      if (base[j].tid == now[i].tid) {
+        r -= base[j].run_ns;
+        d -= base[j].delay_ns;
+        break;
+      }
+    if (r <= 0) continue; /* did not run in the window: idle */
+    active++;
+    *run_ns += r;
+    *delay_ns += d > 0 ? d : 0;
+  }
+  return active;
 }

@@ -147,13 +147,20 @@ static uint64_t count_in_gen(stoke_loader *l, uint64_t gen) {
 static void last_few(const stoke_loader *l, char *buf, size_t cap) {
   size_t used = 0;
   buf[0] = '\0';
-  for (size_t k = 0; k < l->fail_len && used + 1 < cap; k++) {
+  for (size_t k = 0; k < l->fail_len; k++) {
     size_t at = (l->fail_head + l->fail_len - 1 - k) % STOKE_FAILURES_KEPT;
     const stoke_failure *f = &l->fail_ring[at];
-    int w = snprintf(buf + used, cap - used, "%ssample %zu%s%.80s%s: %.100s",
+    /* A long path keeps its end: the file's name is what names it. */
+    size_t wl = strlen(f->where);
+    const char *where = wl > 80 ? f->where + wl - 77 : f->where;
+    char one[300];
+    int w = snprintf(one, sizeof one, "%ssample %zu%s%s%s%s: %.100s",
                      k ? "; " : "", f->index, f->where[0] ? " (" : "",
-                     f->where, f->where[0] ? ")" : "", f->reason);
-    if (w < 0) break;
+                     wl > 80 ? "..." : "", where, f->where[0] ? ")" : "",
+                     f->reason);
+    /* Whole entries only: a cut one would name half a file. */
+    if (w < 0 || used + (size_t)w + 1 > cap) break;
+    memcpy(buf + used, one, (size_t)w + 1);
     used += (size_t)w;
   }
 }
@@ -203,6 +210,7 @@ static int record(stoke_loader *l, const stoke_batch *b, stoke_failure *f) {
   pthread_mutex_unlock(&l->fail_mu);
   if (!over) return 0;
   pthread_mutex_lock(&l->mu);
+  stoke__note_failed_batch(l, b);
   stoke__fail_locked(l, STOKE_EFAILURES, "%s", msg);
   pthread_mutex_unlock(&l->mu);
   return STOKE_EFAILURES;
@@ -249,6 +257,7 @@ static int fail(stoke_loader *l, const stoke_batch *b,
   char where[300] = "";
   if (l->src->ops->describe) snprintf(where, sizeof where, " (%s)", f->where);
   pthread_mutex_lock(&l->mu);
+  stoke__note_failed_batch(l, b);
   if (f->quarantined)
     stoke__fail_locked(l, STOKE_ESAMPLE,
                        "sample %zu%s (epoch %llu, batch %zu) is listed in "
@@ -292,6 +301,7 @@ static int replace(stoke_loader *l, worker *w, stoke_batch *b, size_t pos,
     if (rc != 0) return rc;
   }
   pthread_mutex_lock(&l->mu);
+  stoke__note_failed_batch(l, b);
   stoke__fail_locked(l, STOKE_ESAMPLE,
                      "sample %zu%s%s%s (epoch %llu, batch %zu) failed and "
                      "no substitute could be filled in %u %s (the last "

@@ -45,11 +45,18 @@ void stoke__host_ledger(const stoke_config *c, unsigned n_workers,
   ** slot. */
   stoke__dev_ledger(c, src, g);
   g->slots_bytes = slots_bytes(c, g);
+  /* A given order (order.c) keeps only the batches given ahead; the block
+  ** order's blocks (blockorder.c) come with stoke's own order. */
   g->order_bytes =
-      ((uint64_t)plan->n_source + plan->per_rank) * sizeof(size_t) +
-      stoke__order_bytes(c, n_workers, plan->n_source);
+      c->order_given
+          ? 0
+          : ((uint64_t)plan->n_source + plan->per_rank) * sizeof(size_t) +
+                stoke__order_bytes(c, n_workers, plan->n_source);
   g->workers_bytes = (uint64_t)STOKE__MAX(n_workers, 1) *
                      (sizeof(stoke__producer_stats) + sizeof(worker));
+  if (n_workers) /* the scheduler baseline (loader.c) */
+    g->workers_bytes +=
+        (8 * (uint64_t)n_workers + 64) * sizeof(stoke__sched_thread);
   g->consumer_bytes =
       sizeof(stoke__consumer_stats) + sizeof(stoke__stats_snap);
   g->trace_bytes = (uint64_t)(STOKE__MAX(n_workers, 1) + 1) *

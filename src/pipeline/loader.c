@@ -76,6 +76,10 @@ static int validate_rungs(const stoke_config *c) {
   if (c->cache_dir && !*c->cache_dir)
     return stoke__set_tls_error(STOKE_EINVAL,
                                 "config: cache_dir is empty (NULL for none)");
+  if (c->order_given && c->echo > 1)
+    return stoke__set_tls_error(STOKE_EINVAL,
+                                "config: echo with a given order "
+                                "(order_given) is not supported");
   return 0;
 }
 
@@ -112,6 +116,10 @@ int stoke__config_validate(const stoke_config *c) {
   if (c->sample_timeout_ms < 0)
     return stoke__set_tls_error(STOKE_EINVAL,
                                 "config: sample_timeout_ms is negative");
+  if (c->order_given != 0 && c->order_given != 1)
+    return stoke__set_tls_error(STOKE_EINVAL,
+                                "config: order_given is %d, expected 0 or 1",
+                                c->order_given);
   if (c->on_error < STOKE_ON_ERROR_FAIL || c->on_error > STOKE_ON_ERROR_REPLACE)
     return stoke__set_tls_error(STOKE_EINVAL,
                                 "config: on_error is %d, expected "
@@ -280,6 +288,8 @@ static void free_loader(stoke_loader *l) {
   stoke__free(a, l->traces);
   stoke__free(a, l->perm);
   stoke__free(a, l->order);
+  stoke__given_free(l);
+  stoke__free(a, l->sched_base);
   stoke__free_aligned(a, l->cstats);
   stoke__free(a, l->baseline);
   stoke__free(a, l->epochs);
@@ -341,6 +351,14 @@ int stoke__loader_create(const stoke_config *cfg, const stoke__sys *sys,
   atomic_init(&l->stop, false);
   atomic_init(&l->epochs_done, 0);
 
+  /* A given order does not shard or shuffle, and needs no plan of ours
+  ** beyond its batch size (plan_init refuses a shard with no sample). */
+  if (l->cfg.order_given) {
+    l->plan.shuffle = 0;
+    l->plan.rank = 0;
+    l->plan.world = 1;
+    l->plan.drop_last = 0;
+  }
   rc = stoke__plan_init(&l->plan);
   /* The strings are the caller's: keep copies. */
   if (rc == 0 && cfg->device &&
@@ -373,11 +391,26 @@ int stoke__loader_create(const stoke_config *cfg, const stoke__sys *sys,
     return rc;
   }
   int mem = 0;
-  l->perm = stoke__calloc(l->alloc, l->plan.n_source, sizeof(size_t));
-  l->order = stoke__calloc(l->alloc, l->plan.per_rank, sizeof(size_t));
+  if (l->cfg.order_given) {
+    /* The caller gives the order (order.c): no order of our own, and the
+    ** source's n_samples may be a bound on indices rather than a count. */
+    mem = stoke__given_create(l);
+  } else {
+    l->perm = stoke__calloc(l->alloc, l->plan.n_source, sizeof(size_t));
+    l->order = stoke__calloc(l->alloc, l->plan.per_rank, sizeof(size_t));
+    if (!l->perm || !l->order) mem = STOKE_ENOMEM;
+  }
   l->cstats = stoke__alloc_aligned(l->alloc, sizeof *l->cstats);
   l->baseline = stoke__calloc(l->alloc, 1, sizeof *l->baseline);
-  if (!l->perm || !l->order || !l->cstats || !l->baseline) mem = STOKE_ENOMEM;
+  if (!l->cstats || !l->baseline) mem = STOKE_ENOMEM;
+  if (!mem && l->n_workers) {
+    /* Room for the workers, helper threads they may start and another
+    ** loader's: the window counts what fits. */
+    l->cap_sched = 8 * (size_t)l->n_workers + 64;
+    l->sched_base = stoke__calloc(l->alloc, l->cap_sched,
+                                  sizeof *l->sched_base);
+    if (!l->sched_base) mem = STOKE_ENOMEM;
+  }
   if (!mem) memset(l->cstats, 0, sizeof *l->cstats);
   if (!mem) mem = alloc_slots(l);
   if (!mem) mem = stoke__ramcache_init(l);
@@ -469,13 +502,36 @@ const char *stoke_errmsg(const stoke_loader *l) {
   return m;
 }
 
-/* Steps: with echoing, each batch the producer makes is echo steps. */
+/* With a given order: the epoch being given once its order ended, else the
+** last finished one. */
+static void given_counts(const stoke_loader *l, size_t *batches,
+                         size_t *samples) {
+  stoke_loader *ml = (stoke_loader *)l;
+  pthread_mutex_lock(&ml->mu);
+  const stoke__given *g = l->given;
+  *batches = g->ended ? g->n : g->last_batches;
+  *samples = g->ended ? g->n_samples : g->last_samples;
+  pthread_mutex_unlock(&ml->mu);
+}
+
 size_t stoke_loader_n_batches(const stoke_loader *l) {
-  return l ? l->plan.n_batches * l->echo : 0;
+  if (!l) return 0;
+  if (l->given) {
+    size_t b, s;
+    given_counts(l, &b, &s);
+    return b;
+  }
+  /* Steps: with echoing, each batch the producer makes is echo steps. */
+  return l->plan.n_batches * l->echo;
 }
 
 size_t stoke_loader_n_samples(const stoke_loader *l) {
   if (!l) return 0;
+  if (l->given) {
+    size_t b, s;
+    given_counts(l, &b, &s);
+    return s;
+  }
   if (!l->plan.drop_last) return l->plan.per_rank;
   return l->plan.n_batches * l->plan.batch_size;
 }
@@ -509,6 +565,22 @@ int stoke_loader_stats(const stoke_loader *l, stoke_stats *out) {
   stoke_stats full;
   full.struct_size = sizeof full;
   stoke__stats_publish(snap, &full);
+  full.threads_active = -1;
+  if (l->sched_base) {
+    stoke__sched_thread *now =
+        stoke__calloc(l->alloc, l->cap_sched, sizeof *now);
+    int n = now ? stoke__schedstat_list("stoke-w", now, l->cap_sched) : -1;
+    if (n > 0) {
+      pthread_mutex_lock(&ml->stats_mu);
+      /* Before a baseline (no warm-up) the window starts with the
+      ** threads: their totals are the window's. */
+      full.threads_active = stoke__schedstat_window(
+          l->sched_base, l->have_baseline ? l->n_sched_base : 0, now,
+          (size_t)n, &full.threads_run_ns, &full.threads_delay_ns);
+      pthread_mutex_unlock(&ml->stats_mu);
+    }
+    stoke__free(l->alloc, now);
+  }
   full.epochs_done =
       atomic_load_explicit(&ml->epochs_done, memory_order_relaxed);
   full.n_workers = l->n_workers;

@@ -1,105 +1,199 @@
-/* order.c — the block order in the loader: its blocks, and reading the
-** next window's blocks ahead.
+/* order.c — an epoch order the caller gives (cfg.order_given).
 **
 ** DESIGN
-** With shuffle = STOKE_SHUFFLE_BLOCK the epoch's permutation (sampler.c)
-** runs window after window of shuffled blocks (src/sampler/blocks.c).
-** When a worker assigns a batch (claim(), under mu) it looks where the
-** batch's last position falls: the windows from the first not yet read
-** ahead up to that one, and the one after it, are collected into the
-** worker's list (their blocks' sample ranges), and the worker asks the
-** source to read them ahead (madvise / posix_fadvise WILLNEED, through
-** the source's syscall table) before it fills its chunk, without the
-** lock.  So storage reads the next window sequentially while this one is
-** decoded.  Read-ahead is advice: it changes no byte of any batch, and a
-** call that fails is ignored.  ra_next is reset whenever an order is
-** computed (a new epoch's claims), under mu. */
+** stoke's own order is a pure function of (seed, epoch, rank, world)
+** (src/sampler/).  A caller that must follow somebody else's order — a
+** Python DataLoader iterating the user's sampler or batch sampler — gives
+** it instead, batch by batch, ahead of the workers: the consumer thread
+** appends batches (stoke_loader_order_append) and finally ends the epoch's
+** order (stoke_loader_order_end); workers assign given batches to slots in
+** the order given, exactly as they assign batches of stoke's own order, so
+** everything downstream (chunked claims, in-order delivery, epochs,
+** statistics) is unchanged.  An infinite sampler simply never ends its
+** order.  With a given order the next epoch is never prefetched: its order
+** does not exist before the caller starts it.
+**
+** Memory: the given batches live in growable arrays holding only what the
+** workers have not claimed yet (a claimed batch's indices are in its slot):
+** each append first drops the claimed prefix, so a caller that stays a few
+** batches ahead (the Python DataLoader keeps the slots' worth) keeps a few
+** batches of indices, however long the epoch.
+**
+** Locking: everything here is protected by l->mu.  The public calls take
+** it; the stoke__given_* helpers are called by pipeline.c with it held.
+** Appends wake workers waiting for something to claim (work_cv). */
 #include "pipeline.h"
 
+#include <stdio.h>
 #include <string.h>
 
-static size_t window_of(const stoke_config *c) {
-  return c->shuffle_window ? c->shuffle_window : STOKE_BLOCK_WINDOW_DEFAULT;
+int stoke__given_create(stoke_loader *l) {
+  l->given = stoke__calloc(l->alloc, 1, sizeof *l->given);
+  return l->given ? 0 : STOKE_ENOMEM;
 }
 
-uint64_t stoke__order_bytes(const stoke_config *c, unsigned n_workers,
-                            size_t n_source) {
-  if (c->shuffle != STOKE_SHUFFLE_BLOCK) return 0;
-  return stoke__blocks_bytes(n_source) + sizeof(stoke__blocks) +
-         (uint64_t)STOKE__MAX(n_workers, 1u) * 4 * window_of(c) *
-             sizeof(size_t);
+void stoke__given_free(stoke_loader *l) {
+  stoke__given *g = l->given;
+  if (!g) return;
+  stoke__free(l->alloc, g->idx);
+  stoke__free(l->alloc, g->b);
+  stoke__free(l->alloc, g);
+  l->given = NULL;
 }
 
-/* The stored bytes of a sample: the source's, or its fields' bytes. */
-static uint64_t sample_bytes(const void *user, size_t i) {
-  const stoke_source *src = user;
-  if (src->ops->stored_bytes) return src->ops->stored_bytes(src, i);
-  uint64_t n = 0;
-  for (size_t f = 0; f < src->n_fields; f++) n += src->field_bytes[f];
-  return n;
+int stoke__given_claimable(const stoke_loader *l) {
+  const stoke__given *g = l->given;
+  if (l->next_batch < g->n) return 1;
+  return g->ended ? -1 : 0;
 }
 
-int stoke__order_init(stoke_loader *l) {
-  if (l->cfg.shuffle != STOKE_SHUFFLE_BLOCK) return 0;
-  l->blocks = stoke__calloc(l->alloc, 1, sizeof *l->blocks);
-  if (!l->blocks) return STOKE_ENOMEM;
-  uint64_t bytes = l->cfg.shuffle_block_bytes ? l->cfg.shuffle_block_bytes
-                                              : STOKE_BLOCK_BYTES_DEFAULT;
-  int rc = stoke__blocks_init(l->blocks, l->alloc, l->src->n_samples,
-                              sample_bytes, l->src, bytes, window_of(&l->cfg));
-  if (rc) {
-    stoke__free(l->alloc, l->blocks);
-    l->blocks = NULL;
-    return rc;
+void stoke__given_assign(stoke_loader *l, stoke_batch *b) {
+  const stoke__given *g = l->given;
+  const stoke__given_batch *gb = &g->b[b->number - g->base];
+  b->n = gb->len;
+  memcpy(b->indices, g->idx + gb->off, b->n * sizeof(size_t));
+}
+
+bool stoke__given_epoch_done(const stoke_loader *l) {
+  return l->given->ended && l->n_delivered == l->given->n;
+}
+
+bool stoke__given_starved(const stoke_loader *l) {
+  return !l->given->ended && l->n_delivered == l->given->n;
+}
+
+void stoke__given_reset(stoke_loader *l) {
+  stoke__given *g = l->given;
+  g->last_batches = g->n;
+  g->last_samples = g->n_samples;
+  g->n_idx = 0;
+  g->base = g->n = g->n_samples = 0;
+  g->ended = false;
+}
+
+/* Drop the batches workers have claimed (their indices are in their
+** slots).  Between epochs l->next_batch still counts the last epoch, whose
+** order was reset: nothing is claimed then. */
+static void compact(stoke_loader *l) {
+  stoke__given *g = l->given;
+  size_t done = l->epoch_active ? l->next_batch : 0;
+  if (done <= g->base) return;
+  size_t drop = done - g->base, keep = g->n - done;
+  size_t first = keep ? g->b[drop].off : g->n_idx;
+  memmove(g->idx, g->idx + first, (g->n_idx - first) * sizeof *g->idx);
+  g->n_idx -= first;
+  for (size_t k = 0; k < keep; k++) {
+    g->b[k].off = g->b[drop + k].off - first;
+    g->b[k].len = g->b[drop + k].len;
   }
-  l->plan.blocks = l->blocks;
-  size_t n = STOKE__MAX(l->n_workers, 1u);
-  for (size_t i = 0; i < n; i++) {
-    worker *w = &l->workers[i];
-    w->ra = stoke__calloc(l->alloc, 4 * l->blocks->window, sizeof(size_t));
-    if (!w->ra) return STOKE_ENOMEM;
+  g->base = done;
+}
+
+/* Make room for `need` elements of `size` bytes in *p (capacity *cap,
+** `used` in use).  false: out of memory (nothing changed). */
+static bool grow(const stoke_allocator *a, void **p, size_t *cap, size_t need,
+                 size_t used, size_t size) {
+  if (need <= *cap) return true;
+  size_t n = *cap ? *cap : 64, bytes;
+  while (n < need)
+    if (!stoke__mul_ok(n, 2, &n)) return false;
+  if (!stoke__mul_ok(n, size, &bytes)) return false;
+  void *q = stoke__alloc(a, bytes);
+  if (!q) return false;
+  if (used) memcpy(q, *p, used * size);
+  stoke__free(a, *p);
+  *p = q;
+  *cap = n;
+  return true;
+}
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+static int refuse(stoke_loader *l, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(l->lastmsg, sizeof l->lastmsg, fmt, ap);
+  va_end(ap);
+  return STOKE_EINVAL;
+}
+
+/* Check the batches of one append (mu held); *total gets their samples. */
+static int check_append(stoke_loader *l, const size_t *indices,
+                        const size_t *batch_lens, size_t n_batches,
+                        size_t *total) {
+  const stoke__given *g = l->given;
+  size_t bsz = l->cfg.batch_size, n_src = l->src->n_samples, sum = 0;
+  if (!g)
+    return refuse(l, "order_append: the loader was created without "
+                     "order_given");
+  if (g->ended)
+    return refuse(l, "order_append: this epoch's order was ended "
+                     "(stoke_loader_order_end); give the next epoch's "
+                     "batches after next() returned STOKE_END");
+  if (n_batches && !indices)
+    return refuse(l, "order_append: indices is NULL");
+  for (size_t k = 0; k < n_batches; k++) {
+    size_t n = batch_lens ? batch_lens[k] : bsz;
+    if (n == 0 || n > bsz)
+      return refuse(l, "order_append: batch %zu of the call has %zu "
+                       "samples, expected 1..%zu (the batch size)",
+                    k, n, bsz);
+    sum += n;
   }
+  for (size_t i = 0; i < sum; i++)
+    if (indices[i] >= n_src)
+      return refuse(l, "order_append: index %zu (entry %zu) is not below "
+                       "the source's %zu samples",
+                    indices[i], i, n_src);
+  *total = sum;
   return 0;
 }
 
-void stoke__order_free(stoke_loader *l) {
-  if (l->workers)
-    for (size_t i = 0; i < STOKE__MAX(l->n_workers, 1u); i++)
-      stoke__free(l->alloc, l->workers[i].ra);
-  if (l->blocks) stoke__blocks_free(l->blocks);
-  stoke__free(l->alloc, l->blocks);
-  l->blocks = NULL;
-}
-
-/* Window w's blocks into w's list. */
-static void collect_window(const stoke__blocks *bl, size_t win, worker *w) {
-  size_t last = STOKE__MIN((win + 1) * bl->window, bl->n_blocks);
-  for (size_t k = win * bl->window; k < last; k++) {
-    size_t b = bl->order[k];
-    w->ra[2 * w->ra_n] = bl->start[b];
-    w->ra[2 * w->ra_n + 1] = bl->start[b + 1] - bl->start[b];
-    w->ra_n++;
+int stoke_loader_order_append(stoke_loader *l, const size_t *indices,
+                              const size_t *batch_lens, size_t n_batches) {
+  if (!l) return STOKE_EINVAL;
+  pthread_mutex_lock(&l->mu);
+  size_t total = 0;
+  int rc = check_append(l, indices, batch_lens, n_batches, &total);
+  stoke__given *g = l->given;
+  if (rc == 0 && n_batches) {
+    compact(l);
+    size_t kept = g->n - g->base;
+    if (!grow(l->alloc, (void **)&g->idx, &g->cap_idx, g->n_idx + total,
+              g->n_idx, sizeof *g->idx) ||
+        !grow(l->alloc, (void **)&g->b, &g->cap_b, kept + n_batches, kept,
+              sizeof *g->b))
+      rc = refuse(l, "order_append: out of memory for %zu more batches",
+                  n_batches);
   }
+  if (rc == 0 && n_batches) {
+    memcpy(g->idx + g->n_idx, indices, total * sizeof *indices);
+    size_t kept = g->n - g->base;
+    for (size_t k = 0; k < n_batches; k++) {
+      g->b[kept + k].off = g->n_idx;
+      g->b[kept + k].len = batch_lens ? batch_lens[k] : l->cfg.batch_size;
+      g->n_idx += g->b[kept + k].len;
+    }
+    g->n += n_batches;
+    g->n_samples += total;
+    pthread_cond_broadcast(&l->work_cv);
+  }
+  pthread_mutex_unlock(&l->mu);
+  return rc;
 }
 
-void stoke__order_collect_locked(stoke_loader *l, worker *w,
-                                 const stoke_batch *b) {
-  const stoke__blocks *bl = l->blocks;
-  if (!bl || !l->src->ops->read_ahead || b->n == 0 || w->ra_n) return;
-  /* The batch's last position in the permutation (rank r takes r, r +
-  ** world, ...; past the end it wraps, as the padding does). */
-  size_t pos = b->number * l->cfg.batch_size + b->n - 1;
-  size_t t = (l->cfg.rank + pos * (size_t)l->cfg.world) % l->plan.n_source;
-  size_t win = stoke__blocks_window_of(bl, t);
-  if (win + 1 < l->ra_next) return; /* this and the next are advised */
-  size_t from = STOKE__MAX(l->ra_next, win);
-  size_t to = STOKE__MIN(win + 1, bl->n_windows - 1);
-  for (size_t v = from; v <= to; v++) collect_window(bl, v, w);
-  l->ra_next = to + 1;
-}
-
-void stoke__order_issue(stoke_loader *l, worker *w) {
-  for (size_t k = 0; k < w->ra_n; k++)
-    l->src->ops->read_ahead(l->src, w->ra[2 * k], w->ra[2 * k + 1]);
-  w->ra_n = 0;
+int stoke_loader_order_end(stoke_loader *l) {
+  if (!l) return STOKE_EINVAL;
+  pthread_mutex_lock(&l->mu);
+  int rc = 0;
+  if (!l->given)
+    rc = refuse(l, "order_end: the loader was created without order_given");
+  else {
+    l->given->ended = true;
+    /* Workers waiting for more learn that the epoch is all claimed. */
+    pthread_cond_broadcast(&l->work_cv);
+  }
+  pthread_mutex_unlock(&l->mu);
+  return rc;
 }

@@ -27,7 +27,10 @@
 **
 ** Errors: the first failing sample poisons the loader (l->error, message
 ** naming the sample); workers stop claiming, next() returns the error once
-** and STOKE_EBADSTATE after.  The consumer's wait is timed when a sample
+** and STOKE_EBADSTATE after.  In order, the batches before the failing one
+** whose samples were all claimed still complete and are handed out first,
+** so the error comes at the batch that holds the sample, as a consumer
+** reading the epoch in order expects.  The consumer's wait is timed when a sample
 ** timeout is set and checks what each worker is in the middle of.
 **
 ** W = 0: no threads; next() claims the whole batch and fills it inline. */
@@ -42,6 +45,21 @@
 #include <time.h>
 
 #define CHUNK_TARGET_NS 50000.0
+
+/* Batch b failed (mu held): the error is reported at the earliest failed
+** batch of the delivered epoch, and a batch with a failed chunk never
+** completes, so error_batch is the lowest of them (0: at once).  Called
+** for every failure, not only the first, before stoke__fail_locked. */
+void stoke__note_failed_batch(stoke_loader *l, const stoke_batch *b) {
+  size_t nb = b->gen == l->deliver_gen ? b->number : 0;
+  if (!l->error) {
+    l->error_batch = nb;
+  } else if (nb < l->error_batch) {
+    /* A consumer may wait for this batch: it will not come. */
+    l->error_batch = nb;
+    pthread_cond_broadcast(&l->ready_cv);
+  }
+}
 
 void stoke__fail_locked(stoke_loader *l, int code, const char *fmt, ...) {
   if (l->error) return; /* the first error is the one reported */
@@ -77,9 +95,13 @@ static stoke_batch *assign_batch(stoke_loader *l) {
   b->epoch = l->claim_epoch;
   b->gen = l->claim_gen;
   b->discard = false;
-  b->n = stoke__plan_batch_len(&l->plan, b->number);
-  memcpy(b->indices, l->order + b->number * l->cfg.batch_size,
-         b->n * sizeof(size_t));
+  if (l->given) {
+    stoke__given_assign(l, b);
+  } else {
+    b->n = stoke__plan_batch_len(&l->plan, b->number);
+    memcpy(b->indices, l->order + b->number * l->cfg.batch_size,
+           b->n * sizeof(size_t));
+  }
   atomic_store_explicit(&b->remaining, b->n, memory_order_relaxed);
   atomic_store_explicit(&b->n_skipped, 0, memory_order_relaxed);
   atomic_store_explicit(&b->n_replaced, 0, memory_order_relaxed);
@@ -92,8 +114,16 @@ static stoke_batch *assign_batch(stoke_loader *l) {
 ** one epoch ahead of the consumer (also when it already saw the END), and
 ** only when epochs have batches. */
 static bool may_advance(const stoke_loader *l) {
-  return l->cfg.prefetch_next_epoch && l->claim_open && !l->order_busy &&
-         l->claim_gen == l->deliver_gen && l->plan.n_batches > 0;
+  return l->cfg.prefetch_next_epoch && !l->given && l->claim_open &&
+         !l->order_busy && l->claim_gen == l->deliver_gen &&
+         l->plan.n_batches > 0;
+}
+
+/* Is there a batch of the claim epoch to assign (mu held)?  1 yes; 0 not
+** yet (a given order may grow); -1 every batch of it is assigned. */
+static int claimable(const stoke_loader *l) {
+  if (l->given) return stoke__given_claimable(l);
+  return l->next_batch < l->plan.n_batches ? 1 : -1;
 }
 
 /* Open claims on the epoch after the one being delivered (mu held on entry
@@ -127,12 +157,15 @@ static bool claim(stoke_loader *l, worker *w, stoke_batch **out_b,
   for (;;) {
     if (atomic_load_explicit(&l->stop, memory_order_relaxed)) return false;
     bool open = l->claim_open && !l->error;
-    if (open && !l->claim_batch && l->next_batch == l->plan.n_batches) {
+    int more = open && !l->claim_batch ? claimable(l) : 1;
+    if (more < 0) {
       if (may_advance(l)) {
         advance_claims(l);
         continue;
       }
       open = false; /* this epoch is all claimed */
+    } else if (more == 0) {
+      open = false; /* the caller has not given the next batch yet */
     }
     if (open) {
       if (!l->claim_batch) {
@@ -188,6 +221,8 @@ int stoke__fill_one(stoke_loader *l, worker *w, stoke_batch *b, size_t pos,
   stoke_sample *s = &w->sample;
   s->index = index;
   s->epoch = b->epoch;
+  s->batch = b;
+  s->pos = pos;
   if (rng)
     s->rng = *rng;
   else
@@ -278,11 +313,52 @@ static void finish_batch(stoke_loader *l, stoke_batch *b) {
     stoke__bad_compact(l, b);
 }
 
+/* The source's whole-batch step (batch_done), by the thread that wrote the
+** batch's last sample, timed as COLLATE (spread over its samples).  Returns
+** 0 or STOKE_ESAMPLE after poisoning the loader. */
+static int run_batch_done(stoke_loader *l, worker *w, stoke_batch *b) {
+  if (!l->src->ops->batch_done) return 0;
+  int64_t t0 = stoke__now_ns(), c0 = stoke__thread_cpu_ns();
+  w->err[0] = '\0';
+  int rc = l->src->ops->batch_done(l->src, b, w->err, sizeof w->err);
+  int64_t dt = stoke__now_ns() - t0;
+  stoke__producer_stats *ps = w->stats;
+  if (b->n)
+    stoke__hist_add_n(&ps->stage[STOKE_STAGE_COLLATE], (uint64_t)dt / b->n,
+                      b->n);
+  stoke__counter_add(&ps->busy_ns, (uint64_t)dt);
+  stoke__counter_add(&ps->cpu_ns, (uint64_t)(stoke__thread_cpu_ns() - c0));
+  stoke__trace_push(w->sample.trace, STOKE_STAGE_COLLATE, t0, dt, b->number,
+                    (uint32_t)b->n);
+  if (rc == 0) return 0;
+  pthread_mutex_lock(&l->mu);
+  stoke__note_failed_batch(l, b);
+  stoke__fail_locked(l, STOKE_ESAMPLE, "batch %zu (epoch %llu) failed: %s",
+                     b->number, (unsigned long long)b->epoch,
+                     w->err[0] ? w->err : "no reason given");
+  pthread_mutex_unlock(&l->mu);
+  return STOKE_ESAMPLE;
+}
+
+/* Is b still wanted?  A batch of an epoch that was left is not (mu). */
+static bool batch_wanted(stoke_loader *l, stoke_batch *b) {
+  pthread_mutex_lock(&l->mu);
+  bool wanted = !b->discard;
+  pthread_mutex_unlock(&l->mu);
+  return wanted;
+}
+
 /* Publish a filled chunk; the last one in marks the batch READY. */
-static void complete_chunk(stoke_loader *l, stoke_batch *b, size_t n) {
+static void complete_chunk(stoke_loader *l, worker *w, stoke_batch *b,
+                           size_t n) {
   if (atomic_fetch_sub_explicit(&b->remaining, n, memory_order_acq_rel) != n)
     return;
   finish_batch(l, b);
+  /* batch_done may call user code: no lock held.  A failure poisons the
+  ** loader; the batch then never becomes READY, which no one waits for. */
+  if (l->src->ops->batch_done && batch_wanted(l, b) &&
+      run_batch_done(l, w, b) != 0)
+    return;
   pthread_mutex_lock(&l->mu);
   if (b->discard) {
     /* A prefetched epoch that set_epoch() replaced: back to the pool. */
@@ -296,18 +372,36 @@ static void complete_chunk(stoke_loader *l, stoke_batch *b, size_t n) {
   pthread_mutex_unlock(&l->mu);
 }
 
+/* The source's per-thread setup, on this thread, before any claim.  A
+** failure poisons the loader (STOKE_ETHREAD): the worker then only waits
+** for stop. */
+static bool start_thread(stoke_loader *l, worker *w) {
+  if (!l->src->ops->thread_start) return true;
+  w->err[0] = '\0';
+  if (l->src->ops->thread_start(l->src, w->id, w->err, sizeof w->err) == 0)
+    return true;
+  pthread_mutex_lock(&l->mu);
+  stoke__fail_locked(l, STOKE_ETHREAD, "worker %u could not start: %s",
+                     w->id, w->err[0] ? w->err : "no reason given");
+  pthread_mutex_unlock(&l->mu);
+  return false;
+}
+
 void *stoke__worker_main(void *arg) {
   worker *w = arg;
   stoke_loader *l = w->l;
+  bool started = start_thread(l, w);
   pthread_mutex_lock(&l->mu);
   stoke_batch *b;
   size_t off, n;
   while (claim(l, w, &b, &off, &n)) {
     pthread_mutex_unlock(&l->mu);
-    if (fill_chunk(l, w, b, off, n) == 0) complete_chunk(l, b, n);
+    if (fill_chunk(l, w, b, off, n) == 0) complete_chunk(l, w, b, n);
     pthread_mutex_lock(&l->mu);
   }
   pthread_mutex_unlock(&l->mu);
+  if (started && l->src->ops->thread_stop)
+    l->src->ops->thread_stop(l->src, w->id);
   return NULL;
 }
 
@@ -321,6 +415,10 @@ void stoke__take_baseline(stoke_loader *l) {
     stoke__stats_snap_producer(l->workers[i].stats, snap);
   if (l->dev && l->dev->stats) stoke__stats_snap_producer(l->dev->stats, snap);
   l->have_baseline = true;
+  if (l->sched_base) {
+    int n = stoke__schedstat_list("stoke-w", l->sched_base, l->cap_sched);
+    l->n_sched_base = n > 0 ? (size_t)n : 0;
+  }
   pthread_mutex_unlock(&l->stats_mu);
 }
 
@@ -416,7 +514,8 @@ static void start_epoch(stoke_loader *l, int64_t now) {
   } else {
     if (ahead) stoke__discard_prefetch(l);
     l->claim_open = false;
-    stoke__plan_order(&l->plan, target, l->perm, l->order);
+    /* A given order is already in l->given (order.c). */
+    if (!l->given) stoke__plan_order(&l->plan, target, l->perm, l->order);
     l->ra_next = 0;
     l->claim_epoch = target;
     l->deliver_gen = ++l->claim_gen;
@@ -534,7 +633,10 @@ static int fill_inline(stoke_loader *l, stoke_batch **out) {
   stoke__order_collect_locked(l, &l->workers[0], b);
   pthread_mutex_unlock(&l->mu);
   int rc = fill_chunk(l, &l->workers[0], b, 0, b->n);
-  if (rc == 0) finish_batch(l, b);
+  if (rc == 0) {
+    finish_batch(l, b);
+    rc = run_batch_done(l, &l->workers[0], b);
+  }
   pthread_mutex_lock(&l->mu);
   if (rc != 0) return l->error ? l->error : rc;
   b->state = SLOT_READY;
@@ -589,6 +691,21 @@ static bool step_is_measured(stoke_loader *l) {
   return true;
 }
 
+/* After an error, in order: is batch next_deliver, before the failing one,
+** still to be handed out?  Yes when it is ready, or filling with every
+** sample claimed (its chunks in flight finish; unclaimed samples would
+** never be filled, since workers stop claiming at an error).  (mu) */
+static bool deliver_before_error(const stoke_loader *l) {
+  if (!l->cfg.in_order || l->next_deliver >= l->error_batch) return false;
+  for (size_t i = 0; i < l->n_slots; i++) {
+    const stoke_batch *b = &l->slots[i];
+    if (b->gen != l->deliver_gen || b->number != l->next_deliver) continue;
+    if (b->state == SLOT_READY) return true;
+    return b->state == SLOT_FILLING && b != l->claim_batch && !b->discard;
+  }
+  return false;
+}
+
 static int poisoned(stoke_loader *l) {
   if (l->error_reported) return STOKE_EBADSTATE;
   l->error_reported = true;
@@ -638,14 +755,20 @@ static int next_until(stoke_loader *l, stoke_batch **out, int64_t deadline) {
     l->pending_enter_ns = 0;
   }
   account_compute(l, t_enter);
-  if (l->error) {
+  if (l->error && (l->error_reported || !deliver_before_error(l))) {
     int rc = poisoned(l);
     pthread_mutex_unlock(&l->mu);
     return rc;
   }
   if (!l->epoch_active) start_epoch(l, t_enter);
-  if (l->n_delivered == l->plan.n_batches && !l->echo_cur) {
+  if (l->given ? stoke__given_epoch_done(l)
+               : l->n_delivered == l->plan.n_batches && !l->echo_cur) {
     l->epoch_active = false;
+    if (l->given) {
+      /* The next epoch's order is given from scratch. */
+      l->claim_open = false;
+      stoke__given_reset(l);
+    }
     pthread_mutex_unlock(&l->mu);
     end_of_epoch(l, t_enter);
     return STOKE_END;
@@ -668,8 +791,19 @@ static int next_until(stoke_loader *l, stoke_batch **out, int64_t deadline) {
   }
 again:
   while (!b) {
-    if (l->error) {
+    if (l->error && (l->error_reported || !deliver_before_error(l))) {
       rc = poisoned(l);
+      break;
+    }
+    if (l->given && stoke__given_starved(l)) {
+      /* Only the caller gives batches, and it is in here: waiting would
+      ** never end. */
+      snprintf(l->lastmsg, sizeof l->lastmsg,
+               "next(): batch %zu of epoch %llu was never given "
+               "(stoke_loader_order_append), nor the epoch's order ended "
+               "(stoke_loader_order_end)",
+               l->n_delivered, (unsigned long long)l->epoch);
+      rc = STOKE_EINVAL;
       break;
     }
     if ((l->dslots ? l->n_dlent : l->n_lent) == n_out) {
@@ -860,6 +994,7 @@ int stoke_loader_end_epoch(stoke_loader *l) {
   ** the next one.  Claims already ahead (next-epoch prefetch) stay. */
   if (l->claim_gen == l->deliver_gen) l->claim_open = false;
   l->epoch_active = false;
+  if (l->given) stoke__given_reset(l); /* the rest of its order too */
   stoke_batch *echoed = stoke__echo_cancel_locked(l);
   pthread_mutex_unlock(&l->mu);
   if (echoed) stoke__release_slot(echoed, l->cfg.cuda_stream);

@@ -76,6 +76,25 @@ typedef struct worker {
   size_t ra_n;                   /* ranges collected */
 } worker;
 
+/* Caller-given order (cfg.order_given; order.c).  The batches given to the
+** epoch in progress (or, between epochs, to the next one) that workers have
+** not claimed yet: batch k (base <= k < n) has b[k - base].len samples at
+** idx[b[k - base].off...].  Protected by the loader's mu. */
+typedef struct stoke__given_batch {
+  size_t off, len;
+} stoke__given_batch;
+
+typedef struct stoke__given {
+  size_t *idx, n_idx, cap_idx;
+  stoke__given_batch *b;  /* batches base..n-1 */
+  size_t cap_b;
+  size_t base;            /* batch number of entry 0 */
+  size_t n;               /* batches given to the epoch so far */
+  size_t n_samples;       /* samples given to the epoch so far */
+  bool ended;             /* stoke_loader_order_end: no more batches */
+  size_t last_batches, last_samples; /* of the last finished epoch */
+} stoke__given;
+
 struct stoke_loader {
   stoke_config cfg;              /* resolved; frozen at create */
   const stoke_allocator *alloc;  /* borrowed from cfg */
@@ -134,6 +153,10 @@ struct stoke_loader {
   size_t n_dlent;
   size_t copies_cur, copies_ahead;
   int error;                     /* first fatal error, 0 if none */
+  size_t error_batch;            /* in order: the number of the delivered
+                                    epoch's batch that failed (batches
+                                    before it are still handed out), or 0:
+                                    report at once; mu */
   bool error_reported;           /* next() returned it once already */
   char errmsg[STOKE__ERRMSG_CAP];/* kept from the first error; never
                                     changed once error is set */
@@ -177,6 +200,12 @@ struct stoke_loader {
   stoke_epoch_stats *epochs;
   size_t n_epochs, cap_epochs;
   atomic_uint_least64_t epochs_done; /* relaxed: stats only */
+
+  stoke__given *given;           /* cfg.order_given, else NULL; mu */
+  /* The stoke-w* threads when measuring started (schedstat.c), for the
+  ** window's scheduler statistics.  Protected by stats_mu. */
+  stoke__sched_thread *sched_base;
+  size_t n_sched_base, cap_sched;
 
   /* Bad samples (badsample.c). */
   uint64_t fail_budget;          /* bad samples allowed per epoch (per claim
@@ -286,8 +315,27 @@ void stoke__loader_ledger_device(const stoke_loader *l, stoke_host_ledger *g);
 int stoke__host_ledger_check(const stoke_host_ledger *g, unsigned prefetch,
                              size_t batch_size);
 
+/* order.c: the caller-given order (mu held unless said otherwise). */
+int stoke__given_create(stoke_loader *l);        /* at create; 0 or ENOMEM */
+void stoke__given_free(stoke_loader *l);
+/* 1: batch l->next_batch is given; 0: not yet (more may come); -1: the
+** epoch's order ended and every batch is claimed. */
+int stoke__given_claimable(const stoke_loader *l);
+/* Fill b->n and b->indices for batch b->number (claimable was 1). */
+void stoke__given_assign(stoke_loader *l, stoke_batch *b);
+/* The epoch is over: every given batch delivered and the order ended. */
+bool stoke__given_epoch_done(const stoke_loader *l);
+/* The consumer would wait for a batch never given. */
+bool stoke__given_starved(const stoke_loader *l);
+/* The epoch ended (END or end_epoch): forget its order. */
+void stoke__given_reset(stoke_loader *l);
+
 /* pipeline.c */
 void *stoke__worker_main(void *arg);
+/* Batch b is failing the loader (mu held; call right before
+** stoke__fail_locked): in order, the error is reported at the earliest
+** failed batch, the batches before it handed out first. */
+void stoke__note_failed_batch(stoke_loader *l, const stoke_batch *b);
 /* Fill the sample at position pos of b with source sample index, with the
 ** random stream rng (NULL: the sample's own, (seed, epoch, index)); when
 ** `timed`, its stages are timed.  Returns 0 or STOKE_ESAMPLE (the reason in

@@ -62,8 +62,9 @@ int stoke__produce(stoke_source *src, stoke_sample *s,
   ** samples produced; the other stages only when a source used them. */
   stoke__hist_add(&ps->stage[STOKE_STAGE_READ],
                   (uint64_t)s->stage_ns[STOKE_STAGE_READ]);
-  for (int st = STOKE_STAGE_DECODE; st <= STOKE_STAGE_TRANSFORM; st++)
-    if (s->stage_ns[st] > 0)
+  for (int st = STOKE_STAGE_DECODE; st < STOKE_STAGE_COUNT; st++)
+    if (st != STOKE_STAGE_READ && stoke__stage_is_work(st) &&
+        s->stage_ns[st] > 0)
       stoke__hist_add(&ps->stage[st], (uint64_t)s->stage_ns[st]);
   stoke__counter_add(&ps->samples, 1);
   if (rc == 0) count_image(s, ps);

@@ -266,9 +266,15 @@ bool stoke__source_u8_form(const stoke_source *src, stoke__u8_form *out) {
 }
 
 static const stoke__source_ops image_ops = {
-    image_fill,          image_destroy,       image_describe,
-    image_scratch_create, image_scratch_destroy, image_fill_copies,
-    image_deterministic, image_stored_bytes,  image_read_ahead};
+    .fill = image_fill,
+    .destroy = image_destroy,
+    .describe = image_describe,
+    .scratch_create = image_scratch_create,
+    .scratch_destroy = image_scratch_destroy,
+    .fill_copies = image_fill_copies,
+    .deterministic = image_deterministic,
+    .stored_bytes = image_stored_bytes,
+    .read_ahead = image_read_ahead};
 
 static bool ends_with(const char *s, const char *suffix) {
   size_t n = strlen(s), k = strlen(suffix);

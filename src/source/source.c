@@ -9,7 +9,11 @@
 
 size_t stoke_dtype_size(int dtype) {
   switch (dtype) {
-  case STOKE_U8: return 1;
+  case STOKE_U8:
+  case STOKE_I8:
+  case STOKE_BOOL: return 1;
+  case STOKE_I16:
+  case STOKE_BF16:
   case STOKE_F16: return 2;
   case STOKE_I32:
   case STOKE_F32: return 4;
@@ -27,6 +31,10 @@ const char *stoke_dtype_name(int dtype) {
   case STOKE_F16: return "f16";
   case STOKE_F32: return "f32";
   case STOKE_F64: return "f64";
+  case STOKE_I8: return "i8";
+  case STOKE_I16: return "i16";
+  case STOKE_BOOL: return "bool";
+  case STOKE_BF16: return "bf16";
   default: return "?";
   }
 }
@@ -131,8 +139,18 @@ void *stoke_sample_field(stoke_sample *s, size_t f) {
   return s->dst[f];
 }
 
+const stoke_batch *stoke_sample_batch(const stoke_sample *s) {
+  return s->batch;
+}
+size_t stoke_sample_position(const stoke_sample *s) { return s->pos; }
+
+bool stoke__stage_is_work(int stage) {
+  return (stage >= STOKE_STAGE_READ && stage <= STOKE_STAGE_TRANSFORM) ||
+         (stage >= STOKE_STAGE_PYTHON && stage <= STOKE_STAGE_COLLATE);
+}
+
 void stoke_sample_stage(stoke_sample *s, int stage) {
-  if (stage < 0 || stage > STOKE_STAGE_TRANSFORM) return;
+  if (!stoke__stage_is_work(stage)) return;
   if (!s->timed) return; /* a cheap sample, timed with its chunk */
   int64_t now = stoke__now_ns();
   stoke__trace_push(s->trace, s->stage, s->mark_ns, now - s->mark_ns,
@@ -218,44 +236,104 @@ int stoke_source_create_tensors(size_t n_samples, size_t n_fields,
 /* ---- user callback ------------------------------------------------------------ */
 
 typedef struct callback_impl {
-  stoke_fill_fn fn;
-  void *user; /* borrowed */
+  stoke_callback_config cfg; /* fields not kept: copied by source_init */
 } callback_impl;
 
 static int callback_fill(stoke_source *src, stoke_sample *s) {
   const callback_impl *c = src->impl;
-  int rc = c->fn(c->user, s);
+  int rc = c->cfg.fill(c->cfg.user, s);
   if (rc != 0 && !s->failed)
     stoke_sample_fail(s, "the fill callback returned %d", rc);
   return rc != 0 ? STOKE_ESAMPLE : 0;
 }
 
-static void callback_destroy(stoke_source *src) { stoke__free(NULL, src->impl); }
+static void callback_destroy(stoke_source *src) {
+  callback_impl *c = src->impl;
+  if (c->cfg.destroy) c->cfg.destroy(c->cfg.user);
+  stoke__free(NULL, c);
+}
+
+static int callback_thread_start(stoke_source *src, unsigned worker,
+                                 char *err, size_t cap) {
+  const callback_impl *c = src->impl;
+  return c->cfg.thread_start ? c->cfg.thread_start(c->cfg.user, worker, err,
+                                                   cap)
+                             : 0;
+}
+
+static void callback_thread_stop(stoke_source *src, unsigned worker) {
+  const callback_impl *c = src->impl;
+  if (c->cfg.thread_stop) c->cfg.thread_stop(c->cfg.user, worker);
+}
+
+static int callback_batch_done(stoke_source *src, const stoke_batch *b,
+                               char *err, size_t cap) {
+  const callback_impl *c = src->impl;
+  return c->cfg.batch_done(c->cfg.user, b, err, cap);
+}
 
 static const stoke__source_ops callback_ops = {.fill = callback_fill,
                                                .destroy = callback_destroy};
+/* With hooks: the pipeline calls only those present (batch_done costs a
+** lock per batch even when it does nothing). */
+static const stoke__source_ops callback_hook_ops = {
+    .fill = callback_fill,
+    .destroy = callback_destroy,
+    .thread_start = callback_thread_start,
+    .thread_stop = callback_thread_stop};
+static const stoke__source_ops callback_batch_ops = {
+    .fill = callback_fill,
+    .destroy = callback_destroy,
+    .thread_start = callback_thread_start,
+    .thread_stop = callback_thread_stop,
+    .batch_done = callback_batch_done};
 
-int stoke_source_create_callback(size_t n_samples, size_t n_fields,
-                                 const stoke_field_desc *fields,
-                                 stoke_fill_fn fill, void *user,
-                                 stoke_source **out) {
+void stoke_callback_config_init(stoke_callback_config *cfg) {
+  memset(cfg, 0, sizeof *cfg);
+  cfg->struct_size = sizeof *cfg;
+}
+
+int stoke_source_create_callback_ex(const stoke_callback_config *cfg,
+                                    stoke_source **out) {
   if (!out) return stoke__set_tls_error(STOKE_EINVAL, "callback source: out is NULL");
   *out = NULL;
-  if (!fill)
+  if (!cfg || cfg->struct_size != sizeof *cfg)
+    return stoke__set_tls_error(
+        STOKE_EINVAL, "callback source: cfg is NULL or its struct_size is "
+        "wrong (call stoke_callback_config_init)");
+  if (!cfg->fill)
     return stoke__set_tls_error(STOKE_EINVAL, "callback source: fill is NULL");
   stoke_source *src = stoke__calloc(NULL, 1, sizeof *src);
   if (!src) return stoke__set_tls_error(STOKE_ENOMEM, "callback source: out of memory");
-  int rc = stoke__source_init(src, "callback", n_samples, n_fields, fields);
+  int rc = stoke__source_init(src, "callback", cfg->n_samples, cfg->n_fields,
+                              cfg->fields);
   callback_impl *c = NULL;
   if (rc == 0) {
     c = stoke__calloc(NULL, 1, sizeof *c);
     if (!c) rc = stoke__set_tls_error(STOKE_ENOMEM, "callback source: out of memory");
   }
   if (rc == 0) {
-    c->fn = fill;
-    c->user = user;
+    c->cfg = *cfg;
+    c->cfg.fields = NULL;
     src->impl = c;
-    src->ops = &callback_ops;
+    bool hooks = cfg->thread_start || cfg->thread_stop;
+    src->ops = cfg->batch_done ? &callback_batch_ops
+               : hooks         ? &callback_hook_ops
+                               : &callback_ops;
   }
   return finish_create(src, rc, out);
+}
+
+int stoke_source_create_callback(size_t n_samples, size_t n_fields,
+                                 const stoke_field_desc *fields,
+                                 stoke_fill_fn fill, void *user,
+                                 stoke_source **out) {
+  stoke_callback_config cfg;
+  stoke_callback_config_init(&cfg);
+  cfg.n_samples = n_samples;
+  cfg.n_fields = n_fields;
+  cfg.fields = fields;
+  cfg.fill = fill;
+  cfg.user = user;
+  return stoke_source_create_callback_ex(&cfg, out);
 }

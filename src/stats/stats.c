@@ -129,7 +129,8 @@ void stoke__stats_publish(const stoke__stats_snap *s, stoke_stats *out) {
 
 const char *stoke_stage_name(int stage) {
   static const char *const names[STOKE_STAGE_COUNT] = {
-      "read", "decode", "transform", "slot_wait", "copy"};
+      "read",   "decode",   "transform", "slot_wait",
+      "copy",   "python",   "gil_wait",  "collate"};
   if (stage < 0 || stage >= STOKE_STAGE_COUNT) return "?";
   return names[stage];
 }

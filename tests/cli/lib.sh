@@ -117,7 +117,7 @@ assert (s["wait_p50_ms"] <= s["wait_p95_ms"] <= s["wait_p99_ms"]
         <= s["wait_max_ms"] * 1.02 + 1e-9), s
 assert s["peak_rss_bytes"] > 0
 names = [st["name"] for st in d["stages"]]
-assert names == ["read", "decode", "transform", "slot_wait", "copy"], names
+assert names == ["read", "decode", "transform", "slot_wait", "copy", "python", "gil_wait", "collate"], names
 for st in d["stages"]:
     for k in ("total_s", "count", "mean_us", "p95_us"):
         assert k in st, k

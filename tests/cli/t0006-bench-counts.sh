@@ -40,4 +40,13 @@ assert d["config"]["warmup_epochs"] == 0
 assert [e["warmup"] for e in d["epochs"]] == [False]
 assert d["summary"]["samples"] == 70
 '
+say "--consumer-slots: the slots are prefetch + consumer slots"
+run_stoke bench --synthetic tensor --samples 70 -b 8 -q --prefetch 3 \
+  --consumer-slots 2 --json "$TMP/c.json"
+[ "$rc" -eq 0 ] || fail "exit $rc: $(cat "$TMP/err")"
+json_check "$TMP/c.json" '
+assert d["config"]["consumer_slots"] == 2 and d["config"]["prefetch"] == 3
+'
+run_stoke bench --synthetic tensor --samples 70 -b 8 -q --consumer-slots 0
+[ "$rc" -eq 2 ] || fail "--consumer-slots 0: exit $rc, want 2"
 echo ok

@@ -28,7 +28,7 @@ def stub_names():
 def test_stub_lists_every_public_name():
     top, members = stub_names()
     assert set(stoke.__all__) <= top, set(stoke.__all__) - top
-    for cls in ("Loader", "TwoClock", "Batch", "Field"):
+    for cls in ("Loader", "TwoClock", "Batch", "Field", "DataLoader"):
         public = {n for n in dir(getattr(stoke, cls)) if not n.startswith("_")}
         missing = public - members[cls]
         assert not missing, f"{cls}: {missing} not in the stub"
@@ -39,7 +39,7 @@ def test_public_api_is_documented():
         obj = getattr(stoke, name)
         if callable(obj) and not isinstance(obj, type(BaseException)):
             assert obj.__doc__, name
-    for cls in (stoke.Loader, stoke.TwoClock):
+    for cls in (stoke.Loader, stoke.TwoClock, stoke.DataLoader):
         for n in dir(cls):
             if not n.startswith("_"):
                 assert getattr(cls, n).__doc__, f"{cls.__name__}.{n}"

@@ -164,7 +164,7 @@ def test_configuration_errors():
     with pytest.raises(stoke.ConfigError, match="contiguous"):
         stoke.Loader(torch.zeros(4, 4).t(), 2)
     with pytest.raises(stoke.ConfigError, match="element format"):
-        stoke.Loader(np.zeros(4, np.int16), 2)
+        stoke.Loader(np.zeros(4, np.uint16), 2)
     with pytest.raises(stoke.ConfigError, match="transform"):
         stoke.Loader(x, 2, transform="resize=8")
     with pytest.raises(ValueError, match="batch_size"):

@@ -139,7 +139,7 @@ static void test_destroy_after_first_next(void **state) {
     if (W == 1) {
       /* The census destroy_and_check relies on sees a worker that ran (a
       ** worker names itself once running; this one filled the batch). */
-      int live = tu_count_threads("stoke-w");
+      int live = tu_count_threads_now("stoke-w");
       TU_CHECK(live < 0 || live == 1, "W 1: %d threads named stoke-w*", live);
     }
     destroy_and_check_held(f, l, &b, 1, "after the first next", W);

@@ -29,8 +29,12 @@ static void test_dtypes(void **state) {
   assert_int_equal(stoke_dtype_size(STOKE_F16), 2);
   assert_int_equal(stoke_dtype_size(STOKE_F32), 4);
   assert_int_equal(stoke_dtype_size(STOKE_F64), 8);
+  assert_int_equal(stoke_dtype_size(STOKE_I8), 1);
+  assert_int_equal(stoke_dtype_size(STOKE_I16), 2);
+  assert_int_equal(stoke_dtype_size(STOKE_BOOL), 1);
+  assert_int_equal(stoke_dtype_size(STOKE_BF16), 2);
   assert_int_equal(stoke_dtype_size(0), 0);
-  assert_int_equal(stoke_dtype_size(7), 0);
+  assert_int_equal(stoke_dtype_size(11), 0);
   assert_int_equal(stoke_dtype_size(-1), 0);
   assert_string_equal(stoke_dtype_name(STOKE_U8), "u8");
   assert_string_equal(stoke_dtype_name(STOKE_I32), "i32");
@@ -38,6 +42,11 @@ static void test_dtypes(void **state) {
   assert_string_equal(stoke_dtype_name(STOKE_F16), "f16");
   assert_string_equal(stoke_dtype_name(STOKE_F32), "f32");
   assert_string_equal(stoke_dtype_name(STOKE_F64), "f64");
+  assert_string_equal(stoke_dtype_name(STOKE_I8), "i8");
+  assert_string_equal(stoke_dtype_name(STOKE_I16), "i16");
+  assert_string_equal(stoke_dtype_name(STOKE_BOOL), "bool");
+  assert_string_equal(stoke_dtype_name(STOKE_BF16), "bf16");
+  assert_string_equal(stoke_dtype_name(11), "?");
   assert_string_equal(stoke_dtype_name(0), "?");
   assert_string_equal(stoke_dtype_name(99), "?");
 }

@@ -1,0 +1,644 @@
+"""stoke.DataLoader: torch's DataLoader, argument for argument, running any
+Python dataset on stoke's worker threads.
+
+Change one import and a loop written for torch.utils.data.DataLoader runs
+unchanged; the loader then also has the two clocks, the stages of a Python
+sample (its time in __getitem__, waiting for the GIL, collation), the
+verdict (with "python-bound" when the GIL is what limits it) and the
+advice: loader.stats(), .diagnose(), .report(), .save_json(),
+.save_trace().
+
+What threads change, and what stoke does about it (docs/dataloader.md):
+  - the GIL is held only around the calls into Python (__getitem__, a
+    collate_fn, worker_init_fn); default collation runs in C, into each
+    batch's own tensors;
+  - each worker thread has its own shallow copy of the dataset
+    (copy.copy), as each of torch's worker processes has its own copy:
+    attributes set on it are that worker's, what they refer to (arrays,
+    lists, file contents) is shared, one copy in memory;
+  - torch.utils.data.get_worker_info() and stoke.get_worker_info() report
+    the calling worker thread (torch's is a process global: stoke makes it
+    thread-aware);
+  - torch's intra-op threads: each worker thread uses torch_threads of them
+    (default 1, as torch's worker processes), the main thread keeps its
+    own;
+  - workers are threads that live as long as the loader: persistent_workers
+    only decides whether iter() returns the same iterator object (as in
+    torch), and worker_init_fn runs once per thread;
+  - multiprocessing_context has no effect (it is checked as torch checks
+    it)."""
+
+import atexit
+import copy as _copy
+import os
+import warnings
+import weakref
+
+from . import _stoke
+from .loader import _pythonize_diagnosis, loader_config, pythonize
+
+_PROFILE_NAME = "enumerate(DataLoader)#stoke.DataLoader.__next__"
+_MAX_BATCH = 4096
+
+# Engines (the C loaders and their worker threads), closed at exit before
+# the interpreter goes: threads must not run Python during finalization.
+# An engine lives while its DataLoader or an iterator of it does (so
+# next(iter(DataLoader(ds))) works), and stops its threads when the last
+# reference goes.
+_live = weakref.WeakSet()
+
+# References dropped on a stoke worker thread (the garbage collector runs
+# wherever an allocation triggers it): the last one would make a loader stop
+# its threads from one of its own threads, so they are moved here and
+# dropped from a thread that is not a worker.
+_deferred = []
+
+
+def _drop_on_a_good_thread(engine, close=False):
+    if engine is None:
+        return
+    if _stoke.on_worker_thread():
+        _deferred.append((engine, close))
+    elif close:
+        engine.close()
+
+
+def _drop_deferred():
+    if _stoke.on_worker_thread():
+        return
+    while _deferred:
+        engine, close = _deferred.pop()
+        if close:
+            engine.close()
+
+
+@atexit.register
+def _close_all():
+    for engine in list(_live):
+        try:
+            engine.close()
+        except Exception:
+            pass
+    _deferred.clear()
+
+
+def get_worker_info():
+    """Inside a stoke.DataLoader worker thread: its WorkerInfo (``id``,
+    ``num_workers``, ``seed``, ``dataset`` — that worker's copy), the same
+    object torch.utils.data.get_worker_info() returns there.  None
+    elsewhere."""
+    return _stoke.worker_info()
+
+
+def _install_worker_info():
+    """Make torch.utils.data.get_worker_info() thread-aware.  torch keeps the
+    worker's info in a module global of its worker process; threads share
+    the process, so the function's code is replaced (in place: references
+    imported before stoke see it too) by one that asks stoke for the
+    calling thread's info first and falls back to torch's global, which
+    torch's own worker processes still set."""
+    from torch.utils.data._utils import worker as w
+    if getattr(w, "_stoke_worker_info", None) is not None:
+        return
+    w._stoke_worker_info = _stoke.worker_info
+    src = ("def get_worker_info():\n"
+           "    info = _stoke_worker_info()\n"
+           "    return _worker_info if info is None else info\n")
+    ns = {}
+    exec(compile(src, "<stoke: thread-aware get_worker_info>", "exec"), ns)
+    w.get_worker_info.__code__ = ns["get_worker_info"].__code__
+
+
+def _stock_collate_map():
+    """True when torch's default_collate_fn_map is as torch ships it: then
+    stoke's C collation gives torch's results."""
+    try:
+        from torch.utils.data._utils import collate as c
+    except ImportError:
+        return False
+    m = getattr(c, "default_collate_fn_map", None)
+    if m is None:
+        return True  # an older torch without the registry
+    import torch
+    stock = {torch.Tensor: c.collate_tensor_fn, float: c.collate_float_fn,
+             int: c.collate_int_fn}
+    for k, v in stock.items():
+        if m.get(k) is not v:
+            return False
+    extra = {k: v for k, v in m.items() if k not in stock}
+    allowed = {c.collate_numpy_array_fn, c.collate_numpy_scalar_fn,
+               c.collate_str_fn}
+    return len(extra) <= 3 and all(v in allowed for v in extra.values())
+
+
+def _torch_collate():
+    """torch's default_collate without its shared-memory output (which it
+    uses whenever get_worker_info() is set, i.e. in every stoke worker)."""
+    import torch
+    from torch.utils.data._utils import collate as c
+    if not hasattr(c, "collate") or not hasattr(c, "default_collate_fn_map"):
+        return c.default_collate
+    fmap = dict(c.default_collate_fn_map)
+
+    def stack(batch, *, collate_fn_map=None):
+        return torch.stack(batch, 0)
+    fmap[torch.Tensor] = stack
+
+    def collate(batch):
+        return c.collate(batch, collate_fn_map=fmap)
+    return collate
+
+
+def _worker_functions(dataset, num_workers, base_seed, worker_init_fn,
+                      torch_threads):
+    """make_worker(id) -> (its dataset, its WorkerInfo); init_worker(id),
+    both run on the worker thread.  No reference to the DataLoader: the
+    engine holds these."""
+    import torch
+    from torch.utils.data._utils.worker import WorkerInfo
+
+    def make_worker(worker_id):
+        ds = dataset
+        try:
+            ds = _copy.copy(dataset)
+        except Exception:
+            pass  # not copyable: the workers share it
+        info = WorkerInfo(id=worker_id, num_workers=num_workers,
+                          seed=base_seed + worker_id, dataset=ds)
+        return ds, info
+
+    def init_worker(worker_id):
+        if torch_threads:
+            torch.get_num_threads()  # torch sets this thread up first
+            _stoke.set_thread_intraop(int(torch_threads))
+        if worker_init_fn is not None:
+            worker_init_fn(worker_id)
+    return make_worker, init_worker
+
+
+def is_map_dataset(x):
+    """A map-style Python dataset (torch's Dataset, or anything with
+    __getitem__ and __len__ that is not an array)."""
+    try:
+        from torch.utils.data import Dataset, IterableDataset
+    except ImportError:
+        return False
+    if isinstance(x, IterableDataset):
+        return False
+    if isinstance(x, Dataset):
+        return True
+    return False
+
+
+def tune_spec(dataset, workers, max_workers, collate_fn=None,
+              worker_init_fn=None, torch_threads=1):
+    """The source description stoke.tune sweeps over a map-style dataset:
+    stoke's own order over range(len(dataset)), collated as
+    stoke.DataLoader collates."""
+    import torch
+    _install_worker_info()
+    w = max(list(workers or []) + [max_workers or max(
+        2 * (os.cpu_count() or 1), 8), 1])
+    from torch.utils.data._utils import collate as _tc
+    user = collate_fn is not None and collate_fn is not _tc.default_collate
+    fast = not user and _stock_collate_map()
+    collate = collate_fn if user else _torch_collate()
+    make_worker, init_worker = _worker_functions(
+        dataset, w, int(torch.empty((), dtype=torch.int64).random_().item()),
+        worker_init_fn, torch_threads)
+    return {"kind": "dataset", "dataset": dataset, "length": len(dataset),
+            "tune": 1, "iterable": 0, "num_workers": w, "batch_size": 1,
+            "auto_collation": 1, "drop_last": 0, "fast": int(fast),
+            "pin_memory": 0, "collate": collate, "make_worker": make_worker,
+            "init_worker": init_worker,
+            "label": f"Python dataset {type(dataset).__name__}"}
+
+
+class DataLoader:
+    """torch.utils.data.DataLoader on stoke's worker threads.
+
+    The arguments are torch's, with torch's checks and errors.  Extra
+    keyword arguments: ``torch_threads`` (torch intra-op threads per worker
+    thread, default 1 as in torch's worker processes; None leaves torch's
+    setting), ``max_batch_size`` (the largest batch a custom batch_sampler
+    gives, default its batch_size or 4096), ``warmup`` (epochs left out of
+    the statistics, default 1) and ``trace`` (keep spans for
+    :meth:`save_trace`).  See the module's documentation for what running
+    on threads changes."""
+
+    __initialized = False
+
+    def __init__(self, dataset, batch_size=1, shuffle=None, sampler=None,
+                 batch_sampler=None, num_workers=0, collate_fn=None,
+                 pin_memory=False, drop_last=False, timeout=0,
+                 worker_init_fn=None, multiprocessing_context=None,
+                 generator=None, *, prefetch_factor=None,
+                 persistent_workers=False, pin_memory_device="",
+                 in_order=True, torch_threads=1, max_batch_size=None,
+                 warmup=1, trace=False):
+        import torch
+        from torch.utils.data import (BatchSampler, IterableDataset,
+                                      RandomSampler, SequentialSampler)
+        from torch.utils.data._utils import collate as _tc
+        # torch's checks, in torch's order and words.
+        if num_workers < 0:
+            raise ValueError('num_workers option should be non-negative; '
+                             'use num_workers=0 to disable multiprocessing.')
+        if timeout < 0:
+            raise ValueError('timeout option should be non-negative')
+        if num_workers == 0 and prefetch_factor is not None and \
+                prefetch_factor != 2:
+            raise ValueError('prefetch_factor option could only be specified '
+                             'in multiprocessing.let num_workers > 0 to '
+                             'enable multiprocessing, otherwise set '
+                             'prefetch_factor to None.')
+        if prefetch_factor is None and num_workers > 0:
+            prefetch_factor = 2
+        assert prefetch_factor is None or prefetch_factor > 0
+        if persistent_workers and num_workers == 0:
+            raise ValueError('persistent_workers option needs num_workers > 0')
+        self.dataset = dataset
+        self.num_workers = num_workers
+        self.prefetch_factor = prefetch_factor
+        self.pin_memory = pin_memory
+        self.pin_memory_device = pin_memory_device
+        self.timeout = timeout
+        self.worker_init_fn = worker_init_fn
+        self.multiprocessing_context = multiprocessing_context
+        self.in_order = in_order
+        if isinstance(dataset, IterableDataset):
+            self._iterable = True
+            if shuffle not in {False, None}:
+                raise ValueError(
+                    "DataLoader with IterableDataset: expected unspecified "
+                    "shuffle option, but got shuffle={}".format(shuffle))
+            if sampler is not None:
+                raise ValueError(
+                    "DataLoader with IterableDataset: expected unspecified "
+                    "sampler option, but got sampler={}".format(sampler))
+            elif batch_sampler is not None:
+                raise ValueError(
+                    "DataLoader with IterableDataset: expected unspecified "
+                    "batch_sampler option, but got batch_sampler={}".format(
+                        batch_sampler))
+        else:
+            shuffle = bool(shuffle)
+            self._iterable = False
+        if sampler is not None and shuffle:
+            raise ValueError('sampler option is mutually exclusive with '
+                             'shuffle')
+        if batch_sampler is not None:
+            if batch_size != 1 or shuffle or sampler is not None or drop_last:
+                raise ValueError('batch_sampler option is mutually exclusive '
+                                 'with batch_size, shuffle, sampler, and '
+                                 'drop_last')
+            batch_size = None
+            drop_last = False
+        elif batch_size is None:
+            if drop_last:
+                raise ValueError('batch_size=None option disables '
+                                 'auto-batching and is mutually exclusive '
+                                 'with drop_last')
+        if sampler is None:
+            if self._iterable:
+                sampler = _InfiniteConstantSampler()
+            elif shuffle:
+                sampler = RandomSampler(dataset, generator=generator)
+            else:
+                sampler = SequentialSampler(dataset)
+        if batch_size is not None and batch_sampler is None:
+            batch_sampler = BatchSampler(sampler, batch_size, drop_last)
+        self.batch_size = batch_size
+        self.drop_last = drop_last
+        self.sampler = sampler
+        self.batch_sampler = batch_sampler
+        self.generator = generator
+        self._user_collate = collate_fn is not None and \
+            collate_fn is not _tc.default_collate and \
+            collate_fn is not _tc.default_convert
+        if collate_fn is None:
+            collate_fn = (_tc.default_collate if self._auto_collation
+                          else _tc.default_convert)
+        self.collate_fn = collate_fn
+        self.persistent_workers = persistent_workers
+        if max_batch_size is None:
+            max_batch_size = getattr(batch_sampler, "batch_size", None) \
+                if batch_size is None else batch_size
+        self._max_batch = int(max_batch_size or _MAX_BATCH)
+        if torch_threads is not None and (isinstance(torch_threads, bool) or
+                                          int(torch_threads) < 1):
+            raise ValueError(f"torch_threads: expected an integer >= 1 or "
+                             f"None, got {torch_threads!r}")
+        self.torch_threads = torch_threads
+        self._warmup = warmup
+        self._trace = trace
+        self._engine = None
+        self._engine_failed = False
+        self._iterator = None
+        self._IterableDataset_len_called = None
+        self.__initialized = True
+
+    # ---- torch's attributes ----------------------------------------------
+
+    @property
+    def multiprocessing_context(self):
+        """Accepted and checked as torch checks it; threads need none."""
+        return self.__multiprocessing_context
+
+    @multiprocessing_context.setter
+    def multiprocessing_context(self, ctx):
+        if ctx is not None:
+            if self.num_workers > 0:
+                import multiprocessing as mp
+                if isinstance(ctx, str):
+                    valid = mp.get_all_start_methods()
+                    if ctx not in valid:
+                        raise ValueError(
+                            ('multiprocessing_context option should specify '
+                             'a valid start method in {!r}, but got '
+                             'multiprocessing_context={!r}').format(valid,
+                                                                    ctx))
+                    ctx = mp.get_context(ctx)
+                if not isinstance(ctx, mp.context.BaseContext):
+                    raise TypeError(
+                        ('multiprocessing_context option should be a valid '
+                         'context object or a string specifying the start '
+                         'method, but got multiprocessing_context={}').format(
+                             ctx))
+            else:
+                raise ValueError(
+                    ('multiprocessing_context can only be used with '
+                     'multi-process loading (num_workers > 0), but got '
+                     'num_workers={}').format(self.num_workers))
+        self.__multiprocessing_context = ctx
+
+    def __setattr__(self, attr, val):
+        if self.__initialized and attr in (
+                'batch_size', 'batch_sampler', 'sampler', 'drop_last',
+                'dataset', 'persistent_workers'):
+            raise ValueError('{} attribute should not be set after {} is '
+                             'initialized'.format(attr,
+                                                  self.__class__.__name__))
+        super().__setattr__(attr, val)
+
+    @property
+    def _auto_collation(self):
+        return self.batch_sampler is not None
+
+    @property
+    def _index_sampler(self):
+        return self.batch_sampler if self._auto_collation else self.sampler
+
+    def __len__(self):
+        if self._iterable:
+            length = self._IterableDataset_len_called = len(self.dataset)
+            if self.batch_size is not None:
+                from math import ceil
+                if self.drop_last:
+                    length = length // self.batch_size
+                else:
+                    length = ceil(length / self.batch_size)
+            return length
+        return len(self._index_sampler)
+
+    def __iter__(self):
+        if self.persistent_workers and self.num_workers > 0:
+            if self._iterator is None:
+                self._iterator = _Iterator(self)
+            else:
+                self._iterator._reset(self)
+            return self._iterator
+        return _Iterator(self)
+
+    # ---- the engine --------------------------------------------------------
+
+    def _fast_collate(self):
+        return not self._user_collate and _stock_collate_map()
+
+    def _engine_for(self, base_seed):
+        """The C engine, started on first use (threads are started at the
+        first iter(), as torch starts its workers); remade after an error
+        poisoned it."""
+        _drop_deferred()
+        if self._engine is not None and self._engine_failed:
+            _drop_on_a_good_thread(self._engine, close=True)
+            self._engine = None
+        self._engine_failed = False
+        if self._engine is not None:
+            return self._engine
+        import torch
+        _install_worker_info()
+        w = self.num_workers
+        pin = bool(self.pin_memory) and torch.cuda.is_available()
+        if self.pin_memory_device and not self.pin_memory:
+            warnings.warn("pin memory device is set and pin_memory flag is "
+                          "not used then device pinned memory won't be used"
+                          "please set pin_memory to true, if you need to use "
+                          "the device pin memory")
+        fast = self._fast_collate()
+        if not self._auto_collation:
+            convert = self.collate_fn
+
+            def collate(batch):
+                return convert(batch[0])
+        elif self._user_collate or not fast:
+            collate = self.collate_fn
+        else:
+            collate = _torch_collate()
+        if pin and not fast:
+            from torch.utils.data._utils.pin_memory import pin_memory
+            inner = collate
+
+            def collate(batch):
+                return pin_memory(inner(batch))
+        make_worker, init_worker = _worker_functions(
+            self.dataset, w, base_seed, self.worker_init_fn,
+            self.torch_threads)
+        name = type(self.dataset).__name__
+        try:
+            length = len(self.dataset)
+        except TypeError:
+            length = 0
+        spec = {"kind": "dataset", "dataset": self.dataset, "length": length,
+                "iterable": int(self._iterable), "num_workers": w,
+                "batch_size": self.batch_size or 1,
+                "auto_collation": int(self._auto_collation),
+                "drop_last": int(bool(self.drop_last)), "fast": int(fast),
+                "pin_memory": int(pin), "collate": collate,
+                "make_worker": make_worker, "init_worker": init_worker,
+                "label": f"Python dataset {name}"}
+        pf = self.prefetch_factor or 2
+        prefetch = max(2, pf * max(w, 1))
+        c_batch = 1 if self._iterable else (
+            self.batch_size if self.batch_size is not None
+            else (self._max_batch if self.batch_sampler is not None else 1))
+        config = loader_config(
+            c_batch, num_workers=w, prefetch=prefetch, rank=0, world_size=1,
+            out_of_order=not self.in_order, epoch_prefetch=False,
+            warmup=self._warmup, trace=self._trace)
+        config["order_given"] = 1
+        ahead = prefetch + config["consumer_slots"] + 1
+        self._engine = _stoke.DatasetLoader(spec, config, ahead)
+        _live.add(self._engine)
+        return self._engine
+
+    def _need_engine(self):
+        if self._engine is None:
+            raise _stoke.Error("no epoch has run yet: iterate the loader "
+                               "first")
+        return self._engine
+
+    def close(self):
+        """Stop the worker threads now (they also stop once the loader and
+        its iterators are gone, and at exit); iterators of it then stop.  A
+        later iter() starts new threads."""
+        eng, self._engine = self._engine, None
+        _drop_on_a_good_thread(eng, close=True)
+        _drop_deferred()
+
+    def __del__(self):
+        _drop_on_a_good_thread(getattr(self, "_engine", None))
+
+    # ---- the doctor ----------------------------------------------------------
+
+    def stats(self):
+        """The steady-state summary, as `stoke bench --json` writes it: both
+        clocks, percentiles, the stages (python, gil_wait, collate), the
+        queue, RSS."""
+        return self._need_engine().stats()
+
+    def diagnose(self, cores=0, consumer_cpu=None):
+        """The verdict (python-bound when the GIL limits the workers), its
+        numbers, the queue model, a what-if table and the advice."""
+        d = self._need_engine().diagnose(cores, consumer_cpu)
+        return _pythonize_diagnosis(_dataloader_words(d))
+
+    def report(self, cores=0, consumer_cpu=None, all_ranks=False):
+        """`stoke profile`'s report of this loader.  all_ranks=True gathers
+        every rank's clocks through torch.distributed (a collective: call it
+        on every rank) and adds a row per rank, the straggler and the job's
+        verdict."""
+        text = pythonize(_dataloader_text(
+            self._need_engine().report(cores, consumer_cpu)))
+        if all_ranks:
+            from .distributed import gather_stats, ranks_report
+            text += "\n" + ranks_report(gather_stats(self))
+        return text
+
+    def save_json(self, path, cores=0, consumer_cpu=None):
+        """Write `stoke profile --json`'s document (`stoke report` renders
+        it)."""
+        self._need_engine().save_json(os.fspath(path), cores, consumer_cpu)
+
+    def save_trace(self, path):
+        """A Chrome/Perfetto trace of the spans kept (create with
+        trace=True)."""
+        self._need_engine().save_trace(os.fspath(path))
+
+    def __repr__(self):
+        return (f"<stoke.DataLoader over {type(self.dataset).__name__}: "
+                f"batch_size={self.batch_size}, num_workers="
+                f"{self.num_workers} threads>")
+
+
+def _dataloader_text(text):
+    return text.replace("OMP_NUM_THREADS=1", "torch_threads=1, the default")
+
+
+def _dataloader_words(d):
+    for a in d.get("advice", ()):
+        a["text"] = _dataloader_text(a["text"])
+    return d
+
+
+class _InfiniteConstantSampler:
+    """torch's sampler for an IterableDataset: None forever."""
+
+    def __iter__(self):
+        while True:
+            yield None
+
+
+class _Iterator:
+    """One epoch of a stoke.DataLoader (torch's _BaseDataLoaderIter).
+
+    It keeps what it needs of its loader, and the loader itself only
+    weakly: a persistent loader keeps its iterator, and a cycle between them
+    would leave the loader to the garbage collector, which may run on one
+    of the loader's own worker threads."""
+
+    def __init__(self, loader):
+        if loader.num_workers == 0:
+            assert loader.timeout == 0  # as torch's single-process iterator
+        self._reset(loader)
+
+    def _reset(self, loader, first_iter=False):
+        import torch
+        self._loader_ref = weakref.ref(loader)
+        self._index_sampler = loader._index_sampler
+        # torch's order of random draws: the sampler's iterator (lazy), then
+        # the workers' base seed from the loader's generator.
+        it = None if loader._iterable else iter(loader._index_sampler)
+        base_seed = torch.empty((), dtype=torch.int64).random_(
+            generator=loader.generator).item()
+        self._engine = loader._engine_for(base_seed)
+        self._engine.begin(it)
+        self._epoch = self._engine.epoch
+        self._num_yielded = 0
+        self._timeout = float(loader.timeout or 0)
+        self._profiled = _profiler_check()
+
+    def __iter__(self):
+        return self
+
+    def __len__(self):
+        return len(self._index_sampler)
+
+    def _failed(self):
+        loader = self._loader_ref()
+        if loader is not None and loader._engine is self._engine:
+            loader._engine_failed = True
+
+    def __next__(self):
+        eng = self._engine
+        loader = self._loader_ref()
+        if (loader is not None and eng is not loader._engine) or \
+                eng.closed or eng.epoch != self._epoch:
+            raise RuntimeError("stoke.DataLoader: this iterator was replaced "
+                               "by a newer iter(loader): stoke runs one "
+                               "epoch of a loader at a time")
+        try:
+            if self._profiled():
+                from torch.autograd.profiler import record_function
+                with record_function(_PROFILE_NAME):
+                    data = eng.next_batch(self._timeout)
+            else:
+                data = eng.next_batch(self._timeout)
+        except StopIteration:
+            raise
+        except KeyboardInterrupt:
+            raise
+        except RuntimeError as e:
+            if not str(e).startswith("DataLoader timed out"):
+                self._failed()
+            raise
+        except BaseException:
+            self._failed()
+            raise
+        self._num_yielded += 1
+        return data
+
+    def __getstate__(self):
+        raise NotImplementedError("{} cannot be pickled",
+                                  self.__class__.__name__)
+
+    def __del__(self):
+        _drop_on_a_good_thread(getattr(self, "_engine", None))
+
+
+def _profiler_check():
+    try:
+        from torch.autograd import _profiler_enabled
+        return _profiler_enabled
+    except ImportError:
+        return lambda: False
