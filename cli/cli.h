@@ -465,6 +465,9 @@ int cli_profile_analyse(const cli_run_spec *spec, cli_run_result *res,
 /* The verdict's numbers, the model, the what-if table and the advice. */
 void cli_print_profile(FILE *f, const cli_run_result *res,
                        const cli_profile *pr);
+/* The verdict's part of a diagnosis object: verdict, reason, the ratios and
+** the thresholds they were read against. */
+cJSON *cli_verdict_json(const stoke_diagnosis *d);
 /* The same as the "diagnosis" object of profile's JSON. */
 cJSON *cli_diagnosis_json(const cli_run_result *res, const cli_profile *pr);
 

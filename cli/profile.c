@@ -242,12 +242,9 @@ static const char *advice_kind_name(int kind) {
   return "?";
 }
 
-cJSON *cli_diagnosis_json(const cli_run_result *res, const cli_profile *pr) {
-  const stoke_model *m = &pr->model;
-  const stoke_diagnosis *d = &res->diag;
+cJSON *cli_verdict_json(const stoke_diagnosis *d) {
   cJSON *o = cJSON_CreateObject();
-  if (!o)
-    return NULL;
+  if (!o) return NULL;
   cJSON_AddStringToObject(o, "verdict", stoke_verdict_name(d->verdict));
   cJSON_AddStringToObject(o, "reason", d->reason);
   cJSON_AddNumberToObject(o, "wait_ratio", d->wait_ratio);
@@ -256,6 +253,15 @@ cJSON *cli_diagnosis_json(const cli_run_result *res, const cli_profile *pr) {
   cJSON_AddNumberToObject(o, "busy_wait_ratio", STOKE_BUSY_WAIT_RATIO);
   cJSON_AddNumberToObject(o, "starving_empty_frac",
                           STOKE_STARVING_EMPTY_FRAC);
+  return o;
+}
+
+cJSON *cli_diagnosis_json(const cli_run_result *res, const cli_profile *pr) {
+  const stoke_model *m = &pr->model;
+  const stoke_diagnosis *d = &res->diag;
+  cJSON *o = cli_verdict_json(d);
+  if (!o)
+    return NULL;
   cJSON *mo = cJSON_AddObjectToObject(o, "model");
   if (mo) {
     cJSON_AddNumberToObject(mo, "t_d_ns", (double)m->t_d_ns);

@@ -378,16 +378,8 @@ static const char twoclock_limits[] =
     "stoke.DataLoader measure those";
 
 static cJSON *twoclock_diagnosis(const cli_run_result *res) {
-  const stoke_diagnosis *d = &res->diag;
-  cJSON *o = cJSON_CreateObject();
+  cJSON *o = cli_verdict_json(&res->diag);
   if (!o) return NULL;
-  cJSON_AddStringToObject(o, "verdict", stoke_verdict_name(d->verdict));
-  cJSON_AddStringToObject(o, "reason", d->reason);
-  cJSON_AddNumberToObject(o, "wait_ratio", d->wait_ratio);
-  cJSON_AddNumberToObject(o, "queue_empty_frac", d->queue_empty_frac);
-  cJSON_AddNumberToObject(o, "tail_ratio", d->tail_ratio);
-  cJSON_AddNumberToObject(o, "busy_wait_ratio", STOKE_BUSY_WAIT_RATIO);
-  cJSON_AddNumberToObject(o, "starving_empty_frac", STOKE_STARVING_EMPTY_FRAC);
   cJSON_AddStringToObject(o, "limits", twoclock_limits);
   cJSON_AddArrayToObject(o, "advice");
   return o;

@@ -152,16 +152,23 @@ int64_t stoke_twoclock_enter(stoke_twoclock *c) {
   return now;
 }
 
+/* Whether this step counts: not in a warm-up epoch, and past the first
+** warmup_steps (which it counts). */
+static bool step_measured(stoke_twoclock *c) {
+  if (c->epoch_warmup) return false;
+  if (c->warmup_steps_seen < c->cfg.warmup_steps) {
+    c->warmup_steps_seen++;
+    return false;
+  }
+  return true;
+}
+
 int64_t stoke_twoclock_leave(stoke_twoclock *c, size_t n_samples) {
   int64_t now = stoke__now_ns();
   if (!c->enter_ns) return now; /* leave without enter: nothing to time */
   int64_t wait = now - c->enter_ns;
   c->enter_ns = 0;
-  bool measured = !c->epoch_warmup;
-  if (measured && c->warmup_steps_seen < c->cfg.warmup_steps) {
-    c->warmup_steps_seen++;
-    measured = false;
-  }
+  bool measured = step_measured(c);
   if (measured) {
     stoke__consumer_stats *cs = c->cs;
     stoke__hist_add(&cs->wait, (uint64_t)wait);
@@ -194,11 +201,7 @@ int stoke_twoclock_record(stoke_twoclock *c, int64_t wait_ns,
     c->epoch_batches = c->epoch_samples = 0;
     c->step_number = 0;
   }
-  bool measured = !c->epoch_warmup;
-  if (measured && c->warmup_steps_seen < c->cfg.warmup_steps) {
-    c->warmup_steps_seen++;
-    measured = false;
-  }
+  bool measured = step_measured(c);
   if (measured) {
     stoke__consumer_stats *cs = c->cs;
     stoke__hist_add(&cs->wait, (uint64_t)wait_ns);

@@ -91,7 +91,16 @@ def test_python_bound_verdict_for_pure_python():
     loader = stoke.DataLoader(Burner(), batch_size=8, num_workers=6)
     run(loader)
     d = loader.diagnose()
-    assert d["verdict"] == "python-bound", d["reason"]
+    delay = d["model"].get("run_delay_frac") or 0.0
+    if d["verdict"] != "python-bound" and delay > 1.0:
+        # Other processes held the cores (ctest -j2 beside a CPU-bound
+        # test): the GIL's holder was preempted mid-sample, its waiters
+        # queued for a core as well, and the cores, not the GIL alone,
+        # were the limit.  schedstat says so; the claim is for a machine
+        # with its cores to itself.
+        pytest.skip("workers queued for a core %.1f ns per ns run: %s"
+                    % (delay, d["reason"]))
+    assert d["verdict"] == "python-bound", (d["reason"], d["model"])
     assert "more workers will not help" in d["reason"]
     kinds = [a["kind"] for a in d["advice"]]
     assert kinds[0] == "c_transforms", kinds
