@@ -6,7 +6,9 @@
 ** epochs and later loaders read every sample from them, and the batches
 ** are those without the cache (the JPEG rewrite is lossless); folder and
 ** tar sources, a packed one refused; the key changes with a file's size or
-** modification time, so a changed source is not read stale; a write that
+** modification time, so a changed source is not read stale; a first epoch
+** killed mid-write leaves its shard only as NAME.tmp, which the next open
+** removes; a write that
 ** fails stops the caching, not the loader, and leaves no shard under a
 ** final name that is not complete, and no .tmp behind; a dead writer's
 ** .tmp files are removed by the next open; the disk budget stops it.
@@ -178,6 +180,82 @@ static void test_changed_source(void **state) {
   assert_int_equal(g.gl_pathc, 2);
   globfree(&g);
   stoke_source_destroy(src);
+  /* A byte more (after the JPEG's end, which decoders ignore) with the
+  ** modification time put back: the size alone gives a third key. */
+  FILE *f = fopen(file, "ab");
+  assert_non_null(f);
+  assert_int_equal(fputc(0, f), 0);
+  assert_int_equal(fclose(f), 0);
+  t[1].tv_sec = 12345;
+  assert_int_equal(utimensat(AT_FDCWD, file, t, 0), 0);
+  src = tu_open_images(folder, TF);
+  c = cache_cfg(src, dir);
+  l = tu_loader(&c);
+  epoch_hash(l, NULL);
+  assert_int_equal(stats_of(l).cache_hits, 0);
+  stoke_loader_destroy(l);
+  assert_int_equal(glob(p, 0, NULL, &g), 0);
+  assert_int_equal(g.gl_pathc, 3);
+  globfree(&g);
+  stoke_source_destroy(src);
+}
+
+/* A first epoch killed while the writer has samples in its shard: the
+** shard is only NAME.tmp (nothing under a final name), and the next open
+** removes it and fills the cache afresh, with the same batches. */
+static void test_interrupted(void **state) {
+  (void)state;
+  char dir[128];
+  snprintf(dir, sizeof dir, "%s/cache-killed", root);
+  stoke_source *src = tu_open_images(folder, TF);
+  stoke_config c0 = cache_cfg(src, NULL);
+  stoke_loader *l0 = tu_loader(&c0);
+  uint64_t want0 = epoch_hash(l0, NULL);
+  stoke_loader_destroy(l0);
+  int ready[2];
+  assert_int_equal(pipe(ready), 0);
+  pid_t child = fork();
+  assert_true(child >= 0);
+  if (child == 0) {
+    /* One batch of the first epoch, then wait, mid-epoch, until the
+    ** writer has appended samples to its shard (not published: only an
+    ** epoch's end or a full shard publishes), and say so. */
+    stoke_config c = cache_cfg(src, dir);
+    stoke_loader *l = NULL;
+    stoke_batch *b;
+    if (stoke_loader_create(&c, &l) != 0 || stoke_loader_next(l, &b) != 0)
+      _exit(2);
+    stoke__cache_stats cs;
+    for (int i = 0; i < 20000; i++) { /* up to 20 s */
+      stoke__cache_stats_get(l->cache, &cs);
+      if (cs.written > 0) break;
+      struct timespec ms = {0, 1000000};
+      nanosleep(&ms, NULL);
+    }
+    char ok = cs.written > 0 ? 'y' : 'n';
+    if (write(ready[1], &ok, 1) != 1) _exit(3);
+    for (;;) pause(); /* killed here, the loader alive */
+  }
+  close(ready[1]);
+  char ok = 0;
+  assert_int_equal(read(ready[0], &ok, 1), 1);
+  close(ready[0]);
+  assert_int_equal(ok, 'y');
+  assert_int_equal(kill(child, SIGKILL), 0);
+  int status;
+  assert_int_equal(waitpid(child, &status, 0), child);
+  assert_true(WIFSIGNALED(status));
+  assert_int_equal(count(dir, "*.stoke"), 0);
+  assert_int_equal(count(dir, "*.stoke.tmp"), 1); /* the half-written one */
+  stoke_config c = cache_cfg(src, dir);
+  stoke_loader *l = tu_loader(&c);
+  assert_int_equal(count(dir, "*.stoke.tmp"), 0); /* its writer is gone */
+  assert_int_equal(epoch_hash(l, NULL), want0);
+  assert_int_equal(stats_of(l).cache_hits, 0);
+  stoke_loader_destroy(l);
+  assert_int_equal(count(dir, "*.tmp"), 0);
+  assert_int_equal(cached_samples_on_disk(dir), SMALL_DATASET_N);
+  stoke_source_destroy(src);
 }
 
 /* A write that fails: the loader reads on (the same batches), the cache
@@ -343,6 +421,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_fill_then_read),
       cmocka_unit_test(test_changed_source),
+      cmocka_unit_test(test_interrupted),
       cmocka_unit_test(test_write_fault),
       cmocka_unit_test(test_orphans),
       cmocka_unit_test(test_budget),

@@ -229,6 +229,10 @@ static void test_advice_ladder(void **state) {
   assert_true(a[0].speedup > 5);
   assert_non_null(strstr(a[0].text, "-j "));
   assert_non_null(strstr(a[0].text, "predicted step"));
+  /* More workers keep up: no echoing, which changes training, and no
+  ** cheaper samples. */
+  assert_null(find(a, n, STOKE_ADVICE_ECHO));
+  assert_null(find(a, n, STOKE_ADVICE_CHEAPER));
 
   /* Busy: the model is the cost. */
   stoke_stats busy = snap(4, 2, MS / 10, 0.05, 10 * MS, 0.01, 0.0);
