@@ -65,6 +65,17 @@ run_stoke bench --synthetic tensor --samples 48 -b 8 -j 1 --epochs 2 \
 [ "$rc" -eq 0 ] || fail "bench --echo exit $rc: $(cat "$TMP/err")"
 grep -q "echo          x3 (example): .* steps/s, .* fresh samples/s" \
   "$TMP/out" || fail "no echo line: $(cat "$TMP/out")"
+# The text's rates are the JSON's: 18 steps for 48 fresh samples.
+"$PY" - "$TMP/out" "$TMP/e.json" <<'PYEOF' || fail "the echo line's rates"
+import json, re, sys
+line = [l for l in open(sys.argv[1]) if l.strip().startswith("echo ")][0]
+steps, fresh, handed = map(float, re.findall(r"([0-9.]+) (?:steps|fresh samples|samples)/s", line))
+s = json.load(open(sys.argv[2]))["summary"]
+assert abs(steps - s["steps_per_s"]) <= 0.051 + 1e-3 * steps, (line, s)
+assert abs(fresh - s["fresh_samples_per_s"]) <= 0.051 + 1e-3 * fresh, (line, s)
+assert abs(fresh / steps - 48 / 18) < 0.01, line
+assert abs(handed / fresh - 3) < 0.01, line
+PYEOF
 json_check "$TMP/e.json" '
 s, c = d["summary"], d["config"]
 assert c["echo"] == 3 and c["echo_mode"] == "example", c
