@@ -11,7 +11,7 @@ import re
 
 from . import _stoke
 from ._util import (env_rank_world, is_torch_tensor, parse_bytes,
-                    parse_duration_ns, torch_available)
+                    parse_duration_ns, parse_price, torch_available)
 
 _SYNTH_KINDS = {"sleep": 1, "spin": 2, "tensor": 3}
 _COST_DISTS = {"fixed": 1, "exp": 2, "lognormal": 3}
@@ -426,7 +426,10 @@ class Loader(_stoke.Loader):
     epoch reads it, and reads it from there after (``cache_max`` bounds
     the disk); ``ram_cache=True`` (or a size) keeps an evaluation
     transform's samples (resize + center-crop) in RAM after their first
-    epoch.
+    epoch.  ``gpu_price`` (per hour: ``2.5`` or ``"2.50/h"``, ``"/min"``,
+    ``"/s"``) turns the cost that :meth:`stats` and :meth:`report` give (time
+    per sample and per epoch, the wait's share) into money, the CLI's
+    ``--gpu-price``.
 
     ``device="cuda"`` (or ``"cuda:N"``) copies each batch to the GPU on
     stoke's own stream, ``device_prefetch`` batches ahead, and yields CUDA
@@ -467,10 +470,11 @@ class Loader(_stoke.Loader):
                  on_error="fail", max_failures=None, max_replace_tries=8,
                  quarantine=None, block_window=None, echo=1,
                  echo_mode="batch", cache=None, cache_max=None,
-                 ram_cache=None):
+                 ram_cache=None, gpu_price=None):
         spec, layout, names, keep = describe_source(
             source, transform, image_kind, max_pixels, max_bytes,
             verify_checksums)
+        spec["gpu_price_per_hour"] = parse_price(gpu_price, "gpu_price")
         config = loader_config(
             batch_size, shuffle=shuffle, seed=seed, num_workers=num_workers,
             prefetch=prefetch, drop_last=drop_last, rank=rank,

@@ -87,3 +87,73 @@ def test_cache_and_ram_cache(tmp_path, image_folder):
     ev.close()
     with pytest.raises(stoke.ConfigError, match="deterministic"):
         stoke.Loader(image_folder, 4, transform=t, ram_cache="1MiB")
+
+
+def producer_bound(**kw):
+    """A producer that cannot keep up even with every core: 1 ms of CPU a
+    sample against a step of nothing."""
+    loader = stoke.Loader(stoke.synthetic("spin:1ms", samples=64), 8,
+                          num_workers=2, warmup=0, output="stoke", **kw)
+    for _ in range(2):
+        for b in loader:
+            b.release()
+    return loader
+
+
+def test_cost_and_price():
+    loader = producer_bound(gpu_price="2.50/h")
+    st = loader.stats()
+    c = st["cost"]
+    assert c["gpu_price_per_hour"] == 2.5, c
+    assert abs(c["per_epoch"] - c["seconds_per_epoch"] * 2.5 / 3600) < 1e-12
+    assert abs(c["wait_per_epoch"] - c["per_epoch"] * c["wait_share"]) < 1e-12
+    text = loader.report(cores=2)
+    assert "  at $2.50/h    $" in text and "waiting: $" in text, text
+    loader.close()
+    none = producer_bound()
+    assert none.stats()["cost"]["per_epoch"] is None
+    assert none.stats()["cost"]["seconds_per_sample"] > 0
+    none.close()
+    for price, per_hour in ((3, 3.0), ("$1.20/h", 1.2), ("0.06/min", 3.6),
+                            ("0.001/s", 3.6)):
+        x = np.zeros((8, 2), np.float32)
+        l = stoke.Loader((x,), 4, gpu_price=price, output="stoke")
+        assert l.stats()["cost"]["gpu_price_per_hour"] == \
+            pytest.approx(per_hour), price
+        l.close()
+    for bad in ("2.5/week", "cheap", -1, True):
+        with pytest.raises((ValueError, TypeError)):
+            stoke.Loader((np.zeros((8, 2), np.float32),), 4, gpu_price=bad)
+
+
+def test_echo_advice_names_the_argument():
+    """The doctor's last resort names Loader's echo=; for stoke.DataLoader,
+    which has none, it says to use each batch in the loop."""
+    from stoke import _stoke
+    from stoke.dataloader import _dataloader_words
+    loader = producer_bound()
+    d = loader.diagnose(cores=2)
+    echo = [a for a in d["advice"] if a["kind"] == "data_echoing"]
+    assert echo, d["advice"]
+    n = echo[0]["echo"]
+    assert f"echo={n}" in echo[0]["text"] and "--echo" not in echo[0]["text"]
+    raw = _stoke.Loader.diagnose(loader, 2, None)
+    words = _dataloader_words(raw)
+    t = [a for a in words["advice"] if a["kind"] == "data_echoing"][0]["text"]
+    assert f"each batch {n} times in the training loop" in t, t
+    assert "stoke.DataLoader has no echo=" in t, t
+    loader.close()
+
+
+def test_dataloader_price():
+    pytest.importorskip("torch")
+    dl = stoke.DataLoader(list(range(32)), batch_size=8, num_workers=1,
+                          gpu_price="2.50/h", warmup=0)
+    for _ in range(2):
+        for _batch in dl:
+            pass
+    c = dl.stats()["cost"]
+    assert c["gpu_price_per_hour"] == 2.5 and c["per_epoch"] > 0, c
+    dl.close()
+    with pytest.raises(ValueError):
+        stoke.DataLoader(list(range(8)), gpu_price="2.5/week")
