@@ -12,6 +12,7 @@
 #
 #   PYTHON_SEED003_WORKERS="0 2"   PYTHON_OVERHEAD_WORKERS="1 2"
 #   PYTHON_IMAGE_WORKERS="2"       PYTHON_SECONDS=1.0   PYTHON_REPEATS=5
+#   PYTHON_IMAGE_REPEATS=3
 #   PYTHON_TORCH_IMAGES=1          0: skip torch on the images (slow)
 #   IMAGES_CORPUS=bench/out/corpus (made by bench/images.sh on first use)
 set -euo pipefail
@@ -69,6 +70,8 @@ done
 corpus_ready "$corpus"
 n_packed=$(ls "$corpus"/packed-*.stoke | wc -l)
 packed_spec="$corpus/packed-{00000..$(printf %05d $((n_packed - 1)))}.stoke"
+# The images alternate too (a second's load moves a run by 10%), fewer pairs.
+img_reps=${PYTHON_IMAGE_REPEATS:-3}
 for dtype in u8 f32; do
   if [ "$dtype" = u8 ]; then
     spec="random-resized-crop=224,flip,chw,u8"
@@ -79,11 +82,14 @@ for dtype in u8 f32; do
     for kind in folder packed; do
       data=$corpus/train
       [ "$kind" = packed ] && data=$packed_spec
-      echo "python: images $kind $dtype W=$w" >&2
-      stoke_run "$RAW/c_${kind}-${dtype}_w$w.json" "$data" --transform "$spec" \
-        -b 256 -j "$w" --shuffle --epochs "$epochs" -q --consumer-slots 2
-      py_run "$RAW/py_${kind}-${dtype}_w$w.json" --images "$data" \
-        --transform "$spec" -b 256 -j "$w" --shuffle --epochs "$epochs"
+      for r in $(seq 1 "$img_reps"); do
+        echo "python: images $kind $dtype W=$w, pair $r of $img_reps" >&2
+        stoke_run "$RAW/c_${kind}-${dtype}_w${w}_r$r.json" "$data" \
+          --transform "$spec" -b 256 -j "$w" --shuffle --epochs "$epochs" -q \
+          --consumer-slots 2
+        py_run "$RAW/py_${kind}-${dtype}_w${w}_r$r.json" --images "$data" \
+          --transform "$spec" -b 256 -j "$w" --shuffle --epochs "$epochs"
+      done
     done
     if [ "${PYTHON_TORCH_IMAGES:-1}" = 1 ]; then
       for tw in ${PYTHON_TORCH_IMAGE_WORKERS:-1 2 3}; do

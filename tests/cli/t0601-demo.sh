@@ -28,6 +28,14 @@ assert d["step_ms"] >= 2
 # than they ran (schedstat), which the test states instead.
 # The same holds for the knee waiting less than 0 workers did (CI saw it
 # wait 44% against 39% with its one worker kept off the cores).
+# Under a sanitizer every stage runs 5-20x slower, unevenly (TSan: the
+# workers' atomics and locks most), so the knee found by tune's short runs
+# need not hold for the rerun: a TSan run waited 26% at 1 worker, 48% at 0,
+# its workers not queued for a core.  There the claims are about a build's
+# speed, not its correctness: the sanitizer suites check the files only.
+if [ -n "${STOKE_TEST_SANITIZE:-}" ]; then
+  echo "note: the knee's timing claims are not checked under $STOKE_TEST_SANITIZE"
+else
 json_check "$TMP/d1/after.json" '
 v, m = d["summary"]["verdict"], d["diagnosis"]["model"]
 with open(sys.argv[1].replace("d1/after.json", "demo.json")) as f:
@@ -41,6 +49,7 @@ if v != "busy" or a["wait_ratio"] >= b["wait_ratio"]:
           "workers queued for a core %.1f ns per ns run"
           % (v, a["wait_ratio"], b["wait_ratio"], m["run_delay_frac"]))
 '
+fi
 json_check "$TMP/d1/trace.json" '
 names = {e["args"]["name"] for e in d["traceEvents"] if e["ph"] == "M"}
 assert "consumer" in names and "stoke-w0" in names, names
