@@ -218,6 +218,10 @@ struct stoke_loader {
   stoke_failure *fail_ring;      /* STOKE_FAILURES_KEPT, the last ones */
   size_t fail_head, fail_len;
   uint64_t n_failures, n_quarantined, n_skipped, n_replaced;
+  bool fail_tripped;             /* a record spent the budget */
+  char fail_msg[STOKE__ERRMSG_CAP]; /* the first such record's message
+                                    (its count: budget + 1); written once,
+                                    before fail_tripped */
   struct {
     uint64_t gen, n;
   } fail_gen[3];                 /* bad samples per claim generation: those
