@@ -102,7 +102,8 @@ int cli_parse_uint(const char *what, const char *s, unsigned lo, unsigned hi,
 int cli_parse_size_t(const char *what, const char *s, size_t lo, size_t *out);
 /* A finite double > 0. */
 int cli_parse_positive(const char *what, const char *s, double *out);
-/* A duration: a number with a unit ns, us, ms or s ("5ms", "1.5s").  A bare
+/* A duration: a number with a unit ns, us, ms, s, min or h ("5ms", "1.5s",
+** "8h").  A bare
 ** number is allowed only for 0, or when default_unit is given (e.g. "ms"). */
 int cli_parse_duration(const char *what, const char *s,
                        const char *default_unit, int64_t *ns);
@@ -448,6 +449,12 @@ typedef struct cli_profile {
   stoke_prediction what_if[CLI_MAX_WHATIF][CLI_MAX_WHATIF];
   stoke_advice advice[STOKE_MAX_ADVICE];
   size_t n_advice;
+  /* --train-epochs N --deadline DUR (0: not asked): does N epochs fit, at
+  ** this configuration and at the model's knee? */
+  unsigned train_epochs;
+  int64_t deadline_ns;
+  stoke_deadline now_fit, knee_fit;
+  unsigned knee_workers, knee_prefetch;
 } cli_profile;
 
 /* The what-if grid: with default_ws, workers 0, 1, 2, 4, 8, 16, 32 and the

@@ -223,6 +223,18 @@ static void print_host(FILE *f, const stoke_host_ledger *g,
   host_row(f, "consumer stats", "", g->consumer_bytes, NULL);
   host_row(f, "bad samples", "", g->failures_bytes,
            "the last failures; skip flags, quarantine");
+  if (g->scratch_basis != STOKE_SCRATCH_NONE) {
+    cli_format_bytes(a, sizeof a, g->scratch_per_worker);
+    snprintf(each, sizeof each, "%u x %s", nw, a);
+    snprintf(note, sizeof note, "%s: largest image %ux%u",
+             g->scratch_basis == STOKE_SCRATCH_EXACT
+                 ? "exact, from the packed index"
+             : g->scratch_basis == STOKE_SCRATCH_DECLARED
+                 ? "declared"
+                 : "probed from a sample of headers",
+             g->scratch_width, g->scratch_height);
+    host_row(f, "source scratch", each, g->scratch_bytes, note);
+  }
   host_row(f, "total", "", g->total_bytes, NULL);
   if (g->budget_bytes) {
     snprintf(note, sizeof note, "%s (%.1f%% used)",
@@ -248,6 +260,11 @@ static cJSON *host_json(const stoke_host_ledger *g, size_t batch,
   cJSON_AddNumberToObject(o, "workers_bytes", (double)g->workers_bytes);
   cJSON_AddNumberToObject(o, "consumer_bytes", (double)g->consumer_bytes);
   cJSON_AddNumberToObject(o, "failures_bytes", (double)g->failures_bytes);
+  cJSON_AddNumberToObject(o, "scratch_bytes", (double)g->scratch_bytes);
+  cJSON_AddNumberToObject(o, "scratch_per_worker",
+                          (double)g->scratch_per_worker);
+  cJSON_AddStringToObject(o, "scratch_basis",
+                          stoke_scratch_basis_name(g->scratch_basis));
   cJSON_AddNumberToObject(o, "total_bytes", (double)g->total_bytes);
   cJSON_AddNumberToObject(o, "budget_bytes", (double)g->budget_bytes);
   cJSON_AddBoolToObject(o, "fits",

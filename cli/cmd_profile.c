@@ -44,6 +44,10 @@ const char cmd_profile_usage[] =
     "                         0,1,2,4,8 (0,1,2,4,8,16,32 and this run's)\n"
     "  --what-if-prefetch L   prefetch depths of the table (1,2,4,8 and this\n"
     "                         run's)\n"
+    "  --train-epochs N       with --deadline: do N epochs fit in the window,\n"
+    "  --deadline DUR         at this configuration and at the knee (8h,\n"
+    "                         90min): the model's epoch time with its error\n"
+    "                         bar (docs/diagnosis.md, 'Deadlines')\n"
     "  --trace FILE           write a Chrome trace (open in Perfetto): spans\n"
     "                         per sample and worker, wait and compute per step\n"
     "  --json FILE            bench's JSON plus a 'diagnosis' object ('-' =\n"
@@ -56,6 +60,8 @@ enum {
   O_CORES = CLI_RUN_OPT_LAST,
   O_WHATIF_W,
   O_WHATIF_K,
+  O_TRAIN_EPOCHS,
+  O_DEADLINE,
   O_HELP
 };
 
@@ -63,6 +69,8 @@ static const cli_opt profile_own_opts[] = {
     {"cores", 0, 1, O_CORES},
     {"what-if-workers", 0, 1, O_WHATIF_W},
     {"what-if-prefetch", 0, 1, O_WHATIF_K},
+    {"train-epochs", 0, 1, O_TRAIN_EPOCHS},
+    {"deadline", 0, 1, O_DEADLINE},
     {"help", 'h', 0, O_HELP},
     {NULL, 0, 0, 0}};
 
@@ -134,6 +142,16 @@ int cmd_profile(int argc, char **argv) {
       bad = parse_list(f, v, 1, &pr.ks);
       have_ks = 1;
       break;
+    case O_TRAIN_EPOCHS:
+      bad = cli_parse_uint(f, v, 1, 100000000, &pr.train_epochs);
+      break;
+    case O_DEADLINE:
+      bad = cli_parse_duration(f, v, NULL, &pr.deadline_ns);
+      if (!bad && pr.deadline_ns <= 0) {
+        cli_error("%s: must be more than 0, got '%s'", f, v);
+        bad = 1;
+      }
+      break;
     default:
       bad = cli_run_args_apply(&args, id, f, v) != 0;
     }
@@ -142,6 +160,10 @@ int cmd_profile(int argc, char **argv) {
   }
   if (cli_run_args_finish(&args, "profile"))
     return CLI_USAGE;
+  if (!pr.train_epochs != !pr.deadline_ns) {
+    cli_error("--train-epochs and --deadline go together");
+    return CLI_USAGE;
+  }
   const cli_run_spec *spec = &args.spec;
   const char *json_path = args.json_path;
 

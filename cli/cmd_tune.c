@@ -28,22 +28,33 @@ const char cmd_tune_usage[] =
     "epoch per point, and pick the knee: the cheapest configuration (fewest\n"
     "workers, then least host memory) within 5% of the best throughput\n"
     "that removes the stall when a step is given (verdict busy), or the\n"
-    "best achievable when none does.\n"
+    "best achievable when none does.  The doctor's advice uses the same\n"
+    "knee and tolerance.\n"
+    "\n"
+    "Without -j the sweep is adaptive: workers double while the added ones\n"
+    "still raise throughput, the stall is not gone and, past 2 x the cores,\n"
+    "the workers mostly wait (samples that wait on storage or the network\n"
+    "need far more workers than cores); up to --max-workers, else 256 and\n"
+    "what --mem-budget allows.  Then it bisects between the last two rungs\n"
+    "to find the knee to one worker.  The queue model of each measured\n"
+    "point skips points that cannot matter; the table says which and why.\n"
     "\n"
     "source\n"
     "  DATA                   an image dataset (folder, tar or packed shards)\n"
     "  --transform SPEC       for DATA (random-resized-crop=224,flip,chw,u8)\n"
-    "  --synthetic KIND       sleep:5ms, spin:2ms or tensor\n"
+    "  --synthetic KIND       sleep:5ms, spin:2ms or tensor; KIND+sleep:WAIT\n"
+    "                         adds a wait (spin:0.3ms+sleep:4ms: a CPU-\n"
+    "                         burning decode, then a waiting read)\n"
     "  --samples N            samples in the dataset (256)\n"
     "  --shape DxHxW          shape of a sample's features (3x32x32)\n"
-    "  --cost-dist DIST       fixed, exp or lognormal:SIGMA (fixed)\n"
+    "  --cost-dist DIST       fixed, exp, lognormal:SIGMA or rare:FRAC:FACTOR\n"
+    "                         (rare:0.02:20: 2% of samples 20x longer; fixed)\n"
     "  --classes N            label classes (2)\n"
     "\n"
     "grid\n"
-    "  -j, --workers LIST     worker counts, e.g. 0,2,4 (default 0, 1, 2, 4,\n"
-    "                         ... doubling up to --max-workers)\n"
-    "  --max-workers N        the ladder's top (max(2 x cores, 8), or\n"
-    "                         --cpu-budget)\n"
+    "  -j, --workers LIST     worker counts, e.g. 0,2,4 (a fixed grid; default:\n"
+    "                         the adaptive sweep)\n"
+    "  --max-workers N        the adaptive sweep's top (256, or --cpu-budget)\n"
     "  --cpu-budget N         CPU-bound work: never more than N workers\n"
     "  --prefetch LIST        prefetch depths (1,2,4)\n"
     "  -b, --batch-size N     samples per batch (32)\n"
@@ -185,6 +196,7 @@ typedef struct tune_ctx {
   int quiet;
   int tty;          /* stderr is a terminal: redraw one line with \r */
   int line_open;    /* a \r line is on screen */
+  int adaptive;     /* the adaptive sweep: n is only its bound */
 } tune_ctx;
 
 static void on_step(void *user, stoke_batch *b) {
@@ -202,26 +214,31 @@ static int on_progress(void *user, size_t i, size_t n,
                        const stoke_tune_point *p) {
   tune_ctx *t = user;
   if (!t->quiet) {
-    char what[96], bytes[32];
+    char what[96], bytes[32], at[48];
     describe(what, sizeof what, p);
+    if (t->adaptive)
+      snprintf(at, sizeof at, "%zu", i + 1);
+    else
+      snprintf(at, sizeof at, "%zu/%zu", i + 1, n);
     if (p->status == STOKE_TUNE_PENDING) {
       if (t->tty) {
-        fprintf(stderr, "\r\033[Ktune [%zu/%zu] %s: measuring...", i + 1, n,
-                what);
+        fprintf(stderr, "\r\033[Ktune [%s] %s: measuring...", at, what);
         t->line_open = 1;
       }
     } else {
       if (t->tty) fputs("\r\033[K", stderr);
-      if (p->status == STOKE_TUNE_OVER_BUDGET) {
+      if (p->status == STOKE_TUNE_SKIPPED) {
+        fprintf(stderr, "tune [%s] %s: not run, %s", at, what, p->note);
+      } else if (p->status == STOKE_TUNE_OVER_BUDGET) {
         snprintf(bytes, sizeof bytes, "%.1f MiB",
                  (double)p->host_bytes / 1048576.0);
-        fprintf(stderr, "tune [%zu/%zu] %s: skipped, needs %s of host "
+        fprintf(stderr, "tune [%s] %s: skipped, needs %s of host "
                         "memory, over the budget",
-                i + 1, n, what, bytes);
+                at, what, bytes);
       } else {
-        fprintf(stderr, "tune [%zu/%zu] %s: %.1f samples/s, waiting %.1f%%, "
+        fprintf(stderr, "tune [%s] %s: %.1f samples/s, waiting %.1f%%, "
                         "%s",
-                i + 1, n, what, p->samples_per_s, 100 * p->wait_ratio,
+                at, what, p->samples_per_s, 100 * p->wait_ratio,
                 stoke_verdict_name(p->verdict));
       }
       /* On a terminal the line stays until the next point overwrites it. */
@@ -248,6 +265,8 @@ static const char *status_name(int s) {
     return "measured";
   case STOKE_TUNE_OVER_BUDGET:
     return "over_budget";
+  case STOKE_TUNE_SKIPPED:
+    return "skipped";
   default:
     return "pending";
   }
@@ -304,6 +323,9 @@ static void print_table(FILE *f, stoke_tune_point *const *rows, size_t n,
       fprintf(f, "%10.1f  %6.1f%%  %6.1f%%  %-9s", p->samples_per_s,
               best > 0 ? 100 * p->samples_per_s / best : 0,
               100 * p->wait_ratio, stoke_verdict_name(p->verdict));
+    else if (p->status == STOKE_TUNE_SKIPPED)
+      fprintf(f, "%9.0f*  %7s  %7s  %-9s", p->predicted_samples_per_s, "-",
+              "-", "model");
     else
       fprintf(f, "%10s  %7s  %7s  %-9s", "-", "-", "-",
               p->status == STOKE_TUNE_OVER_BUDGET ? "skipped" : "not run");
@@ -327,6 +349,10 @@ cJSON *cli_tune_point_json(const stoke_tune_point *p) {
   cJSON_AddNumberToObject(o, "batch_size", (double)p->batch_size);
   cJSON_AddStringToObject(o, "status", status_name(p->status));
   cJSON_AddNumberToObject(o, "host_bytes", (double)p->host_bytes);
+  if (p->note[0]) cJSON_AddStringToObject(o, "note", p->note);
+  if (p->predicted_samples_per_s > 0)
+    cJSON_AddNumberToObject(o, "predicted_samples_per_s",
+                            p->predicted_samples_per_s);
   if (p->status == STOKE_TUNE_MEASURED) {
     cJSON_AddNumberToObject(o, "samples_per_s", p->samples_per_s);
     cJSON_AddNumberToObject(o, "epoch_s", p->epoch_s);
@@ -441,7 +467,7 @@ int cmd_tune(int argc, char **argv) {
   unsigned max_workers = 0, cpu_budget = 0, epochs = 1;
   int64_t min_time_ns = 0;
   double tolerance = STOKE_TUNE_TOLERANCE;
-  tune_ctx t = {CLI_COMPUTE_NONE, 0, 0, 0, 0};
+  tune_ctx t = {CLI_COMPUTE_NONE, 0, 0, 0, 0, 0};
   const char *json_path = NULL, *svg_path = NULL;
   cli_opt opts[O_LAST];
   cli_opts_join(opts, O_LAST, cli_source_opts, tune_own_opts, NULL);
@@ -573,6 +599,9 @@ int cmd_tune(int argc, char **argv) {
     tc.batch_sizes = batch_sizes;
     tc.n_batch_sizes = n_bs;
   }
+  tc.tolerance = tolerance;
+  /* A spinning step burns a core that the workers cannot have. */
+  tc.consumer_cpu = t.compute_kind == CLI_COMPUTE_SPIN ? 1 : 0;
   tc.min_epochs = epochs;
   tc.min_measure_ns = min_time_ns;
   tc.step = on_step;
@@ -622,6 +651,8 @@ int cmd_tune(int argc, char **argv) {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, &old_sa);
 
+  int tc_adaptive = tc.adaptive && !tc.workers;
+  t.adaptive = tc_adaptive;
   size_t done = 0;
   int sweep_rc = stoke_tune_sweep(&tc, pts, n, &done);
   char sweep_msg[512] = "";
@@ -635,16 +666,22 @@ int cmd_tune(int argc, char **argv) {
     cli_error("%s", sweep_msg[0] ? sweep_msg : stoke_strerror(sweep_rc));
     exit_rc = CLI_ERROR;
   } else if (was_interrupted) {
-    cli_error("tune: interrupted after %zu of %zu points; reporting what was "
-              "measured",
-              done, n);
+    if (tc_adaptive)
+      cli_error("tune: interrupted after %zu points; reporting what was "
+                "measured",
+                done);
+    else
+      cli_error("tune: interrupted after %zu of %zu points; reporting what "
+                "was measured",
+                done, n);
     exit_rc = 128 + SIGINT;
   }
 
-  size_t n_skipped = 0, n_measured = 0;
+  size_t n_skipped = 0, n_measured = 0, n_model = 0;
   for (size_t i = 0; i < done; i++) {
     rows[i] = &pts[i];
     n_skipped += pts[i].status == STOKE_TUNE_OVER_BUDGET;
+    n_model += pts[i].status == STOKE_TUNE_SKIPPED;
     n_measured += pts[i].status == STOKE_TUNE_MEASURED;
   }
   qsort(rows, done, sizeof *rows, by_config);
@@ -668,9 +705,11 @@ int cmd_tune(int argc, char **argv) {
            data ? "" : "synthetic ", src_text, n_source, step, n_measured, n);
 
   if (!t.quiet) {
-    fprintf(table, "stoke tune: %s%s x %zu samples, step %s, %zu point%s",
-            data ? "" : "synthetic ", src_text, n_source, step, n,
-            n == 1 ? "" : "s");
+    size_t shown = tc_adaptive ? done : n;
+    fprintf(table, "stoke tune: %s%s x %zu samples, step %s, %s%zu point%s",
+            data ? "" : "synthetic ", src_text, n_source, step,
+            tc_adaptive ? "adaptive sweep, " : "", shown,
+            shown == 1 ? "" : "s");
     if (tc.base.mem_budget_bytes)
       fprintf(table, ", host memory budget %s", budget);
     fputc('\n', table);
@@ -679,7 +718,19 @@ int cmd_tune(int argc, char **argv) {
       fprintf(table, "%zu point%s skipped: the host ledger is over the %s "
                      "budget\n",
               n_skipped, n_skipped == 1 ? "" : "s", budget);
-    if (done < n)
+    if (n_model) {
+      fprintf(table, "%zu point%s not run: the queue model of a measured "
+                     "neighbour says %s cannot matter (* = its "
+                     "prediction):\n",
+              n_model, n_model == 1 ? "" : "s",
+              n_model == 1 ? "it" : "they");
+      for (size_t i = 0; i < done; i++)
+        if (pts[i].status == STOKE_TUNE_SKIPPED)
+          fprintf(table, "  %u worker%s, prefetch %u: %s\n",
+                  pts[i].n_workers, pts[i].n_workers == 1 ? "" : "s",
+                  pts[i].prefetch, pts[i].note);
+    }
+    if (done < n && !tc_adaptive)
       fprintf(table, "%zu point%s not run\n", n - done,
               n - done == 1 ? "" : "s");
     if (have_knee) {
@@ -761,6 +812,9 @@ int cmd_tune(int argc, char **argv) {
       cJSON_AddNumberToObject(root, "points_planned", (double)n);
       cJSON_AddNumberToObject(root, "points_done", (double)done);
       cJSON_AddNumberToObject(root, "points_skipped", (double)n_skipped);
+      cJSON_AddNumberToObject(root, "points_skipped_by_model",
+                              (double)n_model);
+      cJSON_AddBoolToObject(root, "adaptive", tc_adaptive);
       cJSON_AddBoolToObject(root, "interrupted", was_interrupted);
       if (sweep_rc < 0)
         cJSON_AddStringToObject(root, "error", sweep_msg);

@@ -245,7 +245,8 @@ static const struct {
   const char *name;
   double ns;
 } duration_units[] = {
-    {"ns", 1}, {"us", 1e3}, {"ms", 1e6}, {"s", 1e9}, {NULL, 0}};
+    {"ns", 1},      {"us", 1e3},     {"ms", 1e6}, {"s", 1e9},
+    {"min", 60e9},  {"h", 3600e9},   {NULL, 0}};
 
 int cli_parse_duration(const char *what, const char *s,
                        const char *default_unit, int64_t *ns) {
@@ -261,7 +262,7 @@ int cli_parse_duration(const char *what, const char *s,
       return 0;
     }
     if (!default_unit) {
-      cli_error("%s: '%s' needs a unit (ns, us, ms or s)", what, s);
+      cli_error("%s: '%s' needs a unit (ns, us, ms, s, min or h)", what, s);
       return -1;
     }
     unit = default_unit;
@@ -277,7 +278,8 @@ int cli_parse_duration(const char *what, const char *s,
     *ns = (int64_t)llround(t);
     return 0;
   }
-  cli_error("%s: unknown unit in '%s' (expected ns, us, ms or s)", what, s);
+  cli_error("%s: unknown unit in '%s' (expected ns, us, ms, s, min or h)",
+            what, s);
   return -1;
 }
 

@@ -52,6 +52,63 @@ void cli_profile_grid(cli_profile *pr, const stoke_config *eff,
 
 static double ms(int64_t ns) { return (double)ns / 1e6; }
 
+/* --train-epochs N --deadline DUR: N epochs at this configuration (the
+** measured epochs, with their spread as the error bar, at least 5%) and at
+** the model's knee (its prediction, with the what-if error of the truth
+** grid, STOKE_WHATIF_ERROR_P90). */
+static int deadline(const cli_run_result *res, cli_profile *pr) {
+  double lo = 0, hi = 0;
+  size_t n = 0;
+  for (size_t i = 0; i < res->n_epochs; i++) {
+    if (res->epochs[i].warmup)
+      continue;
+    double s = (double)res->epochs[i].wall_ns / 1e9;
+    lo = n == 0 || s < lo ? s : lo;
+    hi = n == 0 || s > hi ? s : hi;
+    n++;
+  }
+  double mean = res->epoch_s, spread = 0.05;
+  if (mean > 0 && n > 1) {
+    double e = hi / mean - 1 > 1 - lo / mean ? hi / mean - 1 : 1 - lo / mean;
+    if (e > spread)
+      spread = e < 0.9 ? e : 0.9;
+  }
+  int64_t now_ns = (int64_t)(mean * 1e9);
+  if (now_ns <= 0)
+    now_ns = pr->now.epoch_ns;
+  int rc = stoke_deadline_check(now_ns, pr->train_epochs, pr->deadline_ns,
+                                spread, &pr->now_fit);
+  if (rc < 0)
+    return rc;
+  /* The knee over W (0 .. 8 per core, as the advice) at prefetch 1, 2, 4
+  ** and the run's, by the one knee rule. */
+  double p = pr->model.cores > 0 ? pr->model.cores : 1;
+  unsigned w_hi = (unsigned)(8 * p) > 256 ? 256 : (unsigned)(8 * p);
+  if (w_hi < pr->model.n_workers)
+    w_hi = pr->model.n_workers;
+  unsigned ks[4] = {1, 2, 4, pr->model.prefetch ? pr->model.prefetch : 1};
+  stoke_tune_point pts[4];
+  size_t np = 0;
+  for (size_t i = 0; i < 4; i++)
+    if (stoke_tune_knee_model(&pr->model, ks[i], 0, w_hi,
+                              STOKE_TUNE_TOLERANCE, &pts[np], NULL) == 0)
+      np++;
+  stoke_tune_knee kn;
+  if (np == 0 ||
+      stoke_tune_knee_find(pts, np, STOKE_TUNE_TOLERANCE, 1, &kn) != 0)
+    return STOKE_EINVAL;
+  pr->knee_workers = pts[kn.index].n_workers;
+  pr->knee_prefetch = pts[kn.index].prefetch;
+  stoke_prediction kp;
+  rc = stoke_predict_step(&pr->model, pr->knee_workers, pr->knee_prefetch,
+                          &kp);
+  if (rc < 0)
+    return rc;
+  int64_t knee_ns = kp.epoch_ns > 0 ? kp.epoch_ns : now_ns;
+  return stoke_deadline_check(knee_ns, pr->train_epochs, pr->deadline_ns,
+                              STOKE_WHATIF_ERROR_P90, &pr->knee_fit);
+}
+
 int cli_profile_analyse(const cli_run_spec *spec, cli_run_result *res,
                         unsigned cores, double consumer_cpu,
                         cli_profile *pr) {
@@ -97,6 +154,10 @@ int cli_profile_analyse(const cli_run_spec *spec, cli_run_result *res,
     vm.t_c_ns -= pr->consumer_delay_ns;
     if (vm.t_c_ns < 0)
       vm.t_c_ns = 0;
+    /* The what-if table and the advice scale that wait with the workers'
+    ** CPU demand at each W (stoke_model.consumer_delay_ns); at this run's
+    ** W and K the prediction is unchanged. */
+    pr->model.consumer_delay_ns = pr->consumer_delay_ns;
   }
   rc = stoke_diagnose_model(st, &vm, &res->diag);
   if (rc < 0)
@@ -110,8 +171,53 @@ int cli_profile_analyse(const cli_run_spec *spec, cli_run_result *res,
     for (size_t j = 0; j < pr->ks.n; j++)
       stoke_predict_step(&pr->model, pr->ws.v[i], pr->ks.v[j],
                          &pr->what_if[i][j]);
-  return stoke_advise_model(&pr->model, st, pr->advice, STOKE_MAX_ADVICE,
-                            &pr->n_advice);
+  rc = stoke_advise_model(&pr->model, st, pr->advice, STOKE_MAX_ADVICE,
+                          &pr->n_advice);
+  if (rc < 0 || !pr->train_epochs)
+    return rc;
+  return deadline(res, pr);
+}
+
+/* 42 s, 12.5 min, 7.92 h. */
+static const char *span(char *buf, size_t n, double ns) {
+  double s = ns / 1e9;
+  if (s >= 3600)
+    snprintf(buf, n, "%.2f h", s / 3600);
+  else if (s >= 60)
+    snprintf(buf, n, "%.1f min", s / 60);
+  else
+    snprintf(buf, n, "%.1f s", s);
+  return buf;
+}
+
+static void print_deadline(FILE *f, const cli_profile *pr) {
+  if (!pr->train_epochs)
+    return;
+  char win[32], a[32], b[32], c[32], e[32];
+  fprintf(f, "\ndeadline: %u epochs in %s\n", pr->train_epochs,
+          span(win, sizeof win, (double)pr->deadline_ns));
+  const struct {
+    const char *what;
+    const stoke_deadline *d;
+    unsigned w, k;
+    const char *basis;
+  } rows[] = {
+      {"now", &pr->now_fit, pr->model.n_workers,
+       pr->model.prefetch ? pr->model.prefetch : 1, "measured epochs"},
+      {"knee", &pr->knee_fit, pr->knee_workers, pr->knee_prefetch,
+       "the model's what-if"}};
+  for (size_t i = 0; i < 2; i++) {
+    const stoke_deadline *d = rows[i].d;
+    fprintf(f, "  %-4s -j %u --prefetch %u: %s an epoch, %u epochs %s "
+               "(%s to %s, +/-%.0f%%, %s): %s; %.1f epochs fit\n",
+            rows[i].what, rows[i].w, rows[i].k,
+            span(e, sizeof e, (double)d->epoch_ns), pr->train_epochs,
+            span(a, sizeof a, (double)d->total_ns),
+            span(b, sizeof b, (double)d->low_ns),
+            span(c, sizeof c, (double)d->high_ns), 100 * d->error,
+            rows[i].basis, stoke_deadline_verdict_name(d->verdict),
+            d->epochs_in_window);
+  }
 }
 
 void cli_print_profile(FILE *f, const cli_run_result *res,
@@ -221,6 +327,7 @@ void cli_print_profile(FILE *f, const cli_run_result *res,
     fprintf(f, "  none: the model sees nothing cheaper to change\n");
   for (size_t i = 0; i < pr->n_advice; i++)
     fprintf(f, "  %zu. %s\n", i + 1, pr->advice[i].text);
+  print_deadline(f, pr);
 }
 
 static const char *advice_kind_name(int kind) {
@@ -358,6 +465,34 @@ cJSON *cli_diagnosis_json(const cli_run_result *res, const cli_profile *pr) {
     cJSON_AddNumberToObject(e, "predicted_step_ns",
                             (double)a->predicted_step_ns);
     cJSON_AddNumberToObject(e, "speedup", a->speedup);
+  }
+  if (pr->train_epochs) {
+    cJSON *dl = cJSON_AddObjectToObject(o, "deadline");
+    if (dl) {
+      cJSON_AddNumberToObject(dl, "train_epochs", pr->train_epochs);
+      cJSON_AddNumberToObject(dl, "deadline_s", (double)pr->deadline_ns / 1e9);
+      const stoke_deadline *ds[2] = {&pr->now_fit, &pr->knee_fit};
+      const char *names[2] = {"now", "knee"};
+      for (int i = 0; i < 2; i++) {
+        cJSON *e = cJSON_AddObjectToObject(dl, names[i]);
+        if (!e)
+          continue;
+        cJSON_AddNumberToObject(e, "workers",
+                                i ? pr->knee_workers : m->n_workers);
+        cJSON_AddNumberToObject(e, "prefetch",
+                                i ? pr->knee_prefetch
+                                  : m->prefetch ? m->prefetch : 1);
+        cJSON_AddNumberToObject(e, "epoch_s", (double)ds[i]->epoch_ns / 1e9);
+        cJSON_AddNumberToObject(e, "total_s", (double)ds[i]->total_ns / 1e9);
+        cJSON_AddNumberToObject(e, "low_s", (double)ds[i]->low_ns / 1e9);
+        cJSON_AddNumberToObject(e, "high_s", (double)ds[i]->high_ns / 1e9);
+        cJSON_AddNumberToObject(e, "error", ds[i]->error);
+        cJSON_AddStringToObject(e, "verdict",
+                                stoke_deadline_verdict_name(ds[i]->verdict));
+        cJSON_AddNumberToObject(e, "epochs_in_window",
+                                ds[i]->epochs_in_window);
+      }
+    }
   }
   return o;
 }

@@ -38,6 +38,29 @@ static const char *synth_kind_name(int kind) {
 
 int cli_parse_synthetic(const char *what, const char *s,
                         stoke_synthetic_config *synth) {
+  /* KIND:COST+sleep:WAIT: a mixed sample, the cost then a wait. */
+  const char *plus = strchr(s, '+');
+  synth->wait_ns = 0;
+  if (plus) {
+    char head[64];
+    if (strncmp(plus + 1, "sleep:", 6) != 0 ||
+        (size_t)(plus - s) >= sizeof head) {
+      cli_error("%s: a mixed sample is KIND:COST+sleep:WAIT, e.g. "
+                "spin:0.3ms+sleep:4ms, got '%s'", what, s);
+      return -1;
+    }
+    memcpy(head, s, (size_t)(plus - s));
+    head[plus - s] = '\0';
+    int64_t wait;
+    if (cli_parse_duration(what, plus + 7, NULL, &wait)) return -1;
+    if (cli_parse_synthetic(what, head, synth)) return -1;
+    if (synth->kind == STOKE_SYNTH_TENSOR) {
+      cli_error("%s: tensor takes no wait, got '%s'", what, s);
+      return -1;
+    }
+    synth->wait_ns = wait;
+    return 0;
+  }
   const char *colon = strchr(s, ':');
   size_t len = colon ? (size_t)(colon - s) : strlen(s);
   int kind;
@@ -79,9 +102,23 @@ int cli_parse_cost_dist(const char *what, const char *s,
     if (cli_parse_positive(what, s + 10, &synth->sigma))
       return -1;
     synth->dist = STOKE_COST_LOGNORMAL;
+  } else if (strncmp(s, "rare:", 5) == 0) {
+    /* rare:FRAC:FACTOR, e.g. rare:0.02:20: 2% of the samples 20x longer. */
+    char *end;
+    double f = strtod(s + 5, &end), r = 0;
+    if (*end == ':')
+      r = strtod(end + 1, &end);
+    if (*end || !(f > 0 && f < 1) || !(r >= 1 && r <= 1e6)) {
+      cli_error("%s: expected rare:FRAC:FACTOR with FRAC in (0, 1) and "
+                "FACTOR >= 1, e.g. rare:0.02:20, got '%s'", what, s);
+      return -1;
+    }
+    synth->dist = STOKE_COST_RARE;
+    synth->rare_frac = f;
+    synth->rare_factor = r;
   } else {
-    cli_error("%s: unknown cost distribution '%s' (expected fixed, exp or "
-              "lognormal:SIGMA)",
+    cli_error("%s: unknown cost distribution '%s' (expected fixed, exp, "
+              "lognormal:SIGMA or rare:FRAC:FACTOR)",
               what, s);
     return -1;
   }
@@ -125,9 +162,14 @@ void cli_fmt_synthetic(const stoke_synthetic_config *synth, char *buf,
     snprintf(buf, n, "tensor");
     return;
   }
-  char d[32];
+  char d[32], w[32];
   cli_fmt_duration(synth->cost_ns, d, sizeof(d));
-  snprintf(buf, n, "%s:%s", synth_kind_name(synth->kind), d);
+  if (synth->wait_ns > 0) {
+    cli_fmt_duration(synth->wait_ns, w, sizeof(w));
+    snprintf(buf, n, "%s:%s+sleep:%s", synth_kind_name(synth->kind), d, w);
+  } else {
+    snprintf(buf, n, "%s:%s", synth_kind_name(synth->kind), d);
+  }
 }
 
 void cli_fmt_source(const cli_run_spec *spec, size_t n_samples, char *buf,
@@ -155,6 +197,9 @@ void cli_fmt_cost_dist(const stoke_synthetic_config *synth, char *buf,
     break;
   case STOKE_COST_LOGNORMAL:
     snprintf(buf, n, "lognormal:%g", synth->sigma);
+    break;
+  case STOKE_COST_RARE:
+    snprintf(buf, n, "rare:%g:%g", synth->rare_frac, synth->rare_factor);
     break;
   default:
     snprintf(buf, n, "fixed");

@@ -277,7 +277,10 @@ typedef enum stoke_synthetic_kind {
 typedef enum stoke_cost_dist {
   STOKE_COST_FIXED = 1,     /* every sample costs cost_ns */
   STOKE_COST_EXP = 2,       /* exponential with mean cost_ns */
-  STOKE_COST_LOGNORMAL = 3  /* lognormal with mean cost_ns and log-sd sigma */
+  STOKE_COST_LOGNORMAL = 3, /* lognormal with mean cost_ns and log-sd sigma */
+  STOKE_COST_RARE = 4       /* since 0.2: a share rare_frac of the samples
+                               cost rare_factor x the others, the mean
+                               cost_ns: rare, very long samples */
 } stoke_cost_dist;
 
 typedef struct stoke_synthetic_config {
@@ -291,6 +294,11 @@ typedef struct stoke_synthetic_config {
   int64_t shape[STOKE_MAX_DIMS];
   unsigned n_classes; /* default 2 */
   uint64_t seed;      /* TENSOR: seed of the in-memory features; default 0 */
+  int64_t wait_ns;    /* since 0.2: a fixed wait after the cost, for a mixed
+                         sample (SPIN: a CPU-burning decode, then a waiting
+                         read); default 0 */
+  double rare_frac;   /* RARE: the share of long samples; default 0.02 */
+  double rare_factor; /* RARE: how much longer they are; default 20 */
 } stoke_synthetic_config;
 
 STOKE_API void stoke_synthetic_config_init(stoke_synthetic_config *cfg);
@@ -329,7 +337,33 @@ typedef struct stoke_image_config {
                             malloc/free; borrowed, must outlive the source.
                             A loader's per-worker decoders and buffers use
                             the loader's allocator.  Since 0.1. */
+  /* Since 0.2: the largest image, for the host ledger's per-worker scratch
+  ** bound (stoke_host_ledger.scratch_*).  0 x 0: packed shards take it
+  ** from their index (exact); folders and tar shards probe the headers of
+  ** up to STOKE_SCRATCH_PROBE samples spread over the dataset.  Declared,
+  ** it is used as given (STOKE_SCRATCH_DECLARED). */
+  uint32_t largest_width, largest_height;
+  uint64_t largest_file_bytes; /* declared largest encoded file; 0: probed
+                                  with the headers (or the packed index) */
 } stoke_image_config;
+
+/* Samples whose headers a folder or tar source reads at open to bound the
+** per-worker scratch (since 0.2). */
+#define STOKE_SCRATCH_PROBE 64
+
+/* Where a source's scratch bound comes from (stoke_host_ledger.
+** scratch_basis; since 0.2). */
+typedef enum stoke_scratch_basis {
+  STOKE_SCRATCH_NONE = 0,     /* the source keeps no per-worker scratch */
+  STOKE_SCRATCH_EXACT = 1,    /* packed shards: the index's largest image */
+  STOKE_SCRATCH_PROBED = 2,   /* folder, tar: the largest of a sample of
+                                 headers (a larger image later may exceed
+                                 it) */
+  STOKE_SCRATCH_DECLARED = 3  /* stoke_image_config.largest_* */
+} stoke_scratch_basis;
+
+/* "none", "exact", "probed", "declared". */
+STOKE_API const char *stoke_scratch_basis_name(int basis);
 
 STOKE_API void stoke_image_config_init(stoke_image_config *cfg);
 /* Open an image dataset.  Errors (STOKE_EINVAL, STOKE_EIO, STOKE_EFORMAT,
@@ -1440,6 +1474,12 @@ typedef struct stoke_model {
                              B * t_gil per batch whatever W is. */
   double gil_wait_frac;   /* as stoke_diagnosis.gil_wait_frac */
   double gil_busy;        /* as stoke_diagnosis.gil_busy */
+  /* Since 0.2: of t_c_ns, the consumer's own wait for a core per step at
+  ** the run's W (its thread's schedstat run delay while computing; 0 when
+  ** unknown).  A prediction for another W scales it with the workers' CPU
+  ** demand there (none at W = 0), so that a step stretched by this run's
+  ** workers is not predicted for a run without them. */
+  int64_t consumer_delay_ns;
   unsigned echo;          /* the run's data echoing (1: none); the times
                              above are then per delivered sample, the
                              producer's over echo (since 0.3) */
@@ -1470,6 +1510,34 @@ typedef struct stoke_prediction {
 ** waits.  Pure: same inputs, same output.  Returns 0 or STOKE_EINVAL. */
 STOKE_API int stoke_predict_step(const stoke_model *m, unsigned workers,
                                  unsigned prefetch, stoke_prediction *out);
+
+/* Deadlines (since 0.2; seed 003's nightly window): do `epochs` epochs fit
+** in deadline_ns?  epoch_ns is the time of one epoch (measured, or the
+** model's prediction), error the relative error bar to put on it (the
+** what-if error of the model, STOKE_WHATIF_ERROR_P90, for a prediction;
+** the spread of the measured epochs for a measurement).  FITS when even the
+** high end fits, MISSES when even the low end does not, else UNCERTAIN. */
+#define STOKE_WHATIF_ERROR_P90 0.261 /* bench/truth.sh, docs/diagnosis.md */
+typedef enum stoke_deadline_verdict {
+  STOKE_DEADLINE_FITS = 1,
+  STOKE_DEADLINE_UNCERTAIN = 2,
+  STOKE_DEADLINE_MISSES = 3
+} stoke_deadline_verdict;
+typedef struct stoke_deadline {
+  int64_t epoch_ns, total_ns;  /* one epoch; epochs x epoch_ns */
+  int64_t low_ns, high_ns;     /* total_ns x (1 -/+ error) */
+  double error;
+  int64_t deadline_ns;
+  int verdict;                 /* stoke_deadline_verdict */
+  double epochs_in_window;     /* deadline / epoch_ns */
+} stoke_deadline;
+/* Returns 0, or STOKE_EINVAL for epoch_ns or deadline_ns <= 0, epochs 0 or
+** an error outside [0, 1). */
+STOKE_API int stoke_deadline_check(int64_t epoch_ns, unsigned epochs,
+                                   int64_t deadline_ns, double error,
+                                   stoke_deadline *out);
+/* "fits", "uncertain", "misses". */
+STOKE_API const char *stoke_deadline_verdict_name(int verdict);
 
 /* Like stoke_diagnose, plus the queue model's numbers and its prediction of
 ** this run.  cfg may be NULL; cores 0 means the online CPUs. */
@@ -1572,6 +1640,14 @@ typedef struct stoke_host_ledger {
                                  on a device); 0 when unknown */
   uint64_t failures_bytes; /* the bad-sample log, SKIP's flags and the
                               quarantine's bitmap (since 0.2) */
+  /* Since 0.2: the source's per-worker scratch (an image source's read
+  ** buffer, decoded window, restart cut and resampler buffers), a bound
+  ** from its largest image (docs/memory.md), times max(W, 1): with no
+  ** workers the consumer's thread makes the samples. */
+  uint64_t scratch_per_worker;
+  uint64_t scratch_bytes;
+  int scratch_basis;       /* stoke_scratch_basis */
+  uint32_t scratch_width, scratch_height; /* the image the bound is of */
   uint64_t cache_bytes;    /* the RAM cache (ram_cache_bytes, at most the
                               samples' bytes) and the packed cache's map of
                               samples and its write queue (cache_dir)
@@ -1629,13 +1705,24 @@ STOKE_API uint64_t stoke_device_ledger_resident(const stoke_device_ledger *l,
 /* ------------------------------------------------------------------------ */
 /* Tuning: sweep workers x prefetch x batch size, pick the knee             */
 
-/* Throughput within this share of the best counts as "as good". */
+/* Throughput within this share of the best counts as "as good".  The one
+** tolerance of the knee: stoke tune's, the doctor's advice and the online
+** autotuner all use it through stoke_tune_knee_find (docs/tuning.md). */
 #define STOKE_TUNE_TOLERANCE 0.05
+
+/* The adaptive sweep's and the autotuner's absolute bound on workers: past
+** it a configuration is a typo, not a plan, whatever the samples wait on
+** (256 threads of 1 MiB stacks; the memory budget may lower it).  Since
+** 0.2. */
+#define STOKE_TUNE_MAX_WORKERS 256
 
 typedef enum stoke_tune_status {
   STOKE_TUNE_PENDING = 0,     /* not measured (yet, or the sweep stopped) */
   STOKE_TUNE_MEASURED = 1,
-  STOKE_TUNE_OVER_BUDGET = 2  /* skipped: host ledger over the budget */
+  STOKE_TUNE_OVER_BUDGET = 2, /* skipped: host ledger over the budget */
+  STOKE_TUNE_SKIPPED = 3      /* not run: the queue model, from a measured
+                                 neighbour, says it cannot be the knee
+                                 (note says why; since 0.2) */
 } stoke_tune_status;
 
 /* One configuration of a sweep and what it measured.  Plain data: the knee
@@ -1654,6 +1741,12 @@ typedef struct stoke_tune_point {
   double worker_cpu_s;     /* CPU time the producers used, per epoch */
   int verdict;             /* stoke_verdict of the measured steps */
   uint64_t steps, samples; /* measured */
+  /* Since 0.2.  The queue model's prediction for this point, from the
+  ** measured point it was judged by (SKIPPED), or 0; and one line on why
+  ** the adaptive sweep ran or skipped it ("ladder", "bisection", "model:
+  ** ..."), or "". */
+  double predicted_samples_per_s;
+  char note[160];
 } stoke_tune_point;
 
 /* The knee of a sweep. */
@@ -1677,12 +1770,26 @@ STOKE_API int stoke_tune_knee_find(const stoke_tune_point *pts, size_t n,
                                    double tolerance, int have_consumer,
                                    stoke_tune_knee *out);
 
+/* The same rule on the queue model's predictions (since 0.2): the knee of
+** model m over W in [w_lo, w_hi] at prefetch k, to one worker, with
+** predicted points (busy: predicted wait under STOKE_BUSY_WAIT_RATIO;
+** have_consumer: m has a step).  The doctor's advice and `stoke tune` both
+** choose with stoke_tune_knee_find, so they cannot disagree on the rule
+** (docs/tuning.md).  *out: the knee's predicted point; *knee_out (may be
+** NULL): stall_removed and reason.  0 or STOKE_EINVAL.  Pure. */
+STOKE_API int stoke_tune_knee_model(const stoke_model *m, unsigned prefetch,
+                                    unsigned w_lo, unsigned w_hi,
+                                    double tolerance, stoke_tune_point *out,
+                                    stoke_tune_knee *knee_out);
+
 /* The consumer's step for a sweep: called between next() and the batch's
 ** release, in the sweeping thread; its duration is the computing clock. */
 typedef void (*stoke_tune_step_fn)(void *user, stoke_batch *b);
-/* Called before a point runs (pt->status PENDING) and after it (MEASURED or
-** OVER_BUDGET); i counts from 0 to n - 1.  Return nonzero to stop the
-** sweep: before a point, it does not run; after, no further point runs. */
+/* Called before a point runs (pt->status PENDING) and after it (MEASURED,
+** OVER_BUDGET or SKIPPED; a point decided without running gets only this
+** call); i counts from 0 to n - 1 (n: the grid, or for the adaptive sweep
+** the most points it can record).  Return nonzero to stop the sweep:
+** before a point, it does not run; after, no further point runs. */
 typedef int (*stoke_tune_progress_fn)(void *user, size_t i, size_t n,
                                       const stoke_tune_point *pt);
 
@@ -1693,10 +1800,15 @@ typedef struct stoke_tune_config {
                                 warmup_* are set per point; points whose
                                 ledger exceeds base.mem_budget_bytes are
                                 skipped (OVER_BUDGET) */
-  const unsigned *workers;   /* the worker counts, or NULL: 0, 1, 2, 4, ...
-                                doubling up to max_workers (included) */
+  const unsigned *workers;   /* the worker counts, or NULL: the adaptive
+                                sweep (below), or with adaptive 0 the
+                                ladder 0, 1, 2, 4, ... doubling up to
+                                max_workers (included) */
   size_t n_workers;
-  unsigned max_workers;      /* 0: max(2 x online CPUs, 8) */
+  unsigned max_workers;      /* the ladder's top.  0: adaptive,
+                                STOKE_TUNE_MAX_WORKERS (and what the memory
+                                budget allows); not adaptive, max(2 x
+                                online CPUs, 8) */
   const unsigned *prefetch;  /* prefetch depths, or NULL: 1, 2, 4 */
   size_t n_prefetch;
   const size_t *batch_sizes; /* or NULL: base.batch_size only */
@@ -1712,6 +1824,29 @@ typedef struct stoke_tune_config {
   const volatile int *cancel; /* polled between points (a signal handler
                                  may set it); nonzero stops the sweep; the
                                  point in progress finishes first */
+  /* Since 0.2.  The adaptive sweep (default 1; used when workers is NULL):
+  ** per batch size, the ladder 0, 1, 2, 4, ... keeps doubling while the
+  ** best throughput of a rung still rises by tolerance / 2 over the rung
+  ** before (measured, or predicted for the next doubling by the rung's
+  ** queue model), the stall is not yet gone (the rung's best point waits
+  ** tolerance or more of the step), and the workers mostly wait (past 2 x
+  ** the cores, under half of a sample on a core): waiting stages follow
+  ** far past the core count, CPU-bound ones stop at it.  Its top is
+  ** max_workers, else STOKE_TUNE_MAX_WORKERS, and the largest count whose
+  ** host ledger fits base.mem_budget_bytes.  Then it bisects between the
+  ** knee's rung and the rung below, so the knee is found to one worker.
+  ** The queue model of each measured point (stoke_model_init) skips what
+  ** cannot matter, recorded as SKIPPED with the reason: a prefetch depth
+  ** that it predicts no faster than the rung's first (tolerance / 2),
+  ** unless that point's verdict is variance, and a bisection probe it
+  ** predicts below (1 - 2 x tolerance) of the best.  Points are recorded
+  ** in the order they are decided.  0: the fixed grid. */
+  int adaptive;
+  double tolerance;          /* the knee's (STOKE_TUNE_TOLERANCE), which
+                                the adaptive sweep's rules use too */
+  double consumer_cpu;       /* cores the step burns while it computes,
+                                for the model (1 for a spinning step, 0
+                                for a GPU-like one: the default) */
 } stoke_tune_config;
 
 STOKE_API void stoke_tune_config_init(stoke_tune_config *cfg);
@@ -1719,16 +1854,19 @@ STOKE_API void stoke_tune_config_init(stoke_tune_config *cfg);
 /* The points of cfg's grid in sweep order (batch size, then workers, then
 ** prefetch; each PENDING with host_bytes and status OVER_BUDGET filled
 ** from the host ledger).  With pts NULL or cap too small only *n is set
-** and STOKE_EINVAL returned when pts is not NULL.  0 or STOKE_EINVAL.
-** Since 0.1. */
+** and STOKE_EINVAL returned when pts is not NULL.  For the adaptive sweep
+** *n is the most points it can record (what pts must hold) and pts, when
+** given, is zeroed: its points are known only as it goes.  0 or
+** STOKE_EINVAL.  Since 0.1. */
 STOKE_API int stoke_tune_grid(const stoke_tune_config *cfg,
                               stoke_tune_point *pts, size_t cap, size_t *n);
 
-/* Sweep: for each point of the grid, create one loader, run warm-up then
-** measured epochs through the step, and record the point.  pts must hold
-** the whole grid (stoke_tune_grid's n).  *n_done counts the points
-** finished (measured or skipped); fewer than the grid when cancelled or
-** stopped by progress.  Returns 0 (also when stopped early); STOKE_EINVAL;
+/* Sweep: for each point of the grid (or as the adaptive sweep decides),
+** create one loader, run warm-up then measured epochs through the step,
+** and record the point.  pts must hold the whole grid (stoke_tune_grid's
+** n).  *n_done counts the points recorded (measured or skipped); fewer than
+** the grid when cancelled or stopped by progress, and for the adaptive
+** sweep as many as it needed.  Returns 0 (also when stopped early); STOKE_EINVAL;
 ** or a loader's error (e.g. STOKE_ESAMPLE), after which the points before
 ** the failing one stay valid and stoke_errmsg(NULL) has the message.
 ** Blocks the calling thread for the whole sweep.  Since 0.1. */

@@ -229,6 +229,11 @@ typedef struct stoke__source_ops {
   /* Optional: read samples [first, first + n) ahead, asynchronously
   ** (madvise / posix_fadvise WILLNEED); advice only, errors ignored. */
   void (*read_ahead)(const stoke_source *src, size_t first, size_t n);
+  /* Optional (since 0.2): a bound of one worker's scratch_create state at
+  ** its largest, for the host ledger; *basis a stoke_scratch_basis, *w x
+  ** *h the image it is of (0 when not an image). */
+  uint64_t (*scratch_bound)(const stoke_source *src, int *basis,
+                            uint32_t *w, uint32_t *h);
 } stoke__source_ops;
 
 /* A float field the source can also write as u8 pixels for the device to

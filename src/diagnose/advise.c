@@ -4,9 +4,11 @@
 **   busy       the model is the cost; a faster pipeline gains only the wait
 **              (and fewer workers would do, when the run has more than the
 **              knee);
-**   workers    more workers up to the knee: the smallest W whose predicted
-**              step is within KNEE_TOL of the best any W reaches, never
-**              counting on more than the cores for the CPU share;
+**   workers    more workers up to the knee: the tuner's knee (src/tune/
+**              knee.c: the fewest workers within its tolerance of the best
+**              throughput any W reaches, busy where any such W is) of the
+**              model's predictions, never counting on more than the cores
+**              for the CPU share;
 **   fewer      oversubscribed: more workers than cores on CPU-bound work
 **              cost memory and switches and buy nothing;
 **   prefetch   deeper prefetch when slots cap the workers in flight or the
@@ -36,12 +38,14 @@
 ** step now and the ratio. */
 #include "internal.h"
 #include "model.h"
+#include "tune/knee.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-#define KNEE_TOL 0.05 /* the knee: within 5% of the best step */
+/* The knee's tolerance: the tuner's (one definition, src/tune/knee.h). */
+#define KNEE_TOL STOKE_TUNE_TOLERANCE
 #define GAIN_MIN 0.05 /* advice must buy at least 5% */
 
 static const unsigned worker_steps[] = {1,  2,  3,  4,  6,  8,   12,  16,
@@ -86,23 +90,22 @@ static void pin_it(ladder *l, const stoke_stats *st, int64_t predicted) {
              ms(st->stage[STOKE_STAGE_COPY].mean_ns));
 }
 
-/* The knee over W at prefetch k: smallest W within KNEE_TOL of the best. */
+/* The knee over W in [1, w_max] at prefetch k: the tuner's own rule and
+** tolerance (stoke_tune_knee_model, src/tune/knee.c) on the model's
+** predictions, so that advice and `stoke tune` never disagree on what the
+** knee is. */
 static unsigned knee(const stoke_model *m, unsigned k, unsigned w_max,
                      int64_t *step) {
-  int64_t steps[N_ELEMS(worker_steps)];
-  int64_t best = INT64_MAX;
-  size_t n = 0;
-  for (; n < N_ELEMS(worker_steps) && worker_steps[n] <= w_max; n++) {
-    steps[n] = step_of(m, worker_steps[n], k);
-    if (steps[n] < best) best = steps[n];
+  stoke_tune_point q;
+  if (w_max < 1) w_max = 1;
+  if (stoke_tune_knee_model(m, k, 1, w_max, KNEE_TOL, &q, NULL) != 0 ||
+      q.n_workers < 1) {
+    stoke__clear_tls_error();
+    *step = step_of(m, 1, k);
+    return 1;
   }
-  for (size_t i = 0; i < n; i++)
-    if ((double)steps[i] <= (double)best * (1 + KNEE_TOL)) {
-      *step = steps[i];
-      return worker_steps[i];
-    }
-  *step = best;
-  return 1;
+  *step = step_of(m, q.n_workers, k);
+  return q.n_workers;
 }
 
 static const char *stage_remedy(int stage) {

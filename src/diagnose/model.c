@@ -466,10 +466,49 @@ static void simulate(const stoke_model *m, unsigned workers, unsigned prefetch,
   out->wait_ratio = sum_step > 0 ? sum_wait / sum_step : 0.0;
 }
 
-int stoke_predict_step(const stoke_model *m, unsigned workers,
+/* The workers' CPU demand in cores at W and K: those producing at once
+** times their share on a core, times the time they produce (a producer
+** faster than the step waits for free slots). */
+static double worker_cpu_demand(const stoke_model *m, unsigned workers,
+                                unsigned prefetch, int64_t tc) {
+  if (workers == 0 || m->t_d_ns <= 0) return 0;
+  double own = (double)(m->t_cpu_ns + m->t_io_ns);
+  double frac = own > 0 ? (double)m->t_cpu_ns / own : 0;
+  double slots = slot_workers(m, prefetch);
+  double w = (double)workers < slots ? (double)workers : slots;
+  double pb = (double)stoke__model_producer_batch(m, workers, prefetch, NULL);
+  double duty = pb > 0 && pb < (double)tc ? pb / (double)tc : 1.0;
+  double demand = w * frac * duty, p = m->cores > 0 ? m->cores : 1;
+  return demand < p ? demand : p;
+}
+
+/* The consumer's step at W and K: its own time, plus its wait for a core
+** scaled from the run's (consumer_delay_ns at m's W and K) by the workers'
+** CPU demand.  A step measured while W spinning workers held the cores
+** is not predicted for 0 or 1 workers as it was measured (issue 13). */
+static int64_t consumer_step(const stoke_model *m, unsigned workers,
+                             unsigned prefetch) {
+  if (m->consumer_delay_ns <= 0) return m->t_c_ns;
+  int64_t own = m->t_c_ns - m->consumer_delay_ns;
+  if (own < 0) own = 0;
+  unsigned k0 = m->prefetch ? m->prefetch : 1;
+  double d0 = worker_cpu_demand(m, m->n_workers, k0, own + m->copy_ns);
+  double d1 = worker_cpu_demand(m, workers, prefetch, own + m->copy_ns);
+  /* No CPU demand of ours at the run's W: whatever held the cores was not
+  ** our workers, and stays. */
+  double scale = d0 > 0 ? d1 / d0 : 1;
+  if (scale > 4) scale = 4;
+  return own + (int64_t)((double)m->consumer_delay_ns * scale);
+}
+
+int stoke_predict_step(const stoke_model *m_in, unsigned workers,
                        unsigned prefetch, stoke_prediction *out) {
-  if (!m || !out || prefetch < 1 || m->batch_size < 1 || m->chunk < 1)
+  if (!m_in || !out || prefetch < 1 || m_in->batch_size < 1 ||
+      m_in->chunk < 1)
     return STOKE_EINVAL;
+  stoke_model adj = *m_in;
+  adj.t_c_ns = consumer_step(m_in, workers, prefetch);
+  const stoke_model *m = &adj;
   memset(out, 0, sizeof *out);
   out->n_workers = workers;
   out->prefetch = prefetch;

@@ -6,7 +6,9 @@
 ** one statistics block per worker (one for W = 0, used by the consumer's
 ** thread), the consumer's statistics with the warm-up baseline, and the
 ** bad-sample state (badsample.c: the failure log, SKIP's flags, the
-** quarantine's bitmap).
+** quarantine's bitmap), and the source's per-worker scratch (an image
+** source's decoded window, read buffer, restart cut and resampler
+** buffers: a bound from its largest image, src/source/image.c).
 ** The loader checks its budget with these same functions, and
 ** tests/unit/test_tune.c checks that the total equals
 ** stoke_loader_host_bytes() of a real loader. */
@@ -63,9 +65,17 @@ void stoke__host_ledger(const stoke_config *c, unsigned n_workers,
                    c->trace_events * sizeof(stoke__trace_event);
   g->failures_bytes = stoke__bad_bytes(c, src);
   g->cache_bytes = stoke__ramcache_bytes(c, src) + stoke__cache_map_bytes(c, src);
+  /* Each worker's source scratch (decoder window, read buffer, resampler):
+  ** one set for W = 0, used by the consumer's thread. */
+  if (src->ops && src->ops->scratch_bound) {
+    g->scratch_per_worker = src->ops->scratch_bound(
+        src, &g->scratch_basis, &g->scratch_width, &g->scratch_height);
+    g->scratch_bytes =
+        (uint64_t)STOKE__MAX(n_workers, 1) * g->scratch_per_worker;
+  }
   g->total_bytes = g->slots_bytes + g->order_bytes + g->workers_bytes +
                    g->consumer_bytes + g->trace_bytes + g->failures_bytes +
-                   g->cache_bytes;
+                   g->cache_bytes + g->scratch_bytes;
   g->budget_bytes = c->mem_budget_bytes;
 }
 
@@ -86,7 +96,7 @@ void stoke__loader_ledger_device(const stoke_loader *l, stoke_host_ledger *g) {
   g->slots_bytes = slots_bytes(&l->cfg, g);
   g->total_bytes = g->slots_bytes + g->order_bytes + g->workers_bytes +
                    g->consumer_bytes + g->trace_bytes + g->failures_bytes +
-                   g->cache_bytes;
+                   g->cache_bytes + g->scratch_bytes;
 }
 
 int stoke__host_ledger_check(const stoke_host_ledger *g, unsigned prefetch,
@@ -100,7 +110,9 @@ int stoke__host_ledger_check(const stoke_host_ledger *g, unsigned prefetch,
       {"trace buffers (trace_events)", g->trace_bytes},
       {"bad-sample log, skip flags and quarantine", g->failures_bytes},
       {"the RAM cache and the packed cache's map (ram_cache_bytes, "
-       "cache_dir)", g->cache_bytes}};
+       "cache_dir)", g->cache_bytes},
+      {"the source's per-worker scratch (decoded images, read buffers)",
+       g->scratch_bytes}};
   size_t big = 0;
   for (size_t i = 1; i < sizeof terms / sizeof terms[0]; i++)
     if (terms[i].n > terms[big].n) big = i;

@@ -27,6 +27,7 @@
 #include "storage/blob.h"
 #include "storage/cache.h"
 #include "source/image.h"
+#include "source/scratch.h"
 #include "transform/transform.h"
 
 typedef struct image_impl {
@@ -37,6 +38,7 @@ typedef struct image_impl {
                              normalise (stoke_sample.u8_form) */
   stoke_image_config cfg;
   char *transform_text;  /* owned copy of cfg.transform */
+  stoke__scratch_bound scratch; /* the largest image, for the ledger */
 } image_impl;
 
 typedef struct image_scratch {
@@ -265,6 +267,16 @@ bool stoke__source_u8_form(const stoke_source *src, stoke__u8_form *out) {
   return true;
 }
 
+static uint64_t image_scratch_bound(const stoke_source *src, int *basis,
+                                    uint32_t *w, uint32_t *h) {
+  const image_impl *im = src->impl;
+  *basis = im->scratch.basis;
+  *w = im->scratch.width;
+  *h = im->scratch.height;
+  return sizeof(image_scratch) +
+         stoke__scratch_bound_bytes(&im->scratch, (uint32_t)im->spec.out_w);
+}
+
 static const stoke__source_ops image_ops = {
     .fill = image_fill,
     .destroy = image_destroy,
@@ -274,7 +286,8 @@ static const stoke__source_ops image_ops = {
     .fill_copies = image_fill_copies,
     .deterministic = image_deterministic,
     .stored_bytes = image_stored_bytes,
-    .read_ahead = image_read_ahead};
+    .read_ahead = image_read_ahead,
+    .scratch_bound = image_scratch_bound};
 
 static bool ends_with(const char *s, const char *suffix) {
   size_t n = strlen(s), k = strlen(suffix);
@@ -397,6 +410,7 @@ int stoke__source_create_images_list(const char *const *paths,
           a, sys, &im->set, err, sizeof err);
     if (rc != 0) stoke__set_tls_error(rc, "%s", err);
   }
+  if (rc == 0) rc = stoke__scratch_probe(im->set, cfg, a, &im->scratch);
   stoke_source *src = NULL;
   if (rc == 0) {
     src = stoke__calloc(a, 1, sizeof *src);

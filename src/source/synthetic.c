@@ -12,6 +12,7 @@
 #include "internal.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <string.h>
 
 #define COST_SALT 0xC057C057C057C057ULL
@@ -35,6 +36,8 @@ void stoke_synthetic_config_init(stoke_synthetic_config *cfg) {
   cfg->shape[1] = 32;
   cfg->shape[2] = 32;
   cfg->n_classes = 2;
+  cfg->rare_frac = 0.02;
+  cfg->rare_factor = 20;
 }
 
 static int64_t draw_cost(const stoke_synthetic_config *c, uint64_t seed,
@@ -50,6 +53,12 @@ static int64_t draw_cost(const stoke_synthetic_config *c, uint64_t seed,
     /* mu chosen so that the mean is cost_ns: E = exp(mu + sigma^2 / 2). */
     double mu = log(mean) - c->sigma * c->sigma / 2.0;
     return (int64_t)exp(mu + c->sigma * stoke_rng_normal(&rng));
+  }
+  case STOKE_COST_RARE: {
+    /* base x (1 - f + f x r) = mean. */
+    double base = mean / (1.0 - c->rare_frac + c->rare_frac * c->rare_factor);
+    bool rare = stoke_rng_uniform(&rng) < c->rare_frac;
+    return (int64_t)(rare ? base * c->rare_factor : base);
   }
   default: return c->cost_ns;
   }
@@ -102,6 +111,7 @@ static int synth_fill_copies(stoke_source *src, stoke_sample *s) {
       sleep_calibrated(s, cost);
     else
       stoke__spin_cpu_ns(cost);
+    if (c->wait_ns > 0) sleep_calibrated(s, c->wait_ns);
   }
   stoke_rng base = s->rng;
   int64_t label = (int64_t)(s->index % (c->n_classes ? c->n_classes : 1));
@@ -159,10 +169,22 @@ int stoke_source_create_synthetic(const stoke_synthetic_config *cfg,
   if (cfg->kind < STOKE_SYNTH_SLEEP || cfg->kind > STOKE_SYNTH_TENSOR)
     return stoke__set_tls_error(STOKE_EINVAL,
                                 "synthetic source: unknown kind %d", cfg->kind);
-  if (cfg->dist < STOKE_COST_FIXED || cfg->dist > STOKE_COST_LOGNORMAL)
+  if (cfg->dist == STOKE_COST_RARE &&
+      !(cfg->rare_frac > 0 && cfg->rare_frac < 1 && cfg->rare_factor >= 1 &&
+        cfg->rare_factor <= 1e6))
+    return stoke__set_tls_error(STOKE_EINVAL,
+                                "synthetic source: rare_frac %g must be in "
+                                "(0, 1) and rare_factor %g in [1, 1e6]",
+                                cfg->rare_frac, cfg->rare_factor);
+  if (cfg->dist < STOKE_COST_FIXED || cfg->dist > STOKE_COST_RARE)
     return stoke__set_tls_error(STOKE_EINVAL,
                                 "synthetic source: unknown cost dist %d",
                                 cfg->dist);
+  if (cfg->wait_ns < 0 || (cfg->wait_ns > 0 && cfg->kind == STOKE_SYNTH_TENSOR))
+    return stoke__set_tls_error(STOKE_EINVAL,
+                                "synthetic source: wait_ns %lld (it must be "
+                                "at least 0, and 0 for tensor)",
+                                (long long)cfg->wait_ns);
   if (cfg->cost_ns < 0)
     return stoke__set_tls_error(STOKE_EINVAL,
                                 "synthetic source: negative cost_ns %lld",

@@ -172,6 +172,11 @@ void stoke__blobset_dims(const stoke__blobset *s, size_t i, uint32_t *width,
   if (s->ops->dims) s->ops->dims(s->impl, i, width, height);
 }
 
+uint64_t stoke__blobset_bytes(const stoke__blobset *s, size_t i) {
+  assert(i < s->n_samples);
+  return s->ops->bytes ? s->ops->bytes(s->impl, i) : 0;
+}
+
 size_t stoke__blobset_n_classes(const stoke__blobset *s) {
   return s->classes.n;
 }
@@ -220,7 +225,9 @@ int stoke__blobset_read(const stoke__blobset *s, size_t i,
 
 uint64_t stoke__blobset_stored_bytes(const stoke__blobset *s, size_t i) {
   assert(i < s->n_samples);
-  return s->ops->stored_bytes ? s->ops->stored_bytes(s->impl, i) : 0;
+  uint64_t b = stoke__blobset_bytes(s, i); /* the index's, when it has it */
+  if (!b && s->ops->stored_bytes) b = s->ops->stored_bytes(s->impl, i);
+  return b;
 }
 
 void stoke__blobset_read_ahead(const stoke__blobset *s, size_t first,

@@ -119,6 +119,9 @@ int stoke__blobset_format(const stoke__blobset *s, size_t i);
 /* Width/height from the packed index; 0 = unknown (always, for others). */
 void stoke__blobset_dims(const stoke__blobset *s, size_t i, uint32_t *width,
                          uint32_t *height);
+/* Encoded bytes of sample i from the index (packed, tar); 0 = unknown
+** (folder, without a stat). */
+uint64_t stoke__blobset_bytes(const stoke__blobset *s, size_t i);
 /* Class names (folder: the folder names; others: none). */
 size_t stoke__blobset_n_classes(const stoke__blobset *s);
 const char *stoke__blobset_class_name(const stoke__blobset *s, size_t c);
@@ -152,8 +155,9 @@ void stoke__blobset_done(const stoke__blobset *s, size_t i,
 
 /* ---- what the block order, the cache and inspect ask (since 0.3) --------- */
 
-/* Stored (encoded) bytes of sample i: packed and tar from their index,
-** folder from a stat of the file (0 when it cannot be looked at). */
+/* Stored (encoded) bytes of sample i: stoke__blobset_bytes (packed and tar
+** from their index), else a folder's stat of the file (0 when it cannot be
+** looked at). */
 uint64_t stoke__blobset_stored_bytes(const stoke__blobset *s, size_t i);
 /* Ask the kernel to read samples [first, first + n) ahead, without
 ** waiting: packed shards madvise(MADV_WILLNEED) their mapped range, tar
@@ -273,7 +277,10 @@ typedef struct stoke__blob_ops {
   void (*done)(const void *impl, size_t i, const uint8_t *ptr, size_t len);
   /* Optional: stoke__blobset_files. */
   size_t (*files)(const void *impl, const char *const **paths);
-  /* Optional (since 0.3): the calls of the same names above. */
+  /* Optional: stoke__blobset_bytes. */
+  uint64_t (*bytes)(const void *impl, size_t i);
+  /* Optional (since 0.3): the calls of the same names above
+  ** (stored_bytes: where bytes cannot say, as a folder's stat). */
   uint64_t (*stored_bytes)(const void *impl, size_t i);
   void (*read_ahead)(const void *impl, size_t first, size_t n);
   int (*content_key)(const void *impl, uint64_t *key, char *err, size_t cap);

@@ -175,7 +175,7 @@ static int folder_content_key(const void *impl, uint64_t *key, char *err,
 
 static const stoke__blob_ops folder_ops = {
     "folder", folder_label, folder_format, NULL,
-    folder_describe, folder_read, folder_destroy, NULL, NULL,
+    folder_describe, folder_read, folder_destroy, NULL, NULL, NULL,
     folder_stored_bytes, folder_read_ahead, folder_content_key, NULL, NULL,
 };
 

@@ -115,6 +115,13 @@ static void packed_dims(const void *impl, size_t i, uint32_t *w,
   *h = stoke__le32(e + 28);
 }
 
+static uint64_t packed_bytes(const void *impl, size_t i) {
+  const uint8_t *e;
+  size_t local;
+  locate(impl, i, &e, &local);
+  return stoke__le64(e + 8);
+}
+
 static void packed_describe(const void *impl, size_t i, char *buf,
                             size_t cap) {
   const uint8_t *e;
@@ -174,13 +181,6 @@ static void packed_done(const void *impl, size_t i, const uint8_t *ptr,
                         (size_t)(p->shards[k].index - p->shards[k].map));
 }
 
-static uint64_t packed_stored_bytes(const void *impl, size_t i) {
-  const uint8_t *e;
-  size_t local;
-  locate(impl, i, &e, &local);
-  return stoke__le64(e + 8);
-}
-
 /* The mapped pages of samples [first, first + n), shard by shard: a block
 ** of consecutive samples is one range of each shard it spans. */
 static void packed_read_ahead(const void *impl, size_t first, size_t n) {
@@ -237,8 +237,8 @@ static const stoke__blob_ops packed_ops = {
     "packed",          packed_label,        packed_format,
     packed_dims,       packed_describe,     packed_read,
     packed_destroy,    packed_done,         packed_files,
-    packed_stored_bytes, packed_read_ahead, NULL,
-    packed_pack_info,  packed_source_index,
+    packed_bytes,      NULL,                packed_read_ahead,
+    NULL,              packed_pack_info,    packed_source_index,
 };
 
 /* ---- validation ---------------------------------------------------------- */

@@ -113,7 +113,7 @@ static int tar_read(const void *impl, size_t i, stoke__blob_reader *r,
   return 0;
 }
 
-static uint64_t tar_stored_bytes(const void *impl, size_t i) {
+static uint64_t tar_bytes(const void *impl, size_t i) {
   return ((const tar_impl *)impl)->v[i].len;
 }
 
@@ -155,7 +155,7 @@ static int tar_content_key(const void *impl, uint64_t *key, char *err,
 
 static const stoke__blob_ops tar_ops = {
     "tar", tar_label, tar_format, NULL, tar_describe, tar_read, tar_destroy,
-    NULL, NULL, tar_stored_bytes, tar_read_ahead, tar_content_key, NULL,
+    NULL, NULL, tar_bytes, NULL, tar_read_ahead, tar_content_key, NULL,
     NULL,
 };
 

@@ -1,8 +1,11 @@
 /* tune.c — the offline sweep (workers x prefetch x batch size) and the knee.
 **
 ** DESIGN
-** The sweep is a plain loop in the caller's thread: for each point of the
-** grid it computes the host ledger (skipping points over the budget without
+** Without a list of worker counts the sweep is adaptive (search.c): the
+** ladder follows waiting stages past the core count and a bisection finds
+** the knee to one worker.  Given lists, or with adaptive 0, it is the
+** fixed grid: a plain loop in the caller's thread that for each point
+** computes the host ledger (skipping points over the budget without
 ** allocating anything), creates one loader, runs warm-up epochs and then
 ** measured epochs through the caller's step, reads the loader's own clocks
 ** and destroys it.  A point is therefore measured exactly like
@@ -11,20 +14,9 @@
 ** callback are consulted between points only, so a point in progress always
 ** finishes its epochs and every recorded number is a whole measurement.
 **
-** The knee is a pure function of the table (stoke_tune_knee_find), so it
-** can be tested on hand-made tables and reused by Python or an online
-** tuner:
-**   1. best = the highest measured throughput;
-**   2. good = points with throughput >= (1 - tolerance) x best; a curve
-**      that is not monotonic (8 workers slower than 4) needs no special
-**      case, only "as good as the best";
-**   3. with a consumer, the stall matters more than the last percent: if
-**      any good point is busy (the consumer rarely waits), keep only those;
-**      if none is, the stall cannot be removed at these settings and the
-**      cheapest of the fastest is the best achievable;
-**   4. cheapest = fewest workers (threads compete with the step for CPU),
-**      then least host memory, then the faster, then the earlier point. */
-#include "internal.h"
+** The knee is a pure function of the table, in knee.c: the one rule the
+** sweep, the doctor's advice and the online autotuner share. */
+#include "tune.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -35,74 +27,18 @@ void stoke_tune_config_init(stoke_tune_config *cfg) {
   stoke_config_init(&cfg->base);
   cfg->warmup_epochs = 1;
   cfg->min_epochs = 1;
+  cfg->adaptive = 1;
+  cfg->tolerance = STOKE_TUNE_TOLERANCE;
+}
+
+/* The adaptive search decides the workers when no list is given. */
+static bool is_adaptive(const stoke_tune_config *c) {
+  return c->adaptive && !c->workers;
 }
 
 unsigned stoke_tune_prefetch_factor(unsigned n_workers, unsigned prefetch) {
   if (n_workers == 0) return 0;
   return (prefetch + n_workers - 1) / n_workers;
-}
-
-/* ---- the knee ------------------------------------------------------------ */
-
-/* Is a cheaper than b?  Fewest workers, then least memory, then faster. */
-static bool cheaper(const stoke_tune_point *a, const stoke_tune_point *b) {
-  if (a->n_workers != b->n_workers) return a->n_workers < b->n_workers;
-  if (a->host_bytes != b->host_bytes) return a->host_bytes < b->host_bytes;
-  return a->samples_per_s > b->samples_per_s;
-}
-
-int stoke_tune_knee_find(const stoke_tune_point *pts, size_t n,
-                         double tolerance, int have_consumer,
-                         stoke_tune_knee *out) {
-  if (!pts || !out)
-    return stoke__set_tls_error(STOKE_EINVAL, "tune: NULL argument");
-  memset(out, 0, sizeof *out);
-  if (!(tolerance >= 0.0 && tolerance < 1.0))
-    return stoke__set_tls_error(STOKE_EINVAL,
-                                "tune: tolerance %g is outside [0, 1)",
-                                tolerance);
-  size_t best = n;
-  for (size_t i = 0; i < n; i++) {
-    if (pts[i].status != STOKE_TUNE_MEASURED) continue;
-    if (best == n || pts[i].samples_per_s > pts[best].samples_per_s) best = i;
-  }
-  if (best == n)
-    return stoke__set_tls_error(STOKE_EINVAL, "tune: no measured point");
-  double floor_tp = (1.0 - tolerance) * pts[best].samples_per_s;
-  bool any_busy = false;
-  for (size_t i = 0; i < n; i++)
-    if (pts[i].status == STOKE_TUNE_MEASURED &&
-        pts[i].samples_per_s >= floor_tp &&
-        pts[i].verdict == STOKE_VERDICT_BUSY)
-      any_busy = true;
-  bool need_busy = have_consumer && any_busy;
-  size_t knee = n;
-  for (size_t i = 0; i < n; i++) {
-    const stoke_tune_point *p = &pts[i];
-    if (p->status != STOKE_TUNE_MEASURED || p->samples_per_s < floor_tp)
-      continue;
-    if (need_busy && p->verdict != STOKE_VERDICT_BUSY) continue;
-    if (knee == n || cheaper(p, &pts[knee])) knee = i;
-  }
-  out->index = knee;
-  out->best = best;
-  out->stall_removed = !have_consumer ? -1 : need_busy ? 1 : 0;
-  const stoke_tune_point *k = &pts[knee];
-  double share = pts[best].samples_per_s > 0
-                     ? 100.0 * k->samples_per_s / pts[best].samples_per_s
-                     : 100.0;
-  const char *why = out->stall_removed == 1
-                        ? "the cheapest busy configuration"
-                    : out->stall_removed == 0
-                        ? "no configuration as fast as the best removes the "
-                          "stall; the cheapest of the fastest"
-                        : "the cheapest configuration";
-  snprintf(out->reason, sizeof out->reason,
-           "%s within %.0f%% of the best: %u workers, prefetch %u, batch "
-           "%zu at %.1f%% of the best throughput",
-           why, 100.0 * tolerance, k->n_workers, k->prefetch, k->batch_size,
-           share);
-  return 0;
 }
 
 /* ---- the grid ------------------------------------------------------------ */
@@ -130,6 +66,14 @@ static int check_config(const stoke_tune_config *c) {
       return stoke__set_tls_error(STOKE_EINVAL, "tune: batch size 0");
   if (c->min_epochs == 0)
     return stoke__set_tls_error(STOKE_EINVAL, "tune: min_epochs is 0");
+  if (!(c->tolerance >= 0 && c->tolerance < 1))
+    return stoke__set_tls_error(STOKE_EINVAL,
+                                "tune: tolerance %g is outside [0, 1)",
+                                c->tolerance);
+  if (c->max_workers > 1024)
+    return stoke__set_tls_error(STOKE_EINVAL,
+                                "tune: max_workers %u is over 1024",
+                                c->max_workers);
   return 0;
 }
 
@@ -169,6 +113,16 @@ int stoke_tune_grid(const stoke_tune_config *c, stoke_tune_point *pts,
   *n = 0;
   int rc = check_config(c);
   if (rc) return rc;
+  if (is_adaptive(c)) {
+    *n = stoke__tune_search_bound(c);
+    if (!pts) return 0;
+    if (cap < *n)
+      return stoke__set_tls_error(STOKE_EINVAL,
+                                  "tune: %zu points do not fit in %zu", *n,
+                                  cap);
+    memset(pts, 0, *n * sizeof *pts);
+    return 0;
+  }
   size_t nw = n_worker_values(c);
   size_t nk = c->prefetch ? c->n_prefetch : 3;
   size_t nb = c->batch_sizes ? c->n_batch_sizes : 1;
@@ -214,8 +168,13 @@ static int fail_from(stoke_loader *l, int rc) {
   return stoke__set_tls_error(rc, "%s", msg[0] ? msg : stoke_strerror(rc));
 }
 
-/* Run one point: warm-up, then measured epochs until both minimums hold. */
-static int measure(const stoke_tune_config *c, stoke_tune_point *p) {
+/* Run one point: warm-up, then measured epochs until both minimums hold;
+** the queue model of the run is made while its workers live (their
+** scheduler statistics). */
+static int measure(void *user, const stoke_tune_config *c,
+                   stoke_tune_point *p, stoke_model *m, int *have_model) {
+  (void)user;
+  *have_model = 0;
   stoke_config lc = c->base;
   lc.batch_size = p->batch_size;
   lc.n_workers = p->n_workers;
@@ -262,6 +221,11 @@ static int measure(const stoke_tune_config *c, stoke_tune_point *p) {
     stoke_loader_destroy(l);
     return rc;
   }
+  if (st.steps && stoke_model_init(m, &st, &lc, 0) == 0) {
+    m->consumer_cpu = c->consumer_cpu;
+    m->n_batches = stoke_loader_n_batches(l);
+    *have_model = 1;
+  }
   int64_t wall = 0;
   unsigned n_measured = 0;
   size_t ne = stoke_loader_n_epoch_stats(l);
@@ -286,6 +250,8 @@ static int measure(const stoke_tune_config *c, stoke_tune_point *p) {
   return 0;
 }
 
+const stoke__tune_oracle stoke__tune_loader_oracle = {measure, NULL};
+
 int stoke_tune_sweep(const stoke_tune_config *c, stoke_tune_point *pts,
                      size_t cap, size_t *n_done) {
   if (!n_done || !pts)
@@ -294,12 +260,17 @@ int stoke_tune_sweep(const stoke_tune_config *c, stoke_tune_point *pts,
   size_t n;
   int rc = stoke_tune_grid(c, pts, cap, &n);
   if (rc) return rc;
+  if (is_adaptive(c))
+    return stoke__tune_search(c, &stoke__tune_loader_oracle, pts, cap,
+                              n_done);
   for (size_t i = 0; i < n; i++) {
     if (c->cancel && *c->cancel) break;
     stoke_tune_point *p = &pts[i];
     if (c->progress && c->progress(c->progress_user, i, n, p)) break;
     if (p->status != STOKE_TUNE_OVER_BUDGET) {
-      rc = measure(c, p);
+      stoke_model m;
+      int have;
+      rc = measure(NULL, c, p, &m, &have);
       if (rc) return rc;
     }
     *n_done = i + 1;

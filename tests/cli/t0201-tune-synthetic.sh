@@ -6,9 +6,9 @@
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
-say "tune --synthetic sleep:1ms --compute sleep:2ms --max-workers 4"
+say "tune --synthetic sleep:1ms --compute sleep:2ms -j 0,1,2,4 (the fixed grid)"
 run_stoke tune --synthetic sleep:1ms --samples 64 -b 4 --compute sleep:2ms \
-  --max-workers 4 --json "$TMP/t.json" --svg "$TMP/t.svg"
+  -j 0,1,2,4 --json "$TMP/t.json" --svg "$TMP/t.svg"
 [ "$rc" -eq 0 ] || fail "exit $rc: $(cat "$TMP/err")"
 check_messages
 grep -q '^workers  prefetch  batch' "$TMP/out" || fail "no table: $(cat "$TMP/out")"

@@ -8,7 +8,7 @@ say "tune, SIGINT after the first point"
 # Each point runs at least 0.5 s, so the sweep (12 points) is far from done
 # when the signal arrives right after the first progress line.
 "$STOKE" tune --synthetic sleep:2ms --samples 32 -b 4 --compute sleep:1ms \
-  --max-workers 4 --min-time 500ms --json "$TMP/t.json" --svg "$TMP/t.svg" \
+  -j 0,1,2,4 --min-time 500ms --json "$TMP/t.json" --svg "$TMP/t.svg" \
   >"$TMP/out" 2>"$TMP/err" &
 pid=$!
 for _ in $(seq 1 300); do

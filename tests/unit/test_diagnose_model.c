@@ -18,36 +18,8 @@
 
 #define MS 1000000LL
 
-/* A snapshot of a loader with B = 8, `steps` steps, per-sample producer
-** cost t_d (cpu_frac of it on a core), consumer step t_c, wait share w. */
-static stoke_stats snap(unsigned workers, unsigned prefetch, int64_t t_d,
-                        double cpu_frac, int64_t t_c, double wait_ratio,
-                        double empty) {
-  stoke_stats st;
-  memset(&st, 0, sizeof st);
-  st.struct_size = sizeof st;
-  st.steps = 100;
-  st.samples = 800;
-  st.n_workers = workers;
-  st.prefetch = prefetch;
-  st.wait_ratio = wait_ratio;
-  st.queue_empty_frac = empty;
-  st.compute.count = 100;
-  st.compute.mean_ns = st.compute.p50_ns = t_c;
-  st.compute.total_ns = 100 * t_c;
-  int64_t wait_mean = (int64_t)((double)t_c * wait_ratio / (1 - wait_ratio));
-  st.wait.count = 100;
-  st.wait.mean_ns = st.wait.p50_ns = st.wait.p99_ns = wait_mean;
-  st.wait.total_ns = 100 * wait_mean;
-  stoke_dist *r = &st.stage[STOKE_STAGE_READ];
-  r->count = 800;
-  r->mean_ns = r->p50_ns = r->p95_ns = r->p99_ns = r->max_ns = t_d;
-  r->total_ns = 800 * t_d;
-  st.worker_busy_ns = 800 * t_d;
-  st.worker_cpu_ns = (int64_t)(cpu_frac * (double)st.worker_busy_ns);
-  st.chunks = 800;
-  return st;
-}
+/* snap(): tu_snap (test_util.h), shared with test_tune_knee.c. */
+#define snap tu_snap
 
 static void test_model_init_arithmetic(void **state) {
   (void)state;

@@ -312,6 +312,7 @@ static void test_grid(void **state) {
   stoke_tune_config tc;
   stoke_tune_config_init(&tc);
   tc.base.source = src;
+  tc.adaptive = 0; /* the fixed ladder; test_tune_search has the adaptive */
   tc.max_workers = 6;
   size_t n = 0;
   assert_int_equal(stoke_tune_grid(&tc, NULL, 0, &n), 0);
@@ -446,9 +447,11 @@ static void test_sweep_error(void **state) {
   tc.base.source = src;
   tc.base.batch_size = 4;
   tc.max_workers = 1;
-  stoke_tune_point p[6];
-  size_t done = 9;
-  assert_int_equal(stoke_tune_sweep(&tc, p, 6, &done), STOKE_ESAMPLE);
+  stoke_tune_point p[16];
+  size_t done = 9, n = 0;
+  assert_int_equal(stoke_tune_grid(&tc, NULL, 0, &n), 0);
+  assert_true(n <= 16);
+  assert_int_equal(stoke_tune_sweep(&tc, p, n, &done), STOKE_ESAMPLE);
   assert_int_equal(done, 0);
   assert_non_null(strstr(stoke_errmsg(NULL), "bad bytes"));
   stoke_source_destroy(src);

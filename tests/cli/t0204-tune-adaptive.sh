@@ -1,0 +1,44 @@
+#!/bin/bash
+# The adaptive sweep follows a waiting stage past the core count: 16 samples
+# of 1 ms of sleep against a 2 ms step need about 8 workers on any machine
+# (16 / 2), more than this machine's 2 cores and more than the old fixed
+# ladder's reach on them is not asserted; the knee must remove the stall,
+# sit within one rung of 16 / 2, and the points the queue model skipped
+# must be said, with why.  No speed is asserted: the counts come from the
+# sleeps, which a loaded machine stretches only upwards.
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+
+say "tune --synthetic sleep:1ms -b 16 --compute sleep:2ms (adaptive)"
+run_stoke tune --synthetic sleep:1ms --samples 128 -b 16 --compute sleep:2ms \
+  --min-time 200ms --json "$TMP/t.json"
+[ "$rc" -eq 0 ] || fail "exit $rc: $(cat "$TMP/err")"
+check_messages
+grep -q 'adaptive sweep' "$TMP/out" || fail "not adaptive: $(cat "$TMP/out")"
+grep -q '<- knee' "$TMP/out" || fail "knee not marked in the table"
+grep -q 'not run: the queue model' "$TMP/out" ||
+  fail "the skipped points are not said: $(cat "$TMP/out")"
+json_check "$TMP/t.json" '
+assert d["adaptive"] is True
+pts = d["points"]
+assert d["points_done"] == len(pts) <= d["points_planned"]
+measured = [p for p in pts if p["status"] == "measured"]
+skipped = [p for p in pts if p["status"] == "skipped"]
+assert skipped and d["points_skipped_by_model"] == len(skipped)
+for p in skipped:
+    assert p["note"].startswith("model:"), p
+    assert p["predicted_samples_per_s"] > 0, p
+for p in pts:
+    assert p["note"], p
+ws = sorted({p["workers"] for p in measured})
+# the ladder doubled past 2 x the cores here (2 cores) up to a busy rung
+assert ws[:4] == [0, 1, 2, 4], ws
+assert max(ws) >= 8, ws
+k = d["knee"]
+assert k["verdict"] == "busy" and k["stall_removed"] is True, k
+assert 5 <= k["workers"] <= 16, k
+# the knee to one worker: the count below it was measured or skipped
+below = [p for p in pts if p["workers"] == k["workers"] - 1]
+assert below, (k, ws)
+'
+echo ok
