@@ -62,9 +62,13 @@ void cli_error(const char *fmt, ...) CLI_PRINTF(1, 2);
 typedef struct cli_opt {
   const char *name; /* long name without "--" */
   char short_name;  /* 0: none */
-  int has_arg;      /* 1: takes a value (--name=V, --name V, -xV, -x V) */
+  int has_arg;      /* 1: takes a value (--name=V, --name V, -xV, -x V);
+                       CLI_ARG_OPTIONAL: --name=V, or --name V when V is a
+                       word naming no file (V NULL when absent) */
   int id;           /* returned by cli_next_opt */
 } cli_opt;
+
+#define CLI_ARG_OPTIONAL 2
 
 typedef struct cli_parser {
   int argc;
@@ -173,6 +177,8 @@ typedef struct cli_run_spec {
   ** loop"), instead of data/synth and compute_kind.  NULL: not used. */
   const char *source_label;
   const char *compute_label;
+  double gpu_price_per_h;       /* --gpu-price: the accelerator's price per
+                                   hour; 0: none (cost in time only) */
 } cli_run_spec;
 
 /* Spans kept per thread when a trace is asked for: the latest 64 Ki (2 MiB
@@ -219,6 +225,7 @@ typedef struct cli_run_result {
   ** malloc'd; stats has the counts and the configuration in force. */
   stoke_autotune_event *autotune;
   size_t n_autotune;
+  double gpu_price_per_h;      /* the spec's --gpu-price (0: none) */
 } cli_run_result;
 
 /* Parse "sleep:5ms", "spin:0", "tensor" into the source part of spec.
@@ -293,7 +300,7 @@ size_t cli_opts_join(cli_opt *dst, size_t cap, ...);
 ** cli_source_opts, cli_run_opts and its own options (numbered from
 ** CLI_RUN_OPT_LAST) and hands every id it does not know, positional
 ** arguments (the dataset) included, to cli_run_args_apply. */
-#define CLI_RUN_OPT_LAST 40
+#define CLI_RUN_OPT_LAST 47
 extern const cli_opt cli_run_opts[];
 
 /* The source of bench, profile, tune and budget: the image dataset `data`
@@ -383,6 +390,28 @@ int cli_write_json(const char *path, FILE *f, const cJSON *root);
 /* Open path for cli_write_json up front, so that a bad path fails before a
 ** long run: returns stdout for "-", NULL after a message. */
 FILE *cli_open_output(const char *path);
+
+/* "uniform" (or NULL: --shuffle alone), "none", "block" or "block=SIZE"
+** into cfg->shuffle and shuffle_block_bytes. */
+int cli_parse_shuffle(const char *what, const char *v, stoke_config *cfg);
+/* "2.50/h", "$2.5", "0.04/min", "0.001/s" into a price per hour. */
+int cli_parse_price(const char *what, const char *v, double *per_hour);
+
+/* ---- what the wait costs, echo and the caches (cost.c) ------------------ */
+
+/* The steady state's rungs, in cli_print_summary: with echo, steps/s and
+** fresh samples/s apart; the caches' hits; then the cost: time per sample
+** and per epoch, the share the accelerator waits, and with a price
+** (res->gpu_price_per_h) the money per epoch and what the waiting costs. */
+void cli_print_rungs(FILE *f, const cli_run_result *res);
+/* {seconds_per_sample, seconds_per_epoch, wait_seconds_per_epoch,
+** wait_share, gpu_price_per_hour, per_epoch, wait_per_epoch,
+** per_million_samples, wait_per_million_samples} (the money null without
+** a price). */
+cJSON *cli_cost_json(const cli_run_result *res);
+/* Into the summary object o: steps_per_s, fresh_samples_per_s, echo,
+** echo_mode, and the caches' figures when there are caches. */
+void cli_rungs_json(cJSON *o, const cli_run_result *res);
 
 /* ---- bad samples and resume (bad_samples.c) ------------------------------ */
 

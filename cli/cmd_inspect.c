@@ -275,6 +275,25 @@ int cmd_inspect(int argc, char **argv) {
   cJSON_AddStringToObject(root, "path", data);
   cJSON_AddStringToObject(root, "kind", stoke_source_kind(src));
   cJSON_AddNumberToObject(root, "samples", (double)n);
+  stoke_pack_info pi;
+  if (stoke_source_pack_info(src, &pi) == 0) {
+    /* What stoke pack recorded: lossless, or resized at pack time. */
+    if (pi.max_side)
+      fprintf(f, "packed: %zu shard%s, resized at pack time to a longer side "
+                 "of at most %u px, JPEG quality %d%s\n",
+              pi.n_shards, pi.n_shards == 1 ? "" : "s", pi.max_side,
+              pi.quality, pi.mixed ? " (the shards disagree: mixed packs)"
+                                   : "");
+    else
+      fprintf(f, "packed: %zu shard%s, sizes as stored (no --max-side)\n",
+              pi.n_shards, pi.n_shards == 1 ? "" : "s");
+    cJSON *po = cJSON_AddObjectToObject(root, "packed");
+    cJSON_AddNumberToObject(po, "shards", (double)pi.n_shards);
+    cJSON_AddNumberToObject(po, "resized_shards", (double)pi.n_resized);
+    cJSON_AddNumberToObject(po, "max_side", pi.max_side);
+    cJSON_AddNumberToObject(po, "quality", pi.quality);
+    cJSON_AddBoolToObject(po, "mixed", pi.mixed);
+  }
   if (do_verify) {
     int rc = verify(data, src, qpath, threads, f, root);
     int wrc = json ? cli_write_json(json_path, json, root) : CLI_OK;

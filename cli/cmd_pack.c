@@ -11,7 +11,8 @@
 #include "cli.h"
 
 const char cmd_pack_usage[] =
-    "usage: stoke pack SRC -o OUT [--shard-size 256MB] [--keep-bytes] [-j N]\n"
+    "usage: stoke pack SRC -o OUT [--shard-size 256MB] [--keep-bytes]\n"
+    "                  [--max-side N [--quality Q]] [-j N]\n"
     "\n"
     "Write the images of SRC (an ImageFolder directory, tar shards: a path,\n"
     "a pattern such as train-{0000..0099}.tar or a glob; or packed shards,\n"
@@ -30,11 +31,18 @@ const char cmd_pack_usage[] =
     "  -o, --output OUT       prefix of the shards (required)\n"
     "  --shard-size SIZE      target size of a shard (256MB); 0 = one shard\n"
     "  --keep-bytes           store every file byte for byte (no rewrite)\n"
+    "  --max-side N           resize images whose longer side is over N to N\n"
+    "                         (lossy: decoded, resized with the transforms'\n"
+    "                         antialiased filter, stored as JPEGs with\n"
+    "                         restart cuts); smaller ones are kept as they\n"
+    "                         are; the shards record N and the quality\n"
+    "  --quality Q            JPEG quality of the resized images, 1..100 (90)\n"
     "  -j, --threads N        threads reading and rewriting (all cores)\n"
     "  --json FILE            write the summary as JSON ('-' = stdout)\n"
     "  -q, --quiet            no progress and no summary\n";
 
-enum { O_OUT = 1, O_SHARD, O_KEEP, O_THREADS, O_JSON, O_QUIET, O_HELP };
+enum { O_OUT = 1, O_SHARD, O_KEEP, O_THREADS, O_JSON, O_QUIET, O_HELP,
+       O_MAX_SIDE, O_QUALITY };
 
 static const cli_opt pack_opts[] = {{"output", 'o', 1, O_OUT},
                                     {"shard-size", 0, 1, O_SHARD},
@@ -43,6 +51,8 @@ static const cli_opt pack_opts[] = {{"output", 'o', 1, O_OUT},
                                     {"json", 0, 1, O_JSON},
                                     {"quiet", 'q', 0, O_QUIET},
                                     {"help", 'h', 0, O_HELP},
+                                    {"max-side", 0, 1, O_MAX_SIDE},
+                                    {"quality", 0, 1, O_QUALITY},
                                     {NULL, 0, 0, 0}};
 
 static int on_progress(void *user, size_t done, size_t total, uint64_t bytes) {
@@ -56,7 +66,7 @@ int cmd_pack(int argc, char **argv) {
   const char *src_path = NULL, *out = NULL, *json_path = NULL;
   stoke_pack_config cfg;
   stoke_pack_config_init(&cfg);
-  int quiet = 0;
+  int quiet = 0, quality_given = 0;
   cli_parser p;
   cli_parser_init(&p, argc, argv, "pack");
   const char *v;
@@ -85,6 +95,17 @@ int cmd_pack(int argc, char **argv) {
     case O_KEEP:
       cfg.keep_bytes = 1;
       break;
+    case O_MAX_SIDE:
+      if (cli_parse_uint(p.flag, v, 1, 65535, &cfg.max_side) != 0)
+        return CLI_USAGE;
+      break;
+    case O_QUALITY: {
+      unsigned q;
+      if (cli_parse_uint(p.flag, v, 1, 100, &q) != 0) return CLI_USAGE;
+      cfg.quality = (int)q;
+      quality_given = 1;
+      break;
+    }
     case O_THREADS:
       if (cli_parse_uint(p.flag, v, 1, 1024, &cfg.n_threads) != 0)
         return CLI_USAGE;
@@ -99,6 +120,15 @@ int cmd_pack(int argc, char **argv) {
   }
   if (!src_path || !out) {
     cli_error("pack: needs a source and -o OUT; see 'stoke help pack'");
+    return CLI_USAGE;
+  }
+  if (quality_given && !cfg.max_side) {
+    cli_error("--quality: needs --max-side (the lossless rewrite has no "
+              "quality)");
+    return CLI_USAGE;
+  }
+  if (cfg.max_side && cfg.keep_bytes) {
+    cli_error("--max-side: resizes, --keep-bytes keeps every byte: not both");
     return CLI_USAGE;
   }
   stoke_source *src = NULL;
@@ -145,6 +175,11 @@ int cmd_pack(int argc, char **argv) {
             res.n_samples, n_classes, src_path, stoke_source_kind(src),
             res.n_shards, res.n_shards == 1 ? "" : "s", res.first_shard,
             (double)res.bytes / 1e6, secs);
+    if (res.n_resized)
+      fprintf(f, "resized %zu images to a longer side of %u px (JPEG "
+                 "quality %d): %.1f MB in, %.1f MB out\n",
+              res.n_resized, cfg.max_side, cfg.quality,
+              (double)res.bytes_in / 1e6, (double)res.bytes / 1e6);
     if (res.n_rewritten)
       fprintf(f, "rewrote %zu JPEGs for crop decoding: %.1f MB in, %.1f MB "
                  "out\n", res.n_rewritten, (double)res.bytes_in / 1e6,
@@ -182,6 +217,9 @@ int cmd_pack(int argc, char **argv) {
     cJSON_AddNumberToObject(o, "jpegs_rewritten", (double)res.n_rewritten);
     cJSON_AddNumberToObject(o, "jpegs_ready", (double)res.n_ready);
     cJSON_AddNumberToObject(o, "jpegs_kept", (double)res.n_kept);
+    cJSON_AddNumberToObject(o, "resized", (double)res.n_resized);
+    cJSON_AddNumberToObject(o, "max_side", cfg.max_side);
+    cJSON_AddNumberToObject(o, "quality", cfg.max_side ? cfg.quality : 0);
     cJSON_AddStringToObject(o, "first_kept", res.first_kept);
     cJSON_AddNumberToObject(o, "seconds", secs);
     cJSON *sk = cJSON_AddArrayToObject(o, "skipped");

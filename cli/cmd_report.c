@@ -440,6 +440,38 @@ static void write_header(FILE *f, const input *ins, size_t n) {
 
 /* ---- the verdict and the advice ------------------------------------------ */
 
+/* Echo's steps and fresh samples, and what the wait costs (bench and
+** profile files since 0.3; nothing for older ones). */
+static void rungs_block(FILE *f, const cJSON *s) {
+  double echo = num(s, "echo");
+  if (isfinite(echo) && echo > 1) {
+    char st[32], fr[32];
+    fmt_num(st, sizeof st, num(s, "steps_per_s"), 1, NULL);
+    fmt_num(fr, sizeof fr, num(s, "fresh_samples_per_s"), 1, NULL);
+    fputs("<p class=\"model\"><b>Data echoing</b> ", f);
+    escf(f, "x%.0f (%s): %s steps per second, %s fresh samples per second.",
+         echo, str(s, "echo_mode") ? str(s, "echo_mode") : "batch", st, fr);
+    fputs("</p>\n", f);
+  }
+  const cJSON *c = obj(s, "cost");
+  if (!c || !isfinite(num(c, "seconds_per_epoch"))) return;
+  char ps[32], pe[32], we[32], wr[32];
+  fmt_num(ps, sizeof ps, 1e3 * num(c, "seconds_per_sample"), 3, "ms");
+  fmt_num(pe, sizeof pe, num(c, "seconds_per_epoch"), 3, "s");
+  fmt_num(we, sizeof we, num(c, "wait_seconds_per_epoch"), 3, "s");
+  fmt_pct(wr, sizeof wr, num(c, "wait_share"));
+  fputs("<p class=\"model\"><b>What the wait costs</b>: ", f);
+  escf(f, "%s per sample, %s per epoch, of which the consumer waits %s (%s)",
+       ps, pe, we, wr);
+  double price = num(c, "gpu_price_per_hour");
+  if (isfinite(price) && price > 0)
+    escf(f, "; at $%.2f an hour the epoch costs $%.4f and the waiting costs "
+            "$%.4f of it ($%.2f per million samples)",
+         price, num(c, "per_epoch"), num(c, "wait_per_epoch"),
+         num(c, "wait_per_million_samples"));
+  fputs(".</p>\n", f);
+}
+
 static void verdict_block(FILE *f, const input *in, int many) {
   const cJSON *d = obj(in->root, "diagnosis");
   const cJSON *s = obj(in->root, "summary");
@@ -494,6 +526,7 @@ static void verdict_block(FILE *f, const input *in, int many) {
     fprintf(f, "<li><b>%s</b>tail ratio (p99 / step p50)</li>\n", buf);
   }
   fputs("</ul>\n", f);
+  rungs_block(f, s);
 
   if (!d) {
     fputs("<p class=\"note\">No diagnosis in this file: run <code>stoke "

@@ -6,6 +6,7 @@
 **
 **   stoke: --workers: expected a number, got 'x'
 */
+#define _POSIX_C_SOURCE 200809L /* stat */
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
@@ -13,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 
@@ -79,6 +81,17 @@ static int next_short(cli_parser *p, const cli_opt *opts, const char **value) {
   return CLI_OPT_ERROR;
 }
 
+/* The next argument is an optional value ("block", "block=64MB",
+** "uniform") rather than the dataset: a word of letters, digits, '=' and
+** '.', without '/', that names no file. */
+static int optional_word(const char *a) {
+  if (!islower((unsigned char)a[0])) return 0;
+  for (const char *c = a; *c; c++)
+    if (!isalnum((unsigned char)*c) && *c != '=' && *c != '.') return 0;
+  struct stat st;
+  return stat(a, &st) != 0;
+}
+
 int cli_next_opt(cli_parser *p, const cli_opt *opts, const char **value) {
   *value = NULL;
   if (p->short_rest)
@@ -109,7 +122,12 @@ int cli_next_opt(cli_parser *p, const cli_opt *opts, const char **value) {
   for (const cli_opt *o = opts; o->name; o++) {
     if (strlen(o->name) != len || strncmp(o->name, name, len) != 0)
       continue;
-    if (o->has_arg) {
+    if (o->has_arg == CLI_ARG_OPTIONAL) {
+      if (eq)
+        *value = eq + 1;
+      else if (p->i < p->argc && optional_word(p->argv[p->i]))
+        *value = p->argv[p->i++];
+    } else if (o->has_arg) {
       if (take_value(p, eq ? eq + 1 : NULL, value))
         return CLI_OPT_ERROR;
     } else if (eq) {

@@ -344,6 +344,7 @@ static const char *advice_kind_name(int kind) {
   case STOKE_ADVICE_C_TRANSFORMS: return "c_transforms";
   case STOKE_ADVICE_PYTHON_OPS: return "fewer_python_ops";
   case STOKE_ADVICE_PROCESSES: return "processes";
+  case STOKE_ADVICE_PRESIZE: return "presize";
   }
   return "?";
 }
@@ -458,6 +459,8 @@ cJSON *cli_diagnosis_json(const cli_run_result *res, const cli_profile *pr) {
       cJSON_AddNumberToObject(e, "device_prefetch", a->device_prefetch);
     if (a->kind == STOKE_ADVICE_ECHO)
       cJSON_AddNumberToObject(e, "echo", a->echo);
+    if (a->kind == STOKE_ADVICE_PRESIZE)
+      cJSON_AddNumberToObject(e, "max_side", a->max_side);
     cJSON_AddNumberToObject(e, "now_step_ns", (double)a->now_step_ns);
     cJSON_AddNumberToObject(e, "predicted_step_ns",
                             (double)a->predicted_step_ns);

@@ -309,6 +309,7 @@ int cli_result_collect(stoke_loader *l, cli_run_result *res) {
            res->eff.device ? res->eff.device : "cpu");
   res->eff.device = NULL;
   res->eff.cuda_library = NULL;
+  res->eff.cache_dir = NULL; /* the spec keeps the caller's */
   res->device.struct_size = sizeof(res->device);
   stoke_loader_device(l, &res->device);
   res->n_batches = stoke_loader_n_batches(l);
@@ -510,6 +511,8 @@ int cli_run(const cli_run_spec *spec, cli_run_result *res) {
   rc = cli_result_collect(l, res);
   /* The loader's copy of the path goes with it: keep the caller's. */
   res->eff.quarantine_path = spec->cfg.quarantine_path;
+  res->eff.cache_dir = spec->cfg.cache_dir;
+  res->gpu_price_per_h = spec->gpu_price_per_h;
   if (rc < 0)
     goto fail;
   res->consumer_run_delay_ns =
@@ -567,6 +570,11 @@ void cli_print_report(FILE *f, const char *cmd, const cli_run_spec *spec,
             res->eff.prefetch, step);
   if (res->eff.world > 1)
     fprintf(f, ", rank %u of %u", res->eff.rank, res->eff.world);
+  if (res->eff.shuffle == STOKE_SHUFFLE_BLOCK) fprintf(f, ", block order");
+  if (res->eff.echo > 1)
+    fprintf(f, ", echo x%u (%s)", res->eff.echo,
+            stoke_echo_mode_name(res->eff.echo_mode));
+  if (res->eff.cache_dir) fprintf(f, ", cache %s", res->eff.cache_dir);
   fputc('\n', f);
   if (res->resumed)
     fprintf(f, "resumed at batch %llu of epoch %llu from %s\n",
@@ -722,6 +730,7 @@ void cli_print_summary(FILE *f, const cli_run_result *res) {
   fprintf(f, "  peak RSS      ");
   print_bytes(f, res->peak_rss_bytes);
   fprintf(f, "\n");
+  cli_print_rungs(f, res);
 }
 
 void cli_print_autotune(FILE *f, const cli_run_result *res) {
@@ -842,7 +851,33 @@ cJSON *cli_config_json(const cli_run_spec *spec, const cli_run_result *res) {
   cJSON_AddBoolToObject(o, "autotune", c->autotune);
   cJSON_AddNumberToObject(o, "prefetch", c->prefetch);
   cJSON_AddNumberToObject(o, "consumer_slots", c->consumer_slots);
-  cJSON_AddBoolToObject(o, "shuffle", c->shuffle);
+  cJSON_AddBoolToObject(o, "shuffle", c->shuffle != STOKE_SHUFFLE_NONE);
+  cJSON_AddStringToObject(o, "order",
+                          c->shuffle == STOKE_SHUFFLE_BLOCK     ? "block"
+                          : c->shuffle == STOKE_SHUFFLE_UNIFORM ? "uniform"
+                                                                : "index");
+  if (c->shuffle == STOKE_SHUFFLE_BLOCK) {
+    cJSON_AddNumberToObject(o, "block_bytes",
+                            (double)(c->shuffle_block_bytes
+                                         ? c->shuffle_block_bytes
+                                         : STOKE_BLOCK_BYTES_DEFAULT));
+    cJSON_AddNumberToObject(o, "block_window",
+                            c->shuffle_window ? c->shuffle_window
+                                              : STOKE_BLOCK_WINDOW_DEFAULT);
+  }
+  cJSON_AddNumberToObject(o, "echo", c->echo ? c->echo : 1);
+  cJSON_AddStringToObject(o, "echo_mode", stoke_echo_mode_name(c->echo_mode));
+  if (spec->cfg.cache_dir)
+    cJSON_AddStringToObject(o, "cache", spec->cfg.cache_dir);
+  else
+    cJSON_AddNullToObject(o, "cache");
+  cJSON_AddNumberToObject(o, "cache_max_bytes", (double)c->cache_max_bytes);
+  cJSON_AddNumberToObject(o, "ram_cache_bytes",
+                          c->ram_cache_bytes == STOKE_RAM_CACHE_ALL
+                              ? -1.0
+                              : (double)c->ram_cache_bytes);
+  if (spec->gpu_price_per_h > 0)
+    cJSON_AddNumberToObject(o, "gpu_price_per_hour", spec->gpu_price_per_h);
   cJSON_AddNumberToObject(o, "seed", (double)c->seed);
   cJSON_AddBoolToObject(o, "drop_last", c->drop_last);
   cJSON_AddNumberToObject(o, "rank", c->rank);
@@ -927,6 +962,7 @@ cJSON *cli_summary_json(const cli_run_result *res) {
   cJSON_AddNumberToObject(o, "peak_rss_bytes", (double)res->peak_rss_bytes);
   cJSON_AddStringToObject(o, "verdict", stoke_verdict_name(res->diag.verdict));
   cJSON_AddStringToObject(o, "verdict_reason", res->diag.reason);
+  cli_rungs_json(o, res);
   return o;
 }
 

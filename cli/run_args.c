@@ -42,6 +42,13 @@ enum {
   RO_INDICES,
   RO_CONSUMER_SLOTS,
   RO_AUTOTUNE,
+  RO_SHUFFLE_WINDOW,
+  RO_ECHO,
+  RO_ECHO_MODE,
+  RO_CACHE,
+  RO_CACHE_MAX,
+  RO_RAM_CACHE,
+  RO_GPU_PRICE,
   RO_LAST /* commands number their own options from here */
 };
 _Static_assert(RO_LAST == CLI_RUN_OPT_LAST, "cli.h: CLI_RUN_OPT_LAST");
@@ -51,7 +58,7 @@ const cli_opt cli_run_opts[] = {{"batch-size", 'b', 1, RO_BATCH},
                                 {"prefetch", 0, 1, RO_PREFETCH},
                                 {"autotune", 0, 0, RO_AUTOTUNE},
                                 {"consumer-slots", 0, 1, RO_CONSUMER_SLOTS},
-                                {"shuffle", 0, 0, RO_SHUFFLE},
+                                {"shuffle", 0, CLI_ARG_OPTIONAL, RO_SHUFFLE},
                                 {"seed", 0, 1, RO_SEED},
                                 {"drop-last", 0, 0, RO_DROP_LAST},
                                 {"rank", 0, 1, RO_RANK},
@@ -81,7 +88,61 @@ const cli_opt cli_run_opts[] = {{"batch-size", 'b', 1, RO_BATCH},
                                 {"stop-after", 0, 1, RO_STOP_AFTER},
                                 {"resume", 0, 1, RO_RESUME},
                                 {"indices", 0, 1, RO_INDICES},
+                                {"shuffle-window", 0, 1, RO_SHUFFLE_WINDOW},
+                                {"echo", 0, 1, RO_ECHO},
+                                {"echo-mode", 0, 1, RO_ECHO_MODE},
+                                {"cache", 0, 1, RO_CACHE},
+                                {"cache-max", 0, 1, RO_CACHE_MAX},
+                                {"ram-cache", 0, 1, RO_RAM_CACHE},
+                                {"gpu-price", 0, 1, RO_GPU_PRICE},
                                 {NULL, 0, 0, 0}};
+
+int cli_parse_shuffle(const char *what, const char *v, stoke_config *cfg) {
+  if (!v || strcmp(v, "uniform") == 0) { /* --shuffle alone, as before */
+    cfg->shuffle = STOKE_SHUFFLE_UNIFORM;
+    return 0;
+  }
+  if (strcmp(v, "none") == 0) {
+    cfg->shuffle = STOKE_SHUFFLE_NONE;
+    return 0;
+  }
+  if (strncmp(v, "block", 5) == 0 && (v[5] == '\0' || v[5] == '=')) {
+    cfg->shuffle = STOKE_SHUFFLE_BLOCK;
+    cfg->shuffle_block_bytes = 0;
+    if (v[5] == '=' &&
+        (cli_parse_bytes(what, v + 6, &cfg->shuffle_block_bytes) ||
+         cfg->shuffle_block_bytes == 0)) {
+      if (cfg->shuffle_block_bytes == 0)
+        cli_error("%s: a block of 0 bytes", what);
+      return -1;
+    }
+    return 0;
+  }
+  cli_error("%s: expected uniform, block[=SIZE] or none, got '%s'", what, v);
+  return -1;
+}
+
+int cli_parse_price(const char *what, const char *v, double *per_hour) {
+  const char *s = v[0] == '$' ? v + 1 : v;
+  char *end;
+  double x = strtod(s, &end);
+  double per = 1; /* of an hour */
+  if (end == s || !(x >= 0) || x > 1e9) goto bad;
+  if (*end == '\0' || strcmp(end, "/h") == 0 || strcmp(end, "/hour") == 0)
+    per = 1;
+  else if (strcmp(end, "/min") == 0)
+    per = 1.0 / 60;
+  else if (strcmp(end, "/s") == 0)
+    per = 1.0 / 3600;
+  else
+    goto bad;
+  *per_hour = x / per;
+  return 0;
+bad:
+  cli_error("%s: expected a price such as 2.50/h (or /min, /s), got '%s'",
+            what, v);
+  return -1;
+}
 
 static int positive_u64(const char *what, const char *s, uint64_t *out) {
   if (cli_parse_u64(what, s, out))
@@ -152,8 +213,34 @@ int cli_run_args_apply(cli_run_args *a, int id, const char *f,
   case RO_CONSUMER_SLOTS:
     return cli_parse_uint(f, v, 1, 1024, &spec->cfg.consumer_slots);
   case RO_SHUFFLE:
-    spec->cfg.shuffle = 1;
+    return cli_parse_shuffle(f, v, &spec->cfg);
+  case RO_SHUFFLE_WINDOW:
+    return cli_parse_uint(f, v, 1, 65536, &spec->cfg.shuffle_window);
+  case RO_ECHO:
+    return cli_parse_uint(f, v, 1, 64, &spec->cfg.echo);
+  case RO_ECHO_MODE:
+    if (strcmp(v, "batch") == 0)
+      spec->cfg.echo_mode = STOKE_ECHO_BATCH;
+    else if (strcmp(v, "example") == 0)
+      spec->cfg.echo_mode = STOKE_ECHO_EXAMPLE;
+    else {
+      cli_error("%s: expected batch or example, got '%s'", f, v);
+      return -1;
+    }
     return 0;
+  case RO_CACHE:
+    spec->cfg.cache_dir = v;
+    return 0;
+  case RO_CACHE_MAX:
+    return cli_parse_bytes(f, v, &spec->cfg.cache_max_bytes);
+  case RO_RAM_CACHE:
+    if (strcmp(v, "all") == 0) {
+      spec->cfg.ram_cache_bytes = STOKE_RAM_CACHE_ALL;
+      return 0;
+    }
+    return cli_parse_bytes(f, v, &spec->cfg.ram_cache_bytes);
+  case RO_GPU_PRICE:
+    return cli_parse_price(f, v, &spec->gpu_price_per_h);
   case RO_SEED:
     if (cli_parse_u64(f, v, &spec->cfg.seed))
       return -1;
@@ -241,6 +328,15 @@ int cli_run_args_finish(cli_run_args *a, const char *cmd) {
   if (a->rank >= a->world) {
     cli_error("--rank: must be below --world (%u), got %u", a->world,
               a->rank);
+    return -1;
+  }
+  if (a->spec.cfg.shuffle_window &&
+      a->spec.cfg.shuffle != STOKE_SHUFFLE_BLOCK) {
+    cli_error("--shuffle-window: needs --shuffle block");
+    return -1;
+  }
+  if (a->spec.cfg.echo_mode != STOKE_ECHO_BATCH && a->spec.cfg.echo < 2) {
+    cli_error("--echo-mode: needs --echo 2 or more");
     return -1;
   }
   if (a->spec.save_every && !a->spec.save_state_path) {

@@ -422,6 +422,23 @@ typedef struct stoke_image_info {
 STOKE_API int stoke_source_probe(const stoke_source *src, size_t index,
                                  stoke_image_info *out);
 
+/* How the packed shards behind an image source were made (since 0.3):
+** whether `stoke pack --max-side` resized their images, to what size and
+** at what JPEG quality, from the shards' headers. */
+typedef struct stoke_pack_info {
+  size_t n_shards;
+  size_t n_resized;    /* shards whose header records a max side */
+  unsigned max_side;   /* the largest recorded max side; 0: none */
+  int quality;         /* its JPEG quality; 0: none */
+  int mixed;           /* 1: the shards record different sizes or
+                          qualities (or some none) */
+} stoke_pack_info;
+
+/* Fill *out for a packed source; STOKE_EINVAL for any other source (the
+** message in stoke_errmsg(NULL)).  Any thread.  Since 0.3. */
+STOKE_API int stoke_source_pack_info(const stoke_source *src,
+                                     stoke_pack_info *out);
+
 /* Called after each packed sample; return nonzero to stop (the pack then
 ** fails and leaves no shard behind). */
 typedef int (*stoke_pack_progress_fn)(void *user, size_t done, size_t total,
@@ -446,6 +463,15 @@ typedef struct stoke_pack_config {
   const stoke_allocator *alloc;    /* the pack's memory (readers, decoders,
                                       slots, the shard index); NULL =
                                       malloc/free; borrowed */
+  /* Pre-resizing (since 0.3): images whose longer side is over max_side
+  ** are decoded, resized to max_side (the shorter side in proportion,
+  ** rounded) with the transforms' antialiased PIL bilinear filter, and
+  ** stored as baseline JPEGs of `quality` with restart cuts; the others
+  ** are packed as without it.  Lossy.  Every shard's header records both
+  ** (docs/packed-format.md), and stoke inspect shows them.  0 (default):
+  ** keep every image's size. */
+  unsigned max_side;
+  int quality;                     /* 1..100; default 90 */
 } stoke_pack_config;
 
 /* shard_bytes 256 MB, JPEGs rewritten, every core, no progress callback. */
@@ -465,6 +491,7 @@ typedef struct stoke_pack_result {
   ** written (OUT_PREFIX-NNNNN.stoke), removed so that a glob does not read
   ** them with the new ones. */
   size_t n_stale_removed;
+  size_t n_resized;      /* images resized to max_side (since 0.3) */
 } stoke_pack_result;
 
 /* Write every sample of an image source, in index order, to packed shards
@@ -535,7 +562,8 @@ typedef struct stoke_config {
   unsigned prefetch;       /* K: batches prepared ahead of the one the caller
                               holds (K + consumer_slots slots in all);
                               default 2, >= 1 */
-  int shuffle;             /* 0 sequential, 1 seeded shuffle; default 0 */
+  int shuffle;             /* stoke_shuffle: 0 sequential, 1 seeded
+                              uniform shuffle, 2 block order; default 0 */
   uint64_t seed;           /* default 0 */
   int drop_last;           /* drop the final partial batch; default 0 */
   unsigned rank, world;    /* shard for distributed training; default 0, 1 */
@@ -665,6 +693,45 @@ typedef struct stoke_config {
                               so 0.4 x cores there (docs/autotune.md) */
   unsigned autotune_max_prefetch; /* autotune: the deepest prefetch; 0
                                      (default): max(prefetch, 8) */
+  /* The storage and sample-cost rungs (since 0.3).
+  **
+  ** Data echoing (docs/echo.md): each batch the producer makes feeds
+  ** `echo` steps, the last resort when the producer cannot keep up even
+  ** at the knee.  STOKE_ECHO_BATCH hands the same batch out echo times in
+  ** a row (the same memory, so it must not be modified in place);
+  ** STOKE_ECHO_EXAMPLE makes each sample of the batch echo times, each
+  ** copy with its own random transform (copy 0 with the sample's own
+  ** stream, copy j with one derived from it), reading and decoding it
+  ** once, and hands the copies out as echo batches in a row, copy j in the
+  ** j-th.  Either way an epoch is echo x the batches, every sample is in
+  ** echo of them, the order and the contents depend on (seed, epoch, rank,
+  ** world, echo, echo_mode) only, and stoke_stats counts the steps and the
+  ** fresh samples apart.  Default echo 1 (off), mode BATCH. */
+  unsigned echo;
+  int echo_mode;           /* stoke_echo_mode */
+  /* shuffle = STOKE_SHUFFLE_BLOCK (docs/resume.md, "the block order"):
+  ** blocks of consecutive samples of about shuffle_block_bytes of stored
+  ** bytes (default 0: 16 MiB) are shuffled, then the samples within each
+  ** window of shuffle_window blocks (default 0: 8), and the blocks of the
+  ** next window are read ahead (madvise / posix_fadvise WILLNEED). */
+  uint64_t shuffle_block_bytes;
+  unsigned shuffle_window;
+  /* A cache that packs as it reads (docs/cache.md), for folder and tar
+  ** image sources: the samples the workers read are written, in the
+  ** background and with restart cuts, into packed shards under
+  ** cache_dir/<key>/, the key hashing the dataset's fingerprint and every
+  ** file's path, size and modification time; later epochs (and later
+  ** runs) read them from there.  NULL (default): none.  Copied. */
+  const char *cache_dir;
+  uint64_t cache_max_bytes; /* disk the cache may take; 0 (default): no
+                               limit but the file system's last 5% */
+  /* A RAM cache of the samples' finished bytes, for deterministic
+  ** transforms (resize + center-crop, no flip: evaluation pipelines): up
+  ** to ram_cache_bytes (STOKE_RAM_CACHE_ALL: every sample) hold the first
+  ** samples by index, filled as they are produced and copied out in later
+  ** epochs; counted in the host ledger and checked against
+  ** mem_budget_bytes before it is allocated.  0 (default): none. */
+  uint64_t ram_cache_bytes;
 } stoke_config;
 
 /* The default most worker threads of an autotuning loader on `cores`
@@ -673,6 +740,29 @@ typedef struct stoke_config {
 ** ones at the cores. */
 #define STOKE_AUTOTUNE_MAX_WORKERS(cores)                                    \
   ((cores) * 8u > 64u ? (cores) * 8u : 64u)
+
+/* Data echoing's two forms (stoke_config.echo_mode). */
+typedef enum stoke_echo_mode {
+  STOKE_ECHO_BATCH = 0,  /* the same batch echo times in a row */
+  STOKE_ECHO_EXAMPLE = 1 /* each sample in echo batches, each copy with its
+                            own random transform */
+} stoke_echo_mode;
+
+/* "batch", "example"; "?" otherwise. */
+STOKE_API const char *stoke_echo_mode_name(int mode);
+
+/* The orders of an epoch (stoke_config.shuffle). */
+typedef enum stoke_shuffle {
+  STOKE_SHUFFLE_NONE = 0,    /* index order */
+  STOKE_SHUFFLE_UNIFORM = 1, /* a seeded uniform permutation */
+  STOKE_SHUFFLE_BLOCK = 2    /* blocks of consecutive samples shuffled, then
+                                the samples within a window of blocks: for
+                                datasets larger than the page cache */
+} stoke_shuffle;
+
+#define STOKE_RAM_CACHE_ALL UINT64_MAX
+#define STOKE_BLOCK_BYTES_DEFAULT ((uint64_t)16 << 20)
+#define STOKE_BLOCK_WINDOW_DEFAULT 8
 
 /* What the two clocks of a loader measure (stoke_config.clock). */
 typedef enum stoke_clock {
@@ -1026,6 +1116,29 @@ typedef struct stoke_stats {
   uint64_t autotune_changes;   /* changes applied (rollbacks included) */
   uint64_t autotune_rollbacks; /* changes undone */
   double cpu_budget;        /* cores the workers may keep busy (resolved) */
+  /* Data echoing (since 0.3): the loader's echo factor and mode, and the
+  ** fresh samples among the measured ones: `samples` counts every sample
+  ** handed out, echoes included, `fresh_samples` each produced sample
+  ** once (samples / echo over whole groups). */
+  unsigned echo;
+  int echo_mode;
+  uint64_t fresh_samples;
+  /* Stored images (since 0.3; image sources): the samples produced whose
+  ** header said their size, the mean of their pixels and of their longer
+  ** side, and the longer side the transform's output needs of a stored
+  ** image to lose no detail (stoke pack --max-side): the doctor compares
+  ** them (STOKE_ADVICE_PRESIZE). */
+  uint64_t images;
+  double image_pixels_mean;
+  double image_side_mean;
+  unsigned image_keep_side;
+  /* The caches (since 0.3): samples read from the packed cache and from
+  ** the RAM cache, samples written to the packed cache, and its state. */
+  uint64_t cache_hits;
+  uint64_t ram_cache_hits;
+  uint64_t cache_written;
+  uint64_t cache_bytes;     /* on disk */
+  size_t cache_samples;     /* samples the cache holds */
 } stoke_stats;
 
 /* Snapshot of the statistics since warm-up ended.  Any thread. */
@@ -1195,6 +1308,12 @@ typedef struct stoke_loader_state {
   uint64_t batch_size;
   uint32_t rank, world;
   uint32_t shuffle, drop_last, shard_drop_last;
+  /* What else fixes the order and the batches of an epoch (since 0.3): a
+  ** hash of the block order's block size and window and of the echo
+  ** factor and mode; 0 for a uniform or sequential order without echo
+  ** (what a state of 0.2 has).  Another key restores at the next epoch,
+  ** as another batching does. */
+  uint32_t order_key;
 } stoke_loader_state;
 
 #define STOKE_STATE_VERSION 1
@@ -1445,6 +1564,9 @@ typedef struct stoke_model {
   ** demand there (none at W = 0), so that a step stretched by this run's
   ** workers is not predicted for a run without them. */
   int64_t consumer_delay_ns;
+  unsigned echo;          /* the run's data echoing (1: none); the times
+                             above are then per delivered sample, the
+                             producer's over echo (since 0.3) */
 } stoke_model;
 
 /* Fill m from a snapshot.  cfg (borrowed, may be NULL) gives B and
@@ -1534,7 +1656,11 @@ typedef enum stoke_advice_kind {
                                      transforms that release the GIL */
   STOKE_ADVICE_PYTHON_OPS = 11,   /* python-bound: fewer Python operations
                                      per sample */
-  STOKE_ADVICE_PROCESSES = 12     /* python-bound: processes, last resort */
+  STOKE_ADVICE_PROCESSES = 12,    /* python-bound: processes, last resort */
+  STOKE_ADVICE_PRESIZE = 13   /* decoding dominates and the stored images
+                                 are much larger than the output: pre-resize
+                                 them once (stoke pack --max-side; since
+                                 0.3) */
 } stoke_advice_kind;
 
 typedef struct stoke_advice {
@@ -1549,6 +1675,8 @@ typedef struct stoke_advice {
   int64_t predicted_step_ns; /* the step if the advice is taken */
   double speedup;            /* now / predicted */
   char text[256];            /* one line with the numbers */
+  unsigned max_side;         /* PRESIZE: the --max-side it proposes (since
+                                0.3) */
 } stoke_advice;
 
 #define STOKE_MAX_ADVICE 12
@@ -1604,6 +1732,10 @@ typedef struct stoke_host_ledger {
   uint64_t scratch_bytes;
   int scratch_basis;       /* stoke_scratch_basis */
   uint32_t scratch_width, scratch_height; /* the image the bound is of */
+  uint64_t cache_bytes;    /* the RAM cache (ram_cache_bytes, at most the
+                              samples' bytes) and the packed cache's map of
+                              samples and its write queue (cache_dir)
+                              (since 0.3) */
 } stoke_host_ledger;
 
 /* The ledger of the loader cfg would create, without creating it: nothing

@@ -101,18 +101,52 @@ void stoke__thread_join(stoke__thread *t, const stoke_allocator *a);
 /* ---- rng (src/sampler/rng.c) --------------------------------------------- */
 
 uint64_t stoke__mix64(uint64_t x);
+/* Fold a value or a string (eight bytes at a time, then its length, so
+** "ab" + "c" != "a" + "bc") into a 64-bit hash h: identities and keys. */
+uint64_t stoke__hash_u64(uint64_t h, uint64_t v);
+uint64_t stoke__hash_str(uint64_t h, const char *s);
 
 /* ---- sampler (src/sampler/sampler.c) -------------------------------------- */
+
+/* The block order's blocks (src/sampler/blocks.c): consecutive samples of
+** about block_bytes stored bytes, fixed for the source, and, for the
+** epoch whose order was computed last, the block order and where each
+** window ends. */
+typedef struct stoke__blocks {
+  size_t n_blocks;
+  size_t *start;       /* n_blocks + 1: block b is samples [start[b],
+                          start[b + 1]) */
+  size_t window;       /* blocks per window */
+  size_t n_windows;
+  size_t *order;       /* n_blocks: the blocks in the epoch's order */
+  size_t *win_end;     /* n_windows: window w is positions [win_end[w - 1],
+                          win_end[w]) of the epoch's permutation */
+  const stoke_allocator *alloc;
+} stoke__blocks;
+
+/* Cut n samples into blocks of about block_bytes (each at least one
+** sample; bytes(user, i) the stored bytes of sample i) and windows of
+** `window` blocks.  The arrays are sized for n blocks, whatever the cut:
+** stoke__blocks_bytes(n).  0 or STOKE_ENOMEM. */
+int stoke__blocks_init(stoke__blocks *b, const stoke_allocator *a, size_t n,
+                       uint64_t (*bytes)(const void *user, size_t i),
+                       const void *user, uint64_t block_bytes, size_t window);
+void stoke__blocks_free(stoke__blocks *b);
+uint64_t stoke__blocks_bytes(size_t n);
+/* The window holding position t of the epoch's permutation. */
+size_t stoke__blocks_window_of(const stoke__blocks *b, size_t t);
 
 typedef struct stoke__plan {
   size_t n_source;     /* samples in the source */
   size_t per_rank;     /* samples this rank sees per epoch */
   size_t batch_size;
   size_t n_batches;    /* batches per epoch for this rank */
-  int shuffle;
+  int shuffle;         /* stoke_shuffle */
   uint64_t seed;
   unsigned rank, world;
   int shard_drop_last, drop_last;
+  stoke__blocks *blocks; /* STOKE_SHUFFLE_BLOCK: the blocks (plan_order
+                            writes their epoch order); else NULL */
 } stoke__plan;
 
 /* Fill in per_rank and n_batches from the other fields; STOKE_EINVAL (with
@@ -147,7 +181,20 @@ struct stoke_sample {
   struct stoke__trace *trace; /* the worker's, or NULL when not tracing */
   const stoke_batch *batch; /* the batch being filled */
   size_t pos;             /* this sample's position in it */
+  /* Example echoing: fill `copies` copies of the sample (1: the sample
+  ** alone), copy j's field f at dst[f] + j * copy_step[f], with the stream
+  ** stoke__copy_rng(&rng, j) (copy 0: rng itself). */
+  unsigned copies;
+  size_t copy_step[STOKE__MAX_FIELDS];
+  /* Set by image fills: the stored image's size from its header (0 when
+  ** unknown), summed into the producer's statistics. */
+  uint32_t src_w, src_h;
+  struct stoke__cache *cache; /* the loader's packed cache, or NULL */
 };
+
+/* The stream of copy j of a sample whose stream is base: base for j = 0,
+** else base's key mixed with j (src/sampler/rng.c). */
+void stoke__copy_rng(const stoke_rng *base, unsigned j, stoke_rng *out);
 
 struct stoke__u8_form;
 
@@ -176,6 +223,19 @@ typedef struct stoke__source_ops {
   ** Nonzero poisons the loader with STOKE_ESAMPLE and err's text. */
   int (*batch_done)(stoke_source *src, const stoke_batch *b, char *err,
                     size_t cap);
+  /* Optional: fill stoke_sample.copies copies at once, sharing what the
+  ** copies have in common (reading, decoding); without it each copy is a
+  ** fill of its own.  Same return as fill. */
+  int (*fill_copies)(stoke_source *src, stoke_sample *s);
+  /* Optional: true when a fill's bytes do not depend on the epoch or the
+  ** random stream (a RAM cache may keep them). */
+  bool (*deterministic)(const stoke_source *src);
+  /* Optional: the stored bytes of sample i (the block order's sizes);
+  ** without it every sample weighs its fields' bytes. */
+  uint64_t (*stored_bytes)(const stoke_source *src, size_t i);
+  /* Optional: read samples [first, first + n) ahead, asynchronously
+  ** (madvise / posix_fadvise WILLNEED); advice only, errors ignored. */
+  void (*read_ahead)(const stoke_source *src, size_t first, size_t n);
   /* Optional (since 0.2): a bound of one worker's scratch_create state at
   ** its largest, for the host ledger; *basis a stoke_scratch_basis, *w x
   ** *h the image it is of (0 when not an image). */
@@ -190,6 +250,12 @@ typedef struct stoke__source_ops {
 ** false. */
 bool stoke__source_u8_form(const stoke_source *src,
                            struct stoke__u8_form *out);
+/* The longer side a stored image needs for src's transform to keep its
+** detail (the doctor's pre-resize advice, src/source/image.c): 2 x the
+** output of a random-resized-crop, 4/3 of a resize before a center-crop
+** (a 4:3 image keeps it on its shorter side), rounded up to a multiple of
+** 128; 0 for sources that are not images. */
+unsigned stoke__source_keep_side(const stoke_source *src);
 
 struct stoke_source {
   atomic_long refs;          /* atomic, acq_rel: last release frees */
@@ -305,6 +371,11 @@ typedef struct stoke__producer_stats {
   atomic_uint_least64_t busy_ns, cpu_ns, chunks, samples;
   /* The device thread's (src/device/copy.c); 0 for workers. */
   atomic_uint_least64_t copy_bytes, pageable_copies;
+  /* Stored images: how many said their size, their pixels and longer
+  ** sides summed (stoke_sample.src_w, src_h). */
+  atomic_uint_least64_t images, image_pixels, image_sides;
+  /* Samples served by the packed cache and the RAM cache. */
+  atomic_uint_least64_t cache_hits, ram_hits;
 } stoke__producer_stats;
 
 /* What the consumer measures.  Written only by the consumer. */
@@ -319,6 +390,8 @@ typedef struct stoke__consumer_stats {
   atomic_uint_least64_t untimed_steps;
   atomic_uint_least64_t idle_steps; /* steps the stream found nothing to run
                                        (idle past STOKE__IDLE_STEP_NS) */
+  atomic_uint_least64_t fresh_samples; /* echoing: samples of the first
+                                          step of each echo group */
 } stoke__consumer_stats;
 
 /* A step whose stream idled longer than this before it started found its
@@ -335,6 +408,8 @@ typedef struct stoke__stats_snap {
   stoke__hist_snap host_wait, host_compute, copy_wait, gpu_idle;
   uint64_t copy_bytes, pageable_copies, untimed_steps, idle_steps;
   bool clock_events;      /* set by the reader: the loader's clock is EVENTS */
+  uint64_t images, image_pixels, image_sides, cache_hits, ram_hits;
+  uint64_t fresh_samples;
 } stoke__stats_snap;
 
 void stoke__stats_snap_producer(const stoke__producer_stats *p,

@@ -384,7 +384,7 @@ static PyObject *loader_config(sk_Loader *self, PyObject *noargs) {
   stoke_loader_config(l, &c);
   return Py_BuildValue(
       "{s:n,s:I,s:I,s:I,s:i,s:K,s:i,s:I,s:I,s:i,s:i,s:I,s:n,s:L,s:K,s:i,"
-      "s:n,s:n,s:n,s:n}",
+      "s:n,s:n,s:n,s:n,s:I,s:i}",
       "batch_size", (Py_ssize_t)c.batch_size, "n_workers", c.n_workers,
       "prefetch", c.prefetch, "consumer_slots", c.consumer_slots, "shuffle",
       c.shuffle, "seed", (unsigned long long)c.seed, "drop_last", c.drop_last,
@@ -396,7 +396,8 @@ static PyObject *loader_config(sk_Loader *self, PyObject *noargs) {
       c.prefetch_next_epoch, "trace_events", (Py_ssize_t)c.trace_events,
       "max_chunk", (Py_ssize_t)c.max_chunk, "n_batches",
       (Py_ssize_t)stoke_loader_n_batches(l), "n_samples",
-      (Py_ssize_t)stoke_loader_n_samples(l));
+      (Py_ssize_t)stoke_loader_n_samples(l), "echo", c.echo, "echo_mode",
+      c.echo_mode);
 }
 
 static PyObject *loader_host_bytes(sk_Loader *self, PyObject *noargs) {

@@ -91,6 +91,12 @@ static int collect(sk_Loader *self, sk_run *r) {
     if (sk_dict_size(self->spec, "length", &n) < 0) return -1;
     r->res.source_samples = n;
   }
+  /* The accelerator's price per hour (gpu_price=, parsed by the package):
+  ** the cost's money, as --gpu-price. */
+  if (sk_dict_double(self->spec, "gpu_price_per_hour",
+                     &r->spec.gpu_price_per_h) < 0)
+    return -1;
+  r->res.gpu_price_per_h = r->spec.gpu_price_per_h;
   r->spec.cfg = r->res.eff;
   r->spec.epochs = (unsigned)r->res.n_epochs;
   r->res.peak_rss_bytes = cli_peak_rss_bytes();

@@ -269,7 +269,13 @@ int sk_config_from_dict(PyObject *d, stoke_config *c) {
       sk_dict_uint(d, "max_replace_tries", &c->max_replace_tries) ||
       sk_dict_int(d, "autotune", &c->autotune) ||
       sk_dict_double(d, "cpu_budget", &c->cpu_budget) ||
-      sk_dict_uint(d, "autotune_max_prefetch", &c->autotune_max_prefetch))
+      sk_dict_uint(d, "autotune_max_prefetch", &c->autotune_max_prefetch) ||
+      sk_dict_uint(d, "echo", &c->echo) ||
+      sk_dict_int(d, "echo_mode", &c->echo_mode) ||
+      sk_dict_u64(d, "shuffle_block_bytes", &c->shuffle_block_bytes) ||
+      sk_dict_uint(d, "shuffle_window", &c->shuffle_window) ||
+      sk_dict_u64(d, "cache_max_bytes", &c->cache_max_bytes) ||
+      sk_dict_u64(d, "ram_cache_bytes", &c->ram_cache_bytes))
     return -1;
   uint64_t stream = c->cuda_stream;
   if (sk_dict_u64(d, "cuda_stream", &stream)) return -1;
@@ -286,6 +292,9 @@ int sk_config_from_dict(PyObject *d, stoke_config *c) {
   Py_DECREF(o);
   if (!(o = sk_dict_str(d, "quarantine_path", &v))) return -1;
   if (v) c->quarantine_path = v;
+  Py_DECREF(o);
+  if (!(o = sk_dict_str(d, "cache_dir", &v))) return -1;
+  if (v) c->cache_dir = v;
   Py_DECREF(o);
   return 0;
 }

@@ -70,7 +70,8 @@ class Loader:
     output: str
     names: Tuple[str, ...]
     closed: bool
-    def __init__(self, source: Source, batch_size: int, *, shuffle: bool = ...,
+    def __init__(self, source: Source, batch_size: int, *,
+                 shuffle: Union[bool, str] = ...,
                  seed: int = ..., num_workers: Union[int, str] = ..., prefetch: int = ...,
                  drop_last: bool = ..., transform: Optional[str] = ...,
                  rank: Optional[int] = ..., world_size: Optional[int] = ...,
@@ -88,6 +89,12 @@ class Loader:
                  on_error: str = ..., max_failures: Union[None, int, float, str] = ...,
                  max_replace_tries: int = ...,
                  quarantine: Union[None, str, PathLike] = ...,
+                 block_window: Optional[int] = ..., echo: int = ...,
+                 echo_mode: str = ...,
+                 cache: Union[str, PathLike, None] = ...,
+                 cache_max: Union[int, str, None] = ...,
+                 ram_cache: Union[bool, int, str, None] = ...,
+                 gpu_price: Union[float, str, None] = ...,
                  cpu_budget: Optional[float] = ...) -> None: ...
     def __iter__(self) -> "LoaderIterator": ...
     def __len__(self) -> int: ...
@@ -152,7 +159,8 @@ class DataLoader:
                  prefetch_factor: Optional[int] = ..., persistent_workers: bool = ...,
                  pin_memory_device: str = ..., in_order: bool = ...,
                  torch_threads: Optional[int] = ..., max_batch_size: Optional[int] = ...,
-                 warmup: int = ..., trace: Union[bool, int] = ...) -> None: ...
+                 warmup: int = ..., trace: Union[bool, int] = ...,
+                 gpu_price: Union[float, str, None] = ...) -> None: ...
     @property
     def multiprocessing_context(self) -> Any: ...
     def __iter__(self) -> Iterator[Any]: ...

@@ -51,6 +51,31 @@ def parse_bytes(value, what):
     return int(float(number) * base ** _POW[prefix])
 
 
+_PRICE = re.compile(r"^\$?([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)"
+                    r"(/h|/hour|/min|/s)?$")
+_PER_HOUR = {None: 1.0, "/h": 1.0, "/hour": 1.0, "/min": 60.0, "/s": 3600.0}
+
+
+def parse_price(value, what):
+    """The accelerator's price per hour, as the CLI's --gpu-price reads it:
+    2.5 (per hour), '2.50/h', '$2.50/h', '0.05/min', '0.0007/s'; None: 0
+    (no price)."""
+    if value is None:
+        return 0.0
+    if isinstance(value, bool):
+        raise TypeError(f"{what}: expected a price, got {value!r}")
+    if isinstance(value, (int, float)):
+        x = float(value)
+        if not 0 <= x <= 1e9:
+            raise ValueError(f"{what}: {value!r} is not a price per hour")
+        return x
+    m = _PRICE.match(str(value).strip())
+    if not m or float(m.group(1)) > 1e9:
+        raise ValueError(f"{what}: expected a price such as '2.50/h' (or "
+                         f"/min, /s), got {value!r}")
+    return float(m.group(1)) * _PER_HOUR[m.group(2)]
+
+
 def env_rank_world():
     """RANK and WORLD_SIZE as torchrun sets them (0 and 1 when unset)."""
     def get(name, default):

@@ -31,10 +31,12 @@ What threads change, and what stoke does about it (docs/dataloader.md):
 import atexit
 import copy as _copy
 import os
+import re
 import warnings
 import weakref
 
 from . import _stoke
+from ._util import parse_price
 from .loader import _pythonize_diagnosis, loader_config, pythonize
 
 _PROFILE_NAME = "enumerate(DataLoader)#stoke.DataLoader.__next__"
@@ -230,8 +232,10 @@ class DataLoader:
     thread, default 1 as in torch's worker processes; None leaves torch's
     setting), ``max_batch_size`` (the largest batch a custom batch_sampler
     gives, default its batch_size or 4096), ``warmup`` (epochs left out of
-    the statistics, default 1) and ``trace`` (keep spans for
-    :meth:`save_trace`).  See the module's documentation for what running
+    the statistics, default 1), ``trace`` (keep spans for
+    :meth:`save_trace`) and ``gpu_price`` (the accelerator's price per hour,
+    ``2.5`` or ``"2.50/h"``: the cost in :meth:`stats` and :meth:`report`
+    in money).  See the module's documentation for what running
     on threads changes."""
 
     __initialized = False
@@ -243,7 +247,7 @@ class DataLoader:
                  generator=None, *, prefetch_factor=None,
                  persistent_workers=False, pin_memory_device="",
                  in_order=True, torch_threads=1, max_batch_size=None,
-                 warmup=1, trace=False):
+                 warmup=1, trace=False, gpu_price=None):
         import torch
         from torch.utils.data import (BatchSampler, IterableDataset,
                                       RandomSampler, SequentialSampler)
@@ -354,6 +358,7 @@ class DataLoader:
         self.torch_threads = torch_threads
         self._warmup = warmup
         self._trace = trace
+        self._gpu_price = parse_price(gpu_price, "gpu_price")
         self._engine = None
         self._engine_failed = False
         self._iterator = None
@@ -488,7 +493,8 @@ class DataLoader:
                 "drop_last": int(bool(self.drop_last)), "fast": int(fast),
                 "pin_memory": int(pin), "collate": collate,
                 "make_worker": make_worker, "init_worker": init_worker,
-                "label": f"Python dataset {name}"}
+                "label": f"Python dataset {name}",
+                "gpu_price_per_hour": self._gpu_price}
         pf = self.prefetch_factor or 2
         # The autotuner starts at prefetch 2 and goes up to 8 (the
         # library's default deepest).
@@ -573,7 +579,15 @@ class DataLoader:
                 f"{self.num_workers} threads>")
 
 
+# The doctor's echo advice names stoke.Loader's echo=; a DataLoader, whose
+# batches come in the order its sampler gives, has none: the loop does it.
+_ECHO_ADVICE = re.compile(r"--echo (\d+) \(Loader\(echo=\d+\)\)")
+
+
 def _dataloader_text(text):
+    text = _ECHO_ADVICE.sub(
+        r"each batch \1 times in the training loop (stoke.DataLoader has no "
+        r"echo=; stoke.Loader(echo=\1) has, for paths and arrays)", text)
     return text.replace("OMP_NUM_THREADS=1", "torch_threads=1, the default")
 
 

@@ -11,7 +11,7 @@ import re
 
 from . import _stoke
 from ._util import (env_rank_world, is_torch_tensor, parse_bytes,
-                    parse_duration_ns, torch_available)
+                    parse_duration_ns, parse_price, torch_available)
 
 _SYNTH_KINDS = {"sleep": 1, "spin": 2, "tensor": 3}
 _COST_DISTS = {"fixed": 1, "exp": 2, "lognormal": 3}
@@ -252,6 +252,33 @@ def device_config(device=None, device_prefetch=1, pin_memory=None,
     }, (cuda.current_stream if cuda else None)
 
 
+_ECHO_MODES = {"batch": 0, "example": 1}
+
+
+def _shuffle_config(shuffle, block_window):
+    """shuffle=False/True/"uniform"/"block"/"block=64MiB" as stoke_config's
+    shuffle, shuffle_block_bytes and shuffle_window."""
+    block = 0
+    if shuffle is None or shuffle is False:
+        code = 0
+    elif shuffle is True or shuffle == "uniform":
+        code = 1
+    elif isinstance(shuffle, str) and (shuffle == "block" or
+                                       shuffle.startswith("block=")):
+        code = 2
+        if "=" in shuffle:
+            block = parse_bytes(shuffle[6:], "shuffle")
+            if not block:
+                raise ValueError("shuffle: a block of 0 bytes")
+    else:
+        raise ValueError(f"shuffle: expected a bool, 'uniform' or "
+                         f"'block[=SIZE]', got {shuffle!r}")
+    if block_window is not None and code != 2:
+        raise ValueError("block_window: applies to shuffle='block'")
+    return {"shuffle": code, "shuffle_block_bytes": block,
+            "shuffle_window": int(block_window or 0)}
+
+
 _ON_ERROR = {"fail": 0, "skip": 1, "replace": 2}
 
 
@@ -293,7 +320,9 @@ def loader_config(batch_size, *, shuffle=False, seed=0, num_workers=0,
                   prefetch=2, drop_last=False, rank=None, world_size=None,
                   mem_budget=None, timeout=None, out_of_order=False,
                   epoch_prefetch=True, warmup=1, warmup_steps=0, trace=False,
-                  max_chunk=0, shard_drop_last=False, cpu_budget=None):
+                  max_chunk=0, shard_drop_last=False, block_window=None,
+                  echo=1, echo_mode="batch", cache=None, cache_max=None,
+                  ram_cache=None, cpu_budget=None):
     """The C loader's configuration (stoke_config's names) from Python's.
     num_workers="auto" turns the online autotuner on (cpu_budget: the cores
     its workers may keep busy, None for all)."""
@@ -310,14 +339,27 @@ def loader_config(batch_size, *, shuffle=False, seed=0, num_workers=0,
         raise ValueError(f"prefetch: expected an integer >= 1, got "
                          f"{prefetch!r}")
     trace_events = (16384 if trace is True else int(trace) if trace else 0)
-    return {
+    if isinstance(echo, bool) or not isinstance(echo, int) or echo < 1:
+        raise ValueError(f"echo: expected an integer >= 1, got {echo!r}")
+    if echo_mode not in _ECHO_MODES:
+        raise ValueError(f"echo_mode: expected 'batch' or 'example', got "
+                         f"{echo_mode!r}")
+    rungs = _shuffle_config(shuffle, block_window)
+    rungs.update({
+        "echo": echo, "echo_mode": _ECHO_MODES[echo_mode],
+        "cache_dir": None if cache is None else os.fsdecode(cache),
+        "cache_max_bytes": parse_bytes(cache_max, "cache_max"),
+        "ram_cache_bytes": (0 if not ram_cache else (1 << 64) - 1
+                            if ram_cache is True or ram_cache == "all"
+                            else parse_bytes(ram_cache, "ram_cache")),
+    })
+    return rungs | {
         "batch_size": batch_size,
         "n_workers": resolve_workers(num_workers),
         "prefetch": prefetch,
         # Python's for loop holds the previous batch while it asks for the
         # next one: one more slot keeps `prefetch` batches made ahead.
         "consumer_slots": 2,
-        "shuffle": int(bool(shuffle)),
         "seed": int(seed),
         "drop_last": int(bool(drop_last)),
         "rank": int(rank), "world": int(world),
@@ -339,6 +381,7 @@ def loader_config(batch_size, *, shuffle=False, seed=0, num_workers=0,
 
 _FLAG_J = re.compile(r"(?<![\w-])-j (\d+)")
 _FLAG_K = re.compile(r"--prefetch (\d+)")
+_FLAG_ECHO = re.compile(r"--echo (\d+) \(Loader\(echo=\d+\)\)")
 
 
 def pythonize(text):
@@ -346,6 +389,7 @@ def pythonize(text):
     loader's arguments instead."""
     text = text.replace("with that -j", "with those workers")
     text = _FLAG_J.sub(r"num_workers=\1", text)
+    text = _FLAG_ECHO.sub(r"echo=\1", text)
     return _FLAG_K.sub(r"prefetch=\1", text)
 
 
@@ -383,6 +427,22 @@ class Loader(_stoke.Loader):
     statistics), ``warmup_steps``, ``trace`` (keep spans for
     :meth:`save_trace`), ``max_chunk``, ``shard_drop_last``, and for images
     ``image_kind``, ``max_pixels``, ``max_bytes``, ``verify_checksums``.
+
+    The storage and sample-cost rungs (docs/echo.md, docs/cache.md):
+    ``shuffle="block"`` (or ``"block=64MiB"``, with ``block_window``
+    blocks per window) shuffles blocks of consecutive samples for datasets
+    larger than RAM and reads the next ones ahead; ``echo=e`` feeds each
+    batch made to ``e`` steps (``echo_mode="batch"``: the same batch;
+    ``"example"``: each sample in ``e`` batches, each copy with its own
+    random transform), the last resort when the producer cannot keep up;
+    ``cache="DIR"`` packs a folder or tar dataset into DIR as the first
+    epoch reads it, and reads it from there after (``cache_max`` bounds
+    the disk); ``ram_cache=True`` (or a size) keeps an evaluation
+    transform's samples (resize + center-crop) in RAM after their first
+    epoch.  ``gpu_price`` (per hour: ``2.5`` or ``"2.50/h"``, ``"/min"``,
+    ``"/s"``) turns the cost that :meth:`stats` and :meth:`report` give (time
+    per sample and per epoch, the wait's share) into money, the CLI's
+    ``--gpu-price``.
 
     ``device="cuda"`` (or ``"cuda:N"``) copies each batch to the GPU on
     stoke's own stream, ``device_prefetch`` batches ahead, and yields CUDA
@@ -430,10 +490,13 @@ class Loader(_stoke.Loader):
                  device_prefetch=1, pin_memory=None, device_normalize=True,
                  cuda_library=None, cuda_stream=None, release_stream=None,
                  on_error="fail", max_failures=None, max_replace_tries=8,
-                 quarantine=None, cpu_budget=None):
+                 quarantine=None, block_window=None, echo=1,
+                 echo_mode="batch", cache=None, cache_max=None,
+                 ram_cache=None, gpu_price=None, cpu_budget=None):
         spec, layout, names, keep = describe_source(
             source, transform, image_kind, max_pixels, max_bytes,
             verify_checksums)
+        spec["gpu_price_per_hour"] = parse_price(gpu_price, "gpu_price")
         config = loader_config(
             batch_size, shuffle=shuffle, seed=seed, num_workers=num_workers,
             prefetch=prefetch, drop_last=drop_last, rank=rank,
@@ -441,6 +504,8 @@ class Loader(_stoke.Loader):
             out_of_order=out_of_order, epoch_prefetch=epoch_prefetch,
             warmup=warmup, warmup_steps=warmup_steps, trace=trace,
             max_chunk=max_chunk, shard_drop_last=shard_drop_last,
+            block_window=block_window, echo=echo, echo_mode=echo_mode,
+            cache=cache, cache_max=cache_max, ram_cache=ram_cache,
             cpu_budget=cpu_budget)
         dev, stream = device_config(device, device_prefetch, pin_memory,
                                     device_normalize, cuda_library,
@@ -516,7 +581,11 @@ class Loader(_stoke.Loader):
         """The configuration in force (defaults resolved)."""
         c = self._config()
         return {"batch_size": c["batch_size"], "num_workers": c["n_workers"],
-                "prefetch": c["prefetch"], "shuffle": bool(c["shuffle"]),
+                "prefetch": c["prefetch"],
+                "shuffle": ("block" if c["shuffle"] == 2
+                            else bool(c["shuffle"])),
+                "echo": c["echo"],
+                "echo_mode": ("example" if c["echo_mode"] else "batch"),
                 "seed": c["seed"], "drop_last": bool(c["drop_last"]),
                 "rank": c["rank"], "world_size": c["world"],
                 "out_of_order": not c["in_order"],

@@ -203,4 +203,13 @@ int stoke__jpeg_transcode(stoke__decoder *d, const uint8_t *data, size_t n,
                           uint8_t **out, size_t *out_n, char *err,
                           size_t cap);
 
+/* Encode w x h RGB8 pixels (rows `stride` bytes apart) as a baseline JPEG
+** of `quality` (1..100), 4:2:0, optimised Huffman tables and a restart
+** marker every MCU, so that crops cut as from the rewrite above (stoke
+** pack --max-side).  0 with *out (freed through the decoder's allocator)
+** and *out_n; STOKE_EINVAL or STOKE_ENOMEM with a message otherwise. */
+int stoke__jpeg_encode(stoke__decoder *d, const uint8_t *rgb, uint32_t w,
+                       uint32_t h, size_t stride, int quality, uint8_t **out,
+                       size_t *out_n, char *err, size_t cap);
+
 #endif /* STOKE_DECODE_H */

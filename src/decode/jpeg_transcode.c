@@ -90,6 +90,40 @@ typedef struct tc_ctx {
   bool co_made;
 } tc_ctx;
 
+/* A compress side for decoder d writing into a buffer of dest_cap bytes
+** (doubled as needed); its errors longjmp to d's handler.  NULL when out
+** of memory. */
+static tc_ctx *tc_new(stoke__decoder *d, size_t dest_cap, char *err,
+                      size_t cap) {
+  const stoke_allocator *a = d->opts.alloc;
+  tc_ctx *t = stoke__calloc(a, 1, sizeof *t);
+  if (!t) return NULL;
+  t->co.err = jpeg_std_error(&t->ce.pub);
+  t->ce.pub.error_exit = tc_exit;
+  t->ce.pub.output_message = tc_silent;
+  t->ce.jmp = &d->jerr.jmp;
+  t->ce.err = err;
+  t->ce.cap = cap;
+  t->dest = (tc_dest){.a = a, .cap = dest_cap};
+  t->dest.pub.init_destination = dest_init;
+  t->dest.pub.empty_output_buffer = dest_grow;
+  t->dest.pub.term_destination = dest_term;
+  return t;
+}
+
+/* What t wrote becomes the caller's (*out, *out_n). */
+static void tc_take(tc_ctx *t, uint8_t **out, size_t *out_n) {
+  *out = t->dest.buf;
+  *out_n = t->dest.cap - t->dest.pub.free_in_buffer;
+  t->dest.buf = NULL;
+}
+
+static void tc_free(stoke__decoder *d, tc_ctx *t) {
+  if (t->co_made) jpeg_destroy_compress(&t->co);
+  stoke__free(d->opts.alloc, t->dest.buf);
+  stoke__free(d->opts.alloc, t);
+}
+
 /* The largest divisor of the MCUs in a row that keeps an interval at most
 ** STOKE__JPEG_CUT_PX wide (1 for 16-pixel MCUs, 2 for 8-pixel ones when
 ** even; 1 for MCUs wider than that). */
@@ -147,34 +181,75 @@ int stoke__jpeg_transcode(stoke__decoder *d, const uint8_t *data, size_t n,
                                 cap);
   if (rc != 0) return rc;
 
-  const stoke_allocator *a = d->opts.alloc;
-  tc_ctx *t = stoke__calloc(a, 1, sizeof *t);
+  tc_ctx *t = tc_new(d, n + n / 8 + 1024, err, cap);
   if (!t)
     return stoke__errf(err, cap, STOKE_ENOMEM,
                        "JPEG rewrite: out of memory");
-  t->co.err = jpeg_std_error(&t->ce.pub);
-  t->ce.pub.error_exit = tc_exit;
-  t->ce.pub.output_message = tc_silent;
-  t->ce.jmp = &d->jerr.jmp;
-  t->ce.err = err;
-  t->ce.cap = cap;
-  t->dest = (tc_dest){.a = a, .cap = n + n / 8 + 1024};
-  t->dest.pub.init_destination = dest_init;
-  t->dest.pub.empty_output_buffer = dest_grow;
-  t->dest.pub.term_destination = dest_term;
   if (setjmp(d->jerr.jmp)) {
     /* jpeg.c's handler wrote the message of a decode-side error. */
     jpeg_abort_decompress(&d->cinfo);
     rc = t->ce.code ? t->ce.code : d->jerr.code;
   } else {
     rewrite(d, t, data, n, err, cap);
-    *out = t->dest.buf;
-    *out_n = t->dest.cap - t->dest.pub.free_in_buffer;
-    t->dest.buf = NULL; /* now the caller's */
+    tc_take(t, out, out_n);
     rc = 0;
   }
-  if (t->co_made) jpeg_destroy_compress(&t->co);
-  stoke__free(a, t->dest.buf);
-  stoke__free(a, t);
+  tc_free(d, t);
+  return rc;
+}
+
+/* ---- encoding pixels (stoke pack --max-side) ------------------------------ */
+
+/* Below the setjmp of stoke__jpeg_encode. */
+static void encode(tc_ctx *t, const uint8_t *rgb, uint32_t w, uint32_t h,
+                   size_t stride, int quality) {
+  jpeg_create_compress(&t->co);
+  t->co_made = true;
+  t->dest.buf = stoke__alloc(t->dest.a, t->dest.cap);
+  if (!t->dest.buf) ERREXIT1(&t->co, JERR_OUT_OF_MEMORY, 0);
+  t->co.dest = &t->dest.pub;
+  t->co.image_width = w;
+  t->co.image_height = h;
+  t->co.input_components = 3;
+  t->co.in_color_space = JCS_RGB;
+  jpeg_set_defaults(&t->co); /* YCbCr 4:2:0: 16-pixel MCUs, baseline */
+  jpeg_set_quality(&t->co, quality, TRUE);
+  t->co.optimize_coding = TRUE;
+  t->co.dct_method = JDCT_ISLOW;
+  /* A restart marker every MCU: every interval is 16 pixels wide, so
+  ** crops cut as from `stoke pack`'s lossless rewrite. */
+  t->co.restart_in_rows = 0;
+  t->co.restart_interval = 1;
+  jpeg_start_compress(&t->co, TRUE);
+  while (t->co.next_scanline < h) {
+    JSAMPROW row = (JSAMPROW)(rgb + (size_t)t->co.next_scanline * stride);
+    jpeg_write_scanlines(&t->co, &row, 1);
+  }
+  jpeg_finish_compress(&t->co);
+}
+
+int stoke__jpeg_encode(stoke__decoder *d, const uint8_t *rgb, uint32_t w,
+                       uint32_t h, size_t stride, int quality, uint8_t **out,
+                       size_t *out_n, char *err, size_t cap) {
+  *out = NULL;
+  *out_n = 0;
+  if (!rgb || w == 0 || h == 0 || stride < 3 * (size_t)w || quality < 1 ||
+      quality > 100)
+    return stoke__errf(err, cap, STOKE_EINVAL,
+                       "JPEG encode: %ux%u, stride %zu, quality %d", w, h,
+                       stride, quality);
+  /* About a bit a pixel at quality 90; the buffer doubles as needed. */
+  tc_ctx *t = tc_new(d, (size_t)w * h / 4 + 4096, err, cap);
+  if (!t)
+    return stoke__errf(err, cap, STOKE_ENOMEM, "JPEG encode: out of memory");
+  int rc;
+  if (setjmp(d->jerr.jmp)) {
+    rc = t->ce.code ? t->ce.code : STOKE_EFORMAT;
+  } else {
+    encode(t, rgb, w, h, stride, quality);
+    tc_take(t, out, out_n);
+    rc = 0;
+  }
+  tc_free(d, t);
   return rc;
 }

@@ -21,6 +21,9 @@
 **              it;
 **   cheaper    when even the knee leaves the producer slower than the
 **              consumer: make the dominant stage cheaper;
+**   presize    decoding dominates and the stored images are much larger
+**              than the transform keeps: stoke pack --max-side, priced
+**              from the pixels saved;
 **   echo       when even all cores cannot keep up: reuse each batch e times
 **              (data echoing), the last resort since it changes training.
 ** Two more, since 0.2:
@@ -407,22 +410,62 @@ int stoke_advise_model(const stoke_model *m, const stoke_stats *st,
                stage_remedy(top), ms(s), ms(l.now), a->speedup);
     }
   }
+  /* Decoding dominates and the stored images are far larger than the
+  ** transform keeps: pre-resize them once (stoke pack --max-side).  The
+  ** decode is taken as proportional to the pixels it reads, so the gain is
+  ** priced from the pixels saved. */
+  unsigned keep = st->image_keep_side;
+  if ((double)prod_adv > (double)tc * (1 + GAIN_MIN) && m->t_d_ns > 0 &&
+      st->images > 0 && keep > 0 && st->image_side_mean >= 2.0 * keep &&
+      m->stage_ns[STOKE_STAGE_DECODE] >= m->stage_ns[STOKE_STAGE_READ] &&
+      m->stage_ns[STOKE_STAGE_DECODE] >= m->stage_ns[STOKE_STAGE_TRANSFORM]) {
+    double r = (double)keep / st->image_side_mean;
+    r *= r; /* the pixels left */
+    double saved = (double)m->stage_ns[STOKE_STAGE_DECODE] * (1 - r);
+    stoke_model mm = *m;
+    mm.stage_ns[STOKE_STAGE_DECODE] -= (int64_t)saved;
+    mm.t_d_ns -= (int64_t)saved;
+    mm.t_cpu_ns = (int64_t)((double)mm.t_cpu_ns * (double)mm.t_d_ns /
+                            (double)m->t_d_ns);
+    mm.t_io_ns = (int64_t)((double)mm.t_io_ns * (double)mm.t_d_ns /
+                           (double)m->t_d_ns);
+    int64_t s = step_of(&mm, w_adv, k);
+    if ((double)s < (double)base * (1 - GAIN_MIN) &&
+        (a = add(&l, STOKE_ADVICE_PRESIZE, s))) {
+      a->stage = STOKE_STAGE_DECODE;
+      a->max_side = keep;
+      a->n_workers = w_adv;
+      a->prefetch = k;
+      snprintf(a->text, sizeof a->text,
+               "pre-resize once: stoke pack DATA -o OUT --max-side %u: the "
+               "images average %.1f MP (longer side %.0f px) and the "
+               "transform keeps %u px; decoding %.1f%% of the pixels "
+               "(%.2f ms of %.2f ms a sample now), predicted step %.2f ms "
+               "(now %.2f ms), %.2fx",
+               keep, st->image_pixels_mean / 1e6, st->image_side_mean, keep,
+               100 * r, ms(m->stage_ns[STOKE_STAGE_DECODE]), ms(m->t_d_ns),
+               ms(s), ms(l.now), a->speedup);
+    }
+  }
   if ((double)prod_best > (double)tc * (1 + GAIN_MIN) && tc > 0) {
     double e = ceil((double)prod_best / (double)tc);
     if (e > 16) e = 16;
     int64_t s = (int64_t)((double)prod_best / e);
     if (s < tc) s = tc;
+    /* The model's times are per delivered sample: a run that echoes
+    ** already needs e times its echo. */
+    unsigned now_e = m->echo > 1 ? m->echo : 1;
     if ((a = add(&l, STOKE_ADVICE_ECHO, s))) {
-      a->echo = (unsigned)e;
+      a->echo = (unsigned)e * now_e;
       a->n_workers = w_adv;
       a->prefetch = k;
       snprintf(a->text, sizeof a->text,
-               "last resort, data echoing x%u: even with every core the "
-               "producer needs %.2f ms per batch against a %.2f ms step; "
-               "using each batch %u times predicts %.2f ms per step (now "
-               "%.2f ms), %.2fx",
-               a->echo, ms(prod_best), ms(tc), a->echo, ms(s), ms(l.now),
-               a->speedup);
+               "last resort, data echoing: --echo %u (Loader(echo=%u)): "
+               "even with every core the producer needs %.2f ms per batch "
+               "against a %.2f ms step; using each batch %u times predicts "
+               "%.2f ms per step (now %.2f ms), %.2fx",
+               a->echo, a->echo, ms(prod_best), ms(tc), a->echo, ms(s),
+               ms(l.now), a->speedup);
     }
   }
   *n_out = l.n;

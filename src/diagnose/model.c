@@ -204,6 +204,17 @@ int stoke_model_init(stoke_model *m, const stoke_stats *st,
     if (m->sigma > 3.0) m->sigma = 3.0;
   }
 
+  /* Data echoing: every produced sample feeds `echo` delivered ones (the
+  ** copies of example echoing share its read and decode), so the
+  ** producer's cost per sample of a step is its cost over echo. */
+  m->echo = st->echo > 1 ? st->echo : 1;
+  if (m->echo > 1) {
+    m->t_d_ns /= m->echo;
+    m->t_cpu_ns /= m->echo;
+    m->t_io_ns /= m->echo;
+    for (int s = 0; s < STOKE_STAGE_COUNT; s++) m->stage_ns[s] /= m->echo;
+  }
+
   m->t_c_ns = st->compute.mean_ns;
   /* On the critical path: with the device stage only the part of the copy
   ** the consumer's stream waited for (the rest ran under the steps);

@@ -1,5 +1,6 @@
 /* syscalls.c — the real system calls behind stoke__sys (see syscalls.h),
 ** and the retry loops every caller shares. */
+#define _DEFAULT_SOURCE /* madvise */
 #define _POSIX_C_SOURCE 200809L
 #include "os/syscalls.h"
 
@@ -74,12 +75,31 @@ static int real_thread_create(void *u, pthread_t *t,
   return pthread_create(t, attr, fn, arg);
 }
 
+static int real_madvise(void *u, void *p, size_t len, int advice) {
+  (void)u;
+  return madvise(p, len, advice);
+}
+static int real_fadvise(void *u, int fd, uint64_t off, uint64_t len,
+                        int advice) {
+  (void)u;
+  return posix_fadvise(fd, (off_t)off, (off_t)len, advice);
+}
+static int real_mkdir(void *u, const char *path, unsigned mode) {
+  (void)u;
+  return mkdir(path, (mode_t)mode);
+}
+static int real_fstatvfs(void *u, int fd, struct statvfs *st) {
+  (void)u;
+  return fstatvfs(fd, st);
+}
+
 /* Constant: the one table every handle without its own shares. */
 static const stoke__sys real_table = {
     NULL,          real_open,    real_close,   real_pread,   real_pwrite,
     real_fstat,    real_stat,    real_mmap,    real_munmap,  real_fsync,
     real_rename,   real_unlink,  real_opendir, real_readdir, real_closedir,
-    real_thread_create,
+    real_thread_create, real_madvise, real_fadvise, real_mkdir,
+    real_fstatvfs,
 };
 
 const stoke__sys *stoke__sys_real(void) { return &real_table; }

@@ -41,6 +41,7 @@
 #include <dirent.h>
 #include <pthread.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/types.h>
 
 struct stoke__sys {
@@ -64,6 +65,13 @@ struct stoke__sys {
   /* pthread_create's contract: 0 or an error number (not errno). */
   int (*thread_create)(void *user, pthread_t *t, const pthread_attr_t *attr,
                        void *(*fn)(void *), void *arg);
+  /* Read-ahead advice (the block order) and the packed cache (since 0.3).
+  ** madvise and posix_fadvise as their calls (posix_fadvise returns an
+  ** error number, not -1); the cache's folder and disk budget. */
+  int (*madvise)(void *user, void *p, size_t len, int advice);
+  int (*fadvise)(void *user, int fd, uint64_t off, uint64_t len, int advice);
+  int (*mkdir)(void *user, const char *path, unsigned mode);
+  int (*fstatvfs)(void *user, int fd, struct statvfs *st);
 };
 
 /* The real calls; a constant table (static storage). */

@@ -179,7 +179,6 @@ static int record(stoke_loader *l, const stoke_batch *b, stoke_failure *f) {
                note);
     }
   }
-  char msg[STOKE__ERRMSG_CAP];
   bool over = false;
   uint64_t n = 0;
   pthread_mutex_lock(&l->fail_mu);
@@ -193,7 +192,10 @@ static int record(stoke_loader *l, const stoke_batch *b, stoke_failure *f) {
       over = n > l->fail_budget;
     }
   }
-  if (over) {
+  /* Workers that spend the budget at once all poison (each notes its
+  ** batch, which will not come), with the first one's message: its count
+  ** (budget + 1) and last few, whichever of them takes mu first. */
+  if (over && !l->fail_tripped) {
     char few[300], why[64]; /* what fits after the message's start */
     last_few(l, few, sizeof few);
     if (l->cfg.max_failures > 0)
@@ -201,17 +203,20 @@ static int record(stoke_loader *l, const stoke_batch *b, stoke_failure *f) {
     else
       snprintf(why, sizeof why, "%g%% of %zu samples",
                100 * l->cfg.max_failure_frac, l->plan.per_rank);
-    snprintf(msg, sizeof msg,
+    snprintf(l->fail_msg, sizeof l->fail_msg,
              "too many bad samples: %llu in epoch %llu, over the failure "
              "budget of %llu (%s); the last: %s",
              (unsigned long long)n, (unsigned long long)b->epoch,
              (unsigned long long)l->fail_budget, why, few);
+    l->fail_tripped = true;
   }
   pthread_mutex_unlock(&l->fail_mu);
   if (!over) return 0;
+  /* fail_msg is final: written under fail_mu before any record saw
+  ** fail_tripped, as this one did. */
   pthread_mutex_lock(&l->mu);
   stoke__note_failed_batch(l, b);
-  stoke__fail_locked(l, STOKE_EFAILURES, "%s", msg);
+  stoke__fail_locked(l, STOKE_EFAILURES, "%s", l->fail_msg);
   pthread_mutex_unlock(&l->mu);
   return STOKE_EFAILURES;
 }
@@ -338,6 +343,8 @@ int stoke__bad_sample(stoke_loader *l, worker *w, stoke_batch *b, size_t pos,
 }
 
 void stoke__bad_compact(stoke_loader *l, stoke_batch *b) {
+  /* Example echoing: every copy's view closes the same gaps. */
+  unsigned copies = l->echo_example ? l->echo : 1;
   size_t kept = 0;
   for (size_t i = 0; i < b->n; i++) {
     if (b->skip[i]) continue;
@@ -345,8 +352,10 @@ void stoke__bad_compact(stoke_loader *l, stoke_batch *b) {
       b->indices[kept] = b->indices[i];
       for (size_t f = 0; f < l->src->n_fields; f++) {
         size_t fb = l->field_bytes[f];
-        memmove((char *)b->data[f] + kept * fb, (char *)b->data[f] + i * fb,
-                fb);
+        for (unsigned j = 0; j < copies; j++) {
+          char *base = (char *)b->data[f] + j * l->cfg.batch_size * fb;
+          memmove(base + kept * fb, base + i * fb, fb);
+        }
       }
     }
     kept++;

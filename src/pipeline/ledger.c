@@ -18,6 +18,20 @@
 #include <stdio.h>
 #include <string.h>
 
+/* The batch slots: each its batch (echo x the batch for example echoing),
+** its indices and header, and the echo views of the slots next() hands
+** out (the device's when there are any). */
+static uint64_t slots_bytes(const stoke_config *c,
+                            const stoke_host_ledger *g) {
+  uint64_t b = c->batch_size;
+  uint64_t copies =
+      c->echo > 1 && c->echo_mode == STOKE_ECHO_EXAMPLE ? c->echo : 1;
+  size_t out = g->n_device_slots ? g->n_device_slots : g->n_slots;
+  return (uint64_t)g->n_slots * (g->batch_bytes * copies +
+                                 b * sizeof(size_t) + sizeof(stoke_batch)) +
+         stoke__echo_bytes(c, out);
+}
+
 void stoke__host_ledger(const stoke_config *c, unsigned n_workers,
                         const stoke__plan *plan, const stoke_source *src,
                         stoke_host_ledger *g) {
@@ -32,13 +46,14 @@ void stoke__host_ledger(const stoke_config *c, unsigned n_workers,
   /* The device terms; a field normalised on the device is u8 in a host
   ** slot. */
   stoke__dev_ledger(c, src, g);
-  g->slots_bytes = (uint64_t)g->n_slots *
-                   (g->batch_bytes + b * sizeof(size_t) + sizeof(stoke_batch));
-  /* A given order (order.c) keeps only the batches given ahead. */
+  g->slots_bytes = slots_bytes(c, g);
+  /* A given order (order.c) keeps only the batches given ahead; the block
+  ** order's blocks (blockorder.c) come with stoke's own order. */
   g->order_bytes =
       c->order_given
           ? 0
-          : ((uint64_t)plan->n_source + plan->per_rank) * sizeof(size_t);
+          : ((uint64_t)plan->n_source + plan->per_rank) * sizeof(size_t) +
+                stoke__order_bytes(c, n_workers, plan->n_source);
   g->workers_bytes = (uint64_t)STOKE__MAX(n_workers, 1) *
                      (sizeof(stoke__producer_stats) + sizeof(worker));
   if (n_workers) /* the scheduler baseline (loader.c) */
@@ -49,6 +64,7 @@ void stoke__host_ledger(const stoke_config *c, unsigned n_workers,
   g->trace_bytes = (uint64_t)(STOKE__MAX(n_workers, 1) + 1) *
                    c->trace_events * sizeof(stoke__trace_event);
   g->failures_bytes = stoke__bad_bytes(c, src);
+  g->cache_bytes = stoke__ramcache_bytes(c, src) + stoke__cache_map_bytes(c, src);
   /* Each worker's source scratch (decoder window, read buffer, resampler):
   ** one set for W = 0, used by the consumer's thread. */
   if (src->ops && src->ops->scratch_bound) {
@@ -59,7 +75,7 @@ void stoke__host_ledger(const stoke_config *c, unsigned n_workers,
   }
   g->total_bytes = g->slots_bytes + g->order_bytes + g->workers_bytes +
                    g->consumer_bytes + g->trace_bytes + g->failures_bytes +
-                   g->scratch_bytes;
+                   g->cache_bytes + g->scratch_bytes;
   g->budget_bytes = c->mem_budget_bytes;
 }
 
@@ -77,11 +93,10 @@ void stoke__loader_ledger_device(const stoke_loader *l, stoke_host_ledger *g) {
   if (d && d->clock_stream) /* the copy and consumer streams' tracks */
     g->trace_bytes += 2 * (uint64_t)l->cfg.trace_events *
                       sizeof(stoke__trace_event);
-  g->slots_bytes = (uint64_t)g->n_slots *
-                   (g->batch_bytes + b * sizeof(size_t) + sizeof(stoke_batch));
+  g->slots_bytes = slots_bytes(&l->cfg, g);
   g->total_bytes = g->slots_bytes + g->order_bytes + g->workers_bytes +
                    g->consumer_bytes + g->trace_bytes + g->failures_bytes +
-                   g->scratch_bytes;
+                   g->cache_bytes + g->scratch_bytes;
 }
 
 int stoke__host_ledger_check(const stoke_host_ledger *g, unsigned prefetch,
@@ -94,6 +109,8 @@ int stoke__host_ledger_check(const stoke_host_ledger *g, unsigned prefetch,
       {"consumer statistics", g->consumer_bytes},
       {"trace buffers (trace_events)", g->trace_bytes},
       {"bad-sample log, skip flags and quarantine", g->failures_bytes},
+      {"the RAM cache and the packed cache's map (ram_cache_bytes, "
+       "cache_dir)", g->cache_bytes},
       {"the source's per-worker scratch (decoded images, read buffers)",
        g->scratch_bytes}};
   size_t big = 0;

@@ -16,6 +16,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "pipeline.h"
 #include "device/device.h"
+#include "source/image.h"
+#include "storage/cache.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -42,6 +44,44 @@ void stoke_config_init(stoke_config *cfg) {
 /* Upper bound on threads: beyond this a config is a typo, not a plan. */
 #define STOKE__MAX_WORKERS 1024
 #define STOKE__MAX_PREFETCH 1024
+
+#define STOKE__MAX_ECHO 64
+
+/* The storage and sample-cost rungs: echo, the block order, the caches. */
+static int validate_rungs(const stoke_config *c) {
+  if (c->echo > STOKE__MAX_ECHO)
+    return stoke__set_tls_error(STOKE_EINVAL,
+                                "config: echo is %u, expected 1..%d (0 or 1: "
+                                "off)", c->echo, STOKE__MAX_ECHO);
+  if (c->echo_mode != STOKE_ECHO_BATCH && c->echo_mode != STOKE_ECHO_EXAMPLE)
+    return stoke__set_tls_error(STOKE_EINVAL,
+                                "config: echo_mode is %d, expected "
+                                "STOKE_ECHO_BATCH or STOKE_ECHO_EXAMPLE",
+                                c->echo_mode);
+  if (c->echo > 1 && c->echo_mode == STOKE_ECHO_EXAMPLE && c->device &&
+      *c->device && strcmp(c->device, "cpu") != 0)
+    return stoke__set_tls_error(STOKE_EINVAL,
+                                "config: example echoing on a device (%s) is "
+                                "not supported; batch echoing is (echo_mode "
+                                "STOKE_ECHO_BATCH)", c->device);
+  if (c->shuffle < STOKE_SHUFFLE_NONE || c->shuffle > STOKE_SHUFFLE_BLOCK)
+    return stoke__set_tls_error(STOKE_EINVAL,
+                                "config: shuffle is %d, expected 0 (none), 1 "
+                                "(uniform) or 2 (block)", c->shuffle);
+  if (c->shuffle_window > 65536)
+    return stoke__set_tls_error(STOKE_EINVAL,
+                                "config: shuffle_window is %u blocks, "
+                                "expected 0 (default) to 65536",
+                                c->shuffle_window);
+  if (c->cache_dir && !*c->cache_dir)
+    return stoke__set_tls_error(STOKE_EINVAL,
+                                "config: cache_dir is empty (NULL for none)");
+  if (c->order_given && c->echo > 1)
+    return stoke__set_tls_error(STOKE_EINVAL,
+                                "config: echo with a given order "
+                                "(order_given) is not supported");
+  return 0;
+}
 
 int stoke__config_validate(const stoke_config *c) {
   if (!c)
@@ -97,6 +137,8 @@ int stoke__config_validate(const stoke_config *c) {
     return stoke__set_tls_error(STOKE_EINVAL,
                                 "config: quarantine_path is empty (NULL for "
                                 "none)");
+  int rc = validate_rungs(c);
+  if (rc) return rc;
   return stoke__dev_validate(c);
 }
 
@@ -111,7 +153,8 @@ static int alloc_slots(stoke_loader *l) {
     if (!b->indices) return STOKE_ENOMEM;
     for (size_t f = 0; f < l->src->n_fields; f++) {
       /* From the backend: the allocator's memory, or page-locked. */
-      size_t bytes = l->cfg.batch_size * l->field_bytes[f];
+      size_t bytes = l->cfg.batch_size * l->field_bytes[f] *
+                     (l->echo_example ? l->echo : 1);
       b->data[f] = stoke__dev_host_alloc(l, bytes);
       if (!b->data[f])
         return l->dev && l->dev->pinned ? STOKE_EDEVICE : STOKE_ENOMEM;
@@ -120,6 +163,23 @@ static int alloc_slots(stoke_loader *l) {
     l->free_list = b;
   }
   return 0;
+}
+
+/* The packed cache (cache_dir): the source's, written through the
+** loader's table; every worker reads through it. */
+static int open_cache(stoke_loader *l, const stoke__sys *sys) {
+  int rc = stoke__image_cache_open(l->src, l->cfg.cache_dir,
+                                   l->cfg.cache_max_bytes, sys, l->alloc,
+                                   &l->cache);
+  if (rc != 0) return rc;
+  for (size_t i = 0; i < STOKE__MAX(l->n_workers, 1); i++)
+    l->workers[i].sample.cache = l->cache;
+  return 0;
+}
+
+uint64_t stoke__cache_map_bytes(const stoke_config *c,
+                                const stoke_source *src) {
+  return c->cache_dir ? stoke__cache_host_bytes(src->n_samples) : 0;
 }
 
 static int alloc_workers(stoke_loader *l) {
@@ -202,6 +262,10 @@ static void destroy_sync(stoke_loader *l) {
 static void free_loader(stoke_loader *l) {
   const stoke_allocator *a = l->alloc;
   /* First: it waits for the GPU and frees the page-locked slots. */
+  stoke__cache_close(l->cache); /* no worker reads through it any more */
+  l->cache = NULL;
+  stoke__ramcache_free(l);
+  stoke__echo_free(l); /* before the device stage frees its slots */
   stoke__dev_close(l);
   stoke__bad_free(l);
   if (l->slots) {
@@ -212,6 +276,7 @@ static void free_loader(stoke_loader *l) {
     }
     stoke__free(a, l->slots);
   }
+  stoke__order_free(l);
   if (l->workers) {
     for (size_t i = 0; i < STOKE__MAX(l->n_workers, 1); i++) {
       worker *w = &l->workers[i];
@@ -233,6 +298,7 @@ static void free_loader(stoke_loader *l) {
   stoke__free(a, l->device_text);
   stoke__free(a, l->cuda_library_text);
   stoke__at_free(l);
+  stoke__free(a, l->cache_dir_text);
   stoke__source_release(l->src);
   stoke__free(a, l);
 }
@@ -274,6 +340,9 @@ int stoke__loader_create(const stoke_config *cfg, const stoke__sys *sys,
     l->cfg.n_workers = stoke__online_cpus();
   l->n_workers = l->cfg.n_workers;
   l->n_slots = (size_t)l->cfg.prefetch + l->cfg.consumer_slots;
+  l->echo = l->cfg.echo > 1 ? l->cfg.echo : 1;
+  l->cfg.echo = l->echo;
+  l->echo_example = l->echo > 1 && l->cfg.echo_mode == STOKE_ECHO_EXAMPLE;
   for (size_t f = 0; f < l->src->n_fields; f++)
     l->sample_bytes += l->src->field_bytes[f];
   l->plan = (stoke__plan){.n_source = l->src->n_samples,
@@ -309,6 +378,10 @@ int stoke__loader_create(const stoke_config *cfg, const stoke__sys *sys,
   /* The strings are the caller's: keep copies. */
   if (rc == 0 && cfg->device &&
       !(l->cfg.device = l->device_text = stoke__strdup(l->alloc, cfg->device)))
+    rc = stoke__set_tls_error(STOKE_ENOMEM, "loader: out of memory");
+  if (rc == 0 && cfg->cache_dir &&
+      !(l->cfg.cache_dir = l->cache_dir_text =
+            stoke__strdup(l->alloc, cfg->cache_dir)))
     rc = stoke__set_tls_error(STOKE_ENOMEM, "loader: out of memory");
   if (rc == 0 && cfg->cuda_library &&
       !(l->cfg.cuda_library = l->cuda_library_text =
@@ -355,9 +428,13 @@ int stoke__loader_create(const stoke_config *cfg, const stoke__sys *sys,
   }
   if (!mem) memset(l->cstats, 0, sizeof *l->cstats);
   if (!mem) mem = alloc_slots(l);
+  if (!mem) mem = stoke__ramcache_init(l);
   if (!mem) mem = stoke__bad_init(l);
   if (!mem) mem = stoke__dev_alloc(l);
+  if (!mem) mem = stoke__echo_alloc(l);
   if (!mem) mem = alloc_workers(l);
+  if (!mem) mem = stoke__order_init(l);
+  if (!mem && l->cfg.cache_dir) mem = open_cache(l, sys);
   if (!mem) mem = alloc_traces(l);
   if (mem && mem != STOKE_ENOMEM) {
     /* A source's per-worker state failed for its own reason (message set). */
@@ -412,7 +489,16 @@ void stoke__loader_free(stoke_loader *l) {
 ** Python array can outlive the loader object that made it. */
 void stoke_loader_destroy(stoke_loader *l) {
   if (!l) return;
+  /* Echo views never to be handed out hold their slot no more. */
+  pthread_mutex_lock(&l->mu);
+  stoke_batch *echoed = stoke__echo_cancel_locked(l);
+  pthread_mutex_unlock(&l->mu);
+  if (echoed) stoke__release_slot(echoed, l->cfg.cuda_stream);
   stop_workers(l, l->n_workers);
+  /* The cache's writer publishes what it wrote now, not at the last
+  ** release of a lent batch. */
+  stoke__cache_close(l->cache);
+  l->cache = NULL;
   pthread_mutex_lock(&l->mu);
   bool lent = l->n_lent > 0 || l->n_dlent > 0;
   if (lent) l->destroyed = true;
@@ -450,7 +536,8 @@ size_t stoke_loader_n_batches(const stoke_loader *l) {
     given_counts(l, &b, &s);
     return b;
   }
-  return l->plan.n_batches;
+  /* Steps: with echoing, each batch the producer makes is echo steps. */
+  return l->plan.n_batches * l->echo;
 }
 
 size_t stoke_loader_n_samples(const stoke_loader *l) {
@@ -518,6 +605,17 @@ int stoke_loader_stats(const stoke_loader *l, stoke_stats *out) {
   full.backend = l->dev ? l->dev->backend : STOKE_BACKEND_HOST;
   full.clock = l->clock;
   full.device_prefetch = l->dslots ? l->cfg.device_prefetch : 0;
+  full.echo = l->echo;
+  full.echo_mode = l->cfg.echo_mode;
+  full.image_keep_side = stoke__source_keep_side(l->src);
+  if (l->cache) {
+    stoke__cache_stats cs;
+    stoke__cache_stats_get(l->cache, &cs);
+    full.cache_hits = cs.hits;
+    full.cache_written = cs.written;
+    full.cache_bytes = cs.bytes;
+    full.cache_samples = cs.samples;
+  }
   stoke__free(l->alloc, snap);
   /* A caller built against an older, smaller stoke_stats gets its prefix. */
   size_t n = STOKE__MIN(out->struct_size, sizeof full);

@@ -37,6 +37,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "pipeline.h"
 #include "device/device.h"
+#include "storage/cache.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -137,6 +138,7 @@ static void advance_claims(stoke_loader *l) {
   stoke__plan_order(&l->plan, target, l->perm, l->order);
   pthread_mutex_lock(&l->mu);
   l->order_busy = false;
+  l->ra_next = 0;
   l->claim_epoch = target;
   l->claim_gen++;
   l->next_batch = 0;
@@ -182,6 +184,7 @@ static bool claim(stoke_loader *l, worker *w, stoke_batch **out_b,
         }
         l->claim_batch = assign_batch(l);
         l->claim_pos = 0;
+        stoke__order_collect_locked(l, w, l->claim_batch);
       }
       stoke_batch *b = l->claim_batch;
       *out_b = b;
@@ -231,14 +234,31 @@ int stoke__fill_one(stoke_loader *l, worker *w, stoke_batch *b, size_t pos,
     s->rng = *rng;
   else
     stoke_rng_init(&s->rng, l->cfg.seed, b->epoch, index);
-  for (size_t f = 0; f < l->src->n_fields; f++)
+  for (size_t f = 0; f < l->src->n_fields; f++) {
     s->dst[f] = (char *)b->data[f] + pos * l->field_bytes[f];
+    /* Example echoing: copy j goes to the same position of view j. */
+    s->copy_step[f] = l->cfg.batch_size * l->field_bytes[f];
+  }
+  s->copies = l->echo_example ? l->echo : 1;
   w->err[0] = '\0'; /* a reason from an earlier sample is not this one's */
   atomic_store_explicit(&w->cur_index, index, memory_order_relaxed);
-  if (timed)
-    atomic_store_explicit(&w->cur_start_ns, stoke__now_ns(),
-                          memory_order_relaxed);
-  int rc = stoke__produce(l->src, s, w->stats, timed);
+  int64_t t0 = timed ? stoke__now_ns() : 0;
+  if (timed) atomic_store_explicit(&w->cur_start_ns, t0, memory_order_relaxed);
+  int rc;
+  if (!rng && l->ram && stoke__ramcache_get(l, s)) {
+    /* Deterministic work done in an earlier epoch: a copy, timed as a
+    ** read (READ counts every sample produced). */
+    if (timed) {
+      stoke__hist_add(&w->stats->stage[STOKE_STAGE_READ],
+                      (uint64_t)(stoke__now_ns() - t0));
+      stoke__counter_add(&w->stats->samples, 1);
+    }
+    stoke__counter_add(&w->stats->ram_hits, 1);
+    rc = 0;
+  } else {
+    rc = stoke__produce(l->src, s, w->stats, timed);
+    if (rc == 0 && !rng && l->ram) stoke__ramcache_put(l, s);
+  }
   if (timed) atomic_store_explicit(&w->cur_start_ns, 0, memory_order_relaxed);
   return rc;
 }
@@ -250,6 +270,7 @@ int stoke__fill_one(stoke_loader *l, worker *w, stoke_batch *b, size_t pos,
 static int fill_chunk(stoke_loader *l, worker *w, stoke_batch *b, size_t off,
                       size_t n) {
   stoke_sample *s = &w->sample;
+  if (w->ra_n) stoke__order_issue(l, w); /* the block order's read-ahead */
   bool per_chunk = n > 1 && w->cost_ewma_ns > 0 &&
                    w->cost_ewma_ns < CHEAP_SAMPLE_NS;
   int64_t t0 = stoke__now_ns(), c0 = stoke__thread_cpu_ns();
@@ -496,6 +517,7 @@ static void start_epoch(stoke_loader *l, int64_t now) {
     l->claim_open = false;
     /* A given order is already in l->given (order.c). */
     if (!l->given) stoke__plan_order(&l->plan, target, l->perm, l->order);
+    l->ra_next = 0;
     l->claim_epoch = target;
     l->deliver_gen = ++l->claim_gen;
     l->claim_batch = NULL;
@@ -509,6 +531,9 @@ static void start_epoch(stoke_loader *l, int64_t now) {
   l->next_deliver = l->resume_batch;
   l->n_delivered = l->resume_batch;
   l->resume_batch = 0;
+  l->echo_first = l->resume_view; /* the first group's first step */
+  l->resume_view = 0;
+  l->echo_cur = NULL;
   l->epoch_active = true;
   l->epoch_start_ns = now;
   l->epoch_wait_ns = l->epoch_compute_ns = 0;
@@ -606,6 +631,7 @@ static bool timed_wait(stoke_loader *l, int64_t deadline) {
 static int fill_inline(stoke_loader *l, stoke_batch **out) {
   stoke_batch *b = assign_batch(l);
   l->claim_batch = NULL;
+  stoke__order_collect_locked(l, &l->workers[0], b);
   pthread_mutex_unlock(&l->mu);
   int rc = fill_chunk(l, &l->workers[0], b, 0, b->n);
   if (rc == 0) {
@@ -707,6 +733,13 @@ static int device_failed(stoke_loader *l, int rc, const char *msg) {
   return rc;
 }
 
+/* The epoch's END (mu not held): its record, and the packed cache
+** publishes what the epoch wrote, so that the next one reads it. */
+static void end_of_epoch(stoke_loader *l, int64_t now) {
+  stoke__record_epoch(l, now);
+  if (l->cache) stoke__cache_cut(l->cache);
+}
+
 static int next_until(stoke_loader *l, stoke_batch **out, int64_t deadline) {
   if (!l || !out) return STOKE_EINVAL;
   *out = NULL;
@@ -731,7 +764,7 @@ static int next_until(stoke_loader *l, stoke_batch **out, int64_t deadline) {
   }
   if (!l->epoch_active) start_epoch(l, t_enter);
   if (l->given ? stoke__given_epoch_done(l)
-               : l->n_delivered == l->plan.n_batches) {
+               : l->n_delivered == l->plan.n_batches && !l->echo_cur) {
     l->epoch_active = false;
     if (l->given) {
       /* The next epoch's order is given from scratch. */
@@ -739,7 +772,7 @@ static int next_until(stoke_loader *l, stoke_batch **out, int64_t deadline) {
       stoke__given_reset(l);
     }
     pthread_mutex_unlock(&l->mu);
-    stoke__record_epoch(l, t_enter);
+    end_of_epoch(l, t_enter);
     return STOKE_END;
   }
   bool measured = retry ? l->pending_measured : step_is_measured(l);
@@ -749,6 +782,15 @@ static int next_until(stoke_loader *l, stoke_batch **out, int64_t deadline) {
   size_t depth_seen = retry ? l->pending_depth : depth;
   size_t n_out = l->dslots ? l->n_dslots : l->n_slots;
   int rc = 0;
+  stoke_batch *out_b; /* what the caller gets: b, or a view of an echo */
+  bool fresh = true;  /* the first step of its batch's group */
+  if (l->echo_cur) {
+    /* Echoing: the next view of the batch being echoed is ready now. */
+    out_b = stoke__echo_next_locked(l);
+    fresh = false;
+    if (!retry) depth_seen = depth + 1;
+    goto lent;
+  }
 again:
   while (!b) {
     if (l->error && (l->error_reported || !deliver_before_error(l))) {
@@ -817,10 +859,11 @@ again:
     }
     l->n_delivered++;
     if (l->cfg.in_order) l->next_deliver++;
+    l->echo_first = 0; /* a restored group's steps went with it */
     if (l->n_delivered == l->plan.n_batches) {
       l->epoch_active = false;
       pthread_mutex_unlock(&l->mu);
-      stoke__record_epoch(l, t_enter);
+      end_of_epoch(l, t_enter);
       return STOKE_END;
     }
     b = deliverable(l, &depth);
@@ -833,20 +876,23 @@ again:
     l->n_lent++;
   l->n_delivered++;
   if (l->cfg.in_order) l->next_deliver++;
+  out_b = stoke__echo_begin_locked(l, b);
+lent:
   pthread_mutex_unlock(&l->mu);
 
   int64_t t_ret = stoke__now_ns();
   int64_t wait = t_ret - t_enter;
+  size_t number = stoke_batch_number(out_b);
   if (l->traces) {
     stoke__trace_push(&l->traces[0], STOKE__EV_DEPTH, t_enter, 0, depth_seen,
                       0);
-    stoke__trace_push(&l->traces[0], STOKE__EV_WAIT, t_enter, wait, b->number,
+    stoke__trace_push(&l->traces[0], STOKE__EV_WAIT, t_enter, wait, number,
                       0);
   }
-  l->last_batch_number = b->number;
+  l->last_batch_number = number;
   l->epoch_wait_ns += wait;
   l->epoch_batches++;
-  l->epoch_samples += b->n;
+  l->epoch_samples += out_b->n;
   if (measured) {
     stoke__consumer_stats *c = l->cstats;
     stoke__hist_add(l->clock == STOKE_CLOCK_EVENTS ? &c->host_wait : &c->wait,
@@ -854,26 +900,33 @@ again:
     stoke__counter_add(
         &c->depth[STOKE__MIN(depth_seen, (size_t)STOKE__DEPTH_BINS - 1)], 1);
     stoke__counter_add(&c->steps, 1);
-    stoke__counter_add(&c->samples, b->n);
-    stoke__counter_add(&c->bytes, b->n * l->sample_bytes);
+    stoke__counter_add(&c->samples, out_b->n);
+    if (fresh) stoke__counter_add(&c->fresh_samples, out_b->n);
+    stoke__counter_add(&c->bytes, out_b->n * l->sample_bytes);
   }
   l->last_step_measured = measured;
   l->last_return_ns = t_ret;
   if (l->dev &&
-      (drc = stoke__dev_next_lent(l, b, measured, derr, sizeof derr)) != 0) {
-    /* The caller never gets b: it is not lent (the loader stops, so no
+      (drc = stoke__dev_next_lent(l, out_b, measured, derr, sizeof derr)) !=
+          0) {
+    /* The caller never gets it: it is not lent (the loader stops, so no
     ** copy will go into it again), and destroy() need not wait for it. */
     pthread_mutex_lock(&l->mu);
-    b->state = SLOT_FREE;
-    if (l->dslots)
-      l->n_dlent--;
-    else
-      l->n_lent--;
+    if (out_b->parent) {
+      out_b->state = SLOT_FREE;
+      out_b->parent->echo_hold--;
+    } else {
+      out_b->state = SLOT_FREE;
+      if (l->dslots)
+        l->n_dlent--;
+      else
+        l->n_lent--;
+    }
     pthread_mutex_unlock(&l->mu);
     return device_failed(l, drc, derr);
   }
   if (l->at) stoke__at_step(l, wait, depth_seen == 0);
-  *out = b;
+  *out = out_b;
   return STOKE_OK;
 }
 
@@ -901,6 +954,12 @@ bool stoke__last_release_locked(const stoke_loader *l) {
 
 int stoke_batch_release_stream(stoke_batch *b, uintptr_t stream) {
   if (!b) return STOKE_EINVAL;
+  int rc;
+  if (b->owner->echo > 1 && stoke__echo_release(b, stream, &rc)) return rc;
+  return stoke__release_slot(b, stream);
+}
+
+int stoke__release_slot(stoke_batch *b, uintptr_t stream) {
   stoke_loader *l = b->owner;
   /* Device slots and pinned host slots wait for the stream's event; the
   ** device stage owns their way back. */
@@ -939,8 +998,10 @@ int stoke_loader_end_epoch(stoke_loader *l) {
   if (l->claim_gen == l->deliver_gen) l->claim_open = false;
   l->epoch_active = false;
   if (l->given) stoke__given_reset(l); /* the rest of its order too */
+  stoke_batch *echoed = stoke__echo_cancel_locked(l);
   pthread_mutex_unlock(&l->mu);
-  stoke__record_epoch(l, now);
+  if (echoed) stoke__release_slot(echoed, l->cfg.cuda_stream);
+  end_of_epoch(l, now);
   return 0;
 }
 
@@ -962,7 +1023,12 @@ int stoke_loader_set_epoch(stoke_loader *l, uint64_t epoch) {
 /* ---- batch views ---------------------------------------------------------------- */
 
 size_t stoke_batch_size(const stoke_batch *b) { return b ? b->n : 0; }
-size_t stoke_batch_number(const stoke_batch *b) { return b ? b->number : 0; }
+/* A view's number is its step's (echo.c); a slot's step is the first of
+** its group. */
+size_t stoke_batch_number(const stoke_batch *b) {
+  if (!b) return 0;
+  return b->parent ? b->number : b->number * b->owner->echo;
+}
 uint64_t stoke_batch_epoch(const stoke_batch *b) { return b ? b->epoch : 0; }
 const size_t *stoke_batch_indices(const stoke_batch *b) {
   return b ? b->indices : NULL;

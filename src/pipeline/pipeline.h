@@ -47,6 +47,15 @@ struct stoke_batch {
   atomic_size_t n_skipped, n_replaced;
   bool on_device;                /* a device slot: data[] are CUdeviceptr */
   struct stoke__slot_dev *dev;   /* device-stage state, or NULL */
+  /* Data echoing (echo.c).  A slot handed out feeds echo steps: itself,
+  ** then its echo - 1 views, handed out in a row; it goes back to the pool
+  ** once it and every view are released (or will never be handed out). */
+  struct stoke_batch *views;     /* echo - 1 views (owned), or NULL */
+  struct stoke_batch *parent;    /* a view: its slot; NULL for a slot */
+  unsigned echo_hold;            /* mu: views not yet released, handed out
+                                    or still to be */
+  bool echo_released;            /* mu: the slot's own step is over
+                                    (released, or skipped by a restore) */
 };
 
 typedef struct worker {
@@ -61,6 +70,10 @@ typedef struct worker {
   atomic_int_least64_t cur_start_ns; /* 0 when not inside a fill */
   atomic_size_t cur_index;
   double cost_ewma_ns;           /* per sample; sizes the next claim */
+  /* The block order's read-ahead (order.c): sample ranges (first, n) to
+  ** advise, collected under mu, issued without it. */
+  size_t *ra;                    /* 4 x window entries, or NULL */
+  size_t ra_n;                   /* ranges collected */
 } worker;
 
 /* Caller-given order (cfg.order_given; order.c).  The batches given to the
@@ -104,6 +117,7 @@ struct stoke_loader {
   stoke_batch *dslots;           /* device slots (CUDA backend), or NULL */
   size_t n_dslots;
   char *device_text, *cuda_library_text; /* owned copies of cfg's */
+  char *cache_dir_text;
 
   pthread_mutex_t mu;
   pthread_cond_t work_cv;        /* workers: a slot was freed, an epoch
@@ -213,18 +227,91 @@ struct stoke_loader {
   stoke_failure *fail_ring;      /* STOKE_FAILURES_KEPT, the last ones */
   size_t fail_head, fail_len;
   uint64_t n_failures, n_quarantined, n_skipped, n_replaced;
+  bool fail_tripped;             /* a record spent the budget */
+  char fail_msg[STOKE__ERRMSG_CAP]; /* the first such record's message
+                                    (its count: budget + 1); written once,
+                                    before fail_tripped */
   struct {
     uint64_t gen, n;
   } fail_gen[3];                 /* bad samples per claim generation: those
                                     of the epochs in flight (delivered and
                                     prefetched) */
 
+  /* Data echoing (echo.c): every slot handed out feeds `echo` steps. */
+  unsigned echo;                 /* cfg.echo, at least 1; frozen */
+  bool echo_example;             /* STOKE_ECHO_EXAMPLE; frozen */
+  stoke_batch *echo_cur;         /* mu: the slot whose views next() hands
+                                    out next, or NULL */
+  unsigned echo_next;            /* mu: the view of echo_cur to hand out */
+  unsigned echo_first;           /* mu: the first epoch's first group
+                                    starts at this step of it (resume) */
+  /* The block order (order.c); NULL with the other orders. */
+  stoke__blocks *blocks;
+  size_t ra_next;                /* mu: the first window of the claim
+                                    epoch's order not read ahead yet */
+  /* The caches (ramcache.c; the packed cache is the source's). */
+  struct stoke__ramcache *ram;
+  struct stoke__cache *cache;
+
   /* Resume (state.c). */
   size_t resume_batch;           /* mu: the next start_epoch() begins at
                                     this batch (then 0 again) */
+  unsigned resume_view;          /* mu: and at this step of its group */
   uint64_t fingerprint;          /* of src, computed once: consumer thread */
   bool have_fingerprint;
 };
+
+/* echo.c: data echoing's views and their releases. */
+/* The views of every slot next() hands out (after the device slots). */
+int stoke__echo_alloc(stoke_loader *l);
+void stoke__echo_free(stoke_loader *l);
+/* Host bytes of the views (the ledger). */
+uint64_t stoke__echo_bytes(const stoke_config *c, size_t n_slots);
+/* Slot b is handed out (mu held, b LENT): set up its group and return
+** what the caller gets, b or the view the group starts at. */
+stoke_batch *stoke__echo_begin_locked(stoke_loader *l, stoke_batch *b);
+/* The next view of echo_cur (mu held, echo_cur set). */
+stoke_batch *stoke__echo_next_locked(stoke_loader *l);
+/* The steps handed out of the epoch in progress (mu held). */
+uint64_t stoke__echo_steps_locked(const stoke_loader *l);
+/* The views of echo_cur that will not be handed out (end of epoch,
+** destroy): returns the slot to give back now, or NULL (mu held). */
+stoke_batch *stoke__echo_cancel_locked(stoke_loader *l);
+/* A release of b: 1 when echoing took care of it (*rc its result), 0
+** when b is to be released as a slot. */
+int stoke__echo_release(stoke_batch *b, uintptr_t stream, int *rc);
+/* Give slot b back (no echo left on it): pipeline.c. */
+int stoke__release_slot(stoke_batch *b, uintptr_t stream);
+
+/* ramcache.c: the RAM cache of deterministic samples. */
+uint64_t stoke__ramcache_bytes(const stoke_config *c,
+                               const stoke_source *src);
+/* At create (after the slots: the field sizes); STOKE_EINVAL for a source
+** that is not deterministic. */
+int stoke__ramcache_init(stoke_loader *l);
+void stoke__ramcache_free(stoke_loader *l);
+/* Copy sample s->index from the cache into s's fields: true on a hit. */
+bool stoke__ramcache_get(stoke_loader *l, stoke_sample *s);
+/* Keep the sample s just filled, if the cache has its place free. */
+void stoke__ramcache_put(stoke_loader *l, const stoke_sample *s);
+size_t stoke__ramcache_samples(const stoke_loader *l);
+/* The packed cache's host bytes (cache_dir): its map and queue. */
+uint64_t stoke__cache_map_bytes(const stoke_config *c,
+                                const stoke_source *src);
+
+/* order.c: the block order's blocks and read-ahead. */
+/* Host bytes of the blocks and the workers' read-ahead lists. */
+uint64_t stoke__order_bytes(const stoke_config *c, unsigned n_workers,
+                            size_t n_source);
+/* At create, after the workers' records: cut the blocks (shuffle BLOCK). */
+int stoke__order_init(stoke_loader *l);
+void stoke__order_free(stoke_loader *l);
+/* Batch b was just assigned (mu held): collect into w the blocks of the
+** windows it reaches that are not read ahead yet, and the next window. */
+void stoke__order_collect_locked(stoke_loader *l, worker *w,
+                                 const stoke_batch *b);
+/* Issue what w collected (mu not held). */
+void stoke__order_issue(stoke_loader *l, worker *w);
 
 /* Check a config as stoke_loader_create does (loader.c); 0 or STOKE_EINVAL
 ** with the message in the thread's error.  The host ledger uses it too. */

@@ -1,7 +1,44 @@
-/* produce.c — one sample through its source, with its stages timed. */
+/* produce.c — one sample through its source, with its stages timed.
+**
+** Example echoing asks for s->copies copies of the sample, copy j with the
+** stream stoke__copy_rng(rng, j) and its fields at copy_step[f] bytes
+** apart: a source that shares work between copies (one read and decode for
+** every crop of an image) fills them all at once (ops->fill_copies); for
+** any other source each copy is a fill of its own. */
 #include "internal.h"
 
 #include <string.h>
+
+/* Every copy through the plain fill. */
+static int fill_each(stoke_source *src, stoke_sample *s) {
+  void *dst[STOKE__MAX_FIELDS];
+  memcpy(dst, s->dst, sizeof dst);
+  stoke_rng base = s->rng;
+  int rc = 0;
+  for (unsigned j = 0; rc == 0 && j < s->copies; j++) {
+    for (size_t f = 0; f < src->n_fields; f++)
+      s->dst[f] = (char *)dst[f] + j * s->copy_step[f];
+    stoke__copy_rng(&base, j, &s->rng);
+    rc = src->ops->fill(src, s);
+  }
+  memcpy(s->dst, dst, sizeof dst);
+  return rc;
+}
+
+static int fill(stoke_source *src, stoke_sample *s) {
+  s->src_w = s->src_h = 0;
+  if (s->copies <= 1) return src->ops->fill(src, s);
+  if (src->ops->fill_copies) return src->ops->fill_copies(src, s);
+  return fill_each(src, s);
+}
+
+/* The stored image's size, for the doctor's pre-resize advice. */
+static void count_image(const stoke_sample *s, stoke__producer_stats *ps) {
+  if (!s->src_w || !s->src_h) return;
+  stoke__counter_add(&ps->images, 1);
+  stoke__counter_add(&ps->image_pixels, (uint64_t)s->src_w * s->src_h);
+  stoke__counter_add(&ps->image_sides, STOKE__MAX(s->src_w, s->src_h));
+}
 
 int stoke__produce(stoke_source *src, stoke_sample *s,
                    stoke__producer_stats *ps, bool timed) {
@@ -10,12 +47,13 @@ int stoke__produce(stoke_source *src, stoke_sample *s,
   s->timed = timed;
   if (!timed) {
     /* The caller times the whole chunk (cheap samples); see fill_chunk. */
-    int rc = src->ops->fill(src, s);
+    int rc = fill(src, s);
+    if (rc == 0) count_image(s, ps);
     return rc != 0 ? STOKE_ESAMPLE : 0;
   }
   memset(s->stage_ns, 0, sizeof s->stage_ns);
   s->mark_ns = stoke__now_ns();
-  int rc = src->ops->fill(src, s);
+  int rc = fill(src, s);
   int64_t end = stoke__now_ns();
   stoke__trace_push(s->trace, s->stage, s->mark_ns, end - s->mark_ns,
                     s->index, 1);
@@ -29,5 +67,6 @@ int stoke__produce(stoke_source *src, stoke_sample *s,
         s->stage_ns[st] > 0)
       stoke__hist_add(&ps->stage[st], (uint64_t)s->stage_ns[st]);
   stoke__counter_add(&ps->samples, 1);
+  if (rc == 0) count_image(s, ps);
   return rc != 0 ? STOKE_ESAMPLE : 0;
 }

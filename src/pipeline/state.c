@@ -31,8 +31,30 @@ static const uint8_t STATE_MAGIC[8] = {'S', 'T', 'O', 'K', 'S', 'T', 'A',
 enum {
   FLAG_SHUFFLE = 1,
   FLAG_DROP_LAST = 2,
-  FLAG_SHARD_DROP_LAST = 4
+  FLAG_SHARD_DROP_LAST = 4,
+  FLAG_BLOCK = 8 /* with FLAG_SHUFFLE: the block order (since 0.3) */
 };
+
+/* What else fixes an epoch's order and batches: the block order's cut and
+** window, and echoing.  0 for the uniform or sequential order without
+** echo, as in a state of 0.2 (bytes 72..75 were reserved, zero). */
+static uint32_t order_key(const stoke_config *c) {
+  uint64_t h = 0;
+  if (c->shuffle == STOKE_SHUFFLE_BLOCK) {
+    h = stoke__hash_u64(h, 0xB10C);
+    h = stoke__hash_u64(h, c->shuffle_block_bytes ? c->shuffle_block_bytes
+                                                  : STOKE_BLOCK_BYTES_DEFAULT);
+    h = stoke__hash_u64(h, c->shuffle_window ? c->shuffle_window
+                                             : STOKE_BLOCK_WINDOW_DEFAULT);
+  }
+  if (c->echo > 1) {
+    h = stoke__hash_u64(h, 0xEC40);
+    h = stoke__hash_u64(h, c->echo);
+    h = stoke__hash_u64(h, (uint64_t)c->echo_mode);
+  }
+  uint32_t k = (uint32_t)(h ^ (h >> 32));
+  return h && !k ? 1 : k;
+}
 
 static uint64_t fingerprint(stoke_loader *l) {
   if (!l->have_fingerprint) {
@@ -66,7 +88,8 @@ int stoke_loader_state_save(const stoke_loader *cl, stoke_loader_state *out) {
   out->seed = l->cfg.seed;
   if (l->epoch_active) {
     out->epoch = l->epoch;
-    out->batches_done = l->n_delivered;
+    /* Steps: with echoing, echo per batch (echo.c). */
+    out->batches_done = stoke__echo_steps_locked(l);
     if (!l->cfg.in_order && l->n_delivered < l->plan.n_batches &&
         !delivered_prefix(l)) {
       snprintf(l->lastmsg, sizeof l->lastmsg,
@@ -78,7 +101,8 @@ int stoke_loader_state_save(const stoke_loader *cl, stoke_loader_state *out) {
     }
   } else {
     out->epoch = l->next_epoch;
-    out->batches_done = l->resume_batch; /* restored and not started yet */
+    /* restored and not started yet */
+    out->batches_done = (uint64_t)l->resume_batch * l->echo + l->resume_view;
   }
   pthread_mutex_unlock(&l->mu);
   out->n_samples = l->src->n_samples;
@@ -89,6 +113,7 @@ int stoke_loader_state_save(const stoke_loader *cl, stoke_loader_state *out) {
   out->shuffle = (uint32_t)l->cfg.shuffle;
   out->drop_last = (uint32_t)l->cfg.drop_last;
   out->shard_drop_last = (uint32_t)l->cfg.shard_drop_last;
+  out->order_key = order_key(&l->cfg);
   return rc;
 }
 
@@ -112,7 +137,8 @@ static int refuse(stoke_loader *l, const char *fmt, ...) {
 static bool same_batching(const stoke_loader *l, const stoke_loader_state *st) {
   return st->world == l->cfg.world && st->rank == l->cfg.rank &&
          st->batch_size == l->cfg.batch_size &&
-         (st->shuffle != 0) == (l->cfg.shuffle != 0) &&
+         st->shuffle == (uint32_t)l->cfg.shuffle &&
+         st->order_key == order_key(&l->cfg) &&
          (st->drop_last != 0) == (l->cfg.drop_last != 0) &&
          (st->shard_drop_last != 0) == (l->cfg.shard_drop_last != 0);
 }
@@ -133,10 +159,10 @@ int stoke_loader_state_restore(stoke_loader *l, const stoke_loader_state *st) {
                   l->src->n_samples, (unsigned long long)fp);
   uint64_t epoch = st->epoch, at = st->batches_done;
   bool elastic = !same_batching(l, st);
-  if (!elastic && at > l->plan.n_batches)
+  if (!elastic && at > (uint64_t)l->plan.n_batches * l->echo)
     return refuse(l, "state: %llu batches done in epoch %llu, but it has %zu",
                   (unsigned long long)at, (unsigned long long)epoch,
-                  l->plan.n_batches);
+                  l->plan.n_batches * l->echo);
   pthread_mutex_lock(&l->mu);
   if (l->error) {
     pthread_mutex_unlock(&l->mu);
@@ -180,7 +206,8 @@ int stoke_loader_state_restore(stoke_loader *l, const stoke_loader_state *st) {
       l->workers[i].sample.seed = st->seed;
   }
   l->next_epoch = epoch;
-  l->resume_batch = (size_t)at;
+  l->resume_batch = (size_t)(at / l->echo);
+  l->resume_view = (unsigned)(at % l->echo);
   pthread_mutex_unlock(&l->mu);
   return 0;
 }
@@ -194,6 +221,8 @@ int stoke_loader_state_encode(const stoke_loader_state *st, void *buf,
   memcpy(p, STATE_MAGIC, 8);
   stoke__put_le32(p + 8, st->version);
   stoke__put_le32(p + 12, (st->shuffle ? FLAG_SHUFFLE : 0) |
+                              (st->shuffle == STOKE_SHUFFLE_BLOCK ? FLAG_BLOCK
+                                                                  : 0) |
                               (st->drop_last ? FLAG_DROP_LAST : 0) |
                               (st->shard_drop_last ? FLAG_SHARD_DROP_LAST : 0));
   stoke__put_le64(p + 16, st->seed);
@@ -204,7 +233,7 @@ int stoke_loader_state_encode(const stoke_loader_state *st, void *buf,
   stoke__put_le64(p + 56, st->batch_size);
   stoke__put_le32(p + 64, st->rank);
   stoke__put_le32(p + 68, st->world);
-  /* 72..75 reserved, zero */
+  stoke__put_le32(p + 72, st->order_key); /* reserved (zero) before 0.3 */
   stoke__put_le32(p + 76, stoke__crc32(0, p, 76));
   return 0;
 }
@@ -236,7 +265,9 @@ int stoke_loader_state_decode(const void *buf, size_t n,
   memset(out, 0, sizeof *out);
   out->version = version;
   uint32_t flags = stoke__le32(p + 12);
-  out->shuffle = (flags & FLAG_SHUFFLE) != 0;
+  out->shuffle = (flags & FLAG_BLOCK)     ? STOKE_SHUFFLE_BLOCK
+                 : (flags & FLAG_SHUFFLE) ? STOKE_SHUFFLE_UNIFORM
+                                          : STOKE_SHUFFLE_NONE;
   out->drop_last = (flags & FLAG_DROP_LAST) != 0;
   out->shard_drop_last = (flags & FLAG_SHARD_DROP_LAST) != 0;
   out->seed = stoke__le64(p + 16);
@@ -247,5 +278,6 @@ int stoke_loader_state_decode(const void *buf, size_t n,
   out->batch_size = stoke__le64(p + 56);
   out->rank = stoke__le32(p + 64);
   out->world = stoke__le32(p + 68);
+  out->order_key = stoke__le32(p + 72);
   return 0;
 }

@@ -9,6 +9,7 @@
 #include "internal.h"
 
 #include <math.h>
+#include <string.h>
 
 #define GOLDEN 0x9E3779B97F4A7C15ULL
 
@@ -21,12 +22,35 @@ uint64_t stoke__mix64(uint64_t x) {
   return x;
 }
 
+uint64_t stoke__hash_u64(uint64_t h, uint64_t v) {
+  return stoke__mix64(h ^ stoke__mix64(v + GOLDEN));
+}
+
+uint64_t stoke__hash_str(uint64_t h, const char *s) {
+  size_t n = strlen(s);
+  for (size_t i = 0; i < n; i += 8) {
+    uint64_t w = 0;
+    memcpy(&w, s + i, n - i < 8 ? n - i : 8);
+    h = stoke__hash_u64(h, w);
+  }
+  return stoke__hash_u64(h, n);
+}
+
 void stoke_rng_init(stoke_rng *rng, uint64_t seed, uint64_t a, uint64_t b) {
   uint64_t k = stoke__mix64(seed + GOLDEN);
   k = stoke__mix64(k ^ (a + 2 * GOLDEN));
   k = stoke__mix64(k ^ (b + 3 * GOLDEN));
   rng->key = k;
   rng->counter = 0;
+}
+
+/* Example echoing's copies: distinct keys (mix64 is a bijection, and the
+** salt keeps j = 1, 2, ... away from the keys substitutes use). */
+#define COPY_SALT 0xEC40C0B1E5EC40C0ULL
+
+void stoke__copy_rng(const stoke_rng *base, unsigned j, stoke_rng *out) {
+  *out = *base;
+  if (j) out->key = stoke__mix64(base->key ^ (COPY_SALT + j * GOLDEN));
 }
 
 uint64_t stoke_rng_u64(stoke_rng *rng) {

@@ -9,8 +9,9 @@
 #include "internal.h"
 
 /* Sample streams use the sample index (< 2^63) as the last coordinate, so
-** this value can never collide with one of them. */
+** these values can never collide with one of them. */
 #define SHUFFLE_STREAM UINT64_MAX
+#define BLOCK_STREAM (UINT64_MAX - 1)
 
 int stoke__plan_init(stoke__plan *p) {
   size_t n = p->n_source, w = p->world;
@@ -30,11 +31,45 @@ int stoke__plan_init(stoke__plan *p) {
   return 0;
 }
 
+static void fisher_yates(size_t *v, size_t n, stoke_rng *rng) {
+  for (size_t i = n; i > 1; i--) {
+    size_t j = (size_t)stoke_rng_below(rng, (uint64_t)i);
+    size_t t = v[i - 1];
+    v[i - 1] = v[j];
+    v[j] = t;
+  }
+}
+
+/* The block order (blocks.c): the blocks shuffled, then the samples of
+** each window of blocks shuffled among themselves, from one stream. */
+static void block_order(const stoke__plan *p, uint64_t epoch, size_t *perm) {
+  stoke__blocks *b = p->blocks;
+  stoke_rng rng;
+  stoke_rng_init(&rng, p->seed, epoch, BLOCK_STREAM);
+  for (size_t k = 0; k < b->n_blocks; k++) b->order[k] = k;
+  fisher_yates(b->order, b->n_blocks, &rng);
+  size_t pos = 0;
+  for (size_t w = 0; w < b->n_windows; w++) {
+    size_t from = pos;
+    size_t last = STOKE__MIN((w + 1) * b->window, b->n_blocks);
+    for (size_t k = w * b->window; k < last; k++)
+      for (size_t i = b->start[b->order[k]]; i < b->start[b->order[k] + 1];
+           i++)
+        perm[pos++] = i;
+    fisher_yates(perm + from, pos - from, &rng);
+    b->win_end[w] = pos;
+  }
+}
+
 void stoke__plan_order(const stoke__plan *p, uint64_t epoch, size_t *perm,
                        size_t *order) {
   size_t n = p->n_source;
-  for (size_t i = 0; i < n; i++) perm[i] = i;
-  if (p->shuffle) {
+  if (p->shuffle == STOKE_SHUFFLE_BLOCK && p->blocks) {
+    block_order(p, epoch, perm);
+  } else {
+    for (size_t i = 0; i < n; i++) perm[i] = i;
+  }
+  if (p->shuffle == STOKE_SHUFFLE_UNIFORM) {
     stoke_rng rng;
     stoke_rng_init(&rng, p->seed, epoch, SHUFFLE_STREAM);
     for (size_t i = n - 1; i > 0; i--) {

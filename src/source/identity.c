@@ -18,20 +18,8 @@ typedef struct hasher {
   uint64_t h;
 } hasher;
 
-static void add_u64(hasher *x, uint64_t v) {
-  x->h = stoke__mix64(x->h ^ stoke__mix64(v + 0x9E3779B97F4A7C15ULL));
-}
-
-static void add_str(hasher *x, const char *s) {
-  /* Eight bytes at a time, then the length: "ab" + "c" != "a" + "bc". */
-  size_t n = strlen(s);
-  for (size_t i = 0; i < n; i += 8) {
-    uint64_t w = 0;
-    memcpy(&w, s + i, STOKE__MIN((size_t)8, n - i));
-    add_u64(x, w);
-  }
-  add_u64(x, n);
-}
+static void add_u64(hasher *x, uint64_t v) { x->h = stoke__hash_u64(x->h, v); }
+static void add_str(hasher *x, const char *s) { x->h = stoke__hash_str(x->h, s); }
 
 /* The place of a sample without the folders above it: the describe text of
 ** a folder sample is a path (keep its last component; the label keeps the

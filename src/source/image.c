@@ -25,6 +25,7 @@
 #include "device/device.h"
 #include "os/syscalls.h"
 #include "storage/blob.h"
+#include "storage/cache.h"
 #include "source/image.h"
 #include "source/scratch.h"
 #include "transform/transform.h"
@@ -57,52 +58,149 @@ void stoke_image_config_init(stoke_image_config *cfg) {
   cfg->max_bytes = 256u << 20;
 }
 
-static int image_fill(stoke_source *src, stoke_sample *s) {
+/* The encoded bytes of the sample: from the packed cache when it holds
+** them (or offered to it once read), else from the storage. */
+static int read_bytes(const image_impl *im, stoke_sample *s,
+                      image_scratch *sc, const uint8_t **bytes, size_t *n,
+                      char *err, size_t cap) {
+  if (s->cache)
+    return stoke__cache_read(s->cache, im->set, s->index, &sc->reader,
+                             sc->dec, bytes, n, err, cap);
+  return stoke__blobset_read(im->set, s->index, &sc->reader, bytes, n, err,
+                             cap);
+}
+
+static void done_bytes(const image_impl *im, stoke_sample *s,
+                       const uint8_t *bytes, size_t n) {
+  if (s->cache)
+    stoke__cache_done(s->cache, im->set, s->index, bytes, n);
+  else
+    stoke__blobset_done(im->set, s->index, bytes, n);
+}
+
+/* Copies planned with the same DCT scale decode together: the union of
+** their windows, once (most copies of a photo share the scale). */
+typedef struct copy_plan {
+  stoke__tf_plan plan;
+  int denom, win[4];
+  bool done;
+} copy_plan;
+
+static int image_fill_copies(stoke_source *src, stoke_sample *s) {
   const image_impl *im = src->impl;
   const stoke__tf_spec *spec = s->u8_form ? &im->spec_u8 : &im->spec;
   image_scratch *sc = s->scratch;
   char err[STOKE__ERRMSG_CAP];
   const uint8_t *bytes;
   size_t n;
-  if (stoke__blobset_read(im->set, s->index, &sc->reader, &bytes, &n, err,
-                          sizeof err) != 0)
+  if (read_bytes(im, s, sc, &bytes, &n, err, sizeof err) != 0)
     return stoke_sample_fail(s, "%s", err);
 
   stoke_sample_stage(s, STOKE_STAGE_DECODE);
   stoke__img_info info;
   if (!stoke__decode_peek(bytes, n, &info) &&
-      stoke__decode_probe(sc->dec, bytes, n, &info, err, sizeof err) != 0)
+      stoke__decode_probe(sc->dec, bytes, n, &info, err, sizeof err) != 0) {
+    done_bytes(im, s, bytes, n);
     return stoke_sample_fail(s, "%s", err);
-  stoke__tf_plan plan;
-  if (stoke__tf_plan_make(spec, (int)info.width, (int)info.height,
-                          &s->rng, &plan) != 0)
-    return stoke_sample_fail(s, "%s", stoke__tls_error());
-  /* Decode only what the resampler reads, at the scale that keeps every
-  ** output pixel's detail; out_w/out_h force exactly that scale. */
-  int denom = stoke__tf_plan_dct_denom(&plan), win[4];
-  stoke__tf_plan_window(&plan, denom, win);
-  if (win[2] > (int)info.width) win[2] = (int)info.width;
-  if (win[3] > (int)info.height) win[3] = (int)info.height;
-  stoke__decode_req req = {
-      .x = (uint32_t)win[0], .y = (uint32_t)win[1],
-      .w = (uint32_t)(win[2] - win[0]), .h = (uint32_t)(win[3] - win[1])};
-  req.out_w = (req.w + (uint32_t)denom - 1) / (uint32_t)denom;
-  req.out_h = (req.h + (uint32_t)denom - 1) / (uint32_t)denom;
-  stoke__image img;
-  int rc = stoke__decode(sc->dec, bytes, n, &req, &img, err, sizeof err);
-  stoke__blobset_done(im->set, s->index, bytes, n);
-  if (rc != 0) return stoke_sample_fail(s, "%s", err);
-
-  stoke_sample_stage(s, STOKE_STAGE_TRANSFORM);
-  stoke__tf_image tfi = {.px = img.pixels, .w = (int)img.width,
-                         .h = (int)img.height, .stride = img.stride,
-                         .x0 = img.win_x, .y0 = img.win_y,
-                         .scale = img.scale};
-  if (stoke__tf_apply(spec, &plan, &tfi, &sc->tf, s->dst[0]) != 0)
-    return stoke_sample_fail(s, "transform: %s", stoke__tls_error());
+  }
+  s->src_w = info.width;
+  s->src_h = info.height;
+  unsigned copies = s->copies > 1 ? s->copies : 1;
+  copy_plan cp_stack[8], *cp = cp_stack;
+  if (copies > 8) {
+    cp = stoke__calloc(sc->tf.alloc, copies, sizeof *cp);
+    if (!cp) {
+      done_bytes(im, s, bytes, n);
+      return stoke_sample_fail(s, "out of memory planning %u copies",
+                               copies);
+    }
+  }
+  int rc = 0;
+  stoke_rng base = s->rng;
+  for (unsigned j = 0; j < copies && rc == 0; j++) {
+    stoke_rng r;
+    stoke__copy_rng(&base, j, &r);
+    if (stoke__tf_plan_make(spec, (int)info.width, (int)info.height, &r,
+                            &cp[j].plan) != 0) {
+      rc = stoke_sample_fail(s, "%s", stoke__tls_error());
+      break;
+    }
+    if (j == 0) s->rng = r; /* the sample's stream, as a single fill's */
+    /* Decode only what the resampler reads, at the scale that keeps every
+    ** output pixel's detail; out_w/out_h force exactly that scale. */
+    cp[j].denom = stoke__tf_plan_dct_denom(&cp[j].plan);
+    stoke__tf_plan_window(&cp[j].plan, cp[j].denom, cp[j].win);
+    if (cp[j].win[2] > (int)info.width) cp[j].win[2] = (int)info.width;
+    if (cp[j].win[3] > (int)info.height) cp[j].win[3] = (int)info.height;
+    cp[j].done = false;
+  }
+  for (unsigned j = 0; j < copies && rc == 0; j++) {
+    if (cp[j].done) continue;
+    int denom = cp[j].denom, win[4];
+    memcpy(win, cp[j].win, sizeof win);
+    for (unsigned k = j + 1; k < copies; k++)
+      if (!cp[k].done && cp[k].denom == denom) {
+        win[0] = STOKE__MIN(win[0], cp[k].win[0]);
+        win[1] = STOKE__MIN(win[1], cp[k].win[1]);
+        win[2] = STOKE__MAX(win[2], cp[k].win[2]);
+        win[3] = STOKE__MAX(win[3], cp[k].win[3]);
+      }
+    stoke__decode_req req = {
+        .x = (uint32_t)win[0], .y = (uint32_t)win[1],
+        .w = (uint32_t)(win[2] - win[0]), .h = (uint32_t)(win[3] - win[1])};
+    req.out_w = (req.w + (uint32_t)denom - 1) / (uint32_t)denom;
+    req.out_h = (req.h + (uint32_t)denom - 1) / (uint32_t)denom;
+    stoke__image img;
+    stoke_sample_stage(s, STOKE_STAGE_DECODE);
+    if (stoke__decode(sc->dec, bytes, n, &req, &img, err, sizeof err) != 0) {
+      rc = stoke_sample_fail(s, "%s", err);
+      break;
+    }
+    stoke_sample_stage(s, STOKE_STAGE_TRANSFORM);
+    stoke__tf_image tfi = {.px = img.pixels, .w = (int)img.width,
+                           .h = (int)img.height, .stride = img.stride,
+                           .x0 = img.win_x, .y0 = img.win_y,
+                           .scale = img.scale};
+    for (unsigned k = j; k < copies && rc == 0; k++) {
+      if (cp[k].done || cp[k].denom != denom) continue;
+      cp[k].done = true;
+      void *dst = (char *)s->dst[0] + k * s->copy_step[0];
+      if (stoke__tf_apply(spec, &cp[k].plan, &tfi, &sc->tf, dst) != 0)
+        rc = stoke_sample_fail(s, "transform: %s", stoke__tls_error());
+    }
+  }
+  done_bytes(im, s, bytes, n);
+  if (cp != cp_stack) stoke__free(sc->tf.alloc, cp);
+  if (rc != 0) return rc;
   int64_t label = stoke__blobset_label(im->set, s->index);
-  memcpy(s->dst[1], &label, sizeof label);
+  for (unsigned j = 0; j < copies; j++)
+    memcpy((char *)s->dst[1] + j * s->copy_step[1], &label, sizeof label);
   return 0;
+}
+
+static int image_fill(stoke_source *src, stoke_sample *s) {
+  unsigned copies = s->copies;
+  s->copies = 1; /* the same path, one copy */
+  int rc = image_fill_copies(src, s);
+  s->copies = copies;
+  return rc;
+}
+
+/* resize + center-crop without flip: the same bytes every epoch. */
+static bool image_deterministic(const stoke_source *src) {
+  const image_impl *im = src->impl;
+  return im->spec.crop == STOKE__TF_CROP_CENTER && im->spec.flip_p == 0;
+}
+
+static uint64_t image_stored_bytes(const stoke_source *src, size_t i) {
+  const image_impl *im = src->impl;
+  return stoke__blobset_stored_bytes(im->set, i);
+}
+
+static void image_read_ahead(const stoke_source *src, size_t first,
+                             size_t n) {
+  const image_impl *im = src->impl;
+  stoke__blobset_read_ahead(im->set, first, n);
 }
 
 static void image_destroy(stoke_source *src) {
@@ -185,6 +283,10 @@ static const stoke__source_ops image_ops = {
     .describe = image_describe,
     .scratch_create = image_scratch_create,
     .scratch_destroy = image_scratch_destroy,
+    .fill_copies = image_fill_copies,
+    .deterministic = image_deterministic,
+    .stored_bytes = image_stored_bytes,
+    .read_ahead = image_read_ahead,
     .scratch_bound = image_scratch_bound};
 
 static bool ends_with(const char *s, const char *suffix) {
@@ -475,4 +577,47 @@ int stoke__image_verify(const stoke__blobset *set, size_t index,
   }
   stoke__blobset_done(set, index, data, n);
   return rc;
+}
+
+int stoke_source_pack_info(const stoke_source *src, stoke_pack_info *out) {
+  const image_impl *im = image_of(src);
+  if (!out) return stoke__set_tls_error(STOKE_EINVAL, "pack info: out is NULL");
+  memset(out, 0, sizeof *out);
+  if (!im || stoke__blobset_pack_info(im->set, out) != 0)
+    return stoke__set_tls_error(STOKE_EINVAL,
+                                "pack info: not a packed source (%s)",
+                                src ? src->kind : "NULL");
+  return 0;
+}
+
+int stoke__image_cache_open(const stoke_source *src, const char *dir,
+                            uint64_t max_bytes, const stoke__sys *sys,
+                            const stoke_allocator *a, stoke__cache **out) {
+  *out = NULL;
+  const image_impl *im = image_of(src);
+  const char *kind = im ? stoke__blobset_kind(im->set) : "";
+  if (!im || (strcmp(kind, "folder") != 0 && strcmp(kind, "tar") != 0))
+    return stoke__set_tls_error(
+        STOKE_EINVAL,
+        "config: cache_dir %s: the cache packs folder and tar image sources; "
+        "this one is %s%s", dir, src ? src->kind : "NULL",
+        im ? " (already packed: it reads at packed speed)" : "");
+  stoke__cache_opts o = {.dir = dir, .max_bytes = max_bytes,
+                         .fingerprint = stoke_source_fingerprint(src),
+                         .sys = sys, .alloc = a};
+  char err[STOKE__ERRMSG_CAP];
+  int rc = stoke__cache_open(im->set, &o, out, err, sizeof err);
+  return rc ? stoke__set_tls_error(rc, "%s", err) : 0;
+}
+
+unsigned stoke__source_keep_side(const stoke_source *src) {
+  const image_impl *im = image_of(src);
+  if (!im) return 0;
+  const stoke__tf_spec *t = &im->spec;
+  double side = STOKE__MAX(t->out_w, t->out_h);
+  if (t->crop == STOKE__TF_CROP_RANDOM)
+    side *= 2; /* a crop of a quarter of the image keeps its detail */
+  else if (t->resize > 0)
+    side = STOKE__MAX(side, t->resize * 4.0 / 3.0);
+  return (unsigned)((side + 127) / 128) * 128;
 }

@@ -46,4 +46,13 @@ int stoke__pack(const stoke_source *src, const char *out_prefix,
                 const stoke_pack_config *cfg, const stoke__sys *sys,
                 stoke_pack_result *res);
 
+/* The packed cache of an image source over folder or tar storage, under
+** dir (storage/cache.h), writing through sys; STOKE_EINVAL (with the TLS
+** message) for other sources. */
+struct stoke__cache;
+int stoke__image_cache_open(const stoke_source *src, const char *dir,
+                            uint64_t max_bytes, const stoke__sys *sys,
+                            const stoke_allocator *a,
+                            struct stoke__cache **out);
+
 #endif /* STOKE_SOURCE_IMAGE_H */

@@ -20,6 +20,7 @@
 #include "os/syscalls.h"
 #include "storage/blob.h"
 #include "source/image.h"
+#include "transform/transform.h"
 
 /* One finished sample, waiting for the writer. */
 typedef struct pack_slot {
@@ -34,6 +35,7 @@ typedef struct pack_slot {
   bool rewritten;           /* a JPEG rewritten */
   bool as_rewritten;        /* a JPEG as the rewrite would make it: kept */
   bool kept;                /* a JPEG the rewrite could not take */
+  bool resized;             /* decoded, resized to max_side, re-encoded */
   char kept_why[STOKE__ERRMSG_CAP];
 } pack_slot;
 
@@ -44,12 +46,17 @@ typedef struct pack_worker {
   stoke__decoder *dec;
   stoke__blob_reader reader;
   stoke__thread *thread;
+  stoke__tf_scratch tf;     /* max_side: the resampler's */
+  uint8_t *px;              /* max_side: the resized pixels, px_cap bytes */
+  size_t px_cap;
 } pack_worker;
 
 struct pack_job {
   const stoke_allocator *alloc; /* cfg's: every allocation of the pack */
   const stoke__blobset *set;
   bool rewrite;             /* !keep_bytes */
+  unsigned max_side;        /* 0: no resize */
+  int quality;
   size_t total;
   pthread_mutex_t mu;
   pthread_cond_t cv;        /* any change below */
@@ -64,6 +71,71 @@ void stoke_pack_config_init(stoke_pack_config *cfg) {
   memset(cfg, 0, sizeof *cfg);
   cfg->struct_size = sizeof *cfg;
   cfg->shard_bytes = 256000000;
+  cfg->quality = 90;
+}
+
+/* The size an image of w x h takes with its longer side at max_side: the
+** other side in proportion, rounded, at least 1. */
+static void fit(uint32_t w, uint32_t h, unsigned max_side, uint32_t *tw,
+                uint32_t *th) {
+  if (w >= h) {
+    *tw = max_side;
+    *th = (uint32_t)((double)h * max_side / w + 0.5);
+  } else {
+    *th = max_side;
+    *tw = (uint32_t)((double)w * max_side / h + 0.5);
+  }
+  if (*tw < 1) *tw = 1;
+  if (*th < 1) *th = 1;
+}
+
+/* Decode the image (at the largest DCT scale that keeps the target size),
+** resize it to tw x th with the transforms' antialiased PIL bilinear
+** filter, and encode it as a JPEG with restart cuts into slot s. */
+static int resize(pack_worker *w, const uint8_t *bytes, size_t n,
+                  uint32_t tw, uint32_t th, pack_slot *s) {
+  const pack_job *j = w->job;
+  stoke__decode_req req = {.out_w = tw, .out_h = th};
+  stoke__image img;
+  char why[STOKE__ERRMSG_CAP];
+  int rc = stoke__decode(w->dec, bytes, n, &req, &img, why, sizeof why);
+  if (rc != 0) return stoke__errf(s->err, sizeof s->err, rc, "%s", why);
+  stoke__tf_spec spec = {.crop = STOKE__TF_CROP_CENTER, .out_w = (int)tw,
+                         .out_h = (int)th, .layout = STOKE__TF_HWC,
+                         .dtype = STOKE_U8};
+  stoke__tf_plan plan = {.box_w = img.info.width, .box_h = img.info.height,
+                         .clip_x1 = (int)img.info.width,
+                         .clip_y1 = (int)img.info.height, .out_w = (int)tw,
+                         .out_h = (int)th};
+  stoke__tf_image tfi = {.px = img.pixels, .w = (int)img.width,
+                         .h = (int)img.height, .stride = img.stride,
+                         .x0 = img.win_x, .y0 = img.win_y,
+                         .scale = img.scale};
+  size_t need = (size_t)tw * th * 3;
+  if (need > w->px_cap) {
+    stoke__free(j->alloc, w->px);
+    w->px_cap = 0;
+    if (!(w->px = stoke__alloc(j->alloc, need)))
+      return stoke__errf(s->err, sizeof s->err, STOKE_ENOMEM,
+                         "out of memory for %ux%u pixels", tw, th);
+    w->px_cap = need;
+  }
+  if ((rc = stoke__tf_apply(&spec, &plan, &tfi, &w->tf, w->px)) != 0)
+    return stoke__errf(s->err, sizeof s->err, rc, "resize: %s",
+                       stoke__tls_error());
+  uint8_t *out;
+  size_t out_n;
+  rc = stoke__jpeg_encode(w->dec, w->px, tw, th, (size_t)tw * 3, j->quality,
+                          &out, &out_n, why, sizeof why);
+  if (rc != 0) return stoke__errf(s->err, sizeof s->err, rc, "%s", why);
+  stoke__free(j->alloc, s->bytes);
+  s->bytes = out;
+  s->n = s->cap = out_n;
+  s->info.format = STOKE_IMAGE_JPEG;
+  s->info.width = tw;
+  s->info.height = th;
+  s->resized = true;
+  return 0;
 }
 
 static int slot_take(const stoke_allocator *a, pack_slot *s,
@@ -88,11 +160,25 @@ static void produce(pack_worker *w, size_t i, pack_slot *s) {
   const pack_job *j = w->job;
   const uint8_t *bytes;
   size_t n;
-  s->rewritten = s->as_rewritten = s->kept = false;
+  s->rewritten = s->as_rewritten = s->kept = s->resized = false;
   s->rc = stoke__image_probe(j->set, i, &w->reader, w->dec, &bytes, &n,
                              &s->info, s->err, sizeof s->err);
   if (s->rc != 0) return;
   s->n_in = n;
+  if (j->max_side &&
+      STOKE__MAX(s->info.width, s->info.height) > j->max_side) {
+    uint32_t tw, th;
+    fit(s->info.width, s->info.height, j->max_side, &tw, &th);
+    char why[STOKE__ERRMSG_CAP], where[256];
+    if ((s->rc = resize(w, bytes, n, tw, th, s)) != 0) {
+      snprintf(why, sizeof why, "%s", s->err);
+      stoke__blobset_describe(j->set, i, where, sizeof where);
+      snprintf(s->err, sizeof s->err, "pack: sample %zu (%.200s): %.250s",
+               i, where, why);
+    }
+    stoke__blobset_done(j->set, i, bytes, n);
+    return;
+  }
   bool jpeg = j->rewrite && s->info.format == STOKE_IMAGE_JPEG;
   /* The rewrite's own test, not info.restart_cuts: a JPEG with wider
   ** intervals still cuts, but coarsely, and is rewritten. */
@@ -181,6 +267,7 @@ static int consume(pack_job *j, stoke__pack_writer *w,
     res->bytes_in += s->n_in;
     res->n_rewritten += s->rewritten;
     res->n_ready += s->as_rewritten;
+    res->n_resized += s->resized;
     if (s->kept && res->n_kept++ == 0)
       snprintf(res->first_kept, sizeof res->first_kept, "%s", s->kept_why);
     int rc = stoke__pack_writer_add(
@@ -209,6 +296,8 @@ static void free_workers(const stoke_allocator *a, pack_worker *ws,
   for (size_t k = 0; k < n; k++) {
     stoke__decoder_destroy(ws[k].dec);
     stoke__blob_reader_free(&ws[k].reader);
+    stoke__tf_scratch_free(&ws[k].tf);
+    stoke__free(a, ws[k].px);
   }
   stoke__free(a, ws);
 }
@@ -316,7 +405,14 @@ int stoke__pack(const stoke_source *src, const char *out_prefix,
   int guard = check_not_source(a, sys, set, out_prefix);
   if (guard != 0) return guard;
 
+  if (cfg->max_side > 65535 || (cfg->max_side && (cfg->quality < 1 ||
+                                                  cfg->quality > 100)))
+    return stoke__set_tls_error(STOKE_EINVAL,
+                                "pack: max_side %u (1..65535) or quality %d "
+                                "(1..100) out of range", cfg->max_side,
+                                cfg->quality);
   pack_job j = {.alloc = a, .set = set, .rewrite = !cfg->keep_bytes,
+                .max_side = cfg->max_side, .quality = cfg->quality,
                 .total = stoke__blobset_n_samples(set)};
   size_t n_threads = cfg->n_threads ? cfg->n_threads : stoke__online_cpus();
   n_threads = STOKE__MAX((size_t)1, STOKE__MIN(n_threads, (size_t)64));
@@ -334,6 +430,7 @@ int stoke__pack(const stoke_source *src, const char *out_prefix,
   for (size_t k = 0; rc == 0 && k < n_threads; k++) {
     ws[k].job = &j;
     stoke__blob_reader_init(&ws[k].reader, a);
+    stoke__tf_scratch_init(&ws[k].tf, a);
     rc = stoke__decoder_create(&dopts, &ws[k].dec);
   }
   if (rc != 0) {
@@ -350,6 +447,12 @@ int stoke__pack(const stoke_source *src, const char *out_prefix,
   }
   rc = pack_classes(a, set, w);
   if (rc != 0) goto out;
+  if (cfg->max_side &&
+      (rc = stoke__pack_writer_set_resize(w, cfg->max_side, cfg->quality,
+                                          err, sizeof err)) != 0) {
+    rc = stoke__set_tls_error(rc, "%s", err);
+    goto out;
+  }
   pthread_mutex_init(&j.mu, NULL);
   pthread_cond_init(&j.cv, NULL);
   /* Fewer producers than asked (a thread that cannot start) only make the

@@ -98,25 +98,49 @@ static void sleep_calibrated(stoke_sample *s, int64_t ns) {
   if (s->sleep_bias_ns < 0) s->sleep_bias_ns = 0;
 }
 
-static int synth_fill(stoke_source *src, stoke_sample *s) {
+/* The sample's copies (example echoing) share its cost, as the copies of
+** an image share its read and decode: the cost once, then each copy's
+** noise from its own stream. */
+static int synth_fill_copies(stoke_source *src, stoke_sample *s) {
   const synth_impl *impl = src->impl;
   const stoke_synthetic_config *c = &impl->cfg;
-  float *x = s->dst[0];
-  if (c->kind == STOKE_SYNTH_TENSOR) {
-    memcpy(x, impl->features + s->index * impl->x_elems,
-           impl->x_elems * sizeof(float));
-  } else {
+  unsigned copies = s->copies > 1 ? s->copies : 1;
+  if (c->kind != STOKE_SYNTH_TENSOR) {
     int64_t cost = draw_cost(c, s->seed, s->epoch, s->index);
     if (c->kind == STOKE_SYNTH_SLEEP)
       sleep_calibrated(s, cost);
     else
       stoke__spin_cpu_ns(cost);
     if (c->wait_ns > 0) sleep_calibrated(s, c->wait_ns);
-    fill_noise(x, impl->x_elems, stoke_rng_u64(&s->rng));
   }
+  stoke_rng base = s->rng;
   int64_t label = (int64_t)(s->index % (c->n_classes ? c->n_classes : 1));
-  memcpy(s->dst[1], &label, sizeof label);
+  for (unsigned j = 0; j < copies; j++) {
+    float *x = (float *)((char *)s->dst[0] + j * s->copy_step[0]);
+    if (c->kind == STOKE_SYNTH_TENSOR) {
+      memcpy(x, impl->features + s->index * impl->x_elems,
+             impl->x_elems * sizeof(float));
+    } else {
+      stoke_rng r;
+      stoke__copy_rng(&base, j, &r);
+      fill_noise(x, impl->x_elems, stoke_rng_u64(&r));
+    }
+    memcpy((char *)s->dst[1] + j * s->copy_step[1], &label, sizeof label);
+  }
   return 0;
+}
+
+static int synth_fill(stoke_source *src, stoke_sample *s) {
+  unsigned copies = s->copies;
+  s->copies = 1;
+  int rc = synth_fill_copies(src, s);
+  s->copies = copies;
+  return rc;
+}
+
+static bool synth_deterministic(const stoke_source *src) {
+  const synth_impl *impl = src->impl;
+  return impl->cfg.kind == STOKE_SYNTH_TENSOR;
 }
 
 static void synth_destroy(stoke_source *src) {
@@ -126,8 +150,11 @@ static void synth_destroy(stoke_source *src) {
   stoke__free(NULL, s);
 }
 
-static const stoke__source_ops synth_ops = {.fill = synth_fill,
-                                            .destroy = synth_destroy};
+static const stoke__source_ops synth_ops = {
+    .fill = synth_fill,
+    .destroy = synth_destroy,
+    .fill_copies = synth_fill_copies,
+    .deterministic = synth_deterministic};
 
 int stoke_source_create_synthetic(const stoke_synthetic_config *cfg,
                                   stoke_source **out) {

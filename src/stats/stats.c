@@ -15,6 +15,11 @@ void stoke__stats_snap_producer(const stoke__producer_stats *p,
   acc->produced += stoke__counter_get(&p->samples);
   acc->copy_bytes += stoke__counter_get(&p->copy_bytes);
   acc->pageable_copies += stoke__counter_get(&p->pageable_copies);
+  acc->images += stoke__counter_get(&p->images);
+  acc->image_pixels += stoke__counter_get(&p->image_pixels);
+  acc->image_sides += stoke__counter_get(&p->image_sides);
+  acc->cache_hits += stoke__counter_get(&p->cache_hits);
+  acc->ram_hits += stoke__counter_get(&p->ram_hits);
 }
 
 void stoke__stats_snap_consumer(const stoke__consumer_stats *c,
@@ -32,6 +37,7 @@ void stoke__stats_snap_consumer(const stoke__consumer_stats *c,
   stoke__hist_read(&c->gpu_idle, &acc->gpu_idle);
   acc->untimed_steps += stoke__counter_get(&c->untimed_steps);
   acc->idle_steps += stoke__counter_get(&c->idle_steps);
+  acc->fresh_samples += stoke__counter_get(&c->fresh_samples);
 }
 
 void stoke__stats_snap_sub(stoke__stats_snap *a, const stoke__stats_snap *b) {
@@ -55,6 +61,12 @@ void stoke__stats_snap_sub(stoke__stats_snap *a, const stoke__stats_snap *b) {
   a->pageable_copies -= b->pageable_copies;
   a->untimed_steps -= b->untimed_steps;
   a->idle_steps -= b->idle_steps;
+  a->images -= b->images;
+  a->image_pixels -= b->image_pixels;
+  a->image_sides -= b->image_sides;
+  a->cache_hits -= b->cache_hits;
+  a->ram_hits -= b->ram_hits;
+  a->fresh_samples -= b->fresh_samples;
 }
 
 void stoke__stats_publish(const stoke__stats_snap *s, stoke_stats *out) {
@@ -90,6 +102,14 @@ void stoke__stats_publish(const stoke__stats_snap *s, stoke_stats *out) {
   out->copy_bytes = s->copy_bytes;
   out->pageable_copies = s->pageable_copies;
   out->untimed_steps = s->untimed_steps;
+  out->fresh_samples = s->fresh_samples;
+  out->images = s->images;
+  if (s->images) {
+    out->image_pixels_mean = (double)s->image_pixels / (double)s->images;
+    out->image_side_mean = (double)s->image_sides / (double)s->images;
+  }
+  out->cache_hits = s->cache_hits;
+  out->ram_cache_hits = s->ram_hits;
   int64_t copy = out->stage[STOKE_STAGE_COPY].total_ns;
   int64_t exposed = out->copy_wait.total_ns;
   if (copy > 0) {

@@ -223,6 +223,40 @@ int stoke__blobset_read(const stoke__blobset *s, size_t i,
   return s->ops->read(s->impl, i, r, ptr, len, err, cap);
 }
 
+uint64_t stoke__blobset_stored_bytes(const stoke__blobset *s, size_t i) {
+  assert(i < s->n_samples);
+  uint64_t b = stoke__blobset_bytes(s, i); /* the index's, when it has it */
+  if (!b && s->ops->stored_bytes) b = s->ops->stored_bytes(s->impl, i);
+  return b;
+}
+
+void stoke__blobset_read_ahead(const stoke__blobset *s, size_t first,
+                               size_t n) {
+  if (!s->ops->read_ahead || first >= s->n_samples) return;
+  if (n > s->n_samples - first) n = s->n_samples - first;
+  if (n) s->ops->read_ahead(s->impl, first, n);
+}
+
+int stoke__blobset_content_key(const stoke__blobset *s, uint64_t *key,
+                               char *err, size_t cap) {
+  if (!s->ops->content_key)
+    return stoke__errf(err, cap, STOKE_EINVAL,
+                       "%s source: no content key (the cache reads folder "
+                       "and tar sources)", s->ops->kind);
+  return s->ops->content_key(s->impl, key, err, cap);
+}
+
+int stoke__blobset_pack_info(const stoke__blobset *s, stoke_pack_info *out) {
+  memset(out, 0, sizeof *out);
+  if (!s->ops->pack_info) return STOKE_EINVAL;
+  return s->ops->pack_info(s->impl, out);
+}
+
+size_t stoke__blobset_source_index(const stoke__blobset *s, size_t i) {
+  assert(i < s->n_samples);
+  return s->ops->source_index ? s->ops->source_index(s->impl, i) : SIZE_MAX;
+}
+
 void stoke__blobset_done(const stoke__blobset *s, size_t i,
                          const uint8_t *ptr, size_t len) {
   if (s->ops->done && ptr) s->ops->done(s->impl, i, ptr, len);

@@ -153,6 +153,31 @@ int stoke__blobset_read(const stoke__blobset *s, size_t i,
 void stoke__blobset_done(const stoke__blobset *s, size_t i,
                          const uint8_t *ptr, size_t len);
 
+/* ---- what the block order, the cache and inspect ask (since 0.3) --------- */
+
+/* Stored (encoded) bytes of sample i: stoke__blobset_bytes (packed and tar
+** from their index), else a folder's stat of the file (0 when it cannot be
+** looked at). */
+uint64_t stoke__blobset_stored_bytes(const stoke__blobset *s, size_t i);
+/* Ask the kernel to read samples [first, first + n) ahead, without
+** waiting: packed shards madvise(MADV_WILLNEED) their mapped range, tar
+** shards and folder files posix_fadvise(WILLNEED).  Advice only: a call
+** that fails is ignored. */
+void stoke__blobset_read_ahead(const stoke__blobset *s, size_t first,
+                               size_t n);
+/* A 64-bit key of what the files hold as the file system describes it:
+** every file's path (relative to the folder's root, or the shard's base
+** name), size and modification time (ns).  Folder and tar; STOKE_EINVAL
+** for packed sets, STOKE_EIO when a file cannot be looked at. */
+int stoke__blobset_content_key(const stoke__blobset *s, uint64_t *key,
+                               char *err, size_t cap);
+/* Packed sets: what the shards' headers record of a pre-resize (stoke
+** pack --max-side).  STOKE_EINVAL for the other kinds. */
+int stoke__blobset_pack_info(const stoke__blobset *s, stoke_pack_info *out);
+/* Packed sets written by the cache: the source index of entry i (its
+** shard's source map), or SIZE_MAX without one. */
+size_t stoke__blobset_source_index(const stoke__blobset *s, size_t i);
+
 /* ---- pack writer (pack_writer.c) ----------------------------------------- */
 
 typedef struct stoke__pack_writer stoke__pack_writer;
@@ -195,6 +220,33 @@ const char *stoke__pack_writer_shard_path(const stoke__pack_writer *w,
 /* NULL: no-op.  Before finish: unlinks every .tmp file. */
 void stoke__pack_writer_destroy(stoke__pack_writer *w);
 
+/* Record a pre-resize in every shard's header (flag RESIZED): max_side
+** 1..65535, quality 1..100.  Only before the first add. */
+int stoke__pack_writer_set_resize(stoke__pack_writer *w, unsigned max_side,
+                                  int quality, char *err, size_t cap);
+/* Publish mode (the packed cache): each shard is fsync'ed and renamed to
+** its final name as soon as it is complete (stoke__pack_writer_cut, or a
+** full shard), and finish removes no earlier shard.  Shards then also
+** carry a source map: every sample must come through
+** stoke__pack_writer_add_mapped.  Only before the first add. */
+int stoke__pack_writer_set_publish(stoke__pack_writer *w, char *err,
+                                   size_t cap);
+/* stoke__pack_writer_add, recording the sample's source index in the
+** shard's source map (publish mode). */
+int stoke__pack_writer_add_mapped(stoke__pack_writer *w, size_t source_index,
+                                  const void *bytes, size_t len,
+                                  int64_t label, uint32_t width,
+                                  uint32_t height, int format, char *err,
+                                  size_t cap);
+/* Publish mode: complete the shard being written (if it holds a sample)
+** and rename it; *published (may be NULL) gets its final path (owned by
+** the writer) or NULL when there was none.  The next add starts a new
+** shard. */
+int stoke__pack_writer_cut(stoke__pack_writer *w, const char **published,
+                           char *err, size_t cap);
+/* Bytes written to shards so far, data, indices and headers included. */
+uint64_t stoke__pack_writer_bytes(const stoke__pack_writer *w);
+
 /* ---- shared helpers (blob.c) --------------------------------------------- */
 
 /* CRC-32 (IEEE 802.3, as zlib's crc32): crc = 0 to start. */
@@ -227,6 +279,13 @@ typedef struct stoke__blob_ops {
   size_t (*files)(const void *impl, const char *const **paths);
   /* Optional: stoke__blobset_bytes. */
   uint64_t (*bytes)(const void *impl, size_t i);
+  /* Optional (since 0.3): the calls of the same names above
+  ** (stored_bytes: where bytes cannot say, as a folder's stat). */
+  uint64_t (*stored_bytes)(const void *impl, size_t i);
+  void (*read_ahead)(const void *impl, size_t first, size_t n);
+  int (*content_key)(const void *impl, uint64_t *key, char *err, size_t cap);
+  int (*pack_info)(const void *impl, stoke_pack_info *out);
+  size_t (*source_index)(const void *impl, size_t i);
 } stoke__blob_ops;
 
 /* Growable list of strings with optional reasons, for class names and
@@ -283,5 +342,15 @@ static inline void stoke__put_le64(uint8_t *p, uint64_t v) {
 /* Header flag: a class table follows the header (docs/packed-format.md). */
 #define STOKE__PACK_FLAG_CLASSES 1u
 #define STOKE__PACK_CLASSES_HEAD 16 /* count, bytes, CRC, reserved */
+/* Header flag: images were resized (stoke pack --max-side); the max side
+** (u16) and the JPEG quality (u8) are at header bytes 48 and 50. */
+#define STOKE__PACK_FLAG_RESIZED 2u
+/* Header flag: a source map (each entry's index in the dataset it was
+** read from: the packed cache) lies at the offset in header bytes 52..59:
+** n_samples u64, then its CRC-32 and 4 zero bytes. */
+#define STOKE__PACK_FLAG_SOURCE_MAP 4u
+#define STOKE__PACK_FLAGS_KNOWN                                             \
+  (STOKE__PACK_FLAG_CLASSES | STOKE__PACK_FLAG_RESIZED |                    \
+   STOKE__PACK_FLAG_SOURCE_MAP)
 
 #endif /* STOKE_STORAGE_BLOB_H */

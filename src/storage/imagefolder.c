@@ -15,6 +15,7 @@
 ** and folders, e.g. .ipynb_checkpoints, .DS_Store) are ignored; files that
 ** are skipped are listed with a reason instead of vanishing. */
 #define _DEFAULT_SOURCE /* d_type, DT_* */
+#define _POSIX_C_SOURCE 200809L /* posix_fadvise, st_mtim */
 #include "storage/blob.h"
 
 #include <dirent.h>
@@ -118,9 +119,64 @@ static int folder_read(const void *impl, size_t i, stoke__blob_reader *r,
   return rc;
 }
 
+/* The path of sample i into buf (cap bytes); false when it does not fit. */
+static bool folder_path(const folder_impl *f, size_t i, char *buf,
+                        size_t cap) {
+  int n = snprintf(buf, cap, "%s/%s", f->root, f->v[i].rel);
+  return n > 0 && (size_t)n < cap;
+}
+
+static uint64_t folder_stored_bytes(const void *impl, size_t i) {
+  const folder_impl *f = impl;
+  char path[4096];
+  struct stat st;
+  if (!folder_path(f, i, path, sizeof path) ||
+      f->sys->stat(f->sys->user, path, &st) != 0 || st.st_size < 0)
+    return 0;
+  return (uint64_t)st.st_size;
+}
+
+/* Each file opened, advised whole, closed: the kernel reads it ahead. */
+static void folder_read_ahead(const void *impl, size_t first, size_t n) {
+  const folder_impl *f = impl;
+  const stoke__sys *sys = f->sys;
+  for (size_t i = first; i < first + n; i++) {
+    char path[4096];
+    if (!folder_path(f, i, path, sizeof path)) continue;
+    int fd = stoke__sys_open(sys, path, O_RDONLY | O_CLOEXEC, 0);
+    if (fd < 0) continue;
+    sys->fadvise(sys->user, fd, 0, 0, POSIX_FADV_WILLNEED);
+    sys->close(sys->user, fd);
+  }
+}
+
+/* Every file's path below the root, size and modification time. */
+static int folder_content_key(const void *impl, uint64_t *key, char *err,
+                              size_t cap) {
+  const folder_impl *f = impl;
+  uint64_t h = stoke__hash_str(0xF01DE4C4C4EULL, "folder");
+  for (size_t i = 0; i < f->n; i++) {
+    char path[4096];
+    struct stat st;
+    if (!folder_path(f, i, path, sizeof path))
+      return stoke__errf(err, cap, STOKE_EIO, "%s/%s: path too long",
+                         f->root, f->v[i].rel);
+    if (f->sys->stat(f->sys->user, path, &st) != 0)
+      return stoke__errf(err, cap, STOKE_EIO, "%s (sample %zu): stat: %s",
+                         path, i, strerror(errno));
+    h = stoke__hash_str(h, f->v[i].rel);
+    h = stoke__hash_u64(h, (uint64_t)st.st_size);
+    h = stoke__hash_u64(h, (uint64_t)st.st_mtim.tv_sec * 1000000000u +
+                               (uint64_t)st.st_mtim.tv_nsec);
+  }
+  *key = h;
+  return 0;
+}
+
 static const stoke__blob_ops folder_ops = {
     "folder", folder_label, folder_format, NULL,
     folder_describe, folder_read, folder_destroy, NULL, NULL, NULL,
+    folder_stored_bytes, folder_read_ahead, folder_content_key, NULL, NULL,
 };
 
 /* ---- the walk ------------------------------------------------------------ */

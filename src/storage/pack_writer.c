@@ -40,6 +40,14 @@ struct stoke__pack_writer {
   size_t n_stale;           /* shards of an earlier pack removed by finish */
   bool finished;
   bool failed;              /* poisoned: only destroy */
+  unsigned max_side;        /* flag RESIZED, or 0 */
+  int quality;
+  bool publish;             /* rename each shard once complete; source maps */
+  uint64_t *map;            /* publish: the current shard's source indices,
+                               n of map_cap */
+  size_t map_cap;
+  size_t published;         /* publish: shards renamed so far */
+  uint64_t bytes;           /* written so far */
 };
 
 /* Shard paths are at most PATH_CAP bytes (checked in begin_shard), so the
@@ -162,10 +170,25 @@ static int begin_shard(stoke__pack_writer *w, char *err, size_t cap) {
   return rc;
 }
 
-/* Index, footer, header last; fsync; close.  The file keeps its .tmp. */
+static int rename_shard(stoke__pack_writer *w, size_t k, char *err,
+                        size_t cap);
+
+/* Index, footer, header last; fsync; close.  The file keeps its .tmp
+** (publish mode: renamed now). */
 static int end_shard(stoke__pack_writer *w, char *err, size_t cap) {
   const char *final = w->finals.s[w->finals.n - 1];
-  uint64_t index_off = (w->pos + 7) & ~(uint64_t)7;
+  /* Publish mode: the source map after the last sample, then the index. */
+  uint64_t map_off = (w->pos + 7) & ~(uint64_t)7;
+  size_t map_bytes = w->publish ? 8 * w->n + 8 : 0;
+  uint8_t *map = NULL;
+  if (w->publish) {
+    map = stoke__alloc(w->a, map_bytes);
+    if (!map) return fail(w, STOKE_ENOMEM, err, cap, "out of memory", "");
+    for (size_t i = 0; i < w->n; i++) stoke__put_le64(map + 8 * i, w->map[i]);
+    stoke__put_le32(map + 8 * w->n, stoke__crc32(0, map, 8 * w->n));
+    stoke__put_le32(map + 8 * w->n + 4, 0);
+  }
+  uint64_t index_off = (map_off + map_bytes + 7) & ~(uint64_t)7;
   size_t index_bytes = w->n * STOKE__PACK_ENTRY;
   uint8_t foot[STOKE__PACK_FOOTER] = {0}, head[STOKE__PACK_HEADER] = {0};
   stoke__put_le64(foot, index_off);
@@ -174,7 +197,16 @@ static int end_shard(stoke__pack_writer *w, char *err, size_t cap) {
   memcpy(foot + 24, STOKE__PACK_END_MAGIC, 8);
   memcpy(head, STOKE__PACK_MAGIC, 8);
   stoke__put_le32(head + 8, STOKE__PACK_VERSION);
-  stoke__put_le32(head + 12, w->classes ? STOKE__PACK_FLAG_CLASSES : 0);
+  stoke__put_le32(head + 12,
+                  (w->classes ? STOKE__PACK_FLAG_CLASSES : 0) |
+                      (w->max_side ? STOKE__PACK_FLAG_RESIZED : 0) |
+                      (w->publish ? STOKE__PACK_FLAG_SOURCE_MAP : 0));
+  if (w->max_side) {
+    head[48] = (uint8_t)w->max_side;
+    head[49] = (uint8_t)(w->max_side >> 8);
+    head[50] = (uint8_t)w->quality;
+  }
+  if (w->publish) stoke__put_le64(head + 52, map_off);
   stoke__put_le64(head + 16, w->n);
   stoke__put_le64(head + 24, w->data_off);
   stoke__put_le64(head + 32, index_off);
@@ -187,6 +219,8 @@ static int end_shard(stoke__pack_writer *w, char *err, size_t cap) {
                                            w->classes_len,
                                            STOKE__PACK_HEADER))
     what = "write the class table";
+  else if (map && stoke__sys_pwrite_full(sys, w->fd, map, map_bytes, map_off))
+    what = "write the source map";
   else if (index_bytes && stoke__sys_pwrite_full(sys, w->fd, w->index,
                                                  index_bytes, index_off))
     what = "write the index";
@@ -198,6 +232,10 @@ static int end_shard(stoke__pack_writer *w, char *err, size_t cap) {
   else if (sys->fsync(sys->user, w->fd))
     what = "fsync";
   int e = errno; /* the failed call's, for fail() */
+  stoke__free(w->a, map);
+  if (!what)
+    w->bytes += index_off + index_bytes + sizeof foot - w->pos +
+                sizeof head + w->classes_len;
   /* Written data: a close error (NFS reports write-back failures there)
   ** fails the shard. */
   if (sys->close(sys->user, w->fd) != 0 && !what) {
@@ -211,13 +249,56 @@ static int end_shard(stoke__pack_writer *w, char *err, size_t cap) {
     errno = e;
     return fail(w, STOKE_EIO, err, cap, what, tmp);
   }
+  return w->publish ? rename_shard(w, w->finals.n - 1, err, cap) : 0;
+}
+
+/* Publish mode: shard k under its final name now, and the folder synced
+** so that the name is durable. */
+static int sync_dir(const stoke__pack_writer *w);
+
+static int rename_shard(stoke__pack_writer *w, size_t k, char *err,
+                        size_t cap) {
+  char tmp[TMP_CAP];
+  tmp_name(w->finals.s[k], tmp);
+  if (w->sys->rename(w->sys->user, tmp, w->finals.s[k]) != 0)
+    return fail(w, STOKE_EIO, err, cap, "rename", tmp);
+  w->published = k + 1;
+  if (sync_dir(w) != 0)
+    return fail(w, STOKE_EIO, err, cap, "fsync of the folder",
+                w->finals.s[k]);
   return 0;
 }
+
+static int add(stoke__pack_writer *w, size_t source_index, const void *bytes,
+               size_t len, int64_t label, uint32_t width, uint32_t height,
+               int format, char *err, size_t cap);
 
 int stoke__pack_writer_add(stoke__pack_writer *w, const void *bytes,
                            size_t len, int64_t label, uint32_t width,
                            uint32_t height, int format, char *err,
                            size_t cap) {
+  if (w->publish)
+    return stoke__errf(err, cap, STOKE_EINVAL,
+                       "pack writer: publish mode takes samples with their "
+                       "source index");
+  return add(w, 0, bytes, len, label, width, height, format, err, cap);
+}
+
+int stoke__pack_writer_add_mapped(stoke__pack_writer *w, size_t source_index,
+                                  const void *bytes, size_t len,
+                                  int64_t label, uint32_t width,
+                                  uint32_t height, int format, char *err,
+                                  size_t cap) {
+  if (!w->publish)
+    return stoke__errf(err, cap, STOKE_EINVAL,
+                       "pack writer: source indices need publish mode");
+  return add(w, source_index, bytes, len, label, width, height, format, err,
+             cap);
+}
+
+static int add(stoke__pack_writer *w, size_t source_index, const void *bytes,
+               size_t len, int64_t label, uint32_t width, uint32_t height,
+               int format, char *err, size_t cap) {
   if (w->failed || w->finished)
     return stoke__errf(err, cap, STOKE_EBADSTATE, "pack writer: %s",
                        w->finished ? "already finished"
@@ -255,6 +336,15 @@ int stoke__pack_writer_add(stoke__pack_writer *w, const void *bytes,
     w->index = idx;
     w->cap = ncap;
   }
+  if (w->publish && w->n == w->map_cap) {
+    size_t ncap = w->map_cap ? w->map_cap * 2 : 1024;
+    uint64_t *m = stoke__calloc(w->a, ncap, sizeof *m);
+    if (!m) return fail(w, STOKE_ENOMEM, err, cap, "out of memory", "");
+    if (w->n) memcpy(m, w->map, w->n * sizeof *m);
+    stoke__free(w->a, w->map);
+    w->map = m;
+    w->map_cap = ncap;
+  }
   uint64_t off = (w->pos + a1) & ~a1;
   if (len && stoke__sys_pwrite_full(w->sys, w->fd, bytes, len, off)) {
     char tmp[TMP_CAP];
@@ -269,9 +359,57 @@ int stoke__pack_writer_add(stoke__pack_writer *w, const void *bytes,
   stoke__put_le32(e + 28, height);
   stoke__put_le32(e + 32, (uint32_t)format);
   stoke__put_le32(e + 36, stoke__crc32(0, bytes, len));
+  if (w->publish) w->map[w->n] = source_index;
   w->n++;
   w->pos = off + len;
+  w->bytes += len;
   return 0;
+}
+
+static bool before_first_add(const stoke__pack_writer *w) {
+  return !w->failed && !w->finished && w->finals.n == 0;
+}
+
+int stoke__pack_writer_set_resize(stoke__pack_writer *w, unsigned max_side,
+                                  int quality, char *err, size_t cap) {
+  if (!before_first_add(w))
+    return stoke__errf(err, cap, STOKE_EBADSTATE,
+                       "pack writer: the resize goes before the first "
+                       "sample");
+  if (max_side < 1 || max_side > 65535 || quality < 1 || quality > 100)
+    return stoke__errf(err, cap, STOKE_EINVAL,
+                       "pack writer: max side %u (1..65535) or quality %d "
+                       "(1..100) out of range", max_side, quality);
+  w->max_side = max_side;
+  w->quality = quality;
+  return 0;
+}
+
+int stoke__pack_writer_set_publish(stoke__pack_writer *w, char *err,
+                                   size_t cap) {
+  if (!before_first_add(w))
+    return stoke__errf(err, cap, STOKE_EBADSTATE,
+                       "pack writer: publish mode goes before the first "
+                       "sample");
+  w->publish = true;
+  return 0;
+}
+
+int stoke__pack_writer_cut(stoke__pack_writer *w, const char **published,
+                           char *err, size_t cap) {
+  if (published) *published = NULL;
+  if (w->failed || w->finished || !w->publish)
+    return stoke__errf(err, cap, STOKE_EBADSTATE,
+                       "pack writer: cut needs a live writer in publish "
+                       "mode");
+  if (w->fd < 0 || w->n == 0) return 0;
+  int rc = end_shard(w, err, cap);
+  if (rc == 0 && published) *published = w->finals.s[w->finals.n - 1];
+  return rc;
+}
+
+uint64_t stoke__pack_writer_bytes(const stoke__pack_writer *w) {
+  return w->bytes;
 }
 
 /* fsync the folder holding the prefix, so that the renames are durable. */
@@ -343,7 +481,7 @@ int stoke__pack_writer_finish(stoke__pack_writer *w, size_t *n_shards,
     int rc = end_shard(w, err, cap);
     if (rc) return rc;
   }
-  for (size_t k = 0; k < w->finals.n; k++) {
+  for (size_t k = w->published; k < w->finals.n; k++) {
     const char *final = w->finals.s[k];
     char tmp[TMP_CAP];
     tmp_name(final, tmp);
@@ -363,7 +501,7 @@ int stoke__pack_writer_finish(stoke__pack_writer *w, size_t *n_shards,
   ** fails is the clean-up of an earlier pack or durability, and the
   ** message says so. */
   char where[PATH_CAP];
-  if (remove_stale(w, where, sizeof where) != 0)
+  if (!w->publish && remove_stale(w, where, sizeof where) != 0)
     return stoke__errf(err, cap, STOKE_EIO,
                        "pack writer: %s: cannot remove this earlier pack's "
                        "shard: %s (the %zu new shards are complete; remove "
@@ -393,8 +531,9 @@ void stoke__pack_writer_destroy(stoke__pack_writer *w) {
   if (w->fd >= 0) w->sys->close(w->sys->user, w->fd);
   if (!w->finished) {
     /* Unlink .tmp files; after a failed finish some may already carry
-    ** their final names, but those are complete shards. */
-    for (size_t k = 0; k < w->finals.n; k++) {
+    ** their final names, but those are complete shards (as are the ones
+    ** publish mode renamed). */
+    for (size_t k = w->published; k < w->finals.n; k++) {
       char tmp[TMP_CAP];
       tmp_name(w->finals.s[k], tmp);
       w->sys->unlink(w->sys->user, tmp);
@@ -402,6 +541,7 @@ void stoke__pack_writer_destroy(stoke__pack_writer *w) {
   }
   stoke__blob_strs_free(&w->finals, a);
   stoke__free(a, w->index);
+  stoke__free(a, w->map);
   stoke__free(a, w->classes);
   stoke__free(a, w->prefix);
   stoke__free(a, w);

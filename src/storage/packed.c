@@ -10,6 +10,7 @@
 ** reads need no lock.  A file truncated by someone else while mapped would
 ** raise SIGBUS on access: shards are written once (pack_writer.c renames
 ** complete files into place) and must not be modified while in use. */
+#define _DEFAULT_SOURCE /* MADV_WILLNEED */
 #define _POSIX_C_SOURCE 200809L
 #include "storage/blob.h"
 
@@ -31,6 +32,9 @@ typedef struct pack_shard {
   size_t first;          /* global index of entry 0 */
   const uint8_t *classes; /* the class table's names, into map, or NULL */
   uint32_t n_classes, classes_bytes;
+  unsigned max_side;     /* flag RESIZED: the header's max side, or 0 */
+  int quality;
+  const uint8_t *source_map; /* flag SOURCE_MAP: n u64, into map, or NULL */
 } pack_shard;
 
 /* Decoded samples' pages are given back to the page cache in bulk, once
@@ -177,6 +181,52 @@ static void packed_done(const void *impl, size_t i, const uint8_t *ptr,
                         (size_t)(p->shards[k].index - p->shards[k].map));
 }
 
+/* The mapped pages of samples [first, first + n), shard by shard: a block
+** of consecutive samples is one range of each shard it spans. */
+static void packed_read_ahead(const void *impl, size_t first, size_t n) {
+  const packed_impl *p = impl;
+  uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+  size_t end = first + n;
+  while (first < end) {
+    const uint8_t *e;
+    size_t local;
+    const pack_shard *s = locate(p, first, &e, &local);
+    size_t last = STOKE__MIN(end, s->first + (size_t)s->n) - 1;
+    const uint8_t *le = s->index + (last - s->first) * STOKE__PACK_ENTRY;
+    uintptr_t lo = (uintptr_t)(s->map + stoke__le64(e)) & ~(page - 1);
+    uintptr_t hi = (uintptr_t)(s->map + stoke__le64(le) + stoke__le64(le + 8));
+    if (hi > lo)
+      p->sys->madvise(p->sys->user, (void *)lo, hi - lo, MADV_WILLNEED);
+    first = last + 1;
+  }
+}
+
+static int packed_pack_info(const void *impl, stoke_pack_info *out) {
+  const packed_impl *p = impl;
+  out->n_shards = p->n_shards;
+  for (size_t k = 0; k < p->n_shards; k++) {
+    const pack_shard *s = &p->shards[k];
+    if (k > 0 && (s->max_side != p->shards[0].max_side ||
+                  s->quality != p->shards[0].quality))
+      out->mixed = 1;
+    if (!s->max_side) continue;
+    out->n_resized++;
+    if (s->max_side > out->max_side) {
+      out->max_side = s->max_side;
+      out->quality = s->quality;
+    }
+  }
+  return 0;
+}
+
+static size_t packed_source_index(const void *impl, size_t i) {
+  const uint8_t *e;
+  size_t local;
+  const pack_shard *s = locate(impl, i, &e, &local);
+  return s->source_map ? (size_t)stoke__le64(s->source_map + 8 * local)
+                       : SIZE_MAX;
+}
+
 static size_t packed_files(const void *impl, const char *const **paths) {
   const packed_impl *p = impl;
   *paths = (const char *const *)p->paths;
@@ -184,9 +234,11 @@ static size_t packed_files(const void *impl, const char *const **paths) {
 }
 
 static const stoke__blob_ops packed_ops = {
-    "packed", packed_label, packed_format, packed_dims,
-    packed_describe, packed_read, packed_destroy, packed_done,
-    packed_files, packed_bytes,
+    "packed",          packed_label,        packed_format,
+    packed_dims,       packed_describe,     packed_read,
+    packed_destroy,    packed_done,         packed_files,
+    packed_bytes,      NULL,                packed_read_ahead,
+    NULL,              packed_pack_info,    packed_source_index,
 };
 
 /* ---- validation ---------------------------------------------------------- */
@@ -250,9 +302,19 @@ static int validate(pack_shard *s, char *err, size_t cap) {
     return BAD("packed source: %s: header CRC-32 mismatch (stored %08x, "
                "computed %08x): damaged header", path, stoke__le32(m + 60),
                hcrc);
-  if (flags & ~STOKE__PACK_FLAG_CLASSES)
+  if (flags & ~STOKE__PACK_FLAGS_KNOWN)
     return BAD("packed source: %s: unknown flags %08x (written by a newer "
                "stoke?)", path, flags);
+  /* Bytes 48..59 were reserved (zero) before the flags that use them. */
+  if (flags & STOKE__PACK_FLAG_RESIZED) {
+    unsigned side = (unsigned)m[48] | (unsigned)m[49] << 8;
+    int quality = m[50];
+    if (side == 0 || quality < 1 || quality > 100)
+      return BAD("packed source: %s: resized to max side %u at quality %d: "
+                 "not a size and a JPEG quality", path, side, quality);
+    s->max_side = side;
+    s->quality = quality;
+  }
   uint64_t n = stoke__le64(m + 16), data_off = stoke__le64(m + 24);
   uint64_t index_off = stoke__le64(m + 32);
   uint32_t align = stoke__le32(m + 40), entry = stoke__le32(m + 44);
@@ -299,6 +361,24 @@ static int validate(pack_shard *s, char *err, size_t cap) {
                (unsigned long long)stoke__le64(f + 8),
                (unsigned long long)index_off, (unsigned long long)n);
   const uint8_t *index = m + index_off;
+  if (flags & STOKE__PACK_FLAG_SOURCE_MAP) {
+    uint64_t map_off = stoke__le64(m + 52);
+    if (map_off % 8 || map_off < data_off || map_off > index_off ||
+        index_off - map_off < 8 || n > (index_off - map_off - 8) / 8)
+      return BAD("packed source: %s: source map at offset %llu (%llu "
+                 "entries) is not inside the data section [%llu, %llu)",
+                 path, (unsigned long long)map_off, (unsigned long long)n,
+                 (unsigned long long)data_off,
+                 (unsigned long long)index_off);
+    const uint8_t *map = m + map_off;
+    uint32_t mcrc = stoke__crc32(0, map, (size_t)(8 * n));
+    if (mcrc != stoke__le32(map + 8 * n))
+      return BAD("packed source: %s: source map CRC-32 mismatch (stored "
+                 "%08x, computed %08x): damaged map at offset %llu", path,
+                 stoke__le32(map + 8 * n), mcrc,
+                 (unsigned long long)map_off);
+    s->source_map = map;
+  }
   uint32_t icrc = stoke__crc32(0, index, (size_t)(n * STOKE__PACK_ENTRY));
   if (icrc != stoke__le32(f + 16))
     return BAD("packed source: %s: index CRC-32 mismatch (stored %08x, "

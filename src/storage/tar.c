@@ -113,9 +113,50 @@ static int tar_read(const void *impl, size_t i, stoke__blob_reader *r,
   return 0;
 }
 
+static uint64_t tar_bytes(const void *impl, size_t i) {
+  return ((const tar_impl *)impl)->v[i].len;
+}
+
+/* Consecutive samples of a shard are one range of its file. */
+static void tar_read_ahead(const void *impl, size_t first, size_t n) {
+  const tar_impl *t = impl;
+  for (size_t i = first; i < first + n;) {
+    const tar_sample *a = &t->v[i];
+    size_t j = i;
+    while (j + 1 < first + n && t->v[j + 1].shard == a->shard &&
+           t->v[j + 1].offset >= a->offset)
+      j++;
+    const tar_sample *b = &t->v[j];
+    t->sys->fadvise(t->sys->user, t->fds[a->shard], a->offset,
+                    b->offset + b->len - a->offset, POSIX_FADV_WILLNEED);
+    i = j + 1;
+  }
+}
+
+/* Every shard's base name, size and modification time. */
+static int tar_content_key(const void *impl, uint64_t *key, char *err,
+                           size_t cap) {
+  const tar_impl *t = impl;
+  uint64_t h = stoke__hash_str(0x7A4C4C4EULL, "tar");
+  for (size_t k = 0; k < t->n_shards; k++) {
+    struct stat st;
+    if (t->sys->fstat(t->sys->user, t->fds[k], &st) != 0)
+      return stoke__errf(err, cap, STOKE_EIO, "%s: stat: %s", t->paths[k],
+                         strerror(errno));
+    const char *base = strrchr(t->paths[k], '/');
+    h = stoke__hash_str(h, base ? base + 1 : t->paths[k]);
+    h = stoke__hash_u64(h, (uint64_t)st.st_size);
+    h = stoke__hash_u64(h, (uint64_t)st.st_mtim.tv_sec * 1000000000u +
+                               (uint64_t)st.st_mtim.tv_nsec);
+  }
+  *key = h;
+  return 0;
+}
+
 static const stoke__blob_ops tar_ops = {
     "tar", tar_label, tar_format, NULL, tar_describe, tar_read, tar_destroy,
-    NULL, NULL, NULL,
+    NULL, NULL, tar_bytes, NULL, tar_read_ahead, tar_content_key, NULL,
+    NULL,
 };
 
 /* ---- header fields ------------------------------------------------------- */

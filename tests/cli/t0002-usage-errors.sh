@@ -57,7 +57,9 @@ expect_usage "give a dataset or --synthetic, not both" bench "${S[@]}" data/
 expect_usage "one dataset only, got 'a/' and 'b/'" bench a/ b/
 expect_usage "--transform: only for an image dataset" bench "${S[@]}" \
   --transform center-crop=8
-expect_usage "--shuffle: takes no value" bench "${S[@]}" --shuffle=yes
+expect_usage "--shuffle: expected uniform, block[=SIZE] or none, got 'yes'" \
+  bench "${S[@]}" --shuffle=yes
+expect_usage "--drop-last: takes no value" bench "${S[@]}" --drop-last=yes
 expect_usage "unknown option '--nope'" demo --nope
 expect_usage "unexpected argument 'x'" demo x
 echo ok

@@ -69,9 +69,12 @@ enum {
   FS_MMAP = 1 << 6, FS_MUNMAP = 1 << 7, FS_FSYNC = 1 << 8,
   FS_RENAME = 1 << 9, FS_UNLINK = 1 << 10, FS_OPENDIR = 1 << 11,
   FS_READDIR = 1 << 12, FS_CLOSEDIR = 1 << 13, FS_THREAD = 1 << 14,
+  FS_MADVISE = 1 << 15, FS_FADVISE = 1 << 16, FS_MKDIR = 1 << 17,
+  FS_STATVFS = 1 << 18,
   /* Calls whose failure the library may ignore by design: closing what
-  ** was only read, unmapping, unlinking a leftover. */
-  FS_TOLERATED = FS_CLOSE | FS_MUNMAP | FS_CLOSEDIR | FS_UNLINK,
+  ** was only read, unmapping, unlinking a leftover, read-ahead advice. */
+  FS_TOLERATED = FS_CLOSE | FS_MUNMAP | FS_CLOSEDIR | FS_UNLINK |
+                 FS_MADVISE | FS_FADVISE,
   FS_ALL_IO = (FS_THREAD << 1) - 1 - FS_THREAD
 };
 
@@ -101,6 +104,7 @@ typedef struct fault_sys {
   atomic_long fatal;   /* injected into calls outside FS_TOLERATED */
   atomic_int first_kind; /* FS_* of the first fault, 0 before */
   atomic_long fds, maps, dirs; /* open now through this table */
+  atomic_long madvised, fadvised; /* read-ahead advice given */
   pthread_mutex_t mu;  /* FAULT_BLOCK: guards blocked, unblocked */
   pthread_cond_t cv;
   int blocked;         /* calls hanging now */
@@ -254,6 +258,30 @@ static int fs_thread_create(void *u, pthread_t *t, const pthread_attr_t *attr,
   return fs->real->thread_create(NULL, t, attr, fn, arg);
 }
 
+static int fs_madvise(void *u, void *p, size_t len, int advice) {
+  fault_sys *fs = u;
+  atomic_fetch_add(&fs->madvised, 1);
+  if (fs_hit(fs, FS_MADVISE) && fs_fail(fs)) return -1;
+  return fs->real->madvise(NULL, p, len, advice);
+}
+static int fs_fadvise(void *u, int fd, uint64_t off, uint64_t len,
+                      int advice) {
+  fault_sys *fs = u;
+  atomic_fetch_add(&fs->fadvised, 1);
+  if (fs_hit(fs, FS_FADVISE) && fs_fail(fs)) return errno;
+  return fs->real->fadvise(NULL, fd, off, len, advice);
+}
+static int fs_mkdir(void *u, const char *path, unsigned mode) {
+  fault_sys *fs = u;
+  if (fs_hit(fs, FS_MKDIR) && fs_fail(fs)) return -1;
+  return fs->real->mkdir(NULL, path, mode);
+}
+static int fs_fstatvfs(void *u, int fd, struct statvfs *st) {
+  fault_sys *fs = u;
+  if (fs_hit(fs, FS_STATVFS) && fs_fail(fs)) return -1;
+  return fs->real->fstatvfs(NULL, fd, st);
+}
+
 /* Fail the fail_at-th call among `mask` (0: none) with err (an errno or
 ** FAULT_SHORT), once or from then on. */
 static inline void fault_sys_init(fault_sys *fs, unsigned mask, long fail_at,
@@ -271,7 +299,7 @@ static inline void fault_sys_init(fault_sys *fs, unsigned mask, long fail_at,
       fs,        fs_open,    fs_close,   fs_pread,   fs_pwrite,
       fs_fstat,  fs_stat,    fs_mmap,    fs_munmap,  fs_fsync,
       fs_rename, fs_unlink,  fs_opendir, fs_readdir, fs_closedir,
-      fs_thread_create,
+      fs_thread_create, fs_madvise, fs_fadvise, fs_mkdir, fs_fstatvfs,
   };
 }
 

@@ -150,6 +150,37 @@ static int mf_thread(void *u, pthread_t *t, const pthread_attr_t *a,
   return EAGAIN;
 }
 
+static int mf_madvise(void *u, void *p, size_t len, int advice) {
+  (void)u;
+  (void)p;
+  (void)len;
+  (void)advice;
+  return 0;
+}
+static int mf_fadvise(void *u, int fd, uint64_t off, uint64_t len,
+                      int advice) {
+  (void)u;
+  (void)fd;
+  (void)off;
+  (void)len;
+  (void)advice;
+  return 0;
+}
+static int mf_mkdir(void *u, const char *path, unsigned mode) {
+  (void)u;
+  (void)path;
+  (void)mode;
+  errno = ENOSYS;
+  return -1;
+}
+static int mf_fstatvfs(void *u, int fd, struct statvfs *st) {
+  (void)u;
+  (void)fd;
+  (void)st;
+  errno = ENOSYS;
+  return -1;
+}
+
 static inline void memfs_init(memfs *m, const uint8_t *data, size_t n) {
   memset(m, 0, sizeof *m);
   m->data = data;
@@ -158,7 +189,7 @@ static inline void memfs_init(memfs *m, const uint8_t *data, size_t n) {
       m,          mf_open,     mf_close,       mf_pread,   mf_pwrite,
       mf_fstat,   mf_stat,     mf_mmap,        mf_munmap,  mf_enosys,
       mf_path_enosys, mf_unlink, mf_opendir, mf_readdir, mf_closedir,
-      mf_thread,
+      mf_thread, mf_madvise, mf_fadvise, mf_mkdir, mf_fstatvfs,
   };
 }
 

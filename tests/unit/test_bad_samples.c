@@ -382,6 +382,35 @@ static int run_epochs(stoke_loader *l, int epochs) {
   return STOKE_END;
 }
 
+/* Workers that spend the budget at once: the message is the first one's,
+** budget + 1 bad samples, whichever worker poisons first, and the loader
+** fails (every such worker notes its batch, which will not come).  Each
+** one's own count won under TSan ("3 in epoch 0" against a budget of 1,
+** test_budget, 2 runs in 5), and here in every binary of 500 runs; letting
+** only the first poison hung in 5 binaries of 20 (a later batch noted as
+** the failed one, the consumer waiting for an earlier one). */
+static void test_budget_spent_at_once(void **state) {
+  (void)state;
+  const size_t N = 96;
+  tu_cb *cb = tu_cb_new(N);
+  uint8_t bad[96];
+  memset(bad, 1, sizeof bad); /* every sample bad: the workers fail together */
+  cb->fail_set = bad;
+  stoke_source *src = tu_cb_source(cb);
+  for (int run = 0; run < 500; run++) {
+    stoke_config c = tu_config(src, 8, 2, 8);
+    c.on_error = STOKE_ON_ERROR_SKIP;
+    c.max_failures = 1;
+    stoke_loader *l = tu_loader(&c);
+    TU_RC_L(l, run_epochs(l, 1), STOKE_EFAILURES);
+    TU_CONTAINS(stoke_errmsg(l), "too many bad samples: 2 in epoch 0, over "
+                                 "the failure budget of 1 (max_failures)");
+    stoke_loader_destroy(l);
+  }
+  stoke_source_destroy(src);
+  tu_cb_free(cb);
+}
+
 static void test_budget(void **state) {
   (void)state;
   const size_t N = 100;
@@ -452,6 +481,7 @@ int main(void) {
       cmocka_unit_test(test_replace_keeps_size_and_determinism),
       cmocka_unit_test(test_replace_chains_and_gives_up),
       cmocka_unit_test(test_budget),
+      cmocka_unit_test(test_budget_spent_at_once),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -500,11 +500,17 @@ static void test_class_table(void **state) {
   save(p, c, f.n);
   expect_bad(p, "class table CRC-32", NULL);
   memcpy(c, f.b, f.n);
-  stoke__put_le32(c + 12, 3);
+  /* Bits 1 (resized) and 2 (source map) are known since 0.3; bit 3 not. */
+  stoke__put_le32(c + 12, 9);
   stoke__put_le32(c + 60, stoke__crc32(0, c, 60));
   snprintf(p, sizeof p, "%s/flags.bin", dir);
   save(p, c, f.n);
-  expect_bad(p, "unknown flags 00000003", NULL);
+  expect_bad(p, "unknown flags 00000009", NULL);
+  memcpy(c, f.b, f.n);
+  stoke__put_le32(c + 12, 3); /* resized, but no size recorded */
+  stoke__put_le32(c + 60, stoke__crc32(0, c, 60));
+  save(p, c, f.n);
+  expect_bad(p, "max side 0", NULL);
   memcpy(c, f.b, f.n);
   stoke__put_le32(c + STOKE__PACK_HEADER, 4); /* says 4 names, holds 3 */
   snprintf(p, sizeof p, "%s/count.bin", dir);

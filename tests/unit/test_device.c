@@ -716,6 +716,9 @@ static void test_pageable_copies_counted(void **state) {
   run_epochs(&c, cb, 2, STOKE_MEMORY_CUDA, &sums);
   TU_CHECK(s->get("pageable_async") > 0, "no pageable copy seen");
   TU_CHECK(s->get("pinned") == 0, "pinned memory with pin_memory 0");
+  /* One copy per batch of the epoch: no batch of the next one copied
+  ** ahead (copy.c's copies_ahead) before the count is read. */
+  c.prefetch_next_epoch = 0;
   l = tu_loader(&c);
   host_epoch_ok(l, NULL);
   stoke_stats st = {.struct_size = sizeof st};
@@ -931,6 +934,42 @@ static void test_destroy_while_lent(void **state) {
 /* on_error SKIP and REPLACE through the device stage: the same batches as
 ** on the host (sizes, indices, what was skipped or replaced), and a batch
 ** SKIP empties (B 1) is not handed out from a device slot either. */
+/* Batch echoing on the device: a batch is copied once and its echoes are
+** the same device memory, handed out echo times in a row; the steps equal
+** the host backend's; the device slots come back (the shim is clean). */
+static void test_echo_on_device(void **state) {
+  (void)state;
+  shim *s = shim_open();
+  tu_cb *cb = tu_cb_new(40);
+  stoke_source *src = tu_cb_source(cb);
+  for (unsigned kd = 0; kd < 3; kd++) {
+    stoke_config c = device_config(src, 2, 2, kd);
+    c.echo = 3;
+    long long copies0 = s->get("copies");
+    run_sums dev, host;
+    run_epochs(&c, cb, 2, STOKE_MEMORY_CUDA, &dev);
+    long long copies = s->get("copies") - copies0;
+    shim_check_ordering();
+    shim_check_clean(0, 0);
+    c.device = NULL;
+    run_epochs(&c, cb, 2, STOKE_MEMORY_HOST, &host);
+    assert_int_equal(dev.n, 2 * 3 * 6); /* 6 batches of 7 per epoch */
+    assert_int_equal(host.n, dev.n);
+    for (size_t i = 0; i < dev.n; i++) {
+      TU_CHECK(dev.sum[i] == host.sum[i] && dev.number[i] == host.number[i],
+               "KD %u: step %zu differs from the host backend's", kd, i);
+      TU_CHECK(dev.sum[i] == dev.sum[i / 3 * 3], "KD %u: step %zu is not "
+               "its batch's echo", kd, i);
+    }
+    /* Copied once per batch (a copy per field: 4), not per step; a
+    ** prefetched batch of the next epoch or two may be copied too. */
+    TU_CHECK(copies >= 4 * 12 && copies <= 4 * (12 + 4),
+             "KD %u: %lld copies for 12 batches of 4 fields", kd, copies);
+  }
+  stoke_source_destroy(src);
+  tu_cb_free(cb);
+}
+
 static void test_bad_samples_on_device(void **state) {
   (void)state;
   shim *s = shim_open();
@@ -1014,6 +1053,7 @@ int main(void) {
       cmocka_unit_test(test_step_sync_hook),
       cmocka_unit_test(test_destroy_while_lent),
       cmocka_unit_test(test_bad_samples_on_device),
+      cmocka_unit_test(test_echo_on_device),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -201,6 +201,10 @@ static void test_advice_ladder(void **state) {
   assert_true(a[0].speedup > 5);
   assert_non_null(strstr(a[0].text, "-j "));
   assert_non_null(strstr(a[0].text, "predicted step"));
+  /* More workers keep up: no echoing, which changes training, and no
+  ** cheaper samples. */
+  assert_null(find(a, n, STOKE_ADVICE_ECHO));
+  assert_null(find(a, n, STOKE_ADVICE_CHEAPER));
 
   /* Busy: the model is the cost. */
   stoke_stats busy = snap(4, 2, MS / 10, 0.05, 10 * MS, 0.01, 0.0);
@@ -225,6 +229,22 @@ static void test_advice_ladder(void **state) {
   assert_non_null(echo);
   assert_true(echo->echo >= 2);
   assert_ptr_equal(echo, &a[n - 1]); /* the last resort comes last */
+  char flag[32]; /* the advice gives the flag that does it */
+  snprintf(flag, sizeof flag, "--echo %u", echo->echo);
+  assert_non_null(strstr(echo->text, flag));
+  /* A run that echoes already: its producer's cost per step's sample is
+  ** over echo, and the advice asks for echo times as much. */
+  unsigned fresh_e = echo->echo;
+  stoke_stats ech = cpu;
+  ech.echo = 2;
+  stoke_model m;
+  assert_int_equal(stoke_model_init(&m, &ech, NULL, 2), 0);
+  assert_int_equal(m.echo, 2);
+  assert_int_equal(m.t_d_ns, 4 * MS);
+  assert_int_equal(stoke_advise(&ech, NULL, 2, a, STOKE_MAX_ADVICE, &n), 0);
+  echo = find(a, n, STOKE_ADVICE_ECHO);
+  assert_non_null(echo);
+  assert_true(echo->echo % 2 == 0 && echo->echo >= fresh_e);
 
   /* A measured copy on the critical path. */
   stoke_stats cp = snap(8, 2, MS / 10, 0.05, 1 * MS, 0.6, 0.2);
@@ -244,6 +264,51 @@ static void test_advice_ladder(void **state) {
   assert_int_equal(stoke_advise(&st, NULL, 2, a, 1, &n), 0);
   assert_int_equal(n, 1);
   assert_int_equal(stoke_advise(NULL, NULL, 2, a, 1, &n), STOKE_EINVAL);
+}
+
+/* Decoding dominates and the stored images are 12 MP photos for a
+** 224-pixel crop: pre-resize them, priced from the pixels saved. */
+static void test_advice_presize(void **state) {
+  (void)state;
+  stoke_advice a[STOKE_MAX_ADVICE];
+  size_t n;
+  stoke_stats st = snap(2, 2, MS / 2, 1.0, 2 * MS, 0.9, 1.0);
+  stoke_dist *d = &st.stage[STOKE_STAGE_DECODE];
+  d->count = 800;
+  d->mean_ns = d->p50_ns = d->p95_ns = d->p99_ns = d->max_ns = 20 * MS;
+  d->total_ns = 800 * 20 * MS;
+  st.worker_busy_ns = 800 * (MS / 2 + 20 * MS);
+  st.worker_cpu_ns = st.worker_busy_ns;
+  st.wait.total_ns = 800 * (MS / 2 + 20 * MS) / 2 - st.compute.total_ns;
+  st.images = 800;
+  st.image_pixels_mean = 4000.0 * 3000;
+  st.image_side_mean = 4000;
+  st.image_keep_side = 512;
+  assert_int_equal(stoke_advise(&st, NULL, 2, a, STOKE_MAX_ADVICE, &n), 0);
+  const stoke_advice *p = find(a, n, STOKE_ADVICE_PRESIZE);
+  assert_non_null(p);
+  assert_int_equal(p->max_side, 512);
+  assert_int_equal(p->stage, STOKE_STAGE_DECODE);
+  assert_true(p->speedup > 5);
+  assert_non_null(strstr(p->text, "--max-side 512"));
+  assert_non_null(strstr(p->text, "12.0 MP"));
+  assert_ptr_equal(find(a, n, STOKE_ADVICE_ECHO), &a[n - 1]);
+  /* Images already about the size the transform keeps: no. */
+  stoke_stats small = st;
+  small.image_side_mean = 700;
+  small.image_pixels_mean = 700.0 * 500;
+  assert_int_equal(stoke_advise(&small, NULL, 2, a, STOKE_MAX_ADVICE, &n), 0);
+  assert_null(find(a, n, STOKE_ADVICE_PRESIZE));
+  /* Reading dominates, not decoding: no. */
+  stoke_stats rd = st;
+  rd.stage[STOKE_STAGE_READ].total_ns = 800 * 40 * MS;
+  assert_int_equal(stoke_advise(&rd, NULL, 2, a, STOKE_MAX_ADVICE, &n), 0);
+  assert_null(find(a, n, STOKE_ADVICE_PRESIZE));
+  /* No image sizes known (not an image source): no. */
+  stoke_stats none = st;
+  none.images = 0;
+  assert_int_equal(stoke_advise(&none, NULL, 2, a, STOKE_MAX_ADVICE, &n), 0);
+  assert_null(find(a, n, STOKE_ADVICE_PRESIZE));
 }
 
 static void test_diagnose_ex_fields(void **state) {
@@ -404,6 +469,7 @@ int main(void) {
       cmocka_unit_test(test_predict_closed_form),
       cmocka_unit_test(test_predict_processor_sharing),
       cmocka_unit_test(test_advice_ladder),
+      cmocka_unit_test(test_advice_presize),
       cmocka_unit_test(test_diagnose_ex_fields),
       cmocka_unit_test(test_producer_floor_rule),
       cmocka_unit_test(test_real_runs),
