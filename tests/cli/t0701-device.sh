@@ -48,7 +48,7 @@ assert v["pageable_copies"] == 0, v
 
 if [ "${STOKE_TEST_HAVE_KERNELS:-0}" = 1 ]; then
   say "profile --compute gpu-sleep: events clock, copies hidden, busy"
-  STOKE_SHIM_DELAY_US=0 STOKE_SHIM_COPY_US=300 run_stoke profile \
+  STOKE_SHIM_DELAY_US=0 STOKE_SHIM_COPY_US=2000 run_stoke profile \
     --synthetic tensor --samples 128 -b 16 -j 2 --device cuda \
     --compute gpu-sleep:2ms --epochs 3 --json "$TMP/p.json" \
     --trace "$TMP/t.json"
@@ -73,13 +73,14 @@ assert {"copy", "gpu step", "gpu wait for copy"} <= spans, spans
 '
 
   say "profile with --device-prefetch 0: the copy is exposed, the doctor says raise the depth"
-  # 2 x 0.3 ms of copies against a 20 ms step: exposed by construction (the
-  # copy waits for the release), short of the step whatever the load (under
-  # TSan at load 5 the shim's copies took 5.8 ms, over a 5 ms step, and the
-  # doctor rightly said no depth hides them).
-  STOKE_SHIM_DELAY_US=0 STOKE_SHIM_COPY_US=300 run_stoke profile \
+  # 2 ms copies against a 12 ms step: exposed by construction (the copy
+  # waits for the release), a sixth of the step or more, and short of the
+  # step under load (under TSan at load 5 the shim's 0.3 ms copies took
+  # 5.8 ms, over the 5 ms step this had, and the doctor rightly said no
+  # depth hides them).
+  STOKE_SHIM_DELAY_US=0 STOKE_SHIM_COPY_US=2000 run_stoke profile \
     --synthetic tensor --samples 128 -b 16 -j 2 --device cuda \
-    --device-prefetch 0 --compute gpu-sleep:20ms --epochs 3
+    --device-prefetch 0 --compute gpu-sleep:12ms --epochs 3
   [ "$rc" -eq 0 ] || fail "exit $rc: $(cat "$TMP/err")"
   grep -q "the copy is exposed: .*raise the prefetch-to-device depth (--device-prefetch 1)" "$TMP/out" ||
     fail "no device-prefetch advice: $(cat "$TMP/out")"
