@@ -1361,6 +1361,17 @@ typedef struct stoke_model {
   ** demand there (none at W = 0), so that a step stretched by this run's
   ** workers is not predicted for a run without them. */
   int64_t consumer_delay_ns;
+  /* Since 0.2: cores' worth of runnable threads other than the workers
+  ** (other processes and the consumer) that competed with them for the
+  ** cores while the run measured, from the workers' run delay: with n of
+  ** them runnable while producing, on P cores shared fairly per thread,
+  ** the delay per ns on a core is r = (n + external) / P - 1.
+  ** stoke_model_init() sets it from the loader's window (0 without it);
+  ** stoke_predict_step() shares the cores with it (less consumer_cpu,
+  ** already left out of the workers' cores) at every W, so that a what-if
+  ** for more workers than the run had knows the cores were not all
+  ** theirs (issue 13).  Editable: 0 predicts a machine of our own. */
+  double external_cpu;
 } stoke_model;
 
 /* Fill m from a snapshot.  cfg (borrowed, may be NULL) gives B and
