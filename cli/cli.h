@@ -471,6 +471,19 @@ typedef struct cli_profile {
 ** holds; then sorted. */
 void cli_profile_grid(cli_profile *pr, const stoke_config *eff,
                       int default_ws, int default_ks);
+/* The deadline's pieces, shared with the Python module (a TwoClock has
+** measured epochs but no model): N epochs at the measured configuration,
+** from the measured epochs' mean with their spread as the error bar (at
+** least 5%; fallback_ns when no epoch was measured); the report's heading
+** and one row; one row as JSON. */
+int cli_deadline_measured(const cli_run_result *res, unsigned epochs,
+                          int64_t deadline_ns, int64_t fallback_ns,
+                          stoke_deadline *out);
+void cli_print_deadline_head(FILE *f, unsigned epochs, int64_t deadline_ns);
+void cli_print_deadline_row(FILE *f, const char *what, unsigned w, unsigned k,
+                            unsigned epochs, const stoke_deadline *d,
+                            const char *basis);
+cJSON *cli_deadline_row_json(unsigned w, unsigned k, const stoke_deadline *d);
 /* Model res (which must have measured steps), predict it, fill the what-if
 ** table over pr->ws x pr->ks, and the advice; res->diag becomes the
 ** model's verdict.  consumer_cpu: cores the consumer's step burns, or < 0

@@ -52,11 +52,28 @@ void cli_profile_grid(cli_profile *pr, const stoke_config *eff,
 
 static double ms(int64_t ns) { return (double)ns / 1e6; }
 
-/* --train-epochs N --deadline DUR: N epochs at this configuration (the
-** measured epochs, with their spread as the error bar, at least 5%) and at
-** the model's knee (its prediction, with the what-if error of the truth
-** grid, STOKE_WHATIF_ERROR_P90). */
-static int deadline(const cli_run_result *res, cli_profile *pr) {
+/* N epochs at the measured configuration: the measured epochs' mean, with
+** their spread as the error bar (at least 5%); fallback_ns when no epoch
+** was measured. */
+cJSON *cli_deadline_row_json(unsigned w, unsigned k, const stoke_deadline *d) {
+  cJSON *e = cJSON_CreateObject();
+  if (!e)
+    return NULL;
+  cJSON_AddNumberToObject(e, "workers", w);
+  cJSON_AddNumberToObject(e, "prefetch", k);
+  cJSON_AddNumberToObject(e, "epoch_s", (double)d->epoch_ns / 1e9);
+  cJSON_AddNumberToObject(e, "total_s", (double)d->total_ns / 1e9);
+  cJSON_AddNumberToObject(e, "low_s", (double)d->low_ns / 1e9);
+  cJSON_AddNumberToObject(e, "high_s", (double)d->high_ns / 1e9);
+  cJSON_AddNumberToObject(e, "error", d->error);
+  cJSON_AddStringToObject(e, "verdict", stoke_deadline_verdict_name(d->verdict));
+  cJSON_AddNumberToObject(e, "epochs_in_window", d->epochs_in_window);
+  return e;
+}
+
+int cli_deadline_measured(const cli_run_result *res, unsigned epochs,
+                          int64_t deadline_ns, int64_t fallback_ns,
+                          stoke_deadline *out) {
   double lo = 0, hi = 0;
   size_t n = 0;
   for (size_t i = 0; i < res->n_epochs; i++) {
@@ -75,11 +92,19 @@ static int deadline(const cli_run_result *res, cli_profile *pr) {
   }
   int64_t now_ns = (int64_t)(mean * 1e9);
   if (now_ns <= 0)
-    now_ns = pr->now.epoch_ns;
-  int rc = stoke_deadline_check(now_ns, pr->train_epochs, pr->deadline_ns,
-                                spread, &pr->now_fit);
+    now_ns = fallback_ns;
+  return stoke_deadline_check(now_ns, epochs, deadline_ns, spread, out);
+}
+
+/* --train-epochs N --deadline DUR: N epochs at this configuration (the
+** measured epochs) and at the model's knee (its prediction, with the
+** what-if error of the truth grid, STOKE_WHATIF_ERROR_P90). */
+static int deadline(const cli_run_result *res, cli_profile *pr) {
+  int rc = cli_deadline_measured(res, pr->train_epochs, pr->deadline_ns,
+                                 pr->now.epoch_ns, &pr->now_fit);
   if (rc < 0)
     return rc;
+  int64_t now_ns = pr->now_fit.epoch_ns;
   /* The knee over W (0 .. 8 per core, as the advice) at prefetch 1, 2, 4
   ** and the run's, by the one knee rule. */
   double p = pr->model.cores > 0 ? pr->model.cores : 1;
@@ -190,12 +215,29 @@ static const char *span(char *buf, size_t n, double ns) {
   return buf;
 }
 
+void cli_print_deadline_head(FILE *f, unsigned epochs, int64_t deadline_ns) {
+  char win[32];
+  fprintf(f, "\ndeadline: %u epochs in %s\n", epochs,
+          span(win, sizeof win, (double)deadline_ns));
+}
+
+void cli_print_deadline_row(FILE *f, const char *what, unsigned w, unsigned k,
+                            unsigned epochs, const stoke_deadline *d,
+                            const char *basis) {
+  char a[32], b[32], c[32], e[32];
+  fprintf(f, "  %-4s -j %u --prefetch %u: %s an epoch, %u epochs %s "
+             "(%s to %s, +/-%.0f%%, %s): %s; %.1f epochs fit\n",
+          what, w, k, span(e, sizeof e, (double)d->epoch_ns), epochs,
+          span(a, sizeof a, (double)d->total_ns),
+          span(b, sizeof b, (double)d->low_ns),
+          span(c, sizeof c, (double)d->high_ns), 100 * d->error, basis,
+          stoke_deadline_verdict_name(d->verdict), d->epochs_in_window);
+}
+
 static void print_deadline(FILE *f, const cli_profile *pr) {
   if (!pr->train_epochs)
     return;
-  char win[32], a[32], b[32], c[32], e[32];
-  fprintf(f, "\ndeadline: %u epochs in %s\n", pr->train_epochs,
-          span(win, sizeof win, (double)pr->deadline_ns));
+  cli_print_deadline_head(f, pr->train_epochs, pr->deadline_ns);
   const struct {
     const char *what;
     const stoke_deadline *d;
@@ -206,18 +248,9 @@ static void print_deadline(FILE *f, const cli_profile *pr) {
        pr->model.prefetch ? pr->model.prefetch : 1, "measured epochs"},
       {"knee", &pr->knee_fit, pr->knee_workers, pr->knee_prefetch,
        "the model's what-if"}};
-  for (size_t i = 0; i < 2; i++) {
-    const stoke_deadline *d = rows[i].d;
-    fprintf(f, "  %-4s -j %u --prefetch %u: %s an epoch, %u epochs %s "
-               "(%s to %s, +/-%.0f%%, %s): %s; %.1f epochs fit\n",
-            rows[i].what, rows[i].w, rows[i].k,
-            span(e, sizeof e, (double)d->epoch_ns), pr->train_epochs,
-            span(a, sizeof a, (double)d->total_ns),
-            span(b, sizeof b, (double)d->low_ns),
-            span(c, sizeof c, (double)d->high_ns), 100 * d->error,
-            rows[i].basis, stoke_deadline_verdict_name(d->verdict),
-            d->epochs_in_window);
-  }
+  for (size_t i = 0; i < 2; i++)
+    cli_print_deadline_row(f, rows[i].what, rows[i].w, rows[i].k,
+                           pr->train_epochs, rows[i].d, rows[i].basis);
 }
 
 void cli_print_profile(FILE *f, const cli_run_result *res,
@@ -473,25 +506,13 @@ cJSON *cli_diagnosis_json(const cli_run_result *res, const cli_profile *pr) {
       cJSON_AddNumberToObject(dl, "deadline_s", (double)pr->deadline_ns / 1e9);
       const stoke_deadline *ds[2] = {&pr->now_fit, &pr->knee_fit};
       const char *names[2] = {"now", "knee"};
-      for (int i = 0; i < 2; i++) {
-        cJSON *e = cJSON_AddObjectToObject(dl, names[i]);
-        if (!e)
-          continue;
-        cJSON_AddNumberToObject(e, "workers",
-                                i ? pr->knee_workers : m->n_workers);
-        cJSON_AddNumberToObject(e, "prefetch",
-                                i ? pr->knee_prefetch
-                                  : m->prefetch ? m->prefetch : 1);
-        cJSON_AddNumberToObject(e, "epoch_s", (double)ds[i]->epoch_ns / 1e9);
-        cJSON_AddNumberToObject(e, "total_s", (double)ds[i]->total_ns / 1e9);
-        cJSON_AddNumberToObject(e, "low_s", (double)ds[i]->low_ns / 1e9);
-        cJSON_AddNumberToObject(e, "high_s", (double)ds[i]->high_ns / 1e9);
-        cJSON_AddNumberToObject(e, "error", ds[i]->error);
-        cJSON_AddStringToObject(e, "verdict",
-                                stoke_deadline_verdict_name(ds[i]->verdict));
-        cJSON_AddNumberToObject(e, "epochs_in_window",
-                                ds[i]->epochs_in_window);
-      }
+      for (int i = 0; i < 2; i++)
+        cJSON_AddItemToObject(
+            dl, names[i],
+            cli_deadline_row_json(i ? pr->knee_workers : m->n_workers,
+                                  i ? pr->knee_prefetch
+                                    : m->prefetch ? m->prefetch : 1,
+                                  ds[i]));
     }
   }
   return o;

@@ -1567,6 +1567,17 @@ typedef struct stoke_model {
   unsigned echo;          /* the run's data echoing (1: none); the times
                              above are then per delivered sample, the
                              producer's over echo (since 0.3) */
+  /* Since 0.2: cores' worth of runnable threads other than the workers
+  ** (other processes and the consumer) that competed with them for the
+  ** cores while the run measured, from the workers' run delay: with n of
+  ** them runnable while producing, on P cores shared fairly per thread,
+  ** the delay per ns on a core is r = (n + external) / P - 1.
+  ** stoke_model_init() sets it from the loader's window (0 without it);
+  ** stoke_predict_step() shares the cores with it (less consumer_cpu,
+  ** already left out of the workers' cores) at every W, so that a what-if
+  ** for more workers than the run had knows the cores were not all
+  ** theirs (issue 13).  Editable: 0 predicts a machine of our own. */
+  double external_cpu;
 } stoke_model;
 
 /* Fill m from a snapshot.  cfg (borrowed, may be NULL) gives B and

@@ -193,6 +193,8 @@ extern PyTypeObject sk_TwoClockType;
 /* The two-clock reports (report.c). */
 PyObject *sk_twoclock_json(sk_TwoClock *self, int what);
 PyObject *sk_twoclock_report(sk_TwoClock *self);
+PyObject *sk_twoclock_deadline(sk_TwoClock *self, PyObject *args,
+                               PyObject *kw);
 enum { SK_JSON_SUMMARY = 0, SK_JSON_DOCUMENT = 1, SK_JSON_DIAGNOSIS = 2 };
 
 /* ---- tune.c --------------------------------------------------------------- */

@@ -122,10 +122,21 @@ static double measured_consumer_cpu(sk_Loader *self, const stoke_stats *st) {
   return c < 0 ? 0.0 : c;
 }
 
+/* What diagnose(), report() and save_json() take besides the path:
+** cores, consumer_cpu and, for a deadline (keywords only, together),
+** train_epochs and deadline (seconds). */
+typedef struct analysis_args {
+  unsigned cores;
+  PyObject *ccpu;
+  unsigned train_epochs;
+  int64_t deadline_ns;
+} analysis_args;
+
 /* The profile's analysis of the run (NULL when there are no measured
 ** steps: then *why says so). */
-static cli_profile *analyse(sk_Loader *self, sk_run *r, unsigned cores,
-                            PyObject *consumer_cpu, double *used_cpu) {
+static cli_profile *analyse(sk_Loader *self, sk_run *r,
+                            const analysis_args *a, double *used_cpu) {
+  PyObject *consumer_cpu = a->ccpu;
   if (!r->res.stats.steps) return NULL;
   double ccpu;
   if (consumer_cpu && consumer_cpu != Py_None) {
@@ -141,7 +152,9 @@ static cli_profile *analyse(sk_Loader *self, sk_run *r, unsigned cores,
     return NULL;
   }
   cli_profile_grid(pr, &r->res.eff, 1, 1);
-  int rc = cli_profile_analyse(&r->spec, &r->res, cores, ccpu, pr);
+  pr->train_epochs = a->train_epochs;
+  pr->deadline_ns = a->deadline_ns;
+  int rc = cli_profile_analyse(&r->spec, &r->res, a->cores, ccpu, pr);
   if (rc < 0) {
     PyMem_Free(pr);
     sk_raise(rc, "the queue model could not be built from these clocks");
@@ -182,28 +195,51 @@ PyObject *sk_loader_stats(sk_Loader *self, PyObject *noargs) {
   return d;
 }
 
-static int parse_analysis_args(PyObject *args, PyObject *kw, unsigned *cores,
-                               PyObject **ccpu, PyObject **path) {
-  static char *with_path[] = {"path", "cores", "consumer_cpu", NULL};
-  static char *without[] = {"cores", "consumer_cpu", NULL};
-  *cores = 0;
-  *ccpu = Py_None;
-  if (path)
-    return PyArg_ParseTupleAndKeywords(args, kw, "O&|IO", with_path,
-                                       PyUnicode_FSConverter, path, cores,
-                                       ccpu)
-               ? 0
-               : -1;
-  return PyArg_ParseTupleAndKeywords(args, kw, "|IO", without, cores, ccpu)
-             ? 0
-             : -1;
+/* A deadline in seconds (the package turns "8h" into seconds:
+** stoke._util.deadline_kw). */
+static int parse_deadline(PyObject *o, int64_t *ns) {
+  if (o == Py_None) return 0;
+  double v = PyFloat_AsDouble(o);
+  if (v == -1.0 && PyErr_Occurred()) return -1;
+  if (!(v > 0 && v < 9.2e9)) {
+    PyErr_Format(PyExc_ValueError,
+                 "deadline: expected a positive number of seconds, got %R", o);
+    return -1;
+  }
+  *ns = (int64_t)(v * 1e9);
+  return 0;
+}
+
+static int parse_analysis_args(PyObject *args, PyObject *kw, analysis_args *a,
+                               PyObject **path) {
+  static char *with_path[] = {"path", "cores", "consumer_cpu",
+                              "train_epochs", "deadline", NULL};
+  static char *without[] = {"cores", "consumer_cpu", "train_epochs",
+                            "deadline", NULL};
+  PyObject *deadline = Py_None;
+  memset(a, 0, sizeof *a);
+  a->ccpu = Py_None;
+  int ok = path ? PyArg_ParseTupleAndKeywords(
+                      args, kw, "O&|IO$IO", with_path, PyUnicode_FSConverter,
+                      path, &a->cores, &a->ccpu, &a->train_epochs, &deadline)
+                : PyArg_ParseTupleAndKeywords(args, kw, "|IO$IO", without,
+                                              &a->cores, &a->ccpu,
+                                              &a->train_epochs, &deadline);
+  if (!ok) return -1;
+  if (parse_deadline(deadline, &a->deadline_ns) == 0 &&
+      !a->train_epochs == !a->deadline_ns)
+    return 0;
+  if (!PyErr_Occurred())
+    PyErr_SetString(PyExc_ValueError,
+                    "train_epochs and deadline go together");
+  if (path) Py_CLEAR(*path);
+  return -1;
 }
 
 /* The "diagnosis" object, or a short one when nothing was measured. */
-static cJSON *diagnosis(sk_Loader *self, sk_run *r, unsigned cores,
-                        PyObject *ccpu) {
+static cJSON *diagnosis(sk_Loader *self, sk_run *r, const analysis_args *a) {
   double used = 0;
-  cli_profile *pr = analyse(self, r, cores, ccpu, &used);
+  cli_profile *pr = analyse(self, r, a, &used);
   if (!pr && PyErr_Occurred()) return NULL;
   cJSON *d;
   if (pr) {
@@ -227,15 +263,14 @@ static cJSON *diagnosis(sk_Loader *self, sk_run *r, unsigned cores,
 }
 
 PyObject *sk_loader_diagnose(sk_Loader *self, PyObject *args, PyObject *kw) {
-  unsigned cores;
-  PyObject *ccpu;
-  if (parse_analysis_args(args, kw, &cores, &ccpu, NULL) < 0) return NULL;
+  analysis_args a;
+  if (parse_analysis_args(args, kw, &a, NULL) < 0) return NULL;
   sk_run r;
   if (collect(self, &r) < 0) {
     run_free(&r);
     return NULL;
   }
-  cJSON *d = diagnosis(self, &r, cores, ccpu);
+  cJSON *d = diagnosis(self, &r, &a);
   run_free(&r);
   return d ? json_of(d) : NULL;
 }
@@ -271,16 +306,15 @@ static void print_loader_report(FILE *f, void *p) {
 }
 
 PyObject *sk_loader_report(sk_Loader *self, PyObject *args, PyObject *kw) {
-  unsigned cores;
-  PyObject *ccpu;
-  if (parse_analysis_args(args, kw, &cores, &ccpu, NULL) < 0) return NULL;
+  analysis_args a;
+  if (parse_analysis_args(args, kw, &a, NULL) < 0) return NULL;
   sk_run r;
   if (collect(self, &r) < 0) {
     run_free(&r);
     return NULL;
   }
   double used;
-  report_ctx c = {&r, analyse(self, &r, cores, ccpu, &used)};
+  report_ctx c = {&r, analyse(self, &r, &a, &used)};
   PyObject *s = PyErr_Occurred() ? NULL : text_of(print_loader_report, &c);
   PyMem_Free(c.pr);
   run_free(&r);
@@ -303,13 +337,13 @@ static PyObject *write_json_file(const char *path, cJSON *root) {
 }
 
 PyObject *sk_loader_save_json(sk_Loader *self, PyObject *args, PyObject *kw) {
-  unsigned cores;
-  PyObject *ccpu, *path = NULL;
-  if (parse_analysis_args(args, kw, &cores, &ccpu, &path) < 0) return NULL;
+  analysis_args a;
+  PyObject *path = NULL;
+  if (parse_analysis_args(args, kw, &a, &path) < 0) return NULL;
   sk_run r;
   PyObject *res = NULL;
   if (collect(self, &r) == 0) {
-    cJSON *d = diagnosis(self, &r, cores, ccpu);
+    cJSON *d = diagnosis(self, &r, &a);
     cJSON *root = d ? cli_run_json(&r.spec, &r.res) : NULL;
     if (root) {
       cJSON_AddItemToObject(root, "diagnosis", d);
@@ -437,6 +471,64 @@ PyObject *sk_twoclock_report(sk_TwoClock *self) {
   if (twoclock_collect(self, &r) == 0) s = text_of(print_twoclock_report, &r);
   run_free(&r);
   return s;
+}
+
+/* train_epochs and deadline for a TwoClock: N epochs at the wrapped
+** loader's configuration, from the measured epochs only (a TwoClock has no
+** model, so no knee): (the diagnosis' "deadline" dict, the report's text).
+*/
+PyObject *sk_twoclock_deadline(sk_TwoClock *self, PyObject *args,
+                               PyObject *kw) {
+  static char *kwlist[] = {"train_epochs", "deadline", NULL};
+  unsigned epochs = 0;
+  PyObject *deadline = Py_None;
+  int64_t deadline_ns = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "IO", kwlist, &epochs,
+                                   &deadline) ||
+      parse_deadline(deadline, &deadline_ns) < 0)
+    return NULL;
+  if (!epochs || !deadline_ns)
+    return PyErr_Format(PyExc_ValueError,
+                        "train_epochs and deadline go together");
+  sk_run r;
+  PyObject *out = NULL;
+  if (twoclock_collect(self, &r) == 0) {
+    stoke_deadline fit;
+    if (cli_deadline_measured(&r.res, epochs, deadline_ns, 0, &fit) < 0) {
+      sk_raise(STOKE_EINVAL, "deadline: no measured epoch yet (the warm-up "
+                             "epochs are left out)");
+    } else {
+      unsigned w = r.res.eff.n_workers == STOKE_WORKERS_AUTO
+                       ? 0
+                       : r.res.eff.n_workers;
+      unsigned k = r.res.eff.prefetch ? r.res.eff.prefetch : 1;
+      cJSON *o = cJSON_CreateObject();
+      if (o) {
+        cJSON_AddNumberToObject(o, "train_epochs", epochs);
+        cJSON_AddNumberToObject(o, "deadline_s", (double)deadline_ns / 1e9);
+        cJSON_AddItemToObject(o, "now", cli_deadline_row_json(w, k, &fit));
+      }
+      char *buf = NULL;
+      size_t len = 0;
+      FILE *f = open_memstream(&buf, &len);
+      if (f) {
+        cli_print_deadline_head(f, epochs, deadline_ns);
+        cli_print_deadline_row(f, "now", w, k, epochs, &fit,
+                               "measured epochs");
+        fclose(f);
+      }
+      PyObject *d = json_of(o);
+      PyObject *t = buf ? PyUnicode_DecodeUTF8(buf, (Py_ssize_t)len,
+                                               "replace")
+                        : PyErr_NoMemory();
+      free(buf);
+      if (d && t) out = PyTuple_Pack(2, d, t);
+      Py_XDECREF(d);
+      Py_XDECREF(t);
+    }
+  }
+  run_free(&r);
+  return out;
 }
 
 /* ---- `stoke report` -------------------------------------------------------------- */

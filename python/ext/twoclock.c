@@ -192,6 +192,11 @@ static PyObject *twoclock_report(sk_TwoClock *self, PyObject *noargs) {
   return ready(self) ? sk_twoclock_report(self) : NULL;
 }
 
+static PyObject *twoclock_deadline(sk_TwoClock *self, PyObject *args,
+                                   PyObject *kw) {
+  return ready(self) ? sk_twoclock_deadline(self, args, kw) : NULL;
+}
+
 static PyObject *twoclock_save_trace(sk_TwoClock *self, PyObject *arg) {
   if (!ready(self)) return NULL;
   PyObject *bytes;
@@ -223,6 +228,8 @@ static PyMethodDef twoclock_methods[] = {
     {"_document", (PyCFunction)twoclock_document, METH_NOARGS, NULL},
     {"_diagnosis", (PyCFunction)twoclock_diagnosis, METH_NOARGS, NULL},
     {"_report", (PyCFunction)twoclock_report, METH_NOARGS, NULL},
+    {"_deadline", (PyCFunction)(void (*)(void))twoclock_deadline,
+     METH_VARARGS | METH_KEYWORDS, NULL},
     {"save_trace", (PyCFunction)twoclock_save_trace, METH_O,
      "save_trace(path): a Perfetto trace of the wait and compute spans."},
     {NULL, NULL, 0, NULL}};

@@ -5,12 +5,15 @@ import importlib.util
 import os
 import re
 
-_DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[-+]?[0-9]+)?)\s*(ns|us|ms|s)\s*$")
-_UNITS_NS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
+_DURATION = re.compile(
+    r"^\s*([0-9]*\.?[0-9]+(?:e[-+]?[0-9]+)?)\s*(ns|us|ms|s|min|h)\s*$")
+_UNITS_NS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000,
+             "min": 60_000_000_000, "h": 3_600_000_000_000}
 
 
 def parse_duration_ns(value, what):
-    """'5ms', '1.5s', '250us' or a number of seconds -> integer ns."""
+    """'5ms', '1.5s', '250us', '90min', '8h' (the CLI's units) or a number
+    of seconds -> integer ns."""
     if isinstance(value, bool):
         raise TypeError(f"{what}: expected a duration, got {value!r}")
     if isinstance(value, (int, float)):
@@ -21,8 +24,8 @@ def parse_duration_ns(value, what):
         return 0  # as the CLI: a bare number only for zero
     m = _DURATION.match(str(value))
     if not m:
-        raise ValueError(f"{what}: expected a duration such as '5ms' or "
-                         f"'1.5s', got {value!r}")
+        raise ValueError(f"{what}: expected a duration such as '5ms', "
+                         f"'1.5s' or '8h', got {value!r}")
     return int(round(float(m.group(1)) * _UNITS_NS[m.group(2)]))
 
 
@@ -96,3 +99,22 @@ def torch_available():
 def is_torch_tensor(x):
     t = type(x)
     return t.__module__.startswith("torch") and t.__name__ in ("Tensor", "Parameter")
+
+
+def deadline_kw(train_epochs, deadline):
+    """diagnose()/report()'s train_epochs and deadline (seconds, or a
+    duration string: '8h') as the extension takes them: {} when neither is
+    given, else both, the deadline in seconds."""
+    if train_epochs is None and deadline is None:
+        return {}
+    if train_epochs is None or deadline is None:
+        raise ValueError("train_epochs and deadline go together")
+    if isinstance(train_epochs, bool) or not isinstance(train_epochs, int) \
+            or train_epochs < 1:
+        raise ValueError(f"train_epochs: expected a positive integer, got "
+                         f"{train_epochs!r}")
+    ns = parse_duration_ns(deadline, "deadline")
+    if ns <= 0:
+        raise ValueError(f"deadline: expected a positive duration, got "
+                         f"{deadline!r}")
+    return {"train_epochs": train_epochs, "deadline": ns / 1e9}

@@ -36,7 +36,7 @@ import warnings
 import weakref
 
 from . import _stoke
-from ._util import parse_price
+from ._util import deadline_kw, parse_price
 from .loader import _pythonize_diagnosis, loader_config, pythonize
 
 _PROFILE_NAME = "enumerate(DataLoader)#stoke.DataLoader.__next__"
@@ -545,28 +545,36 @@ class DataLoader:
         otherwise."""
         return self._need_engine().autotune()
 
-    def diagnose(self, cores=0, consumer_cpu=None):
+    def diagnose(self, cores=0, consumer_cpu=None, *, train_epochs=None,
+                 deadline=None):
         """The verdict (python-bound when the GIL limits the workers), its
-        numbers, the queue model, a what-if table and the advice."""
-        d = self._need_engine().diagnose(cores, consumer_cpu)
+        numbers, the queue model, a what-if table and the advice.
+        ``train_epochs=N, deadline="8h"`` (or seconds) adds ``deadline``:
+        do N epochs fit, now and at the model's knee (stoke.Loader's
+        diagnose())."""
+        d = self._need_engine().diagnose(
+            cores, consumer_cpu, **deadline_kw(train_epochs, deadline))
         return _pythonize_diagnosis(_dataloader_words(d))
 
-    def report(self, cores=0, consumer_cpu=None, all_ranks=False):
+    def report(self, cores=0, consumer_cpu=None, all_ranks=False, *,
+               train_epochs=None, deadline=None):
         """`stoke profile`'s report of this loader.  all_ranks=True gathers
         every rank's clocks through torch.distributed (a collective: call it
         on every rank) and adds a row per rank, the straggler and the job's
-        verdict."""
-        text = pythonize(_dataloader_text(
-            self._need_engine().report(cores, consumer_cpu)))
+        verdict.  train_epochs and deadline as in diagnose()."""
+        text = pythonize(_dataloader_text(self._need_engine().report(
+            cores, consumer_cpu, **deadline_kw(train_epochs, deadline))))
         if all_ranks:
             from .distributed import gather_stats, ranks_report
             text += "\n" + ranks_report(gather_stats(self))
         return text
 
-    def save_json(self, path, cores=0, consumer_cpu=None):
+    def save_json(self, path, cores=0, consumer_cpu=None, *,
+                  train_epochs=None, deadline=None):
         """Write `stoke profile --json`'s document (`stoke report` renders
         it)."""
-        self._need_engine().save_json(os.fspath(path), cores, consumer_cpu)
+        self._need_engine().save_json(os.fspath(path), cores, consumer_cpu,
+                                      **deadline_kw(train_epochs, deadline))
 
     def save_trace(self, path):
         """A Chrome/Perfetto trace of the spans kept (create with

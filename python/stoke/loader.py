@@ -10,7 +10,7 @@ import os
 import re
 
 from . import _stoke
-from ._util import (env_rank_world, is_torch_tensor, parse_bytes,
+from ._util import (deadline_kw, env_rank_world, is_torch_tensor, parse_bytes,
                     parse_duration_ns, parse_price, torch_available)
 
 _SYNTH_KINDS = {"sleep": 1, "spin": 2, "tensor": 3}
@@ -529,33 +529,44 @@ class Loader(_stoke.Loader):
                               "page-locked memory here (" + info["reason"] +
                               "): batches stay pageable", stacklevel=2)
 
-    def diagnose(self, cores=0, consumer_cpu=None):
+    def diagnose(self, cores=0, consumer_cpu=None, *, train_epochs=None,
+                 deadline=None):
         """The verdict, its numbers, the queue model (``model``), its
         prediction of this run and its error (``prediction``), a what-if
         table over workers and prefetch (``what_if``) and the escalation
         ladder (``advice``, each with its predicted ``speedup``).
         ``consumer_cpu`` is the cores the training step burns; by default it
         is measured (the process's CPU time less the workers', over the
-        computing clock)."""
-        return _pythonize_diagnosis(super().diagnose(cores, consumer_cpu))
+        computing clock).  ``train_epochs=N, deadline=...`` (seconds, or a
+        string as ``stoke profile --deadline``: ``"8h"``, ``"90min"``) adds
+        ``deadline``: whether N epochs fit in the window at this
+        configuration (``now``, from the measured epochs) and at the
+        model's knee (``knee``, from its what-if prediction), each with its
+        error bar and ``verdict`` fits / uncertain / misses."""
+        return _pythonize_diagnosis(super().diagnose(
+            cores, consumer_cpu, **deadline_kw(train_epochs, deadline)))
 
-    def report(self, cores=0, consumer_cpu=None, all_ranks=False):
+    def report(self, cores=0, consumer_cpu=None, all_ranks=False, *,
+               train_epochs=None, deadline=None):
         """``stoke profile``'s report of this loader: the epochs, the
         steady state, the verdict and its numbers, the queue model, the
         what-if table and the advice.  ``all_ranks=True`` gathers every
         rank's clocks through torch.distributed (a collective: call it on
         every rank) and adds a row per rank, the straggler and the job's
-        verdict."""
-        text = pythonize(super().report(cores, consumer_cpu))
+        verdict.  ``train_epochs`` and ``deadline`` as in diagnose()."""
+        text = pythonize(super().report(
+            cores, consumer_cpu, **deadline_kw(train_epochs, deadline)))
         if all_ranks:
             from .distributed import gather_stats, ranks_report
             text += "\n" + ranks_report(gather_stats(self))
         return text
 
-    def save_json(self, path, cores=0, consumer_cpu=None):
+    def save_json(self, path, cores=0, consumer_cpu=None, *,
+                  train_epochs=None, deadline=None):
         """Write ``stoke profile --json``'s document, which ``stoke
         report`` renders as HTML."""
-        super().save_json(os.fspath(path), cores, consumer_cpu)
+        super().save_json(os.fspath(path), cores, consumer_cpu,
+                          **deadline_kw(train_epochs, deadline))
 
     def state_dict(self):
         """Where the loader is: the epoch, the batches of it handed out

@@ -12,6 +12,7 @@ import os
 import weakref
 
 from . import _stoke
+from ._util import deadline_kw
 
 _PY_WORKERS_UNKNOWN = _stoke.WORKERS_AUTO
 
@@ -113,21 +114,32 @@ class TwoClock(_stoke.TwoClock):
         """``"busy"``, ``"starving"``, ``"variance"`` or ``"unknown"``."""
         return self._diagnosis()["verdict"]
 
-    def diagnose(self):
+    def diagnose(self, *, train_epochs=None, deadline=None):
         """The verdict, its numbers, what cannot be known, and the ladder's
-        advice for the wrapped loader."""
+        advice for the wrapped loader.  ``train_epochs=N, deadline="8h"``
+        (or seconds) adds ``deadline``: do N epochs fit in the window at
+        the wrapped loader's configuration (``now``, from the measured
+        epochs and their spread; a TwoClock has no model, so no knee)."""
+        kw = deadline_kw(train_epochs, deadline)
         d = self._diagnosis()
         d["advice"] = advise(self.stats(), d["verdict"], self.info)
+        if kw:
+            d["deadline"] = self._deadline(**kw)[0]
         return d
 
-    def report(self):
-        """The human report: epochs, steady state, verdict, advice."""
+    def report(self, *, train_epochs=None, deadline=None):
+        """The human report: epochs, steady state, verdict, advice (and the
+        deadline, with train_epochs and deadline as in diagnose())."""
+        kw = deadline_kw(train_epochs, deadline)
         lines = [self._report().rstrip("\n"), "", "advice"]
         advice = self.diagnose()["advice"]
         if not advice:
             lines.append("  none: nothing on the ladder applies")
         lines += [f"  {i + 1}. {a['text']}" for i, a in enumerate(advice)]
-        return "\n".join(lines) + "\n"
+        text = "\n".join(lines) + "\n"
+        if kw:
+            text += self._deadline(**kw)[1]
+        return text
 
     def document(self):
         """The JSON document that ``stoke report`` renders."""

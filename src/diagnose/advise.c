@@ -142,7 +142,11 @@ static void advise_threads(ladder *l, const stoke_model *m,
   if (m->threads_seen <= m->n_workers || (double)m->threads_seen <= p ||
       m->run_delay_frac < 0.25)
     return;
-  int64_t now = measured_step(st), s = step_of(m, m->n_workers, k);
+  /* The run delay that external_cpu reads as other work is the helper
+  ** threads' own here: one thread per worker removes it. */
+  stoke_model alone = *m;
+  alone.external_cpu = 0;
+  int64_t now = measured_step(st), s = step_of(&alone, m->n_workers, k);
   if (now <= 0 || (double)s >= (double)now * (1 - GAIN_MIN)) return;
   int64_t keep = l->now;
   l->now = now;

@@ -37,7 +37,15 @@
 ** cores.  Else, with A workers producing at once on P cores each CPU-bound
 ** sample stretches by max(1, A / P), so t_io = max(0, t_d - t_cpu *
 ** max(1, A / P)), A being busy time over wall time of the measured steps;
-** CPU taken by other processes then reads as t_io. */
+** CPU taken by other processes then reads as t_io.
+**
+** Other work on the cores: the measured run delay also says how much else
+** was runnable next to the workers (external_cpu, from the loader's
+** window).  A prediction shares the cores with it at every W: the CPU part
+** of a sample stretches by (busy workers + others) / P, so a what-if for 4
+** workers made from a 2-worker run on a loaded machine is not predicted as
+** if the 2 cores were theirs alone (issue 13: spin samples at W >= 4 ran
+** ~20% slower than predicted on the shared 2-core VM). */
 #include "internal.h"
 #include "model.h"
 
@@ -105,6 +113,33 @@ static void python_model(stoke_model *m, const stoke_stats *st) {
                     m->gil_wait_frac >= STOKE_PYTHON_GIL_WAIT_SOME);
   if (python && m->n_workers >= 1 && (waits || saturated))
     m->t_gil_ns = m->t_cpu_ns > 0 ? m->t_cpu_ns : m->t_d_ns;
+}
+
+static double slot_workers(const stoke_model *m, unsigned prefetch);
+
+/* What else was runnable on the cores while the workers produced, in
+** cores (stoke_model.external_cpu): n workers runnable at once while
+** producing (those the slots let in, each for its share on or queueing
+** for a core, t_cpu (1 + r) / t_d), on P cores shared fairly, wait
+** r = (n + E) / P - 1 per ns on a core, so E = r P + P - n.  When n < P
+** the P - n spare cores are only known to be taken if the wait is real
+** (a wake-up costs a little wait on an idle machine): that term is scaled
+** in up to r = STOKE_MODEL_CONTENDED. */
+#define STOKE_MODEL_CONTENDED 0.1
+static double external_demand(const stoke_model *m) {
+  double r = m->run_delay_frac, p = m->cores;
+  if (!(r > 0) || m->t_d_ns <= 0 || m->n_workers == 0) return 0;
+  double slots = slot_workers(m, m->prefetch ? m->prefetch : 1);
+  double w = (double)m->n_workers < slots ? (double)m->n_workers : slots;
+  double share = (double)m->t_cpu_ns * (1 + r) / (double)m->t_d_ns;
+  double n = w * (share < 1 ? share : 1);
+  double spare = p - n;
+  double e = r * p + (spare > 0 ? spare * (r < STOKE_MODEL_CONTENDED
+                                               ? r / STOKE_MODEL_CONTENDED
+                                               : 1.0)
+                                : spare);
+  if (e < 0) e = 0;
+  return e < 4 * p ? e : 4 * p;
 }
 
 int stoke_model_init(stoke_model *m, const stoke_stats *st,
@@ -228,6 +263,9 @@ int stoke_model_init(stoke_model *m, const stoke_stats *st,
                         : 1;
   if (m->chunk < 1) m->chunk = 1;
   if (m->chunk > m->batch_size) m->chunk = m->batch_size;
+  /* Only the loader's own window says what competed while it measured
+  ** (the live threads' totals span their whole life). */
+  if (window) m->external_cpu = external_demand(m);
   return 0;
 }
 
@@ -246,6 +284,24 @@ static double slot_workers(const stoke_model *m, unsigned prefetch) {
   return ((double)prefetch + 1.0) * per_batch;
 }
 
+/* Other work on the cores (external_cpu, less the consumer's CPU, which
+** is already left out of the workers' cores); 0 on a machine of our own. */
+static double others_cpu(const stoke_model *m) {
+  double e = m->external_cpu - m->consumer_cpu;
+  return e > 0 ? e : 0;
+}
+
+/* How much slower the workers' CPU work runs with `busy` cores' worth of
+** them runnable next to the others: (busy + others) / cores available, at
+** least 1; 1 with no others (the workers' own sharing is the CPU bound's
+** and the simulation's). */
+static double cpu_stretch(const stoke_model *m, double busy) {
+  double e = others_cpu(m);
+  if (e <= 0) return 1;
+  double s = (busy + e) / stoke__model_cores_avail(m);
+  return s > 1 ? s : 1;
+}
+
 int64_t stoke__model_producer_batch(const stoke_model *m, unsigned workers,
                                     unsigned prefetch, int *bound) {
   double b = (double)m->batch_size;
@@ -258,16 +314,22 @@ int64_t stoke__model_producer_batch(const stoke_model *m, unsigned workers,
   double w_eff = (double)workers < slots ? (double)workers : slots;
   double lat = b * d / w_eff;
   double cpu = b * (double)m->t_cpu_ns / stoke__model_cores_avail(m);
+  /* Other threads on the cores: each worker's CPU work stretches by their
+  ** share as well (as in the simulation); the bound is still the cores'
+  ** when that at least doubles the workers' latency. */
+  double s = cpu_stretch(m, d > 0 ? w_eff * (double)m->t_cpu_ns / d : 0);
+  double lat_s = b * ((double)m->t_cpu_ns * s + (double)m->t_io_ns) / w_eff;
   double gil = b * (double)m->t_gil_ns; /* one GIL for every worker */
   if (bound) {
-    if (gil > lat && gil > cpu)
+    if (gil > lat_s && gil > cpu)
       *bound = STOKE_BOUND_GIL;
-    else if (cpu >= lat)
+    else if (cpu >= lat || lat_s >= 2 * lat)
       *bound = STOKE_BOUND_CORES;
     else
       *bound = (double)workers > slots ? STOKE_BOUND_SLOTS
                                         : STOKE_BOUND_WORKERS;
   }
+  if (lat_s > lat) lat = lat_s;
   double worst = lat > cpu ? lat : cpu;
   return (int64_t)(gil > worst ? gil : worst);
 }
@@ -409,6 +471,11 @@ static void simulate(const stoke_model *m, unsigned workers, unsigned prefetch,
       if (job[i].v_end < v_min) v_min = job[i].v_end;
     double demand = (double)nact * f;
     double rate = demand > p ? p / demand : 1.0;
+    /* Other threads on the cores stretch the CPU part of each sample, not
+    ** its waiting; never faster than the workers' own sharing. */
+    double se = cpu_stretch(m, demand);
+    if (se > 1 && 1.0 / (f * se + 1.0 - f) < rate)
+      rate = 1.0 / (f * se + 1.0 - f);
     /* The GIL is one more "core", for the share g of each sample that
     ** needs it. */
     double gdemand = (double)nact * g;

@@ -1,8 +1,10 @@
 /* test_deadline_whatif.c — the deadline arithmetic (stoke_deadline_check)
 ** and the what-if's consumer step (stoke_model.consumer_delay_ns): a step
 ** stretched by this run's spinning workers is predicted without that
-** stretch where there are no workers, and as measured at the run's own W.
-** Arithmetic only. */
+** stretch where there are no workers, and as measured at the run's own W;
+** and the other work on the cores (stoke_model.external_cpu): a run whose
+** workers queued for a core behind other threads is predicted, for more
+** workers, with those threads still there.  Arithmetic only. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdarg.h>
 #include <stddef.h>
@@ -90,11 +92,71 @@ static void test_consumer_delay(void **state) {
   assert_int_equal(step(&io, 2, 2), step(&io0, 2, 2));
 }
 
+/* Two spinning workers on 2 cores, 1 ms of CPU per sample, each waiting
+** as long for a core as it ran (schedstat over the loader's window: run
+** delay 1 per ns on a core): two other threads' worth of work shared the
+** cores.  A 0.5 ms step: the producer is the bound. */
+static stoke_stats loaded_snapshot(int64_t delay_per_sample) {
+  int64_t t_d = 1 * MS + delay_per_sample;
+  stoke_stats st = tu_snap(2, 2, t_d, (double)MS / (double)t_d, MS / 2,
+                           0.9, 0.9);
+  st.threads_active = 2;
+  st.threads_run_ns = 800 * MS;
+  st.threads_delay_ns = 800 * delay_per_sample;
+  return st;
+}
+
+static void test_external_cpu(void **state) {
+  (void)state;
+  stoke_stats st = loaded_snapshot(1 * MS);
+  stoke_model m;
+  assert_int_equal(stoke_model_init(&m, &st, NULL, 2), 0);
+  assert_true(m.run_delay_frac > 0.99 && m.run_delay_frac < 1.01);
+  /* r P + P - n = 2 + 2 - 2. */
+  assert_true(m.external_cpu > 1.9 && m.external_cpu < 2.1);
+  assert_int_equal(m.t_cpu_ns, 1 * MS);
+  assert_int_equal(m.t_io_ns, 0);
+  m.n_batches = 100;
+  /* At the run's own W: B t_d / W = 8 ms, as measured (the cores were not
+  ** the workers' alone; a machine of our own would say 4 ms). */
+  int64_t s2 = step(&m, 2, 2);
+  assert_true(s2 > 76 * MS / 10 && s2 < 84 * MS / 10);
+  /* 4 workers next to the same 2 threads' worth: 4 of 6 runnable threads
+  ** on 2 cores, 8 ms x 2 cores x 6 / 8 ... = 6 ms a batch, not the 4 ms
+  ** of 2 cores that are all theirs (issue 13, spin at W >= 4). */
+  int64_t s4 = step(&m, 4, 2);
+  assert_true(s4 > 57 * MS / 10 && s4 < 63 * MS / 10);
+  int64_t s8 = step(&m, 8, 2);
+  assert_true(s8 < s4 && s8 > 4 * MS);
+  /* Editable: 0 predicts a machine of our own. */
+  stoke_model quiet = m;
+  quiet.external_cpu = 0;
+  assert_true(step(&quiet, 4, 2) < 42 * MS / 10);
+  /* A spinning consumer's core is already left out of the workers' cores:
+  ** of the 2 threads' worth, 1 is then the consumer's. */
+  stoke_model spin_step = m;
+  spin_step.consumer_cpu = 1;
+  stoke_prediction p;
+  assert_int_equal(stoke_predict_step(&spin_step, 4, 2, &p), 0);
+  assert_true(p.producer_batch_ns > 95 * MS / 10); /* 1 core, 4+1 threads:
+                                                       8 x 1 ms x 5 / 4 */
+  /* A quiet machine (a wake-up's wait, r = 0.01): next to nothing. */
+  st = loaded_snapshot(MS / 100);
+  assert_int_equal(stoke_model_init(&m, &st, NULL, 2), 0);
+  assert_true(m.external_cpu < 0.05);
+  /* Without the loader's window (live threads only) nothing is known. */
+  st = loaded_snapshot(1 * MS);
+  st.threads_active = 0;
+  assert_int_equal(stoke_model_init(&m, &st, NULL, 2), 0);
+  assert_true(m.external_cpu == 0);
+}
+
 int main(void) {
   tu_watchdog(TU_WATCHDOG_S);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_deadline),
       cmocka_unit_test(test_consumer_delay),
+      cmocka_unit_test(test_external_cpu),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
