@@ -18,6 +18,16 @@ from PIL import Image, ImageFilter
 PHOTOS = "/usr/share/wallpapers/*/contents/images/2560x1600.jpg"
 
 
+def load_photos(tool, hint=""):
+    """Every packaged wallpaper photograph, decoded to RGB; exits naming
+    `tool` when there are none."""
+    photos = sorted(glob.glob(PHOTOS))
+    if not photos:
+        sys.exit("%s: no photos under %s; install "
+                 "plasma-workspace-wallpapers%s" % (tool, PHOTOS, hint))
+    return [Image.open(p).convert("RGB") for p in photos]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out")
@@ -26,12 +36,8 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
 
-    photos = sorted(glob.glob(PHOTOS))
-    if not photos:
-        sys.exit("make_corpus: no photos under %s; install "
-                 "plasma-workspace-wallpapers" % PHOTOS)
     rng = random.Random(args.seed)
-    sources = [Image.open(p).convert("RGB") for p in photos]
+    sources = load_photos("make_corpus")
     total_bytes = 0
     sizes = []
     for c in range(args.classes):
@@ -63,7 +69,7 @@ def main():
           "%.1f KB per file, from %d photos" % (
               n, args.classes, args.out, sum(s[0] for s in sizes) / n,
               sum(s[1] for s in sizes) / n, total_bytes / n / 1000,
-              len(photos)))
+              len(sources)))
 
 
 if __name__ == "__main__":

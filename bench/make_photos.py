@@ -13,14 +13,13 @@ which, if anything, flatters decoding the originals.
 
 Deterministic for a given --seed.  Needs python3-pil."""
 import argparse
-import glob
 import os
 import random
 import sys
 
 from PIL import Image, ImageFilter
 
-PHOTOS = "/usr/share/wallpapers/*/contents/images/2560x1600.jpg"
+from make_corpus import load_photos  # bench/ is the script's directory
 
 
 def main():
@@ -31,13 +30,8 @@ def main():
     ap.add_argument("--classes", type=int, default=4)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
-    photos = sorted(glob.glob(PHOTOS))
-    if not photos:
-        sys.exit("make_photos: no photos under %s; install "
-                 "plasma-workspace-wallpapers (scripts/deps.sh --bench)"
-                 % PHOTOS)
     rng = random.Random(args.seed)
-    sources = [Image.open(p).convert("RGB") for p in photos]
+    sources = load_photos("make_photos", " (scripts/deps.sh --bench)")
     for c in range(args.classes):
         os.makedirs(os.path.join(args.out, "class_%d" % c), exist_ok=True)
     total = 0
@@ -64,7 +58,7 @@ def main():
         total += os.path.getsize(path)
     print("make_photos: %d images of %.1f MP (upscaled from %d wallpapers of "
           "2560x1600), %.1f MB" % (args.images, args.megapixels,
-                                   len(photos), total / 1e6), file=sys.stderr)
+                                   len(sources), total / 1e6), file=sys.stderr)
 
 
 if __name__ == "__main__":
