@@ -82,6 +82,10 @@ void cli_rungs_json(cJSON *o, const cli_run_result *res) {
   double wall = measured_s(res);
   cJSON_AddNumberToObject(o, "echo", st->echo ? st->echo : 1);
   cJSON_AddStringToObject(o, "echo_mode", stoke_echo_mode_name(st->echo_mode));
+  cJSON_AddStringToObject(o, "worker_policy",
+                          stoke_worker_policy_name(st->worker_policy));
+  cJSON_AddNumberToObject(o, "workers_policy_applied",
+                          st->workers_policy_applied);
   cJSON_AddNumberToObject(o, "steps_per_s",
                           wall > 0 ? (double)st->steps / wall : 0);
   cJSON_AddNumberToObject(o, "fresh_samples_per_s",

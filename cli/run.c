@@ -867,6 +867,8 @@ cJSON *cli_config_json(const cli_run_spec *spec, const cli_run_result *res) {
   }
   cJSON_AddNumberToObject(o, "echo", c->echo ? c->echo : 1);
   cJSON_AddStringToObject(o, "echo_mode", stoke_echo_mode_name(c->echo_mode));
+  cJSON_AddStringToObject(o, "worker_policy",
+                          stoke_worker_policy_name(c->worker_policy));
   if (spec->cfg.cache_dir)
     cJSON_AddStringToObject(o, "cache", spec->cfg.cache_dir);
   else

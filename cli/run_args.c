@@ -48,6 +48,7 @@ enum {
   RO_CACHE,
   RO_CACHE_MAX,
   RO_RAM_CACHE,
+  RO_WORKER_POLICY,
   RO_GPU_PRICE,
   RO_LAST /* commands number their own options from here */
 };
@@ -94,6 +95,7 @@ const cli_opt cli_run_opts[] = {{"batch-size", 'b', 1, RO_BATCH},
                                 {"cache", 0, 1, RO_CACHE},
                                 {"cache-max", 0, 1, RO_CACHE_MAX},
                                 {"ram-cache", 0, 1, RO_RAM_CACHE},
+                                {"worker-policy", 0, 1, RO_WORKER_POLICY},
                                 {"gpu-price", 0, 1, RO_GPU_PRICE},
                                 {NULL, 0, 0, 0}};
 
@@ -218,6 +220,16 @@ int cli_run_args_apply(cli_run_args *a, int id, const char *f,
     return cli_parse_uint(f, v, 1, 65536, &spec->cfg.shuffle_window);
   case RO_ECHO:
     return cli_parse_uint(f, v, 1, 64, &spec->cfg.echo);
+  case RO_WORKER_POLICY:
+    if (strcmp(v, "batch") == 0)
+      spec->cfg.worker_policy = STOKE_WORKER_BATCH;
+    else if (strcmp(v, "normal") == 0)
+      spec->cfg.worker_policy = STOKE_WORKER_NORMAL;
+    else {
+      cli_error("%s: expected batch or normal, got '%s'", f, v);
+      return -1;
+    }
+    return 0;
   case RO_ECHO_MODE:
     if (strcmp(v, "batch") == 0)
       spec->cfg.echo_mode = STOKE_ECHO_BATCH;

@@ -732,7 +732,27 @@ typedef struct stoke_config {
   ** epochs; counted in the host ledger and checked against
   ** mem_budget_bytes before it is allocated.  0 (default): none. */
   uint64_t ram_cache_bytes;
+  /* How the OS schedules the workers (since 0.3; stoke_worker_policy).
+  ** BATCH (default): each worker thread runs under SCHED_BATCH, its nice
+  ** value unchanged, so a worker woken by a freed slot never preempts the
+  ** training thread; the training thread, woken from its step, still
+  ** preempts a worker.  With more CPU-bound workers than cores the default
+  ** policy lets the woken workers take the cores from the training loop
+  ** for the whole burst that refills the slot: measured on 2 cores with 8
+  ** workers of 0.5 ms CPU samples and a 4 ms step, each step then waited
+  ** 1.5-1.9 ms for a core (epoch 90-97 ms; 66 ms under BATCH, the same at
+  ** every W).  NORMAL: the OS default (SCHED_OTHER), for comparison. */
+  int worker_policy;
 } stoke_config;
+
+/* How the OS schedules the workers (stoke_config.worker_policy). */
+typedef enum stoke_worker_policy {
+  STOKE_WORKER_BATCH = 0, /* SCHED_BATCH: never preempt the caller on wake */
+  STOKE_WORKER_NORMAL = 1 /* the OS default */
+} stoke_worker_policy;
+
+/* "batch", "normal"; "?" otherwise. */
+STOKE_API const char *stoke_worker_policy_name(int policy);
 
 /* The default most worker threads of an autotuning loader on `cores`
 ** online CPUs: enough for samples that mostly wait (storage, network),
@@ -1123,6 +1143,12 @@ typedef struct stoke_stats {
   unsigned echo;
   int echo_mode;
   uint64_t fresh_samples;
+  /* Since 0.3: the worker threads the OS put under the configured policy
+  ** (stoke_config.worker_policy); fewer than n_workers under BATCH means
+  ** the OS refused SCHED_BATCH (a seccomp filter, another OS) and those
+  ** workers run under the default policy. */
+  int worker_policy;
+  unsigned workers_policy_applied;
   /* Stored images (since 0.3; image sources): the samples produced whose
   ** header said their size, the mean of their pixels and of their longer
   ** side, and the longer side the transform's output needs of a stored
@@ -1578,6 +1604,14 @@ typedef struct stoke_model {
   ** for more workers than the run had knows the cores were not all
   ** theirs (issue 13).  Editable: 0 predicts a machine of our own. */
   double external_cpu;
+  /* Since 0.3: the shape of the per-sample cost, its quantiles over its
+  ** mean (p50, p95, p99, max; deflated as sigma is for queueing for a
+  ** core), from the dominant stage's distribution.  The simulation draws
+  ** the costs from them (piecewise log-linear between the quantiles,
+  ** rescaled to the mean), not from a lognormal, so that a rare, very long
+  ** sample (2% of the samples 40x the rest) is predicted as the rare long
+  ** wait it is; all 0: the lognormal of sigma. */
+  double cost_q[4];
 } stoke_model;
 
 /* Fill m from a snapshot.  cfg (borrowed, may be NULL) gives B and

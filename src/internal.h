@@ -97,6 +97,9 @@ int stoke__thread_start(stoke__thread **out, const stoke_allocator *a,
                         const stoke__sys *sys, const char *name,
                         void *(*fn)(void *), void *arg);
 void stoke__thread_join(stoke__thread *t, const stoke_allocator *a);
+/* Puts the calling thread under SCHED_BATCH (its nice value kept): threads
+** it wakes are not preempted by it on wake-up.  0, or the errno. */
+int stoke__thread_sched_batch(void);
 
 /* ---- rng (src/sampler/rng.c) --------------------------------------------- */
 

@@ -272,6 +272,7 @@ int sk_config_from_dict(PyObject *d, stoke_config *c) {
       sk_dict_uint(d, "autotune_max_prefetch", &c->autotune_max_prefetch) ||
       sk_dict_uint(d, "echo", &c->echo) ||
       sk_dict_int(d, "echo_mode", &c->echo_mode) ||
+      sk_dict_int(d, "worker_policy", &c->worker_policy) ||
       sk_dict_u64(d, "shuffle_block_bytes", &c->shuffle_block_bytes) ||
       sk_dict_uint(d, "shuffle_window", &c->shuffle_window) ||
       sk_dict_u64(d, "cache_max_bytes", &c->cache_max_bytes) ||

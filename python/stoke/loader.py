@@ -316,13 +316,17 @@ def bad_sample_config(on_error="fail", max_failures=None,
     return d
 
 
+# stoke_worker_policy (include/stoke.h)
+_WORKER_POLICIES = {"batch": 0, "normal": 1}
+
+
 def loader_config(batch_size, *, shuffle=False, seed=0, num_workers=0,
                   prefetch=2, drop_last=False, rank=None, world_size=None,
                   mem_budget=None, timeout=None, out_of_order=False,
                   epoch_prefetch=True, warmup=1, warmup_steps=0, trace=False,
                   max_chunk=0, shard_drop_last=False, block_window=None,
                   echo=1, echo_mode="batch", cache=None, cache_max=None,
-                  ram_cache=None, cpu_budget=None):
+                  ram_cache=None, cpu_budget=None, worker_policy="batch"):
     """The C loader's configuration (stoke_config's names) from Python's.
     num_workers="auto" turns the online autotuner on (cpu_budget: the cores
     its workers may keep busy, None for all)."""
@@ -344,6 +348,9 @@ def loader_config(batch_size, *, shuffle=False, seed=0, num_workers=0,
     if echo_mode not in _ECHO_MODES:
         raise ValueError(f"echo_mode: expected 'batch' or 'example', got "
                          f"{echo_mode!r}")
+    if worker_policy not in _WORKER_POLICIES:
+        raise ValueError(f"worker_policy: expected 'batch' or 'normal', got "
+                         f"{worker_policy!r}")
     rungs = _shuffle_config(shuffle, block_window)
     rungs.update({
         "echo": echo, "echo_mode": _ECHO_MODES[echo_mode],
@@ -376,6 +383,7 @@ def loader_config(batch_size, *, shuffle=False, seed=0, num_workers=0,
         "max_chunk": int(max_chunk),
         "autotune": int(num_workers == "auto"),
         "cpu_budget": float(cpu_budget or 0),
+        "worker_policy": _WORKER_POLICIES[worker_policy],
     }
 
 
@@ -478,7 +486,13 @@ class Loader(_stoke.Loader):
     (default: all; workers that wait on I/O barely count) and
     ``mem_budget``; it adapts again when the step changes.
     :meth:`autotune` lists every decision with its reason and numbers.
-    ``num_workers="cores"`` is one worker per CPU."""
+    ``num_workers="cores"`` is one worker per CPU.
+
+    ``worker_policy="batch"`` (the default) runs the worker threads under
+    Linux's SCHED_BATCH: a worker woken to refill a slot never takes the
+    core of the thread running the training step, which with more CPU-bound
+    workers than cores otherwise waits for a core every step.
+    ``"normal"`` keeps the OS default."""
 
     def __init__(self, source, batch_size, *, shuffle=False, seed=0,
                  num_workers=0, prefetch=2, drop_last=False, transform=None,
@@ -492,7 +506,8 @@ class Loader(_stoke.Loader):
                  on_error="fail", max_failures=None, max_replace_tries=8,
                  quarantine=None, block_window=None, echo=1,
                  echo_mode="batch", cache=None, cache_max=None,
-                 ram_cache=None, gpu_price=None, cpu_budget=None):
+                 ram_cache=None, gpu_price=None, cpu_budget=None,
+                 worker_policy="batch"):
         spec, layout, names, keep = describe_source(
             source, transform, image_kind, max_pixels, max_bytes,
             verify_checksums)
@@ -506,7 +521,7 @@ class Loader(_stoke.Loader):
             max_chunk=max_chunk, shard_drop_last=shard_drop_last,
             block_window=block_window, echo=echo, echo_mode=echo_mode,
             cache=cache, cache_max=cache_max, ram_cache=ram_cache,
-            cpu_budget=cpu_budget)
+            cpu_budget=cpu_budget, worker_policy=worker_policy)
         dev, stream = device_config(device, device_prefetch, pin_memory,
                                     device_normalize, cuda_library,
                                     cuda_stream)

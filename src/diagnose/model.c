@@ -22,8 +22,10 @@
 ** in a small deterministic simulation: samples claimed in order in chunks by
 ** the first free worker, a batch taking a slot when its first chunk starts
 ** and freeing it when the consumer releases it, batches handed out in
-** order.  Per-sample costs are lognormal around the measured mean (sigma
-** from the measured mean/median ratio), each split into t_cpu work done
+** order.  Per-sample costs are drawn from the measured shape of the cost
+** (its p50, p95, p99 and max over its mean, stoke_model.cost_q; a
+** lognormal of sigma from the mean/median ratio where no shape was
+** measured) around the measured mean, each split into t_cpu work done
 ** first and t_io of sleeping after it; the cores are shared as the OS
 ** shares them (processor sharing): the n samples in their CPU phase at a
 ** given moment progress at min(1, P / n) each, so a long sample speeds up
@@ -142,6 +144,28 @@ static double external_demand(const stoke_model *m) {
   return e < 4 * p ? e : 4 * p;
 }
 
+/* The cost's quantiles over its mean (stoke_model.cost_q) from the
+** dominant stage's distribution d, whose mean/median, deflated for
+** queueing for a core, is r: the deviations from the median in log space
+** shrink by log(r) / log(measured mean/median), so that at s = 1 the
+** quantiles are the measured ones and a fixed cost stays fixed. */
+static void cost_shape(stoke_model *m, const stoke_dist *d, double r) {
+  memset(m->cost_q, 0, sizeof m->cost_q);
+  double mean = (double)d->mean_ns, p50 = (double)d->p50_ns;
+  if (!(r > 1.03) || mean <= 0 || p50 <= 0 || d->count < 20) return;
+  double raw = mean / p50;
+  double a = raw > 1.0 ? log(r) / log(raw) : 0.0;
+  if (a > 1) a = 1;
+  const int64_t q[4] = {d->p50_ns, d->p95_ns, d->p99_ns, d->max_ns};
+  double prev = 0;
+  for (int i = 0; i < 4; i++) {
+    double v = (double)q[i] > p50 ? (double)q[i] : p50;
+    v = p50 * pow(v / p50, a) / mean;
+    if (v < prev) v = prev; /* quantiles never fall */
+    m->cost_q[i] = prev = v;
+  }
+}
+
 int stoke_model_init(stoke_model *m, const stoke_stats *st,
                      const stoke_config *cfg, unsigned cores) {
   if (!m || !st) return STOKE_EINVAL;
@@ -237,6 +261,7 @@ int stoke_model_init(stoke_model *m, const stoke_stats *st,
     if (own > 0 && (double)m->t_d_ns > own) r /= (double)m->t_d_ns / own;
     m->sigma = r > 1.03 ? sqrt(2.0 * log(r)) : 0.0;
     if (m->sigma > 3.0) m->sigma = 3.0;
+    cost_shape(m, d, r);
   }
 
   /* Data echoing: every produced sample feeds `echo` delivered ones (the
@@ -370,10 +395,51 @@ typedef struct sim_job {
   size_t batch;
 } sim_job;
 
+/* The measured shape of the cost (stoke_model.cost_q) as an inverse CDF
+** over the mean: knots at u = 0, 0.5, 0.95, 0.99 and 1, log-linear between
+** them, the u = 0 value the p95 mirrored about the median in log space,
+** divided by its own mean so that the mean is the model's. */
+#define SIM_KNOTS 5
+typedef struct sim_shape {
+  int on;
+  double v[SIM_KNOTS];
+  double scale;
+} sim_shape;
+
+static const double sim_knot_u[SIM_KNOTS] = {0.0, 0.5, 0.95, 0.99, 1.0};
+
+static double segment_mean(double a, double b) {
+  return b > a * 1.000001 ? (b - a) / log(b / a) : a;
+}
+
+static void shape_init(sim_shape *sh, const stoke_model *m) {
+  memset(sh, 0, sizeof *sh);
+  const double *q = m->cost_q;
+  if (!(q[0] > 0) || !(q[3] > q[0] * 1.000001)) return;
+  sh->v[0] = q[1] > q[0] ? q[0] * q[0] / q[1] : q[0];
+  for (int i = 0; i < 4; i++) sh->v[i + 1] = q[i];
+  double mean = 0;
+  for (int i = 0; i + 1 < SIM_KNOTS; i++)
+    mean += (sim_knot_u[i + 1] - sim_knot_u[i]) *
+            segment_mean(sh->v[i], sh->v[i + 1]);
+  if (!(mean > 0)) return;
+  sh->scale = 1.0 / mean;
+  sh->on = 1;
+}
+
+static double shape_draw(const sim_shape *sh, double u) {
+  int i = 0;
+  while (i + 2 < SIM_KNOTS && u >= sim_knot_u[i + 1]) i++;
+  double t = (u - sim_knot_u[i]) / (sim_knot_u[i + 1] - sim_knot_u[i]);
+  double a = sh->v[i], b = sh->v[i + 1];
+  return a * pow(b / a, t) * sh->scale;
+}
+
 typedef struct sim_state {
   double sigma, d; /* spread; mean cost per sample, t_cpu + t_io */
   double v; /* work clock: the work one in-flight sample has been given */
   stoke_rng rng;
+  sim_shape shape; /* the measured shape, when on: instead of sigma */
 } sim_state;
 
 /* Starts sample j->sample: a lognormal cost around the mean d.  The draw
@@ -382,7 +448,10 @@ typedef struct sim_state {
 ** in): what-if rows differ by the setting, not by who claimed what when. */
 static void sim_start(sim_state *s, sim_job *j) {
   double x = 1.0;
-  if (s->sigma > 0) {
+  if (s->shape.on) {
+    s->rng.counter = 2 * j->sample;
+    x = shape_draw(&s->shape, stoke_rng_uniform(&s->rng));
+  } else if (s->sigma > 0) {
     s->rng.counter = 2 * j->sample;
     x = exp(s->sigma * stoke_rng_normal(&s->rng) - 0.5 * s->sigma * s->sigma);
   }
@@ -419,7 +488,8 @@ static void simulate(const stoke_model *m, unsigned workers, unsigned prefetch,
   double f = d > 0 ? (double)m->t_cpu_ns / d : 0.0; /* cores per sample */
   double g = d > 0 ? (double)m->t_gil_ns / d : 0.0;  /* GILs per sample */
   if (g > 1) g = 1;
-  sim_state s = {m->sigma, d, 0, {0, 0}};
+  sim_state s = {m->sigma, d, 0, {0, 0}, {0}};
+  shape_init(&s.shape, m);
   double t = 0; /* wall time */
   /* One seed for every (W, K): what-if rows differ by the setting only. */
   stoke_rng_init(&s.rng, 0x5707e, 0, 0);

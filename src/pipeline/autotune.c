@@ -300,7 +300,7 @@ static void apply(stoke_loader *l, unsigned workers, unsigned prefetch) {
   l->active_workers = workers;
   l->active_prefetch = prefetch;
   if (more_workers) pthread_cond_broadcast(&l->gate_cv);
-  if (more_slots) pthread_cond_broadcast(&l->work_cv);
+  if (more_slots) stoke__wake_workers_locked(l);
   pthread_mutex_unlock(&l->mu);
 }
 

@@ -41,6 +41,14 @@ void stoke_config_init(stoke_config *cfg) {
   cfg->device_normalize = 1;
 }
 
+const char *stoke_worker_policy_name(int policy) {
+  switch (policy) {
+  case STOKE_WORKER_BATCH: return "batch";
+  case STOKE_WORKER_NORMAL: return "normal";
+  default: return "?";
+  }
+}
+
 /* Upper bound on threads: beyond this a config is a typo, not a plan. */
 #define STOKE__MAX_WORKERS 1024
 #define STOKE__MAX_PREFETCH 1024
@@ -116,6 +124,12 @@ int stoke__config_validate(const stoke_config *c) {
   if (c->sample_timeout_ms < 0)
     return stoke__set_tls_error(STOKE_EINVAL,
                                 "config: sample_timeout_ms is negative");
+  if (c->worker_policy != STOKE_WORKER_BATCH &&
+      c->worker_policy != STOKE_WORKER_NORMAL)
+    return stoke__set_tls_error(STOKE_EINVAL,
+                                "config: worker_policy is %d, expected "
+                                "STOKE_WORKER_BATCH or STOKE_WORKER_NORMAL",
+                                c->worker_policy);
   if (c->order_given != 0 && c->order_given != 1)
     return stoke__set_tls_error(STOKE_EINVAL,
                                 "config: order_given is %d, expected 0 or 1",
@@ -242,6 +256,7 @@ static int init_sync(stoke_loader *l) {
            pthread_mutex_init(&l->stats_mu, NULL) ||
            pthread_mutex_init(&l->fail_mu, NULL) ||
            pthread_cond_init(&l->work_cv, &ca) ||
+           pthread_cond_init(&l->slot_cv, &ca) ||
            pthread_cond_init(&l->ready_cv, &ca) ||
            pthread_cond_init(&l->dev_cv, &ca) ||
            pthread_cond_init(&l->gate_cv, &ca);
@@ -254,6 +269,7 @@ static void destroy_sync(stoke_loader *l) {
   pthread_mutex_destroy(&l->stats_mu);
   pthread_mutex_destroy(&l->fail_mu);
   pthread_cond_destroy(&l->work_cv);
+  pthread_cond_destroy(&l->slot_cv);
   pthread_cond_destroy(&l->ready_cv);
   pthread_cond_destroy(&l->dev_cv);
   pthread_cond_destroy(&l->gate_cv);
@@ -306,7 +322,7 @@ static void free_loader(stoke_loader *l) {
 static void stop_workers(stoke_loader *l, unsigned started) {
   pthread_mutex_lock(&l->mu);
   atomic_store_explicit(&l->stop, true, memory_order_relaxed);
-  pthread_cond_broadcast(&l->work_cv);
+  stoke__wake_workers_locked(l);
   pthread_cond_broadcast(&l->ready_cv);
   pthread_cond_broadcast(&l->dev_cv);
   pthread_cond_broadcast(&l->gate_cv);
@@ -355,6 +371,7 @@ int stoke__loader_create(const stoke_config *cfg, const stoke__sys *sys,
                           .drop_last = l->cfg.drop_last};
   atomic_init(&l->stop, false);
   atomic_init(&l->epochs_done, 0);
+  atomic_init(&l->workers_policy_applied, 0u);
 
   /* A given order does not shard or shuffle, and needs no plan of ours
   ** beyond its batch size (plan_init refuses a shard with no sample). */
@@ -607,6 +624,9 @@ int stoke_loader_stats(const stoke_loader *l, stoke_stats *out) {
   full.device_prefetch = l->dslots ? l->cfg.device_prefetch : 0;
   full.echo = l->echo;
   full.echo_mode = l->cfg.echo_mode;
+  full.worker_policy = l->cfg.worker_policy;
+  full.workers_policy_applied = atomic_load_explicit(
+      &ml->workers_policy_applied, memory_order_relaxed);
   full.image_keep_side = stoke__source_keep_side(l->src);
   if (l->cache) {
     stoke__cache_stats cs;

@@ -177,7 +177,7 @@ int stoke_loader_order_append(stoke_loader *l, const size_t *indices,
     }
     g->n += n_batches;
     g->n_samples += total;
-    pthread_cond_broadcast(&l->work_cv);
+    stoke__wake_workers_locked(l);
   }
   pthread_mutex_unlock(&l->mu);
   return rc;
@@ -192,7 +192,7 @@ int stoke_loader_order_end(stoke_loader *l) {
   else {
     l->given->ended = true;
     /* Workers waiting for more learn that the epoch is all claimed. */
-    pthread_cond_broadcast(&l->work_cv);
+    stoke__wake_workers_locked(l);
   }
   pthread_mutex_unlock(&l->mu);
   return rc;

@@ -13,7 +13,7 @@
 ** position is claimed (so batches are assigned in order) and keeps it until
 ** the caller releases it.  At most K + 1 batches exist at once: the window
 ** of prefetch is simply the free list, and a worker that finds no free slot
-** waits on work_cv (measured as the SLOT_WAIT stage).
+** waits on slot_cv (measured as the SLOT_WAIT stage).
 **
 ** Order: in order (default), next() hands out batch next_deliver and waits
 ** for it; out of order, the lowest-numbered READY batch.  The content of a
@@ -69,7 +69,7 @@ void stoke__fail_locked(stoke_loader *l, int code, const char *fmt, ...) {
   va_end(ap);
   l->error = code;
   pthread_cond_broadcast(&l->ready_cv);
-  pthread_cond_broadcast(&l->work_cv);
+  stoke__wake_workers_locked(l);
 }
 
 /* ---- producing ------------------------------------------------------------ */
@@ -146,7 +146,7 @@ static void advance_claims(stoke_loader *l) {
   l->claim_open = true;
   l->copies_ahead = 0;
   pthread_cond_broadcast(&l->ready_cv); /* start_epoch may wait for us */
-  pthread_cond_broadcast(&l->work_cv);
+  stoke__wake_workers_locked(l);
 }
 
 /* Claim the next chunk (mu held).  Returns false on stop.  *off is the
@@ -179,7 +179,9 @@ static bool claim(stoke_loader *l, worker *w, stoke_batch **out_b,
           /* The window is full: every slot is filling, ready or lent (or
           ** as many as the autotuner's prefetch allows). */
           if (!slot_wait_start) slot_wait_start = stoke__now_ns();
-          pthread_cond_wait(&l->work_cv, &l->mu);
+          l->slot_waiters++;
+          pthread_cond_wait(&l->slot_cv, &l->mu);
+          l->slot_waiters--;
           continue;
         }
         l->claim_batch = assign_batch(l);
@@ -397,6 +399,10 @@ static bool start_thread(stoke_loader *l, worker *w) {
 void *stoke__worker_main(void *arg) {
   worker *w = arg;
   stoke_loader *l = w->l;
+  if (l->cfg.worker_policy == STOKE_WORKER_NORMAL ||
+      stoke__thread_sched_batch() == 0)
+    atomic_fetch_add_explicit(&l->workers_policy_applied, 1,
+                              memory_order_relaxed);
   bool started = start_thread(l, w);
   pthread_mutex_lock(&l->mu);
   stoke_batch *b;
@@ -489,7 +495,7 @@ static void drop_undelivered(stoke_loader *l, uint64_t gen) {
       l->free_list = b;
     }
   }
-  pthread_cond_broadcast(&l->work_cv);
+  stoke__wake_workers_locked(l);
 }
 
 /* Drop what workers prefetched for an epoch that is not the next one (mu
@@ -540,7 +546,7 @@ static void start_epoch(stoke_loader *l, int64_t now) {
   l->epoch_batches = l->epoch_samples = 0;
   uint64_t done = atomic_load_explicit(&l->epochs_done, memory_order_relaxed);
   l->epoch_warmup = done < l->cfg.warmup_epochs;
-  pthread_cond_broadcast(&l->work_cv);
+  stoke__wake_workers_locked(l);
   if (l->dslots) stoke__dev_kick(l);
 }
 
@@ -940,11 +946,27 @@ int stoke_loader_next_timed(stoke_loader *l, stoke_batch **out,
   return next_until(l, out, stoke__now_ns() + timeout_ns);
 }
 
+void stoke__wake_workers_locked(stoke_loader *l) {
+  pthread_cond_broadcast(&l->work_cv);
+  pthread_cond_broadcast(&l->slot_cv);
+}
+
+/* A freed slot opens one batch: at most batch_size chunks, so at most that
+** many of the workers waiting for a slot can use it.  Waking all of them
+** (32 workers, batches of 8) left the rest runnable for nothing: under
+** SCHED_BATCH a woken worker waits for the tick to run, and that queueing
+** read as other work on the cores (schedstat's run delay 11x the workers'
+** CPU time), wrecking the model's prediction of the run itself.  A woken
+** worker that finds the batch taken waits again; one that is not woken
+** is not needed: running workers claim before they wait. */
 void stoke__slot_free_locked(stoke_loader *l, stoke_batch *b) {
   b->state = SLOT_FREE;
   b->next_free = l->free_list;
   l->free_list = b;
   pthread_cond_broadcast(&l->work_cv);
+  size_t wake = l->slot_waiters < l->cfg.batch_size ? l->slot_waiters
+                                                    : l->cfg.batch_size;
+  for (size_t i = 0; i < wake; i++) pthread_cond_signal(&l->slot_cv);
   pthread_cond_broadcast(&l->ready_cv); /* W = 0 may wait for a slot */
 }
 

@@ -122,6 +122,12 @@ struct stoke_loader {
   pthread_mutex_t mu;
   pthread_cond_t work_cv;        /* workers: a slot was freed, an epoch
                                     started, or stop */
+  pthread_cond_t slot_cv;        /* workers waiting for a free slot: a
+                                    freed slot wakes only as many of them
+                                    as the batch it opens can use (see
+                                    stoke__slot_free_locked); every other
+                                    event wakes them all */
+  unsigned slot_waiters;         /* workers waiting on slot_cv (mu) */
   pthread_cond_t ready_cv;       /* consumer: a batch became READY, an
                                     error, or stop */
   pthread_cond_t dev_cv;         /* the device thread: a batch became
@@ -200,6 +206,8 @@ struct stoke_loader {
   stoke_epoch_stats *epochs;
   size_t n_epochs, cap_epochs;
   atomic_uint_least64_t epochs_done; /* relaxed: stats only */
+  /* Workers the OS put under cfg.worker_policy; relaxed: stats only. */
+  atomic_uint workers_policy_applied;
 
   stoke__given *given;           /* cfg.order_given, else NULL; mu */
 
@@ -398,6 +406,8 @@ void stoke__bad_stats(const stoke_loader *l, stoke_stats *st);
 void stoke__slot_free_locked(stoke_loader *l, stoke_batch *b);
 /* destroy() ran and the caller holds no slot any more (mu held): the
 ** releaser frees the loader. */
+/* Wakes every worker waiting for work or for a slot (mu held). */
+void stoke__wake_workers_locked(stoke_loader *l);
 bool stoke__last_release_locked(const stoke_loader *l);
 /* Take the producers' totals as the warm-up baseline (consumer thread). */
 void stoke__take_baseline(stoke_loader *l);
