@@ -3,8 +3,15 @@
 ** One scenario per run: samples that sleep (waiting I/O), spin (a CPU-bound
 ** decode) or both, at a fixed or lognormal cost, and a consumer step that
 ** sleeps (a GPU-like step), optionally changing at given steps.
-**   --mode sweep   fixed W = 1..max (prefetch 2), each for --steps steps:
-**                  the exhaustive table, its knee (stoke_tune_knee_find)
+**   --mode sweep   fixed W = 1..max (prefetch 2), each for one warm-up
+**                  epoch and --sweep-epochs measured whole epochs,
+**                  measured as the autotuner's epochs are (samples over
+**                  the steps' two clocks, epoch ends included): the
+**                  exhaustive table, its knee (stoke_tune_knee_find).  A
+**                  window of 30 steps cut out of an epoch began with the
+**                  prefetched queue full, which read a stalling W up to 7%
+**                  faster than its steady state (spin 300 us: 6921
+**                  samples/s at W = 4, above the 2 cores' 6667).
 **   --mode auto    one autotuning loader for --epochs epochs: its
 **                  decisions, and per epoch its throughput, W, K, changes
 ** Output: one JSON object per line ("point", "knee", "epoch", "event",
@@ -89,7 +96,7 @@ static double step_ms_at(double base, const change *ch, size_t n,
 int main(int argc, char **argv) {
   scen sc = {0};
   const char *mode = "auto";
-  size_t batch = 16, n_batches = 64, steps = 40;
+  size_t batch = 16, n_batches = 64, sweep_epochs = 2;
   double step_ms = 8;
   unsigned max_w = 12, epochs = 6;
   double cpu_budget = 0;
@@ -104,7 +111,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(k, "--step-ms")) step_ms = atof(v);
     else if (!strcmp(k, "-b")) batch = (size_t)atol(v);
     else if (!strcmp(k, "--batches")) n_batches = (size_t)atol(v);
-    else if (!strcmp(k, "--steps")) steps = (size_t)atol(v);
+    else if (!strcmp(k, "--sweep-epochs")) sweep_epochs = (size_t)atol(v);
     else if (!strcmp(k, "--max-workers")) max_w = (unsigned)atoi(v);
     else if (!strcmp(k, "--epochs")) epochs = (unsigned)atoi(v);
     else if (!strcmp(k, "--cpu-budget")) cpu_budget = atof(v);
@@ -132,24 +139,25 @@ int main(int argc, char **argv) {
       cfg.batch_size = batch;
       cfg.n_workers = w;
       cfg.prefetch = 2;
-      cfg.warmup_steps = 4;
+      cfg.warmup_epochs = 1;
       stoke_loader *l;
       if (stoke_loader_create(&cfg, &l) != 0) {
         fprintf(stderr, "autotune: %s\n", stoke_errmsg(NULL));
         return 1;
       }
       stoke_batch *b;
-      size_t done = 0;
-      while (done < steps + 4) {
+      for (size_t e = 0; e < 1 + sweep_epochs;) {
         int rc = stoke_loader_next(l, &b);
-        if (rc == STOKE_END) continue;
+        if (rc == STOKE_END) {
+          e++;
+          continue;
+        }
         if (rc != 0) {
           fprintf(stderr, "autotune: %s\n", stoke_errmsg(l));
           return 1;
         }
         sleep_ns((int64_t)(step_ms * 1e6));
         stoke_batch_release(b);
-        done++;
       }
       stoke_stats st;
       st.struct_size = sizeof st;

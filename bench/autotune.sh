@@ -5,7 +5,7 @@
 # knees above this machine's 2 cores can be shown), spin (a CPU-bound
 # decode) or both, at fixed or lognormal cost, against consumer steps of
 # 2 to 50 ms.  For each: the exhaustive sweep (fixed W = 1..max, prefetch
-# 2) and its knee (stoke_tune_knee_find: the fewest workers within 5% of
+# 2, a warm-up epoch then 2 measured epochs, as the autotuner is measured) and its knee (stoke_tune_knee_find: the fewest workers within 5% of
 # the best that remove the stall), then one autotuning loader for 6 epochs
 # of 64 steps.  Targets (issue 13): after min(3 epochs, 200 steps) the
 # throughput is >= 95% of the knee's, the workers at most one more than the
@@ -40,7 +40,7 @@ for s in "${scenarios[@]}"; do
   IFS='|' read -r name args maxw <<<"$s"
   # shellcheck disable=SC2086 # the options split into words
   run "$RAW/$name.sweep.jsonl" --mode sweep $args --max-workers "$maxw" \
-    --steps 30 --batches 64
+    --batches 64
   # shellcheck disable=SC2086
   run "$RAW/$name.auto.jsonl" --mode auto $args --batches 64 --epochs 6
   echo "$name" >>"$RAW/scenarios.txt"
@@ -48,7 +48,7 @@ done
 if [ "${AUTOTUNE_QUICK:-0}" != 1 ]; then
   for ms in 8 2 16; do
     run "$RAW/change.sweep$ms.jsonl" --mode sweep --sleep-us 1000 -b 16 \
-      --step-ms "$ms" --max-workers 12 --steps 30 --batches 64
+      --step-ms "$ms" --max-workers 12 --batches 64
   done
   run "$RAW/change.auto.jsonl" --mode auto --sleep-us 1000 -b 16 \
     --step-ms 8 --change 192:2,384:16 --batches 64 --epochs 9

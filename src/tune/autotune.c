@@ -95,12 +95,28 @@ unsigned stoke__at_workers_needed(const stoke__at_limits *lim,
                                   const stoke__at_window *win,
                                   double headroom, unsigned *cpu_cap,
                                   double *pred_wait, bool *enough) {
+  stoke_model m;
+  if (!win->steps || !window_model(lim, win, &m)) {
+    *cpu_cap = lim->max_workers;
+    if (pred_wait) *pred_wait = -1;
+    if (enough) *enough = false;
+    return 0;
+  }
+  return stoke__at_workers_needed_model(
+      lim, &m, win->compute_ns / (int64_t)win->steps, headroom, cpu_cap,
+      pred_wait, enough);
+}
+
+unsigned stoke__at_workers_needed_model(const stoke__at_limits *lim,
+                                        const stoke_model *mp, int64_t tc_ns,
+                                        double headroom, unsigned *cpu_cap,
+                                        double *pred_wait, bool *enough) {
   *cpu_cap = lim->max_workers;
   if (pred_wait) *pred_wait = -1;
   if (enough) *enough = false;
-  stoke_model m;
-  if (!win->steps || !window_model(lim, win, &m)) return 0;
-  double tc = (double)win->compute_ns / (double)win->steps;
+  stoke_model m = *mp;
+  if (m.t_cpu_ns + m.t_io_ns <= 0) return 0;
+  double tc = (double)tc_ns;
   /* A working worker keeps f of a core busy. */
   double f = (double)m.t_cpu_ns / (double)(m.t_cpu_ns + m.t_io_ns);
   if (f > 0) {
@@ -140,6 +156,41 @@ unsigned stoke__at_workers_needed(const stoke__at_limits *lim,
                           : 0.0;
   }
   return need;
+}
+
+/* The window's per-sample costs into the recent average (the oldest
+** fading so that the newest window weighs about 1 / STOKE__AT_COST_WINDOWS),
+** and the model of that average: what the decisions use.  false without a
+** producer clock yet. */
+static bool smoothed_model(stoke__at_state *st, const stoke__at_limits *lim,
+                           const stoke__at_window *win, stoke_model *m) {
+  memset(m, 0, sizeof *m);
+  if (window_model(lim, win, m)) {
+    double n = (double)win->produced;
+    double cap = STOKE__AT_COST_WINDOWS * n;
+    if (st->cost_n + n > cap) {
+      double keep = st->cost_n > 0 ? (cap - n) / st->cost_n : 0;
+      if (keep < 0) keep = 0;
+      st->cost_cpu_ns *= keep;
+      st->cost_io_ns *= keep;
+      st->cost_n *= keep;
+    }
+    st->cost_cpu_ns += (double)m->t_cpu_ns * n;
+    st->cost_io_ns += (double)m->t_io_ns * n;
+    st->cost_n += n;
+  }
+  if (!(st->cost_n > 0)) return false;
+  if (!m->struct_size) { /* no model this window: one from the average */
+    memset(m, 0, sizeof *m);
+    m->struct_size = sizeof *m;
+    m->batch_size = lim->batch_size;
+    m->cores = lim->cores >= 1 ? lim->cores : 1;
+    m->chunk = 1;
+  }
+  m->t_cpu_ns = (int64_t)(st->cost_cpu_ns / st->cost_n);
+  m->t_io_ns = (int64_t)(st->cost_io_ns / st->cost_n);
+  m->t_d_ns = m->t_cpu_ns + m->t_io_ns;
+  return m->t_d_ns > 0;
 }
 
 static void set_change(stoke__at_state *st, stoke__at_decision *out, int kind,
@@ -224,6 +275,9 @@ void stoke__at_decide(stoke__at_state *st, const stoke__at_limits *lim,
   out->wait_now = wait;
   out->step_now_ns = step;
   out->compute_ns = tc;
+  /* Every window's producer clocks count, a settling one's too. */
+  stoke_model m;
+  bool have_model = smoothed_model(st, lim, win, &m);
 
   /* 1. Right after a change: the queue is still refilling. */
   if (st->settle) {
@@ -282,8 +336,6 @@ void stoke__at_decide(stoke__at_state *st, const stoke__at_limits *lim,
 
   unsigned cpu_cap;
   double pred;
-  stoke_model m;
-  bool have_model = window_model(lim, win, &m);
   double on_core = have_model && m.t_cpu_ns + m.t_io_ns > 0
                        ? (double)m.t_cpu_ns / (double)(m.t_cpu_ns + m.t_io_ns)
                        : 0.0;
@@ -292,8 +344,12 @@ void stoke__at_decide(stoke__at_state *st, const stoke__at_limits *lim,
   if (wait > STOKE__AT_STALL) {
     /* 4. Stalled. */
     bool enough;
-    unsigned need = stoke__at_workers_needed(lim, win, STOKE__AT_GROW_HEADROOM,
-                                             &cpu_cap, &pred, &enough);
+    unsigned need =
+        have_model ? stoke__at_workers_needed_model(lim, &m, tc,
+                                                    STOKE__AT_GROW_HEADROOM,
+                                                    &cpu_cap, &pred, &enough)
+                   : stoke__at_workers_needed(lim, win, STOKE__AT_GROW_HEADROOM,
+                                              &cpu_cap, &pred, &enough);
     unsigned top = STOKE__MIN(lim->max_workers, cpu_cap);
     if (st->ceil_workers) top = STOKE__MIN(top, st->ceil_workers);
     if (!need) need = 2 * w; /* no producer clock yet: double */
@@ -357,8 +413,12 @@ void stoke__at_decide(stoke__at_state *st, const stoke__at_limits *lim,
   if (wait >= STOKE__AT_QUIET) return; /* between the two: keep */
   /* 5. Quiet: try less. */
   bool enough;
-  unsigned need = stoke__at_workers_needed(lim, win, STOKE__AT_SHRINK_HEADROOM,
-                                           &cpu_cap, &pred, &enough);
+  unsigned need =
+      have_model ? stoke__at_workers_needed_model(lim, &m, tc,
+                                                  STOKE__AT_SHRINK_HEADROOM,
+                                                  &cpu_cap, &pred, &enough)
+                 : stoke__at_workers_needed(lim, win, STOKE__AT_SHRINK_HEADROOM,
+                                            &cpu_cap, &pred, &enough);
   unsigned lo = STOKE__MAX(need, st->floor_workers);
   if (need && enough && lo < w) {
     out->wait_predicted = pred;

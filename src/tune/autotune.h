@@ -23,8 +23,13 @@
 /* A shrink or shallower prefetch that waits more than this share of the
 ** step, or adds waiting of this share of it, is rolled back: less must
 ** cost almost nothing. */
-#define STOKE__AT_SHRINK_WAIT 0.03
-#define STOKE__AT_SHRINK_SLOWER 0.03
+#define STOKE__AT_SHRINK_WAIT 0.02
+#define STOKE__AT_SHRINK_SLOWER 0.02
+/* The per-sample costs the model is given are averaged over about this
+** many windows (weighted by samples, the oldest fading): one window of a
+** heavy-tailed cost read 1.4x the mean and grew the workers past the knee
+** (issue 13, bench/autotune.sh lognormal). */
+#define STOKE__AT_COST_WINDOWS 4
 /* The consumer's compute per step moved this much: search again. */
 #define STOKE__AT_STEP_CHANGE 0.25
 /* The model is asked about worker counts up to this. */
@@ -84,6 +89,9 @@ typedef struct stoke__at_state {
                                         or down (-1): a second one in a row
                                         is a changed step */
   uint64_t changes, rollbacks;
+  /* The per-sample costs (CPU, off a core, ns) summed over the recent
+  ** windows, and the samples they sum: see STOKE__AT_COST_WINDOWS. */
+  double cost_cpu_ns, cost_io_ns, cost_n;
 } stoke__at_state;
 
 typedef struct stoke__at_decision {
@@ -119,5 +127,11 @@ unsigned stoke__at_workers_needed(const stoke__at_limits *lim,
                                   const stoke__at_window *win,
                                   double headroom, unsigned *cpu_cap,
                                   double *pred_wait, bool *enough);
+/* The same from a model of the per-sample costs (t_cpu, t_io) and the
+** step's compute tc_ns. */
+unsigned stoke__at_workers_needed_model(const stoke__at_limits *lim,
+                                        const stoke_model *m, int64_t tc_ns,
+                                        double headroom, unsigned *cpu_cap,
+                                        double *pred_wait, bool *enough);
 
 #endif

@@ -284,6 +284,41 @@ static void test_variance_goes_deeper(void **state) {
   assert_int_equal(d.to_workers, 16);
 }
 
+/* One window of a heavy-tailed cost reads well above the mean (bench/
+** autotune.sh, lognormal: a window's samples took 1.41 ms against 1.0, and
+** the controller grew 5 -> 6 workers, one past the knee).  The model is
+** given the costs averaged over the recent windows: after steady windows
+** at 1 ms, the same heavy window asks for deeper prefetch, not a worker;
+** with no history it would grow. */
+static void test_one_heavy_window_does_not_grow(void **state) {
+  (void)state;
+  stoke__at_limits lim = limits(16, 64, 2);
+  stoke__at_window heavy = window(&lim, 5, 1410 * US, 20 * US, 4100 * US);
+  heavy.empty_steps = 2; /* the queue mostly not empty: the spread */
+  /* No history: 16 x 1.41 / 5 = 4.5 ms > 0.95 x 4.1: six workers. */
+  stoke__at_state fresh;
+  stoke__at_init(&fresh, &lim);
+  fresh.workers = fresh.good_workers = 5;
+  stoke__at_decision d = decide(&fresh, &lim, &heavy);
+  assert_int_equal(d.kind, STOKE_AUTOTUNE_GROW);
+  assert_int_equal(d.to_workers, 6);
+  /* Steady windows at 1 ms first (quiet: 16 / 5 = 3.2 ms of a 4.1 ms step;
+  ** prefetch held so that nothing else is tried). */
+  stoke__at_state st;
+  stoke__at_init(&st, &lim);
+  st.workers = st.good_workers = 5;
+  st.floor_prefetch = 2;
+  for (int i = 0; i < 8; i++) {
+    stoke__at_window ok = window(&lim, 5, 1 * MS, 20 * US, 4100 * US);
+    d = decide(&st, &lim, &ok);
+    assert_int_equal(d.kind, 0);
+  }
+  d = decide(&st, &lim, &heavy);
+  assert_int_equal(d.kind, STOKE_AUTOTUNE_DEEPER);
+  assert_int_equal(d.to_workers, 5);
+  assert_int_equal(d.to_prefetch, 3);
+}
+
 /* Memory: the most workers and prefetch are the budget's, and the limit
 ** names it. */
 static void test_limit_names_memory(void **state) {
@@ -334,6 +369,7 @@ int main(void) {
       cmocka_unit_test(test_run_delay_is_not_io),
       cmocka_unit_test(test_shrink_rolled_back),
       cmocka_unit_test(test_variance_goes_deeper),
+      cmocka_unit_test(test_one_heavy_window_does_not_grow),
       cmocka_unit_test(test_limit_names_memory),
       cmocka_unit_test(test_pure),
   };
