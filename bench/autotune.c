@@ -28,7 +28,19 @@
 typedef struct scen {
   double sleep_us, spin_us; /* per sample, the mean */
   double sigma;             /* lognormal log-sd, 0 = fixed */
+  size_t floats;            /* the sample's size, all of it written */
 } scen;
+
+/* The process's resident set, MiB (/proc/self/statm), or -1. */
+static double rss_mib(void) {
+  FILE *f = fopen("/proc/self/statm", "r");
+  long size = 0, res = -1;
+  if (f) {
+    if (fscanf(f, "%ld %ld", &size, &res) != 2) res = -1;
+    fclose(f);
+  }
+  return res < 0 ? -1.0 : (double)res * 4096.0 / 1048576.0;
+}
 
 static int64_t now_ns(void) {
   struct timespec ts;
@@ -64,13 +76,13 @@ static int fill(void *user, stoke_sample *s) {
   if (sc->spin_us > 0) spin_ns((int64_t)(sc->spin_us * 1e3 * x));
   if (sc->sleep_us > 0) sleep_ns((int64_t)(sc->sleep_us * 1e3 * x));
   float *f = stoke_sample_field(s, 0);
-  f[0] = (float)stoke_sample_index(s);
+  for (size_t i = 0; i < sc->floats; i++) f[i] = (float)stoke_sample_index(s);
   return 0;
 }
 
 static stoke_source *make_source(scen *sc, size_t n) {
   stoke_field_desc fd = {.name = "x", .dtype = STOKE_F32, .ndim = 1,
-                         .shape = {16}};
+                         .shape = {(int64_t)sc->floats}};
   stoke_source *src = NULL;
   if (stoke_source_create_callback(n, 1, &fd, fill, sc, &src) != 0) {
     fprintf(stderr, "autotune: %s\n", stoke_errmsg(NULL));
@@ -94,7 +106,7 @@ static double step_ms_at(double base, const change *ch, size_t n,
 }
 
 int main(int argc, char **argv) {
-  scen sc = {0};
+  scen sc = {.floats = 16};
   const char *mode = "auto";
   size_t batch = 16, n_batches = 64, sweep_epochs = 2;
   double step_ms = 8;
@@ -108,6 +120,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(k, "--sleep-us")) sc.sleep_us = atof(v);
     else if (!strcmp(k, "--spin-us")) sc.spin_us = atof(v);
     else if (!strcmp(k, "--sigma")) sc.sigma = atof(v);
+    else if (!strcmp(k, "--sample-kib")) sc.floats = (size_t)atol(v) * 256;
     else if (!strcmp(k, "--step-ms")) step_ms = atof(v);
     else if (!strcmp(k, "-b")) batch = (size_t)atol(v);
     else if (!strcmp(k, "--batches")) n_batches = (size_t)atol(v);
@@ -255,10 +268,12 @@ int main(int argc, char **argv) {
                          : s;
     printf("{\"epoch\":{\"epoch\":%u,\"steps_end\":%llu,\"samples_per_s\":"
            "%.1f,\"wall_samples_per_s\":%.1f,\"workers\":%u,"
-           "\"prefetch\":%u,\"changes\":%u,\"step_ms\":%.2f}}\n",
+           "\"prefetch\":%u,\"changes\":%u,\"step_ms\":%.2f,"
+           "\"rss_mib\":%.1f,\"released_mib\":%.1f}}\n",
            e, (unsigned long long)step, (double)samples / steps_s,
            (double)samples / s, st.n_workers, st.prefetch, changes,
-           step_ms_at(step_ms, ch, n_ch, first));
+           step_ms_at(step_ms, ch, n_ch, first), rss_mib(),
+           (double)st.autotune_released_bytes / 1048576.0);
     fflush(stdout);
   }
   stoke_loader_destroy(l);

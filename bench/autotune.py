@@ -57,12 +57,14 @@ def main(raw):
                  for ms in (8, 2, 16)}
         print("\nstep change (sleep:1ms, batch 16): 8 ms for epochs 0-2, "
               "2 ms for 3-5, 16 ms for 6-8")
-        print("%5s %8s %8s %9s %6s" % ("epoch", "step ms", "workers",
-                                       "samples/s", "knee"))
+        print("%5s %8s %8s %8s %9s %6s %8s %9s" % (
+            "epoch", "step ms", "workers", "prefetch", "samples/s", "knee",
+            "RSS MiB", "released"))
         for e in epochs:
-            print("%5d %8.0f %8d %9.1f %6d" % (
-                e["epoch"], e["step_ms"], e["workers"], e["samples_per_s"],
-                knees[int(e["step_ms"])]["workers"]))
+            print("%5d %8.0f %8d %8d %9.1f %6d %8.1f %9.1f" % (
+                e["epoch"], e["step_ms"], e["workers"], e["prefetch"],
+                e["samples_per_s"], knees[int(e["step_ms"])]["workers"],
+                e.get("rss_mib", -1), e.get("released_mib", 0)))
         # The workers at the end of each phase's last epoch.
         w = {ms: epochs[i]["workers"] for ms, i in ((8, 2), (2, 5), (16, 8))}
         both = w[2] > w[8] and w[16] < w[2]

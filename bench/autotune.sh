@@ -50,8 +50,10 @@ if [ "${AUTOTUNE_QUICK:-0}" != 1 ]; then
     run "$RAW/change.sweep$ms.jsonl" --mode sweep --sleep-us 1000 -b 16 \
       --step-ms "$ms" --max-workers 12 --batches 64
   done
+  # 256 KiB samples (4 MiB slots), written whole: the resident set shows
+  # the slots a shallower prefetch gives back.
   run "$RAW/change.auto.jsonl" --mode auto --sleep-us 1000 -b 16 \
-    --step-ms 8 --change 192:2,384:16 --batches 64 --epochs 9
+    --step-ms 8 --change 192:2,384:16 --batches 64 --epochs 9 --sample-kib 256
 fi
 cat /proc/loadavg >"$RAW/loadavg_end.txt" 2>/dev/null || true
 "$PY" "$BENCH_DIR/autotune.py" "$RAW"

@@ -761,6 +761,8 @@ cJSON *cli_autotune_json(const cli_run_result *res) {
   cJSON_AddNumberToObject(o, "prefetch", st->prefetch);
   cJSON_AddNumberToObject(o, "changes", (double)st->autotune_changes);
   cJSON_AddNumberToObject(o, "rollbacks", (double)st->autotune_rollbacks);
+  cJSON_AddNumberToObject(o, "released_bytes",
+                          (double)st->autotune_released_bytes);
   cJSON *a = cJSON_AddArrayToObject(o, "decisions");
   for (size_t i = 0; a && i < res->n_autotune; i++) {
     const stoke_autotune_event *e = &res->autotune[i];

@@ -1135,6 +1135,12 @@ typedef struct stoke_stats {
   unsigned max_prefetch;    /* deepest prefetch it may use */
   uint64_t autotune_changes;   /* changes applied (rollbacks included) */
   uint64_t autotune_rollbacks; /* changes undone */
+  uint64_t autotune_released_bytes; /* slot pages given back to the OS as
+                                       prefetch went down (the slots the
+                                       active prefetch leaves idle; not
+                                       page-locked slots, nor a caller's
+                                       allocator's); counted once per slot
+                                       each time it goes idle */
   double cpu_budget;        /* cores the workers may keep busy (resolved) */
   /* Data echoing (since 0.3): the loader's echo factor and mode, and the
   ** fresh samples among the measured ones: `samples` counts every sample

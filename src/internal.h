@@ -83,6 +83,9 @@ void stoke__drop_pages(const void *p, size_t n);
 /* Advise transparent huge pages for the 2 MiB pages inside [p, p + n) of
 ** anonymous memory (src/os/memory.c); advice only. */
 void stoke__advise_huge(void *p, size_t n);
+/* Gives the whole pages inside [p, p + n) back to the OS (private memory:
+** they read as zeros when touched again); the bytes released. */
+uint64_t stoke__release_pages(void *p, size_t n);
 
 /* The table of system calls that file access and thread starts go through
 ** (src/os/syscalls.h); NULL wherever one is taken means the real calls. */

@@ -36,3 +36,12 @@ void stoke__advise_huge(void *p, size_t n) {
   (void)n;
 #endif
 }
+
+uint64_t stoke__release_pages(void *p, size_t n) {
+  long ps = sysconf(_SC_PAGESIZE);
+  uintptr_t page = ps > 0 ? (uintptr_t)ps : 4096;
+  uintptr_t lo = ((uintptr_t)p + page - 1) & ~(page - 1);
+  uintptr_t hi = ((uintptr_t)p + n) & ~(page - 1);
+  if (!p || hi <= lo) return 0;
+  return madvise((void *)lo, hi - lo, MADV_DONTNEED) == 0 ? hi - lo : 0;
+}

@@ -55,6 +55,9 @@ typedef struct stoke__at {
                                   SIZE_MAX */
   uint64_t changes, rollbacks;
   atomic_bool frozen;          /* stoke__at_force: no more decisions */
+  atomic_uint_least64_t released_bytes; /* written under mu
+                                           (stoke__at_trim_locked);
+                                           relaxed: stats */
 } stoke__at;
 
 /* ---- create ---------------------------------------------------------------- */
@@ -100,6 +103,7 @@ int stoke__at_create(stoke_loader *l) {
   if (k > 1024) k = 1024;
   stoke__at *at = stoke__calloc(l->alloc, 1, sizeof *at);
   if (!at) return stoke__set_tls_error(STOKE_ENOMEM, "loader: out of memory");
+  atomic_init(&at->released_bytes, 0);
   /* Inside the memory budget: fewer slots first (down to 2), then fewer
   ** threads, then one slot. */
   uint64_t budget = c->mem_budget_bytes;
@@ -301,7 +305,39 @@ static void apply(stoke_loader *l, unsigned workers, unsigned prefetch) {
   l->active_prefetch = prefetch;
   if (more_workers) pthread_cond_broadcast(&l->gate_cv);
   if (more_slots) stoke__wake_workers_locked(l);
+  stoke__at_trim_locked(l);
   pthread_mutex_unlock(&l->mu);
+}
+
+/* "The least memory": slots the active prefetch leaves idle give their
+** pages back to the OS (madvise DONTNEED), so that a shallower prefetch
+** lowers the resident set, not only the slots in use.  The free list is a
+** stack, so the slots at its bottom are the ones the gate keeps unused:
+** the first (allowed - in use) are kept, the rest released once each (a
+** released slot assigned again faults its pages back in as it fills).
+** Only malloc's memory: a caller's allocator and page-locked memory keep
+** their pages.  Called with mu held, when prefetch is lowered and when a
+** slot is freed. */
+void stoke__at_trim_locked(stoke_loader *l) {
+  if (!l->at || l->alloc || l->dev) return; /* page-locked: kept */
+  size_t in_use = 0;
+  for (size_t i = 0; i < l->n_slots; i++)
+    in_use += l->slots[i].state != SLOT_FREE;
+  size_t allowed = (size_t)l->active_prefetch + l->cfg.consumer_slots;
+  size_t keep = allowed > in_use ? allowed - in_use : 0;
+  for (stoke_batch *b = l->free_list; b; b = b->next_free) {
+    if (keep) {
+      keep--;
+      continue;
+    }
+    if (b->pages_released) continue;
+    b->pages_released = true;
+    uint64_t n = 0;
+    for (size_t f = 0; f < l->src->n_fields; f++)
+      n += stoke__release_pages(b->data[f], stoke__slot_field_bytes(l, f));
+    atomic_fetch_add_explicit(&l->at->released_bytes, n,
+                              memory_order_relaxed);
+  }
 }
 
 void stoke__at_step(stoke_loader *l, int64_t wait_ns, bool empty) {
@@ -369,6 +405,8 @@ void stoke__at_stats(const stoke_loader *l, stoke_stats *st) {
   st->autotune_changes = l->at->changes;
   st->autotune_rollbacks = l->at->rollbacks;
   pthread_mutex_unlock(&ml->stats_mu);
+  st->autotune_released_bytes =
+      atomic_load_explicit(&l->at->released_bytes, memory_order_relaxed);
 }
 
 size_t stoke_loader_n_autotune_events(const stoke_loader *l) {

@@ -156,20 +156,24 @@ int stoke__config_validate(const stoke_config *c) {
   return stoke__dev_validate(c);
 }
 
+size_t stoke__slot_field_bytes(const stoke_loader *l, size_t f) {
+  return l->cfg.batch_size * l->field_bytes[f] *
+         (l->echo_example ? l->echo : 1);
+}
+
 static int alloc_slots(stoke_loader *l) {
   l->slots = stoke__calloc(l->alloc, l->n_slots, sizeof *l->slots);
   if (!l->slots) return STOKE_ENOMEM;
   for (size_t i = 0; i < l->n_slots; i++) {
     stoke_batch *b = &l->slots[i];
     b->owner = l;
+    b->pages_released = true; /* not touched yet */
     atomic_init(&b->remaining, 0);
     b->indices = stoke__calloc(l->alloc, l->cfg.batch_size, sizeof(size_t));
     if (!b->indices) return STOKE_ENOMEM;
     for (size_t f = 0; f < l->src->n_fields; f++) {
       /* From the backend: the allocator's memory, or page-locked. */
-      size_t bytes = l->cfg.batch_size * l->field_bytes[f] *
-                     (l->echo_example ? l->echo : 1);
-      b->data[f] = stoke__dev_host_alloc(l, bytes);
+      b->data[f] = stoke__dev_host_alloc(l, stoke__slot_field_bytes(l, f));
       if (!b->data[f])
         return l->dev && l->dev->pinned ? STOKE_EDEVICE : STOKE_ENOMEM;
     }

@@ -91,6 +91,7 @@ static stoke_batch *assign_batch(stoke_loader *l) {
   stoke_batch *b = l->free_list;
   l->free_list = b->next_free;
   b->next_free = NULL;
+  b->pages_released = false; /* they fault back in as it fills */
   b->number = l->next_batch++;
   b->epoch = l->claim_epoch;
   b->gen = l->claim_gen;
@@ -967,6 +968,7 @@ void stoke__slot_free_locked(stoke_loader *l, stoke_batch *b) {
   size_t wake = l->slot_waiters < l->cfg.batch_size ? l->slot_waiters
                                                     : l->cfg.batch_size;
   for (size_t i = 0; i < wake; i++) pthread_cond_signal(&l->slot_cv);
+  if (l->at) stoke__at_trim_locked(l);
   pthread_cond_broadcast(&l->ready_cv); /* W = 0 may wait for a slot */
 }
 

@@ -46,6 +46,10 @@ struct stoke_batch {
                                     at that position is left out; owned */
   atomic_size_t n_skipped, n_replaced;
   bool on_device;                /* a device slot: data[] are CUdeviceptr */
+  bool pages_released;           /* mu: FREE and its pages not resident:
+                                    never used since create, or given back
+                                    to the OS (stoke__at_trim_locked);
+                                    cleared when it is assigned */
   struct stoke__slot_dev *dev;   /* device-stage state, or NULL */
   /* Data echoing (echo.c).  A slot handed out feeds echo steps: itself,
   ** then its echo - 1 views, handed out in a row; it goes back to the pool
@@ -406,6 +410,11 @@ void stoke__bad_stats(const stoke_loader *l, stoke_stats *st);
 void stoke__slot_free_locked(stoke_loader *l, stoke_batch *b);
 /* destroy() ran and the caller holds no slot any more (mu held): the
 ** releaser frees the loader. */
+/* Bytes of field f in one host slot. */
+size_t stoke__slot_field_bytes(const stoke_loader *l, size_t f);
+/* Gives the pages of slots the autotuner's prefetch leaves idle back to the
+** OS (autotune.c; mu held). */
+void stoke__at_trim_locked(stoke_loader *l);
 /* Wakes every worker waiting for work or for a slot (mu held). */
 void stoke__wake_workers_locked(stoke_loader *l);
 bool stoke__last_release_locked(const stoke_loader *l);
