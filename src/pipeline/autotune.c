@@ -335,8 +335,12 @@ void stoke__at_trim_locked(stoke_loader *l) {
     uint64_t n = 0;
     for (size_t f = 0; f < l->src->n_fields; f++)
       n += stoke__release_pages(b->data[f], stoke__slot_field_bytes(l, f));
-    atomic_fetch_add_explicit(&l->at->released_bytes, n,
-                              memory_order_relaxed);
+    /* Counted only for a slot that was filled: one never used had (almost)
+    ** nothing resident to give back. */
+    if (b->pages_used)
+      atomic_fetch_add_explicit(&l->at->released_bytes, n,
+                                memory_order_relaxed);
+    b->pages_used = false;
   }
 }
 

@@ -167,7 +167,6 @@ static int alloc_slots(stoke_loader *l) {
   for (size_t i = 0; i < l->n_slots; i++) {
     stoke_batch *b = &l->slots[i];
     b->owner = l;
-    b->pages_released = true; /* not touched yet */
     atomic_init(&b->remaining, 0);
     b->indices = stoke__calloc(l->alloc, l->cfg.batch_size, sizeof(size_t));
     if (!b->indices) return STOKE_ENOMEM;

@@ -92,6 +92,7 @@ static stoke_batch *assign_batch(stoke_loader *l) {
   l->free_list = b->next_free;
   b->next_free = NULL;
   b->pages_released = false; /* they fault back in as it fills */
+  b->pages_used = true;
   b->number = l->next_batch++;
   b->epoch = l->claim_epoch;
   b->gen = l->claim_gen;

@@ -46,10 +46,14 @@ struct stoke_batch {
                                     at that position is left out; owned */
   atomic_size_t n_skipped, n_replaced;
   bool on_device;                /* a device slot: data[] are CUdeviceptr */
-  bool pages_released;           /* mu: FREE and its pages not resident:
-                                    never used since create, or given back
-                                    to the OS (stoke__at_trim_locked);
-                                    cleared when it is assigned */
+  bool pages_released;           /* mu: FREE and its pages given back to
+                                    the OS (stoke__at_trim_locked); cleared
+                                    when it is assigned */
+  bool pages_used;               /* mu: filled since create or since its
+                                    pages were last given back (what a
+                                    release counts: an allocator may have
+                                    touched an unused slot's first page,
+                                    ASan's fill does, but not the rest) */
   struct stoke__slot_dev *dev;   /* device-stage state, or NULL */
   /* Data echoing (echo.c).  A slot handed out feeds echo steps: itself,
   ** then its echo - 1 views, handed out in a row; it goes back to the pool
