@@ -71,6 +71,9 @@ def main():
     ap.add_argument("--corpus")
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--measured", type=int, default=2)
+    ap.add_argument("--worker-policy", default="batch",
+                    choices=["batch", "normal"],
+                    help="stoke.DataLoader's worker_policy (batch)")
     ap.add_argument("--json", required=True)
     args = ap.parse_args()
     warnings.filterwarnings("ignore", message="This DataLoader will create")
@@ -103,7 +106,8 @@ def main():
                               warmup=args.warmup)
         impl = "stoke.Loader"
     elif args.loader == "stoke":
-        loader = stoke.DataLoader(ds, warmup=args.warmup, **kw)
+        loader = stoke.DataLoader(ds, warmup=args.warmup,
+                                  worker_policy=args.worker_policy, **kw)
         impl = "stoke.DataLoader"
     else:
         from torch.utils.data import DataLoader

@@ -235,7 +235,10 @@ class DataLoader:
     the statistics, default 1), ``trace`` (keep spans for
     :meth:`save_trace`) and ``gpu_price`` (the accelerator's price per hour,
     ``2.5`` or ``"2.50/h"``: the cost in :meth:`stats` and :meth:`report`
-    in money).  See the module's documentation for what running
+    in money) and ``worker_policy`` (``"batch"``, the default: the worker
+    threads run under SCHED_BATCH, so that one woken to make a sample never
+    takes the core of the thread running the training step; ``"normal"``:
+    the OS default).  See the module's documentation for what running
     on threads changes."""
 
     __initialized = False
@@ -247,7 +250,8 @@ class DataLoader:
                  generator=None, *, prefetch_factor=None,
                  persistent_workers=False, pin_memory_device="",
                  in_order=True, torch_threads=1, max_batch_size=None,
-                 warmup=1, trace=False, gpu_price=None):
+                 warmup=1, trace=False, gpu_price=None,
+                 worker_policy="batch"):
         import torch
         from torch.utils.data import (BatchSampler, IterableDataset,
                                       RandomSampler, SequentialSampler)
@@ -358,6 +362,10 @@ class DataLoader:
         self.torch_threads = torch_threads
         self._warmup = warmup
         self._trace = trace
+        if worker_policy not in ("batch", "normal"):
+            raise ValueError(f"worker_policy: expected 'batch' or 'normal', "
+                             f"got {worker_policy!r}")
+        self._worker_policy = worker_policy
         self._gpu_price = parse_price(gpu_price, "gpu_price")
         self._engine = None
         self._engine_failed = False
@@ -505,7 +513,8 @@ class DataLoader:
         config = loader_config(
             c_batch, num_workers=w, prefetch=prefetch, rank=0, world_size=1,
             out_of_order=not self.in_order, epoch_prefetch=False,
-            warmup=self._warmup, trace=self._trace)
+            warmup=self._warmup, trace=self._trace,
+            worker_policy=self._worker_policy)
         config["order_given"] = 1
         if self._autotune:
             config["autotune"] = 1

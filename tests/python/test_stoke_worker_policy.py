@@ -46,6 +46,17 @@ def test_dataloader_workers_run_under_sched_batch():
     assert len(ds.seen) <= st["workers_policy_applied"] <= 3
 
 
+def test_dataloader_policy_normal():
+    ds = PolicySeen()
+    loader = stoke.DataLoader(ds, batch_size=8, num_workers=2,
+                              worker_policy="normal")
+    assert len([b for b in loader]) == 8
+    assert set(ds.seen.values()) == {os.SCHED_OTHER}, ds.seen
+    assert loader.stats()["worker_policy"] == "normal"
+    with pytest.raises(ValueError, match="worker_policy"):
+        stoke.DataLoader(ds, batch_size=8, worker_policy="idle")
+
+
 def test_loader_policy_normal_and_stats():
     for policy, want in (("batch", "batch"), ("normal", "normal")):
         loader = stoke.Loader(stoke.synthetic("sleep:100us", samples=64),
