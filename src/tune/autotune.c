@@ -193,6 +193,20 @@ static bool smoothed_model(stoke__at_state *st, const stoke__at_limits *lim,
   return m->t_d_ns > 0;
 }
 
+/* The model's worker count from the recent costs m, or none yet (NULL:
+** 0, the threads' cap, no prediction). */
+static unsigned needed(const stoke__at_limits *lim, const stoke_model *m,
+                       int64_t tc, double headroom, unsigned *cpu_cap,
+                       double *pred, bool *enough) {
+  if (m)
+    return stoke__at_workers_needed_model(lim, m, tc, headroom, cpu_cap, pred,
+                                          enough);
+  *cpu_cap = lim->max_workers;
+  *pred = -1;
+  *enough = false;
+  return 0;
+}
+
 static void set_change(stoke__at_state *st, stoke__at_decision *out, int kind,
                        unsigned w, unsigned k, int64_t step, double wait) {
   out->kind = kind;
@@ -344,12 +358,8 @@ void stoke__at_decide(stoke__at_state *st, const stoke__at_limits *lim,
   if (wait > STOKE__AT_STALL) {
     /* 4. Stalled. */
     bool enough;
-    unsigned need =
-        have_model ? stoke__at_workers_needed_model(lim, &m, tc,
-                                                    STOKE__AT_GROW_HEADROOM,
-                                                    &cpu_cap, &pred, &enough)
-                   : stoke__at_workers_needed(lim, win, STOKE__AT_GROW_HEADROOM,
-                                              &cpu_cap, &pred, &enough);
+    unsigned need = needed(lim, have_model ? &m : NULL, tc,
+                           STOKE__AT_GROW_HEADROOM, &cpu_cap, &pred, &enough);
     unsigned top = STOKE__MIN(lim->max_workers, cpu_cap);
     if (st->ceil_workers) top = STOKE__MIN(top, st->ceil_workers);
     if (!need) need = 2 * w; /* no producer clock yet: double */
@@ -413,12 +423,8 @@ void stoke__at_decide(stoke__at_state *st, const stoke__at_limits *lim,
   if (wait >= STOKE__AT_QUIET) return; /* between the two: keep */
   /* 5. Quiet: try less. */
   bool enough;
-  unsigned need =
-      have_model ? stoke__at_workers_needed_model(lim, &m, tc,
-                                                  STOKE__AT_SHRINK_HEADROOM,
-                                                  &cpu_cap, &pred, &enough)
-                 : stoke__at_workers_needed(lim, win, STOKE__AT_SHRINK_HEADROOM,
-                                            &cpu_cap, &pred, &enough);
+  unsigned need = needed(lim, have_model ? &m : NULL, tc,
+                         STOKE__AT_SHRINK_HEADROOM, &cpu_cap, &pred, &enough);
   unsigned lo = STOKE__MAX(need, st->floor_workers);
   if (need && enough && lo < w) {
     out->wait_predicted = pred;
