@@ -63,6 +63,15 @@ void stoke__at_init(stoke__at_state *st, const stoke__at_limits *lim) {
   st->floor_prefetch = 1;
 }
 
+/* A model of the limits' batch and cores, no costs yet. */
+static void limits_model(const stoke__at_limits *lim, stoke_model *m) {
+  memset(m, 0, sizeof *m);
+  m->struct_size = sizeof *m;
+  m->batch_size = lim->batch_size;
+  m->cores = lim->cores >= 1 ? lim->cores : 1;
+  m->chunk = 1; /* the slots' cap is the glue's: it gates them itself */
+}
+
 /* The window's per-sample clocks as the queue model's inputs: t_io is the
 ** wall time off a core, less the queueing for one: as model.c, measured
 ** where the scheduler says (t_cpu x (1 + run delay / run)), else the
@@ -70,11 +79,7 @@ void stoke__at_init(stoke__at_state *st, const stoke__at_limits *lim) {
 static bool window_model(const stoke__at_limits *lim,
                          const stoke__at_window *win, stoke_model *m) {
   if (win->produced == 0 || win->busy_ns <= 0) return false;
-  memset(m, 0, sizeof *m);
-  m->struct_size = sizeof *m;
-  m->batch_size = lim->batch_size;
-  m->cores = lim->cores >= 1 ? lim->cores : 1;
-  m->chunk = 1; /* the slots' cap is the glue's: it gates them itself */
+  limits_model(lim, m);
   double td = (double)win->busy_ns / (double)win->produced;
   double tcpu = (double)win->cpu_ns / (double)win->produced;
   if (tcpu > td) tcpu = td;
@@ -164,8 +169,8 @@ unsigned stoke__at_workers_needed_model(const stoke__at_limits *lim,
 ** producer clock yet. */
 static bool smoothed_model(stoke__at_state *st, const stoke__at_limits *lim,
                            const stoke__at_window *win, stoke_model *m) {
-  memset(m, 0, sizeof *m);
-  if (window_model(lim, win, m)) {
+  stoke_model w;
+  if (window_model(lim, win, &w)) {
     double n = (double)win->produced;
     double cap = STOKE__AT_COST_WINDOWS * n;
     if (st->cost_n + n > cap) {
@@ -175,18 +180,12 @@ static bool smoothed_model(stoke__at_state *st, const stoke__at_limits *lim,
       st->cost_io_ns *= keep;
       st->cost_n *= keep;
     }
-    st->cost_cpu_ns += (double)m->t_cpu_ns * n;
-    st->cost_io_ns += (double)m->t_io_ns * n;
+    st->cost_cpu_ns += (double)w.t_cpu_ns * n;
+    st->cost_io_ns += (double)w.t_io_ns * n;
     st->cost_n += n;
   }
+  limits_model(lim, m);
   if (!(st->cost_n > 0)) return false;
-  if (!m->struct_size) { /* no model this window: one from the average */
-    memset(m, 0, sizeof *m);
-    m->struct_size = sizeof *m;
-    m->batch_size = lim->batch_size;
-    m->cores = lim->cores >= 1 ? lim->cores : 1;
-    m->chunk = 1;
-  }
   m->t_cpu_ns = (int64_t)(st->cost_cpu_ns / st->cost_n);
   m->t_io_ns = (int64_t)(st->cost_io_ns / st->cost_n);
   m->t_d_ns = m->t_cpu_ns + m->t_io_ns;
