@@ -105,25 +105,12 @@ static int deadline(const cli_run_result *res, cli_profile *pr) {
   if (rc < 0)
     return rc;
   int64_t now_ns = pr->now_fit.epoch_ns;
-  /* The knee over W (0 .. 8 per core, as the advice) at prefetch 1, 2, 4
-  ** and the run's, by the one knee rule. */
-  double p = pr->model.cores > 0 ? pr->model.cores : 1;
-  unsigned w_hi = (unsigned)(8 * p) > 256 ? 256 : (unsigned)(8 * p);
-  if (w_hi < pr->model.n_workers)
-    w_hi = pr->model.n_workers;
-  unsigned ks[4] = {1, 2, 4, pr->model.prefetch ? pr->model.prefetch : 1};
-  stoke_tune_point pts[4];
-  size_t np = 0;
-  for (size_t i = 0; i < 4; i++)
-    if (stoke_tune_knee_model(&pr->model, ks[i], 0, w_hi,
-                              STOKE_TUNE_TOLERANCE, &pts[np], NULL) == 0)
-      np++;
-  stoke_tune_knee kn;
-  if (np == 0 ||
-      stoke_tune_knee_find(pts, np, STOKE_TUNE_TOLERANCE, 1, &kn) != 0)
+  /* The knee the advice's W range and rule give, over prefetch too. */
+  stoke_tune_point kp_pt;
+  if (stoke_tune_knee_model_tuned(&pr->model, &kp_pt) != 0)
     return STOKE_EINVAL;
-  pr->knee_workers = pts[kn.index].n_workers;
-  pr->knee_prefetch = pts[kn.index].prefetch;
+  pr->knee_workers = kp_pt.n_workers;
+  pr->knee_prefetch = kp_pt.prefetch;
   stoke_prediction kp;
   rc = stoke_predict_step(&pr->model, pr->knee_workers, pr->knee_prefetch,
                           &kp);

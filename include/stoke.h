@@ -1918,6 +1918,17 @@ STOKE_API int stoke_tune_knee_model(const stoke_model *m, unsigned prefetch,
                                     double tolerance, stoke_tune_point *out,
                                     stoke_tune_knee *knee_out);
 
+/* The model's tuned configuration (since 0.3): the knee over W in [1,
+** stoke_tune_knee_w_max(m)] at prefetch 1, 2, 4 and m's own, by
+** stoke_tune_knee_find, as the doctor's advice bounds W.  *out: the
+** knee's predicted point (n_workers, prefetch).  0 or STOKE_EINVAL. */
+STOKE_API int stoke_tune_knee_model_tuned(const stoke_model *m,
+                                          stoke_tune_point *out);
+/* The most workers the model is asked about: 8 per core left to the
+** workers (stoke_model.cores less consumer_cpu), at least m's own W, at
+** most 256. */
+STOKE_API unsigned stoke_tune_knee_w_max(const stoke_model *m);
+
 /* The consumer's step for a sweep: called between next() and the batch's
 ** release, in the sweeping thread; its duration is the computing clock. */
 typedef void (*stoke_tune_step_fn)(void *user, stoke_batch *b);

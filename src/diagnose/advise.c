@@ -234,9 +234,7 @@ int stoke_advise_model(const stoke_model *m, const stoke_stats *st,
   ladder l = {out, cap, 0, step_of(m, w, k)};
   int64_t tc = m->t_c_ns + m->copy_ns;
   double p = stoke__model_cores_avail(m);
-  /* Beyond 8 workers per core nothing more is asked of the model. */
-  unsigned w_max = (unsigned)(8 * p) > w ? (unsigned)(8 * p) : w;
-  if (w_max > 256) w_max = 256;
+  unsigned w_max = stoke_tune_knee_w_max(m);
   int64_t knee_step;
   unsigned w_knee = knee(m, k, w_max, &knee_step);
   double cpu_frac =

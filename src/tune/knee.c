@@ -19,6 +19,7 @@
 ** same reason (issue 13). */
 #include "knee.h"
 #include "internal.h"
+#include "diagnose/model.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -152,5 +153,34 @@ int stoke_tune_knee_model(const stoke_model *m, unsigned k, unsigned w_lo,
   }
   *out = pts[kn.index];
   if (knee_out) *knee_out = kn;
+  return 0;
+}
+
+unsigned stoke_tune_knee_w_max(const stoke_model *m) {
+  double p = stoke__model_cores_avail(m);
+  /* Beyond 8 workers per core nothing more is asked of the model. */
+  unsigned w = (unsigned)(8 * p) > m->n_workers ? (unsigned)(8 * p)
+                                                 : m->n_workers;
+  return w > 256 ? 256 : w;
+}
+
+int stoke_tune_knee_model_tuned(const stoke_model *m, stoke_tune_point *out) {
+  if (!m || !out) return stoke__set_tls_error(STOKE_EINVAL, "knee: NULL");
+  unsigned own = m->prefetch ? m->prefetch : 1;
+  unsigned ks[4] = {1, 2, 4, own};
+  size_t nk = own == 1 || own == 2 || own == 4 ? 3 : 4;
+  unsigned w_hi = stoke_tune_knee_w_max(m);
+  stoke_tune_point pts[4];
+  size_t np = 0;
+  for (size_t i = 0; i < nk; i++)
+    if (stoke_tune_knee_model(m, ks[i], 1, w_hi, STOKE_TUNE_TOLERANCE,
+                              &pts[np], NULL) == 0)
+      np++;
+  stoke_tune_knee kn;
+  int rc = np ? stoke_tune_knee_find(pts, np, STOKE_TUNE_TOLERANCE,
+                                     m->t_c_ns + m->copy_ns > 0, &kn)
+              : STOKE_EINVAL;
+  if (rc) return stoke__set_tls_error(STOKE_EINVAL, "knee: no prediction");
+  *out = pts[kn.index];
   return 0;
 }
