@@ -920,16 +920,18 @@ lent:
     /* The caller never gets it: it is not lent (the loader stops, so no
     ** copy will go into it again), and destroy() need not wait for it. */
     pthread_mutex_lock(&l->mu);
+    out_b->state = SLOT_FREE;
+    /* A view: its slot comes back with the last of the group out. */
+    stoke_batch *slot = out_b;
     if (out_b->parent) {
-      out_b->state = SLOT_FREE;
-      out_b->parent->echo_hold--;
-    } else {
-      out_b->state = SLOT_FREE;
-      if (l->dslots)
-        l->n_dlent--;
-      else
-        l->n_lent--;
+      stoke_batch *p = out_b->parent;
+      slot = --p->echo_hold == 0 && p->echo_released ? p : NULL;
+      if (slot) slot->state = SLOT_FREE;
     }
+    if (slot && l->dslots)
+      l->n_dlent--;
+    else if (slot)
+      l->n_lent--;
     pthread_mutex_unlock(&l->mu);
     return device_failed(l, drc, derr);
   }

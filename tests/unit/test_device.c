@@ -970,6 +970,32 @@ static void test_echo_on_device(void **state) {
   tu_cb_free(cb);
 }
 
+/* A failed next() on an echo's view (its stream cannot wait for the
+** copy): the view is not lent, and the slot it shares goes back once it
+** was the last one out, so destroy() frees the loader and every device
+** slot (the shim is clean).  It stayed counted as lent before. */
+static void test_echo_view_failure_frees_the_slot(void **state) {
+  (void)state;
+  shim *s = shim_open();
+  tu_cb *cb = tu_cb_new(40);
+  stoke_source *src = tu_cb_source(cb);
+  for (long long nth = 1; nth <= 3; nth++) { /* the slot, view 1, view 2 */
+    stoke_config c = device_config(src, 2, 2, 1);
+    c.echo = 3;
+    shim_open();
+    s->fail_call("cuStreamWaitEvent", nth, 700);
+    char msg[1024];
+    int rc = run_to_message(&c, msg, sizeof msg);
+    TU_CHECK(rc == STOKE_EDEVICE, "failing call %lld: rc %d (%s)", nth, rc,
+             msg);
+    TU_CONTAINS(msg, "cuStreamWaitEvent failed");
+    s->reset();
+    shim_check_clean(0, 0);
+  }
+  stoke_source_destroy(src);
+  tu_cb_free(cb);
+}
+
 static void test_bad_samples_on_device(void **state) {
   (void)state;
   shim *s = shim_open();
@@ -1054,6 +1080,7 @@ int main(void) {
       cmocka_unit_test(test_destroy_while_lent),
       cmocka_unit_test(test_bad_samples_on_device),
       cmocka_unit_test(test_echo_on_device),
+      cmocka_unit_test(test_echo_view_failure_frees_the_slot),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
