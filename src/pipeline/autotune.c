@@ -300,11 +300,15 @@ static bool window_done(const stoke__at *at, int64_t wall) {
 static void apply(stoke_loader *l, unsigned workers, unsigned prefetch) {
   pthread_mutex_lock(&l->mu);
   bool more_workers = workers > l->active_workers;
+  bool fewer_workers = workers < l->active_workers;
   bool more_slots = prefetch > l->active_prefetch;
   l->active_workers = workers;
   l->active_prefetch = prefetch;
   if (more_workers) pthread_cond_broadcast(&l->gate_cv);
-  if (more_slots) stoke__wake_workers_locked(l);
+  /* Fewer workers: those gated off leave the slot wait for the gate, so
+  ** that a freed slot's signals go to workers that may claim. */
+  if (more_slots || fewer_workers)
+    stoke__wake_workers_locked(l);
   stoke__at_trim_locked(l);
   pthread_mutex_unlock(&l->mu);
 }

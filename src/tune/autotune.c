@@ -101,15 +101,10 @@ unsigned stoke__at_workers_needed(const stoke__at_limits *lim,
                                   double headroom, unsigned *cpu_cap,
                                   double *pred_wait, bool *enough) {
   stoke_model m;
-  if (!win->steps || !window_model(lim, win, &m)) {
-    *cpu_cap = lim->max_workers;
-    if (pred_wait) *pred_wait = -1;
-    if (enough) *enough = false;
-    return 0;
-  }
+  bool have = win->steps && window_model(lim, win, &m);
   return stoke__at_workers_needed_model(
-      lim, &m, win->compute_ns / (int64_t)win->steps, headroom, cpu_cap,
-      pred_wait, enough);
+      lim, have ? &m : NULL, have ? win->compute_ns / (int64_t)win->steps : 0,
+      headroom, cpu_cap, pred_wait, enough);
 }
 
 unsigned stoke__at_workers_needed_model(const stoke__at_limits *lim,
@@ -119,8 +114,8 @@ unsigned stoke__at_workers_needed_model(const stoke__at_limits *lim,
   *cpu_cap = lim->max_workers;
   if (pred_wait) *pred_wait = -1;
   if (enough) *enough = false;
-  stoke_model m = *mp;
-  if (m.t_cpu_ns + m.t_io_ns <= 0) return 0;
+  if (!mp || mp->t_cpu_ns + mp->t_io_ns <= 0) return 0; /* no costs yet */
+  const stoke_model m = *mp;
   double tc = (double)tc_ns;
   /* A working worker keeps f of a core busy. */
   double f = (double)m.t_cpu_ns / (double)(m.t_cpu_ns + m.t_io_ns);
@@ -190,20 +185,6 @@ static bool smoothed_model(stoke__at_state *st, const stoke__at_limits *lim,
   m->t_io_ns = (int64_t)(st->cost_io_ns / st->cost_n);
   m->t_d_ns = m->t_cpu_ns + m->t_io_ns;
   return m->t_d_ns > 0;
-}
-
-/* The model's worker count from the recent costs m, or none yet (NULL:
-** 0, the threads' cap, no prediction). */
-static unsigned needed(const stoke__at_limits *lim, const stoke_model *m,
-                       int64_t tc, double headroom, unsigned *cpu_cap,
-                       double *pred, bool *enough) {
-  if (m)
-    return stoke__at_workers_needed_model(lim, m, tc, headroom, cpu_cap, pred,
-                                          enough);
-  *cpu_cap = lim->max_workers;
-  *pred = -1;
-  *enough = false;
-  return 0;
 }
 
 static void set_change(stoke__at_state *st, stoke__at_decision *out, int kind,
@@ -357,8 +338,9 @@ void stoke__at_decide(stoke__at_state *st, const stoke__at_limits *lim,
   if (wait > STOKE__AT_STALL) {
     /* 4. Stalled. */
     bool enough;
-    unsigned need = needed(lim, have_model ? &m : NULL, tc,
-                           STOKE__AT_GROW_HEADROOM, &cpu_cap, &pred, &enough);
+    unsigned need = stoke__at_workers_needed_model(
+        lim, have_model ? &m : NULL, tc, STOKE__AT_GROW_HEADROOM, &cpu_cap,
+        &pred, &enough);
     unsigned top = STOKE__MIN(lim->max_workers, cpu_cap);
     if (st->ceil_workers) top = STOKE__MIN(top, st->ceil_workers);
     if (!need) need = 2 * w; /* no producer clock yet: double */
@@ -422,8 +404,9 @@ void stoke__at_decide(stoke__at_state *st, const stoke__at_limits *lim,
   if (wait >= STOKE__AT_QUIET) return; /* between the two: keep */
   /* 5. Quiet: try less. */
   bool enough;
-  unsigned need = needed(lim, have_model ? &m : NULL, tc,
-                         STOKE__AT_SHRINK_HEADROOM, &cpu_cap, &pred, &enough);
+  unsigned need = stoke__at_workers_needed_model(
+      lim, have_model ? &m : NULL, tc, STOKE__AT_SHRINK_HEADROOM, &cpu_cap,
+      &pred, &enough);
   unsigned lo = STOKE__MAX(need, st->floor_workers);
   if (need && enough && lo < w) {
     out->wait_predicted = pred;

@@ -128,7 +128,7 @@ unsigned stoke__at_workers_needed(const stoke__at_limits *lim,
                                   double headroom, unsigned *cpu_cap,
                                   double *pred_wait, bool *enough);
 /* The same from a model of the per-sample costs (t_cpu, t_io) and the
-** step's compute tc_ns. */
+** step's compute tc_ns; m NULL (no costs yet): 0. */
 unsigned stoke__at_workers_needed_model(const stoke__at_limits *lim,
                                         const stoke_model *m, int64_t tc_ns,
                                         double headroom, unsigned *cpu_cap,
