@@ -59,7 +59,7 @@ def main(raw, corpus, out_path):
         prof = os.path.join(raw, "profile_%s.json" % mp)
         if os.path.exists(prof):
             adv = [a for a in load(prof).get("diagnosis", {}).get("advice", [])
-                   if a.get("kind") in ("presize", 9)]
+                   if a.get("kind") == "presize"]
             if adv:
                 row["advice"] = adv[0]["text"]
                 row["advice_speedup"] = adv[0].get("speedup")

@@ -31,13 +31,13 @@ What threads change, and what stoke does about it (docs/dataloader.md):
 import atexit
 import copy as _copy
 import os
-import re
 import warnings
 import weakref
 
 from . import _stoke
 from ._util import deadline_kw, parse_price
-from .loader import _pythonize_diagnosis, loader_config, pythonize
+from .loader import (_FLAG_ECHO, _WORKER_POLICIES, _pythonize_diagnosis,
+                     loader_config, pythonize)
 
 _PROFILE_NAME = "enumerate(DataLoader)#stoke.DataLoader.__next__"
 _MAX_BATCH = 4096
@@ -362,7 +362,7 @@ class DataLoader:
         self.torch_threads = torch_threads
         self._warmup = warmup
         self._trace = trace
-        if worker_policy not in ("batch", "normal"):
+        if worker_policy not in _WORKER_POLICIES:
             raise ValueError(f"worker_policy: expected 'batch' or 'normal', "
                              f"got {worker_policy!r}")
         self._worker_policy = worker_policy
@@ -596,13 +596,11 @@ class DataLoader:
                 f"{self.num_workers} threads>")
 
 
-# The doctor's echo advice names stoke.Loader's echo=; a DataLoader, whose
-# batches come in the order its sampler gives, has none: the loop does it.
-_ECHO_ADVICE = re.compile(r"--echo (\d+) \(Loader\(echo=\d+\)\)")
-
-
+# The doctor's echo advice names stoke.Loader's echo= (loader._FLAG_ECHO); a
+# DataLoader, whose batches come in the order its sampler gives, has none:
+# the loop does it.
 def _dataloader_text(text):
-    text = _ECHO_ADVICE.sub(
+    text = _FLAG_ECHO.sub(
         r"each batch \1 times in the training loop (stoke.DataLoader has no "
         r"echo=; stoke.Loader(echo=\1) has, for paths and arrays)", text)
     return text.replace("OMP_NUM_THREADS=1", "torch_threads=1, the default")
