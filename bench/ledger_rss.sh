@@ -2,8 +2,8 @@
 # ledger_rss.sh — the host ledger against the measured peak RSS (issue 13,
 # item 3): for each image storage of the bench corpus (ImageFolder, tar,
 # packed) and a folder of 2560x1600 photos (12 of Debian's wallpapers, so
-# the per-worker scratch is ~13 MB), at 1, 4 and 8 workers, `stoke bench`
-# runs two epochs under /usr/bin/time (peak RSS, the kernel's maxrss) and
+# the per-worker scratch bound is 38.8 MiB: docs/tuning.md), at 1, 4 and 8
+# workers, `stoke bench` runs two epochs under /usr/bin/time (peak RSS, the kernel's maxrss) and
 # `stoke budget` gives the ledger of the same configuration.  The excess,
 # RSS - ledger, must stay under the documented constant (docs/tuning.md,
 # "What the ledger does not count": the process, the source's index, thread

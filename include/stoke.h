@@ -738,10 +738,11 @@ typedef struct stoke_config {
   ** training thread; the training thread, woken from its step, still
   ** preempts a worker.  With more CPU-bound workers than cores the default
   ** policy lets the woken workers take the cores from the training loop
-  ** for the whole burst that refills the slot: measured on 2 cores with 8
-  ** workers of 0.5 ms CPU samples and a 4 ms step, each step then waited
-  ** 1.5-1.9 ms for a core (epoch 90-97 ms; 66 ms under BATCH, the same at
-  ** every W).  NORMAL: the OS default (SCHED_OTHER), for comparison. */
+  ** for the whole burst that refills the slot: measured on 2 cores with
+  ** 0.5 ms CPU samples and a 4 ms step, at 4 to 16 workers each step then
+  ** waited 1.3-2.0 ms for a core (epochs 86-98 ms; 66 ms under BATCH, the
+  ** same at every W).  NORMAL: the OS default (SCHED_OTHER), for
+  ** comparison. */
   int worker_policy;
 } stoke_config;
 
@@ -1778,7 +1779,7 @@ typedef struct stoke_host_ledger {
                               quarantine's bitmap (since 0.2) */
   /* Since 0.2: the source's per-worker scratch (an image source's read
   ** buffer, decoded window, restart cut and resampler buffers), a bound
-  ** from its largest image (docs/memory.md), times max(W, 1): with no
+  ** from its largest image (docs/tuning.md), times max(W, 1): with no
   ** workers the consumer's thread makes the samples. */
   uint64_t scratch_per_worker;
   uint64_t scratch_bytes;

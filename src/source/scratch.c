@@ -27,7 +27,7 @@
 ** (probed: a larger image elsewhere may exceed it, and the ledger says
 ** so); or as the user declares it in stoke_image_config.  The allocator's
 ** own rounding and libjpeg's and libspng's small fixed state are left to
-** the documented constant of docs/memory.md, as are thread stacks. */
+** the documented constant of docs/tuning.md, as are thread stacks. */
 #include "internal.h"
 
 #include <string.h>
