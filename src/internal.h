@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define STOKE__CACHELINE 64
 #define STOKE__MAX_FIELDS STOKE_MAX_FIELDS
@@ -86,6 +87,12 @@ void stoke__advise_huge(void *p, size_t n);
 /* Gives the whole pages inside [p, p + n) back to the OS (private memory:
 ** they read as zeros when touched again); the bytes released. */
 uint64_t stoke__release_pages(void *p, size_t n);
+
+/* s ends with suffix. */
+static inline bool stoke__ends_with(const char *s, const char *suffix) {
+  size_t n = strlen(s), k = strlen(suffix);
+  return n >= k && strcmp(s + n - k, suffix) == 0;
+}
 
 /* The table of system calls that file access and thread starts go through
 ** (src/os/syscalls.h); NULL wherever one is taken means the real calls. */

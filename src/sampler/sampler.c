@@ -72,12 +72,7 @@ void stoke__plan_order(const stoke__plan *p, uint64_t epoch, size_t *perm,
   if (p->shuffle == STOKE_SHUFFLE_UNIFORM) {
     stoke_rng rng;
     stoke_rng_init(&rng, p->seed, epoch, SHUFFLE_STREAM);
-    for (size_t i = n - 1; i > 0; i--) {
-      size_t j = (size_t)stoke_rng_below(&rng, (uint64_t)i + 1);
-      size_t t = perm[i];
-      perm[i] = perm[j];
-      perm[j] = t;
-    }
+    fisher_yates(perm, n, &rng); /* the same draws as the loop it replaced */
   }
   /* Position t of the padded permutation is perm[t % n]. */
   for (size_t i = 0; i < p->per_rank; i++) {

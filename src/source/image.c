@@ -289,11 +289,6 @@ static const stoke__source_ops image_ops = {
     .read_ahead = image_read_ahead,
     .scratch_bound = image_scratch_bound};
 
-static bool ends_with(const char *s, const char *suffix) {
-  size_t n = strlen(s), k = strlen(suffix);
-  return n >= k && strcmp(s + n - k, suffix) == 0;
-}
-
 /* AUTO: a directory is an ImageFolder; a path or pattern ending in .tar is
 ** a set of tar shards, one ending in .stoke a set of packed shards.  0 for
 ** none of those, with the stat's errno in *stat_errno (0: it worked). */
@@ -306,9 +301,9 @@ static int detect_kind(const stoke__sys *sys, const char *path,
   } else {
     *stat_errno = errno;
   }
-  if (ends_with(path, ".tar") || ends_with(path, ".tar}"))
+  if (stoke__ends_with(path, ".tar") || stoke__ends_with(path, ".tar}"))
     return STOKE_IMAGES_TAR;
-  if (ends_with(path, ".stoke") || ends_with(path, ".stoke}"))
+  if (stoke__ends_with(path, ".stoke") || stoke__ends_with(path, ".stoke}"))
     return STOKE_IMAGES_PACKED;
   return 0;
 }

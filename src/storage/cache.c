@@ -143,11 +143,6 @@ static int adopt(stoke__cache *c, const char *path, bool mine, char *err,
   return 0;
 }
 
-static bool has_suffix(const char *s, const char *suf) {
-  size_t n = strlen(s), k = strlen(suf);
-  return n >= k && strcmp(s + n - k, suf) == 0;
-}
-
 /* A writer's leftover NAME.tmp ("c-<pid>-..."): its process is gone. */
 static bool orphan(const char *name) {
   if (strncmp(name, "c-", 2) != 0) return false;
@@ -172,9 +167,9 @@ static int scan(stoke__cache *c, char *err, size_t cap) {
     if (de->d_name[0] == '.' ||
         snprintf(p, sizeof p, "%s/%s", c->path, de->d_name) >= (int)sizeof p)
       continue;
-    if (has_suffix(de->d_name, ".stoke.tmp") && orphan(de->d_name)) {
+    if (stoke__ends_with(de->d_name, ".stoke.tmp") && orphan(de->d_name)) {
       sys->unlink(sys->user, p);
-    } else if (has_suffix(de->d_name, ".stoke")) {
+    } else if (stoke__ends_with(de->d_name, ".stoke")) {
       char why[STOKE__ERRMSG_CAP];
       int arc = adopt(c, p, false, why, sizeof why);
       /* A damaged shard is left out, not trusted; a full table stops. */
