@@ -17,7 +17,7 @@
 BENCH_NO_TORCH=1 bench_init autotune
 lib=$STOKE_BUILD_DIR/libstoke.a
 [ -f "$lib" ] || bench_die "no $lib (build first)"
-cc -O2 -I"$ROOT/include" -o "$RAW/autotune" "$BENCH_DIR/autotune.c" "$lib" \
+cc -O2 -I"$ROOT/include" -I"$STOKE_BUILD_DIR/include" -o "$RAW/autotune" "$BENCH_DIR/autotune.c" "$lib" \
   -ljpeg -lspng -lm -lpthread
 # name | scenario options | max workers of the sweep
 scenarios=(

@@ -10,7 +10,7 @@
 BENCH_NO_TORCH=1 bench_init soak
 lib=$STOKE_BUILD_DIR/libstoke.a
 [ -f "$lib" ] || bench_die "no $lib (build first)"
-cc -O2 -I"$ROOT/include" -o "$RAW/soak" "$BENCH_DIR/soak.c" "$lib" \
+cc -O2 -I"$ROOT/include" -I"$STOKE_BUILD_DIR/include" -o "$RAW/soak" "$BENCH_DIR/soak.c" "$lib" \
   -ljpeg -lspng -lm -lpthread
 batches=${SOAK_BATCHES:-1000000}
 epochs=${SOAK_IMAGE_EPOCHS:-200}

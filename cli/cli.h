@@ -57,6 +57,31 @@ extern const char cmd_report_usage[];
 /* "stoke: <message>\n" on stderr. */
 void cli_error(const char *fmt, ...) CLI_PRINTF(1, 2);
 
+/* ---- "did you mean" (suggest.c) ------------------------------------------- */
+
+/* After an error about `typed` (a command, or an option without its
+** dashes), print git's "The most similar <what> is" with the closest of
+** names[0..n) (each printed after `prefix`, e.g. "--"), when one is close
+** enough.  Returns how many were printed. */
+size_t cli_suggest(const char *typed, const char *const *names, size_t n,
+                   const char *what, const char *prefix);
+
+/* ---- the man page and shell completion (help_formats.c) ------------------- */
+
+typedef struct cli_help_entry {
+  const char *name, *summary, *usage; /* as `stoke help` prints them */
+} cli_help_entry;
+
+/* stoke(1) in roff: `general` (the text of `stoke help`) as its
+** description, then one section per command made from its usage text. */
+void cli_print_man(FILE *f, const cli_help_entry *cmds, size_t n,
+                   const char *general);
+/* A completion script for `shell` ("bash"): the commands, and each one's
+** options as its usage text lists them.  CLI_OK, or CLI_USAGE for another
+** shell (message printed). */
+int cli_print_completion(FILE *f, const char *shell,
+                         const cli_help_entry *cmds, size_t n);
+
 /* ---- option parsing (options.c) ----------------------------------------- */
 
 typedef struct cli_opt {

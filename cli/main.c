@@ -2,6 +2,8 @@
 **
 **   stoke <command> [options]      run a command
 **   stoke help [<command>]         list the commands, or one's options
+**   stoke help --man               stoke(1), from the same help texts
+**   stoke help --completion bash   the bash completion, from them too
 **   stoke --version                print the version
 */
 #include <stdio.h>
@@ -41,15 +43,37 @@ static const cli_cmd *find_command(const char *name) {
   return NULL;
 }
 
+/* A mistyped command: the closest of the table's (suggest.c). */
+static void suggest_command(const char *name) {
+  const char *names[sizeof commands / sizeof commands[0]];
+  size_t n = 0;
+  for (const cli_cmd *c = commands; c->name; c++) names[n++] = c->name;
+  names[n++] = "help";
+  cli_suggest(name, names, n, "command", "");
+}
+
+/* What `stoke help` says after the list of commands (the man page's
+** description too). */
+static const char general_text[] =
+    "-j auto (bench, profile) tunes the workers and prefetch while the run\n"
+    "goes, from the loader's own clocks; -j cores is one worker per CPU\n"
+    "(what -j auto meant before 0.3)\n";
+
 static void print_help(FILE *f) {
   fprintf(f, "usage: stoke [--version] [--help] <command> [options]\n\n"
              "commands:\n");
   for (const cli_cmd *c = commands; c->name; c++)
     fprintf(f, "  %-8s %s\n", c->name, c->summary);
-  fprintf(f, "\n-j auto (bench, profile) tunes the workers and prefetch while the run\n"
-             "goes, from the loader's own clocks; -j cores is one worker per CPU\n"
-             "(what -j auto meant before 0.3)\n");
+  fprintf(f, "\n%s", general_text);
   fprintf(f, "\nsee 'stoke help <command>' for a command's options\n");
+}
+
+/* The command table as help_formats.c reads it. */
+static size_t help_entries(cli_help_entry *out, size_t cap) {
+  size_t n = 0;
+  for (const cli_cmd *c = commands; c->name && n < cap; c++)
+    out[n++] = (cli_help_entry){c->name, c->summary, c->usage};
+  return n;
 }
 
 static int cmd_help(int argc, char **argv) {
@@ -57,6 +81,14 @@ static int cmd_help(int argc, char **argv) {
     print_help(stdout);
     return CLI_OK;
   }
+  cli_help_entry entries[sizeof commands / sizeof commands[0]];
+  size_t n = help_entries(entries, sizeof commands / sizeof commands[0]);
+  if (strcmp(argv[1], "--man") == 0 && argc == 2) {
+    cli_print_man(stdout, entries, n, general_text);
+    return CLI_OK;
+  }
+  if (strcmp(argv[1], "--completion") == 0 && argc == 3)
+    return cli_print_completion(stdout, argv[2], entries, n);
   if (argc > 2) {
     cli_error("help: too many arguments");
     return CLI_USAGE;
@@ -64,6 +96,7 @@ static int cmd_help(int argc, char **argv) {
   const cli_cmd *c = find_command(argv[1]);
   if (!c) {
     cli_error("help: '%s' is not a stoke command", argv[1]);
+    suggest_command(argv[1]);
     return CLI_USAGE;
   }
   fputs(c->usage, stdout);
@@ -87,8 +120,10 @@ int main(int argc, char **argv) {
   if (!c) {
     if (name[0] == '-')
       cli_error("unknown option '%s'", name);
-    else
+    else {
       cli_error("'%s' is not a stoke command", name);
+      suggest_command(name);
+    }
     fprintf(stderr, "see 'stoke help'\n");
     return CLI_USAGE;
   }

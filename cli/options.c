@@ -58,6 +58,16 @@ static int take_value(cli_parser *p, const char *inline_value,
   return 0;
 }
 
+/* An unknown long option: the closest of the command's (suggest.c). */
+static void suggest_option(const cli_opt *opts, const char *name, size_t len) {
+  const char *names[256];
+  size_t n = 0;
+  for (const cli_opt *o = opts; o->name && n < 256; o++) names[n++] = o->name;
+  char typed[64];
+  snprintf(typed, sizeof typed, "%.*s", (int)len, name);
+  cli_suggest(typed, names, n, "option", "--");
+}
+
 static int next_short(cli_parser *p, const cli_opt *opts, const char **value) {
   char c = *p->short_rest++;
   snprintf(p->flag_buf, sizeof(p->flag_buf), "-%c", c);
@@ -138,6 +148,7 @@ int cli_next_opt(cli_parser *p, const cli_opt *opts, const char **value) {
     return o->id;
   }
   cli_error("unknown option '%s'", p->flag);
+  suggest_option(opts, name, len);
   usage_hint(p);
   return CLI_OPT_ERROR;
 }

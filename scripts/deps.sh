@@ -12,6 +12,7 @@ pkgs=(build-essential cmake pkg-config libcmocka-dev libcjson-dev
       libjpeg62-turbo-dev libspng-dev python3 python3-dev libdlpack-dev
       python3-pytest python3-numpy python3-pil python3-torch
       python3-torchvision
+      python3-venv python3-pip python3-setuptools python3-wheel python3-build # pip install ., the wheel
       chromium   # the report's rendering test
       clang-14 libclang-rt-14-dev) # the fuzzers (scripts/fuzz.sh, .ci/run)
 if [[ "${1:-}" == "--bench" ]]; then

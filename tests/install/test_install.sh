@@ -38,7 +38,7 @@ check_prefix() {
   rm -rf "$work/cm"
   mkdir -p "$work/cm"
   cp "$here/consumer.c" "$work/cm/"
-  cp "$here/CMakeLists.txt.in" "$work/cm/CMakeLists.txt"
+  sed "s/@WANT@/$want/" "$here/CMakeLists.txt.in" > "$work/cm/CMakeLists.txt"
   cmake -S "$work/cm" -B "$work/cm/build" -DCMAKE_PREFIX_PATH="$p" >/dev/null \
     || fail "find_package(stoke CONFIG) with CMAKE_PREFIX_PATH=$p"
   cmake --build "$work/cm/build" >/dev/null || fail "the CMake consumer build"
