@@ -69,7 +69,10 @@ say() { echo "hotpath: $*" >&2; }
 old_sha=$(git -C "$ROOT" rev-parse --verify "$old_rev^{commit}") ||
   die "no commit $old_rev"
 WORK=${HOTPATH_WORK:-$OUT/hotpath}
-RAW=$OUT/raw/hotpath
+# The two modes keep their results apart: hotpath, hotpath-callgrind.
+name=hotpath
+[ "$callgrind" = 1 ] && name=hotpath-callgrind
+RAW=$OUT/raw/$name
 mkdir -p "$WORK"
 rm -rf "$RAW"
 mkdir -p "$RAW"
@@ -145,7 +148,7 @@ NEW=$new_dir/stoke
 CASE=(--synthetic tensor --samples 4096 --shape 32 -b 256)
 workers=${HOTPATH_WORKERS:-0 2}
 top=${HOTPATH_TOP:-15}
-summary=$OUT/hotpath.json
+summary=$OUT/$name.json
 rm -f "$summary"
 
 machine() {
@@ -235,7 +238,7 @@ echo
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 cut -d' ' -f1-3 /proc/loadavg >"$RAW/loadavg_after.txt"
 "$PY" "$BENCH_DIR/hotpath.py" meta "$summary" old="$old_sha" new="$new_desc" \
-  machine="$(machine)" load_before="$(cat "$RAW/loadavg_before.txt")" \
+  machine="$(machine | sed "s/^machine: //")" load_before="$(cat "$RAW/loadavg_before.txt")" \
   load_after="$(cat "$RAW/loadavg_after.txt")" \
   command="stoke bench ${CASE[*]} -j W --epochs $epochs"
 echo "raw runs and commands: $RAW; summary: $summary"
