@@ -77,13 +77,14 @@ mkdir -p "$WORK"
 rm -rf "$RAW"
 mkdir -p "$RAW"
 
-# Worktrees this run added, removed at exit unless --keep.
-added=()
+# The worktrees this run used, removed at exit unless --keep (kept ones
+# from an earlier run too: without --keep nothing stays behind).
+used=()
 # shellcheck disable=SC2317 # called by the EXIT trap
 cleanup() {
   [ "$keep" = 1 ] && return 0
   local wt
-  for wt in "${added[@]+"${added[@]}"}"; do
+  for wt in "${used[@]+"${used[@]}"}"; do
     git -C "$ROOT" worktree remove --force "$wt" >/dev/null 2>&1 ||
       rm -rf "$wt"
   done
@@ -96,6 +97,7 @@ trap cleanup EXIT
 # checkout SHA DIR: a detached worktree of SHA at DIR (reused when kept).
 checkout() {
   local sha=$1 dir=$2
+  used+=("$dir")
   if [ -d "$dir" ] &&
      [ "$(git -C "$dir" rev-parse HEAD 2>/dev/null)" = "$sha" ]; then
     return 0
@@ -104,7 +106,6 @@ checkout() {
   rm -rf "$dir"
   git -C "$ROOT" worktree add --detach "$dir" "$sha" >/dev/null 2>&1 ||
     die "git worktree add $dir $sha failed"
-  added+=("$dir")
 }
 
 # build SRC BUILD: the CLI alone, Release, the same flags for both sides.
@@ -113,11 +114,14 @@ build() {
   say "building $src into $dir"
   cmake -S "$src" -B "$dir" -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_FLAGS=-g \
     -DSTOKE_BUILD_TESTS=OFF -DSTOKE_BUILD_PYTHON=OFF -DSTOKE_WERROR=OFF \
-    >"$RAW/$(basename "$dir").configure.log" 2>&1 ||
-    die "configure failed: $RAW/$(basename "$dir").configure.log"
-  cmake --build "$dir" -j"$(nproc)" --target stoke-cli \
-    >"$RAW/$(basename "$dir").build.log" 2>&1 ||
-    die "build failed: $RAW/$(basename "$dir").build.log"
+    >"$RAW/$(basename "$src").configure.log" 2>&1 ||
+    die "configure failed: $RAW/$(basename "$src").configure.log"
+  # The CLI's target, or everything for a commit that names it otherwise.
+  local log
+  log=$RAW/$(basename "$src").build.log
+  cmake --build "$dir" -j"$(nproc)" --target stoke-cli >"$log" 2>&1 ||
+    cmake --build "$dir" -j"$(nproc)" >>"$log" 2>&1 ||
+    die "build failed: $log"
   [ -x "$dir/stoke" ] || die "no stoke CLI in $dir"
 }
 
