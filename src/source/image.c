@@ -14,7 +14,9 @@
 ** (scratch_create), so no state is shared between workers and a sample is
 ** the same whatever worker made it. */
 #define _POSIX_C_SOURCE 200809L
-#include "internal.h"
+#include "source/source.h"
+#include "os/os.h"
+#include "stats/stats.h"
 
 #include <errno.h>
 #include <stdio.h>

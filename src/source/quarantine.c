@@ -19,7 +19,9 @@
 ** line is flushed as it is written, so a run that is killed keeps what it
 ** found. */
 #define _POSIX_C_SOURCE 200809L
-#include "internal.h"
+#include "source/source.h"
+#include "os/os.h"
+#include "stats/stats.h"
 
 #include <errno.h>
 #include <stdio.h>
