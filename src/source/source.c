@@ -104,6 +104,36 @@ const stoke_batch *stoke_sample_batch(const stoke_sample *s) {
 }
 size_t stoke_sample_position(const stoke_sample *s) { return s->pos; }
 
+/* ---- queries every source answers (through its ops, where it has them) -- */
+
+const char *stoke_source_kind(const stoke_source *src) {
+  return src ? src->kind : "";
+}
+
+void stoke_source_describe(const stoke_source *src, size_t index, char *buf,
+                           size_t cap) {
+  if (!buf || cap == 0) return;
+  buf[0] = '\0';
+  if (src && index < src->n_samples && src->ops && src->ops->describe)
+    src->ops->describe(src, index, buf, cap);
+}
+
+size_t stoke_source_n_classes(const stoke_source *src) {
+  if (!src || !src->ops || !src->ops->n_classes) return 0;
+  return src->ops->n_classes(src);
+}
+
+const char *stoke_source_class_name(const stoke_source *src, size_t c) {
+  if (!src || !src->ops || !src->ops->class_name) return NULL;
+  return src->ops->class_name(src, c);
+}
+
+int64_t stoke_source_label(const stoke_source *src, size_t index) {
+  if (!src || !src->ops || !src->ops->label || index >= src->n_samples)
+    return -1;
+  return src->ops->label(src, index);
+}
+
 void stoke_sample_stage(stoke_sample *s, int stage) {
   if (!stoke__stage_is_work(stage)) return;
   if (!s->timed) return; /* a cheap sample, timed with its chunk */

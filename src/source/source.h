@@ -86,6 +86,12 @@ typedef struct stoke__source_ops {
   ** *h the image it is of (0 when not an image). */
   uint64_t (*scratch_bound)(const stoke_source *src, int *basis,
                             uint32_t *w, uint32_t *h);
+  /* Optional: the class names and sample index's label (image sources,
+  ** for stoke_source_n_classes, _class_name and _label); without them a
+  ** source has no classes and every label is -1.  index < n_samples. */
+  size_t (*n_classes)(const stoke_source *src);
+  const char *(*class_name)(const stoke_source *src, size_t c);
+  int64_t (*label)(const stoke_source *src, size_t index);
 } stoke__source_ops;
 
 /* A float field the source can also write as u8 pixels for the device to
