@@ -16,14 +16,14 @@
 /* TODO-merge: the loader's two declarations below belong in
 ** src/pipeline/'s own header. */
 
-/* ---- the loader (src/pipeline/loader.c) ----------------------------------- */
+/* ---- the loader (src/pipeline/loader.c) ---------------------------------- */
 
 /* stoke_loader_create with the worker threads started through sys (NULL:
 ** the real calls), so that tests can fail the start of any one worker. */
 int stoke__loader_create(const stoke_config *cfg, const stoke__sys *sys,
                          stoke_loader **out);
 
-/* ---- sample production (src/pipeline/produce.c) ---------------------------- */
+/* ---- sample production (src/pipeline/produce.c) -------------------------- */
 
 /* Fill one sample with src; when `timed`, time its stages into ps (else
 ** the caller accounts for it).  Returns 0 or STOKE_ESAMPLE with s->err set. */

@@ -26,7 +26,7 @@
 #define STOKE__BUG(msg) stoke__bug(__FILE__, __LINE__, msg)
 void stoke__bug(const char *file, int line, const char *msg);
 
-/* ---- memory (alloc.c) ------------------------------------------ */
+/* ---- memory (alloc.c) ---------------------------------------------------- */
 
 /* All allocation goes through these, with the loader's allocator or NULL
 ** for malloc/free.  They are also where tests inject allocation failures. */
@@ -47,7 +47,7 @@ bool stoke__mul_ok(size_t a, size_t b, size_t *out);
 bool stoke__grow(const stoke_allocator *a, void **p, size_t *cap, size_t n,
                  size_t size, size_t max);
 
-/* ---- errors (error.c) ------------------------------------------ */
+/* ---- errors (error.c) ---------------------------------------------------- */
 
 /* printf into err[0..cap) (err may be NULL when cap is 0) and return code:
 ** how the layers below the public API report an error to their caller. */
@@ -69,7 +69,7 @@ const char *stoke__tls_error(void);
 /* "12.0 MiB", "512 B": for messages. */
 void stoke__format_bytes(uint64_t n, char *buf, size_t cap);
 
-/* ---- names and kinds (names.c) ------------------------------------------ */
+/* ---- names and kinds (names.c) ------------------------------------------- */
 
 /* A stage of a sample's own work (READ..TRANSFORM, PYTHON..COLLATE), as
 ** opposed to SLOT_WAIT and COPY.  (stoke_stage_name, stoke_dtype_size,

@@ -1,7 +1,7 @@
 /* names.c — what every layer shares about the public enums: their names
-** (for messages, tables, JSON and traces), the dtypes' and fields' sizes and which
-** stages are a sample's own work.  Kept at the bottom so that no layer
-** depends on another just to print an enum. */
+** (for messages, tables, JSON and traces), the sizes of dtypes and fields,
+** and which stages are a sample's own work.  Kept at the bottom so that no
+** layer depends on another just to print an enum. */
 #include "core/core.h"
 
 size_t stoke_dtype_size(int dtype) {

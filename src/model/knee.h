@@ -1,10 +1,10 @@
 /* knee.h — the one definition of the knee, for every client: stoke tune's
 ** sweep (src/tune/tune.c, search.c), the doctor's advice
-** (src/diagnose/advise.c) and the online autotuner.  The public half is stoke_tune_knee_find
-** (stoke.h); this header adds the model's side, so that a knee predicted
-** from one run and a knee measured by a sweep are chosen by the same rule
-** with the same tolerance (STOKE_TUNE_TOLERANCE) and cannot contradict
-** each other.  Library-internal. */
+** (src/diagnose/advise.c) and the online autotuner.  The public half is
+** stoke_tune_knee_find (stoke.h); this header adds the model's side, so
+** that a knee predicted from one run and a knee measured by a sweep are
+** chosen by the same rule with the same tolerance (STOKE_TUNE_TOLERANCE)
+** and cannot contradict each other.  Library-internal. */
 #ifndef STOKE_MODEL_KNEE_H
 #define STOKE_MODEL_KNEE_H
 

@@ -8,7 +8,7 @@
 
 #include "core/core.h"
 
-/* ---- clocks and memory (clock.c, memory.c) -------------------------------- */
+/* ---- clocks and memory (clock.c, memory.c) ------------------------------- */
 
 int64_t stoke__now_ns(void);        /* CLOCK_MONOTONIC */
 int64_t stoke__thread_cpu_ns(void); /* CLOCK_THREAD_CPUTIME_ID */
@@ -28,7 +28,7 @@ void stoke__advise_huge(void *p, size_t n);
 ** they read as zeros when touched again); the bytes released. */
 uint64_t stoke__release_pages(void *p, size_t n);
 
-/* ---- threads (thread.c) --------------------------------------------------- */
+/* ---- threads (thread.c) -------------------------------------------------- */
 
 /* The table of system calls that file access and thread starts go through
 ** (os/syscalls.h); NULL wherever one is taken means the real calls. */
@@ -47,7 +47,7 @@ void stoke__thread_join(stoke__thread *t, const stoke_allocator *a);
 ** it wakes are not preempted by it on wake-up.  0, or the errno. */
 int stoke__thread_sched_batch(void);
 
-/* ---- scheduler statistics (schedstat.c) ----------------------------------- */
+/* ---- scheduler statistics (schedstat.c) ---------------------------------- */
 
 /* Sum the run time and the run delay (runnable, not running) of this
 ** process's threads whose name starts with prefix.  Returns the threads

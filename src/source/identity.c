@@ -9,8 +9,6 @@
 ** a dataset copied or mounted elsewhere keeps its fingerprint; the
 ** transform is left out, so a run may resume at another resolution. */
 #include "source/source.h"
-#include "os/os.h"
-#include "stats/stats.h"
 
 #include <string.h>
 

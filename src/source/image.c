@@ -15,8 +15,6 @@
 ** the same whatever worker made it. */
 #define _POSIX_C_SOURCE 200809L
 #include "source/source.h"
-#include "os/os.h"
-#include "stats/stats.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -10,8 +10,6 @@
 ** per thread whatever the dataset size. */
 #define _POSIX_C_SOURCE 200809L /* glob */
 #include "source/source.h"
-#include "os/os.h"
-#include "stats/stats.h"
 
 #include <glob.h>
 #include <stdio.h>

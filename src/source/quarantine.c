@@ -20,10 +20,9 @@
 ** found. */
 #define _POSIX_C_SOURCE 200809L
 #include "source/source.h"
-#include "os/os.h"
-#include "stats/stats.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -29,8 +29,6 @@
 ** own rounding and libjpeg's and libspng's small fixed state are left to
 ** the documented constant of docs/tuning.md, as are thread stacks. */
 #include "source/source.h"
-#include "os/os.h"
-#include "stats/stats.h"
 
 #include <string.h>
 

@@ -11,7 +11,6 @@
 ** sample will cost. */
 #include "source/source.h"
 #include "os/os.h"
-#include "stats/stats.h"
 
 #include <math.h>
 #include <stdbool.h>

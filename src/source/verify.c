@@ -18,8 +18,6 @@
 ** its own.  No lock is held across a read or a decode. */
 #define _POSIX_C_SOURCE 200809L
 #include "source/source.h"
-#include "os/os.h"
-#include "stats/stats.h"
 
 #include <stdio.h>
 #include <stdlib.h>

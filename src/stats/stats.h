@@ -8,7 +8,7 @@
 
 #include <pthread.h>
 
-/* ---- histograms and counters (hist.c, stats.c) ---------------------------- */
+/* ---- histograms and counters (hist.c, stats.c) --------------------------- */
 
 /* Log-bucket histogram of durations in ns: 32 linear buckets below 32 ns,
 ** then 32 buckets per power of two up to 2^40 ns (~18 min), so a bucket's
@@ -110,7 +110,7 @@ void stoke__stats_snap_sub(stoke__stats_snap *a, const stoke__stats_snap *b);
 /* Fill the public view from a snapshot (struct_size already checked). */
 void stoke__stats_publish(const stoke__stats_snap *s, stoke_stats *out);
 
-/* ---- trace (trace.c) ------------------------------------------------------ */
+/* ---- trace (trace.c) ----------------------------------------------------- */
 
 /* Event kinds: the stages (stoke_stage values), then the consumer's. */
 enum {

@@ -247,7 +247,7 @@ int stoke__pack_writer_cut(stoke__pack_writer *w, const char **published,
 /* Bytes written to shards so far, data, indices and headers included. */
 uint64_t stoke__pack_writer_bytes(const stoke__pack_writer *w);
 
-/* ---- shared helpers (blob.c; CRC-32 and byte order: core/core.h) -------- */
+/* ---- shared helpers (blob.c; CRC-32 and byte order: core/core.h) --------- */
 
 /* Expand specs into paths: each spec's brace groups first ("{a,b}",
 ** "{0000..0099}" keeping the zero padding of the wider bound, "{9..0}"
