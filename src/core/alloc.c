@@ -1,7 +1,7 @@
 /* alloc.c — every allocation of the library goes through here, with the
 ** loader's allocator hooks (or malloc/free), so that tests can fail the
 ** n-th allocation and callers can account for memory. */
-#include "internal.h"
+#include "core/core.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,6 +1,6 @@
 /* error.c — error codes, their texts, and the per-thread message of a
 ** failed create (the only thread-local state: there is no handle yet). */
-#include "internal.h"
+#include "core/core.h"
 
 #include <stdio.h>
 #include <stdlib.h>

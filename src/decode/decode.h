@@ -42,7 +42,7 @@
 #ifndef STOKE_DECODE_H
 #define STOKE_DECODE_H
 
-#include "internal.h"
+#include "core/core.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -3,7 +3,7 @@
 ** on an epoch time and its error bar; the doctor (cli/profile.c) gives it
 ** the measured epoch at the current configuration and the model's
 ** prediction at the knee, each with its own error. */
-#include "internal.h"
+#include "core/core.h"
 
 #include <string.h>
 

@@ -19,8 +19,7 @@
 ** stoke_diagnose_ex adds the queue model (model.c): the per-sample costs
 ** behind the verdict, the step the model predicts for this run and how far
 ** that is from the measured one. */
-#include "internal.h"
-#include "model.h"
+#include "model/model.h"
 
 #include <stdio.h>
 #include <string.h>

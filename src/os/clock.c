@@ -1,6 +1,6 @@
 /* clock.c — monotonic and per-thread CPU clocks, sleeping and spinning. */
 #define _POSIX_C_SOURCE 200809L
-#include "internal.h"
+#include "os/os.h"
 
 #include <errno.h>
 #include <sys/prctl.h>

@@ -1,6 +1,6 @@
 /* memory.c — giving mapped file pages back; asking for huge pages. */
 #define _DEFAULT_SOURCE /* madvise, MADV_DONTNEED */
-#include "internal.h"
+#include "os/os.h"
 
 #include <sys/mman.h>
 #include <unistd.h>

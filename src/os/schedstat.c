@@ -13,7 +13,7 @@
 ** started, which inherit their name), not idle ones (another loader's
 ** workers, a library's lazily made pool that took a worker's name). */
 #define _GNU_SOURCE
-#include "internal.h"
+#include "os/os.h"
 
 #include <dirent.h>
 #include <stdio.h>

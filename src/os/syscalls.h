@@ -36,7 +36,7 @@
 #ifndef STOKE_OS_SYSCALLS_H
 #define STOKE_OS_SYSCALLS_H
 
-#include "internal.h"
+#include "os/os.h"
 
 #include <dirent.h>
 #include <pthread.h>

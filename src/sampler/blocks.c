@@ -12,7 +12,7 @@
 ** window's blocks can be read ahead while this one is decoded (the
 ** loader, pipeline.c).  The cut depends on the source alone, so the order
 ** is a function of (seed, epoch, rank, world, block_bytes, window) only. */
-#include "internal.h"
+#include "sampler/sampler.h"
 
 #include <string.h>
 

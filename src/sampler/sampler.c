@@ -6,7 +6,7 @@
 ** world by repeating it from the start (or drop its tail), and give rank r
 ** the positions r, r + world, r + 2*world, ...  Nothing depends on the
 ** worker count, the prefetch depth or timing. */
-#include "internal.h"
+#include "sampler/sampler.h"
 
 /* Sample streams use the sample index (< 2^63) as the last coordinate, so
 ** these values can never collide with one of them. */

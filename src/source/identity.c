@@ -8,7 +8,7 @@
 ** spread evenly over the indices.  Folders are left out of the places, so
 ** a dataset copied or mounted elsewhere keeps its fingerprint; the
 ** transform is left out, so a run may resume at another resolution. */
-#include "internal.h"
+#include "source/source.h"
 
 #include <string.h>
 

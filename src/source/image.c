@@ -14,7 +14,7 @@
 ** (scratch_create), so no state is shared between workers and a sample is
 ** the same whatever worker made it. */
 #define _POSIX_C_SOURCE 200809L
-#include "internal.h"
+#include "source/source.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -267,6 +267,21 @@ bool stoke__source_u8_form(const stoke_source *src, stoke__u8_form *out) {
   return true;
 }
 
+static size_t image_n_classes(const stoke_source *src) {
+  const image_impl *im = src->impl;
+  return stoke__blobset_n_classes(im->set);
+}
+
+static const char *image_class_name(const stoke_source *src, size_t c) {
+  const image_impl *im = src->impl;
+  return stoke__blobset_class_name(im->set, c);
+}
+
+static int64_t image_label(const stoke_source *src, size_t index) {
+  const image_impl *im = src->impl;
+  return stoke__blobset_label(im->set, index);
+}
+
 static uint64_t image_scratch_bound(const stoke_source *src, int *basis,
                                     uint32_t *w, uint32_t *h) {
   const image_impl *im = src->impl;
@@ -287,7 +302,10 @@ static const stoke__source_ops image_ops = {
     .deterministic = image_deterministic,
     .stored_bytes = image_stored_bytes,
     .read_ahead = image_read_ahead,
-    .scratch_bound = image_scratch_bound};
+    .scratch_bound = image_scratch_bound,
+    .n_classes = image_n_classes,
+    .class_name = image_class_name,
+    .label = image_label};
 
 /* AUTO: a directory is an ImageFolder; a path or pattern ending in .tar is
 ** a set of tar shards, one ending in .stoke a set of packed shards.  0 for
@@ -441,16 +459,6 @@ static const image_impl *image_of(const stoke_source *src) {
   return src && src->ops == &image_ops ? src->impl : NULL;
 }
 
-size_t stoke_source_n_classes(const stoke_source *src) {
-  const image_impl *im = image_of(src);
-  return im ? stoke__blobset_n_classes(im->set) : 0;
-}
-
-const char *stoke_source_class_name(const stoke_source *src, size_t c) {
-  const image_impl *im = image_of(src);
-  return im ? stoke__blobset_class_name(im->set, c) : NULL;
-}
-
 size_t stoke_source_n_skipped(const stoke_source *src) {
   const image_impl *im = image_of(src);
   return im ? stoke__blobset_n_skipped(im->set) : 0;
@@ -463,54 +471,9 @@ const char *stoke_source_skipped(const stoke_source *src, size_t k,
   return im ? stoke__blobset_skipped(im->set, k, reason) : NULL;
 }
 
-int64_t stoke_source_label(const stoke_source *src, size_t index) {
-  const image_impl *im = image_of(src);
-  if (!im || index >= src->n_samples) return -1;
-  return stoke__blobset_label(im->set, index);
-}
-
-const char *stoke_source_kind(const stoke_source *src) {
-  return src ? src->kind : "";
-}
-
-void stoke_source_describe(const stoke_source *src, size_t index, char *buf,
-                           size_t cap) {
-  if (!buf || cap == 0) return;
-  buf[0] = '\0';
-  if (src && index < src->n_samples && src->ops && src->ops->describe)
-    src->ops->describe(src, index, buf, cap);
-}
-
 const stoke__blobset *stoke__image_blobset(const stoke_source *src) {
   const image_impl *im = image_of(src);
   return im ? im->set : NULL;
-}
-
-int stoke__image_probe(const stoke__blobset *set, size_t index,
-                       stoke__blob_reader *r, stoke__decoder *dec,
-                       const uint8_t **bytes, size_t *n,
-                       stoke_image_info *out, char *err, size_t cap) {
-  char msg[STOKE__ERRMSG_CAP], where[256];
-  int rc = stoke__blobset_read(set, index, r, bytes, n, err, cap);
-  if (rc != 0) return rc;
-  stoke__img_info info;
-  rc = stoke__decode_probe(dec, *bytes, *n, &info, msg, sizeof msg);
-  if (rc != 0) {
-    stoke__blobset_describe(set, index, where, sizeof where);
-    snprintf(err, cap, "sample %zu (%s): %s", index, where, msg);
-    return rc;
-  }
-  memset(out, 0, sizeof *out);
-  out->format = info.format == STOKE__IMG_JPEG ? STOKE_IMAGE_JPEG
-                                               : STOKE_IMAGE_PNG;
-  out->width = info.width;
-  out->height = info.height;
-  out->channels = info.channels;
-  out->progressive = info.progressive;
-  out->has_alpha = info.has_alpha;
-  out->restart_cuts = stoke__decode_cut_ready(*bytes, *n);
-  out->bytes = *n;
-  return 0;
 }
 
 int stoke_source_probe(const stoke_source *src, size_t index,

@@ -9,7 +9,7 @@
 ** slot holds one finished sample, so memory stays bounded by a few samples
 ** per thread whatever the dataset size. */
 #define _POSIX_C_SOURCE 200809L /* glob */
-#include "internal.h"
+#include "source/source.h"
 
 #include <glob.h>
 #include <stdio.h>

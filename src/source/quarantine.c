@@ -19,9 +19,10 @@
 ** line is flushed as it is written, so a run that is killed keeps what it
 ** found. */
 #define _POSIX_C_SOURCE 200809L
-#include "internal.h"
+#include "source/source.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

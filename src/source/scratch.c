@@ -1,5 +1,5 @@
 /* scratch.c — a bound of an image source's per-worker scratch, for the host
-** ledger (issue 13: the ledger left out about 1 MB a worker on the bench
+** ledger (without it the ledger left out about 1 MB a worker on the bench
 ** corpus, and tens of MB for 12-megapixel photos).
 **
 ** DESIGN
@@ -28,7 +28,7 @@
 ** so); or as the user declares it in stoke_image_config.  The allocator's
 ** own rounding and libjpeg's and libspng's small fixed state are left to
 ** the documented constant of docs/tuning.md, as are thread stacks. */
-#include "internal.h"
+#include "source/source.h"
 
 #include <string.h>
 

@@ -2,52 +2,12 @@
 ** counting, and the sample handle given to fill callbacks.  Sources are
 ** shared between the caller and every loader using them, so the last
 ** reference frees them. */
-#include "internal.h"
+#include "source/source.h"
+#include "os/os.h"
+#include "stats/stats.h"
 
 #include <stdio.h>
 #include <string.h>
-
-size_t stoke_dtype_size(int dtype) {
-  switch (dtype) {
-  case STOKE_U8:
-  case STOKE_I8:
-  case STOKE_BOOL: return 1;
-  case STOKE_I16:
-  case STOKE_BF16:
-  case STOKE_F16: return 2;
-  case STOKE_I32:
-  case STOKE_F32: return 4;
-  case STOKE_I64:
-  case STOKE_F64: return 8;
-  default: return 0;
-  }
-}
-
-const char *stoke_dtype_name(int dtype) {
-  switch (dtype) {
-  case STOKE_U8: return "u8";
-  case STOKE_I32: return "i32";
-  case STOKE_I64: return "i64";
-  case STOKE_F16: return "f16";
-  case STOKE_F32: return "f32";
-  case STOKE_F64: return "f64";
-  case STOKE_I8: return "i8";
-  case STOKE_I16: return "i16";
-  case STOKE_BOOL: return "bool";
-  case STOKE_BF16: return "bf16";
-  default: return "?";
-  }
-}
-
-size_t stoke__field_bytes(const stoke_field_desc *d) {
-  size_t n = stoke_dtype_size(d->dtype);
-  if (n == 0 || d->ndim < 0 || d->ndim > STOKE_MAX_DIMS) return 0;
-  for (int i = 0; i < d->ndim; i++) {
-    if (d->shape[i] <= 0) return 0;
-    if (!stoke__mul_ok(n, (size_t)d->shape[i], &n)) return 0;
-  }
-  return n;
-}
 
 int stoke__source_init(stoke_source *src, const char *kind, size_t n_samples,
                        size_t n_fields, const stoke_field_desc *fields) {
@@ -144,9 +104,34 @@ const stoke_batch *stoke_sample_batch(const stoke_sample *s) {
 }
 size_t stoke_sample_position(const stoke_sample *s) { return s->pos; }
 
-bool stoke__stage_is_work(int stage) {
-  return (stage >= STOKE_STAGE_READ && stage <= STOKE_STAGE_TRANSFORM) ||
-         (stage >= STOKE_STAGE_PYTHON && stage <= STOKE_STAGE_COLLATE);
+/* ---- queries every source answers (through its ops, where it has them) -- */
+
+const char *stoke_source_kind(const stoke_source *src) {
+  return src ? src->kind : "";
+}
+
+void stoke_source_describe(const stoke_source *src, size_t index, char *buf,
+                           size_t cap) {
+  if (!buf || cap == 0) return;
+  buf[0] = '\0';
+  if (src && index < src->n_samples && src->ops && src->ops->describe)
+    src->ops->describe(src, index, buf, cap);
+}
+
+size_t stoke_source_n_classes(const stoke_source *src) {
+  if (!src || !src->ops || !src->ops->n_classes) return 0;
+  return src->ops->n_classes(src);
+}
+
+const char *stoke_source_class_name(const stoke_source *src, size_t c) {
+  if (!src || !src->ops || !src->ops->class_name) return NULL;
+  return src->ops->class_name(src, c);
+}
+
+int64_t stoke_source_label(const stoke_source *src, size_t index) {
+  if (!src || !src->ops || !src->ops->label || index >= src->n_samples)
+    return -1;
+  return src->ops->label(src, index);
 }
 
 void stoke_sample_stage(stoke_sample *s, int stage) {

@@ -9,7 +9,8 @@
 ** A sample's cost is drawn from its own stream (seed ^ COST_SALT, epoch,
 ** index), so stoke_source_synthetic_cost() can say in advance what any
 ** sample will cost. */
-#include "internal.h"
+#include "source/source.h"
+#include "os/os.h"
 
 #include <math.h>
 #include <stdbool.h>

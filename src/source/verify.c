@@ -17,7 +17,7 @@
 ** job.mu (a leaf) guards the counters and the result; the quarantine has
 ** its own.  No lock is held across a read or a decode. */
 #define _POSIX_C_SOURCE 200809L
-#include "internal.h"
+#include "source/source.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
-/* hist.c — log-bucket duration histograms (see internal.h for the layout).
+/* hist.c — log-bucket duration histograms (the layout: stats/stats.h).
 ** A value v >= 32 with top bit e lands in octave e - 4, sub-bucket given by
 ** the 5 bits below the top bit; below 32 each value has its own bucket. */
-#include "internal.h"
+#include "stats/stats.h"
 
 #include <string.h>
 

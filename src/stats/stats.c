@@ -1,7 +1,7 @@
 /* stats.c — merging per-thread counters into snapshots and the public view.
 ** Producer and consumer stats have one writer each; snapshots read them
 ** with relaxed atomics from any thread and sum them. */
-#include "internal.h"
+#include "stats/stats.h"
 
 #include <string.h>
 
@@ -127,10 +127,3 @@ void stoke__stats_publish(const stoke__stats_snap *s, stoke_stats *out) {
         (double)s->idle_steps / (double)s->gpu_idle.count;
 }
 
-const char *stoke_stage_name(int stage) {
-  static const char *const names[STOKE_STAGE_COUNT] = {
-      "read",   "decode",   "transform", "slot_wait",
-      "copy",   "python",   "gil_wait",  "collate"};
-  if (stage < 0 || stage >= STOKE_STAGE_COUNT) return "?";
-  return names[stage];
-}

@@ -8,7 +8,7 @@
 ** state one wants to look at.  With tracing off (capacity 0) nothing here
 ** runs. */
 #define _POSIX_C_SOURCE 200809L
-#include "internal.h"
+#include "stats/stats.h"
 
 #include <errno.h>
 #include <stdio.h>

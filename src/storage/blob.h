@@ -28,7 +28,7 @@
 #ifndef STOKE_STORAGE_BLOB_H
 #define STOKE_STORAGE_BLOB_H
 
-#include "internal.h"
+#include "core/core.h"
 #include "os/syscalls.h"
 
 #include <stdint.h>
@@ -247,10 +247,7 @@ int stoke__pack_writer_cut(stoke__pack_writer *w, const char **published,
 /* Bytes written to shards so far, data, indices and headers included. */
 uint64_t stoke__pack_writer_bytes(const stoke__pack_writer *w);
 
-/* ---- shared helpers (blob.c) --------------------------------------------- */
-
-/* CRC-32 (IEEE 802.3, as zlib's crc32): crc = 0 to start. */
-uint32_t stoke__crc32(uint32_t crc, const void *p, size_t n);
+/* ---- shared helpers (blob.c; CRC-32 and byte order: core/core.h) --------- */
 
 /* Expand specs into paths: each spec's brace groups first ("{a,b}",
 ** "{0000..0099}" keeping the zero padding of the wider bound, "{9..0}"
@@ -312,25 +309,6 @@ int stoke__blob_reader_reserve(stoke__blob_reader *r, size_t n);
 ** false for image formats we list but do not decode. */
 int stoke__blob_format_of_ext(const char *ext, bool *is_image,
                               bool *supported);
-
-/* Little-endian fixed-width fields of the packed format. */
-static inline uint32_t stoke__le32(const uint8_t *p) {
-  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-         (uint32_t)p[3] << 24;
-}
-static inline uint64_t stoke__le64(const uint8_t *p) {
-  return (uint64_t)stoke__le32(p) | (uint64_t)stoke__le32(p + 4) << 32;
-}
-static inline void stoke__put_le32(uint8_t *p, uint32_t v) {
-  p[0] = (uint8_t)v;
-  p[1] = (uint8_t)(v >> 8);
-  p[2] = (uint8_t)(v >> 16);
-  p[3] = (uint8_t)(v >> 24);
-}
-static inline void stoke__put_le64(uint8_t *p, uint64_t v) {
-  stoke__put_le32(p, (uint32_t)v);
-  stoke__put_le32(p + 4, (uint32_t)(v >> 32));
-}
 
 /* The packed format's layout (docs/packed-format.md). */
 #define STOKE__PACK_MAGIC "STOKEPK1"

@@ -35,7 +35,7 @@
 #ifndef STOKE_TRANSFORM_H
 #define STOKE_TRANSFORM_H
 
-#include "internal.h"
+#include "core/core.h"
 
 enum {
   STOKE__TF_CROP_NONE = 0,   /* unset: parse never yields it; plan refuses */

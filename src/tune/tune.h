@@ -1,11 +1,12 @@
 /* tune.h — the tuner's internals shared by tune.c (the grid, one point's
-** measurement, the knee), search.c (the adaptive sweep) and autotune.c
-** (the online autotuner).  src/tune/ and the tests only. */
+** measurement, the knee) and search.c (the adaptive sweep); the knee and
+** the queue model they use are src/model/'s.  src/tune/ and the tests
+** only. */
 #ifndef STOKE_TUNE_TUNE_H
 #define STOKE_TUNE_TUNE_H
 
-#include "internal.h"
-#include "knee.h"
+#include "model/knee.h"
+#include "os/os.h"
 
 /* What the adaptive search asks of the world: measure one point.  The
 ** sweep's is a loader run (tune.c); the tests give curves of their own, so

@@ -35,6 +35,7 @@
 #include "decode_fixtures.h"
 #include "fault.h"
 #include "image_fixtures.h"
+#include "pipeline/pipeline.h" /* stoke__loader_create */
 #include "source/image.h"
 #include "test_util.h"
 

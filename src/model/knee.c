@@ -16,10 +16,8 @@
 ** The doctor's advice asks the same question of the queue model: its
 ** predicted points go through the same function with the same tolerance,
 ** so "-j 1 is enough" cannot stand next to a sweep that chose -j 2 for the
-** same reason (issue 13). */
-#include "knee.h"
-#include "internal.h"
-#include "diagnose/model.h"
+** same reason. */
+#include "model/knee.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-/* autotune.c — the online autotuner's controller (docs/autotune.md).
+/* autotune_controller.c — the online autotuner's controller (docs/autotune.md).
 **
 ** DESIGN
 ** A pure function from a window of the loader's own clocks to a decision,
@@ -18,7 +18,7 @@
 **   3. the consumer's compute per step moved by 25%: the floors and
 **      ceilings are forgotten and the search starts again, both ways;
 **   4. stalled (waiting > 5% of the step): the queue model of
-**      src/diagnose/ (its closed form, from this window's per-sample wall
+**      model.c (its closed form, from this window's per-sample wall
 **      and CPU time) names the fewest workers whose batch takes at most
 **      95% of the step; capped by the CPU budget (a worker counts for the
 **      share of its time it is on a core, so waiting workers barely
@@ -31,28 +31,14 @@
 ** The two headrooms (5% to grow, 20% to shrink) keep a grow from being
 ** followed by a shrink on the same numbers; with the floors and ceilings
 ** that leaves at most one trial per direction in a steady state. */
-#include "internal.h"
-#include "diagnose/model.h"
-#include "tune/autotune.h"
+#include "model/autotune_controller.h"
+#include "model/model.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-const char *stoke_autotune_kind_name(int kind) {
-  switch (kind) {
-  case STOKE_AUTOTUNE_GROW: return "grow";
-  case STOKE_AUTOTUNE_SHRINK: return "shrink";
-  case STOKE_AUTOTUNE_DEEPER: return "deeper";
-  case STOKE_AUTOTUNE_SHALLOWER: return "shallower";
-  case STOKE_AUTOTUNE_ROLLBACK: return "rollback";
-  case STOKE_AUTOTUNE_LIMIT: return "limit";
-  case STOKE_AUTOTUNE_STEP: return "step";
-  default: return "?";
-  }
-}
-
-void stoke__at_init(stoke__at_state *st, const stoke__at_limits *lim) {
+void stoke__atc_init(stoke__atc_state *st, const stoke__atc_limits *lim) {
   memset(st, 0, sizeof *st);
   st->workers = lim->max_workers ? 1 : 0;
   st->prefetch = STOKE__MIN(2u, lim->max_prefetch ? lim->max_prefetch : 1u);
@@ -64,7 +50,7 @@ void stoke__at_init(stoke__at_state *st, const stoke__at_limits *lim) {
 }
 
 /* A model of the limits' batch and cores, no costs yet. */
-static void limits_model(const stoke__at_limits *lim, stoke_model *m) {
+static void limits_model(const stoke__atc_limits *lim, stoke_model *m) {
   memset(m, 0, sizeof *m);
   m->struct_size = sizeof *m;
   m->batch_size = lim->batch_size;
@@ -76,8 +62,8 @@ static void limits_model(const stoke__at_limits *lim, stoke_model *m) {
 ** wall time off a core, less the queueing for one: as model.c, measured
 ** where the scheduler says (t_cpu x (1 + run delay / run)), else the
 ** max(1, A / P) that A workers producing at once on P cores meet. */
-static bool window_model(const stoke__at_limits *lim,
-                         const stoke__at_window *win, stoke_model *m) {
+static bool window_model(const stoke__atc_limits *lim,
+                         const stoke__atc_window *win, stoke_model *m) {
   if (win->produced == 0 || win->busy_ns <= 0) return false;
   limits_model(lim, m);
   double td = (double)win->busy_ns / (double)win->produced;
@@ -96,18 +82,18 @@ static bool window_model(const stoke__at_limits *lim,
   return m->t_cpu_ns + m->t_io_ns > 0;
 }
 
-unsigned stoke__at_workers_needed(const stoke__at_limits *lim,
-                                  const stoke__at_window *win,
+unsigned stoke__atc_workers_needed(const stoke__atc_limits *lim,
+                                  const stoke__atc_window *win,
                                   double headroom, unsigned *cpu_cap,
                                   double *pred_wait, bool *enough) {
   stoke_model m;
   bool have = win->steps && window_model(lim, win, &m);
-  return stoke__at_workers_needed_model(
+  return stoke__atc_workers_needed_model(
       lim, have ? &m : NULL, have ? win->compute_ns / (int64_t)win->steps : 0,
       headroom, cpu_cap, pred_wait, enough);
 }
 
-unsigned stoke__at_workers_needed_model(const stoke__at_limits *lim,
+unsigned stoke__atc_workers_needed_model(const stoke__atc_limits *lim,
                                         const stoke_model *mp, int64_t tc_ns,
                                         double headroom, unsigned *cpu_cap,
                                         double *pred_wait, bool *enough) {
@@ -130,7 +116,7 @@ unsigned stoke__at_workers_needed_model(const stoke__at_limits *lim,
   unsigned best_w = 1;
   /* Past the threads started too, so that "enough" is the model's, not
   ** the thread cap's (the caller caps). */
-  for (unsigned w = 1; w <= STOKE__AT_MODEL_MAX_WORKERS; w++) {
+  for (unsigned w = 1; w <= STOKE__ATC_MODEL_MAX_WORKERS; w++) {
     int64_t tp = stoke__model_producer_batch(&m, w, k, NULL);
     if ((double)tp <= (1.0 - headroom) * tc) {
       need = w;
@@ -159,15 +145,15 @@ unsigned stoke__at_workers_needed_model(const stoke__at_limits *lim,
 }
 
 /* The window's per-sample costs into the recent average (the oldest
-** fading so that the newest window weighs about 1 / STOKE__AT_COST_WINDOWS),
+** fading so that the newest window weighs about 1 / STOKE__ATC_COST_WINDOWS),
 ** and the model of that average: what the decisions use.  false without a
 ** producer clock yet. */
-static bool smoothed_model(stoke__at_state *st, const stoke__at_limits *lim,
-                           const stoke__at_window *win, stoke_model *m) {
+static bool smoothed_model(stoke__atc_state *st, const stoke__atc_limits *lim,
+                           const stoke__atc_window *win, stoke_model *m) {
   stoke_model w;
   if (window_model(lim, win, &w)) {
     double n = (double)win->produced;
-    double cap = STOKE__AT_COST_WINDOWS * n;
+    double cap = STOKE__ATC_COST_WINDOWS * n;
     if (st->cost_n + n > cap) {
       double keep = st->cost_n > 0 ? (cap - n) / st->cost_n : 0;
       if (keep < 0) keep = 0;
@@ -187,7 +173,7 @@ static bool smoothed_model(stoke__at_state *st, const stoke__at_limits *lim,
   return m->t_d_ns > 0;
 }
 
-static void set_change(stoke__at_state *st, stoke__at_decision *out, int kind,
+static void set_change(stoke__atc_state *st, stoke__atc_decision *out, int kind,
                        unsigned w, unsigned k, int64_t step, double wait) {
   out->kind = kind;
   out->to_workers = w;
@@ -207,7 +193,7 @@ static void set_change(stoke__at_state *st, stoke__at_decision *out, int kind,
 static double ms(int64_t ns) { return (double)ns / 1e6; }
 
 /* Step 2: is the change on trial worse than what it replaced? */
-static bool trial_failed(const stoke__at_state *st, int64_t step,
+static bool trial_failed(const stoke__atc_state *st, int64_t step,
                          double wait) {
   double before = (double)st->before_step_ns;
   switch (st->pending) {
@@ -221,13 +207,13 @@ static bool trial_failed(const stoke__at_state *st, int64_t step,
     ** or slots cannot slow the consumer's own compute (they free cores),
     ** so only the waiting they add counts: a step that changed meanwhile
     ** is not mistaken for their cost. */
-    return wait > STOKE__AT_SHRINK_WAIT ||
+    return wait > STOKE__ATC_SHRINK_WAIT ||
            (double)step * wait >
-               before * st->before_wait + STOKE__AT_SHRINK_SLOWER * before;
+               before * st->before_wait + STOKE__ATC_SHRINK_SLOWER * before;
   }
 }
 
-static void rollback(stoke__at_state *st, stoke__at_decision *out,
+static void rollback(stoke__atc_state *st, stoke__atc_decision *out,
                      int64_t step, double wait) {
   int was = st->pending;
   unsigned tried_w = st->workers, tried_k = st->prefetch;
@@ -254,8 +240,8 @@ static void rollback(stoke__at_state *st, stoke__at_decision *out,
            ms(step), 100 * before_wait, 100 * wait);
 }
 
-void stoke__at_decide(stoke__at_state *st, const stoke__at_limits *lim,
-                      const stoke__at_window *win, stoke__at_decision *out) {
+void stoke__atc_decide(stoke__atc_state *st, const stoke__atc_limits *lim,
+                      const stoke__atc_window *win, stoke__atc_decision *out) {
   memset(out, 0, sizeof *out);
   out->wait_predicted = -1;
   out->from_workers = out->to_workers = st->workers;
@@ -284,8 +270,8 @@ void stoke__at_decide(stoke__at_state *st, const stoke__at_limits *lim,
   int moved = 0;
   if (st->ref_compute_ns > 0) {
     double r = (double)tc / (double)st->ref_compute_ns;
-    moved = r > 1 + STOKE__AT_STEP_CHANGE ? 1
-            : r < 1 - STOKE__AT_STEP_CHANGE ? -1
+    moved = r > 1 + STOKE__ATC_STEP_CHANGE ? 1
+            : r < 1 - STOKE__ATC_STEP_CHANGE ? -1
                                             : 0;
   }
   bool step_moved = moved != 0 && moved == st->step_suspect;
@@ -335,17 +321,17 @@ void stoke__at_decide(stoke__at_state *st, const stoke__at_limits *lim,
                        : 0.0;
   unsigned w = st->workers, k = st->prefetch;
 
-  if (wait > STOKE__AT_STALL) {
+  if (wait > STOKE__ATC_STALL) {
     /* 4. Stalled. */
     bool enough;
-    unsigned need = stoke__at_workers_needed_model(
-        lim, have_model ? &m : NULL, tc, STOKE__AT_GROW_HEADROOM, &cpu_cap,
+    unsigned need = stoke__atc_workers_needed_model(
+        lim, have_model ? &m : NULL, tc, STOKE__ATC_GROW_HEADROOM, &cpu_cap,
         &pred, &enough);
     unsigned top = STOKE__MIN(lim->max_workers, cpu_cap);
     if (st->ceil_workers) top = STOKE__MIN(top, st->ceil_workers);
     if (!need) need = 2 * w; /* no producer clock yet: double */
     unsigned target = STOKE__MIN(need, top);
-    target = STOKE__MIN(target, w * STOKE__AT_MAX_GROW_FACTOR);
+    target = STOKE__MIN(target, w * STOKE__ATC_MAX_GROW_FACTOR);
     if (target > w) {
       out->wait_predicted = pred;
       set_change(st, out, STOKE_AUTOTUNE_GROW, target, k, step, wait);
@@ -401,11 +387,11 @@ void stoke__at_decide(stoke__at_state *st, const stoke__at_limits *lim,
     return;
   }
 
-  if (wait >= STOKE__AT_QUIET) return; /* between the two: keep */
+  if (wait >= STOKE__ATC_QUIET) return; /* between the two: keep */
   /* 5. Quiet: try less. */
   bool enough;
-  unsigned need = stoke__at_workers_needed_model(
-      lim, have_model ? &m : NULL, tc, STOKE__AT_SHRINK_HEADROOM, &cpu_cap,
+  unsigned need = stoke__atc_workers_needed_model(
+      lim, have_model ? &m : NULL, tc, STOKE__ATC_SHRINK_HEADROOM, &cpu_cap,
       &pred, &enough);
   unsigned lo = STOKE__MAX(need, st->floor_workers);
   if (need && enough && lo < w) {
@@ -414,11 +400,11 @@ void stoke__at_decide(stoke__at_state *st, const stoke__at_limits *lim,
     snprintf(out->reason, sizeof out->reason,
              "waiting %.0f%%: %u workers make a batch with %.0f%% to spare "
              "(a sample %.2f ms, the step computes %.1f ms)",
-             100 * wait, lo, 100 * STOKE__AT_SHRINK_HEADROOM,
+             100 * wait, lo, 100 * STOKE__ATC_SHRINK_HEADROOM,
              have_model ? ms(m.t_d_ns) : 0.0, ms(tc));
     return;
   }
-  if (k > st->floor_prefetch && k > 1 && empty < STOKE__AT_QUIET) {
+  if (k > st->floor_prefetch && k > 1 && empty < STOKE__ATC_QUIET) {
     set_change(st, out, STOKE_AUTOTUNE_SHALLOWER, w, k - 1, step, wait);
     snprintf(out->reason, sizeof out->reason,
              "waiting %.0f%%, the queue empty at %.0f%% of steps: one batch "

@@ -46,10 +46,9 @@
 ** window).  A prediction shares the cores with it at every W: the CPU part
 ** of a sample stretches by (busy workers + others) / P, so a what-if for 4
 ** workers made from a 2-worker run on a loaded machine is not predicted as
-** if the 2 cores were theirs alone (issue 13: spin samples at W >= 4 ran
-** ~20% slower than predicted on the shared 2-core VM). */
-#include "internal.h"
-#include "model.h"
+** if the 2 cores were theirs alone (spin samples at W >= 4 ran ~20% slower
+** than predicted that way on a shared 2-core VM). */
+#include "model/model.h"
 
 #include <math.h>
 #include <string.h>
@@ -622,7 +621,7 @@ static double worker_cpu_demand(const stoke_model *m, unsigned workers,
 /* The consumer's step at W and K: its own time, plus its wait for a core
 ** scaled from the run's (consumer_delay_ns at m's W and K) by the workers'
 ** CPU demand.  A step measured while W spinning workers held the cores
-** is not predicted for 0 or 1 workers as it was measured (issue 13). */
+** is not predicted for 0 or 1 workers as it was measured. */
 static int64_t consumer_step(const stoke_model *m, unsigned workers,
                              unsigned prefetch) {
   if (m->consumer_delay_ns <= 0) return m->t_c_ns;

@@ -1,0 +1,72 @@
+/* os.h — what stoke asks of the operating system (src/os/): clocks,
+** sleeping and spinning, memory advice, named threads, scheduler
+** statistics, and the table of system calls (os/syscalls.h) that file
+** access and thread starts go through.  Only src/os/ is OS-specific.
+** Nothing here is API. */
+#ifndef STOKE_OS_OS_H
+#define STOKE_OS_OS_H
+
+#include "core/core.h"
+
+/* ---- clocks and memory (clock.c, memory.c) ------------------------------- */
+
+int64_t stoke__now_ns(void);        /* CLOCK_MONOTONIC */
+int64_t stoke__thread_cpu_ns(void); /* CLOCK_THREAD_CPUTIME_ID */
+/* Sleep ns (restarting after signals). */
+void stoke__sleep_ns(int64_t ns);
+/* Burn ns of this thread's CPU time (not wall time: on a busy machine the
+** call takes longer, as real CPU-bound work would). */
+void stoke__spin_cpu_ns(int64_t ns);
+unsigned stoke__online_cpus(void);
+/* Drop the whole pages of a read-only file mapping inside [p, p + n) from
+** the resident set (memory.c). */
+void stoke__drop_pages(const void *p, size_t n);
+/* Advise transparent huge pages for the 2 MiB pages inside [p, p + n) of
+** anonymous memory (memory.c); advice only. */
+void stoke__advise_huge(void *p, size_t n);
+/* Gives the whole pages inside [p, p + n) back to the OS (private memory:
+** they read as zeros when touched again); the bytes released. */
+uint64_t stoke__release_pages(void *p, size_t n);
+
+/* ---- threads (thread.c) -------------------------------------------------- */
+
+/* The table of system calls that file access and thread starts go through
+** (os/syscalls.h); NULL wherever one is taken means the real calls. */
+typedef struct stoke__sys stoke__sys;
+
+typedef struct stoke__thread stoke__thread; /* wraps pthread_t */
+/* Start fn(arg) on a thread named `name` (at most 15 chars) with an explicit
+** stack size, through sys's thread_create (NULL: pthread_create); the
+** thread's timer slack is set to 1 us so that sleeps and condition waits
+** wake on time.  Returns 0, STOKE_ENOMEM or STOKE_ETHREAD. */
+int stoke__thread_start(stoke__thread **out, const stoke_allocator *a,
+                        const stoke__sys *sys, const char *name,
+                        void *(*fn)(void *), void *arg);
+void stoke__thread_join(stoke__thread *t, const stoke_allocator *a);
+/* Puts the calling thread under SCHED_BATCH (its nice value kept): threads
+** it wakes are not preempted by it on wake-up.  0, or the errno. */
+int stoke__thread_sched_batch(void);
+
+/* ---- scheduler statistics (schedstat.c) ---------------------------------- */
+
+/* Sum the run time and the run delay (runnable, not running) of this
+** process's threads whose name starts with prefix.  Returns the threads
+** found, or -1 where the OS does not say (then both are 0). */
+int stoke__schedstat_threads(const char *prefix, int64_t *run_ns,
+                             int64_t *delay_ns);
+
+typedef struct stoke__sched_thread {
+  long tid;
+  int64_t run_ns, delay_ns; /* since the thread started */
+} stoke__sched_thread;
+
+/* Those threads one by one (at most cap); the count, or -1. */
+int stoke__schedstat_list(const char *prefix, stoke__sched_thread *out,
+                          size_t cap);
+/* Over a window from base to now: the threads that ran in it (their run
+** time grew) and their run time and run delay in it. */
+int stoke__schedstat_window(const stoke__sched_thread *base, size_t n_base,
+                            const stoke__sched_thread *now, size_t n_now,
+                            int64_t *run_ns, int64_t *delay_ns);
+
+#endif /* STOKE_OS_OS_H */
