@@ -2029,6 +2029,32 @@ STOKE_API int stoke_tune_sweep(const stoke_tune_config *cfg,
 STOKE_API unsigned stoke_tune_prefetch_factor(unsigned n_workers,
                                               unsigned prefetch);
 
+/* ------------------------------------------------------------------------ */
+/* A simulated consumer: the training step of a measurement (since 0.4)      */
+
+/* What a simulated step does with its time. */
+typedef enum stoke_step_kind {
+  STOKE_STEP_NONE = 0,  /* nothing: the step takes no time */
+  STOKE_STEP_SLEEP = 1, /* idle for the time (a GPU-like step that leaves
+                           the CPU to the workers) */
+  STOKE_STEP_SPIN = 2   /* burn the time on the calling thread's CPU clock,
+                           so on an oversubscribed machine the step costs
+                           that much work, not that much wall time */
+} stoke_step_kind;
+
+/* Spend ns as a step of the given kind on the calling thread (what the
+** tool's --compute sleep:D / spin:D and Python's stoke.tune(step="...") do
+** between next() and release).  ns <= 0 returns at once.  0, or
+** STOKE_EINVAL for an unknown kind.  Thread-safety: any thread.  Since
+** 0.4. */
+STOKE_API int stoke_step_simulate(int kind, int64_t ns);
+
+/* The calling thread's run delay so far: nanoseconds it was runnable but
+** not running (Linux schedstat), e.g. while workers oversubscribed the
+** cores.  0 with *ns set, or STOKE_ENOTSUP where the kernel does not say
+** (*ns = -1).  Thread-safety: any thread.  Since 0.4. */
+STOKE_API int stoke_thread_run_delay(int64_t *ns);
+
 #ifdef __cplusplus
 }
 #endif

@@ -4,8 +4,8 @@
 ** escaped, no script and no external reference, so it renders the same in a
 ** browser, an image viewer or a notebook and parses as XML.  Layout is in
 ** fixed user units (a 760 x 460 viewBox) and scales with the viewer. */
-#include "svg.h"
-#include "report_chart.h" /* rc_escape, rc_text */
+#include "tune_chart.h"
+#include "chart.h" /* rc_escape, rc_text */
 
 #include <math.h>
 #include <stdlib.h>

@@ -5,7 +5,7 @@
 ** outside itself: no script, no stylesheet, no font, no id, so several
 ** charts can share one page.  Values that are not finite or are negative
 ** count as 0. */
-#include "report_chart.h"
+#include "chart.h"
 
 #include <math.h>
 #include <string.h>

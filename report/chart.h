@@ -6,8 +6,8 @@
 ** colour-blind-safe palette, escapes every string it writes and treats a
 ** negative, NaN or infinite value as 0 (absent), so that bad input draws an
 ** empty bar rather than a broken document. */
-#ifndef STOKE_CLI_REPORT_CHART_H
-#define STOKE_CLI_REPORT_CHART_H
+#ifndef STOKE_REPORT_CHART_H
+#define STOKE_REPORT_CHART_H
 
 #include <stddef.h>
 #include <stdio.h>
@@ -80,4 +80,4 @@ typedef struct rc_hist {
 
 int rc_write_hist(FILE *f, const rc_hist *c);
 
-#endif /* STOKE_CLI_REPORT_CHART_H */
+#endif /* STOKE_REPORT_CHART_H */

@@ -6,13 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
+#include "report.h"
 
-void cli_uint_list_add(cli_uint_list *l, unsigned x) {
+void report_uint_list_add(report_uint_list *l, unsigned x) {
   for (size_t i = 0; i < l->n; i++)
     if (l->v[i] == x)
       return;
-  if (l->n < CLI_MAX_WHATIF)
+  if (l->n < REPORT_MAX_WHATIF)
     l->v[l->n++] = x;
 }
 
@@ -21,30 +21,30 @@ static int cmp_uint(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-void cli_uint_list_sort(cli_uint_list *l) {
-  cli_uint_list u = {{0}, 0};
+void report_uint_list_sort(report_uint_list *l) {
+  report_uint_list u = {{0}, 0};
   for (size_t i = 0; i < l->n; i++)
-    cli_uint_list_add(&u, l->v[i]);
+    report_uint_list_add(&u, l->v[i]);
   qsort(u.v, u.n, sizeof(unsigned), cmp_uint);
   *l = u;
 }
 
-void cli_profile_grid(cli_profile *pr, const stoke_config *eff,
+void report_profile_grid(report_profile *pr, const stoke_config *eff,
                       int default_ws, int default_ks) {
   if (default_ws) {
     static const unsigned dw[] = {0, 1, 2, 4, 8, 16, 32};
     for (size_t i = 0; i < sizeof(dw) / sizeof(dw[0]); i++)
-      cli_uint_list_add(&pr->ws, dw[i]);
-    cli_uint_list_add(&pr->ws, eff->n_workers);
+      report_uint_list_add(&pr->ws, dw[i]);
+    report_uint_list_add(&pr->ws, eff->n_workers);
   }
   if (default_ks) {
     static const unsigned dk[] = {1, 2, 4, 8};
     for (size_t i = 0; i < sizeof(dk) / sizeof(dk[0]); i++)
-      cli_uint_list_add(&pr->ks, dk[i]);
-    cli_uint_list_add(&pr->ks, eff->prefetch);
+      report_uint_list_add(&pr->ks, dk[i]);
+    report_uint_list_add(&pr->ks, eff->prefetch);
   }
-  cli_uint_list_sort(&pr->ws);
-  cli_uint_list_sort(&pr->ks);
+  report_uint_list_sort(&pr->ws);
+  report_uint_list_sort(&pr->ks);
 }
 
 /* ---- the analysis -------------------------------------------------------- */
@@ -55,7 +55,7 @@ static double ms(int64_t ns) { return (double)ns / 1e6; }
 /* N epochs at the measured configuration: the measured epochs' mean, with
 ** their spread as the error bar (at least 5%); fallback_ns when no epoch
 ** was measured. */
-cJSON *cli_deadline_row_json(unsigned w, unsigned k, const stoke_deadline *d) {
+cJSON *report_deadline_row_json(unsigned w, unsigned k, const stoke_deadline *d) {
   cJSON *e = cJSON_CreateObject();
   if (!e)
     return NULL;
@@ -71,7 +71,7 @@ cJSON *cli_deadline_row_json(unsigned w, unsigned k, const stoke_deadline *d) {
   return e;
 }
 
-int cli_deadline_measured(const cli_run_result *res, unsigned epochs,
+int report_deadline_measured(const report_result *res, unsigned epochs,
                           int64_t deadline_ns, int64_t fallback_ns,
                           stoke_deadline *out) {
   double lo = 0, hi = 0;
@@ -99,8 +99,8 @@ int cli_deadline_measured(const cli_run_result *res, unsigned epochs,
 /* --train-epochs N --deadline DUR: N epochs at this configuration (the
 ** measured epochs) and at the model's knee (its prediction, with the
 ** what-if error of the truth grid, STOKE_WHATIF_ERROR_P90). */
-static int deadline(const cli_run_result *res, cli_profile *pr) {
-  int rc = cli_deadline_measured(res, pr->train_epochs, pr->deadline_ns,
+static int deadline(const report_result *res, report_profile *pr) {
+  int rc = report_deadline_measured(res, pr->train_epochs, pr->deadline_ns,
                                  pr->now.epoch_ns, &pr->now_fit);
   if (rc < 0)
     return rc;
@@ -121,9 +121,9 @@ static int deadline(const cli_run_result *res, cli_profile *pr) {
                               STOKE_WHATIF_ERROR_P90, &pr->knee_fit);
 }
 
-int cli_profile_analyse(const cli_run_spec *spec, cli_run_result *res,
+int report_profile_analyse(const report_spec *spec, report_result *res,
                         unsigned cores, double consumer_cpu,
-                        cli_profile *pr) {
+                        report_profile *pr) {
   const stoke_stats *st = &res->stats;
   int rc = stoke_model_init(&pr->model, st, &res->eff, cores);
   if (rc < 0)
@@ -132,7 +132,7 @@ int cli_profile_analyse(const cli_run_spec *spec, cli_run_result *res,
   ** that measured its own step's CPU says so. */
   pr->model.consumer_cpu =
       consumer_cpu >= 0 ? consumer_cpu
-                        : spec->compute_kind == CLI_COMPUTE_SPIN ? 1.0 : 0.0;
+                        : spec->compute_kind == REPORT_COMPUTE_SPIN ? 1.0 : 0.0;
   /* The loader is gone: its workers' queueing for a core, measured while
   ** they lived, comes from the run's model. */
   if (res->model.run_delay_frac >= 0) {
@@ -202,13 +202,13 @@ static const char *span(char *buf, size_t n, double ns) {
   return buf;
 }
 
-void cli_print_deadline_head(FILE *f, unsigned epochs, int64_t deadline_ns) {
+void report_print_deadline_head(FILE *f, unsigned epochs, int64_t deadline_ns) {
   char win[32];
   fprintf(f, "\ndeadline: %u epochs in %s\n", epochs,
           span(win, sizeof win, (double)deadline_ns));
 }
 
-void cli_print_deadline_row(FILE *f, const char *what, unsigned w, unsigned k,
+void report_print_deadline_row(FILE *f, const char *what, unsigned w, unsigned k,
                             unsigned epochs, const stoke_deadline *d,
                             const char *basis) {
   char a[32], b[32], c[32], e[32];
@@ -221,10 +221,10 @@ void cli_print_deadline_row(FILE *f, const char *what, unsigned w, unsigned k,
           stoke_deadline_verdict_name(d->verdict), d->epochs_in_window);
 }
 
-static void print_deadline(FILE *f, const cli_profile *pr) {
+static void print_deadline(FILE *f, const report_profile *pr) {
   if (!pr->train_epochs)
     return;
-  cli_print_deadline_head(f, pr->train_epochs, pr->deadline_ns);
+  report_print_deadline_head(f, pr->train_epochs, pr->deadline_ns);
   const struct {
     const char *what;
     const stoke_deadline *d;
@@ -236,12 +236,12 @@ static void print_deadline(FILE *f, const cli_profile *pr) {
       {"knee", &pr->knee_fit, pr->knee_workers, pr->knee_prefetch,
        "the model's what-if"}};
   for (size_t i = 0; i < 2; i++)
-    cli_print_deadline_row(f, rows[i].what, rows[i].w, rows[i].k,
+    report_print_deadline_row(f, rows[i].what, rows[i].w, rows[i].k,
                            pr->train_epochs, rows[i].d, rows[i].basis);
 }
 
-void cli_print_profile(FILE *f, const cli_run_result *res,
-                       const cli_profile *pr) {
+void report_print_profile(FILE *f, const report_result *res,
+                       const report_profile *pr) {
   const stoke_model *m = &pr->model;
   const stoke_diagnosis *d = &res->diag;
   double cpu_pct = m->t_d_ns ? 100.0 * (double)m->t_cpu_ns /
@@ -369,7 +369,7 @@ static const char *advice_kind_name(int kind) {
   return "?";
 }
 
-cJSON *cli_verdict_json(const stoke_diagnosis *d) {
+cJSON *report_verdict_json(const stoke_diagnosis *d) {
   cJSON *o = cJSON_CreateObject();
   if (!o) return NULL;
   cJSON_AddStringToObject(o, "verdict", stoke_verdict_name(d->verdict));
@@ -383,10 +383,10 @@ cJSON *cli_verdict_json(const stoke_diagnosis *d) {
   return o;
 }
 
-cJSON *cli_diagnosis_json(const cli_run_result *res, const cli_profile *pr) {
+cJSON *report_diagnosis_json(const report_result *res, const report_profile *pr) {
   const stoke_model *m = &pr->model;
   const stoke_diagnosis *d = &res->diag;
-  cJSON *o = cli_verdict_json(d);
+  cJSON *o = report_verdict_json(d);
   if (!o)
     return NULL;
   cJSON *mo = cJSON_AddObjectToObject(o, "model");
@@ -496,7 +496,7 @@ cJSON *cli_diagnosis_json(const cli_run_result *res, const cli_profile *pr) {
       for (int i = 0; i < 2; i++)
         cJSON_AddItemToObject(
             dl, names[i],
-            cli_deadline_row_json(i ? pr->knee_workers : m->n_workers,
+            report_deadline_row_json(i ? pr->knee_workers : m->n_workers,
                                   i ? pr->knee_prefetch
                                     : m->prefetch ? m->prefetch : 1,
                                   ds[i]));

@@ -9,14 +9,14 @@
 ** bigger GPU to starve it"; seed 003's throughput and cost report). */
 #include <string.h>
 
-#include "cli.h"
+#include "report.h"
 
 /* Measured wall seconds (the measured epochs). */
-static double measured_s(const cli_run_result *res) {
+static double measured_s(const report_result *res) {
   return res->epoch_s * (double)res->n_measured;
 }
 
-void cli_print_rungs(FILE *f, const cli_run_result *res) {
+void report_print_rungs(FILE *f, const report_result *res) {
   const stoke_stats *st = &res->stats;
   double wall = measured_s(res);
   if (st->echo > 1 && wall > 0)
@@ -49,7 +49,7 @@ void cli_print_rungs(FILE *f, const cli_run_result *res) {
   }
 }
 
-cJSON *cli_cost_json(const cli_run_result *res) {
+cJSON *report_cost_json(const report_result *res) {
   const stoke_stats *st = &res->stats;
   cJSON *o = cJSON_CreateObject();
   if (!o) return NULL;
@@ -77,7 +77,7 @@ cJSON *cli_cost_json(const cli_run_result *res) {
   return o;
 }
 
-void cli_rungs_json(cJSON *o, const cli_run_result *res) {
+void report_rungs_json(cJSON *o, const report_result *res) {
   const stoke_stats *st = &res->stats;
   double wall = measured_s(res);
   cJSON_AddNumberToObject(o, "echo", st->echo ? st->echo : 1);
@@ -99,5 +99,5 @@ void cli_rungs_json(cJSON *o, const cli_run_result *res) {
     cJSON_AddNumberToObject(c, "bytes", (double)st->cache_bytes);
     cJSON_AddNumberToObject(c, "ram_hits", (double)st->ram_cache_hits);
   }
-  cJSON_AddItemToObject(o, "cost", cli_cost_json(res));
+  cJSON_AddItemToObject(o, "cost", report_cost_json(res));
 }
