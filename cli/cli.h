@@ -53,6 +53,11 @@ extern const char cmd_inspect_usage[];
 extern const char cmd_profile_usage[];
 extern const char cmd_report_usage[];
 
+/* ---- the tool's words (advice_words.c) ---------------------------------- */
+
+/* The settings an advice or a deadline row names, as the tool's flags. */
+extern const stoke_advice_words cli_advice_words;
+
 /* ---- messages ----------------------------------------------------------- */
 
 /* "stoke: <message>\n" on stderr. */

@@ -227,72 +227,45 @@ cJSON *report_failures_json(const report_spec *spec, const report_result *res);
 /* {resumed_from: {epoch, batch}, batches, stopped, state: {...}}. */
 cJSON *report_resume_json(const report_spec *spec, const report_result *res);
 
-/* ---- the profile's analysis (profile.c) ---------------------------------- */
+/* ---- the profile (profile.c) ---------------------------------------------- */
 
-#define REPORT_MAX_WHATIF 16
+/* The analysis is libstoke's (stoke_profile_analyse); these give it a
+** report_result and tell it.  Where the text or the JSON names a setting
+** (the advice, the deadline's rows), words say how (NULL: the library's
+** own, the stoke_config fields). */
 
-typedef struct report_uint_list {
-  unsigned v[REPORT_MAX_WHATIF];
-  size_t n;
-} report_uint_list;
-
-/* Add x unless present (at most REPORT_MAX_WHATIF); sort without duplicates. */
-void report_uint_list_add(report_uint_list *l, unsigned x);
-void report_uint_list_sort(report_uint_list *l);
-
-typedef struct report_profile {
-  stoke_model model;
-  stoke_prediction now; /* the model's view of this run */
-  int64_t measured_step_ns;
-  int64_t consumer_delay_ns; /* per step: runnable, not running */
-  double measured_epoch_ns;
-  double step_error, epoch_error;
-  report_uint_list ws, ks; /* the what-if grid: set before the analysis */
-  stoke_prediction what_if[REPORT_MAX_WHATIF][REPORT_MAX_WHATIF];
-  stoke_advice advice[STOKE_MAX_ADVICE];
-  size_t n_advice;
-  /* --train-epochs N --deadline DUR (0: not asked): does N epochs fit, at
-  ** this configuration and at the model's knee? */
-  unsigned train_epochs;
-  int64_t deadline_ns;
-  stoke_deadline now_fit, knee_fit;
-  unsigned knee_workers, knee_prefetch;
-} report_profile;
-
-/* The what-if grid: with default_ws, workers 0, 1, 2, 4, 8, 16, 32 and the
-** run's (default_ks: prefetch 1, 2, 4, 8 and the run's), added to what pr
-** holds; then sorted. */
-void report_profile_grid(report_profile *pr, const stoke_config *eff,
-                      int default_ws, int default_ks);
-/* The deadline's pieces, shared with the Python module (a TwoClock has
-** measured epochs but no model): N epochs at the measured configuration,
-** from the measured epochs' mean with their spread as the error bar (at
-** least 5%; fallback_ns when no epoch was measured); the report's heading
-** and one row; one row as JSON. */
+/* N epochs at the measured configuration (stoke_deadline_measured over
+** res's epochs; fallback_ns when none was measured).  Shared with the
+** Python module's TwoClock, which has epochs but no model. */
 int report_deadline_measured(const report_result *res, unsigned epochs,
-                          int64_t deadline_ns, int64_t fallback_ns,
-                          stoke_deadline *out);
+                             int64_t deadline_ns, int64_t fallback_ns,
+                             stoke_deadline *out);
+/* The deadline's heading, one row of it ("now  -j 2 --prefetch 2: ..."),
+** and one row as JSON. */
 void report_print_deadline_head(FILE *f, unsigned epochs, int64_t deadline_ns);
-void report_print_deadline_row(FILE *f, const char *what, unsigned w, unsigned k,
-                            unsigned epochs, const stoke_deadline *d,
-                            const char *basis);
+void report_print_deadline_row(FILE *f, const stoke_advice_words *words,
+                               const char *what, unsigned w, unsigned k,
+                               unsigned epochs, const stoke_deadline *d,
+                               const char *basis);
 cJSON *report_deadline_row_json(unsigned w, unsigned k, const stoke_deadline *d);
-/* Model res (which must have measured steps), predict it, fill the what-if
-** table over pr->ws x pr->ks, and the advice; res->diag becomes the
-** model's verdict.  consumer_cpu: cores the consumer's step burns, or < 0
-** to take it from spec's step (spin: 1, else 0).  cores 0: online CPUs.
-** Returns 0 or a STOKE_E* code. */
+/* Analyse res (which must have measured steps) into pr, whose grid and
+** deadline the caller set; res->diag becomes the model's verdict.
+** consumer_cpu: cores the consumer's step burns, or < 0 to take it from
+** spec's step (spin: 1, else 0).  cores 0: online CPUs.  Returns 0 or a
+** STOKE_E* code. */
 int report_profile_analyse(const report_spec *spec, report_result *res,
-                        unsigned cores, double consumer_cpu, report_profile *pr);
+                           unsigned cores, double consumer_cpu,
+                           stoke_profile *pr);
 /* The verdict's numbers, the model, the what-if table and the advice. */
-void report_print_profile(FILE *f, const report_result *res,
-                       const report_profile *pr);
+void report_print_profile(FILE *f, const stoke_advice_words *words,
+                          const report_result *res, const stoke_profile *pr);
 /* The verdict's part of a diagnosis object: verdict, reason, the ratios and
 ** the thresholds they were read against. */
 cJSON *report_verdict_json(const stoke_diagnosis *d);
 /* The same as the "diagnosis" object of profile's JSON. */
-cJSON *report_diagnosis_json(const report_result *res, const report_profile *pr);
-
+cJSON *report_diagnosis_json(const stoke_advice_words *words,
+                             const report_result *res,
+                             const stoke_profile *pr);
 
 /* ---- tune's JSON (tune_json.c) ------------------------------------------- */
 

@@ -19,19 +19,12 @@ void report_result_free(report_result *res) {
 }
 
 void report_result_measure(report_result *res) {
-  int64_t wall = 0;
-  uint64_t samples = 0;
-  res->n_measured = 0;
-  for (size_t i = 0; i < res->n_epochs; i++) {
-    if (res->epochs[i].warmup)
-      continue;
-    res->n_measured++;
-    wall += res->epochs[i].wall_ns;
-    samples += res->epochs[i].samples;
-  }
-  res->epoch_s =
-      res->n_measured ? (double)wall / 1e9 / (double)res->n_measured : 0;
-  res->samples_per_s = wall > 0 ? (double)samples / ((double)wall / 1e9) : 0;
+  stoke_epoch_summary sum;
+  if (stoke_epochs_summarize(res->epochs, res->n_epochs, &sum) != 0)
+    memset(&sum, 0, sizeof sum);
+  res->n_measured = sum.n_measured;
+  res->epoch_s = sum.epoch_s;
+  res->samples_per_s = sum.samples_per_s;
 }
 
 int report_result_collect(stoke_loader *l, report_result *res) {

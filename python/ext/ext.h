@@ -175,6 +175,19 @@ PyObject *sk_loader_save_json(sk_Loader *self, PyObject *args, PyObject *kw);
 /* `stoke report` on JSON files: _stoke.render_report([paths], out). */
 PyObject *sk_render_report(PyObject *mod, PyObject *args);
 
+/* ---- words.c -------------------------------------------------------------- */
+
+/* stoke.Loader's and stoke.DataLoader's keyword arguments, where the tool
+** writes flags. */
+extern const stoke_advice_words sk_loader_words, sk_dataloader_words;
+/* "loader" (or NULL) or "dataloader"; -1 with ValueError otherwise. */
+int sk_words_of(const char *name, const stoke_advice_words **out);
+extern PyTypeObject sk_AdviceType;
+int sk_advice_type_ready(void);
+/* Make each entry of diag["advice"] an Advice keeping a[i] and b[i]. */
+int sk_advice_wrap(PyObject *diag, const stoke_advice *a,
+                   const stoke_advice_basis *b, size_t n);
+
 /* ---- twoclock.c ----------------------------------------------------------- */
 
 typedef struct sk_TwoClock {

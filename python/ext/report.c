@@ -131,11 +131,12 @@ typedef struct analysis_args {
   PyObject *ccpu;
   unsigned train_epochs;
   int64_t deadline_ns;
+  const stoke_advice_words *words; /* words=: "loader" or "dataloader" */
 } analysis_args;
 
 /* The profile's analysis of the run (NULL when there are no measured
 ** steps: then *why says so). */
-static report_profile *analyse(sk_Loader *self, sk_run *r,
+static stoke_profile *analyse(sk_Loader *self, sk_run *r,
                             const analysis_args *a, double *used_cpu) {
   PyObject *consumer_cpu = a->ccpu;
   if (!r->res.stats.steps) return NULL;
@@ -147,12 +148,12 @@ static report_profile *analyse(sk_Loader *self, sk_run *r,
     ccpu = measured_consumer_cpu(self, &r->res.stats);
   }
   *used_cpu = ccpu;
-  report_profile *pr = PyMem_Calloc(1, sizeof *pr);
+  stoke_profile *pr = PyMem_Calloc(1, sizeof *pr);
   if (!pr) {
     PyErr_NoMemory();
     return NULL;
   }
-  report_profile_grid(pr, &r->res.eff, 1, 1);
+  stoke_profile_grid(pr, &r->res.eff, 1, 1);
   pr->train_epochs = a->train_epochs;
   pr->deadline_ns = a->deadline_ns;
   int rc = report_profile_analyse(&r->spec, &r->res, a->cores, ccpu, pr);
@@ -213,20 +214,27 @@ static int parse_deadline(PyObject *o, int64_t *ns) {
 
 static int parse_analysis_args(PyObject *args, PyObject *kw, analysis_args *a,
                                PyObject **path) {
-  static char *with_path[] = {"path", "cores", "consumer_cpu",
-                              "train_epochs", "deadline", NULL};
+  static char *with_path[] = {"path",  "cores",    "consumer_cpu",
+                              "train_epochs", "deadline", "words", NULL};
   static char *without[] = {"cores", "consumer_cpu", "train_epochs",
-                            "deadline", NULL};
+                            "deadline", "words", NULL};
   PyObject *deadline = Py_None;
+  const char *words = NULL;
   memset(a, 0, sizeof *a);
   a->ccpu = Py_None;
   int ok = path ? PyArg_ParseTupleAndKeywords(
-                      args, kw, "O&|IO$IO", with_path, PyUnicode_FSConverter,
-                      path, &a->cores, &a->ccpu, &a->train_epochs, &deadline)
-                : PyArg_ParseTupleAndKeywords(args, kw, "|IO$IO", without,
+                      args, kw, "O&|IO$IOz", with_path, PyUnicode_FSConverter,
+                      path, &a->cores, &a->ccpu, &a->train_epochs, &deadline,
+                      &words)
+                : PyArg_ParseTupleAndKeywords(args, kw, "|IO$IOz", without,
                                               &a->cores, &a->ccpu,
-                                              &a->train_epochs, &deadline);
+                                              &a->train_epochs, &deadline,
+                                              &words);
   if (!ok) return -1;
+  if (sk_words_of(words, &a->words) < 0) {
+    if (path) Py_CLEAR(*path);
+    return -1;
+  }
   if (parse_deadline(deadline, &a->deadline_ns) == 0 &&
       !a->train_epochs == !a->deadline_ns)
     return 0;
@@ -237,16 +245,21 @@ static int parse_analysis_args(PyObject *args, PyObject *kw, analysis_args *a,
   return -1;
 }
 
-/* The "diagnosis" object, or a short one when nothing was measured. */
-static cJSON *diagnosis(sk_Loader *self, sk_run *r, const analysis_args *a) {
+/* The "diagnosis" object, or a short one when nothing was measured; with
+** out, the analysis too (the caller frees it with PyMem_Free). */
+static cJSON *diagnosis(sk_Loader *self, sk_run *r, const analysis_args *a,
+                        stoke_profile **out) {
   double used = 0;
-  report_profile *pr = analyse(self, r, a, &used);
+  stoke_profile *pr = analyse(self, r, a, &used);
   if (!pr && PyErr_Occurred()) return NULL;
   cJSON *d;
   if (pr) {
-    d = report_diagnosis_json(&r->res, pr);
+    d = report_diagnosis_json(a->words, &r->res, pr);
     if (d) cJSON_AddNumberToObject(d, "consumer_cpu", used);
-    PyMem_Free(pr);
+    if (out)
+      *out = pr;
+    else
+      PyMem_Free(pr);
   } else {
     d = cJSON_CreateObject();
     if (d) {
@@ -271,9 +284,15 @@ PyObject *sk_loader_diagnose(sk_Loader *self, PyObject *args, PyObject *kw) {
     run_free(&r);
     return NULL;
   }
-  cJSON *d = diagnosis(self, &r, &a);
+  stoke_profile *pr = NULL;
+  cJSON *d = diagnosis(self, &r, &a, &pr);
   run_free(&r);
-  return d ? json_of(d) : NULL;
+  PyObject *o = d ? json_of(d) : NULL;
+  /* Each advice keeps its structure, to be worded again (text_for). */
+  if (o && pr && sk_advice_wrap(o, pr->advice, pr->basis, pr->n_advice) < 0)
+    Py_CLEAR(o);
+  PyMem_Free(pr);
+  return o;
 }
 
 /* Text written by fn into a memory stream. */
@@ -293,14 +312,15 @@ static PyObject *text_of(print_fn fn, void *ctx) {
 
 typedef struct report_ctx {
   sk_run *run;
-  report_profile *pr;
+  stoke_profile *pr;
+  const stoke_advice_words *words;
 } report_ctx;
 
 static void print_loader_report(FILE *f, void *p) {
   report_ctx *c = p;
   report_print_report(f, "loader", &c->run->spec, &c->run->res);
   if (c->pr)
-    report_print_profile(f, &c->run->res, c->pr);
+    report_print_profile(f, c->words, &c->run->res, c->pr);
   else
     fprintf(f, "\nno measured steps yet: nothing to model (warm-up epochs "
                "are left out)\n");
@@ -315,7 +335,7 @@ PyObject *sk_loader_report(sk_Loader *self, PyObject *args, PyObject *kw) {
     return NULL;
   }
   double used;
-  report_ctx c = {&r, analyse(self, &r, &a, &used)};
+  report_ctx c = {&r, analyse(self, &r, &a, &used), a.words};
   PyObject *s = PyErr_Occurred() ? NULL : text_of(print_loader_report, &c);
   PyMem_Free(c.pr);
   run_free(&r);
@@ -344,7 +364,7 @@ PyObject *sk_loader_save_json(sk_Loader *self, PyObject *args, PyObject *kw) {
   sk_run r;
   PyObject *res = NULL;
   if (collect(self, &r) == 0) {
-    cJSON *d = diagnosis(self, &r, &a);
+    cJSON *d = diagnosis(self, &r, &a, NULL);
     cJSON *root = d ? report_run_json(&r.spec, &r.res) : NULL;
     if (root) {
       cJSON_AddItemToObject(root, "diagnosis", d);
@@ -514,7 +534,8 @@ PyObject *sk_twoclock_deadline(sk_TwoClock *self, PyObject *args,
       FILE *f = open_memstream(&buf, &len);
       if (f) {
         report_print_deadline_head(f, epochs, deadline_ns);
-        report_print_deadline_row(f, "now", w, k, epochs, &fit,
+        report_print_deadline_row(f, &sk_loader_words, "now", w, k, epochs,
+                                  &fit,
                                "measured epochs");
         fclose(f);
       }
