@@ -1,4 +1,4 @@
-/* svg.h — a small, self-contained SVG line chart (no dependency, no script,
+/* tune_chart.h — a small, self-contained SVG line chart (no dependency, no script,
 ** no external font or stylesheet): categories on x, a left y axis and an
 ** optional right axis in percent, solid and dashed series, one marked
 ** point.  Used by "stoke tune --svg". */
