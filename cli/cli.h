@@ -2,9 +2,11 @@
 **
 ** The tool is a thin client of include/stoke.h: it never sees the library's
 ** internals.  main.c holds the command table; each command lives in
-** cmd_<name>.c; options.c parses options and values; machine.c describes the
-** host; run.c runs a loader against a simulated consumer and reports it
-** (shared by bench and demo).
+** cmd_<name>.c; options.c parses options and values; run.c runs a loader
+** against a simulated consumer (shared by bench, profile and demo);
+** advice_words.c names the settings the advice proposes as flags.  What a
+** run is reported as (text, JSON, HTML) is the report library's
+** (report/report.h), shared with the Python module.
 **
 ** Conventions (STYLE.md section 8): messages go to stderr, lowercase, no
 ** final full stop, prefixed "stoke: "; data goes to stdout.  Exit codes are
@@ -233,7 +235,7 @@ int cli_source_create(const char *data, const stoke_image_config *image,
 
 /* "synthetic sleep:5ms (fixed) x 256 samples" or "images DIR (...)". */
 void report_fmt_source(const report_spec *spec, size_t n_samples, char *buf,
-                    size_t n);
+                       size_t n);
 
 typedef struct cli_run_args {
   report_spec spec;        /* its source is copied from src by finish */

@@ -67,7 +67,7 @@ const char *report_synth_kind_name(int kind) {
 }
 
 void report_fmt_synthetic(const stoke_synthetic_config *synth, char *buf,
-                       size_t n) {
+                          size_t n) {
   if (synth->kind == STOKE_SYNTH_TENSOR) {
     snprintf(buf, n, "tensor");
     return;
@@ -83,7 +83,7 @@ void report_fmt_synthetic(const stoke_synthetic_config *synth, char *buf,
 }
 
 void report_fmt_source(const report_spec *spec, size_t n_samples, char *buf,
-                    size_t n) {
+                       size_t n) {
   if (spec->source_label) {
     snprintf(buf, n, "%s (%zu samples)", spec->source_label, n_samples);
     return;
@@ -100,7 +100,7 @@ void report_fmt_source(const report_spec *spec, size_t n_samples, char *buf,
 }
 
 void report_fmt_cost_dist(const stoke_synthetic_config *synth, char *buf,
-                       size_t n) {
+                          size_t n) {
   switch (synth->dist) {
   case STOKE_COST_EXP:
     snprintf(buf, n, "exp");

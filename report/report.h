@@ -142,9 +142,9 @@ typedef struct report_result {
 /* Canonical text of the source ("sleep:5ms"), the cost distribution
 ** ("lognormal:0.5") and the consumer step ("sleep:12ms", "none"). */
 void report_fmt_synthetic(const stoke_synthetic_config *synth, char *buf,
-                       size_t n);
+                          size_t n);
 void report_fmt_cost_dist(const stoke_synthetic_config *synth, char *buf,
-                       size_t n);
+                          size_t n);
 void report_fmt_compute(int kind, int64_t ns, char *buf, size_t n);
 
 /* The consumer's step as the reports name it: the spec's compute_label, or
@@ -170,7 +170,7 @@ void report_result_measure(report_result *res);
 /* The headline ("stoke bench: <source>, batch ..."), the epochs, the
 ** summary and the verdict. */
 void report_print_report(FILE *f, const char *cmd, const report_spec *spec,
-                      const report_result *res);
+                         const report_result *res);
 
 /* Human report: the per-epoch table, the steady state and the verdict. */
 void report_print_epochs(FILE *f, const report_result *res);
@@ -182,7 +182,7 @@ void report_print_autotune(FILE *f, const report_result *res);
 ** overlap. */
 void report_print_device(FILE *f, const report_result *res);
 void report_print_verdict(FILE *f, const char *indent,
-                       const stoke_diagnosis *diag);
+                          const stoke_diagnosis *diag);
 
 /* JSON parts of a report; each returns a new object (NULL on OOM). */
 cJSON *report_config_json(const report_spec *spec, const report_result *res);
@@ -273,13 +273,13 @@ cJSON *report_diagnosis_json(const stoke_advice_words *words,
 ** DataLoader arguments, as `stoke tune --json` writes them. */
 cJSON *report_tune_point_json(const stoke_tune_point *p);
 cJSON *report_tune_knee_json(const stoke_tune_point *pts,
-                          const stoke_tune_knee *k, int batch_swept);
+                             const stoke_tune_knee *k, int batch_swept);
 
 
 /* The knee as the tool's flags ("-j 4 --prefetch 2", with "-b N" when the
 ** batch size was swept) and as a PyTorch DataLoader(...) call. */
 void report_tune_flags(char *buf, size_t n, const stoke_tune_point *k,
-                    int batch_swept);
+                       int batch_swept);
 void report_tune_pytorch(char *buf, size_t n, const stoke_tune_point *k);
 
 /* ---- JSON documents (json.c) ---------------------------------------------- */

@@ -6,7 +6,7 @@
 #include "report.h"
 
 void report_print_report(FILE *f, const char *cmd, const report_spec *spec,
-                      const report_result *res) {
+                         const report_result *res) {
   char src[1200], step[64];
   report_fmt_source(spec, res->n_samples, src, sizeof(src));
   report_fmt_step(spec, step, sizeof(step));
@@ -251,7 +251,7 @@ cJSON *report_autotune_json(const report_result *res) {
 }
 
 void report_print_verdict(FILE *f, const char *indent,
-                       const stoke_diagnosis *diag) {
+                          const stoke_diagnosis *diag) {
   const char *name = stoke_verdict_name(diag->verdict);
   const char *why = diag->reason;
   size_t n = strlen(name);

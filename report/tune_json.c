@@ -20,7 +20,7 @@ static const char *status_name(int s) {
 
 
 void report_tune_flags(char *buf, size_t n, const stoke_tune_point *k,
-                     int batch_swept) {
+                       int batch_swept) {
   if (batch_swept)
     snprintf(buf, n, "-j %u --prefetch %u -b %zu", k->n_workers, k->prefetch,
              k->batch_size);
@@ -68,7 +68,7 @@ cJSON *report_tune_point_json(const stoke_tune_point *p) {
 }
 
 cJSON *report_tune_knee_json(const stoke_tune_point *pts,
-                          const stoke_tune_knee *k, int batch_swept) {
+                             const stoke_tune_knee *k, int batch_swept) {
   const stoke_tune_point *p = &pts[k->index];
   cJSON *o = cJSON_CreateObject();
   if (!o)

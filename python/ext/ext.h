@@ -1,9 +1,12 @@
 /* ext.h — shared declarations of the stoke._stoke extension.
 **
-** The extension is a client of include/stoke.h (and of the CLI's report
-** code, cli/cli.h, so that Python prints and writes what the tool does).
+** The extension is a client of include/stoke.h and of the report library
+** (report/report.h, which the tool uses too, so that Python prints and
+** writes what the tool does); it links nothing of the tool itself.
 ** Its files:
 **   module.c    the module, its exceptions, small helpers
+**   words.c     the advice in Python's words (keyword arguments) and
+**               stoke._stoke.Advice
 **   batch.c     batch references, stoke.Batch and stoke.Field (DLPack and
 **               the buffer protocol), conversion to torch and NumPy
 **   source.c    a stoke_source from the Python package's description
