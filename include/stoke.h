@@ -1727,9 +1727,9 @@ typedef struct stoke_advice {
   int64_t now_step_ns;       /* the model's step of the run as it is */
   int64_t predicted_step_ns; /* the step if the advice is taken */
   double speedup;            /* now / predicted */
-  char text[256];            /* one line with the numbers, in the
-                                library's words (stoke_advice_format
-                                writes it in a front end's) */
+  char text[256];            /* one line with the numbers, worded as in
+                                0.3 (the tool's flags); a front end words
+                                it its own way: stoke_advice_format */
   unsigned max_side;         /* PRESIZE: the --max-side it proposes (since
                                 0.3) */
 } stoke_advice;
@@ -2096,16 +2096,16 @@ typedef struct stoke_advice_words {
 } stoke_advice_words;
 
 /* The ladder of stoke_advise_model, and for each line its basis: out[i]
-** and basis[i] for i < *n_out (both arrays hold cap).  Each out[i].text is
-** written with the library's own words (the stoke_config fields: "n_workers
-** 4"); stoke_advice_format writes it in another's.  Returns 0 or
-** STOKE_EINVAL.  Thread-safety: any thread.  Since 0.4. */
+** and basis[i] for i < *n_out (both arrays hold cap).  out[i].text is as
+** stoke_advise_model writes it; stoke_advice_format writes the line in a
+** front end's words.  Returns 0 or STOKE_EINVAL.  Thread-safety: any
+** thread.  Since 0.4. */
 STOKE_API int stoke_advise_basis(const stoke_model *m, const stoke_stats *st,
                                  stoke_advice *out, stoke_advice_basis *basis,
                                  size_t cap, size_t *n_out);
 
-/* One line of advice, a and its basis b, in the given words (NULL: the
-** library's) into buf (n bytes, NUL-terminated, truncated to fit).  The
+/* One line of advice, a and its basis b, in the given words (NULL: those
+** of stoke_advice.text) into buf (n bytes, NUL-terminated, truncated to fit).  The
 ** stage name and the numbers are the library's; every setting it names
 ** comes from words.  0, or STOKE_EINVAL (a NULL argument, n 0, or a kind it
 ** does not know, when buf gets "").  Thread-safety: any thread.  Since

@@ -74,15 +74,15 @@ void report_print_deadline_head(FILE *f, unsigned epochs, int64_t deadline_ns) {
           span(win, sizeof win, (double)deadline_ns));
 }
 
-/* A setting in the caller's words (NULL: the library's). */
+/* A setting in the caller's words (NULL: stoke_advice.text's). */
 static void name_setting(const stoke_advice_words *words, int setting,
                          unsigned v, unsigned workers, char *buf, size_t n) {
   if (words && words->name)
     words->name(words->user, setting, v, workers, buf, n);
-  else if (setting == STOKE_SETTING_WORKERS)
-    snprintf(buf, n, "n_workers %u", v);
+  else if (setting == STOKE_SETTING_WORKERS) /* as stoke_advice.text */
+    snprintf(buf, n, "-j %u", v);
   else
-    snprintf(buf, n, "prefetch %u", v);
+    snprintf(buf, n, "--prefetch %u", v);
 }
 
 void report_print_deadline_row(FILE *f, const stoke_advice_words *words,

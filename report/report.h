@@ -231,8 +231,8 @@ cJSON *report_resume_json(const report_spec *spec, const report_result *res);
 
 /* The analysis is libstoke's (stoke_profile_analyse); these give it a
 ** report_result and tell it.  Where the text or the JSON names a setting
-** (the advice, the deadline's rows), words say how (NULL: the library's
-** own, the stoke_config fields). */
+** (the advice, the deadline's rows), words say how (NULL: as
+** stoke_advice.text does). */
 
 /* N epochs at the measured configuration (stoke_deadline_measured over
 ** res's epochs; fallback_ns when none was measured).  Shared with the

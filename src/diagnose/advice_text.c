@@ -2,41 +2,46 @@
 ** (stoke_advice.kind), the settings it proposes, the predicted step and the
 ** numbers it rests on (stoke_advice_basis).  The sentence is the library's;
 ** every setting it names is the caller's words (stoke_advice_words), so
-** the tool writes "-j 4", Python "num_workers=4", and the library itself,
-** with no words given, the stoke_config fields ("n_workers 4"). */
+** the tool writes "-j 4" and Python "num_workers=4".  With no words, the
+** line is stoke_advice.text as 0.3 defined it (legacy_words). */
 #include <stdio.h>
 #include <string.h>
 
 #include "stoke.h"
 
-/* The library's own words: the stoke_config fields and functions. */
-static void config_words(void *user, int setting, unsigned v,
+/* The words of stoke_advice.text, as 0.3 wrote it and its callers read it
+** (the tool's flags, with Loader's echo= beside them): kept so that the
+** field means what it meant.  Front ends do not read it: they give their
+** own words to stoke_advice_format. */
+static void legacy_words(void *user, int setting, unsigned v,
                          unsigned workers, char *buf, size_t n) {
   (void)user;
   (void)workers;
   switch (setting) {
-  case STOKE_SETTING_WORKERS: snprintf(buf, n, "n_workers %u", v); break;
-  case STOKE_SETTING_PREFETCH: snprintf(buf, n, "prefetch %u", v); break;
-  case STOKE_SETTING_SAME_WORKERS:
-    snprintf(buf, n, "with those n_workers");
+  case STOKE_SETTING_WORKERS: snprintf(buf, n, "-j %u", v); break;
+  case STOKE_SETTING_PREFETCH: snprintf(buf, n, "--prefetch %u", v); break;
+  case STOKE_SETTING_SAME_WORKERS: snprintf(buf, n, "with that -j"); break;
+  case STOKE_SETTING_ECHO:
+    snprintf(buf, n, "--echo %u (Loader(echo=%u))", v, v);
     break;
-  case STOKE_SETTING_ECHO: snprintf(buf, n, "echo %u", v); break;
-  case STOKE_SETTING_PIN_MEMORY: snprintf(buf, n, "pin_memory 1"); break;
+  case STOKE_SETTING_PIN_MEMORY:
+    snprintf(buf, n, "pin_memory 1, --pin-memory");
+    break;
   case STOKE_SETTING_DEVICE_PREFETCH:
-    snprintf(buf, n, "device_prefetch %u", v);
+    snprintf(buf, n, "--device-prefetch %u", v);
     break;
   case STOKE_SETTING_MAX_SIDE:
-    snprintf(buf, n, "stoke_pack with max_side %u", v);
+    snprintf(buf, n, "stoke pack DATA -o OUT --max-side %u", v);
     break;
   case STOKE_SETTING_ONE_THREAD: snprintf(buf, n, "OMP_NUM_THREADS=1"); break;
   case STOKE_SETTING_C_TRANSFORMS:
-    snprintf(buf, n, "stoke_image_config.transform");
+    snprintf(buf, n, "stoke.Loader(path, transform=...)");
     break;
   default: snprintf(buf, n, "?");
   }
 }
 
-static const stoke_advice_words library_words = {config_words, NULL};
+static const stoke_advice_words library_words = {legacy_words, NULL};
 
 /* A setting in the caller's words (at most 255 bytes). */
 typedef struct word {
