@@ -174,23 +174,23 @@ int cmd_bench(int argc, char **argv) {
   }
   if (cli_run_args_finish(&args, "bench"))
     return CLI_USAGE;
-  const cli_run_spec *spec = &args.spec;
+  const report_spec *spec = &args.spec;
   const char *json_path = args.json_path;
 
   FILE *json;
-  cli_run_result res;
+  report_result res;
   int rc = cli_run_open(spec, json_path, &json, &res);
   if (rc != CLI_OK)
     return rc;
   FILE *table = json == stdout ? stderr : stdout;
   if (!args.quiet) {
-    cli_print_report(table, "bench", spec, &res);
+    report_print_report(table, "bench", spec, &res);
   }
   if (json) {
-    cJSON *root = cli_run_json(spec, &res);
+    cJSON *root = report_run_json(spec, &res);
     rc = cli_write_json(json_path, json, root);
     cJSON_Delete(root);
   }
-  cli_run_result_free(&res);
+  report_result_free(&res);
   return rc;
 }

@@ -112,7 +112,7 @@ static void default_cache(char *buf, size_t n) {
 /* The measured cost of one image at 0 workers (read+decode+transform):
 ** one quick epoch over part of the dataset. */
 static int measure_cost(const char *data, double *sec_per_image) {
-  cli_run_spec spec;
+  report_spec spec;
   memset(&spec, 0, sizeof spec);
   spec.data = data;
   stoke_image_config_init(&spec.image);
@@ -122,11 +122,11 @@ static int measure_cost(const char *data, double *sec_per_image) {
   spec.cfg.n_workers = 0;
   spec.cfg.warmup_epochs = 1;
   spec.epochs = 2;
-  spec.compute_kind = CLI_COMPUTE_NONE;
-  cli_run_result res;
+  spec.compute_kind = REPORT_COMPUTE_NONE;
+  report_result res;
   if (cli_run(&spec, &res) != CLI_OK) return -1;
   *sec_per_image = res.samples_per_s > 0 ? 1.0 / res.samples_per_s : 0;
-  cli_run_result_free(&res);
+  report_result_free(&res);
   return *sec_per_image > 0 ? 0 : -1;
 }
 

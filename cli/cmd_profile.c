@@ -79,7 +79,7 @@ static const cli_opt profile_own_opts[] = {
 
 /* "0,1,2,4": sorted, without duplicates. */
 static int parse_list(const char *what, const char *s, unsigned lo,
-                      cli_uint_list *out) {
+                      stoke_whatif_axis *out) {
   out->n = 0;
   char buf[256];
   if (strlen(s) >= sizeof(buf) || !*s) {
@@ -94,8 +94,8 @@ static int parse_list(const char *what, const char *s, unsigned lo,
     unsigned x;
     if (cli_parse_uint(what, tok, lo, 4096, &x))
       return -1;
-    if (out->n == CLI_MAX_WHATIF) {
-      cli_error("%s: at most %d values", what, CLI_MAX_WHATIF);
+    if (out->n == STOKE_WHATIF_MAX) {
+      cli_error("%s: at most %d values", what, STOKE_WHATIF_MAX);
       return -1;
     }
     out->v[out->n++] = x;
@@ -115,7 +115,7 @@ int cmd_profile(int argc, char **argv) {
     return CLI_USAGE;
   unsigned cores = 0;
   int have_ws = 0, have_ks = 0;
-  static cli_profile pr; /* the what-if table is large for a stack */
+  static stoke_profile pr; /* the what-if table is large for a stack */
   memset(&pr, 0, sizeof(pr));
 
   cli_parser p;
@@ -164,17 +164,17 @@ int cmd_profile(int argc, char **argv) {
     cli_error("--train-epochs and --deadline go together");
     return CLI_USAGE;
   }
-  const cli_run_spec *spec = &args.spec;
+  const report_spec *spec = &args.spec;
   const char *json_path = args.json_path;
 
   FILE *json;
-  cli_run_result res;
+  report_result res;
   int rc = cli_run_open(spec, json_path, &json, &res);
   if (rc != CLI_OK)
     return rc;
   FILE *out = json == stdout ? stderr : stdout;
-  cli_profile_grid(&pr, &res.eff, !have_ws, !have_ks);
-  int arc = res.stats.steps ? cli_profile_analyse(spec, &res, cores, -1, &pr)
+  stoke_profile_grid(&pr, &res.eff, !have_ws, !have_ks);
+  int arc = res.stats.steps ? report_profile_analyse(spec, &res, cores, -1, &pr)
                             : STOKE_EINVAL;
   if (arc < 0) {
     cli_error("profile: %llu measured steps are too few to model; run more "
@@ -184,22 +184,24 @@ int cmd_profile(int argc, char **argv) {
       fclose(json);
       remove(json_path);
     }
-    cli_run_result_free(&res);
+    report_result_free(&res);
     return CLI_ERROR;
   }
 
   if (!args.quiet) {
-    cli_print_report(out, "profile", spec, &res);
-    cli_print_profile(out, &res, &pr);
+    report_print_report(out, "profile", spec, &res);
+    report_print_profile(out, &cli_advice_words, &res, &pr);
   }
   if (json) {
-    cJSON *root = cli_run_json(spec, &res);
+    cJSON *root = report_run_json(spec, &res);
     if (root) {
-      cJSON_AddItemToObject(root, "diagnosis", cli_diagnosis_json(&res, &pr));
+      cJSON_AddItemToObject(root, "diagnosis",
+                            report_diagnosis_json(&cli_advice_words, &res,
+                                                  &pr));
     }
     rc = cli_write_json(json_path, json, root);
     cJSON_Delete(root);
   }
-  cli_run_result_free(&res);
+  report_result_free(&res);
   return rc;
 }

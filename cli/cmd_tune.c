@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "svg.h"
+#include "tune_chart.h"
 
 const char cmd_tune_usage[] =
     "usage: stoke tune DATA|--synthetic KIND [options]\n"
@@ -259,19 +259,6 @@ static void close_line(tune_ctx *t) {
 
 /* ---- reports ------------------------------------------------------------- */
 
-static const char *status_name(int s) {
-  switch (s) {
-  case STOKE_TUNE_MEASURED:
-    return "measured";
-  case STOKE_TUNE_OVER_BUDGET:
-    return "over_budget";
-  case STOKE_TUNE_SKIPPED:
-    return "skipped";
-  default:
-    return "pending";
-  }
-}
-
 /* Points in table order: batch size, workers, prefetch. */
 static int by_config(const void *a, const void *b) {
   const stoke_tune_point *p = *(const stoke_tune_point *const *)a;
@@ -285,28 +272,6 @@ static int by_config(const void *a, const void *b) {
   return 0;
 }
 
-static void flags_of(char *buf, size_t n, const stoke_tune_point *k,
-                     int batch_swept) {
-  if (batch_swept)
-    snprintf(buf, n, "-j %u --prefetch %u -b %zu", k->n_workers, k->prefetch,
-             k->batch_size);
-  else
-    snprintf(buf, n, "-j %u --prefetch %u", k->n_workers, k->prefetch);
-}
-
-static void pytorch_of(char *buf, size_t n, const stoke_tune_point *k) {
-  unsigned pf = stoke_tune_prefetch_factor(k->n_workers, k->prefetch);
-  if (k->n_workers == 0)
-    snprintf(buf, n,
-             "DataLoader(dataset, batch_size=%zu, num_workers=0, "
-             "pin_memory=True)",
-             k->batch_size);
-  else
-    snprintf(buf, n,
-             "DataLoader(dataset, batch_size=%zu, num_workers=%u, "
-             "prefetch_factor=%u, persistent_workers=True, pin_memory=True)",
-             k->batch_size, k->n_workers, pf);
-}
 
 static void print_table(FILE *f, stoke_tune_point *const *rows, size_t n,
                         const stoke_tune_point *pts, const stoke_tune_knee *k,
@@ -340,74 +305,6 @@ static void print_table(FILE *f, stoke_tune_point *const *rows, size_t n,
   }
 }
 
-cJSON *cli_tune_point_json(const stoke_tune_point *p) {
-  cJSON *o = cJSON_CreateObject();
-  if (!o)
-    return NULL;
-  cJSON_AddNumberToObject(o, "workers", p->n_workers);
-  cJSON_AddNumberToObject(o, "prefetch", p->prefetch);
-  cJSON_AddNumberToObject(o, "batch_size", (double)p->batch_size);
-  cJSON_AddStringToObject(o, "status", status_name(p->status));
-  cJSON_AddNumberToObject(o, "host_bytes", (double)p->host_bytes);
-  if (p->note[0]) cJSON_AddStringToObject(o, "note", p->note);
-  if (p->predicted_samples_per_s > 0)
-    cJSON_AddNumberToObject(o, "predicted_samples_per_s",
-                            p->predicted_samples_per_s);
-  if (p->status == STOKE_TUNE_MEASURED) {
-    cJSON_AddNumberToObject(o, "samples_per_s", p->samples_per_s);
-    cJSON_AddNumberToObject(o, "epoch_s", p->epoch_s);
-    cJSON_AddNumberToObject(o, "wait_ratio", p->wait_ratio);
-    cJSON_AddNumberToObject(o, "queue_empty_frac", p->queue_empty_frac);
-    cJSON_AddNumberToObject(o, "worker_cpu_s", p->worker_cpu_s);
-    cJSON_AddStringToObject(o, "verdict", stoke_verdict_name(p->verdict));
-    cJSON_AddNumberToObject(o, "steps", (double)p->steps);
-    cJSON_AddNumberToObject(o, "samples", (double)p->samples);
-  }
-  return o;
-}
-
-cJSON *cli_tune_knee_json(const stoke_tune_point *pts,
-                          const stoke_tune_knee *k, int batch_swept) {
-  const stoke_tune_point *p = &pts[k->index];
-  cJSON *o = cJSON_CreateObject();
-  if (!o)
-    return NULL;
-  char buf[256];
-  cJSON_AddNumberToObject(o, "index", (double)k->index);
-  cJSON_AddNumberToObject(o, "best_index", (double)k->best);
-  cJSON_AddNumberToObject(o, "workers", p->n_workers);
-  cJSON_AddNumberToObject(o, "prefetch", p->prefetch);
-  cJSON_AddNumberToObject(o, "batch_size", (double)p->batch_size);
-  cJSON_AddNumberToObject(o, "samples_per_s", p->samples_per_s);
-  cJSON_AddNumberToObject(o, "best_samples_per_s",
-                          pts[k->best].samples_per_s);
-  cJSON_AddNumberToObject(o, "wait_ratio", p->wait_ratio);
-  cJSON_AddStringToObject(o, "verdict", stoke_verdict_name(p->verdict));
-  cJSON_AddNumberToObject(o, "host_bytes", (double)p->host_bytes);
-  if (k->stall_removed < 0)
-    cJSON_AddNullToObject(o, "stall_removed");
-  else
-    cJSON_AddBoolToObject(o, "stall_removed", k->stall_removed);
-  cJSON_AddStringToObject(o, "reason", k->reason);
-  flags_of(buf, sizeof buf, p, batch_swept);
-  cJSON_AddStringToObject(o, "flags", buf);
-  cJSON *py = cJSON_AddObjectToObject(o, "pytorch");
-  if (py) {
-    cJSON_AddNumberToObject(py, "batch_size", (double)p->batch_size);
-    cJSON_AddNumberToObject(py, "num_workers", p->n_workers);
-    if (p->n_workers)
-      cJSON_AddNumberToObject(
-          py, "prefetch_factor",
-          stoke_tune_prefetch_factor(p->n_workers, p->prefetch));
-    else
-      cJSON_AddNullToObject(py, "prefetch_factor");
-    cJSON_AddBoolToObject(py, "persistent_workers", p->n_workers > 0);
-    cJSON_AddBoolToObject(py, "pin_memory", 1);
-    pytorch_of(buf, sizeof buf, p);
-    cJSON_AddStringToObject(py, "call", buf);
-  }
-  return o;
-}
 
 /* The plot (svg_write_tune), the knee labelled with the flags to use. */
 static int write_svg(const char *path, FILE *f, const stoke_tune_point *pts,
@@ -467,7 +364,7 @@ int cmd_tune(int argc, char **argv) {
   unsigned max_workers = 0, cpu_budget = 0, epochs = 1;
   int64_t min_time_ns = 0;
   double tolerance = STOKE_TUNE_TOLERANCE;
-  tune_ctx t = {CLI_COMPUTE_NONE, 0, 0, 0, 0, 0};
+  tune_ctx t = {REPORT_COMPUTE_NONE, 0, 0, 0, 0, 0};
   const char *json_path = NULL, *svg_path = NULL;
   cli_opt opts[O_LAST];
   cli_opts_join(opts, O_LAST, cli_source_opts, tune_own_opts, NULL);
@@ -601,7 +498,7 @@ int cmd_tune(int argc, char **argv) {
   }
   tc.tolerance = tolerance;
   /* A spinning step burns a core that the workers cannot have. */
-  tc.consumer_cpu = t.compute_kind == CLI_COMPUTE_SPIN ? 1 : 0;
+  tc.consumer_cpu = t.compute_kind == REPORT_COMPUTE_SPIN ? 1 : 0;
   tc.min_epochs = epochs;
   tc.min_measure_ns = min_time_ns;
   tc.step = on_step;
@@ -688,7 +585,7 @@ int cmd_tune(int argc, char **argv) {
   stoke_tune_knee knee;
   int have_knee = n_measured > 0 &&
                   stoke_tune_knee_find(pts, done, tolerance,
-                                       t.compute_kind != CLI_COMPUTE_NONE,
+                                       t.compute_kind != REPORT_COMPUTE_NONE,
                                        &knee) == 0;
   int batch_swept = n_bs > 0;
   char src_text[1100], step[64], subtitle[1400], budget[32] = "none";
@@ -736,8 +633,8 @@ int cmd_tune(int argc, char **argv) {
     if (have_knee) {
       const stoke_tune_point *k = &pts[knee.index];
       char flags[96], py[256];
-      flags_of(flags, sizeof flags, k, batch_swept);
-      pytorch_of(py, sizeof py, k);
+      report_tune_flags(flags, sizeof flags, k, batch_swept);
+      report_tune_pytorch(py, sizeof py, k);
       fprintf(table, "\nknee: %s\n", knee.reason);
       fprintf(table, "  stoke flags  %s\n", flags);
       fprintf(table, "  PyTorch      %s\n", py);
@@ -800,13 +697,13 @@ int cmd_tune(int argc, char **argv) {
         cJSON_AddStringToObject(c, "on_error",
                                 stoke_on_error_name(tc.base.on_error));
       }
-      cJSON_AddItemToObject(root, "machine", cli_machine_json());
+      cJSON_AddItemToObject(root, "machine", report_machine_json());
       cJSON *arr = cJSON_AddArrayToObject(root, "points");
       for (size_t i = 0; arr && i < done; i++)
-        cJSON_AddItemToArray(arr, cli_tune_point_json(&pts[i]));
+        cJSON_AddItemToArray(arr, report_tune_point_json(&pts[i]));
       if (have_knee)
         cJSON_AddItemToObject(root, "knee",
-                              cli_tune_knee_json(pts, &knee, batch_swept));
+                              report_tune_knee_json(pts, &knee, batch_swept));
       else
         cJSON_AddNullToObject(root, "knee");
       cJSON_AddNumberToObject(root, "points_planned", (double)n);
@@ -831,3 +728,4 @@ int cmd_tune(int argc, char **argv) {
   free(rows);
   return exit_rc;
 }
+

@@ -47,7 +47,7 @@ typedef struct demo_run {
   stoke_diagnosis diag;
 } demo_run;
 
-static void demo_spec(cli_run_spec *spec, unsigned workers) {
+static void demo_spec(report_spec *spec, unsigned workers) {
   memset(spec, 0, sizeof(*spec));
   stoke_synthetic_config_init(&spec->synth);
   spec->synth.kind = STOKE_SYNTH_SLEEP;
@@ -65,7 +65,7 @@ static void demo_spec(cli_run_spec *spec, unsigned workers) {
   spec->cfg.prefetch = 2;
   spec->cfg.warmup_epochs = 1;
   spec->epochs = 2;
-  spec->compute_kind = CLI_COMPUTE_SLEEP;
+  spec->compute_kind = REPORT_COMPUTE_SLEEP;
   spec->compute_ns = 12000000;
 }
 
@@ -74,14 +74,14 @@ static void print_row(FILE *f, const demo_run *r) {
           r->wait_s, r->compute_s, stoke_verdict_name(r->diag.verdict));
 }
 
-static cJSON *demo_json(const cli_run_spec *spec0, const cli_run_result *res0,
+static cJSON *demo_json(const report_spec *spec0, const report_result *res0,
                         const demo_run *runs, size_t n, double speedup) {
   cJSON *root = cJSON_CreateObject();
   if (!root)
     return NULL;
   /* The story's settings, as bench would report them for W = 0. */
-  cJSON_AddItemToObject(root, "config", cli_config_json(spec0, res0));
-  cJSON_AddItemToObject(root, "machine", cli_machine_json());
+  cJSON_AddItemToObject(root, "config", report_config_json(spec0, res0));
+  cJSON_AddItemToObject(root, "machine", report_machine_json());
   cJSON *a = cJSON_AddArrayToObject(root, "runs");
   for (size_t i = 0; a && i < n; i++) {
     const demo_run *r = &runs[i];
@@ -146,13 +146,13 @@ int cli_demo_seed000(int argc, char **argv) {
             "\n");
   demo_run runs[N_DEMO_RUNS];
   size_t n = 0;
-  cli_run_spec spec0;
-  cli_run_result res0;
+  report_spec spec0;
+  report_result res0;
   int rc = CLI_OK;
   memset(&res0, 0, sizeof(res0));
   for (size_t i = 0; i < N_DEMO_RUNS; i++) {
-    cli_run_spec spec;
-    cli_run_result res;
+    report_spec spec;
+    report_result res;
     demo_spec(&spec, demo_workers[i]);
     rc = cli_run(&spec, &res);
     if (rc != CLI_OK)
@@ -172,7 +172,7 @@ int cli_demo_seed000(int argc, char **argv) {
                 "workers 0 (PyTorch's default): epoch %.3f s, waiting "
                 "%.3f s, computing %.3f s\n",
                 r->epoch_s, r->wait_s, r->compute_s);
-        cli_print_verdict(out, "  ", &r->diag);
+        report_print_verdict(out, "  ", &r->diag);
         fprintf(out, "\nmore workers:\n");
       }
     } else {
@@ -181,15 +181,15 @@ int cli_demo_seed000(int argc, char **argv) {
                 "workers %u: epoch %.3f s, waiting %.3f s, computing "
                 "%.3f s\n",
                 r->workers, r->epoch_s, r->wait_s, r->compute_s);
-        cli_print_verdict(out, "  ", &r->diag);
+        report_print_verdict(out, "  ", &r->diag);
       }
-      cli_run_result_free(&res);
+      report_result_free(&res);
     }
     if (r->diag.verdict == STOKE_VERDICT_BUSY && i > 0)
       break;
   }
   if (rc != CLI_OK) {
-    cli_run_result_free(&res0);
+    report_result_free(&res0);
     if (json && json != stdout) {
       fclose(json);
       remove(json_path);
@@ -215,6 +215,6 @@ int cli_demo_seed000(int argc, char **argv) {
     rc = cli_write_json(json_path, json, root);
     cJSON_Delete(root);
   }
-  cli_run_result_free(&res0);
+  report_result_free(&res0);
   return rc;
 }

@@ -370,41 +370,16 @@ bad:
   return -1;
 }
 
+/* The report library's formatters, under the names the tool's parsers pair
+** with. */
 void cli_fmt_duration(int64_t ns, char *buf, size_t n) {
-  if (ns == 0)
-    snprintf(buf, n, "0");
-  else if (ns % 1000000000 == 0)
-    snprintf(buf, n, "%llds", (long long)(ns / 1000000000));
-  else if (ns % 1000000 == 0)
-    snprintf(buf, n, "%lldms", (long long)(ns / 1000000));
-  else if (ns % 1000 == 0)
-    snprintf(buf, n, "%lldus", (long long)(ns / 1000));
-  else
-    snprintf(buf, n, "%lldns", (long long)ns);
+  report_fmt_duration(ns, buf, n);
 }
 
 void cli_fmt_shape(int ndim, const int64_t *shape, char *buf, size_t n) {
-  size_t used = 0;
-  buf[0] = '\0';
-  for (int d = 0; d < ndim && used < n; d++) {
-    int w = snprintf(buf + used, n - used, "%s%lld", d ? "x" : "",
-                     (long long)shape[d]);
-    if (w < 0)
-      break;
-    used += (size_t)w;
-  }
+  report_fmt_shape(ndim, shape, buf, n);
 }
 
 void cli_format_bytes(char *buf, size_t n, uint64_t b) {
-  static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = (double)b;
-  size_t u = 0;
-  while (v >= 1024 && u + 1 < sizeof units / sizeof units[0]) {
-    v /= 1024;
-    u++;
-  }
-  if (u == 0)
-    snprintf(buf, n, "%llu B", (unsigned long long)b);
-  else
-    snprintf(buf, n, "%.1f %s", v, units[u]);
+  report_fmt_bytes(buf, n, b);
 }

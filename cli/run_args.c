@@ -169,7 +169,7 @@ int cli_run_args_init(cli_run_args *a) {
   stoke_config_init(&a->spec.cfg);
   a->spec.cfg.n_workers = 0; /* PyTorch's num_workers default, not AUTO */
   a->spec.epochs = 2;
-  a->spec.compute_kind = CLI_COMPUTE_NONE;
+  a->spec.compute_kind = REPORT_COMPUTE_NONE;
   a->warmup = 1;
   a->world = 1;
   if (env_default("RANK", 0, &a->rank) ||
@@ -180,7 +180,7 @@ int cli_run_args_init(cli_run_args *a) {
 
 int cli_run_args_apply(cli_run_args *a, int id, const char *f,
                        const char *v) {
-  cli_run_spec *spec = &a->spec;
+  report_spec *spec = &a->spec;
   switch (id) {
   case RO_JSON:
     a->json_path = v;
@@ -355,7 +355,7 @@ int cli_run_args_finish(cli_run_args *a, const char *cmd) {
     cli_error("--save-state-every: needs --save-state FILE");
     return -1;
   }
-  if (a->spec.compute_kind == CLI_COMPUTE_GPU_SLEEP &&
+  if (a->spec.compute_kind == REPORT_COMPUTE_GPU_SLEEP &&
       (!a->spec.cfg.device || strcmp(a->spec.cfg.device, "cpu") == 0)) {
     cli_error("--compute gpu-sleep: runs on the device; give --device cuda");
     return -1;
@@ -377,7 +377,7 @@ int cli_run_args_finish(cli_run_args *a, const char *cmd) {
   }
   /* The CUDA events time the consumer's stream: right for a step on the
   ** GPU, a lie for one on the host, which the host's clock times. */
-  if (a->spec.compute_kind != CLI_COMPUTE_GPU_SLEEP)
+  if (a->spec.compute_kind != REPORT_COMPUTE_GPU_SLEEP)
     a->spec.cfg.clock = STOKE_CLOCK_HOST;
   a->spec.data = a->src.data;
   a->spec.image = a->src.image;

@@ -1729,7 +1729,9 @@ typedef struct stoke_advice {
   int64_t now_step_ns;       /* the model's step of the run as it is */
   int64_t predicted_step_ns; /* the step if the advice is taken */
   double speedup;            /* now / predicted */
-  char text[256];            /* one line with the numbers */
+  char text[256];            /* one line with the numbers, worded as in
+                                0.3 (the tool's flags); a front end words
+                                it its own way: stoke_advice_format */
   unsigned max_side;         /* PRESIZE: the --max-side it proposes (since
                                 0.3) */
 } stoke_advice;
@@ -2030,6 +2032,241 @@ STOKE_API int stoke_tune_sweep(const stoke_tune_config *cfg,
 ** persistent_workers = W > 0. */
 STOKE_API unsigned stoke_tune_prefetch_factor(unsigned n_workers,
                                               unsigned prefetch);
+
+/* ------------------------------------------------------------------------ */
+/* Advice in a front end's words (since 0.4)                                  */
+
+/* The numbers an advice rests on, beside its stoke_advice (the action, the
+** settings it proposes and the predicted step): enough for a front end to
+** write the whole line in its own words.  Plain data; fields a kind does
+** not use are 0. */
+typedef struct stoke_advice_basis {
+  int variant;               /* which reading of the kind: FEWER 0 busy
+                                (the knee is enough), 1 oversubscribed;
+                                PIN_COPY 0 pageable copies, 1 an exposed
+                                copy without the device stage; CHEAPER 0 a
+                                stage, 1 the device copy */
+  unsigned run_workers;      /* the run's W and K */
+  unsigned run_prefetch;
+  double cores;              /* the cores the workers may use */
+  double cpu_frac;           /* share of a sample's time on a core */
+  double wait_ratio;         /* the run's waiting share of the step */
+  double sigma;              /* spread of the sample cost (log-normal) */
+  int64_t compute_ns;        /* the consumer's step, t_c */
+  int64_t copy_ns;           /* the copy on the critical path, per step */
+  int64_t copy_mean_ns;      /* the mean copy of a batch */
+  double copy_overlap;       /* share of the copy the step hid */
+  uint64_t pageable_copies;  /* copies from pageable memory */
+  int64_t sample_ns;         /* t_d: a sample's producer time */
+  int64_t stage_ns;          /* the named stage's time per sample */
+  int64_t gil_ns;            /* t_gil: a sample's time holding the GIL */
+  int64_t producer_batch_ns; /* ECHO: a batch with every core */
+  unsigned threads_seen;     /* THREADS: threads named stoke-w* */
+  double run_delay_frac;     /* THREADS: ns runnable per ns on a core */
+  double image_pixels_mean;  /* PRESIZE: the stored images */
+  double image_side_mean;
+  double pixels_kept_frac;   /* PRESIZE: the pixels decoding would read */
+} stoke_advice_basis;
+
+/* The settings an advice names.  A front end words each its own way: the
+** tool as flags ("-j 4"), Python as keyword arguments ("num_workers=4"). */
+typedef enum stoke_setting {
+  STOKE_SETTING_WORKERS = 1,         /* value: the worker count */
+  STOKE_SETTING_PREFETCH = 2,        /* value: batches in flight */
+  STOKE_SETTING_SAME_WORKERS = 3,    /* "with the workers just proposed",
+                                        after PREFETCH; no value */
+  STOKE_SETTING_ECHO = 4,            /* value: uses of each batch */
+  STOKE_SETTING_PIN_MEMORY = 5,      /* page-locked slots; no value */
+  STOKE_SETTING_DEVICE_PREFETCH = 6, /* value: batches on the device */
+  STOKE_SETTING_MAX_SIDE = 7,        /* value: the longer side the dataset
+                                        is pre-resized to, once */
+  STOKE_SETTING_ONE_THREAD = 8,      /* one helper thread per worker (a
+                                        threaded library's pool); no value */
+  STOKE_SETTING_C_TRANSFORMS = 9     /* stoke's C decode and transforms,
+                                        which run without the GIL */
+} stoke_setting;
+
+/* How a front end names a setting: name() writes the words for `setting`
+** (with `value` where it has one) into buf, n bytes, NUL-terminated;
+** `workers` is the worker count the same line proposes (a prefetch counted
+** per worker, as PyTorch's prefetch_factor, needs it).  Called on the
+** calling thread, during the call that was given it. */
+typedef struct stoke_advice_words {
+  void (*name)(void *user, int setting, unsigned value, unsigned workers,
+               char *buf, size_t n);
+  void *user;
+} stoke_advice_words;
+
+/* The ladder of stoke_advise_model, and for each line its basis: out[i]
+** and basis[i] for i < *n_out (both arrays hold cap).  out[i].text is as
+** stoke_advise_model writes it; stoke_advice_format writes the line in a
+** front end's words.  Returns 0 or STOKE_EINVAL.  Thread-safety: any
+** thread.  Since 0.4. */
+STOKE_API int stoke_advise_basis(const stoke_model *m, const stoke_stats *st,
+                                 stoke_advice *out, stoke_advice_basis *basis,
+                                 size_t cap, size_t *n_out);
+
+/* One line of advice, a and its basis b, in the given words (NULL: those
+** of stoke_advice.text) into buf (n bytes, NUL-terminated, truncated to fit).  The
+** stage name and the numbers are the library's; every setting it names
+** comes from words.  0, or STOKE_EINVAL (a NULL argument, n 0, or a kind it
+** does not know, when buf gets "").  Thread-safety: any thread.  Since
+** 0.4. */
+STOKE_API int stoke_advice_format(const stoke_advice *a,
+                                  const stoke_advice_basis *b,
+                                  const stoke_advice_words *words, char *buf,
+                                  size_t n);
+
+/* ------------------------------------------------------------------------ */
+/* A measured run's analysis: what the reports print (since 0.4)              */
+
+/* The measured (not warm-up) epochs of a run, summed up.  Plain data. */
+typedef struct stoke_epoch_summary {
+  size_t n_measured;    /* epochs that are not warm-up */
+  double epoch_s;       /* mean wall seconds of the measured epochs */
+  double samples_per_s; /* measured samples / measured seconds */
+  double measured_s;    /* wall seconds of the measured epochs */
+} stoke_epoch_summary;
+
+/* Sum up epochs[0..n) (stoke_loader_epoch_stats' records).  0, or
+** STOKE_EINVAL (out NULL, or epochs NULL with n > 0).  Thread-safety: any
+** thread.  Since 0.4. */
+STOKE_API int stoke_epochs_summarize(const stoke_epoch_stats *epochs, size_t n,
+                                     stoke_epoch_summary *out);
+
+/* Do train_epochs fit in deadline_ns at the measured configuration?  The
+** epoch is the measured epochs' mean and the error bar their spread (at
+** least 5%, at most 90%); fallback_epoch_ns stands in when no epoch was
+** measured.  Then as stoke_deadline_check: 0, or STOKE_EINVAL (nothing to
+** go on, or bad arguments).  Thread-safety: any thread.  Since 0.4. */
+STOKE_API int stoke_deadline_measured(const stoke_epoch_stats *epochs,
+                                      size_t n, unsigned train_epochs,
+                                      int64_t deadline_ns,
+                                      int64_t fallback_epoch_ns,
+                                      stoke_deadline *out);
+
+/* What a run's time costs, and what its waiting costs.  Plain data. */
+typedef struct stoke_cost {
+  double seconds_per_sample;     /* 0 when nothing was measured */
+  double seconds_per_epoch;
+  double wait_seconds_per_epoch; /* the consumer's waiting share of it */
+  double wait_share;             /* the run's wait ratio */
+  double steps_per_s;            /* measured steps and fresh (not echoed) */
+  double fresh_samples_per_s;    /* samples per measured second */
+  /* With a price (gpu_price_per_hour > 0; else all 0): */
+  double gpu_price_per_hour;
+  double per_epoch, wait_per_epoch;
+  double per_million_samples, wait_per_million_samples;
+} stoke_cost;
+
+/* The cost of a run from its steady-state stats and its epochs' summary,
+** at gpu_price_per_hour (0: time only).  An accelerator is rented by the
+** hour whether it computes or waits, so the wait's share of the bill is the
+** money spent while it starves.  0, or STOKE_EINVAL.  Thread-safety: any
+** thread.  Since 0.4. */
+STOKE_API int stoke_cost_estimate(const stoke_stats *st,
+                                  const stoke_epoch_summary *sum,
+                                  double gpu_price_per_hour, stoke_cost *out);
+
+/* The what-if grid's axes: worker counts and prefetch depths. */
+#define STOKE_WHATIF_MAX 16
+
+typedef struct stoke_whatif_axis {
+  unsigned v[STOKE_WHATIF_MAX];
+  size_t n;
+} stoke_whatif_axis;
+
+/* Add x unless present (at most STOKE_WHATIF_MAX values; more are
+** dropped).  Thread-safety: one thread per axis.  Since 0.4. */
+STOKE_API void stoke_whatif_axis_add(stoke_whatif_axis *a, unsigned x);
+/* Sort, without duplicates.  Since 0.4. */
+STOKE_API void stoke_whatif_axis_sort(stoke_whatif_axis *a);
+
+/* A measured run, as stoke_profile_analyse reads it.  Everything is
+** borrowed for the call. */
+typedef struct stoke_profile_input {
+  size_t struct_size;               /* sizeof(stoke_profile_input) */
+  const stoke_stats *stats;         /* the steady state; must have steps */
+  const stoke_config *config;       /* the configuration in force */
+  const stoke_model *live_model;    /* stoke_model_init while the workers
+                                       lived (their scheduler statistics),
+                                       or NULL */
+  size_t n_batches;                 /* per epoch */
+  const stoke_epoch_stats *epochs;  /* the run's epochs */
+  size_t n_epochs;
+  int64_t consumer_run_delay_ns;    /* the consumer thread's run delay over
+                                       the measured epochs; < 0 unknown */
+  unsigned cores;                   /* 0: the online CPUs */
+  double consumer_cpu;              /* cores the consumer's step burns */
+} stoke_profile_input;
+
+/* The analysis of a measured run: the queue model and its prediction of the
+** run, the what-if table, the advice and, when asked, the deadline.  Plain
+** data; the caller sets the grid (ws, ks) and train_epochs/deadline_ns
+** before stoke_profile_analyse, which fills the rest. */
+typedef struct stoke_profile {
+  stoke_model model;
+  stoke_prediction now; /* the model's view of this run */
+  int64_t measured_step_ns;
+  int64_t consumer_delay_ns; /* per step: runnable, not running */
+  double measured_epoch_ns;
+  double step_error, epoch_error;
+  stoke_whatif_axis ws, ks; /* the what-if grid: set before the analysis */
+  stoke_prediction what_if[STOKE_WHATIF_MAX][STOKE_WHATIF_MAX];
+  stoke_advice advice[STOKE_MAX_ADVICE];
+  stoke_advice_basis basis[STOKE_MAX_ADVICE]; /* advice[i]'s numbers */
+  size_t n_advice;
+  /* N epochs in a window (train_epochs 0: not asked): do they fit, at this
+  ** configuration and at the model's knee? */
+  unsigned train_epochs;
+  int64_t deadline_ns;
+  stoke_deadline now_fit, knee_fit;
+  unsigned knee_workers, knee_prefetch;
+} stoke_profile;
+
+/* The default what-if grid, added to what pr holds, then sorted: with
+** default_workers, workers 0, 1, 2, 4, 8, 16, 32 and the run's; with
+** default_prefetch, prefetch 1, 2, 4, 8 and the run's.  Since 0.4. */
+STOKE_API void stoke_profile_grid(stoke_profile *pr, const stoke_config *eff,
+                                  int default_workers, int default_prefetch);
+
+/* Analyse in's run into pr: the model (the live model's scheduler figures
+** merged in: the loader is gone, its workers' queueing for a core was
+** measured while they lived), its prediction and error, the what-if table
+** over pr->ws x pr->ks, the advice, and with pr->train_epochs the
+** deadline.  *diag (may be NULL) gets the model's verdict: it knows the
+** consumer's CPU, and a consumer that waited for a core is compared by the
+** step it asked for.  0, or a STOKE_E* code (STOKE_EINVAL: no measured
+** step).  Thread-safety: any thread.  Since 0.4. */
+STOKE_API int stoke_profile_analyse(const stoke_profile_input *in,
+                                    stoke_profile *pr,
+                                    stoke_diagnosis *diag);
+
+/* ------------------------------------------------------------------------ */
+/* A simulated consumer: the training step of a measurement (since 0.4)      */
+
+/* What a simulated step does with its time. */
+typedef enum stoke_step_kind {
+  STOKE_STEP_NONE = 0,  /* nothing: the step takes no time */
+  STOKE_STEP_SLEEP = 1, /* idle for the time (a GPU-like step that leaves
+                           the CPU to the workers) */
+  STOKE_STEP_SPIN = 2   /* burn the time on the calling thread's CPU clock,
+                           so on an oversubscribed machine the step costs
+                           that much work, not that much wall time */
+} stoke_step_kind;
+
+/* Spend ns as a step of the given kind on the calling thread (what the
+** tool's --compute sleep:D / spin:D and Python's stoke.tune(step="...") do
+** between next() and release).  ns <= 0 returns at once.  0, or
+** STOKE_EINVAL for an unknown kind.  Thread-safety: any thread.  Since
+** 0.4. */
+STOKE_API int stoke_step_simulate(int kind, int64_t ns);
+
+/* The calling thread's run delay so far: nanoseconds it was runnable but
+** not running (Linux schedstat), e.g. while workers oversubscribed the
+** cores.  0 with *ns set, or STOKE_ENOTSUP where the kernel does not say
+** (*ns = -1).  Thread-safety: any thread.  Since 0.4. */
+STOKE_API int stoke_thread_run_delay(int64_t *ns);
 
 #ifdef __cplusplus
 }

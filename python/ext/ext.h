@@ -1,9 +1,12 @@
 /* ext.h — shared declarations of the stoke._stoke extension.
 **
-** The extension is a client of include/stoke.h (and of the CLI's report
-** code, cli/cli.h, so that Python prints and writes what the tool does).
+** The extension is a client of include/stoke.h and of the report library
+** (report/report.h, which the tool uses too, so that Python prints and
+** writes what the tool does); it links nothing of the tool itself.
 ** Its files:
 **   module.c    the module, its exceptions, small helpers
+**   words.c     the advice in Python's words (keyword arguments) and
+**               stoke._stoke.Advice
 **   batch.c     batch references, stoke.Batch and stoke.Field (DLPack and
 **               the buffer protocol), conversion to torch and NumPy
 **   source.c    a stoke_source from the Python package's description
@@ -174,6 +177,19 @@ PyObject *sk_loader_report(sk_Loader *self, PyObject *args, PyObject *kw);
 PyObject *sk_loader_save_json(sk_Loader *self, PyObject *args, PyObject *kw);
 /* `stoke report` on JSON files: _stoke.render_report([paths], out). */
 PyObject *sk_render_report(PyObject *mod, PyObject *args);
+
+/* ---- words.c -------------------------------------------------------------- */
+
+/* stoke.Loader's and stoke.DataLoader's keyword arguments, where the tool
+** writes flags. */
+extern const stoke_advice_words sk_loader_words, sk_dataloader_words;
+/* "loader" (or NULL) or "dataloader"; -1 with ValueError otherwise. */
+int sk_words_of(const char *name, const stoke_advice_words **out);
+extern PyTypeObject sk_AdviceType;
+int sk_advice_type_ready(void);
+/* Make each entry of diag["advice"] an Advice keeping a[i] and b[i]. */
+int sk_advice_wrap(PyObject *diag, const stoke_advice *a,
+                   const stoke_advice_basis *b, size_t n);
 
 /* ---- twoclock.c ----------------------------------------------------------- */
 

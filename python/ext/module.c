@@ -245,6 +245,8 @@ PyMODINIT_FUNC PyInit__stoke(void) {
   PyObject *mod = PyModule_Create(&moduledef);
   if (!mod) return NULL;
   if (add_errors(mod) < 0 || add_type(mod, &sk_FieldType, "Field") < 0 ||
+      sk_advice_type_ready() < 0 ||
+      PyModule_AddObjectRef(mod, "Advice", (PyObject *)&sk_AdviceType) < 0 ||
       add_type(mod, &sk_BatchType, "Batch") < 0 ||
       add_type(mod, &sk_LoaderType, "Loader") < 0 ||
       add_type(mod, &sk_LoaderIterType, "LoaderIterator") < 0 ||

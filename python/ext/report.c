@@ -1,6 +1,7 @@
-/* report.c — what the CLI prints and writes, for Python's loaders and clocks.
+/* report.c — what the report library prints and writes, for Python's
+** loaders and clocks.
 **
-** A live loader becomes a cli_run_result (cli_result_collect) and is then
+** A live loader becomes a report_result (report_result_collect) and is then
 ** reported by the same functions as `stoke bench` and `stoke profile`: the
 ** summary dict is bench's "summary" (plus its "stages"), diagnose() is
 ** profile's "diagnosis", report() its human text, save_json() its file,
@@ -16,18 +17,18 @@
 #include <string.h>
 #include <time.h>
 
-#include "cli.h"
+#include "report.h"
 
 /* ---- a loader's run ---------------------------------------------------------- */
 
 typedef struct sk_run {
-  cli_run_spec spec;
-  cli_run_result res;
+  report_spec spec;
+  report_result res;
   PyObject *hold;       /* keeps the strings the spec points into */
 } sk_run;
 
 static void run_free(sk_run *r) {
-  cli_run_result_free(&r->res);
+  report_result_free(&r->res);
   Py_CLEAR(r->hold);
 }
 
@@ -79,7 +80,7 @@ static int collect(sk_Loader *self, sk_run *r) {
   stoke_loader *l = sk_loader_get(self);
   if (!l || describe_source(self, r) < 0) return -1;
   r->spec.compute_label = "the Python loop";
-  int rc = cli_result_collect(l, &r->res);
+  int rc = report_result_collect(l, &r->res);
   if (rc < 0) {
     sk_raise(rc, stoke_errmsg(l));
     return -1;
@@ -99,7 +100,7 @@ static int collect(sk_Loader *self, sk_run *r) {
   r->res.gpu_price_per_h = r->spec.gpu_price_per_h;
   r->spec.cfg = r->res.eff;
   r->spec.epochs = (unsigned)r->res.n_epochs;
-  r->res.peak_rss_bytes = cli_peak_rss_bytes();
+  r->res.peak_rss_bytes = report_peak_rss_bytes();
   r->res.consumer_run_delay_ns = -1;
   return 0;
 }
@@ -130,11 +131,12 @@ typedef struct analysis_args {
   PyObject *ccpu;
   unsigned train_epochs;
   int64_t deadline_ns;
+  const stoke_advice_words *words; /* words=: "loader" or "dataloader" */
 } analysis_args;
 
 /* The profile's analysis of the run (NULL when there are no measured
 ** steps: then *why says so). */
-static cli_profile *analyse(sk_Loader *self, sk_run *r,
+static stoke_profile *analyse(sk_Loader *self, sk_run *r,
                             const analysis_args *a, double *used_cpu) {
   PyObject *consumer_cpu = a->ccpu;
   if (!r->res.stats.steps) return NULL;
@@ -146,15 +148,15 @@ static cli_profile *analyse(sk_Loader *self, sk_run *r,
     ccpu = measured_consumer_cpu(self, &r->res.stats);
   }
   *used_cpu = ccpu;
-  cli_profile *pr = PyMem_Calloc(1, sizeof *pr);
+  stoke_profile *pr = PyMem_Calloc(1, sizeof *pr);
   if (!pr) {
     PyErr_NoMemory();
     return NULL;
   }
-  cli_profile_grid(pr, &r->res.eff, 1, 1);
+  stoke_profile_grid(pr, &r->res.eff, 1, 1);
   pr->train_epochs = a->train_epochs;
   pr->deadline_ns = a->deadline_ns;
-  int rc = cli_profile_analyse(&r->spec, &r->res, a->cores, ccpu, pr);
+  int rc = report_profile_analyse(&r->spec, &r->res, a->cores, ccpu, pr);
   if (rc < 0) {
     PyMem_Free(pr);
     sk_raise(rc, "the queue model could not be built from these clocks");
@@ -174,12 +176,12 @@ static PyObject *json_of(cJSON *o) {
 
 /* The summary, with what `stoke bench --json` keeps beside it. */
 static cJSON *summary_with_stages(const sk_run *r) {
-  cJSON *s = cli_summary_json(&r->res);
+  cJSON *s = report_summary_json(&r->res);
   if (s) {
-    cJSON_AddItemToObject(s, "stages", cli_stages_json(&r->res));
+    cJSON_AddItemToObject(s, "stages", report_stages_json(&r->res));
     cJSON_AddItemToObject(s, "bad_samples",
-                          cli_failures_json(&r->spec, &r->res));
-    cJSON_AddItemToObject(s, "device", cli_device_json(&r->res));
+                          report_failures_json(&r->spec, &r->res));
+    cJSON_AddItemToObject(s, "device", report_device_json(&r->res));
   }
   return s;
 }
@@ -212,20 +214,27 @@ static int parse_deadline(PyObject *o, int64_t *ns) {
 
 static int parse_analysis_args(PyObject *args, PyObject *kw, analysis_args *a,
                                PyObject **path) {
-  static char *with_path[] = {"path", "cores", "consumer_cpu",
-                              "train_epochs", "deadline", NULL};
+  static char *with_path[] = {"path",  "cores",    "consumer_cpu",
+                              "train_epochs", "deadline", "words", NULL};
   static char *without[] = {"cores", "consumer_cpu", "train_epochs",
-                            "deadline", NULL};
+                            "deadline", "words", NULL};
   PyObject *deadline = Py_None;
+  const char *words = NULL;
   memset(a, 0, sizeof *a);
   a->ccpu = Py_None;
   int ok = path ? PyArg_ParseTupleAndKeywords(
-                      args, kw, "O&|IO$IO", with_path, PyUnicode_FSConverter,
-                      path, &a->cores, &a->ccpu, &a->train_epochs, &deadline)
-                : PyArg_ParseTupleAndKeywords(args, kw, "|IO$IO", without,
+                      args, kw, "O&|IO$IOz", with_path, PyUnicode_FSConverter,
+                      path, &a->cores, &a->ccpu, &a->train_epochs, &deadline,
+                      &words)
+                : PyArg_ParseTupleAndKeywords(args, kw, "|IO$IOz", without,
                                               &a->cores, &a->ccpu,
-                                              &a->train_epochs, &deadline);
+                                              &a->train_epochs, &deadline,
+                                              &words);
   if (!ok) return -1;
+  if (sk_words_of(words, &a->words) < 0) {
+    if (path) Py_CLEAR(*path);
+    return -1;
+  }
   if (parse_deadline(deadline, &a->deadline_ns) == 0 &&
       !a->train_epochs == !a->deadline_ns)
     return 0;
@@ -236,16 +245,21 @@ static int parse_analysis_args(PyObject *args, PyObject *kw, analysis_args *a,
   return -1;
 }
 
-/* The "diagnosis" object, or a short one when nothing was measured. */
-static cJSON *diagnosis(sk_Loader *self, sk_run *r, const analysis_args *a) {
+/* The "diagnosis" object, or a short one when nothing was measured; with
+** out, the analysis too (the caller frees it with PyMem_Free). */
+static cJSON *diagnosis(sk_Loader *self, sk_run *r, const analysis_args *a,
+                        stoke_profile **out) {
   double used = 0;
-  cli_profile *pr = analyse(self, r, a, &used);
+  stoke_profile *pr = analyse(self, r, a, &used);
   if (!pr && PyErr_Occurred()) return NULL;
   cJSON *d;
   if (pr) {
-    d = cli_diagnosis_json(&r->res, pr);
+    d = report_diagnosis_json(a->words, &r->res, pr);
     if (d) cJSON_AddNumberToObject(d, "consumer_cpu", used);
-    PyMem_Free(pr);
+    if (out)
+      *out = pr;
+    else
+      PyMem_Free(pr);
   } else {
     d = cJSON_CreateObject();
     if (d) {
@@ -270,9 +284,15 @@ PyObject *sk_loader_diagnose(sk_Loader *self, PyObject *args, PyObject *kw) {
     run_free(&r);
     return NULL;
   }
-  cJSON *d = diagnosis(self, &r, &a);
+  stoke_profile *pr = NULL;
+  cJSON *d = diagnosis(self, &r, &a, &pr);
   run_free(&r);
-  return d ? json_of(d) : NULL;
+  PyObject *o = d ? json_of(d) : NULL;
+  /* Each advice keeps its structure, to be worded again (text_for). */
+  if (o && pr && sk_advice_wrap(o, pr->advice, pr->basis, pr->n_advice) < 0)
+    Py_CLEAR(o);
+  PyMem_Free(pr);
+  return o;
 }
 
 /* Text written by fn into a memory stream. */
@@ -292,14 +312,15 @@ static PyObject *text_of(print_fn fn, void *ctx) {
 
 typedef struct report_ctx {
   sk_run *run;
-  cli_profile *pr;
+  stoke_profile *pr;
+  const stoke_advice_words *words;
 } report_ctx;
 
 static void print_loader_report(FILE *f, void *p) {
   report_ctx *c = p;
-  cli_print_report(f, "loader", &c->run->spec, &c->run->res);
+  report_print_report(f, "loader", &c->run->spec, &c->run->res);
   if (c->pr)
-    cli_print_profile(f, &c->run->res, c->pr);
+    report_print_profile(f, c->words, &c->run->res, c->pr);
   else
     fprintf(f, "\nno measured steps yet: nothing to model (warm-up epochs "
                "are left out)\n");
@@ -314,7 +335,7 @@ PyObject *sk_loader_report(sk_Loader *self, PyObject *args, PyObject *kw) {
     return NULL;
   }
   double used;
-  report_ctx c = {&r, analyse(self, &r, &a, &used)};
+  report_ctx c = {&r, analyse(self, &r, &a, &used), a.words};
   PyObject *s = PyErr_Occurred() ? NULL : text_of(print_loader_report, &c);
   PyMem_Free(c.pr);
   run_free(&r);
@@ -322,7 +343,7 @@ PyObject *sk_loader_report(sk_Loader *self, PyObject *args, PyObject *kw) {
 }
 
 static PyObject *write_json_file(const char *path, cJSON *root) {
-  char *text = root ? cJSON_Print(root) : NULL;
+  char *text = root ? cJSON_Print(report_json_stamp(root)) : NULL;
   cJSON_Delete(root);
   if (!text) return PyErr_NoMemory();
   FILE *f = fopen(path, "w");
@@ -343,8 +364,8 @@ PyObject *sk_loader_save_json(sk_Loader *self, PyObject *args, PyObject *kw) {
   sk_run r;
   PyObject *res = NULL;
   if (collect(self, &r) == 0) {
-    cJSON *d = diagnosis(self, &r, &a);
-    cJSON *root = d ? cli_run_json(&r.spec, &r.res) : NULL;
+    cJSON *d = diagnosis(self, &r, &a, NULL);
+    cJSON *root = d ? report_run_json(&r.spec, &r.res) : NULL;
     if (root) {
       cJSON_AddItemToObject(root, "diagnosis", d);
       res = write_json_file(PyBytes_AS_STRING(path), root);
@@ -365,7 +386,7 @@ PyObject *sk_loader_save_json(sk_Loader *self, PyObject *args, PyObject *kw) {
 ** wrapped loader: name, batch_size, num_workers, prefetch. */
 static int twoclock_collect(sk_TwoClock *self, sk_run *r) {
   memset(r, 0, sizeof *r);
-  cli_run_result *res = &r->res;
+  report_result *res = &r->res;
   res->stats.struct_size = sizeof res->stats;
   int rc = stoke_twoclock_stats(self->c, &res->stats);
   if (rc < 0) {
@@ -385,7 +406,7 @@ static int twoclock_collect(sk_TwoClock *self, sk_run *r) {
   for (size_t i = 0; i < ne; i++)
     if (stoke_twoclock_epoch_stats(self->c, i, &res->epochs[i]) == 0)
       res->n_epochs++;
-  cli_result_measure(res);
+  report_result_measure(res);
   stoke_diagnose(&res->stats, &res->diag);
   stoke_config_init(&res->eff);
   res->eff.n_workers = res->stats.n_workers;
@@ -405,7 +426,7 @@ static int twoclock_collect(sk_TwoClock *self, sk_run *r) {
   res->n_samples = res->n_epochs ? res->epochs[res->n_epochs - 1].samples : 0;
   res->source_samples = res->n_samples;
   snprintf(res->source_kind, sizeof res->source_kind, "twoclock");
-  res->peak_rss_bytes = cli_peak_rss_bytes();
+  res->peak_rss_bytes = report_peak_rss_bytes();
   res->consumer_run_delay_ns = -1;
   return 0;
 }
@@ -417,8 +438,8 @@ static const char twoclock_limits[] =
     "empty queue), or predict other worker counts; stoke.Loader and "
     "stoke.DataLoader measure those";
 
-static cJSON *twoclock_diagnosis(const cli_run_result *res) {
-  cJSON *o = cli_verdict_json(&res->diag);
+static cJSON *twoclock_diagnosis(const report_result *res) {
+  cJSON *o = report_verdict_json(&res->diag);
   if (!o) return NULL;
   cJSON_AddStringToObject(o, "limits", twoclock_limits);
   cJSON_AddArrayToObject(o, "advice");
@@ -431,16 +452,16 @@ PyObject *sk_twoclock_json(sk_TwoClock *self, int what) {
   if (twoclock_collect(self, &r) == 0) {
     cJSON *o;
     if (what == SK_JSON_SUMMARY) {
-      o = cli_summary_json(&r.res);
+      o = report_summary_json(&r.res);
     } else if (what == SK_JSON_DIAGNOSIS) {
       o = twoclock_diagnosis(&r.res);
     } else {
-      o = cJSON_CreateObject();
+      o = report_json_stamp(cJSON_CreateObject());
       if (o) {
-        cJSON_AddItemToObject(o, "config", cli_config_json(&r.spec, &r.res));
-        cJSON_AddItemToObject(o, "machine", cli_machine_json());
-        cJSON_AddItemToObject(o, "epochs", cli_epochs_json(&r.res));
-        cJSON_AddItemToObject(o, "summary", cli_summary_json(&r.res));
+        cJSON_AddItemToObject(o, "config", report_config_json(&r.spec, &r.res));
+        cJSON_AddItemToObject(o, "machine", report_machine_json());
+        cJSON_AddItemToObject(o, "epochs", report_epochs_json(&r.res));
+        cJSON_AddItemToObject(o, "summary", report_summary_json(&r.res));
         cJSON_AddItemToObject(o, "diagnosis", twoclock_diagnosis(&r.res));
       }
     }
@@ -453,15 +474,15 @@ PyObject *sk_twoclock_json(sk_TwoClock *self, int what) {
 static void print_twoclock_report(FILE *f, void *p) {
   sk_run *r = p;
   char src[256];
-  cli_fmt_source(&r->spec, r->res.n_samples, src, sizeof src);
+  report_fmt_source(&r->spec, r->res.n_samples, src, sizeof src);
   fprintf(f, "stoke two clocks: %s", src);
   if (r->res.eff.batch_size) fprintf(f, ", batch %zu", r->res.eff.batch_size);
   if (r->res.eff.n_workers != STOKE_WORKERS_AUTO)
     fprintf(f, ", %u workers", r->res.eff.n_workers);
   fputc('\n', f);
-  cli_print_epochs(f, &r->res);
-  cli_print_summary(f, &r->res);
-  cli_print_verdict(f, "", &r->res.diag);
+  report_print_epochs(f, &r->res);
+  report_print_summary(f, &r->res);
+  report_print_verdict(f, "", &r->res.diag);
   fprintf(f, "  (%s)\n", twoclock_limits);
 }
 
@@ -494,7 +515,7 @@ PyObject *sk_twoclock_deadline(sk_TwoClock *self, PyObject *args,
   PyObject *out = NULL;
   if (twoclock_collect(self, &r) == 0) {
     stoke_deadline fit;
-    if (cli_deadline_measured(&r.res, epochs, deadline_ns, 0, &fit) < 0) {
+    if (report_deadline_measured(&r.res, epochs, deadline_ns, 0, &fit) < 0) {
       sk_raise(STOKE_EINVAL, "deadline: no measured epoch yet (the warm-up "
                              "epochs are left out)");
     } else {
@@ -506,14 +527,15 @@ PyObject *sk_twoclock_deadline(sk_TwoClock *self, PyObject *args,
       if (o) {
         cJSON_AddNumberToObject(o, "train_epochs", epochs);
         cJSON_AddNumberToObject(o, "deadline_s", (double)deadline_ns / 1e9);
-        cJSON_AddItemToObject(o, "now", cli_deadline_row_json(w, k, &fit));
+        cJSON_AddItemToObject(o, "now", report_deadline_row_json(w, k, &fit));
       }
       char *buf = NULL;
       size_t len = 0;
       FILE *f = open_memstream(&buf, &len);
       if (f) {
-        cli_print_deadline_head(f, epochs, deadline_ns);
-        cli_print_deadline_row(f, "now", w, k, epochs, &fit,
+        report_print_deadline_head(f, epochs, deadline_ns);
+        report_print_deadline_row(f, &sk_loader_words, "now", w, k, epochs,
+                                  &fit,
                                "measured epochs");
         fclose(f);
       }
@@ -531,7 +553,7 @@ PyObject *sk_twoclock_deadline(sk_TwoClock *self, PyObject *args,
   return out;
 }
 
-/* ---- `stoke report` -------------------------------------------------------------- */
+/* ---- the HTML page (`stoke report`'s) ---------------------------------------------- */
 
 PyObject *sk_render_report(PyObject *mod, PyObject *args) {
   PyObject *paths, *out;
@@ -543,33 +565,32 @@ PyObject *sk_render_report(PyObject *mod, PyObject *args) {
     return NULL;
   }
   Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-  char **argv = PyMem_Calloc((size_t)n + 4, sizeof *argv);
+  const char **names = PyMem_Calloc((size_t)n + 1, sizeof *names);
   PyObject **held = PyMem_Calloc((size_t)n + 1, sizeof *held);
   PyObject *res = NULL;
-  int ok = argv && held;
+  int ok = names && held;
   if (!ok)
     PyErr_NoMemory();
-  else
-    argv[0] = "report";
   for (Py_ssize_t i = 0; ok && i < n; i++) {
     if (!PyUnicode_FSConverter(PySequence_Fast_GET_ITEM(seq, i), &held[i]))
       ok = 0;
     else
-      argv[1 + i] = PyBytes_AS_STRING(held[i]);
+      names[i] = PyBytes_AS_STRING(held[i]);
   }
   if (ok) {
-    argv[1 + n] = "-o";
-    argv[2 + n] = PyBytes_AS_STRING(out);
-    /* The command prints its own message on stderr when it fails. */
-    int rc = cmd_report((int)n + 3, argv);
-    if (rc == CLI_OK)
+    report_err e;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = report_html_write(names, (size_t)n, PyBytes_AS_STRING(out), &e);
+    Py_END_ALLOW_THREADS
+    if (rc == 0)
       res = Py_NewRef(Py_None);
     else
-      sk_raise(STOKE_EIO, "stoke report failed (its message is on stderr)");
+      sk_raise(STOKE_EIO, e.msg);
   }
   for (Py_ssize_t i = 0; held && i < n; i++) Py_XDECREF(held[i]);
   PyMem_Free(held);
-  PyMem_Free(argv);
+  PyMem_Free(names);
   Py_DECREF(seq);
   Py_DECREF(out);
   return res;

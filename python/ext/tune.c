@@ -15,11 +15,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "cli.h"
+#include "report.h"
 
 typedef struct tune_ctx {
   PyObject *step;          /* a callable, or NULL */
-  int kind;                /* else CLI_COMPUTE_* */
+  int kind;                /* else REPORT_COMPUTE_* */
   int64_t ns;
   sk_output out;
   PyObject *progress;      /* callable(i, n, point) or NULL */
@@ -39,7 +39,10 @@ static void keep_error(tune_ctx *t) {
 static void on_step(void *user, stoke_batch *b) {
   tune_ctx *t = user;
   if (!t->step) {
-    cli_consumer_step(t->kind, t->ns);
+    stoke_step_simulate(t->kind == REPORT_COMPUTE_SPIN    ? STOKE_STEP_SPIN
+                        : t->kind == REPORT_COMPUTE_SLEEP ? STOKE_STEP_SLEEP
+                                                          : STOKE_STEP_NONE,
+                        t->ns);
     return;
   }
   PyGILState_STATE g = PyGILState_Ensure();
@@ -76,7 +79,7 @@ static int on_progress(void *user, size_t i, size_t n,
   PyGILState_STATE g = PyGILState_Ensure();
   if (!t->cancel && PyErr_CheckSignals() < 0) keep_error(t);
   if (!t->cancel && t->progress) {
-    cJSON *o = cli_tune_point_json(p);
+    cJSON *o = report_tune_point_json(p);
     char *text = o ? cJSON_PrintUnformatted(o) : NULL;
     cJSON_Delete(o);
     PyObject *d = sk_json_loads(text);
@@ -140,9 +143,9 @@ PyObject *sk_tune(PyObject *mod, PyObject *args, PyObject *kw) {
     const char *k = PyUnicode_AsUTF8(PyTuple_GET_ITEM(step, 0));
     t.ns = PyLong_AsLongLong(PyTuple_GET_ITEM(step, 1));
     if (!k || (t.ns == -1 && PyErr_Occurred())) return NULL;
-    t.kind = strcmp(k, "spin") == 0 ? CLI_COMPUTE_SPIN
-             : strcmp(k, "sleep") == 0 ? CLI_COMPUTE_SLEEP
-                                       : CLI_COMPUTE_NONE;
+    t.kind = strcmp(k, "spin") == 0 ? REPORT_COMPUTE_SPIN
+             : strcmp(k, "sleep") == 0 ? REPORT_COMPUTE_SLEEP
+                                       : REPORT_COMPUTE_NONE;
   } else if (step != Py_None) {
     PyErr_SetString(PyExc_TypeError,
                     "step: a callable, (\"sleep\"|\"spin\", ns) or None");
@@ -228,13 +231,13 @@ PyObject *sk_tune(PyObject *mod, PyObject *args, PyObject *kw) {
   cJSON *root = cJSON_CreateObject();
   cJSON *arr = root ? cJSON_AddArrayToObject(root, "points") : NULL;
   for (size_t i = 0; arr && i < n; i++)
-    cJSON_AddItemToArray(arr, cli_tune_point_json(&pts[i]));
+    cJSON_AddItemToArray(arr, report_tune_point_json(&pts[i]));
   stoke_tune_knee knee;
-  int have_consumer = t.step || t.kind != CLI_COMPUTE_NONE;
+  int have_consumer = t.step || t.kind != REPORT_COMPUTE_NONE;
   if (root && stoke_tune_knee_find(pts, n, STOKE_TUNE_TOLERANCE,
                                    have_consumer, &knee) == 0)
     cJSON_AddItemToObject(root, "knee",
-                          cli_tune_knee_json(pts, &knee, nb > 1));
+                          report_tune_knee_json(pts, &knee, nb > 1));
   else if (root)
     cJSON_AddNullToObject(root, "knee");
   if (root) cJSON_AddNumberToObject(root, "tolerance", STOKE_TUNE_TOLERANCE);

@@ -36,8 +36,7 @@ import weakref
 
 from . import _stoke
 from ._util import deadline_kw, parse_price
-from .loader import (_FLAG_ECHO, _WORKER_POLICIES, _pythonize_diagnosis,
-                     loader_config, pythonize)
+from .loader import _WORKER_POLICIES, loader_config
 
 _PROFILE_NAME = "enumerate(DataLoader)#stoke.DataLoader.__next__"
 _MAX_BATCH = 4096
@@ -561,9 +560,9 @@ class DataLoader:
         ``train_epochs=N, deadline="8h"`` (or seconds) adds ``deadline``:
         do N epochs fit, now and at the model's knee (stoke.Loader's
         diagnose())."""
-        d = self._need_engine().diagnose(
-            cores, consumer_cpu, **deadline_kw(train_epochs, deadline))
-        return _pythonize_diagnosis(_dataloader_words(d))
+        return self._need_engine().diagnose(
+            cores, consumer_cpu, words="dataloader",
+            **deadline_kw(train_epochs, deadline))
 
     def report(self, cores=0, consumer_cpu=None, all_ranks=False, *,
                train_epochs=None, deadline=None):
@@ -571,8 +570,9 @@ class DataLoader:
         every rank's clocks through torch.distributed (a collective: call it
         on every rank) and adds a row per rank, the straggler and the job's
         verdict.  train_epochs and deadline as in diagnose()."""
-        text = pythonize(_dataloader_text(self._need_engine().report(
-            cores, consumer_cpu, **deadline_kw(train_epochs, deadline))))
+        text = self._need_engine().report(
+            cores, consumer_cpu, words="dataloader",
+            **deadline_kw(train_epochs, deadline))
         if all_ranks:
             from .distributed import gather_stats, ranks_report
             text += "\n" + ranks_report(gather_stats(self))
@@ -583,6 +583,7 @@ class DataLoader:
         """Write `stoke profile --json`'s document (`stoke report` renders
         it)."""
         self._need_engine().save_json(os.fspath(path), cores, consumer_cpu,
+                                      words="dataloader",
                                       **deadline_kw(train_epochs, deadline))
 
     def save_trace(self, path):
@@ -596,19 +597,13 @@ class DataLoader:
                 f"{self.num_workers} threads>")
 
 
-# The doctor's echo advice names stoke.Loader's echo= (loader._FLAG_ECHO); a
-# DataLoader, whose batches come in the order its sampler gives, has none:
-# the loop does it.
-def _dataloader_text(text):
-    text = _FLAG_ECHO.sub(
-        r"each batch \1 times in the training loop (stoke.DataLoader has no "
-        r"echo=; stoke.Loader(echo=\1) has, for paths and arrays)", text)
-    return text.replace("OMP_NUM_THREADS=1", "torch_threads=1, the default")
-
-
 def _dataloader_words(d):
+    """A diagnosis in stoke.DataLoader's words: each advice (a
+    stoke._stoke.Advice, which keeps its structure) written again with
+    DataLoader's arguments (prefetch_factor=, no echo=: the loop echoes)."""
     for a in d.get("advice", ()):
-        a["text"] = _dataloader_text(a["text"])
+        if isinstance(a, _stoke.Advice):
+            a["text"] = a.text_for("dataloader")
     return d
 
 

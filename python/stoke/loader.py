@@ -7,7 +7,6 @@ C configuration and a description of the source."""
 
 import glob as _glob
 import os
-import re
 
 from . import _stoke
 from ._util import (deadline_kw, env_rank_world, is_torch_tensor, parse_bytes,
@@ -387,26 +386,6 @@ def loader_config(batch_size, *, shuffle=False, seed=0, num_workers=0,
     }
 
 
-_FLAG_J = re.compile(r"(?<![\w-])-j (\d+)")
-_FLAG_K = re.compile(r"--prefetch (\d+)")
-_FLAG_ECHO = re.compile(r"--echo (\d+) \(Loader\(echo=\d+\)\)")
-
-
-def pythonize(text):
-    """The C doctor's advice names CLI flags; from Python, name the
-    loader's arguments instead."""
-    text = text.replace("with that -j", "with those workers")
-    text = _FLAG_J.sub(r"num_workers=\1", text)
-    text = _FLAG_ECHO.sub(r"echo=\1", text)
-    return _FLAG_K.sub(r"prefetch=\1", text)
-
-
-def _pythonize_diagnosis(d):
-    for a in d.get("advice", ()):
-        a["text"] = pythonize(a["text"])
-    return d
-
-
 class Loader(_stoke.Loader):
     """stoke's loader: worker threads read, decode and transform samples
     straight into batch buffers, ``prefetch`` batches ahead, in an order
@@ -558,8 +537,8 @@ class Loader(_stoke.Loader):
         configuration (``now``, from the measured epochs) and at the
         model's knee (``knee``, from its what-if prediction), each with its
         error bar and ``verdict`` fits / uncertain / misses."""
-        return _pythonize_diagnosis(super().diagnose(
-            cores, consumer_cpu, **deadline_kw(train_epochs, deadline)))
+        return super().diagnose(
+            cores, consumer_cpu, **deadline_kw(train_epochs, deadline))
 
     def report(self, cores=0, consumer_cpu=None, all_ranks=False, *,
                train_epochs=None, deadline=None):
@@ -569,8 +548,8 @@ class Loader(_stoke.Loader):
         rank's clocks through torch.distributed (a collective: call it on
         every rank) and adds a row per rank, the straggler and the job's
         verdict.  ``train_epochs`` and ``deadline`` as in diagnose()."""
-        text = pythonize(super().report(
-            cores, consumer_cpu, **deadline_kw(train_epochs, deadline)))
+        text = super().report(
+            cores, consumer_cpu, **deadline_kw(train_epochs, deadline))
         if all_ranks:
             from .distributed import gather_stats, ranks_report
             text += "\n" + ranks_report(gather_stats(self))

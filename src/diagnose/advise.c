@@ -35,7 +35,10 @@
 **              transforms that release the GIL, fewer Python operations per
 **              sample, and processes as the last resort.
 ** Every line names the setting, the step the model predicts with it, the
-** step now and the ratio. */
+** step now and the ratio.  The ladder is structure: each rung's action,
+** the settings it proposes and the numbers it rests on
+** (stoke_advice_basis); advice_text.c writes the line, in the library's
+** words or a front end's. */
 #include "internal.h"
 #include "model.h"
 #include "tune/knee.h"
@@ -59,16 +62,17 @@ static int64_t step_of(const stoke_model *m, unsigned w, unsigned k) {
   return p.step_ns;
 }
 
-static double ms(int64_t ns) { return (double)ns / 1e6; }
 
 typedef struct ladder {
   stoke_advice *out;
+  stoke_advice_basis *basis; /* out's numbers, one for one */
   size_t cap, n;
   int64_t now;
 } ladder;
 
 static stoke_advice *add(ladder *l, int kind, int64_t predicted) {
   if (l->n >= l->cap) return NULL;
+  memset(&l->basis[l->n], 0, sizeof l->basis[l->n]);
   stoke_advice *a = &l->out[l->n++];
   memset(a, 0, sizeof *a);
   a->kind = kind;
@@ -78,16 +82,20 @@ static stoke_advice *add(ladder *l, int kind, int64_t predicted) {
   return a;
 }
 
+/* The numbers behind advice a, which add() returned. */
+static stoke_advice_basis *basis_of(ladder *l, const stoke_advice *a) {
+  return &l->basis[a - l->out];
+}
+
 /* "pageable memory: pin it", with the step it predicts. */
 static void pin_it(ladder *l, const stoke_stats *st, int64_t predicted) {
   stoke_advice *a = add(l, STOKE_ADVICE_PIN_COPY, predicted);
-  if (a)
-    snprintf(a->text, sizeof a->text,
-             "pageable memory: pin it (pin_memory 1, --pin-memory): %llu "
-             "copies to the device came from pageable memory, which the "
-             "driver copies synchronously through a staging buffer (%.2f ms "
-             "a batch)", (unsigned long long)st->pageable_copies,
-             ms(st->stage[STOKE_STAGE_COPY].mean_ns));
+  if (a) {
+    stoke_advice_basis *b = basis_of(l, a);
+    b->variant = 0;
+    b->pageable_copies = st->pageable_copies;
+    b->copy_mean_ns = st->stage[STOKE_STAGE_COPY].mean_ns;
+  }
 }
 
 /* The knee over W in [1, w_max] at prefetch k: the tuner's own rule and
@@ -106,24 +114,6 @@ static unsigned knee(const stoke_model *m, unsigned k, unsigned w_max,
   }
   *step = step_of(m, q.n_workers, k);
   return q.n_workers;
-}
-
-static const char *stage_remedy(int stage) {
-  switch (stage) {
-  case STOKE_STAGE_PYTHON:
-  case STOKE_STAGE_GIL_WAIT:
-    return "fewer Python operations per sample, or C transforms";
-  case STOKE_STAGE_COLLATE:
-    return "smaller samples, or collate fewer objects in Python";
-  case STOKE_STAGE_READ:
-    return "pack samples into shards or a faster storage layout";
-  case STOKE_STAGE_DECODE:
-    /* Packed shards' JPEGs decode a crop from its own restart intervals:
-    ** 1.3-1.4x less decode time than region decoding (bench/ images). */
-    return "pack the images with `stoke pack` (crops then decode from "
-           "their own restart intervals), or pre-resize them";
-  default: return "cheaper or fused transforms";
-  }
 }
 
 /* The measured step (wait + compute per step). */
@@ -155,13 +145,10 @@ static void advise_threads(ladder *l, const stoke_model *m,
   if (!a) return;
   a->n_workers = m->n_workers;
   a->prefetch = k;
-  snprintf(a->text, sizeof a->text,
-           "oversubscribed: %u workers run %u threads on %.0f cores (a "
-           "threaded library: torch intra-op, OpenMP, BLAS), waiting for a "
-           "core %.0f%% of their run time; one thread per worker "
-           "(OMP_NUM_THREADS=1): step %.2f ms (now %.2f ms), %.2fx",
-           m->n_workers, m->threads_seen, p, 100 * m->run_delay_frac, ms(s),
-           ms(now), a->speedup);
+  stoke_advice_basis *b = basis_of(l, a);
+  b->threads_seen = m->threads_seen;
+  b->cores = p;
+  b->run_delay_frac = m->run_delay_frac;
 }
 
 /* A rung proposing W and K when its predicted step buys GAIN_MIN, else
@@ -192,13 +179,7 @@ static void advise_python(ladder *l, const stoke_model *m,
   unsigned w = knee(&free, k, w_max, &knee_step);
   if (w < 1) w = 1;
   stoke_advice *a;
-  if ((a = add_worth(l, STOKE_ADVICE_C_TRANSFORMS, knee_step, w, k)))
-    snprintf(a->text, sizeof a->text,
-             "move decode and transforms out of Python into stoke's C "
-             "transforms (stoke.Loader(path, transform=...)), which run "
-             "without the GIL: with -j %u predicted step %.2f ms or less "
-             "(now %.2f ms), %.1fx",
-             w, ms(knee_step), ms(l->now), a->speedup);
+  add_worth(l, STOKE_ADVICE_C_TRANSFORMS, knee_step, w, k);
   stoke_model half = *m;
   half.t_gil_ns = m->t_gil_ns / 2;
   half.t_cpu_ns -= m->t_gil_ns / 2;
@@ -206,32 +187,20 @@ static void advise_python(ladder *l, const stoke_model *m,
   if (half.t_cpu_ns < 0) half.t_cpu_ns = 0;
   int64_t s = step_of(&half, m->n_workers, k);
   if ((a = add_worth(l, STOKE_ADVICE_PYTHON_OPS, s, m->n_workers, k)))
-    snprintf(a->text, sizeof a->text,
-             "fewer Python operations per sample (%.2f ms on a core each): "
-             "vectorise with NumPy/torch calls, which release the GIL, "
-             "precompute what does not change per epoch; at half, "
-             "predicted step %.2f ms (now %.2f ms), %.2fx",
-             ms(m->t_gil_ns), ms(s), ms(l->now), a->speedup);
-  if ((a = add_worth(l, STOKE_ADVICE_PROCESSES, knee_step, w, k)))
-    snprintf(a->text, sizeof a->text,
-             "last resort, processes: %u worker processes (torch's "
-             "DataLoader) run Python in parallel, at the cost of a copy of "
-             "each batch and of the dataset per process: predicted step "
-             "%.2f ms or less (now %.2f ms), %.1fx",
-             w, ms(knee_step), ms(l->now), a->speedup);
+    basis_of(l, a)->gil_ns = m->t_gil_ns;
+  add_worth(l, STOKE_ADVICE_PROCESSES, knee_step, w, k);
   (void)st;
 }
 
-int stoke_advise_model(const stoke_model *m, const stoke_stats *st,
-                       stoke_advice *out, size_t cap, size_t *n_out) {
-  if (!m || !st || !n_out || (!out && cap)) return STOKE_EINVAL;
-  *n_out = 0;
+/* The ladder into l: its rungs and their numbers, no text. */
+static int climb(ladder *lp, const stoke_model *m, const stoke_stats *st) {
+  ladder l = *lp;
   stoke_diagnosis dg;
   int rc = stoke_diagnose(st, &dg);
   if (rc != 0) return rc;
   if (dg.verdict == STOKE_VERDICT_UNKNOWN || m->batch_size < 1) return 0;
   unsigned w = m->n_workers, k = m->prefetch ? m->prefetch : 1;
-  ladder l = {out, cap, 0, step_of(m, w, k)};
+  l.now = step_of(m, w, k);
   int64_t tc = m->t_c_ns + m->copy_ns;
   double p = stoke__model_cores_avail(m);
   unsigned w_max = stoke_tune_knee_w_max(m);
@@ -245,26 +214,21 @@ int stoke_advise_model(const stoke_model *m, const stoke_stats *st,
 
   if (dg.verdict == STOKE_VERDICT_BUSY) {
     int64_t best = tc > 0 ? tc : 1;
-    if ((a = add(&l, STOKE_ADVICE_MODEL, best)))
-      snprintf(a->text, sizeof a->text,
-               "the model is the cost: the step computes %.2f ms and waits "
-               "%.1f%%; a faster pipeline gains at most %.2fx",
-               ms(m->t_c_ns), 100 * st->wait_ratio, a->speedup);
+    if ((a = add(&l, STOKE_ADVICE_MODEL, best))) {
+      basis_of(&l, a)->compute_ns = m->t_c_ns;
+      basis_of(&l, a)->wait_ratio = st->wait_ratio;
+    }
     if (w > 1 && w_knee < w &&
         (double)step_of(m, w_knee, k) <= (double)l.now * (1 + KNEE_TOL) &&
         (a = add(&l, STOKE_ADVICE_FEWER, step_of(m, w_knee, k)))) {
       a->n_workers = w_knee;
       a->prefetch = k;
-      snprintf(a->text, sizeof a->text,
-               "-j %u is enough: predicted step %.2f ms (now %.2f ms); %u "
-               "workers keep up and free %u threads",
-               w_knee, ms(a->predicted_step_ns), ms(l.now), w_knee,
-               w - w_knee);
+      basis_of(&l, a)->variant = 0;
     }
     /* Hidden or not, a pageable copy is synchronous: it holds the copy
     ** thread and goes through the driver's staging buffer. */
     if (st->pageable_copies > 0) pin_it(&l, st, l.now);
-    *n_out = l.n;
+    lp->n = l.n;
     return 0;
   }
 
@@ -272,7 +236,7 @@ int stoke_advise_model(const stoke_model *m, const stoke_stats *st,
   if (dg.verdict == STOKE_VERDICT_PYTHON ||
       (dg.verdict == STOKE_VERDICT_STARVING && m->t_gil_ns > 0)) {
     advise_python(&l, m, st, k, w_max);
-    *n_out = l.n;
+    lp->n = l.n;
     return 0;
   }
 
@@ -282,26 +246,18 @@ int stoke_advise_model(const stoke_model *m, const stoke_stats *st,
       (a = add(&l, STOKE_ADVICE_WORKERS, knee_step))) {
     a->n_workers = w_adv = w_knee;
     a->prefetch = k;
-    int n = snprintf(a->text, sizeof a->text,
-                     "-j %u: predicted step %.2f ms (now %.2f ms), %.1fx",
-                     w_knee, ms(knee_step), ms(l.now), a->speedup);
-    if (cpu_frac > 0.5 && n > 0 && (size_t)n < sizeof a->text)
-      snprintf(a->text + n, sizeof a->text - (size_t)n,
-               "; CPU-bound (%.0f%% of a sample on a core): past %.0f cores "
-               "more workers do not help",
-               100 * cpu_frac, p);
+    basis_of(&l, a)->cpu_frac = cpu_frac;
+    basis_of(&l, a)->cores = p;
   } else if (w > p && cpu_bound && w_knee < w &&
              (double)step_of(m, w_knee, k) <= (double)l.now * (1 + KNEE_TOL) &&
              (a = add(&l, STOKE_ADVICE_FEWER, step_of(m, w_knee, k)))) {
     /* Oversubscribed CPU-bound work: same step with fewer threads. */
     a->n_workers = w_adv = w_knee;
     a->prefetch = k;
-    snprintf(a->text, sizeof a->text,
-             "oversubscribed: %u workers on %.0f cores for CPU-bound samples "
-             "(%.0f%% on a core); -j %u predicts the same step (%.2f ms, now "
-             "%.2f ms)",
-             w, p, 100 * cpu_frac, w_knee, ms(a->predicted_step_ns),
-             ms(l.now));
+    stoke_advice_basis *b = basis_of(&l, a);
+    b->variant = 1;
+    b->cores = p;
+    b->cpu_frac = cpu_frac;
   }
   int64_t base = step_of(m, w_adv, k);
 
@@ -327,12 +283,7 @@ int stoke_advise_model(const stoke_model *m, const stoke_stats *st,
         (a = add(&l, STOKE_ADVICE_PREFETCH, s_best))) {
       a->n_workers = w_adv;
       a->prefetch = k_best;
-      snprintf(a->text, sizeof a->text,
-               "--prefetch %u%s: predicted step %.2f ms (now %.2f ms), "
-               "%.2fx; deeper prefetch absorbs the spread of the sample "
-               "cost (sigma %.2f), not its mean",
-               k_best, w_adv != w ? " with that -j" : "", ms(s_best),
-               ms(l.now), a->speedup, m->sigma);
+      basis_of(&l, a)->sigma = m->sigma;
       base = s_best;
       k = k_best;
     }
@@ -351,32 +302,24 @@ int stoke_advise_model(const stoke_model *m, const stoke_stats *st,
              copy->mean_ns >= m->t_c_ns && m->t_c_ns > 0 &&
              (a = add(&l, STOKE_ADVICE_CHEAPER, s))) {
       a->stage = STOKE_STAGE_COPY;
-      snprintf(a->text, sizeof a->text,
-               "the copy is longer than the step (%.2f ms against %.2f ms): "
-               "no prefetch depth hides it; copy fewer bytes (u8 images "
-               "normalised on the device, a smaller dtype); hidden, "
-               "predicted step %.2f ms (now %.2f ms)",
-               ms(copy->mean_ns), ms(m->t_c_ns), ms(s), ms(l.now));
+      stoke_advice_basis *b = basis_of(&l, a);
+      b->variant = 1;
+      b->copy_mean_ns = copy->mean_ns;
+      b->compute_ns = m->t_c_ns;
     } else if (st->backend == STOKE_BACKEND_CUDA && gain &&
                (a = add(&l, STOKE_ADVICE_DEVICE_PREFETCH, s))) {
       a->n_workers = w_adv;
       a->prefetch = k;
       a->device_prefetch = st->device_prefetch + 1;
-      snprintf(a->text, sizeof a->text,
-               "the copy is exposed: the stream waits %.2f ms a step for it "
-               "(%.0f%% of the %.2f ms copy); raise the prefetch-to-device "
-               "depth (--device-prefetch %u): predicted step %.2f ms (now "
-               "%.2f ms), %.2fx",
-               ms(m->copy_ns), 100 * (1 - st->copy_overlap),
-               ms(copy->mean_ns), a->device_prefetch, ms(s), ms(l.now),
-               a->speedup);
+      stoke_advice_basis *b = basis_of(&l, a);
+      b->copy_ns = m->copy_ns;
+      b->copy_overlap = st->copy_overlap;
+      b->copy_mean_ns = copy->mean_ns;
     } else if (st->backend != STOKE_BACKEND_CUDA && gain &&
-               (a = add(&l, STOKE_ADVICE_PIN_COPY, s)))
-      snprintf(a->text, sizeof a->text,
-               "pinned memory and asynchronous copies: the copy takes %.2f ms "
-               "per batch; overlapped, predicted step %.2f ms (now %.2f ms), "
-               "%.2fx",
-               ms(m->copy_ns), ms(s), ms(l.now), a->speedup);
+               (a = add(&l, STOKE_ADVICE_PIN_COPY, s))) {
+      basis_of(&l, a)->variant = 1;
+      basis_of(&l, a)->copy_ns = m->copy_ns;
+    }
   }
 
   /* Still producer-bound at the knee: cheaper samples, then echoing. */
@@ -405,11 +348,8 @@ int stoke_advise_model(const stoke_model *m, const stoke_stats *st,
       a->stage = top;
       a->n_workers = w_adv;
       a->prefetch = k;
-      snprintf(a->text, sizeof a->text,
-               "cheaper %s (%.2f ms of %.2f ms per sample): %s; at half the "
-               "cost, predicted step %.2f ms (now %.2f ms), %.2fx",
-               stoke_stage_name(top), ms(m->stage_ns[top]), ms(m->t_d_ns),
-               stage_remedy(top), ms(s), ms(l.now), a->speedup);
+      basis_of(&l, a)->stage_ns = m->stage_ns[top];
+      basis_of(&l, a)->sample_ns = m->t_d_ns;
     }
   }
   /* Decoding dominates and the stored images are far larger than the
@@ -438,15 +378,12 @@ int stoke_advise_model(const stoke_model *m, const stoke_stats *st,
       a->max_side = keep;
       a->n_workers = w_adv;
       a->prefetch = k;
-      snprintf(a->text, sizeof a->text,
-               "pre-resize once: stoke pack DATA -o OUT --max-side %u: the "
-               "images average %.1f MP (longer side %.0f px) and the "
-               "transform keeps %u px; decoding %.1f%% of the pixels "
-               "(%.2f ms of %.2f ms a sample now), predicted step %.2f ms "
-               "(now %.2f ms), %.2fx",
-               keep, st->image_pixels_mean / 1e6, st->image_side_mean, keep,
-               100 * r, ms(m->stage_ns[STOKE_STAGE_DECODE]), ms(m->t_d_ns),
-               ms(s), ms(l.now), a->speedup);
+      stoke_advice_basis *b = basis_of(&l, a);
+      b->image_pixels_mean = st->image_pixels_mean;
+      b->image_side_mean = st->image_side_mean;
+      b->pixels_kept_frac = r;
+      b->stage_ns = m->stage_ns[STOKE_STAGE_DECODE];
+      b->sample_ns = m->t_d_ns;
     }
   }
   if ((double)prod_best > (double)tc * (1 + GAIN_MIN) && tc > 0) {
@@ -461,17 +398,44 @@ int stoke_advise_model(const stoke_model *m, const stoke_stats *st,
       a->echo = (unsigned)e * now_e;
       a->n_workers = w_adv;
       a->prefetch = k;
-      snprintf(a->text, sizeof a->text,
-               "last resort, data echoing: --echo %u (Loader(echo=%u)): "
-               "even with every core the producer needs %.2f ms per batch "
-               "against a %.2f ms step; using each batch %u times predicts "
-               "%.2f ms per step (now %.2f ms), %.2fx",
-               a->echo, a->echo, ms(prod_best), ms(tc), a->echo, ms(s),
-               ms(l.now), a->speedup);
+      stoke_advice_basis *b = basis_of(&l, a);
+      b->producer_batch_ns = prod_best;
+      b->compute_ns = m->t_c_ns;
+      b->copy_ns = m->copy_ns;
     }
+  }
+  lp->n = l.n;
+  return 0;
+}
+
+int stoke_advise_basis(const stoke_model *m, const stoke_stats *st,
+                       stoke_advice *out, stoke_advice_basis *basis,
+                       size_t cap, size_t *n_out) {
+  if (!m || !st || !n_out || ((!out || !basis) && cap)) return STOKE_EINVAL;
+  *n_out = 0;
+  ladder l = {out, basis, cap, 0, 0};
+  int rc = climb(&l, m, st);
+  if (rc != 0) return rc;
+  unsigned k = m->prefetch ? m->prefetch : 1;
+  for (size_t i = 0; i < l.n; i++) {
+    /* What every rung shares: the run's W and K. */
+    basis[i].run_workers = m->n_workers;
+    basis[i].run_prefetch = k;
+    stoke_advice_format(&out[i], &basis[i], NULL, out[i].text,
+                        sizeof out[i].text);
   }
   *n_out = l.n;
   return 0;
+}
+
+int stoke_advise_model(const stoke_model *m, const stoke_stats *st,
+                       stoke_advice *out, size_t cap, size_t *n_out) {
+  if (!m || !st || !n_out || (!out && cap)) return STOKE_EINVAL;
+  /* The ladder has fewer rungs than STOKE_MAX_ADVICE. */
+  stoke_advice_basis basis[STOKE_MAX_ADVICE];
+  return stoke_advise_basis(m, st, out, basis,
+                            cap < STOKE_MAX_ADVICE ? cap : STOKE_MAX_ADVICE,
+                            n_out);
 }
 
 int stoke_advise(const stoke_stats *st, const stoke_config *cfg,

@@ -1,61 +1,18 @@
-/* profile.c — the analysis behind "stoke profile", shared with the Python
-** module's loader.diagnose() and loader.report(): the queue model of a
-** measured run, its prediction of the run and its error, the what-if table
-** over workers and prefetch, and the escalation ladder; printed for people
-** and as the JSON "diagnosis" object that `stoke report` draws. */
+/* profile.c — "stoke profile"'s analysis (libstoke's stoke_profile_analyse:
+** the queue model, its prediction and error, the what-if table, the advice
+** and the deadline) printed for people and written as the JSON "diagnosis"
+** object that `stoke report` draws; also Python's loader.diagnose() and
+** loader.report(). */
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
+#include "report.h"
 
-void cli_uint_list_add(cli_uint_list *l, unsigned x) {
-  for (size_t i = 0; i < l->n; i++)
-    if (l->v[i] == x)
-      return;
-  if (l->n < CLI_MAX_WHATIF)
-    l->v[l->n++] = x;
-}
-
-static int cmp_uint(const void *a, const void *b) {
-  unsigned x = *(const unsigned *)a, y = *(const unsigned *)b;
-  return x < y ? -1 : x > y;
-}
-
-void cli_uint_list_sort(cli_uint_list *l) {
-  cli_uint_list u = {{0}, 0};
-  for (size_t i = 0; i < l->n; i++)
-    cli_uint_list_add(&u, l->v[i]);
-  qsort(u.v, u.n, sizeof(unsigned), cmp_uint);
-  *l = u;
-}
-
-void cli_profile_grid(cli_profile *pr, const stoke_config *eff,
-                      int default_ws, int default_ks) {
-  if (default_ws) {
-    static const unsigned dw[] = {0, 1, 2, 4, 8, 16, 32};
-    for (size_t i = 0; i < sizeof(dw) / sizeof(dw[0]); i++)
-      cli_uint_list_add(&pr->ws, dw[i]);
-    cli_uint_list_add(&pr->ws, eff->n_workers);
-  }
-  if (default_ks) {
-    static const unsigned dk[] = {1, 2, 4, 8};
-    for (size_t i = 0; i < sizeof(dk) / sizeof(dk[0]); i++)
-      cli_uint_list_add(&pr->ks, dk[i]);
-    cli_uint_list_add(&pr->ks, eff->prefetch);
-  }
-  cli_uint_list_sort(&pr->ws);
-  cli_uint_list_sort(&pr->ks);
-}
-
-/* ---- the analysis -------------------------------------------------------- */
-
+/* ---- the analysis (libstoke's stoke_profile_analyse) ---------------------- */
 
 static double ms(int64_t ns) { return (double)ns / 1e6; }
 
-/* N epochs at the measured configuration: the measured epochs' mean, with
-** their spread as the error bar (at least 5%); fallback_ns when no epoch
-** was measured. */
-cJSON *cli_deadline_row_json(unsigned w, unsigned k, const stoke_deadline *d) {
+cJSON *report_deadline_row_json(unsigned w, unsigned k, const stoke_deadline *d) {
   cJSON *e = cJSON_CreateObject();
   if (!e)
     return NULL;
@@ -71,123 +28,32 @@ cJSON *cli_deadline_row_json(unsigned w, unsigned k, const stoke_deadline *d) {
   return e;
 }
 
-int cli_deadline_measured(const cli_run_result *res, unsigned epochs,
-                          int64_t deadline_ns, int64_t fallback_ns,
-                          stoke_deadline *out) {
-  double lo = 0, hi = 0;
-  size_t n = 0;
-  for (size_t i = 0; i < res->n_epochs; i++) {
-    if (res->epochs[i].warmup)
-      continue;
-    double s = (double)res->epochs[i].wall_ns / 1e9;
-    lo = n == 0 || s < lo ? s : lo;
-    hi = n == 0 || s > hi ? s : hi;
-    n++;
-  }
-  double mean = res->epoch_s, spread = 0.05;
-  if (mean > 0 && n > 1) {
-    double e = hi / mean - 1 > 1 - lo / mean ? hi / mean - 1 : 1 - lo / mean;
-    if (e > spread)
-      spread = e < 0.9 ? e : 0.9;
-  }
-  int64_t now_ns = (int64_t)(mean * 1e9);
-  if (now_ns <= 0)
-    now_ns = fallback_ns;
-  return stoke_deadline_check(now_ns, epochs, deadline_ns, spread, out);
+int report_deadline_measured(const report_result *res, unsigned epochs,
+                             int64_t deadline_ns, int64_t fallback_ns,
+                             stoke_deadline *out) {
+  return stoke_deadline_measured(res->epochs, res->n_epochs, epochs,
+                                 deadline_ns, fallback_ns, out);
 }
 
-/* --train-epochs N --deadline DUR: N epochs at this configuration (the
-** measured epochs) and at the model's knee (its prediction, with the
-** what-if error of the truth grid, STOKE_WHATIF_ERROR_P90). */
-static int deadline(const cli_run_result *res, cli_profile *pr) {
-  int rc = cli_deadline_measured(res, pr->train_epochs, pr->deadline_ns,
-                                 pr->now.epoch_ns, &pr->now_fit);
-  if (rc < 0)
-    return rc;
-  int64_t now_ns = pr->now_fit.epoch_ns;
-  /* The knee the advice's W range and rule give, over prefetch too. */
-  stoke_tune_point kp_pt;
-  if (stoke_tune_knee_model_tuned(&pr->model, &kp_pt) != 0)
-    return STOKE_EINVAL;
-  pr->knee_workers = kp_pt.n_workers;
-  pr->knee_prefetch = kp_pt.prefetch;
-  stoke_prediction kp;
-  rc = stoke_predict_step(&pr->model, pr->knee_workers, pr->knee_prefetch,
-                          &kp);
-  if (rc < 0)
-    return rc;
-  int64_t knee_ns = kp.epoch_ns > 0 ? kp.epoch_ns : now_ns;
-  return stoke_deadline_check(knee_ns, pr->train_epochs, pr->deadline_ns,
-                              STOKE_WHATIF_ERROR_P90, &pr->knee_fit);
-}
-
-int cli_profile_analyse(const cli_run_spec *spec, cli_run_result *res,
-                        unsigned cores, double consumer_cpu,
-                        cli_profile *pr) {
-  const stoke_stats *st = &res->stats;
-  int rc = stoke_model_init(&pr->model, st, &res->eff, cores);
-  if (rc < 0)
-    return rc;
+int report_profile_analyse(const report_spec *spec, report_result *res,
+                           unsigned cores, double consumer_cpu,
+                           stoke_profile *pr) {
   /* The tool knows its consumer: a spinning step holds one core; a caller
   ** that measured its own step's CPU says so. */
-  pr->model.consumer_cpu =
-      consumer_cpu >= 0 ? consumer_cpu
-                        : spec->compute_kind == CLI_COMPUTE_SPIN ? 1.0 : 0.0;
-  /* The loader is gone: its workers' queueing for a core, measured while
-  ** they lived, comes from the run's model. */
-  if (res->model.run_delay_frac >= 0) {
-    pr->model.run_delay_frac = res->model.run_delay_frac;
-    pr->model.t_io_ns = res->model.t_io_ns;
-    pr->model.sigma = res->model.sigma; /* deflated with that t_io */
-    pr->model.threads_seen = res->model.threads_seen;
-    pr->model.t_gil_ns = res->model.t_gil_ns;
-  }
-  pr->model.n_batches = res->n_batches;
-  rc = stoke_predict_step(&pr->model, res->eff.n_workers,
-                          res->eff.prefetch ? res->eff.prefetch : 1,
-                          &pr->now);
-  if (rc < 0)
-    return rc;
-  pr->measured_step_ns =
-      st->steps ? (st->wait.total_ns + st->compute.total_ns) /
-                      (int64_t)st->steps
-                : 0;
-  pr->measured_epoch_ns = res->epoch_s * 1e9;
-  /* The verdict from this model: it knows the consumer's CPU.  When the
-  ** consumer's thread waited for a core (workers oversubscribing the CPU
-  ** delay a sleeping step's wake-up; Linux schedstat says how long), its
-  ** computing clock holds that wait: the producer is compared with the
-  ** step the consumer asked for.  The clocks and the prediction stay as
-  ** measured. */
-  stoke_model vm = pr->model;
-  if (res->consumer_run_delay_ns > 0 && st->steps &&
-      st->clock != STOKE_CLOCK_EVENTS) { /* events: the GPU's clock */
-    pr->consumer_delay_ns = res->consumer_run_delay_ns / (int64_t)st->steps;
-    vm.t_c_ns -= pr->consumer_delay_ns;
-    if (vm.t_c_ns < 0)
-      vm.t_c_ns = 0;
-    /* The what-if table and the advice scale that wait with the workers'
-    ** CPU demand at each W (stoke_model.consumer_delay_ns); at this run's
-    ** W and K the prediction is unchanged. */
-    pr->model.consumer_delay_ns = pr->consumer_delay_ns;
-  }
-  rc = stoke_diagnose_model(st, &vm, &res->diag);
-  if (rc < 0)
-    return rc;
-  if (pr->measured_step_ns > 0)
-    pr->step_error =
-        (double)pr->now.step_ns / (double)pr->measured_step_ns - 1;
-  if (pr->measured_epoch_ns > 0 && pr->now.epoch_ns > 0)
-    pr->epoch_error = (double)pr->now.epoch_ns / pr->measured_epoch_ns - 1;
-  for (size_t i = 0; i < pr->ws.n; i++)
-    for (size_t j = 0; j < pr->ks.n; j++)
-      stoke_predict_step(&pr->model, pr->ws.v[i], pr->ks.v[j],
-                         &pr->what_if[i][j]);
-  rc = stoke_advise_model(&pr->model, st, pr->advice, STOKE_MAX_ADVICE,
-                          &pr->n_advice);
-  if (rc < 0 || !pr->train_epochs)
-    return rc;
-  return deadline(res, pr);
+  if (consumer_cpu < 0)
+    consumer_cpu = spec->compute_kind == REPORT_COMPUTE_SPIN ? 1.0 : 0.0;
+  stoke_profile_input in = {
+      .struct_size = sizeof in,
+      .stats = &res->stats,
+      .config = &res->eff,
+      .live_model = &res->model,
+      .n_batches = res->n_batches,
+      .epochs = res->epochs,
+      .n_epochs = res->n_epochs,
+      .consumer_run_delay_ns = res->consumer_run_delay_ns,
+      .cores = cores,
+      .consumer_cpu = consumer_cpu};
+  return stoke_profile_analyse(&in, pr, &res->diag);
 }
 
 /* 42 s, 12.5 min, 7.92 h. */
@@ -202,29 +68,44 @@ static const char *span(char *buf, size_t n, double ns) {
   return buf;
 }
 
-void cli_print_deadline_head(FILE *f, unsigned epochs, int64_t deadline_ns) {
+void report_print_deadline_head(FILE *f, unsigned epochs, int64_t deadline_ns) {
   char win[32];
   fprintf(f, "\ndeadline: %u epochs in %s\n", epochs,
           span(win, sizeof win, (double)deadline_ns));
 }
 
-void cli_print_deadline_row(FILE *f, const char *what, unsigned w, unsigned k,
-                            unsigned epochs, const stoke_deadline *d,
-                            const char *basis) {
-  char a[32], b[32], c[32], e[32];
-  fprintf(f, "  %-4s -j %u --prefetch %u: %s an epoch, %u epochs %s "
+/* A setting in the caller's words (NULL: stoke_advice.text's). */
+static void name_setting(const stoke_advice_words *words, int setting,
+                         unsigned v, unsigned workers, char *buf, size_t n) {
+  if (words && words->name)
+    words->name(words->user, setting, v, workers, buf, n);
+  else if (setting == STOKE_SETTING_WORKERS) /* as stoke_advice.text */
+    snprintf(buf, n, "-j %u", v);
+  else
+    snprintf(buf, n, "--prefetch %u", v);
+}
+
+void report_print_deadline_row(FILE *f, const stoke_advice_words *words,
+                               const char *what, unsigned w, unsigned k,
+                               unsigned epochs, const stoke_deadline *d,
+                               const char *basis) {
+  char a[32], b[32], c[32], e[32], jw[256], jk[256];
+  name_setting(words, STOKE_SETTING_WORKERS, w, w, jw, sizeof jw);
+  name_setting(words, STOKE_SETTING_PREFETCH, k, w, jk, sizeof jk);
+  fprintf(f, "  %-4s %s %s: %s an epoch, %u epochs %s "
              "(%s to %s, +/-%.0f%%, %s): %s; %.1f epochs fit\n",
-          what, w, k, span(e, sizeof e, (double)d->epoch_ns), epochs,
+          what, jw, jk, span(e, sizeof e, (double)d->epoch_ns), epochs,
           span(a, sizeof a, (double)d->total_ns),
           span(b, sizeof b, (double)d->low_ns),
           span(c, sizeof c, (double)d->high_ns), 100 * d->error, basis,
           stoke_deadline_verdict_name(d->verdict), d->epochs_in_window);
 }
 
-static void print_deadline(FILE *f, const cli_profile *pr) {
+static void print_deadline(FILE *f, const stoke_advice_words *words,
+                           const stoke_profile *pr) {
   if (!pr->train_epochs)
     return;
-  cli_print_deadline_head(f, pr->train_epochs, pr->deadline_ns);
+  report_print_deadline_head(f, pr->train_epochs, pr->deadline_ns);
   const struct {
     const char *what;
     const stoke_deadline *d;
@@ -236,12 +117,12 @@ static void print_deadline(FILE *f, const cli_profile *pr) {
       {"knee", &pr->knee_fit, pr->knee_workers, pr->knee_prefetch,
        "the model's what-if"}};
   for (size_t i = 0; i < 2; i++)
-    cli_print_deadline_row(f, rows[i].what, rows[i].w, rows[i].k,
+    report_print_deadline_row(f, words, rows[i].what, rows[i].w, rows[i].k,
                            pr->train_epochs, rows[i].d, rows[i].basis);
 }
 
-void cli_print_profile(FILE *f, const cli_run_result *res,
-                       const cli_profile *pr) {
+void report_print_profile(FILE *f, const stoke_advice_words *words,
+                          const report_result *res, const stoke_profile *pr) {
   const stoke_model *m = &pr->model;
   const stoke_diagnosis *d = &res->diag;
   double cpu_pct = m->t_d_ns ? 100.0 * (double)m->t_cpu_ns /
@@ -345,9 +226,13 @@ void cli_print_profile(FILE *f, const cli_run_result *res,
   fprintf(f, "\nadvice\n");
   if (!pr->n_advice)
     fprintf(f, "  none: the model sees nothing cheaper to change\n");
-  for (size_t i = 0; i < pr->n_advice; i++)
-    fprintf(f, "  %zu. %s\n", i + 1, pr->advice[i].text);
-  print_deadline(f, pr);
+  for (size_t i = 0; i < pr->n_advice; i++) {
+    char text[sizeof pr->advice[i].text];
+    stoke_advice_format(&pr->advice[i], &pr->basis[i], words, text,
+                        sizeof text);
+    fprintf(f, "  %zu. %s\n", i + 1, text);
+  }
+  print_deadline(f, words, pr);
 }
 
 static const char *advice_kind_name(int kind) {
@@ -369,7 +254,7 @@ static const char *advice_kind_name(int kind) {
   return "?";
 }
 
-cJSON *cli_verdict_json(const stoke_diagnosis *d) {
+cJSON *report_verdict_json(const stoke_diagnosis *d) {
   cJSON *o = cJSON_CreateObject();
   if (!o) return NULL;
   cJSON_AddStringToObject(o, "verdict", stoke_verdict_name(d->verdict));
@@ -383,10 +268,12 @@ cJSON *cli_verdict_json(const stoke_diagnosis *d) {
   return o;
 }
 
-cJSON *cli_diagnosis_json(const cli_run_result *res, const cli_profile *pr) {
+cJSON *report_diagnosis_json(const stoke_advice_words *words,
+                             const report_result *res,
+                             const stoke_profile *pr) {
   const stoke_model *m = &pr->model;
   const stoke_diagnosis *d = &res->diag;
-  cJSON *o = cli_verdict_json(d);
+  cJSON *o = report_verdict_json(d);
   if (!o)
     return NULL;
   cJSON *mo = cJSON_AddObjectToObject(o, "model");
@@ -470,7 +357,9 @@ cJSON *cli_diagnosis_json(const cli_run_result *res, const cli_profile *pr) {
       break;
     cJSON_AddItemToArray(aa, e);
     cJSON_AddStringToObject(e, "kind", advice_kind_name(a->kind));
-    cJSON_AddStringToObject(e, "text", a->text);
+    char text[sizeof a->text];
+    stoke_advice_format(a, &pr->basis[i], words, text, sizeof text);
+    cJSON_AddStringToObject(e, "text", text);
     cJSON_AddNumberToObject(e, "workers", a->n_workers);
     cJSON_AddNumberToObject(e, "prefetch", a->prefetch);
     if (a->kind == STOKE_ADVICE_CHEAPER)
@@ -496,7 +385,7 @@ cJSON *cli_diagnosis_json(const cli_run_result *res, const cli_profile *pr) {
       for (int i = 0; i < 2; i++)
         cJSON_AddItemToObject(
             dl, names[i],
-            cli_deadline_row_json(i ? pr->knee_workers : m->n_workers,
+            report_deadline_row_json(i ? pr->knee_workers : m->n_workers,
                                   i ? pr->knee_prefetch
                                     : m->prefetch ? m->prefetch : 1,
                                   ds[i]));

@@ -1,11 +1,11 @@
-/* report_chart.c — inline SVG charts for "stoke report".
+/* chart.c — inline SVG charts for "stoke report".
 **
 ** Each function writes one <svg> element with fixed user units (a 900-wide
 ** viewBox; the page scales it down on narrow screens) and no reference
 ** outside itself: no script, no stylesheet, no font, no id, so several
 ** charts can share one page.  Values that are not finite or are negative
 ** count as 0. */
-#include "report_chart.h"
+#include "chart.h"
 
 #include <math.h>
 #include <string.h>
@@ -58,9 +58,7 @@ static void open_svg(FILE *f, double h, const char *title) {
   rc_text(f, 12, 22, "start", "font-size=\"15\" font-weight=\"bold\"", title);
 }
 
-/* A "nice" axis maximum and step for values up to v (1, 2, 2.5, 5 x 10^k),
-** about five steps. */
-static void nice_axis(double v, double *max, double *step) {
+void rc_nice_axis(double v, double headroom, double *max, double *step) {
   if (!(v > 0) || !isfinite(v))
     v = 1;
   double raw = v / 5.0;
@@ -74,7 +72,7 @@ static void nice_axis(double v, double *max, double *step) {
     }
   *step = s;
   *max = s * ceil(v / s - 1e-9);
-  if (*max < v * 1.02)
+  if (*max < v * (1 + headroom))
     *max += s;
 }
 
@@ -142,7 +140,7 @@ int rc_write_bars(FILE *f, const rc_bars *c) {
       vmax = sum;
   }
   double max, step;
-  nice_axis(vmax, &max, &step);
+  rc_nice_axis(vmax, 0.02, &max, &step);
 
   open_svg(f, h, c->title);
   x_axis(f, left, pw, top - 4, top + ph, max, step, c->x_label);
@@ -216,7 +214,7 @@ int rc_write_strip(FILE *f, const rc_strip *c) {
     if (isfinite(m[i].v) && m[i].v > vmax)
       vmax = m[i].v;
   double max, step;
-  nice_axis(vmax, &max, &step);
+  rc_nice_axis(vmax, 0.02, &max, &step);
 #define SX(v) (left + pw * clean(v) / max)
   const double label_row = 18;
   const double strip_y = top + label_row * (double)nm + 14, strip_h = 26;
@@ -290,7 +288,7 @@ int rc_write_hist(FILE *f, const rc_hist *c) {
     if (clean(c->count[i]) > cmax)
       cmax = clean(c->count[i]);
   double max, step;
-  nice_axis(cmax, &max, &step);
+  rc_nice_axis(cmax, 0.02, &max, &step);
   double bw = c->n ? pw / (double)c->n : pw;
 
   open_svg(f, h, c->title);

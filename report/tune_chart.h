@@ -1,9 +1,9 @@
-/* svg.h — a small, self-contained SVG line chart (no dependency, no script,
+/* tune_chart.h — a small, self-contained SVG line chart (no dependency, no script,
 ** no external font or stylesheet): categories on x, a left y axis and an
 ** optional right axis in percent, solid and dashed series, one marked
 ** point.  Used by "stoke tune --svg". */
-#ifndef STOKE_CLI_SVG_H
-#define STOKE_CLI_SVG_H
+#ifndef STOKE_REPORT_TUNE_CHART_H
+#define STOKE_REPORT_TUNE_CHART_H
 
 #include <stddef.h>
 #include <stdio.h>
@@ -53,4 +53,4 @@ int svg_write_tune(FILE *f, const svg_tune_point *pts, size_t n, size_t knee,
                    const char *title, const char *subtitle,
                    const char *mark_label);
 
-#endif /* STOKE_CLI_SVG_H */
+#endif /* STOKE_REPORT_TUNE_CHART_H */

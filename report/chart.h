@@ -1,4 +1,4 @@
-/* report_chart.h — the charts of "stoke report", drawn as inline SVG
+/* chart.h — the charts of "stoke report", drawn as inline SVG
 ** fragments (an <svg> element, no XML prolog) for an HTML page: horizontal
 ** bars (stacked or grouped), a percentile strip and a histogram.
 **
@@ -6,8 +6,8 @@
 ** colour-blind-safe palette, escapes every string it writes and treats a
 ** negative, NaN or infinite value as 0 (absent), so that bad input draws an
 ** empty bar rather than a broken document. */
-#ifndef STOKE_CLI_REPORT_CHART_H
-#define STOKE_CLI_REPORT_CHART_H
+#ifndef STOKE_REPORT_CHART_H
+#define STOKE_REPORT_CHART_H
 
 #include <stddef.h>
 #include <stdio.h>
@@ -33,6 +33,12 @@ void rc_escape(FILE *f, const char *s);
 ** and the escaped string s. */
 void rc_text(FILE *f, double x, double y, const char *anchor,
              const char *extra, const char *s);
+
+/* A "nice" axis maximum and step for values up to v (1, 2, 2.5, 5 x 10^k,
+** about five steps), one step more when the top value would come within
+** headroom (a share of v) of the frame.  Shared by chart.c and the tune
+** plot (tune_chart.c). */
+void rc_nice_axis(double v, double headroom, double *max, double *step);
 
 typedef struct rc_row {
   const char *label; /* left of the bar */
@@ -80,4 +86,4 @@ typedef struct rc_hist {
 
 int rc_write_hist(FILE *f, const rc_hist *c);
 
-#endif /* STOKE_CLI_REPORT_CHART_H */
+#endif /* STOKE_REPORT_CHART_H */

@@ -13,7 +13,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "report.h"
 
 #if defined(__VERSION__) && defined(__GNUC__) && !defined(__clang__)
 #define COMPILER "gcc " __VERSION__
@@ -71,14 +71,14 @@ static uint64_t memory_bytes(void) {
   return 0;
 }
 
-uint64_t cli_peak_rss_bytes(void) {
+uint64_t report_peak_rss_bytes(void) {
   struct rusage ru;
   if (getrusage(RUSAGE_SELF, &ru) != 0 || ru.ru_maxrss < 0)
     return 0;
   return (uint64_t)ru.ru_maxrss * 1024; /* Linux reports KiB */
 }
 
-cJSON *cli_machine_json(void) {
+cJSON *report_machine_json(void) {
   cJSON *m = cJSON_CreateObject();
   if (!m)
     return NULL;

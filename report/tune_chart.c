@@ -1,11 +1,11 @@
-/* svg.c — hand-written SVG for the tune plot.
+/* tune_chart.c — hand-written SVG for the tune plot.
 **
 ** The document is plain SVG 1.1: every element is closed, every text is
 ** escaped, no script and no external reference, so it renders the same in a
 ** browser, an image viewer or a notebook and parses as XML.  Layout is in
 ** fixed user units (a 760 x 460 viewBox) and scales with the viewer. */
-#include "svg.h"
-#include "report_chart.h" /* rc_escape, rc_text */
+#include "tune_chart.h"
+#include "chart.h" /* rc_escape, rc_text, rc_nice_axis */
 
 #include <math.h>
 #include <stdlib.h>
@@ -22,23 +22,6 @@ static const char *const palette[] = {"#1f77b4", "#d62728", "#2ca02c",
                                       "#9467bd", "#ff7f0e", "#17becf",
                                       "#8c564b", "#e377c2"};
 #define N_PALETTE (sizeof(palette) / sizeof(palette[0]))
-
-/* A "nice" axis maximum and step for values up to v (1, 2, 2.5, 5 x 10^k). */
-static void nice_axis(double v, double *max, double *step) {
-  if (!(v > 0) || !isfinite(v)) v = 1;
-  double raw = v / 5.0;
-  double mag = pow(10.0, floor(log10(raw)));
-  static const double m[] = {1, 2, 2.5, 5, 10};
-  double s = mag * 10;
-  for (size_t i = 0; i < sizeof m / sizeof m[0]; i++)
-    if (mag * m[i] >= raw) {
-      s = mag * m[i];
-      break;
-    }
-  *step = s;
-  *max = s * ceil(v / s);
-  if (*max < v * 1.04) *max += s; /* headroom above the highest point */
-}
 
 static void fmt_tick(char *buf, size_t n, double v) {
   if (v >= 1e6)
@@ -60,7 +43,7 @@ int svg_write_chart(FILE *f, const svg_chart *c) {
         if (isfinite(c->series[s].y[i]) && c->series[s].y[i] > ymax_data)
           ymax_data = c->series[s].y[i];
   double ymax, ystep;
-  nice_axis(ymax_data, &ymax, &ystep);
+  rc_nice_axis(ymax_data, 0.04, &ymax, &ystep);
   double y2max = c->y2_max > 0 ? c->y2_max : 100;
 #define PX(i) (LEFT + (c->n_x > 1 ? pw * (double)(i) / (double)(c->n_x - 1) \
                                   : pw / 2))
