@@ -7,8 +7,7 @@
 
 #include <stdio.h>
 
-#include "internal.h"
-#include "os_busy.h"
+#include "os/os.h"
 
 int64_t stoke__thread_run_delay_ns(void) {
   FILE *f = fopen("/proc/thread-self/schedstat", "r");

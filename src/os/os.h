@@ -69,4 +69,11 @@ int stoke__schedstat_window(const stoke__sched_thread *base, size_t n_base,
                             const stoke__sched_thread *now, size_t n_now,
                             int64_t *run_ns, int64_t *delay_ns);
 
+/* ---- a simulated consumer (busy.c) ---------------------------------------- */
+
+/* The calling thread's run delay in ns from /proc/thread-self/schedstat,
+** or -1 when the kernel does not say (the public stoke_thread_run_delay
+** and stoke_step_simulate are busy.c's too). */
+int64_t stoke__thread_run_delay_ns(void);
+
 #endif /* STOKE_OS_OS_H */
