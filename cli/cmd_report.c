@@ -1,7 +1,7 @@
 /* cmd_report.c — "stoke report": the options; the page itself is the report
 ** library's (report/html.c), which the Python module draws too. */
-#include <string.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cli.h"
 

@@ -44,7 +44,6 @@
 #include "tune/knee.h"
 
 #include <math.h>
-#include <stdio.h>
 #include <string.h>
 
 /* The knee's tolerance: the tuner's (one definition, src/tune/knee.h). */
