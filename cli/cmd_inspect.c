@@ -1,7 +1,7 @@
 /* cmd_inspect.c — "stoke inspect DATA": what a dataset holds (samples,
 ** classes and their counts, formats, file size and resolution statistics,
-** skipped files) and one batch through the loader described as seed 002's
-** batch inspector does (per field: shape, dtype, bytes, pinned or not). */
+** skipped files) and one batch through the loader described as a batch
+** inspector does (per field: shape, dtype, bytes, pinned or not). */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
 #include <string.h>

@@ -11,7 +11,7 @@
 **     stoke_batch_release(b);                            //   computing
 **   }
 **
-** Conventions (see DESIGN.md):
+** Conventions:
 **  - Functions return 0 (STOKE_OK) or a negative STOKE_E* code; a few return
 **    the positive STOKE_END.  Values come back through out-parameters.
 **  - Inputs are borrowed for the duration of the call unless a comment says
@@ -1611,7 +1611,7 @@ typedef struct stoke_model {
   ** stoke_predict_step() shares the cores with it (less consumer_cpu,
   ** already left out of the workers' cores) at every W, so that a what-if
   ** for more workers than the run had knows the cores were not all
-  ** theirs (issue 13).  Editable: 0 predicts a machine of our own. */
+  ** theirs.  Editable: 0 predicts a machine of our own. */
   double external_cpu;
   /* Since 0.3: the shape of the per-sample cost, its quantiles over its
   ** mean (p50, p95, p99, max; deflated as sigma is for queueing for a
@@ -1649,7 +1649,7 @@ typedef struct stoke_prediction {
 STOKE_API int stoke_predict_step(const stoke_model *m, unsigned workers,
                                  unsigned prefetch, stoke_prediction *out);
 
-/* Deadlines (since 0.2; seed 003's nightly window): do `epochs` epochs fit
+/* Deadlines (since 0.2; a nightly training window): do `epochs` epochs fit
 ** in deadline_ns?  epoch_ns is the time of one epoch (measured, or the
 ** model's prediction), error the relative error bar to put on it (the
 ** what-if error of the model, STOKE_WHATIF_ERROR_P90, for a prediction;
@@ -1753,7 +1753,7 @@ STOKE_API int stoke_advise_model(const stoke_model *m,
 /* ------------------------------------------------------------------------ */
 /* Memory ledgers: host bytes of a loader, device bytes of a training step  */
 
-/* The host bytes a loader allocates, term by term (DESIGN.md: K x batch
+/* The host bytes a loader allocates, term by term (the memory bound: K x batch
 ** bytes + W x worker state (+ cache)).  Plain data. */
 typedef struct stoke_host_ledger {
   size_t struct_size;      /* set by the caller: sizeof(stoke_host_ledger) */

@@ -7,7 +7,7 @@ escalation ladder's advice, and writes stoke-doctor/report.html (with one
 JSON file per loader beside it, which `stoke report` also reads).
 
 Each DataLoader gets one clock; its first epoch is the warm-up (worker
-start-up), left out of the steady state as seed 000 advises.  With a GPU in
+start-up), left out of the steady state.  With a GPU in
 use the compute clock waits for the device first (torch.cuda.synchronize),
 so that queued work is counted where it runs."""
 

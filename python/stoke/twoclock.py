@@ -60,7 +60,7 @@ class TwoClock(_stoke.TwoClock):
     def __new__(cls, iterable=None, *, sync=None, **kw):
         # sync="cuda" with a GPU times the steps with CUDA events instead
         # of a full synchronize, which would drain the very overlap it
-        # measures (seed 000's researcher note).
+        # measures.
         if cls is TwoClock and sync == "cuda" and _torch_cuda_available():
             cls = EventTwoClock
         return super().__new__(cls)

@@ -39,14 +39,14 @@
 ** the settings it proposes and the numbers it rests on
 ** (stoke_advice_basis); advice_text.c writes the line, in the library's
 ** words or a front end's. */
-#include "internal.h"
-#include "model.h"
-#include "tune/knee.h"
+#include "core/core.h"
+#include "model/knee.h"
+#include "model/model.h"
 
 #include <math.h>
 #include <string.h>
 
-/* The knee's tolerance: the tuner's (one definition, src/tune/knee.h). */
+/* The knee's tolerance: the tuner's (one definition, src/model/knee.h). */
 #define KNEE_TOL STOKE_TUNE_TOLERANCE
 #define GAIN_MIN 0.05 /* advice must buy at least 5% */
 

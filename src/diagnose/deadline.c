@@ -1,6 +1,6 @@
-/* deadline.c — does a training run of N epochs fit in its window?  (Seed
-** 003: a job that misses its nightly completion window.)  Pure arithmetic
-** on an epoch time and its error bar; the doctor (cli/profile.c) gives it
+/* deadline.c — does a training run of N epochs fit in its window?  (A job
+** that misses its nightly completion window.)  Pure arithmetic on an epoch
+** time and its error bar; the profile's analysis (profile.c) gives it
 ** the measured epoch at the current configuration and the model's
 ** prediction at the knee, each with its own error. */
 #include "core/core.h"

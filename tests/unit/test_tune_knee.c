@@ -16,7 +16,7 @@
 
 #include "stoke.h"
 #include "test_util.h"
-#include "tune/knee.h"
+#include "model/knee.h"
 
 #define MS 1000000LL
 
