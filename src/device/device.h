@@ -1,5 +1,8 @@
-/* device.h — the device stage of the loader: where batch memory lives and
-** how it reaches the accelerator (internal; DESIGN.md, layer `device`).
+/* device.h — the accelerator's primitives: the CUDA driver opened at run
+** time, its primary context, the kernels and event clocks (internal).
+** Nothing here knows the loader: the device outlet that moves the loader's
+** batches to the accelerator is src/pipeline/outlet_device*.c, on top of
+** these.
 **
 ** The slot allocator is a backend:
 **   plain    host slots from the loader's allocator (the default, no CUDA
@@ -15,14 +18,16 @@
 ** When CUDA is asked for and cannot serve (no library, no device, a driver
 ** too old), the plain backend serves and the device info says why.
 **
-** Files: cuda_dl.c (the driver, opened with dlopen), backend.c (choosing
-** the backend, memory, the ledger's device term), copy.c (the device
-** thread), stream.c (the consumer's side: waits, releases, step events),
-** module.c (the kernels: normalisation, the spin step), timing.c (event
-** times on the host clock, for traces).
+** Files: cuda_dl.c (the driver, opened with dlopen), context.c (making
+** the primary context current), module.c (the kernels: normalisation, the
+** spin step), timing.c (event times on the host clock, for traces).  The
+** outlet (src/pipeline/outlet_device.h): outlet_device.c (choosing the
+** backend, memory, the ledger's device term), outlet_device_copy.c (the
+** device thread), outlet_device_stream.c (the consumer's side: waits,
+** releases, step events).
 **
-** Locking: the loader's mu protects slot states and the lists below, as
-** in pipeline.c; no CUDA call is made with mu held.  dev->anchor_mu is a
+** Locking: the loader's mu protects slot states and the lists below (the
+** outlet's); no CUDA call is made with mu held.  dev->anchor_mu is a
 ** leaf.  CUDA calls need the device's primary context current on the
 ** calling thread: every entry point here pushes it and pops it again. */
 #ifndef STOKE_DEVICE_H
@@ -62,7 +67,7 @@ typedef struct stoke__slot_dev {
   CUdeviceptr dptr[STOKE__MAX_FIELDS]; /* device slot: field buffers */
 } stoke__slot_dev;
 
-/* One step's events on the consumer's stream (stream.c). */
+/* One step's events on the consumer's stream (outlet_device_stream.c). */
 typedef struct stoke__step_rec {
   CUevent ready;    /* the stream reached the step: recorded at next()'s
                        return, before it waits for the copy */
@@ -149,67 +154,12 @@ typedef struct stoke__dev {
   stoke__anchors stream_anchors; /* the consumer's */
 } stoke__dev;
 
-/* ---- backend.c ---------------------------------------------------------- */
+/* ---- context.c ----------------------------------------------------------- */
 
-/* Validate cfg's device fields (the loader's config check): the device
-** text, device_prefetch, clock.  0 or STOKE_EINVAL with the TLS message. */
-int stoke__dev_validate(const stoke_config *c);
-
-/* Choose the backend for l (l->cfg, l->src set): NULL l->dev for the plain
-** backend with nothing asked; else open CUDA when asked, falling back to
-** plain memory with the reason when it cannot serve.  Fills l->field_bytes
-** (u8 for a field normalised on the device) and the device terms of
-** nothing yet allocated.  Returns 0 or an error with the TLS message (a
-** CUDA call failing after the driver opened: STOKE_EDEVICE naming it). */
-int stoke__dev_open(stoke_loader *l);
-/* The device memory check against cuMemGetInfo, before any allocation:
-** 0 or STOKE_EBUDGET with the TLS message. */
-int stoke__dev_check_memory(stoke_loader *l);
-/* Host slot buffers from the backend: pinned or the loader's allocator. */
-void *stoke__dev_host_alloc(stoke_loader *l, size_t bytes);
-void stoke__dev_host_free(stoke_loader *l, void *p);
-/* Per-slot state, device slots, events, the reclaim queue and statistics
-** (after the host slots).  0 or an error with the TLS message. */
-int stoke__dev_alloc(stoke_loader *l);
-/* Start the device thread if the backend needs one (through sys's thread
-** start, as the workers). */
-int stoke__dev_start(stoke_loader *l, const stoke__sys *sys);
-/* Stop the device thread (mu not held); after stoke__loader stop. */
-void stoke__dev_stop(stoke_loader *l);
-/* Wait for the device work on stoke's memory, free it, release the
-** context.  Safe on a partly built loader. */
-void stoke__dev_close(stoke_loader *l);
 /* Push the primary context on this thread: 0 or STOKE_EDEVICE (message
 ** in err). */
 int stoke__dev_enter(const stoke__dev *d, char *err, size_t cap);
 void stoke__dev_leave(const stoke__dev *d);
-/* The ledger's device terms of a configuration (backend.c): slots and
-** bytes, as the loader would allocate them if CUDA serves. */
-void stoke__dev_ledger(const stoke_config *c, const stoke_source *src,
-                       stoke_host_ledger *g);
-
-/* ---- copy.c -------------------------------------------------------------- */
-
-void *stoke__dev_main(void *arg);
-/* mu held: wake the device thread (a batch became READY, a slot was
-** freed, an epoch started, stop). */
-void stoke__dev_kick(stoke_loader *l);
-/* mu held: queue pinned host slot b, its release event recorded, for the
-** device thread to give back once the event completed. */
-void stoke__dev_reclaim_locked(stoke_loader *l, stoke_batch *b);
-
-/* ---- stream.c ------------------------------------------------------------ */
-
-/* At next()'s entry, before mu: the sync hook, the end of the step in
-** progress on the consumer's stream, the accounting of steps whose events
-** completed.  0 or an error (the loader is then poisoned by the caller). */
-int stoke__dev_next_enter(stoke_loader *l, char *err, size_t cap);
-/* After next() lent b (mu not held): make the consumer's stream wait for
-** b's copy and open the step's events.  0 or STOKE_EDEVICE. */
-int stoke__dev_next_lent(stoke_loader *l, stoke_batch *b, bool measured,
-                         char *err, size_t cap);
-/* Release b after work on `stream`: for device and pinned slots. */
-int stoke__dev_release(stoke_loader *l, stoke_batch *b, CUstream stream);
 
 /* ---- module.c ------------------------------------------------------------ */
 

@@ -2,7 +2,7 @@
 ** copy-stream and consumer-stream tracks.
 **
 ** Durations never come from here: a copy's time is the elapsed time of its
-** own pair of events, a step's of its own (copy.c, stream.c), which the
+** own pair of events, a step's of its own (outlet_device_*.c), which the
 ** driver measures to about half a microsecond.  Only the place of a span
 ** on the trace's timeline needs the host clock.  cuEventElapsedTime gives
 ** float milliseconds, exact to about a microsecond up to a few seconds

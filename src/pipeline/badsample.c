@@ -32,6 +32,7 @@
 ** the quarantine has its own leaf lock; the loader's mu is only taken,
 ** alone, to poison it.  No lock is held across a fill. */
 #include "pipeline.h"
+#include "pipeline/feature.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -41,6 +42,35 @@
 /* Mixed into the bad sample's key with the try number: the substitute's
 ** own fill stream. */
 #define SUBSTITUTE_SALT UINT64_C(0x5ab571707e5eed00)
+
+/* The bad-sample state of a loader (always on: FAIL logs too). */
+typedef struct stoke__bad {
+  uint64_t fail_budget;          /* bad samples allowed per epoch (per claim
+                                    generation); 0 = no limit.  Frozen. */
+  pthread_mutex_t fail_mu;       /* leaf: never taken with mu, stats_mu or
+                                    the quarantine's lock held, nor held
+                                    while taking them */
+  bool have_mu;
+  /* Protected by fail_mu. */
+  stoke_failure *fail_ring;      /* STOKE_FAILURES_KEPT, the last ones */
+  size_t fail_head, fail_len;
+  uint64_t n_failures, n_quarantined, n_skipped, n_replaced;
+  bool fail_tripped;             /* a record spent the budget */
+  char fail_msg[STOKE__ERRMSG_CAP]; /* the first such record's message
+                                    (its count: budget + 1); written once,
+                                    before fail_tripped */
+  struct {
+    uint64_t gen, n;
+  } fail_gen[3];                 /* bad samples per claim generation: those
+                                    of the epochs in flight (delivered and
+                                    prefetched) */
+} stoke__bad;
+
+static const stoke__feature_ops bad_feature;
+
+static stoke__bad *bad_of(const stoke_loader *l) {
+  return stoke__feature_state(&l->features, &bad_feature);
+}
 
 const char *stoke_on_error_name(int on_error) {
   switch (on_error) {
@@ -61,9 +91,15 @@ uint64_t stoke__bad_bytes(const stoke_config *c, const stoke_source *src) {
 
 int stoke__bad_init(stoke_loader *l) {
   const stoke_config *c = &l->cfg;
-  l->fail_ring = stoke__calloc(l->alloc, STOKE_FAILURES_KEPT,
-                               sizeof *l->fail_ring);
-  if (!l->fail_ring) return STOKE_ENOMEM;
+  stoke__bad *bs = stoke__calloc(l->alloc, 1, sizeof *bs);
+  if (!bs) return STOKE_ENOMEM;
+  /* Listed at once: its destroy frees what a failure below leaves. */
+  stoke__feature_add(&l->features, &bad_feature, bs);
+  if (pthread_mutex_init(&bs->fail_mu, NULL) != 0) return STOKE_ENOMEM;
+  bs->have_mu = true;
+  bs->fail_ring = stoke__calloc(l->alloc, STOKE_FAILURES_KEPT,
+                               sizeof *bs->fail_ring);
+  if (!bs->fail_ring) return STOKE_ENOMEM;
   if (c->on_error == STOKE_ON_ERROR_SKIP)
     for (size_t i = 0; i < l->n_slots; i++) {
       l->slots[i].skip = stoke__calloc(l->alloc, c->batch_size, 1);
@@ -71,12 +107,12 @@ int stoke__bad_init(stoke_loader *l) {
     }
   if (c->on_error != STOKE_ON_ERROR_FAIL) {
     if (c->max_failures > 0)
-      l->fail_budget = c->max_failures;
+      bs->fail_budget = c->max_failures;
     else if (c->max_failure_frac > 0) {
       double want = c->max_failure_frac * (double)l->plan.per_rank;
       uint64_t n = (uint64_t)want;
-      l->fail_budget = (double)n < want ? n + 1 : n;
-      if (l->fail_budget == 0) l->fail_budget = 1;
+      bs->fail_budget = (double)n < want ? n + 1 : n;
+      if (bs->fail_budget == 0) bs->fail_budget = 1;
     }
   }
   if (c->quarantine_path) {
@@ -95,39 +131,42 @@ int stoke__bad_init(stoke_loader *l) {
   return 0;
 }
 
-void stoke__bad_free(stoke_loader *l) {
+static void destroy(stoke_loader *l, void *state) {
+  stoke__bad *bs = state;
   stoke__quarantine_close(l->quarantine);
   l->quarantine = NULL;
   l->cfg.quarantine_path = NULL;
-  stoke__free(l->alloc, l->fail_ring);
+  stoke__free(l->alloc, bs->fail_ring);
   if (l->slots)
     for (size_t i = 0; i < l->n_slots; i++)
       stoke__free(l->alloc, l->slots[i].skip);
+  if (bs->have_mu) pthread_mutex_destroy(&bs->fail_mu);
+  stoke__free(l->alloc, bs);
 }
 
 /* ---- the log and the budget ------------------------------------------------ */
 
-static void log_failure(stoke_loader *l, const stoke_failure *f) {
-  size_t at = (l->fail_head + l->fail_len) % STOKE_FAILURES_KEPT;
-  if (l->fail_len == STOKE_FAILURES_KEPT)
-    l->fail_head = (l->fail_head + 1) % STOKE_FAILURES_KEPT;
+static void log_failure(stoke__bad *bs, const stoke_failure *f) {
+  size_t at = (bs->fail_head + bs->fail_len) % STOKE_FAILURES_KEPT;
+  if (bs->fail_len == STOKE_FAILURES_KEPT)
+    bs->fail_head = (bs->fail_head + 1) % STOKE_FAILURES_KEPT;
   else
-    l->fail_len++;
-  l->fail_ring[at] = *f;
+    bs->fail_len++;
+  bs->fail_ring[at] = *f;
 }
 
 /* Count one more bad sample of generation gen (fail_mu held); its count. */
-static uint64_t count_in_gen(stoke_loader *l, uint64_t gen) {
+static uint64_t count_in_gen(stoke__bad *bs, uint64_t gen) {
   size_t free_at = 0;
   bool have_free = false;
   for (size_t i = 0; i < 3; i++) {
-    if (l->fail_gen[i].n && l->fail_gen[i].gen == gen)
-      return ++l->fail_gen[i].n;
+    if (bs->fail_gen[i].n && bs->fail_gen[i].gen == gen)
+      return ++bs->fail_gen[i].n;
     /* A generation neither delivered nor claimed is over: reuse it.  (The
     ** generations read here are written under mu; a stale read can only
     ** pick another over generation.) */
-    if (!have_free && (l->fail_gen[i].n == 0 ||
-                       l->fail_gen[i].gen + 1 < gen)) {
+    if (!have_free && (bs->fail_gen[i].n == 0 ||
+                       bs->fail_gen[i].gen + 1 < gen)) {
       free_at = i;
       have_free = true;
     }
@@ -135,21 +174,21 @@ static uint64_t count_in_gen(stoke_loader *l, uint64_t gen) {
   if (!have_free) {
     /* The oldest. */
     for (size_t i = 1; i < 3; i++)
-      if (l->fail_gen[i].gen < l->fail_gen[free_at].gen) free_at = i;
+      if (bs->fail_gen[i].gen < bs->fail_gen[free_at].gen) free_at = i;
   }
-  l->fail_gen[free_at].gen = gen;
-  l->fail_gen[free_at].n = 1;
+  bs->fail_gen[free_at].gen = gen;
+  bs->fail_gen[free_at].n = 1;
   return 1;
 }
 
 /* The last few logged, newest first, as "sample 17 (where): why; ..." into
 ** buf (fail_mu held). */
-static void last_few(const stoke_loader *l, char *buf, size_t cap) {
+static void last_few(const stoke__bad *bs, char *buf, size_t cap) {
   size_t used = 0;
   buf[0] = '\0';
-  for (size_t k = 0; k < l->fail_len; k++) {
-    size_t at = (l->fail_head + l->fail_len - 1 - k) % STOKE_FAILURES_KEPT;
-    const stoke_failure *f = &l->fail_ring[at];
+  for (size_t k = 0; k < bs->fail_len; k++) {
+    size_t at = (bs->fail_head + bs->fail_len - 1 - k) % STOKE_FAILURES_KEPT;
+    const stoke_failure *f = &bs->fail_ring[at];
     /* A long path keeps its end: the file's name is what names it. */
     size_t wl = strlen(f->where);
     const char *where = wl > 80 ? f->where + wl - 77 : f->where;
@@ -169,6 +208,7 @@ static void last_few(const stoke_loader *l, char *buf, size_t cap) {
 ** quarantine listed it, count it against the budget.  Returns 0, or
 ** STOKE_EFAILURES after poisoning the loader when it spends the budget. */
 static int record(stoke_loader *l, const stoke_batch *b, stoke_failure *f) {
+  stoke__bad *bs = bad_of(l);
   if (!f->quarantined && l->quarantine) {
     char note[256];
     stoke__quarantine_add(l->quarantine, f->index, f->where, f->reason, note,
@@ -181,42 +221,42 @@ static int record(stoke_loader *l, const stoke_batch *b, stoke_failure *f) {
   }
   bool over = false;
   uint64_t n = 0;
-  pthread_mutex_lock(&l->fail_mu);
-  log_failure(l, f);
+  pthread_mutex_lock(&bs->fail_mu);
+  log_failure(bs, f);
   if (f->quarantined) {
-    l->n_quarantined++;
+    bs->n_quarantined++;
   } else {
-    l->n_failures++;
-    if (l->fail_budget) {
-      n = count_in_gen(l, b->gen);
-      over = n > l->fail_budget;
+    bs->n_failures++;
+    if (bs->fail_budget) {
+      n = count_in_gen(bs, b->gen);
+      over = n > bs->fail_budget;
     }
   }
   /* Workers that spend the budget at once all poison (each notes its
   ** batch, which will not come), with the first one's message: its count
   ** (budget + 1) and last few, whichever of them takes mu first. */
-  if (over && !l->fail_tripped) {
+  if (over && !bs->fail_tripped) {
     char few[300], why[64]; /* what fits after the message's start */
-    last_few(l, few, sizeof few);
+    last_few(bs, few, sizeof few);
     if (l->cfg.max_failures > 0)
       snprintf(why, sizeof why, "max_failures");
     else
       snprintf(why, sizeof why, "%g%% of %zu samples",
                100 * l->cfg.max_failure_frac, l->plan.per_rank);
-    snprintf(l->fail_msg, sizeof l->fail_msg,
+    snprintf(bs->fail_msg, sizeof bs->fail_msg,
              "too many bad samples: %llu in epoch %llu, over the failure "
              "budget of %llu (%s); the last: %s",
              (unsigned long long)n, (unsigned long long)b->epoch,
-             (unsigned long long)l->fail_budget, why, few);
-    l->fail_tripped = true;
+             (unsigned long long)bs->fail_budget, why, few);
+    bs->fail_tripped = true;
   }
-  pthread_mutex_unlock(&l->fail_mu);
+  pthread_mutex_unlock(&bs->fail_mu);
   if (!over) return 0;
   /* fail_msg is final: written under fail_mu before any record saw
   ** fail_tripped, as this one did. */
   pthread_mutex_lock(&l->mu);
   stoke__note_failed_batch(l, b);
-  stoke__fail_locked(l, STOKE_EFAILURES, "%s", l->fail_msg);
+  stoke__fail_locked(l, STOKE_EFAILURES, "%s", bs->fail_msg);
   pthread_mutex_unlock(&l->mu);
   return STOKE_EFAILURES;
 }
@@ -224,19 +264,20 @@ static int record(stoke_loader *l, const stoke_batch *b, stoke_failure *f) {
 /* Name the substitute of the logged failure of (index, epoch, batch). */
 static void log_substitute(stoke_loader *l, const stoke_failure *f,
                            size_t substitute) {
-  pthread_mutex_lock(&l->fail_mu);
-  for (size_t k = 0; k < l->fail_len; k++) {
-    stoke_failure *g = &l->fail_ring[(l->fail_head + k) % STOKE_FAILURES_KEPT];
+  stoke__bad *bs = bad_of(l);
+  pthread_mutex_lock(&bs->fail_mu);
+  for (size_t k = 0; k < bs->fail_len; k++) {
+    stoke_failure *g = &bs->fail_ring[(bs->fail_head + k) % STOKE_FAILURES_KEPT];
     if (g->index == f->index && g->epoch == f->epoch &&
         g->batch == f->batch && g->substitute == SIZE_MAX &&
         g->action == STOKE_ON_ERROR_REPLACE)
       g->substitute = substitute;
   }
-  l->n_replaced++;
-  pthread_mutex_unlock(&l->fail_mu);
+  bs->n_replaced++;
+  pthread_mutex_unlock(&bs->fail_mu);
 }
 
-static void describe_failure(const stoke_loader *l, const worker *w,
+static void describe_failure(const stoke_loader *l, const stoke__worker *w,
                              const stoke_batch *b, size_t index,
                              bool quarantined, stoke_failure *f) {
   memset(f, 0, sizeof *f);
@@ -278,8 +319,8 @@ static int fail(stoke_loader *l, const stoke_batch *b,
   return STOKE_ESAMPLE;
 }
 
-static int replace(stoke_loader *l, worker *w, stoke_batch *b, size_t pos,
-                   const stoke_failure *bad, bool timed) {
+static int replace(stoke_loader *l, stoke__worker *w, stoke_batch *b,
+                   size_t pos, const stoke_failure *bad, bool timed) {
   size_t n = l->src->n_samples;
   stoke_rng pick;
   stoke_rng_init(&pick, l->cfg.seed, b->epoch, bad->index);
@@ -321,20 +362,22 @@ static int replace(stoke_loader *l, worker *w, stoke_batch *b, size_t pos,
   return STOKE_ESAMPLE;
 }
 
-int stoke__bad_sample(stoke_loader *l, worker *w, stoke_batch *b, size_t pos,
-                      size_t index, bool quarantined, bool timed) {
+int stoke__bad_sample(stoke_loader *l, stoke__worker *w, stoke_batch *b,
+                      size_t pos, size_t index, bool quarantined, bool timed) {
   stoke_failure f;
   describe_failure(l, w, b, index, quarantined, &f);
   int rc = record(l, b, &f);
   if (rc != 0) return rc;
   switch (l->cfg.on_error) {
-  case STOKE_ON_ERROR_SKIP:
+  case STOKE_ON_ERROR_SKIP: {
+    stoke__bad *bs = bad_of(l);
     b->skip[pos] = 1;
     atomic_fetch_add_explicit(&b->n_skipped, 1, memory_order_relaxed);
-    pthread_mutex_lock(&l->fail_mu);
-    l->n_skipped++;
-    pthread_mutex_unlock(&l->fail_mu);
+    pthread_mutex_lock(&bs->fail_mu);
+    bs->n_skipped++;
+    pthread_mutex_unlock(&bs->fail_mu);
     return 0;
+  }
   case STOKE_ON_ERROR_REPLACE:
     return replace(l, w, b, pos, &f, timed);
   default:
@@ -363,25 +406,26 @@ void stoke__bad_compact(stoke_loader *l, stoke_batch *b) {
   b->n = kept;
 }
 
-void stoke__bad_stats(const stoke_loader *l, stoke_stats *st) {
-  stoke_loader *ml = (stoke_loader *)l; /* locks are not logically state */
-  pthread_mutex_lock(&ml->fail_mu);
-  st->failures = l->n_failures;
-  st->quarantined = l->n_quarantined;
-  st->skipped = l->n_skipped;
-  st->replaced = l->n_replaced;
-  pthread_mutex_unlock(&ml->fail_mu);
+static void stats(const stoke_loader *l, const void *state, stoke_stats *st) {
+  (void)l;
+  stoke__bad *bs = (stoke__bad *)state; /* the lock is not state */
+  pthread_mutex_lock(&bs->fail_mu);
+  st->failures = bs->n_failures;
+  st->quarantined = bs->n_quarantined;
+  st->skipped = bs->n_skipped;
+  st->replaced = bs->n_replaced;
+  pthread_mutex_unlock(&bs->fail_mu);
 }
 
 size_t stoke_loader_failures(const stoke_loader *l, stoke_failure *out,
                              size_t cap) {
-  if (!l) return 0;
-  stoke_loader *ml = (stoke_loader *)l;
-  pthread_mutex_lock(&ml->fail_mu);
-  size_t n = l->fail_len;
+  stoke__bad *bs = l ? bad_of(l) : NULL;
+  if (!bs) return 0;
+  pthread_mutex_lock(&bs->fail_mu);
+  size_t n = bs->fail_len;
   for (size_t k = 0; out && k < n && k < cap; k++)
-    out[k] = l->fail_ring[(l->fail_head + k) % STOKE_FAILURES_KEPT];
-  pthread_mutex_unlock(&ml->fail_mu);
+    out[k] = bs->fail_ring[(bs->fail_head + k) % STOKE_FAILURES_KEPT];
+  pthread_mutex_unlock(&bs->fail_mu);
   return n;
 }
 
@@ -396,3 +440,9 @@ size_t stoke_batch_n_replaced(const stoke_batch *b) {
                                   memory_order_relaxed)
            : 0;
 }
+
+static const stoke__feature_ops bad_feature = {
+    .name = "bad samples",
+    .stats = stats,
+    .destroy = destroy,
+};

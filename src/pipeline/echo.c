@@ -104,7 +104,7 @@ static stoke_batch *view(stoke_loader *l, stoke_batch *b, unsigned j) {
               atomic_load_explicit(&b->n_skipped, memory_order_relaxed));
   atomic_init(&v->n_replaced,
               atomic_load_explicit(&b->n_replaced, memory_order_relaxed));
-  v->state = SLOT_LENT;
+  v->state = STOKE__SLOT_LENT;
   v->on_device = b->on_device;
   v->dev = b->dev;
   return v;
@@ -151,15 +151,16 @@ int stoke__echo_release(stoke_batch *b, uintptr_t stream, int *rc) {
   if (b->parent) {
     stoke_batch *p = b->parent;
     bool last = false;
-    if (b->state == SLOT_LENT) { /* else released twice: the first counts */
-      b->state = SLOT_FREE;
+    if (b->state ==
+        STOKE__SLOT_LENT) { /* else released twice: the first counts */
+      b->state = STOKE__SLOT_FREE;
       last = --p->echo_hold == 0 && p->echo_released;
     }
     pthread_mutex_unlock(&l->mu);
     if (last) *rc = stoke__release_slot(p, stream);
     return 1;
   }
-  if (b->state == SLOT_LENT && (b->echo_hold > 0 || b->echo_released)) {
+  if (b->state == STOKE__SLOT_LENT && (b->echo_hold > 0 || b->echo_released)) {
     /* Views of it are out or still to come: it waits for them.  (With
     ** echo_released already set, a second release of the slot itself.) */
     b->echo_released = true;

@@ -13,7 +13,7 @@
 ** tests/unit/test_tune.c checks that the total equals
 ** stoke_loader_host_bytes() of a real loader. */
 #include "pipeline.h"
-#include "device/device.h"
+#include "pipeline/outlet_device.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -47,15 +47,15 @@ void stoke__host_ledger(const stoke_config *c, unsigned n_workers,
   ** slot. */
   stoke__dev_ledger(c, src, g);
   g->slots_bytes = slots_bytes(c, g);
-  /* A given order (order.c) keeps only the batches given ahead; the block
-  ** order's blocks (blockorder.c) come with stoke's own order. */
+  /* A given order (given_order.c) keeps only the batches given ahead; the block
+  ** order's blocks (block_readahead.c) come with stoke's own order. */
   g->order_bytes =
       c->order_given
           ? 0
           : ((uint64_t)plan->n_source + plan->per_rank) * sizeof(size_t) +
-                stoke__order_bytes(c, n_workers, plan->n_source);
+                stoke__readahead_bytes(c, n_workers, plan->n_source);
   g->workers_bytes = (uint64_t)STOKE__MAX(n_workers, 1) *
-                     (sizeof(stoke__producer_stats) + sizeof(worker));
+                     (sizeof(stoke__producer_stats) + sizeof(stoke__worker));
   if (n_workers) /* the scheduler baseline (loader.c) */
     g->workers_bytes +=
         (8 * (uint64_t)n_workers + 64) * sizeof(stoke__sched_thread);

@@ -15,7 +15,7 @@
 ** lent stay valid: the last stoke_batch_release frees the loader. */
 #define _POSIX_C_SOURCE 200809L
 #include "pipeline.h"
-#include "device/device.h"
+#include "pipeline/outlet_device.h"
 #include "source/image.h"
 #include "storage/cache.h"
 
@@ -182,35 +182,23 @@ static int alloc_slots(stoke_loader *l) {
   return 0;
 }
 
-/* The packed cache (cache_dir): the source's, written through the
-** loader's table; every worker reads through it. */
-static int open_cache(stoke_loader *l, const stoke__sys *sys) {
-  int rc = stoke__image_cache_open(l->src, l->cfg.cache_dir,
-                                   l->cfg.cache_max_bytes, sys, l->alloc,
-                                   &l->cache);
-  if (rc != 0) return rc;
-  for (size_t i = 0; i < STOKE__MAX(l->n_workers, 1); i++)
-    l->workers[i].sample.cache = l->cache;
-  return 0;
-}
-
-uint64_t stoke__cache_map_bytes(const stoke_config *c,
-                                const stoke_source *src) {
-  return c->cache_dir ? stoke__cache_host_bytes(src->n_samples) : 0;
-}
-
 static int alloc_workers(stoke_loader *l) {
   size_t n = STOKE__MAX(l->n_workers, 1);
   l->workers = stoke__calloc(l->alloc, n, sizeof *l->workers);
   if (!l->workers) return STOKE_ENOMEM;
   for (size_t i = 0; i < n; i++) {
-    worker *w = &l->workers[i];
+    stoke__worker *w = &l->workers[i];
     w->l = l;
     w->id = (unsigned)i;
     w->sample.err = w->err;
     w->sample.err_cap = sizeof w->err;
     w->sample.seed = l->cfg.seed;
     w->sample.u8_form = l->dev && l->dev->norm_field >= 0;
+    /* Example echoing: copy j of a sample goes to the same position of
+    ** view j.  Fixed for the loader's life, so not set per sample. */
+    w->sample.copies = l->echo_example ? l->echo : 1;
+    for (size_t f = 0; f < l->src->n_fields; f++)
+      w->sample.copy_step[f] = l->cfg.batch_size * l->field_bytes[f];
     atomic_init(&w->cur_start_ns, 0);
     atomic_init(&w->cur_index, 0);
     w->stats = stoke__alloc_aligned(l->alloc, sizeof *w->stats);
@@ -257,7 +245,6 @@ static int init_sync(stoke_loader *l) {
   pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
   int rc = pthread_mutex_init(&l->mu, NULL) ||
            pthread_mutex_init(&l->stats_mu, NULL) ||
-           pthread_mutex_init(&l->fail_mu, NULL) ||
            pthread_cond_init(&l->work_cv, &ca) ||
            pthread_cond_init(&l->slot_cv, &ca) ||
            pthread_cond_init(&l->ready_cv, &ca) ||
@@ -270,7 +257,6 @@ static int init_sync(stoke_loader *l) {
 static void destroy_sync(stoke_loader *l) {
   pthread_mutex_destroy(&l->mu);
   pthread_mutex_destroy(&l->stats_mu);
-  pthread_mutex_destroy(&l->fail_mu);
   pthread_cond_destroy(&l->work_cv);
   pthread_cond_destroy(&l->slot_cv);
   pthread_cond_destroy(&l->ready_cv);
@@ -281,12 +267,12 @@ static void destroy_sync(stoke_loader *l) {
 static void free_loader(stoke_loader *l) {
   const stoke_allocator *a = l->alloc;
   /* First: it waits for the GPU and frees the page-locked slots. */
-  stoke__cache_close(l->cache); /* no worker reads through it any more */
-  l->cache = NULL;
+  /* The features first: the packing cache is closed before anything a
+  ** worker read through it goes. */
+  stoke__features_destroy(&l->features, l);
   stoke__ramcache_free(l);
   stoke__echo_free(l); /* before the device stage frees its slots */
   stoke__dev_close(l);
-  stoke__bad_free(l);
   if (l->slots) {
     for (size_t i = 0; i < l->n_slots; i++) {
       stoke__free(a, l->slots[i].indices);
@@ -295,10 +281,10 @@ static void free_loader(stoke_loader *l) {
     }
     stoke__free(a, l->slots);
   }
-  stoke__order_free(l);
+  stoke__readahead_free(l);
   if (l->workers) {
     for (size_t i = 0; i < STOKE__MAX(l->n_workers, 1); i++) {
-      worker *w = &l->workers[i];
+      stoke__worker *w = &l->workers[i];
       stoke__free_aligned(a, w->stats);
       if (w->sample.scratch && l->src->ops->scratch_destroy)
         l->src->ops->scratch_destroy(l->src, a, w->sample.scratch);
@@ -311,12 +297,11 @@ static void free_loader(stoke_loader *l) {
   stoke__free(a, l->order);
   stoke__given_free(l);
   stoke__free(a, l->sched_base);
-  stoke__free_aligned(a, l->cstats);
+  stoke__cclock_free(&l->cclock, a);
   stoke__free(a, l->baseline);
-  stoke__free(a, l->epochs);
+  stoke__free(a, l->epochs.v);
   stoke__free(a, l->device_text);
   stoke__free(a, l->cuda_library_text);
-  stoke__at_free(l);
   stoke__free(a, l->cache_dir_text);
   stoke__source_release(l->src);
   stoke__free(a, l);
@@ -354,7 +339,7 @@ int stoke__loader_create(const stoke_config *cfg, const stoke__sys *sys,
   l->alloc = cfg->alloc;
   l->src = cfg->source;
   stoke__source_retain(l->src);
-  /* The autotuner resolves AUTO to its own bound (autotune.c). */
+  /* The autotuner resolves AUTO to its own bound (autotuner.c). */
   if (l->cfg.n_workers == STOKE_WORKERS_AUTO && !l->cfg.autotune)
     l->cfg.n_workers = stoke__online_cpus();
   l->n_workers = l->cfg.n_workers;
@@ -388,7 +373,7 @@ int stoke__loader_create(const stoke_config *cfg, const stoke__sys *sys,
   /* The autotuner's most workers and deepest prefetch replace n_workers
   ** and prefetch: threads and slots are made for them, and gated. */
   if (rc == 0 && l->cfg.autotune) {
-    rc = stoke__at_create(l);
+    rc = stoke__autotuner_create(l);
     l->n_workers = l->cfg.n_workers;
     l->n_slots = (size_t)l->cfg.prefetch + l->cfg.consumer_slots;
   } else {
@@ -427,17 +412,22 @@ int stoke__loader_create(const stoke_config *cfg, const stoke__sys *sys,
   }
   int mem = 0;
   if (l->cfg.order_given) {
-    /* The caller gives the order (order.c): no order of our own, and the
+    /* The caller gives the order (given_order.c): no order of our own, and the
     ** source's n_samples may be a bound on indices rather than a count. */
     mem = stoke__given_create(l);
+    l->order_ops = &stoke__given_order_ops;
   } else {
+    l->order_ops = &stoke__plan_order_ops;
     l->perm = stoke__calloc(l->alloc, l->plan.n_source, sizeof(size_t));
     l->order = stoke__calloc(l->alloc, l->plan.per_rank, sizeof(size_t));
     if (!l->perm || !l->order) mem = STOKE_ENOMEM;
   }
-  l->cstats = stoke__alloc_aligned(l->alloc, sizeof *l->cstats);
+  if (stoke__cclock_init(&l->cclock, l->alloc, l->cfg.warmup_epochs,
+                         l->cfg.warmup_steps) != 0)
+    mem = STOKE_ENOMEM;
+  l->cclock.events = l->clock == STOKE_CLOCK_EVENTS;
   l->baseline = stoke__calloc(l->alloc, 1, sizeof *l->baseline);
-  if (!l->cstats || !l->baseline) mem = STOKE_ENOMEM;
+  if (!l->baseline) mem = STOKE_ENOMEM;
   if (!mem && l->n_workers) {
     /* Room for the workers, helper threads they may start and another
     ** loader's: the window counts what fits. */
@@ -446,15 +436,14 @@ int stoke__loader_create(const stoke_config *cfg, const stoke__sys *sys,
                                   sizeof *l->sched_base);
     if (!l->sched_base) mem = STOKE_ENOMEM;
   }
-  if (!mem) memset(l->cstats, 0, sizeof *l->cstats);
   if (!mem) mem = alloc_slots(l);
   if (!mem) mem = stoke__ramcache_init(l);
   if (!mem) mem = stoke__bad_init(l);
   if (!mem) mem = stoke__dev_alloc(l);
   if (!mem) mem = stoke__echo_alloc(l);
   if (!mem) mem = alloc_workers(l);
-  if (!mem) mem = stoke__order_init(l);
-  if (!mem && l->cfg.cache_dir) mem = open_cache(l, sys);
+  if (!mem) mem = stoke__readahead_init(l);
+  if (!mem) mem = stoke__packcache_create(l, sys);
   if (!mem) mem = alloc_traces(l);
   if (mem && mem != STOKE_ENOMEM) {
     /* A source's per-worker state failed for its own reason (message set). */
@@ -470,7 +459,7 @@ int stoke__loader_create(const stoke_config *cfg, const stoke__sys *sys,
     return stoke__set_tls_error(STOKE_ENOMEM,
                                 "loader: out of memory allocating %s", need);
   }
-  l->measuring = l->cfg.warmup_epochs == 0 && l->cfg.warmup_steps == 0;
+  l->cclock.trace = l->traces ? &l->traces[0] : NULL;
 
   for (unsigned i = 0; i < l->n_workers; i++) {
     char name[32];
@@ -515,10 +504,9 @@ void stoke_loader_destroy(stoke_loader *l) {
   pthread_mutex_unlock(&l->mu);
   if (echoed) stoke__release_slot(echoed, l->cfg.cuda_stream);
   stop_workers(l, l->n_workers);
-  /* The cache's writer publishes what it wrote now, not at the last
-  ** release of a lent batch. */
-  stoke__cache_close(l->cache);
-  l->cache = NULL;
+  /* The features finish what must not wait for the last release of a
+  ** lent batch (the packing cache's writer publishes what it wrote). */
+  stoke__features_stop(&l->features, l);
   pthread_mutex_lock(&l->mu);
   bool lent = l->n_lent > 0 || l->n_dlent > 0;
   if (lent) l->destroyed = true;
@@ -595,7 +583,7 @@ int stoke_loader_stats(const stoke_loader *l, stoke_stats *out) {
     stoke__stats_snap_producer(l->dev->stats, snap);
   if (l->have_baseline) stoke__stats_snap_sub(snap, l->baseline);
   pthread_mutex_unlock(&ml->stats_mu);
-  stoke__stats_snap_consumer(l->cstats, snap);
+  stoke__stats_snap_consumer(l->cclock.cs, snap);
   snap->clock_events = l->clock == STOKE_CLOCK_EVENTS;
   stoke_stats full;
   full.struct_size = sizeof full;
@@ -620,8 +608,9 @@ int stoke_loader_stats(const stoke_loader *l, stoke_stats *out) {
       atomic_load_explicit(&ml->epochs_done, memory_order_relaxed);
   full.n_workers = l->n_workers;
   full.prefetch = l->cfg.prefetch;
-  stoke__at_stats(l, &full);
-  stoke__bad_stats(l, &full);
+  full.max_workers = l->n_workers;
+  full.max_prefetch = l->cfg.prefetch;
+  stoke__features_stats(&l->features, l, &full);
   full.backend = l->dev ? l->dev->backend : STOKE_BACKEND_HOST;
   full.clock = l->clock;
   full.device_prefetch = l->dslots ? l->cfg.device_prefetch : 0;
@@ -631,14 +620,6 @@ int stoke_loader_stats(const stoke_loader *l, stoke_stats *out) {
   full.workers_policy_applied = atomic_load_explicit(
       &ml->workers_policy_applied, memory_order_relaxed);
   full.image_keep_side = stoke__source_keep_side(l->src);
-  if (l->cache) {
-    stoke__cache_stats cs;
-    stoke__cache_stats_get(l->cache, &cs);
-    full.cache_hits = cs.hits;
-    full.cache_written = cs.written;
-    full.cache_bytes = cs.bytes;
-    full.cache_samples = cs.samples;
-  }
   stoke__free(l->alloc, snap);
   /* A caller built against an older, smaller stoke_stats gets its prefix. */
   size_t n = STOKE__MIN(out->struct_size, sizeof full);
@@ -651,7 +632,7 @@ size_t stoke_loader_n_epoch_stats(const stoke_loader *l) {
   if (!l) return 0;
   stoke_loader *ml = (stoke_loader *)l;
   pthread_mutex_lock(&ml->stats_mu);
-  size_t n = l->n_epochs;
+  size_t n = l->epochs.n;
   pthread_mutex_unlock(&ml->stats_mu);
   return n;
 }
@@ -662,8 +643,8 @@ int stoke_loader_epoch_stats(const stoke_loader *l, size_t i,
   stoke_loader *ml = (stoke_loader *)l;
   int rc = STOKE_EINVAL;
   pthread_mutex_lock(&ml->stats_mu);
-  if (i < l->n_epochs) {
-    *out = l->epochs[i];
+  if (i < l->epochs.n) {
+    *out = l->epochs.v[i];
     rc = 0;
   }
   pthread_mutex_unlock(&ml->stats_mu);
@@ -729,5 +710,5 @@ int stoke_loader_write_trace(stoke_loader *l, const char *path) {
 size_t stoke_loader_wait_histogram(const stoke_loader *l,
                                    stoke_hist_bucket *out, size_t cap) {
   /* Consumer stats are only written while measuring: no baseline needed. */
-  return l ? stoke__hist_buckets(&l->cstats->wait, out, cap) : 0;
+  return l ? stoke__hist_buckets(&l->cclock.cs->wait, out, cap) : 0;
 }

@@ -1,5 +1,5 @@
 /* pipeline.h — the loader's private state, shared by loader.c (life cycle,
-** configuration, statistics) and pipeline.c (workers, next, release).
+** configuration, statistics) and core.c (workers, next, release).
 **
 ** Lock order: l->mu, then l->stats_mu.  stats_mu is a leaf; no user
 ** callback, allocation-hook call or fill runs while mu is held, except the
@@ -8,21 +8,24 @@
 #define STOKE_PIPELINE_H
 
 #include "internal.h"
+#include "stats/cclock.h"
+#include "pipeline/feature.h"
+#include "pipeline/core.h"
 
 #include <pthread.h>
 
-typedef enum slot_state {
-  SLOT_FREE = 0,  /* in the free list */
-  SLOT_FILLING,   /* assigned a batch; workers are writing samples */
-  SLOT_READY,     /* every sample written; waiting for next() (with a
-                     device: for the device thread to copy it) */
-  SLOT_LENT,      /* handed to the caller until stoke_batch_release */
+typedef enum stoke__slot_state {
+  STOKE__SLOT_FREE = 0, /* in the free list */
+  STOKE__SLOT_FILLING,  /* assigned a batch; workers are writing samples */
+  STOKE__SLOT_READY,    /* every sample written; waiting for next() (with a
+                    device: for the device thread to copy it) */
+  STOKE__SLOT_LENT,     /* handed to the caller until stoke_batch_release */
   /* The device stage (src/device/device.h): */
-  SLOT_COPYING,   /* host slot: its copy to a device slot is issued; free
-                     once the copy's event completed */
-  SLOT_RELEASING  /* released by the caller; free once the release's event
-                     (recorded on the caller's stream) completed */
-} slot_state;
+  STOKE__SLOT_COPYING,  /* host slot: its copy to a device slot is issued; free
+                    once the copy's event completed */
+  STOKE__SLOT_RELEASING /* released by the caller; free once the release's event
+                    (recorded on the caller's stream) completed */
+} stoke__slot_state;
 
 struct stoke_batch {
   stoke_loader *owner;
@@ -37,7 +40,7 @@ struct stoke_batch {
   atomic_size_t remaining;       /* samples not yet written; acq_rel: the
                                     worker that takes it to 0 sees every
                                     other worker's writes and marks READY */
-  int state;                     /* slot_state; protected by mu */
+  int state;                     /* stoke__slot_state; protected by mu */
   struct stoke_batch *next_free; /* protected by mu */
   /* Bad samples (badsample.c).  Set by the workers filling the batch and
   ** read after `remaining` reaches 0 (whose acq_rel orders them), reset by
@@ -47,7 +50,7 @@ struct stoke_batch {
   atomic_size_t n_skipped, n_replaced;
   bool on_device;                /* a device slot: data[] are CUdeviceptr */
   bool pages_released;           /* mu: FREE and its pages given back to
-                                    the OS (stoke__at_trim_locked); cleared
+                                    the OS (the autotuner's trim); cleared
                                     when it is assigned */
   bool pages_used;               /* mu: filled since create or since its
                                     pages were last given back (what a
@@ -66,7 +69,7 @@ struct stoke_batch {
                                     (released, or skipped by a restore) */
 };
 
-typedef struct worker {
+typedef struct stoke__worker {
   stoke_loader *l;
   unsigned id;
   stoke__thread *thread;
@@ -78,13 +81,14 @@ typedef struct worker {
   atomic_int_least64_t cur_start_ns; /* 0 when not inside a fill */
   atomic_size_t cur_index;
   double cost_ewma_ns;           /* per sample; sizes the next claim */
-  /* The block order's read-ahead (order.c): sample ranges (first, n) to
+  /* The block order's read-ahead (block_readahead.c): sample ranges (first, n)
+  *to
   ** advise, collected under mu, issued without it. */
   size_t *ra;                    /* 4 x window entries, or NULL */
   size_t ra_n;                   /* ranges collected */
-} worker;
+} stoke__worker;
 
-/* Caller-given order (cfg.order_given; order.c).  The batches given to the
+/* Caller-given order (cfg.order_given; given_order.c).  The batches given to the
 ** epoch in progress (or, between epochs, to the next one) that workers have
 ** not claimed yet: batch k (base <= k < n) has b[k - base].len samples at
 ** idx[b[k - base].off...].  Protected by the loader's mu. */
@@ -102,6 +106,33 @@ typedef struct stoke__given {
   bool ended;             /* stoke_loader_order_end: no more batches */
   size_t last_batches, last_samples; /* of the last finished epoch */
 } stoke__given;
+
+/* The order of an epoch, one of two (swappable at create): the plan's
+** (the sampler's permutation, block order included; plan_order.c) or the
+** one the caller gives (cfg.order_given; given_order.c).  Every call but
+** `compute` is made with the loader's mu held. */
+typedef struct stoke__order_ops {
+  /* Compute epoch `epoch`'s order; claims are not open meanwhile, so mu
+  ** need not be held (advance_claims computes it without). */
+  void (*compute)(stoke_loader *l, uint64_t epoch);
+  /* 1: batch l->next_batch can be assigned; 0: not yet (more may come);
+  ** -1: the epoch's order ended and every batch of it is assigned. */
+  int (*claimable)(const stoke_loader *l);
+  /* Fill b->n and b->indices for batch b->number (claimable was 1). */
+  void (*assign)(stoke_loader *l, stoke_batch *b);
+  /* Every batch of the epoch has been handed out (or passed over). */
+  bool (*epoch_done)(const stoke_loader *l);
+  /* The consumer would wait for a batch nobody will ever give. */
+  bool (*starved)(const stoke_loader *l);
+  /* The epoch ended (its END, or end_epoch): forget its order. */
+  void (*reset)(stoke_loader *l);
+  /* The next epoch's order exists before it starts, so workers may
+  ** prefetch it (prefetch_next_epoch); a given one does not. */
+  bool ahead;
+} stoke__order_ops;
+
+extern const stoke__order_ops stoke__plan_order_ops;  /* plan_order.c */
+extern const stoke__order_ops stoke__given_order_ops; /* given_order.c */
 
 struct stoke_loader {
   stoke_config cfg;              /* resolved; frozen at create */
@@ -182,24 +213,13 @@ struct stoke_loader {
                                     the last release frees the loader; mu */
 
   unsigned n_workers;
-  worker *workers;               /* n_workers, or one for W = 0 that the
+  stoke__worker *workers;               /* n_workers, or one for W = 0 that the
                                     consumer's thread uses */
 
-  /* Consumer side: only the thread inside next() touches these. */
-  stoke__consumer_stats *cstats;
-  int64_t last_return_ns;        /* 0: no step in progress */
-  size_t last_batch_number;      /* of the step in progress, for traces */
-  bool last_step_measured;
-  /* A step whose next_timed() returned STOKE_AGAIN: the retry continues
-  ** it (the wait runs from the first call). */
-  int64_t pending_enter_ns;      /* 0: none */
-  bool pending_measured;
-  size_t pending_depth;
-  bool measuring;
-  bool epoch_warmup;             /* the active epoch is a warm-up one */
-  uint64_t warmup_steps_seen;    /* steps skipped after warm-up epochs */
-  int64_t epoch_start_ns, epoch_wait_ns, epoch_compute_ns;
-  uint64_t epoch_batches, epoch_samples;
+  /* Consumer side: only the thread inside next() touches these.  The
+  ** clock's statistics are readable from any thread. */
+  stoke__cclock cclock;          /* wait, compute, warm-up, pending step,
+                                    the epoch in progress */
 
   /* Tracing (cfg.trace_events > 0): track 0 is the consumer, track 1 + i
   ** worker i (the inline producer at W = 0).  Each has its own lock. */
@@ -211,47 +231,32 @@ struct stoke_loader {
   /* Protected by stats_mu. */
   stoke__stats_snap *baseline;   /* producers' totals when warm-up ended */
   bool have_baseline;
-  stoke_epoch_stats *epochs;
-  size_t n_epochs, cap_epochs;
+  stoke__epoch_log epochs;
   atomic_uint_least64_t epochs_done; /* relaxed: stats only */
   /* Workers the OS put under cfg.worker_policy; relaxed: stats only. */
   atomic_uint workers_policy_applied;
 
+  const stoke__order_ops *order_ops; /* the epoch's order; frozen */
   stoke__given *given;           /* cfg.order_given, else NULL; mu */
 
-  /* Online autotuning (autotune.c): the workers with id below
-  ** active_workers claim work, and batches may take at most
-  ** active_prefetch + consumer_slots slots.  Without autotune they are
-  ** n_workers and prefetch.  Protected by mu; a worker gated off waits on
-  ** gate_cv (so that work_cv's broadcasts do not wake it). */
+  /* The window of work: the workers with id below active_workers claim
+  ** work, and batches may take at most active_prefetch + consumer_slots
+  ** slots (the live autotuner moves them, autotuner.c).  Without autotune
+  ** they are n_workers and prefetch.  Protected by mu; a worker gated off
+  ** waits on gate_cv (so that work_cv's broadcasts do not wake it). */
   unsigned active_workers, active_prefetch;
   pthread_cond_t gate_cv;
-  struct stoke__at *at;          /* the autotuner's state, or NULL: off */
+  /* The features that are on, each with its own state (feature.h). */
+  stoke__features features;
   /* The stoke-w* threads when measuring started (schedstat.c), for the
   ** window's scheduler statistics.  Protected by stats_mu. */
   stoke__sched_thread *sched_base;
   size_t n_sched_base, cap_sched;
 
-  /* Bad samples (badsample.c). */
-  uint64_t fail_budget;          /* bad samples allowed per epoch (per claim
-                                    generation); 0 = no limit.  Frozen. */
-  stoke__quarantine *quarantine; /* NULL: none.  Has its own lock. */
-  pthread_mutex_t fail_mu;       /* leaf: never taken with mu, stats_mu or
-                                    the quarantine's lock held, nor held
-                                    while taking them */
-  /* Protected by fail_mu. */
-  stoke_failure *fail_ring;      /* STOKE_FAILURES_KEPT, the last ones */
-  size_t fail_head, fail_len;
-  uint64_t n_failures, n_quarantined, n_skipped, n_replaced;
-  bool fail_tripped;             /* a record spent the budget */
-  char fail_msg[STOKE__ERRMSG_CAP]; /* the first such record's message
-                                    (its count: budget + 1); written once,
-                                    before fail_tripped */
-  struct {
-    uint64_t gen, n;
-  } fail_gen[3];                 /* bad samples per claim generation: those
-                                    of the epochs in flight (delivered and
-                                    prefetched) */
+  /* The quarantine (its state is the bad-sample feature's, badsample.c):
+  ** asked for each sample before it is read.  NULL: none.  Has its own
+  ** lock. */
+  stoke__quarantine *quarantine;
 
   /* Data echoing (echo.c): every slot handed out feeds `echo` steps. */
   unsigned echo;                 /* cfg.echo, at least 1; frozen */
@@ -261,15 +266,15 @@ struct stoke_loader {
   unsigned echo_next;            /* mu: the view of echo_cur to hand out */
   unsigned echo_first;           /* mu: the first epoch's first group
                                     starts at this step of it (resume) */
-  /* The block order (order.c); NULL with the other orders. */
+  /* The block order (block_readahead.c); NULL with the other orders. */
   stoke__blocks *blocks;
   size_t ra_next;                /* mu: the first window of the claim
                                     epoch's order not read ahead yet */
-  /* The caches (ramcache.c; the packed cache is the source's). */
+  /* The RAM cache (ramcache.c); the packing cache is a feature
+  ** (packcache.c). */
   struct stoke__ramcache *ram;
-  struct stoke__cache *cache;
 
-  /* Resume (state.c). */
+  /* Resume (resume.c). */
   size_t resume_batch;           /* mu: the next start_epoch() begins at
                                     this batch (then 0 again) */
   unsigned resume_view;          /* mu: and at this step of its group */
@@ -296,8 +301,6 @@ stoke_batch *stoke__echo_cancel_locked(stoke_loader *l);
 /* A release of b: 1 when echoing took care of it (*rc its result), 0
 ** when b is to be released as a slot. */
 int stoke__echo_release(stoke_batch *b, uintptr_t stream, int *rc);
-/* Give slot b back (no echo left on it): pipeline.c. */
-int stoke__release_slot(stoke_batch *b, uintptr_t stream);
 
 /* ramcache.c: the RAM cache of deterministic samples. */
 uint64_t stoke__ramcache_bytes(const stoke_config *c,
@@ -311,23 +314,29 @@ bool stoke__ramcache_get(stoke_loader *l, stoke_sample *s);
 /* Keep the sample s just filled, if the cache has its place free. */
 void stoke__ramcache_put(stoke_loader *l, const stoke_sample *s);
 size_t stoke__ramcache_samples(const stoke_loader *l);
-/* The packed cache's host bytes (cache_dir): its map and queue. */
+/* packcache.c: the packing cache (cache_dir).  Its host bytes: its map
+** and queue. */
 uint64_t stoke__cache_map_bytes(const stoke_config *c,
                                 const stoke_source *src);
+/* At create, after the workers' records: open it (when cache_dir is set)
+** and list it among the features.  0 or an error (TLS message set). */
+int stoke__packcache_create(stoke_loader *l, const stoke__sys *sys);
+/* The open cache, or NULL (tests). */
+struct stoke__cache *stoke__packcache_of(const stoke_loader *l);
 
-/* order.c: the block order's blocks and read-ahead. */
+/* block_readahead.c: the block order's blocks and read-ahead. */
 /* Host bytes of the blocks and the workers' read-ahead lists. */
-uint64_t stoke__order_bytes(const stoke_config *c, unsigned n_workers,
+uint64_t stoke__readahead_bytes(const stoke_config *c, unsigned n_workers,
                             size_t n_source);
 /* At create, after the workers' records: cut the blocks (shuffle BLOCK). */
-int stoke__order_init(stoke_loader *l);
-void stoke__order_free(stoke_loader *l);
+int stoke__readahead_init(stoke_loader *l);
+void stoke__readahead_free(stoke_loader *l);
 /* Batch b was just assigned (mu held): collect into w the blocks of the
 ** windows it reaches that are not read ahead yet, and the next window. */
-void stoke__order_collect_locked(stoke_loader *l, worker *w,
+void stoke__readahead_collect_locked(stoke_loader *l, stoke__worker *w,
                                  const stoke_batch *b);
 /* Issue what w collected (mu not held). */
-void stoke__order_issue(stoke_loader *l, worker *w);
+void stoke__readahead_issue(stoke_loader *l, stoke__worker *w);
 
 /* Check a config as stoke_loader_create does (loader.c); 0 or STOKE_EINVAL
 ** with the message in the thread's error.  The host ledger uses it too. */
@@ -344,59 +353,28 @@ void stoke__loader_ledger_device(const stoke_loader *l, stoke_host_ledger *g);
 int stoke__host_ledger_check(const stoke_host_ledger *g, unsigned prefetch,
                              size_t batch_size);
 
-/* order.c: the caller-given order (mu held unless said otherwise). */
+/* given_order.c: the caller-given order (mu held unless said otherwise). */
 int stoke__given_create(stoke_loader *l);        /* at create; 0 or ENOMEM */
 void stoke__given_free(stoke_loader *l);
-/* 1: batch l->next_batch is given; 0: not yet (more may come); -1: the
-** epoch's order ended and every batch is claimed. */
-int stoke__given_claimable(const stoke_loader *l);
-/* Fill b->n and b->indices for batch b->number (claimable was 1). */
-void stoke__given_assign(stoke_loader *l, stoke_batch *b);
-/* The epoch is over: every given batch delivered and the order ended. */
-bool stoke__given_epoch_done(const stoke_loader *l);
-/* The consumer would wait for a batch never given. */
-bool stoke__given_starved(const stoke_loader *l);
-/* The epoch ended (END or end_epoch): forget its order. */
-void stoke__given_reset(stoke_loader *l);
-
-/* autotune.c: the glue between the loader and the controller
+/* autotuner.c: the glue between the loader and the controller
 ** (src/tune/autotune.c). */
 /* At create, before the ledger: resolve the most workers and the deepest
 ** prefetch (into l->cfg) inside the memory budget, and allocate the
-** autotuner.  0, STOKE_EINVAL or STOKE_ENOMEM (TLS message set). */
-int stoke__at_create(stoke_loader *l);
-void stoke__at_free(stoke_loader *l);
-/* Consumer thread, mu held: a step's compute. */
-void stoke__at_compute(stoke_loader *l, int64_t compute_ns);
-/* Consumer thread, mu not held: a step was handed out after waiting
-** wait_ns; empty: no batch was ready at next(). */
-void stoke__at_step(stoke_loader *l, int64_t wait_ns, bool empty);
-/* The autotuner's fields of stoke_stats (any thread). */
-void stoke__at_stats(const stoke_loader *l, stoke_stats *st);
+** autotuner.  0, STOKE_EINVAL or STOKE_ENOMEM (TLS message set).
+** Lists itself among the features (its hooks: feature.h). */
+int stoke__autotuner_create(stoke_loader *l);
 /* Tests: set the active workers and prefetch (clamped to the most) and
 ** stop the controller from deciding; any thread but a worker. */
-void stoke__at_force(stoke_loader *l, unsigned workers, unsigned prefetch);
-/* May a worker assign a new batch to a slot (mu held)? */
-bool stoke__at_slot_open(const stoke_loader *l);
+void stoke__autotuner_force(stoke_loader *l, unsigned workers,
+                            unsigned prefetch);
 
-/* pipeline.c */
+/* core.c: the worker threads' body (loader.c starts them). */
 void *stoke__worker_main(void *arg);
-/* Batch b is failing the loader (mu held; call right before
-** stoke__fail_locked): in order, the error is reported at the earliest
-** failed batch, the batches before it handed out first. */
-void stoke__note_failed_batch(stoke_loader *l, const stoke_batch *b);
-/* Fill the sample at position pos of b with source sample index, with the
-** random stream rng (NULL: the sample's own, (seed, epoch, index)); when
-** `timed`, its stages are timed.  Returns 0 or STOKE_ESAMPLE (the reason in
-** w->err). */
-int stoke__fill_one(stoke_loader *l, worker *w, stoke_batch *b, size_t pos,
-                    size_t index, const stoke_rng *rng, bool timed);
 
 /* badsample.c: the on_error policies, the failure log and budget, the
 ** quarantine. */
 /* At create, after slots (the skip flags) and before the workers. */
 int stoke__bad_init(stoke_loader *l);
-void stoke__bad_free(stoke_loader *l);
 /* Host bytes of the bad-sample state of a configuration (the ledger). */
 uint64_t stoke__bad_bytes(const stoke_config *c, const stoke_source *src);
 /* The sample at position pos of b (source index `index`) failed to fill,
@@ -404,41 +382,19 @@ uint64_t stoke__bad_bytes(const stoke_config *c, const stoke_source *src);
 ** and skip it, replace it or fail as on_error says.  Returns 0 when the
 ** batch may go on (skipped, or replaced at pos), else a STOKE_E* after
 ** poisoning the loader (FAIL, the budget spent, no substitute). */
-int stoke__bad_sample(stoke_loader *l, worker *w, stoke_batch *b, size_t pos,
-                      size_t index, bool quarantined, bool timed);
+int stoke__bad_sample(stoke_loader *l, stoke__worker *w, stoke_batch *b,
+                      size_t pos, size_t index, bool quarantined, bool timed);
 /* The last writer of a batch with skipped samples: close the gaps. */
 void stoke__bad_compact(stoke_loader *l, stoke_batch *b);
-/* The counters of stoke_stats. */
-void stoke__bad_stats(const stoke_loader *l, stoke_stats *st);
-/* Give a host slot back to the free list and wake the workers (mu held). */
-void stoke__slot_free_locked(stoke_loader *l, stoke_batch *b);
-/* destroy() ran and the caller holds no slot any more (mu held): the
-** releaser frees the loader. */
-/* Bytes of field f in one host slot. */
+
+/* Bytes of field f in one host slot (loader.c). */
 size_t stoke__slot_field_bytes(const stoke_loader *l, size_t f);
-/* Gives the pages of slots the autotuner's prefetch leaves idle back to the
-** OS (autotune.c; mu held). */
-void stoke__at_trim_locked(stoke_loader *l);
-/* Wakes every worker waiting for work or for a slot (mu held). */
-void stoke__wake_workers_locked(stoke_loader *l);
-bool stoke__last_release_locked(const stoke_loader *l);
 /* Take the producers' totals as the warm-up baseline (consumer thread). */
 void stoke__take_baseline(stoke_loader *l);
 /* Record a finished epoch (consumer thread). */
 void stoke__record_epoch(stoke_loader *l, int64_t end_ns);
 /* Drop what workers prefetched for an epoch that is not the next one
-** (mu held); see pipeline.c. */
+** (mu held); see core.c. */
 void stoke__discard_prefetch(stoke_loader *l);
-/* The same with mu not held, the message as it is. */
-void stoke__fail(stoke_loader *l, int code, const char *msg);
-/* Set the loader's first fatal error (mu held). */
-/* loader.c: free the loader and everything it owns (workers joined, no
-** batch lent). */
-void stoke__loader_free(stoke_loader *l);
-void stoke__fail_locked(stoke_loader *l, int code, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
 
 #endif /* STOKE_PIPELINE_H */

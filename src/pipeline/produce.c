@@ -25,11 +25,17 @@ static int fill_each(stoke_source *src, stoke_sample *s) {
   return rc;
 }
 
-static int fill(stoke_source *src, stoke_sample *s) {
-  s->src_w = s->src_h = 0;
-  if (s->copies <= 1) return src->ops->fill(src, s);
+/* Example echoing's copies (s->copies > 1). */
+static int fill_copies(stoke_source *src, stoke_sample *s) {
   if (src->ops->fill_copies) return src->ops->fill_copies(src, s);
   return fill_each(src, s);
+}
+
+/* One sample, its copies included.  Inline: the plain fill is the hot
+** path, one call straight to the source. */
+static inline int fill(stoke_source *src, stoke_sample *s) {
+  s->src_w = s->src_h = 0;
+  return s->copies <= 1 ? src->ops->fill(src, s) : fill_copies(src, s);
 }
 
 /* The stored image's size, for the doctor's pre-resize advice. */
@@ -63,8 +69,8 @@ int stoke__produce(stoke_source *src, stoke_sample *s,
   stoke__hist_add(&ps->stage[STOKE_STAGE_READ],
                   (uint64_t)s->stage_ns[STOKE_STAGE_READ]);
   for (int st = STOKE_STAGE_DECODE; st < STOKE_STAGE_COUNT; st++)
-    if (st != STOKE_STAGE_READ && stoke__stage_is_work(st) &&
-        s->stage_ns[st] > 0)
+    if (s->stage_ns[st] > 0 && st != STOKE_STAGE_READ &&
+        stoke__stage_is_work(st))
       stoke__hist_add(&ps->stage[st], (uint64_t)s->stage_ns[st]);
   stoke__counter_add(&ps->samples, 1);
   if (rc == 0) count_image(s, ps);

@@ -8,7 +8,7 @@
 ** samples by index (as many as the budget holds: which ones is a function
 ** of the budget only, never of timing), in one arena allocated at create,
 ** counted in the host ledger and checked against mem_budget_bytes before
-** it is allocated.  A sample's slot is written once, by the first worker
+** it is allocated.  A sample's slot is written once, by the first stoke__worker
 ** that produces it (a compare-and-swap from EMPTY to FILLING; FILLED is
 ** published with a release store after the bytes), and copied out by
 ** every later fill (an acquire load).  The source must say it is

@@ -1,6 +1,7 @@
 /* twoclock.c — the two clocks around somebody else's loop.
 **
-** The loader measures waiting and computing itself (pipeline.c).  A loop
+** The loader measures waiting and computing itself (src/pipeline/), with
+** the same consumer clock (cclock.c) used here.  A loop
 ** over another loader (PyTorch's DataLoader, a generator, a file reader)
 ** gets the same clocks from three calls: enter() when the consumer asks for
 ** the next batch, leave() when it has it, end_epoch() when the iteration is
@@ -17,9 +18,9 @@
 ** workers each make whole batches (PyTorch's) starves in rounds: one long
 ** wait, then W - 1 batches made beside the waited one are "ready" although
 ** nothing was made ahead; with round_steps = W a round that waited at all
-** is one empty queue (seed 000 at 4 workers: every round waits 160 ms,
-** 1 step in 4). */
-#include "internal.h"
+** is one empty queue (PyTorch's DataLoader at 4 workers: every round
+** waits 160 ms, 1 step in 4). */
+#include "stats/cclock.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -28,25 +29,19 @@
 struct stoke_twoclock {
   stoke_twoclock_config cfg;
   const stoke_allocator *alloc; /* cfg.alloc, borrowed */
-  stoke__consumer_stats *cs;    /* measured steps only */
+  /* Wait, compute, warm-up, the epoch in progress (the driving thread
+  ** only; its statistics readable from any thread). */
+  stoke__cclock clock;
   int64_t t0_ns;                /* creation: trace timestamps start here */
-  /* The step in progress (the driving thread only). */
   int64_t enter_ns;             /* 0: not inside a next() */
-  int64_t leave_ns;             /* 0: no compute clock running */
-  bool last_measured;
   uint64_t step_number;         /* in the epoch, for the trace */
   unsigned round_pos;           /* measured steps into the current round */
   bool round_waited;            /* one of them waited */
-  /* The epoch in progress. */
-  bool epoch_active, epoch_warmup;
+  bool epoch_active;
   uint64_t epoch_number;
-  uint64_t warmup_steps_seen;
-  int64_t epoch_start_ns, epoch_wait_ns, epoch_compute_ns;
-  uint64_t epoch_batches, epoch_samples;
   /* Records, read from any thread. */
-  pthread_mutex_t mu;           /* leaf: epochs, n_epochs, cap_epochs */
-  stoke_epoch_stats *epochs;
-  size_t n_epochs, cap_epochs;
+  pthread_mutex_t mu;           /* leaf: epochs */
+  stoke__epoch_log epochs;
   stoke__trace *trace;          /* NULL when cfg.trace_events is 0 */
 };
 
@@ -82,9 +77,9 @@ int stoke_twoclock_create(const stoke_twoclock_config *cfg,
   c->cfg = *cfg;
   c->alloc = cfg->alloc;
   c->t0_ns = stoke__now_ns();
-  c->cs = stoke__alloc_aligned(c->alloc, sizeof *c->cs);
-  int rc = c->cs ? 0 : STOKE_ENOMEM;
-  if (rc == 0) memset(c->cs, 0, sizeof *c->cs);
+  int rc = stoke__cclock_init(&c->clock, c->alloc, cfg->warmup_epochs,
+                              cfg->warmup_steps);
+  bool have_clock = rc == 0;
   if (rc == 0 && pthread_mutex_init(&c->mu, NULL) != 0) rc = STOKE_ENOMEM;
   bool have_mu = rc == 0;
   if (rc == 0 && cfg->trace_events > 0) {
@@ -98,10 +93,11 @@ int stoke_twoclock_create(const stoke_twoclock_config *cfg,
   }
   if (rc != 0) {
     if (have_mu) pthread_mutex_destroy(&c->mu);
-    stoke__free_aligned(c->alloc, c->cs);
+    if (have_clock) stoke__cclock_free(&c->clock, c->alloc);
     stoke__free(c->alloc, c);
     return stoke__set_tls_error(rc, "twoclock: out of memory");
   }
+  c->clock.trace = c->trace;
   *out = c;
   return 0;
 }
@@ -113,137 +109,84 @@ void stoke_twoclock_destroy(stoke_twoclock *c) {
     stoke__free(c->alloc, c->trace);
   }
   pthread_mutex_destroy(&c->mu);
-  stoke__free(c->alloc, c->epochs);
-  stoke__free_aligned(c->alloc, c->cs);
+  stoke__free(c->alloc, c->epochs.v);
+  stoke__cclock_free(&c->clock, c->alloc);
   stoke__free(c->alloc, c);
 }
 
 /* A round of steps ends: it found a batch ready unless one waited. */
 static void end_round(stoke_twoclock *c) {
   if (!c->round_pos) return;
-  stoke__counter_add(&c->cs->depth[c->round_waited ? 0 : 1], 1);
+  stoke__cclock_depth(&c->clock, c->round_waited ? 0 : 1);
   c->round_pos = 0;
   c->round_waited = false;
 }
 
-/* The compute clock of the step in progress stops at `now`. */
-static void stop_compute(stoke_twoclock *c, int64_t now) {
-  if (!c->leave_ns) return;
-  int64_t dt = now - c->leave_ns;
-  c->epoch_compute_ns += dt;
-  if (c->last_measured) stoke__hist_add(&c->cs->compute, (uint64_t)dt);
-  stoke__trace_push(c->trace, STOKE__EV_COMPUTE, c->leave_ns, dt,
-                    c->step_number, 0);
-  c->leave_ns = 0;
+/* A measured step waited wait_ns: part of the current round. */
+static void round_step(stoke_twoclock *c, int64_t wait_ns) {
+  c->round_waited |= wait_ns > c->cfg.ready_wait_ns;
+  if (++c->round_pos >= STOKE__MAX(c->cfg.round_steps, 1u)) end_round(c);
 }
 
-int64_t stoke_twoclock_enter(stoke_twoclock *c) {
-  int64_t now = stoke__now_ns();
-  stop_compute(c, now);
-  if (!c->epoch_active) {
-    c->epoch_active = true;
-    c->epoch_warmup = c->epoch_number < c->cfg.warmup_epochs;
-    c->epoch_start_ns = now;
-    c->epoch_wait_ns = c->epoch_compute_ns = 0;
-    c->epoch_batches = c->epoch_samples = 0;
-    c->step_number = 0;
-  }
-  c->enter_ns = now;
-  return now;
+static void start_epoch(stoke_twoclock *c, int64_t now) {
+  if (c->epoch_active) return;
+  c->epoch_active = true;
+  stoke__cclock_epoch_start(&c->clock, now,
+                            c->epoch_number < c->cfg.warmup_epochs);
+  c->step_number = 0;
 }
 
 /* Whether this step counts: not in a warm-up epoch, and past the first
 ** warmup_steps (which it counts). */
 static bool step_measured(stoke_twoclock *c) {
-  if (c->epoch_warmup) return false;
-  if (c->warmup_steps_seen < c->cfg.warmup_steps) {
-    c->warmup_steps_seen++;
-    return false;
-  }
-  return true;
+  bool ended = false; /* nothing of ours to leave out when warm-up ends */
+  return stoke__cclock_measure(&c->clock, &ended);
+}
+
+int64_t stoke_twoclock_enter(stoke_twoclock *c) {
+  int64_t now = stoke__now_ns();
+  stoke__cclock_compute_end(&c->clock, now);
+  start_epoch(c, now);
+  c->enter_ns = now;
+  return now;
 }
 
 int64_t stoke_twoclock_leave(stoke_twoclock *c, size_t n_samples) {
   int64_t now = stoke__now_ns();
   if (!c->enter_ns) return now; /* leave without enter: nothing to time */
-  int64_t wait = now - c->enter_ns;
+  int64_t enter = c->enter_ns;
   c->enter_ns = 0;
   bool measured = step_measured(c);
-  if (measured) {
-    stoke__consumer_stats *cs = c->cs;
-    stoke__hist_add(&cs->wait, (uint64_t)wait);
-    c->round_waited |= wait > c->cfg.ready_wait_ns;
-    if (++c->round_pos >= STOKE__MAX(c->cfg.round_steps, 1u))
-      end_round(c);
-    stoke__counter_add(&cs->steps, 1);
-    stoke__counter_add(&cs->samples, n_samples);
-  }
-  stoke__trace_push(c->trace, STOKE__EV_WAIT, now - wait, wait,
-                    c->step_number, 0);
+  if (measured) round_step(c, now - enter);
+  stoke__cclock_step(&c->clock, enter, now, c->step_number, n_samples,
+                     measured);
   c->step_number++;
-  c->epoch_wait_ns += wait;
-  c->epoch_batches++;
-  c->epoch_samples += n_samples;
-  c->last_measured = measured;
-  c->leave_ns = now;
   return now;
 }
 
 int stoke_twoclock_record(stoke_twoclock *c, int64_t wait_ns,
                           int64_t compute_ns, size_t n_samples) {
   if (!c || wait_ns < 0 || compute_ns < 0) return STOKE_EINVAL;
-  int64_t now = stoke__now_ns();
-  if (!c->epoch_active) {
-    c->epoch_active = true;
-    c->epoch_warmup = c->epoch_number < c->cfg.warmup_epochs;
-    c->epoch_start_ns = now;
-    c->epoch_wait_ns = c->epoch_compute_ns = 0;
-    c->epoch_batches = c->epoch_samples = 0;
-    c->step_number = 0;
-  }
+  start_epoch(c, stoke__now_ns());
   bool measured = step_measured(c);
-  if (measured) {
-    stoke__consumer_stats *cs = c->cs;
-    stoke__hist_add(&cs->wait, (uint64_t)wait_ns);
-    stoke__hist_add(&cs->compute, (uint64_t)compute_ns);
-    c->round_waited |= wait_ns > c->cfg.ready_wait_ns;
-    if (++c->round_pos >= STOKE__MAX(c->cfg.round_steps, 1u)) end_round(c);
-    stoke__counter_add(&cs->steps, 1);
-    stoke__counter_add(&cs->samples, n_samples);
-  }
+  if (measured) round_step(c, wait_ns);
+  stoke__cclock_record(&c->clock, wait_ns, compute_ns, n_samples, measured);
   c->step_number++;
-  c->epoch_wait_ns += wait_ns;
-  c->epoch_compute_ns += compute_ns;
-  c->epoch_batches++;
-  c->epoch_samples += n_samples;
   return 0;
 }
 
 int stoke_twoclock_end_epoch(stoke_twoclock *c) {
   int64_t now = stoke__now_ns();
-  stop_compute(c, now);
+  stoke__cclock_compute_end(&c->clock, now);
   c->enter_ns = 0;
   end_round(c); /* rounds do not span epochs */
   if (!c->epoch_active) return 0;
   c->epoch_active = false;
-  stoke_epoch_stats e = {.epoch = c->epoch_number,
-                         .warmup = c->epoch_warmup,
-                         .wall_ns = now - c->epoch_start_ns,
-                         .wait_ns = c->epoch_wait_ns,
-                         .compute_ns = c->epoch_compute_ns,
-                         .batches = c->epoch_batches,
-                         .samples = c->epoch_samples};
+  stoke_epoch_stats e =
+      stoke__cclock_epoch_record(&c->clock, now, c->epoch_number);
   c->epoch_number++;
-  int rc = 0;
   pthread_mutex_lock(&c->mu);
-  /* Out of memory loses the record, not the clocks. */
-  void *p = c->epochs;
-  if (stoke__grow(c->alloc, &p, &c->cap_epochs, c->n_epochs, sizeof e, 0))
-    c->epochs = p;
-  if (c->n_epochs < c->cap_epochs)
-    c->epochs[c->n_epochs++] = e;
-  else
-    rc = STOKE_ENOMEM;
+  int rc = stoke__epoch_log_add(&c->epochs, c->alloc, &e);
   pthread_mutex_unlock(&c->mu);
   return rc;
 }
@@ -252,14 +195,14 @@ int stoke_twoclock_stats(const stoke_twoclock *c, stoke_stats *out) {
   if (!c || !out || out->struct_size == 0) return STOKE_EINVAL;
   stoke__stats_snap *snap = stoke__calloc(c->alloc, 1, sizeof *snap);
   if (!snap) return STOKE_ENOMEM;
-  stoke__stats_snap_consumer(c->cs, snap);
+  stoke__stats_snap_consumer(c->clock.cs, snap);
   stoke_stats full;
   full.struct_size = sizeof full;
   stoke__stats_publish(snap, &full);
   stoke__free(c->alloc, snap);
   stoke_twoclock *mc = (stoke_twoclock *)c; /* the lock is not state */
   pthread_mutex_lock(&mc->mu);
-  full.epochs_done = c->n_epochs;
+  full.epochs_done = c->epochs.n;
   pthread_mutex_unlock(&mc->mu);
   full.n_workers = c->cfg.n_workers;
   full.prefetch = c->cfg.prefetch;
@@ -271,14 +214,14 @@ int stoke_twoclock_stats(const stoke_twoclock *c, stoke_stats *out) {
 
 size_t stoke_twoclock_wait_histogram(const stoke_twoclock *c,
                                      stoke_hist_bucket *out, size_t cap) {
-  return c ? stoke__hist_buckets(&c->cs->wait, out, cap) : 0;
+  return c ? stoke__hist_buckets(&c->clock.cs->wait, out, cap) : 0;
 }
 
 size_t stoke_twoclock_n_epoch_stats(const stoke_twoclock *c) {
   if (!c) return 0;
   stoke_twoclock *mc = (stoke_twoclock *)c;
   pthread_mutex_lock(&mc->mu);
-  size_t n = c->n_epochs;
+  size_t n = c->epochs.n;
   pthread_mutex_unlock(&mc->mu);
   return n;
 }
@@ -289,8 +232,8 @@ int stoke_twoclock_epoch_stats(const stoke_twoclock *c, size_t i,
   stoke_twoclock *mc = (stoke_twoclock *)c;
   int rc = STOKE_EINVAL;
   pthread_mutex_lock(&mc->mu);
-  if (i < c->n_epochs) {
-    *out = c->epochs[i];
+  if (i < c->epochs.n) {
+    *out = c->epochs.v[i];
     rc = 0;
   }
   pthread_mutex_unlock(&mc->mu);

@@ -10,7 +10,7 @@
 #include <cmocka.h>
 
 #include "test_util.h"
-/* White box: stoke__at_force sets W and K at chosen moments (the public
+/* White box: stoke__autotuner_force sets W and K at chosen moments (the public
 ** controller decides them from timing, which a test must not depend on). */
 #include "pipeline/pipeline.h"
 #include "tune/autotune.h"
@@ -77,7 +77,7 @@ static void run_epoch_forcing(stoke_loader *l, const tu_cb *cb, tu_epoch *e,
       *rng = *rng * 6364136223846793005ULL + 1442695040888963407ULL;
       unsigned w = (unsigned)(*rng >> 33) % 6 + 1;
       unsigned k = (unsigned)(*rng >> 45) % 5 + 1;
-      stoke__at_force(l, w, k);
+      stoke__autotuner_force(l, w, k);
     }
     stoke_batch_release(b);
   }
@@ -117,7 +117,7 @@ static void test_forced_changes_keep_order(void **state) {
   assert_int_equal(st.max_prefetch, 5);
   assert_true(st.n_workers >= 1 && st.n_workers <= 6);
   /* What was forced is in force (clamped to the most). */
-  stoke__at_force(l, 3, 9);
+  stoke__autotuner_force(l, 3, 9);
   TU_OK(stoke_loader_stats(l, &st));
   assert_int_equal(st.n_workers, 3);
   assert_int_equal(st.prefetch, 5);
@@ -192,7 +192,7 @@ static void test_gates_bound_workers_and_slots(void **state) {
   stoke_config c = config(src, 1);
   c.warmup_epochs = 0;
   stoke_loader *l = tu_loader(&c);
-  stoke__at_force(l, 2, 1);
+  stoke__autotuner_force(l, 2, 1);
   tu_epoch *e = tu_epoch_new();
   for (int ep = 0; ep < 2; ep++) {
     memset(e, 0, sizeof *e);

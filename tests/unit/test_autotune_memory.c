@@ -2,7 +2,7 @@
 ** prefetch goes down, the slots it leaves idle give their pages back to the
 ** OS, so the resident set falls with it (mincore says which pages are
 ** resident: nothing here is timed), and a slot used again later fills
-** correctly.  White box: stoke__at_force sets W and K (the controller
+** correctly.  White box: stoke__autotuner_force sets W and K (the controller
 ** decides them from timing, which a test must not depend on). */
 #define _DEFAULT_SOURCE /* mincore */
 #include <stdarg.h>
@@ -74,7 +74,7 @@ static void wait_ready(stoke_loader *l, size_t want) {
     size_t ready = 0;
     pthread_mutex_lock(&l->mu);
     for (size_t i = 0; i < l->n_slots; i++)
-      ready += l->slots[i].state == SLOT_READY;
+      ready += l->slots[i].state == STOKE__SLOT_READY;
     pthread_mutex_unlock(&l->mu);
     if (ready >= want) return;
     tu_sleep_ns(1000000);
@@ -98,7 +98,7 @@ static void idle_slots_give_their_pages_back(void **state) {
   size_t bytes = stoke__slot_field_bytes(l, 0);
   assert_true(bytes >= (size_t)B * ROWS * COLS * 4);
   assert_int_equal(l->n_slots, 7); /* the deepest prefetch + the consumer's */
-  stoke__at_force(l, 4, 6);
+  stoke__autotuner_force(l, 4, 6);
   /* Hold one batch until the 6 the prefetch allows are ready: every slot
   ** is then filled. */
   stoke_batch *first;
@@ -113,7 +113,7 @@ static void idle_slots_give_their_pages_back(void **state) {
   TU_CHECK(touched == l->n_slots, "%zu of %zu slots filled at prefetch 6",
            touched, l->n_slots);
 
-  stoke__at_force(l, 4, 1);
+  stoke__autotuner_force(l, 4, 1);
   assert_int_equal(drain_epoch(l), 96);
   /* At prefetch 1 at most 1 + consumer_slots slots are in use at once: the
   ** others are released and stay so, and the slots' resident set is about
@@ -152,7 +152,7 @@ static void idle_slots_give_their_pages_back(void **state) {
            (unsigned long long)st.autotune_released_bytes, pages);
 
   /* Deeper again: the released slots fill again, with the right samples. */
-  stoke__at_force(l, 4, 6);
+  stoke__autotuner_force(l, 4, 6);
   size_t seen[96] = {0};
   stoke_batch *b;
   int rc;

@@ -119,7 +119,8 @@ static void test_fill_then_read(void **state) {
     assert_int_equal(epoch_hash(l, NULL), want0);
     stoke_stats st = stats_of(l);
     assert_int_equal(st.cache_hits, 0);
-    stoke__cache_sync(l->cache); /* the writer has published it all */
+    /* The writer has published it all. */
+    stoke__cache_sync(stoke__packcache_of(l));
     st = stats_of(l);
     assert_int_equal(st.cache_samples, SMALL_DATASET_N);
     assert_int_equal(st.cache_written, SMALL_DATASET_N);
@@ -229,7 +230,7 @@ static void test_interrupted(void **state) {
       _exit(2);
     stoke__cache_stats cs;
     for (int i = 0; i < 20000; i++) { /* up to 20 s */
-      stoke__cache_stats_get(l->cache, &cs);
+      stoke__cache_stats_get(stoke__packcache_of(l), &cs);
       if (cs.written > 0) break;
       struct timespec ms = {0, 1000000};
       nanosleep(&ms, NULL);
@@ -280,10 +281,10 @@ static void test_write_fault(void **state) {
       stoke_loader *l = NULL;
       TU_OK(stoke__loader_create(&c, &fs.table, &l));
       assert_int_equal(epoch_hash(l, NULL), want0);
-      stoke__cache_sync(l->cache);
+      stoke__cache_sync(stoke__packcache_of(l));
       assert_int_equal(epoch_hash(l, NULL), want1);
       stoke__cache_stats cs;
-      stoke__cache_stats_get(l->cache, &cs);
+      stoke__cache_stats_get(stoke__packcache_of(l), &cs);
       /* Every cache write makes at least one call of each kind: the first
       ** always fails (later ones may not be reached). */
       if (at == 1)
@@ -311,7 +312,7 @@ static void test_orphans(void **state) {
   stoke_config c = cache_cfg(src, dir);
   stoke_loader *l = tu_loader(&c);
   char key[400];
-  snprintf(key, sizeof key, "%s", stoke__cache_path(l->cache));
+  snprintf(key, sizeof key, "%s", stoke__cache_path(stoke__packcache_of(l)));
   stoke_loader_destroy(l);
   pid_t child = fork();
   if (child == 0) _exit(0);
@@ -344,9 +345,9 @@ static void test_budget(void **state) {
   c.cache_max_bytes = 9000; /* a header page and about a sample */
   stoke_loader *l = tu_loader(&c);
   epoch_hash(l, NULL);
-  stoke__cache_sync(l->cache);
+  stoke__cache_sync(stoke__packcache_of(l));
   stoke__cache_stats cs;
-  stoke__cache_stats_get(l->cache, &cs);
+  stoke__cache_stats_get(stoke__packcache_of(l), &cs);
   assert_true(cs.full);
   TU_CHECK(cs.samples < SMALL_DATASET_N, "%zu samples in 9000 bytes",
            cs.samples);

@@ -327,6 +327,40 @@ static stoke_source *hook_source(hooks *h, size_t n) {
 /* thread_start once per worker on its own thread before any sample,
 ** thread_stop once at destroy; batch_done once per batch after every
 ** sample is written; each fill sees its batch and position. */
+/* A given batch that SKIP empties is passed over, and the epoch ends when
+** the given order says, not at the plan's batch count: with 8 samples in
+** batches of 4 the plan has 2 batches, and the third given one was lost
+** (next() returned the END after the empty second). */
+static void test_skipped_batch_keeps_given_epoch(void **state) {
+  (void)state;
+  tu_cb *cb = tu_cb_new(8);
+  static const uint8_t bad[8] = {0, 0, 0, 0, 1, 1, 1, 1};
+  cb->fail_set = bad;
+  stoke_source *src = tu_cb_source(cb);
+  stoke_config cfg = tu_config(src, 0, 2, 4);
+  cfg.order_given = 1;
+  cfg.on_error = STOKE_ON_ERROR_SKIP;
+  cfg.max_failures = 100;
+  stoke_loader *l = tu_loader(&cfg);
+  stoke_source_destroy(src);
+  size_t idx[12] = {0, 1, 2, 3, 4, 5, 6, 7, 3, 2, 1, 0};
+  size_t lens[3] = {4, 4, 4};
+  TU_OK(stoke_loader_order_append(l, idx, lens, 3));
+  TU_OK(stoke_loader_order_end(l));
+  stoke_batch *b;
+  TU_OK(stoke_loader_next(l, &b));
+  assert_int_equal(stoke_batch_number(b), 0);
+  stoke_batch_release(b);
+  TU_OK(stoke_loader_next(l, &b)); /* batch 1 is all skipped */
+  assert_int_equal(stoke_batch_number(b), 2);
+  assert_int_equal(stoke_batch_size(b), 4);
+  assert_int_equal(stoke_batch_indices(b)[0], 3);
+  stoke_batch_release(b);
+  TU_RC(stoke_loader_next(l, &b), STOKE_END);
+  stoke_loader_destroy(l);
+  tu_cb_free(cb);
+}
+
 static void test_hooks(void **state) {
   (void)state;
   static const unsigned workers[] = {0, 1, 4};
@@ -478,6 +512,7 @@ int main(void) {
       cmocka_unit_test(test_long_epoch_and_empty),
       cmocka_unit_test(test_errors),
       cmocka_unit_test(test_break_drops_the_rest),
+      cmocka_unit_test(test_skipped_batch_keeps_given_epoch),
       cmocka_unit_test(test_hooks),
       cmocka_unit_test(test_hook_failures),
       cmocka_unit_test(test_python_stages),

@@ -274,6 +274,48 @@ static void test_trace(void **state) {
 }
 
 /* Every allocation through the hooks, and all of it returned. */
+/* The batch numbers of the spans named `name`, in the order written. */
+static int span_batches(const char *json, const char *name, long *out,
+                        int cap) {
+  char key[64];
+  snprintf(key, sizeof key, "\"name\":\"%s\"", name);
+  int n = 0;
+  for (const char *p = json; (p = strstr(p, key)); p++) {
+    const char *b = strstr(p, "\"batch\":");
+    assert_non_null(b);
+    if (n < cap) out[n] = strtol(b + 8, NULL, 10);
+    n++;
+  }
+  return n;
+}
+
+/* Step k's compute span carries k, as its wait span does (it carried
+** k + 1: the step counter had moved on when the compute was traced). */
+static void test_trace_spans_name_their_step(void **state) {
+  (void)state;
+  stoke_twoclock *c = make(0, MS, 1024);
+  run_epoch(c, 4, 0, 0, 2);
+  char path[] = "/tmp/stoke-twoclock-XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  close(fd);
+  TU_OK(stoke_twoclock_write_trace(c, path));
+  FILE *f = fopen(path, "r");
+  char buf[1 << 16];
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  buf[n] = 0;
+  fclose(f);
+  unlink(path);
+  long waits[8], computes[8];
+  assert_int_equal(span_batches(buf, "wait", waits, 8), 4);
+  assert_int_equal(span_batches(buf, "compute", computes, 8), 4);
+  for (int k = 0; k < 4; k++) {
+    assert_int_equal(waits[k], k);
+    assert_int_equal(computes[k], k);
+  }
+  stoke_twoclock_destroy(c);
+}
+
 static void test_allocator(void **state) {
   (void)state;
   tu_alloc_count count = {0};
@@ -345,6 +387,7 @@ int main(void) {
       cmocka_unit_test(test_rounds_of_batch_workers),
       cmocka_unit_test(test_record_other_clock),
       cmocka_unit_test(test_trace),
+      cmocka_unit_test(test_trace_spans_name_their_step),
       cmocka_unit_test(test_allocator),
       cmocka_unit_test(test_create_out_of_memory),
   };

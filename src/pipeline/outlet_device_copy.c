@@ -1,5 +1,6 @@
-/* copy.c — the device thread (stoke-dev): host batches to device slots,
-** and host slots back to the workers once the GPU is done with them.
+/* outlet_device_copy.c — the device thread (stoke-dev): host batches to
+** device slots, and host slots back to the workers once the GPU is done
+** with them.
 **
 ** DESIGN
 ** One thread per loader, started when a pinned or CUDA backend serves.  It
@@ -33,7 +34,7 @@
 ** ends when the GPU reaches it, so the thread always returns. */
 #define _POSIX_C_SOURCE 200809L
 #include "pipeline/pipeline.h"
-#include "device/device.h"
+#include "pipeline/outlet_device.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -51,7 +52,7 @@ static bool pick(stoke_loader *l, stoke_batch **out_h, stoke_batch **out_d) {
   stoke_batch *d = NULL;
   for (size_t i = 0; i < l->n_dslots; i++) {
     stoke_batch *c = &l->dslots[i];
-    if (c->state == SLOT_FREE &&
+    if (c->state == STOKE__SLOT_FREE &&
         (!d || c->dev->release_seq < d->dev->release_seq))
       d = c;
   }
@@ -62,7 +63,7 @@ static bool pick(stoke_loader *l, stoke_batch **out_h, stoke_batch **out_d) {
   bool best_ahead = false;
   for (size_t i = 0; i < l->n_slots; i++) {
     stoke_batch *s = &l->slots[i];
-    if (s->state != SLOT_READY) continue;
+    if (s->state != STOKE__SLOT_READY) continue;
     bool ahead;
     size_t want;
     if (s->gen == l->deliver_gen && !cur_done) {
@@ -81,7 +82,7 @@ static bool pick(stoke_loader *l, stoke_batch **out_h, stoke_batch **out_d) {
     }
   }
   if (!best) return false;
-  d->state = SLOT_FILLING;
+  d->state = STOKE__SLOT_FILLING;
   d->number = best->number;
   d->epoch = best->epoch;
   d->gen = best->gen;
@@ -96,7 +97,7 @@ static bool pick(stoke_loader *l, stoke_batch **out_h, stoke_batch **out_d) {
                         atomic_load_explicit(&best->n_replaced,
                                              memory_order_relaxed),
                         memory_order_relaxed);
-  best->state = SLOT_COPYING;
+  best->state = STOKE__SLOT_COPYING;
   if (best_ahead)
     l->copies_ahead++;
   else
@@ -203,7 +204,7 @@ void *stoke__dev_main(void *arg) {
         stoke__fail_locked(l, rc, "%s", err);
         continue;
       }
-      d->state = SLOT_READY;
+      d->state = STOKE__SLOT_READY;
       dv->reclaim[(dv->reclaim_head + dv->reclaim_len++) % dv->reclaim_cap] =
           h;
       pthread_cond_broadcast(&l->ready_cv);
@@ -211,7 +212,7 @@ void *stoke__dev_main(void *arg) {
     }
     if (dv->reclaim_len) {
       stoke_batch *r = dv->reclaim[dv->reclaim_head];
-      bool copy = r->state == SLOT_COPYING;
+      bool copy = r->state == STOKE__SLOT_COPYING;
       pthread_mutex_unlock(&l->mu);
       int rc = settle(l, r, copy, err, sizeof err);
       pthread_mutex_lock(&l->mu);
@@ -230,8 +231,8 @@ void *stoke__dev_main(void *arg) {
   return NULL;
 }
 
-/* A pinned host slot released on `stream` (stream.c): queue it for the
-** device thread once its event is recorded (mu held). */
+/* A pinned host slot released on `stream` (outlet_device_stream.c): queue
+** it for the device thread once its event is recorded (mu held). */
 void stoke__dev_reclaim_locked(stoke_loader *l, stoke_batch *b) {
   stoke__dev *dv = l->dev;
   dv->reclaim[(dv->reclaim_head + dv->reclaim_len++) % dv->reclaim_cap] = b;

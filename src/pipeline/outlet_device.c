@@ -1,4 +1,4 @@
-/* backend.c — which backend serves a loader's batches, its memory, and the
+/* outlet_device.c — which backend serves a loader's batches, its memory, and the
 ** device terms of the memory ledger.
 **
 ** DESIGN
@@ -23,7 +23,7 @@
 ** before the first allocation. */
 #define _POSIX_C_SOURCE 200809L
 #include "pipeline/pipeline.h"
-#include "device/device.h"
+#include "pipeline/outlet_device.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -144,16 +144,6 @@ static int fallback(stoke_loader *l, const char *asked, const char *why) {
       return stoke__set_tls_error(STOKE_EDEVICE, "device: %s", e_);           \
     }                                                                         \
   } while (0)
-
-int stoke__dev_enter(const stoke__dev *d, char *err, size_t cap) {
-  CUresult rc = d->cu->cuCtxPushCurrent(d->ctx);
-  return rc ? stoke__cuda_errf(d->cu, err, cap, "cuCtxPushCurrent", rc) : 0;
-}
-
-void stoke__dev_leave(const stoke__dev *d) {
-  CUcontext c;
-  d->cu->cuCtxPopCurrent(&c);
-}
 
 /* Retain the primary context, read the device, make the streams and load
 ** the kernels (the driver is open and the device exists). */
@@ -447,7 +437,7 @@ static int alloc_device_slots(stoke_loader *l) {
       rc = event(d, &b->dev->release, STOKE__CU_EVENT_DISABLE_TIMING |
                                            STOKE__CU_EVENT_BLOCKING_SYNC);
     if (rc) return rc;
-    b->state = SLOT_FREE;
+    b->state = STOKE__SLOT_FREE;
   }
   if (d->norm_field >= 0) {
     CU_OR_FAIL(cuMemAlloc, (&d->staging, d->staging_bytes));

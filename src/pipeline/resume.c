@@ -1,4 +1,4 @@
-/* state.c — resume: the loader's position as a few bytes.
+/* resume.c — resume: the loader's position as a few bytes.
 **
 ** DESIGN
 ** The order of an epoch is a pure function of (seed, epoch, rank, world)
@@ -70,7 +70,7 @@ static bool delivered_prefix(const stoke_loader *l) {
   for (size_t i = 0; i < l->n_slots; i++) {
     const stoke_batch *b = &l->slots[i];
     if (b->gen == l->deliver_gen &&
-        (b->state == SLOT_FILLING || b->state == SLOT_READY) &&
+        (b->state == STOKE__SLOT_FILLING || b->state == STOKE__SLOT_READY) &&
         b->number < l->n_delivered)
       return false;
   }
@@ -192,12 +192,13 @@ int stoke_loader_state_restore(stoke_loader *l, const stoke_loader_state *st) {
   /* Nothing prefetched may survive, and no fill may run, while the seed
   ** and the position change. */
   while (l->order_busy) pthread_cond_wait(&l->ready_cv, &l->mu);
-  if (l->claim_open && l->claim_gen != l->deliver_gen) stoke__discard_prefetch(l);
+  if (l->claim_open && l->claim_gen != l->deliver_gen)
+    stoke__discard_prefetch(l);
   l->claim_open = false;
   for (bool filling = true; filling;) {
     filling = false;
     for (size_t i = 0; i < l->n_slots; i++)
-      filling |= l->slots[i].state == SLOT_FILLING;
+      filling |= l->slots[i].state == STOKE__SLOT_FILLING;
     if (filling) pthread_cond_wait(&l->work_cv, &l->mu);
   }
   if (st->seed != l->cfg.seed) {

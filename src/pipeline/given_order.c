@@ -1,4 +1,4 @@
-/* order.c — an epoch order the caller gives (cfg.order_given).
+/* given_order.c — an epoch order the caller gives (cfg.order_given).
 **
 ** DESIGN
 ** stoke's own order is a pure function of (seed, epoch, rank, world)
@@ -20,7 +20,8 @@
 ** batches of indices, however long the epoch.
 **
 ** Locking: everything here is protected by l->mu.  The public calls take
-** it; the stoke__given_* helpers are called by pipeline.c with it held.
+** it; the order's ops (stoke__given_order_ops) are called by core.c with
+** it held.
 ** Appends wake workers waiting for something to claim (work_cv). */
 #include "pipeline.h"
 
@@ -41,28 +42,28 @@ void stoke__given_free(stoke_loader *l) {
   l->given = NULL;
 }
 
-int stoke__given_claimable(const stoke_loader *l) {
+static int claimable(const stoke_loader *l) {
   const stoke__given *g = l->given;
   if (l->next_batch < g->n) return 1;
   return g->ended ? -1 : 0;
 }
 
-void stoke__given_assign(stoke_loader *l, stoke_batch *b) {
+static void assign(stoke_loader *l, stoke_batch *b) {
   const stoke__given *g = l->given;
   const stoke__given_batch *gb = &g->b[b->number - g->base];
   b->n = gb->len;
   memcpy(b->indices, g->idx + gb->off, b->n * sizeof(size_t));
 }
 
-bool stoke__given_epoch_done(const stoke_loader *l) {
+static bool epoch_done(const stoke_loader *l) {
   return l->given->ended && l->n_delivered == l->given->n;
 }
 
-bool stoke__given_starved(const stoke_loader *l) {
+static bool starved(const stoke_loader *l) {
   return !l->given->ended && l->n_delivered == l->given->n;
 }
 
-void stoke__given_reset(stoke_loader *l) {
+static void reset(stoke_loader *l) {
   stoke__given *g = l->given;
   g->last_batches = g->n;
   g->last_samples = g->n_samples;
@@ -70,6 +71,22 @@ void stoke__given_reset(stoke_loader *l) {
   g->base = g->n = g->n_samples = 0;
   g->ended = false;
 }
+
+/* Nothing to compute: the caller gives the order as the epoch runs. */
+static void compute(stoke_loader *l, uint64_t epoch) {
+  (void)l;
+  (void)epoch;
+}
+
+const stoke__order_ops stoke__given_order_ops = {
+    .compute = compute,
+    .claimable = claimable,
+    .assign = assign,
+    .epoch_done = epoch_done,
+    .starved = starved,
+    .reset = reset,
+    .ahead = false,
+};
 
 /* Drop the batches workers have claimed (their indices are in their
 ** slots).  Between epochs l->next_batch still counts the last epoch, whose

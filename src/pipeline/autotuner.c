@@ -1,4 +1,4 @@
-/* autotune.c (pipeline) — the online autotuner inside a live loader.
+/* autotuner.c — the online autotuner inside a live loader.
 **
 ** DESIGN
 ** Threads: everything here but the stats reads runs on the consumer's
@@ -14,7 +14,7 @@
 **     active_prefetch + consumer_slots slots are in use (the caller's
 **     lent ones counted up to consumer_slots).
 ** Order and exactly-once: which samples form batch k and where each goes
-** is fixed by (seed, epoch, rank, world, k) (pipeline.c): workers only
+** is fixed by (seed, epoch, rank, world, k) (core.c): workers only
 ** choose when a position is filled, so gating them cannot change what is
 ** delivered, nor its order.  A slot that is never used is never touched,
 ** so its pages stay out of the resident set.
@@ -23,6 +23,7 @@
 ** filled in with the numbers of the window after it. */
 #define _POSIX_C_SOURCE 200809L
 #include "pipeline.h"
+#include "pipeline/feature.h"
 #include "tune/autotune.h"
 
 #include <math.h>
@@ -37,7 +38,7 @@
 #define WINDOW_NS 500000000LL
 #define SETTLE_NS 250000000LL
 
-typedef struct stoke__at {
+typedef struct stoke__autotuner {
   stoke__at_limits lim;
   stoke__at_state st;          /* consumer thread */
   stoke__at_window win;        /* consumer thread: the window so far */
@@ -54,13 +55,20 @@ typedef struct stoke__at {
   size_t trial_ev;             /* the event of the change on trial, or
                                   SIZE_MAX */
   uint64_t changes, rollbacks;
-  atomic_bool frozen;          /* stoke__at_force: no more decisions */
+  atomic_bool frozen;          /* stoke__autotuner_force: no more decisions */
   atomic_uint_least64_t released_bytes; /* written under mu
-                                           (stoke__at_trim_locked);
+                                           (trim_locked);
                                            relaxed: stats */
 } stoke__at;
 
 /* ---- create ---------------------------------------------------------------- */
+
+static void trim_locked(stoke_loader *l);
+
+/* The autotuner's state, or NULL: it is off. */
+static stoke__at *tuner(const stoke_loader *l) {
+  return stoke__feature_state(&l->features, &stoke__autotuner_feature);
+}
 
 static uint64_t ledger_total(const stoke_loader *l, unsigned w, unsigned k) {
   stoke_config c = l->cfg;
@@ -73,7 +81,7 @@ static uint64_t ledger_total(const stoke_loader *l, unsigned w, unsigned k) {
   return g.total_bytes;
 }
 
-int stoke__at_create(stoke_loader *l) {
+int stoke__autotuner_create(stoke_loader *l) {
   stoke_config *c = &l->cfg;
   if (c->autotune != 1)
     return stoke__set_tls_error(STOKE_EINVAL,
@@ -131,29 +139,30 @@ int stoke__at_create(stoke_loader *l) {
   stoke__at_init(&at->st, &at->lim);
   at->trial_ev = SIZE_MAX;
   atomic_init(&at->frozen, false);
-  l->at = at;
+  stoke__feature_add(&l->features, &stoke__autotuner_feature, at);
   l->active_workers = at->st.workers;
   l->active_prefetch = at->st.prefetch;
   return 0;
 }
 
-void stoke__at_free(stoke_loader *l) {
-  if (!l->at) return;
-  stoke__free(l->alloc, l->at->ev);
-  stoke__free(l->alloc, l->at);
-  l->at = NULL;
+static void destroy(stoke_loader *l, void *state) {
+  stoke__at *at = state;
+  stoke__free(l->alloc, at->ev);
+  stoke__free(l->alloc, at);
 }
 
 /* ---- gating ------------------------------------------------------------------- */
 
-bool stoke__at_slot_open(const stoke_loader *l) {
-  if (!l->at) return true;
+/* May a worker assign a new batch to a slot (mu held)?  Only while fewer
+** than active_prefetch + consumer_slots slots are in use. */
+static bool may_claim(const stoke_loader *l, const void *state) {
+  (void)state;
   size_t busy = 0, lent = 0;
   for (size_t i = 0; i < l->n_slots; i++) {
     int s = l->slots[i].state;
-    if (s == SLOT_LENT)
+    if (s == STOKE__SLOT_LENT)
       lent++;
-    else if (s != SLOT_FREE)
+    else if (s != STOKE__SLOT_FREE)
       busy++;
   }
   size_t cs = l->cfg.consumer_slots;
@@ -191,7 +200,7 @@ static void event_text(stoke_autotune_event *e, const char *reason) {
 /* Keep decision d (consumer thread). */
 static void record(stoke_loader *l, const stoke__at_decision *d,
                    int64_t now) {
-  stoke__at *at = l->at;
+  stoke__at *at = tuner(l);
   stoke_autotune_event e;
   memset(&e, 0, sizeof e);
   e.kind = d->kind;
@@ -239,7 +248,7 @@ static void record(stoke_loader *l, const stoke__at_decision *d,
 
 /* The window after a kept change: its measured numbers. */
 static void fill_after(stoke_loader *l, const stoke__at_decision *d) {
-  stoke__at *at = l->at;
+  stoke__at *at = tuner(l);
   pthread_mutex_lock(&l->stats_mu);
   if (at->trial_ev < at->n_ev) {
     stoke_autotune_event *e = &at->ev[at->trial_ev];
@@ -272,7 +281,7 @@ static void producer_totals(const stoke_loader *l, uint64_t *produced,
 }
 
 static void window_start(stoke_loader *l, int64_t now) {
-  stoke__at *at = l->at;
+  stoke__at *at = tuner(l);
   memset(&at->win, 0, sizeof at->win);
   at->win_start_ns = now;
   producer_totals(l, &at->base_produced, &at->base_busy, &at->base_cpu);
@@ -283,8 +292,11 @@ static void window_start(stoke_loader *l, int64_t now) {
     at->base_run = -1;
 }
 
-void stoke__at_compute(stoke_loader *l, int64_t compute_ns) {
-  if (l->at && l->at->win_start_ns) l->at->win.compute_ns += compute_ns;
+/* Consumer thread, mu held: a step's compute. */
+static void compute(stoke_loader *l, void *state, int64_t compute_ns) {
+  (void)l;
+  stoke__at *at = state;
+  if (at->win_start_ns) at->win.compute_ns += compute_ns;
 }
 
 static bool window_done(const stoke__at *at, int64_t wall) {
@@ -309,7 +321,7 @@ static void apply(stoke_loader *l, unsigned workers, unsigned prefetch) {
   ** that a freed slot's signals go to workers that may claim. */
   if (more_slots || fewer_workers)
     stoke__wake_workers_locked(l);
-  stoke__at_trim_locked(l);
+  trim_locked(l);
   pthread_mutex_unlock(&l->mu);
 }
 
@@ -322,11 +334,11 @@ static void apply(stoke_loader *l, unsigned workers, unsigned prefetch) {
 ** Only malloc's memory: a caller's allocator and page-locked memory keep
 ** their pages.  Called with mu held, when prefetch is lowered and when a
 ** slot is freed. */
-void stoke__at_trim_locked(stoke_loader *l) {
-  if (!l->at || l->alloc || l->dev) return; /* page-locked: kept */
+static void trim_locked(stoke_loader *l) {
+  if (l->alloc || l->dev) return; /* page-locked: kept */
   size_t in_use = 0;
   for (size_t i = 0; i < l->n_slots; i++)
-    in_use += l->slots[i].state != SLOT_FREE;
+    in_use += l->slots[i].state != STOKE__SLOT_FREE;
   size_t allowed = (size_t)l->active_prefetch + l->cfg.consumer_slots;
   size_t keep = allowed > in_use ? allowed - in_use : 0;
   for (stoke_batch *b = l->free_list; b; b = b->next_free) {
@@ -342,14 +354,16 @@ void stoke__at_trim_locked(stoke_loader *l) {
     /* Counted only for a slot that was filled: one never used had (almost)
     ** nothing resident to give back. */
     if (b->pages_used)
-      atomic_fetch_add_explicit(&l->at->released_bytes, n,
+      atomic_fetch_add_explicit(&tuner(l)->released_bytes, n,
                                 memory_order_relaxed);
     b->pages_used = false;
   }
 }
 
-void stoke__at_step(stoke_loader *l, int64_t wait_ns, bool empty) {
-  stoke__at *at = l->at;
+/* Consumer thread, mu not held: a step was handed out after waiting
+** wait_ns; empty: no batch was ready at next(). */
+static void step(stoke_loader *l, void *state, int64_t wait_ns, bool empty) {
+  stoke__at *at = state;
   if (atomic_load_explicit(&at->frozen, memory_order_relaxed)) return;
   int64_t now = stoke__now_ns();
   at->steps++;
@@ -389,53 +403,71 @@ void stoke__at_step(stoke_loader *l, int64_t wait_ns, bool empty) {
   window_start(l, now);
 }
 
-void stoke__at_force(stoke_loader *l, unsigned workers, unsigned prefetch) {
-  if (!l->at) return;
-  atomic_store_explicit(&l->at->frozen, true, memory_order_relaxed);
-  apply(l, STOKE__MAX(1u, STOKE__MIN(workers, l->at->lim.max_workers)),
-        STOKE__MAX(1u, STOKE__MIN(prefetch, l->at->lim.max_prefetch)));
+void stoke__autotuner_force(stoke_loader *l, unsigned workers,
+                            unsigned prefetch) {
+  stoke__at *at = tuner(l);
+  if (!at) return;
+  atomic_store_explicit(&at->frozen, true, memory_order_relaxed);
+  apply(l, STOKE__MAX(1u, STOKE__MIN(workers, at->lim.max_workers)),
+        STOKE__MAX(1u, STOKE__MIN(prefetch, at->lim.max_prefetch)));
 }
 
 /* ---- reading ---------------------------------------------------------------------- */
 
-void stoke__at_stats(const stoke_loader *l, stoke_stats *st) {
+static void stats(const stoke_loader *l, const void *state, stoke_stats *st) {
   stoke_loader *ml = (stoke_loader *)l;
-  st->max_workers = l->n_workers;
-  st->max_prefetch = l->cfg.prefetch;
-  if (!l->at) return;
+  const stoke__at *at = state;
   st->autotune = 1;
-  st->cpu_budget = l->at->lim.cpu_budget;
+  st->cpu_budget = at->lim.cpu_budget;
   pthread_mutex_lock(&ml->mu);
   st->n_workers = l->active_workers;
   st->prefetch = l->active_prefetch;
   pthread_mutex_unlock(&ml->mu);
   pthread_mutex_lock(&ml->stats_mu);
-  st->autotune_changes = l->at->changes;
-  st->autotune_rollbacks = l->at->rollbacks;
+  st->autotune_changes = at->changes;
+  st->autotune_rollbacks = at->rollbacks;
   pthread_mutex_unlock(&ml->stats_mu);
   st->autotune_released_bytes =
-      atomic_load_explicit(&l->at->released_bytes, memory_order_relaxed);
+      atomic_load_explicit(&at->released_bytes, memory_order_relaxed);
 }
 
 size_t stoke_loader_n_autotune_events(const stoke_loader *l) {
-  if (!l || !l->at) return 0;
+  const stoke__at *at = l ? tuner(l) : NULL;
+  if (!at) return 0;
   stoke_loader *ml = (stoke_loader *)l;
   pthread_mutex_lock(&ml->stats_mu);
-  size_t n = l->at->n_ev;
+  size_t n = at->n_ev;
   pthread_mutex_unlock(&ml->stats_mu);
   return n;
 }
 
 int stoke_loader_autotune_event(const stoke_loader *l, size_t i,
                                 stoke_autotune_event *out) {
-  if (!l || !out || !l->at) return STOKE_EINVAL;
+  const stoke__at *at = l ? tuner(l) : NULL;
+  if (!out || !at) return STOKE_EINVAL;
   stoke_loader *ml = (stoke_loader *)l;
   int rc = STOKE_EINVAL;
   pthread_mutex_lock(&ml->stats_mu);
-  if (i < l->at->n_ev) {
-    *out = l->at->ev[i];
+  if (i < at->n_ev) {
+    *out = at->ev[i];
     rc = 0;
   }
   pthread_mutex_unlock(&ml->stats_mu);
   return rc;
 }
+
+/* Slots given back wake the trim (freed) as the gate reopens (may_claim). */
+static void freed(stoke_loader *l, void *state) {
+  (void)state;
+  trim_locked(l);
+}
+
+const stoke__feature_ops stoke__autotuner_feature = {
+    .name = "autotuner",
+    .may_claim = may_claim,
+    .freed = freed,
+    .compute = compute,
+    .step = step,
+    .stats = stats,
+    .destroy = destroy,
+};

@@ -1,6 +1,17 @@
-/* pipeline.c — workers, slots and the consumer's next()/release().
+/* core.c — the loader core: workers, slots and the consumer's
+** next()/release().
 **
 ** DESIGN
+** What the core offers its features is core.h; the features are reached
+** through their hooks (feature.h), at fixed points: may_claim when a
+** worker would open a batch on a free slot, freed when a slot goes back,
+** compute and step around each consumer step, epoch_end at an epoch's END.
+** The epoch's order is an ops table (the plan's, plan_order.c, or the
+** caller's, given_order.c).  Still called by name here, not yet behind
+** the table: echo, the device outlet, the block read-ahead and the fill
+** chain (quarantine, RAM cache, bad-sample policies), whose per-sample
+** calls are skipped outright when off (fill_plain).
+**
 ** An epoch is a list of positions 0..per_rank-1 (l->order maps a position
 ** to a source index); batch k covers positions [k*B, k*B + n_k).  Workers
 ** claim *chunks* of consecutive positions under l->mu, write each sample
@@ -36,8 +47,8 @@
 ** W = 0: no threads; next() claims the whole batch and fills it inline. */
 #define _POSIX_C_SOURCE 200809L
 #include "pipeline.h"
-#include "device/device.h"
-#include "storage/cache.h"
+#include "pipeline/feature.h"
+#include "pipeline/outlet_device.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -74,7 +85,8 @@ void stoke__fail_locked(stoke_loader *l, int code, const char *fmt, ...) {
 
 /* ---- producing ------------------------------------------------------------ */
 
-static size_t chunk_size(const stoke_loader *l, const worker *w, size_t left) {
+static size_t chunk_size(const stoke_loader *l, const stoke__worker *w,
+                         size_t left) {
   size_t max = l->cfg.max_chunk ? l->cfg.max_chunk : l->cfg.batch_size;
   size_t n = 1;
   if (w->cost_ewma_ns > 0) {
@@ -97,18 +109,12 @@ static stoke_batch *assign_batch(stoke_loader *l) {
   b->epoch = l->claim_epoch;
   b->gen = l->claim_gen;
   b->discard = false;
-  if (l->given) {
-    stoke__given_assign(l, b);
-  } else {
-    b->n = stoke__plan_batch_len(&l->plan, b->number);
-    memcpy(b->indices, l->order + b->number * l->cfg.batch_size,
-           b->n * sizeof(size_t));
-  }
+  l->order_ops->assign(l, b);
   atomic_store_explicit(&b->remaining, b->n, memory_order_relaxed);
   atomic_store_explicit(&b->n_skipped, 0, memory_order_relaxed);
   atomic_store_explicit(&b->n_replaced, 0, memory_order_relaxed);
   if (b->skip) memset(b->skip, 0, b->n);
-  b->state = SLOT_FILLING;
+  b->state = STOKE__SLOT_FILLING;
   return b;
 }
 
@@ -116,7 +122,7 @@ static stoke_batch *assign_batch(stoke_loader *l) {
 ** one epoch ahead of the consumer (also when it already saw the END), and
 ** only when epochs have batches. */
 static bool may_advance(const stoke_loader *l) {
-  return l->cfg.prefetch_next_epoch && !l->given && l->claim_open &&
+  return l->cfg.prefetch_next_epoch && l->order_ops->ahead && l->claim_open &&
          !l->order_busy && l->claim_gen == l->deliver_gen &&
          l->plan.n_batches > 0;
 }
@@ -124,8 +130,7 @@ static bool may_advance(const stoke_loader *l) {
 /* Is there a batch of the claim epoch to assign (mu held)?  1 yes; 0 not
 ** yet (a given order may grow); -1 every batch of it is assigned. */
 static int claimable(const stoke_loader *l) {
-  if (l->given) return stoke__given_claimable(l);
-  return l->next_batch < l->plan.n_batches ? 1 : -1;
+  return l->order_ops->claimable(l);
 }
 
 /* Open claims on the epoch after the one being delivered (mu held on entry
@@ -137,7 +142,7 @@ static void advance_claims(stoke_loader *l) {
   l->claim_open = false;
   l->order_busy = true;
   pthread_mutex_unlock(&l->mu);
-  stoke__plan_order(&l->plan, target, l->perm, l->order);
+  l->order_ops->compute(l, target);
   pthread_mutex_lock(&l->mu);
   l->order_busy = false;
   l->ra_next = 0;
@@ -153,13 +158,13 @@ static void advance_claims(stoke_loader *l) {
 
 /* Claim the next chunk (mu held).  Returns false on stop.  *off is the
 ** chunk's first offset in *out_b. */
-static bool claim(stoke_loader *l, worker *w, stoke_batch **out_b,
+static bool claim(stoke_loader *l, stoke__worker *w, stoke_batch **out_b,
                   size_t *off, size_t *n) {
   int64_t slot_wait_start = 0;
   for (;;) {
     if (atomic_load_explicit(&l->stop, memory_order_relaxed)) return false;
     if (w->id >= l->active_workers) {
-      /* Gated off by the autotuner (autotune.c) until it wants us. */
+      /* Gated off by the autotuner (autotuner.c) until it wants us. */
       slot_wait_start = 0;
       pthread_cond_wait(&l->gate_cv, &l->mu);
       continue;
@@ -177,7 +182,7 @@ static bool claim(stoke_loader *l, worker *w, stoke_batch **out_b,
     }
     if (open) {
       if (!l->claim_batch) {
-        if (!l->free_list || !stoke__at_slot_open(l)) {
+        if (!l->free_list || !stoke__features_may_claim(&l->features, l)) {
           /* The window is full: every slot is filling, ready or lent (or
           ** as many as the autotuner's prefetch allows). */
           if (!slot_wait_start) slot_wait_start = stoke__now_ns();
@@ -188,7 +193,7 @@ static bool claim(stoke_loader *l, worker *w, stoke_batch **out_b,
         }
         l->claim_batch = assign_batch(l);
         l->claim_pos = 0;
-        stoke__order_collect_locked(l, w, l->claim_batch);
+        stoke__readahead_collect_locked(l, w, l->claim_batch);
       }
       stoke_batch *b = l->claim_batch;
       *out_b = b;
@@ -227,8 +232,9 @@ static void describe_sample(const stoke_loader *l, size_t index, char *buf,
 ** distribution hardly matters.  The chunk's mean is recorded per sample. */
 #define CHEAP_SAMPLE_NS 2000.0
 
-int stoke__fill_one(stoke_loader *l, worker *w, stoke_batch *b, size_t pos,
-                    size_t index, const stoke_rng *rng, bool timed) {
+int stoke__fill_one(stoke_loader *l, stoke__worker *w, stoke_batch *b,
+                    size_t pos, size_t index, const stoke_rng *rng,
+                    bool timed) {
   stoke_sample *s = &w->sample;
   s->index = index;
   s->epoch = b->epoch;
@@ -238,12 +244,9 @@ int stoke__fill_one(stoke_loader *l, worker *w, stoke_batch *b, size_t pos,
     s->rng = *rng;
   else
     stoke_rng_init(&s->rng, l->cfg.seed, b->epoch, index);
-  for (size_t f = 0; f < l->src->n_fields; f++) {
+  /* s->copies and s->copy_step are the loader's, set once (loader.c). */
+  for (size_t f = 0; f < l->src->n_fields; f++)
     s->dst[f] = (char *)b->data[f] + pos * l->field_bytes[f];
-    /* Example echoing: copy j goes to the same position of view j. */
-    s->copy_step[f] = l->cfg.batch_size * l->field_bytes[f];
-  }
-  s->copies = l->echo_example ? l->echo : 1;
   w->err[0] = '\0'; /* a reason from an earlier sample is not this one's */
   atomic_store_explicit(&w->cur_index, index, memory_order_relaxed);
   int64_t t0 = timed ? stoke__now_ns() : 0;
@@ -267,14 +270,36 @@ int stoke__fill_one(stoke_loader *l, worker *w, stoke_batch *b, size_t pos,
   return rc;
 }
 
+/* stoke__fill_one's path with nothing in front of the source (no RAM
+** cache, the sample's own stream): the hot path of cheap samples, so no
+** branch for what is off.  s->batch and s->epoch are set per chunk. */
+static inline int fill_plain(stoke_loader *l, stoke__worker *w,
+                             stoke_batch *b, size_t pos, size_t index,
+                             bool timed) {
+  stoke_sample *s = &w->sample;
+  s->index = index;
+  s->pos = pos;
+  stoke_rng_init(&s->rng, l->cfg.seed, b->epoch, index);
+  for (size_t f = 0; f < l->src->n_fields; f++)
+    s->dst[f] = (char *)b->data[f] + pos * l->field_bytes[f];
+  w->err[0] = '\0'; /* a reason from an earlier sample is not this one's */
+  atomic_store_explicit(&w->cur_index, index, memory_order_relaxed);
+  if (!timed) return stoke__produce(l->src, s, w->stats, false);
+  atomic_store_explicit(&w->cur_start_ns, stoke__now_ns(),
+                        memory_order_relaxed);
+  int rc = stoke__produce(l->src, s, w->stats, true);
+  atomic_store_explicit(&w->cur_start_ns, 0, memory_order_relaxed);
+  return rc;
+}
+
 /* Fill samples [off, off + n) of b.  Returns 0 (bad samples skipped or
 ** replaced included), or STOKE_ESAMPLE / STOKE_EFAILURES after poisoning
 ** the loader with a message naming the sample, or STOKE_EBADSTATE on
 ** stop. */
-static int fill_chunk(stoke_loader *l, worker *w, stoke_batch *b, size_t off,
-                      size_t n) {
+static int fill_chunk(stoke_loader *l, stoke__worker *w, stoke_batch *b,
+                      size_t off, size_t n) {
   stoke_sample *s = &w->sample;
-  if (w->ra_n) stoke__order_issue(l, w); /* the block order's read-ahead */
+  if (w->ra_n) stoke__readahead_issue(l, w); /* the block order's read-ahead */
   bool per_chunk = n > 1 && w->cost_ewma_ns > 0 &&
                    w->cost_ewma_ns < CHEAP_SAMPLE_NS;
   int64_t t0 = stoke__now_ns(), c0 = stoke__thread_cpu_ns();
@@ -282,14 +307,21 @@ static int fill_chunk(stoke_loader *l, worker *w, stoke_batch *b, size_t off,
     atomic_store_explicit(&w->cur_start_ns, t0, memory_order_relaxed);
   size_t done = 0;
   int rc = 0;
+  /* Without a quarantine a sample costs no call to ask it, and without
+  ** the RAM cache none to look there. */
+  const stoke__quarantine *q = l->quarantine;
+  bool plain = !l->ram;
+  s->batch = b;
+  s->epoch = b->epoch;
   for (; done < n; done++) {
     if (atomic_load_explicit(&l->stop, memory_order_relaxed)) break;
     size_t pos = off + done, index = b->indices[pos];
-    if (stoke__quarantine_has(l->quarantine, index)) {
+    if (q && stoke__quarantine_has(q, index)) {
       /* Known bad: not read, handled by the policy at once. */
       rc = stoke__bad_sample(l, w, b, pos, index, true, !per_chunk);
     } else {
-      rc = stoke__fill_one(l, w, b, pos, index, NULL, !per_chunk);
+      rc = plain ? fill_plain(l, w, b, pos, index, !per_chunk)
+                 : stoke__fill_one(l, w, b, pos, index, NULL, !per_chunk);
       if (rc != 0)
         rc = stoke__bad_sample(l, w, b, pos, index, false, !per_chunk);
     }
@@ -327,7 +359,7 @@ static void finish_batch(stoke_loader *l, stoke_batch *b) {
 /* The source's whole-batch step (batch_done), by the thread that wrote the
 ** batch's last sample, timed as COLLATE (spread over its samples).  Returns
 ** 0 or STOKE_ESAMPLE after poisoning the loader. */
-static int run_batch_done(stoke_loader *l, worker *w, stoke_batch *b) {
+static int run_batch_done(stoke_loader *l, stoke__worker *w, stoke_batch *b) {
   if (!l->src->ops->batch_done) return 0;
   int64_t t0 = stoke__now_ns(), c0 = stoke__thread_cpu_ns();
   w->err[0] = '\0';
@@ -360,7 +392,7 @@ static bool batch_wanted(stoke_loader *l, stoke_batch *b) {
 }
 
 /* Publish a filled chunk; the last one in marks the batch READY. */
-static void complete_chunk(stoke_loader *l, worker *w, stoke_batch *b,
+static void complete_chunk(stoke_loader *l, stoke__worker *w, stoke_batch *b,
                            size_t n) {
   if (atomic_fetch_sub_explicit(&b->remaining, n, memory_order_acq_rel) != n)
     return;
@@ -376,7 +408,7 @@ static void complete_chunk(stoke_loader *l, worker *w, stoke_batch *b,
     b->discard = false;
     stoke__slot_free_locked(l, b);
   } else {
-    b->state = SLOT_READY;
+    b->state = STOKE__SLOT_READY;
     pthread_cond_broadcast(&l->ready_cv);
     if (l->dslots) stoke__dev_kick(l); /* to be copied to the device */
   }
@@ -386,7 +418,7 @@ static void complete_chunk(stoke_loader *l, worker *w, stoke_batch *b,
 /* The source's per-thread setup, on this thread, before any claim.  A
 ** failure poisons the loader (STOKE_ETHREAD): the worker then only waits
 ** for stop. */
-static bool start_thread(stoke_loader *l, worker *w) {
+static bool start_thread(stoke_loader *l, stoke__worker *w) {
   if (!l->src->ops->thread_start) return true;
   w->err[0] = '\0';
   if (l->src->ops->thread_start(l->src, w->id, w->err, sizeof w->err) == 0)
@@ -399,7 +431,7 @@ static bool start_thread(stoke_loader *l, worker *w) {
 }
 
 void *stoke__worker_main(void *arg) {
-  worker *w = arg;
+  stoke__worker *w = arg;
   stoke_loader *l = w->l;
   if (l->cfg.worker_policy == STOKE_WORKER_NORMAL ||
       stoke__thread_sched_batch() == 0)
@@ -438,22 +470,11 @@ void stoke__take_baseline(stoke_loader *l) {
 }
 
 void stoke__record_epoch(stoke_loader *l, int64_t end_ns) {
-  stoke_epoch_stats e = {
-      .epoch = l->epoch,
-      .warmup = l->epoch_warmup,
-      .wall_ns = end_ns - l->epoch_start_ns,
-      .wait_ns = l->epoch_wait_ns,
-      .compute_ns = l->epoch_compute_ns,
-      .batches = l->epoch_batches,
-      .samples = l->epoch_samples,
-  };
+  stoke_epoch_stats e = stoke__cclock_epoch_record(&l->cclock, end_ns,
+                                                   l->epoch);
   pthread_mutex_lock(&l->stats_mu);
   /* Out of memory for a record loses the record, not the epoch. */
-  void *p = l->epochs;
-  if (stoke__grow(l->alloc, &p, &l->cap_epochs, l->n_epochs, sizeof e, 0)) {
-    l->epochs = p;
-    l->epochs[l->n_epochs++] = e;
-  }
+  (void)stoke__epoch_log_add(&l->epochs, l->alloc, &e);
   pthread_mutex_unlock(&l->stats_mu);
   atomic_fetch_add_explicit(&l->epochs_done, 1, memory_order_relaxed);
 }
@@ -469,11 +490,11 @@ static void drop_undelivered(stoke_loader *l, uint64_t gen) {
   for (size_t i = 0; i < l->n_slots; i++) {
     stoke_batch *b = &l->slots[i];
     if (b->gen != gen) continue;
-    if (b->state == SLOT_READY) {
-      b->state = SLOT_FREE;
+    if (b->state == STOKE__SLOT_READY) {
+      b->state = STOKE__SLOT_FREE;
       b->next_free = l->free_list;
       l->free_list = b;
-    } else if (b->state == SLOT_FILLING) {
+    } else if (b->state == STOKE__SLOT_FILLING) {
       b->discard = true;
     }
   }
@@ -482,7 +503,8 @@ static void drop_undelivered(stoke_loader *l, uint64_t gen) {
   ** on the same stream); their host slots are reclaimed as usual. */
   for (size_t i = 0; i < l->n_dslots; i++) {
     stoke_batch *d = &l->dslots[i];
-    if (d->gen == gen && d->state == SLOT_READY) d->state = SLOT_FREE;
+    if (d->gen == gen && d->state == STOKE__SLOT_READY)
+      d->state = STOKE__SLOT_FREE;
   }
   if (l->dslots) stoke__dev_kick(l);
   stoke_batch *b = l->claim_batch;
@@ -492,7 +514,7 @@ static void drop_undelivered(stoke_loader *l, uint64_t gen) {
     if (atomic_fetch_sub_explicit(&b->remaining, unclaimed,
                                   memory_order_acq_rel) == unclaimed) {
       b->discard = false;
-      b->state = SLOT_FREE;
+      b->state = STOKE__SLOT_FREE;
       b->next_free = l->free_list;
       l->free_list = b;
     }
@@ -523,8 +545,7 @@ static void start_epoch(stoke_loader *l, int64_t now) {
   } else {
     if (ahead) stoke__discard_prefetch(l);
     l->claim_open = false;
-    /* A given order is already in l->given (order.c). */
-    if (!l->given) stoke__plan_order(&l->plan, target, l->perm, l->order);
+    l->order_ops->compute(l, target); /* a given one is being given */
     l->ra_next = 0;
     l->claim_epoch = target;
     l->deliver_gen = ++l->claim_gen;
@@ -543,11 +564,8 @@ static void start_epoch(stoke_loader *l, int64_t now) {
   l->resume_view = 0;
   l->echo_cur = NULL;
   l->epoch_active = true;
-  l->epoch_start_ns = now;
-  l->epoch_wait_ns = l->epoch_compute_ns = 0;
-  l->epoch_batches = l->epoch_samples = 0;
   uint64_t done = atomic_load_explicit(&l->epochs_done, memory_order_relaxed);
-  l->epoch_warmup = done < l->cfg.warmup_epochs;
+  stoke__cclock_epoch_start(&l->cclock, now, done < l->cfg.warmup_epochs);
   stoke__wake_workers_locked(l);
   if (l->dslots) stoke__dev_kick(l);
 }
@@ -563,7 +581,7 @@ static stoke_batch *deliverable(stoke_loader *l, size_t *depth) {
   size_t ready = 0;
   for (size_t i = 0; i < n_slots; i++) {
     stoke_batch *b = &slots[i];
-    if (b->state != SLOT_READY || b->gen != l->deliver_gen) continue;
+    if (b->state != STOKE__SLOT_READY || b->gen != l->deliver_gen) continue;
     ready++;
     if (!best || b->number < best->number) best = b;
   }
@@ -574,7 +592,7 @@ static stoke_batch *deliverable(stoke_loader *l, size_t *depth) {
       found = false;
       for (size_t i = 0; i < n_slots; i++) {
         stoke_batch *b = &slots[i];
-        if (b->state == SLOT_READY && b->gen == l->deliver_gen &&
+        if (b->state == STOKE__SLOT_READY && b->gen == l->deliver_gen &&
             b->number == l->next_deliver + run) {
           run++;
           found = true;
@@ -592,7 +610,7 @@ static stoke_batch *deliverable(stoke_loader *l, size_t *depth) {
 static void check_stuck(stoke_loader *l, int64_t now) {
   int64_t limit = l->cfg.sample_timeout_ms * 1000000;
   for (unsigned i = 0; i < l->n_workers; i++) {
-    worker *w = &l->workers[i];
+    stoke__worker *w = &l->workers[i];
     int64_t start =
         atomic_load_explicit(&w->cur_start_ns, memory_order_relaxed);
     if (start == 0 || now - start <= limit) continue;
@@ -639,7 +657,7 @@ static bool timed_wait(stoke_loader *l, int64_t deadline) {
 static int fill_inline(stoke_loader *l, stoke_batch **out) {
   stoke_batch *b = assign_batch(l);
   l->claim_batch = NULL;
-  stoke__order_collect_locked(l, &l->workers[0], b);
+  stoke__readahead_collect_locked(l, &l->workers[0], b);
   pthread_mutex_unlock(&l->mu);
   int rc = fill_chunk(l, &l->workers[0], b, 0, b->n);
   if (rc == 0) {
@@ -648,27 +666,16 @@ static int fill_inline(stoke_loader *l, stoke_batch **out) {
   }
   pthread_mutex_lock(&l->mu);
   if (rc != 0) return l->error ? l->error : rc;
-  b->state = SLOT_READY;
+  b->state = STOKE__SLOT_READY;
   *out = b;
   return 0;
 }
 
-/* Account a step's compute time (the gap since the last next() returned). */
+/* Account a step's compute time (the gap since the last next() returned;
+** mu held: the autotuner reads it). */
 static void account_compute(stoke_loader *l, int64_t now) {
-  if (!l->last_return_ns) return;
-  int64_t c = now - l->last_return_ns;
-  l->epoch_compute_ns += c;
-  stoke__at_compute(l, c);
-  if (l->traces)
-    stoke__trace_push(&l->traces[0], STOKE__EV_COMPUTE, l->last_return_ns, c,
-                      l->last_batch_number, 0);
-  /* With the EVENTS clock the step's compute comes from the stream's
-  ** events (stream.c); the host's time is kept beside it. */
-  if (l->last_step_measured)
-    stoke__hist_add(l->clock == STOKE_CLOCK_EVENTS ? &l->cstats->host_compute
-                                                   : &l->cstats->compute,
-                    (uint64_t)c);
-  l->last_return_ns = 0;
+  int64_t c = stoke__cclock_compute_end(&l->cclock, now);
+  if (c >= 0) stoke__features_compute(&l->features, l, c);
 }
 
 /* W = 0 with a device: a batch filled inline is waiting for its copy (mu
@@ -681,24 +688,18 @@ static bool inline_in_flight(const stoke_loader *l) {
 ** caller's release is still completing (mu held). */
 static bool slot_coming_back(const stoke_loader *l) {
   for (size_t i = 0; i < l->n_slots; i++)
-    if (l->slots[i].state == SLOT_COPYING ||
-        l->slots[i].state == SLOT_RELEASING)
+    if (l->slots[i].state == STOKE__SLOT_COPYING ||
+        l->slots[i].state == STOKE__SLOT_RELEASING)
       return true;
   return false;
 }
 
 static bool step_is_measured(stoke_loader *l) {
-  if (l->measuring) return true;
-  uint64_t done = atomic_load_explicit(&l->epochs_done, memory_order_relaxed);
-  if (done < l->cfg.warmup_epochs) return false;
-  if (l->warmup_steps_seen < l->cfg.warmup_steps) {
-    l->warmup_steps_seen++;
-    return false;
-  }
+  bool warmup_ended = false;
+  bool measured = stoke__cclock_measure(&l->cclock, &warmup_ended);
   /* Warm-up just ended: what producers measured so far is left out. */
-  stoke__take_baseline(l);
-  l->measuring = true;
-  return true;
+  if (warmup_ended) stoke__take_baseline(l);
+  return measured;
 }
 
 /* After an error, in order: is batch next_deliver, before the failing one,
@@ -710,8 +711,9 @@ static bool deliver_before_error(const stoke_loader *l) {
   for (size_t i = 0; i < l->n_slots; i++) {
     const stoke_batch *b = &l->slots[i];
     if (b->gen != l->deliver_gen || b->number != l->next_deliver) continue;
-    if (b->state == SLOT_READY) return true;
-    return b->state == SLOT_FILLING && b != l->claim_batch && !b->discard;
+    if (b->state == STOKE__SLOT_READY) return true;
+    return b->state == STOKE__SLOT_FILLING && b != l->claim_batch &&
+           !b->discard;
   }
   return false;
 }
@@ -745,7 +747,7 @@ static int device_failed(stoke_loader *l, int rc, const char *msg) {
 ** publishes what the epoch wrote, so that the next one reads it. */
 static void end_of_epoch(stoke_loader *l, int64_t now) {
   stoke__record_epoch(l, now);
-  if (l->cache) stoke__cache_cut(l->cache);
+  stoke__features_epoch_end(&l->features, l);
 }
 
 static int next_until(stoke_loader *l, stoke_batch **out, int64_t deadline) {
@@ -759,11 +761,10 @@ static int next_until(stoke_loader *l, stoke_batch **out, int64_t deadline) {
   int64_t t_enter = stoke__now_ns();
   if (drc) return device_failed(l, drc, derr);
   pthread_mutex_lock(&l->mu);
-  bool retry = l->pending_enter_ns != 0;
-  if (retry) {
-    t_enter = l->pending_enter_ns;
-    l->pending_enter_ns = 0;
-  }
+  bool pending_measured = false;
+  size_t pending_depth = 0;
+  bool retry = stoke__cclock_resume(&l->cclock, &t_enter, &pending_measured,
+                                    &pending_depth);
   account_compute(l, t_enter);
   if (l->error && (l->error_reported || !deliver_before_error(l))) {
     int rc = poisoned(l);
@@ -771,23 +772,20 @@ static int next_until(stoke_loader *l, stoke_batch **out, int64_t deadline) {
     return rc;
   }
   if (!l->epoch_active) start_epoch(l, t_enter);
-  if (l->given ? stoke__given_epoch_done(l)
-               : l->n_delivered == l->plan.n_batches && !l->echo_cur) {
+  if (l->order_ops->epoch_done(l) && !l->echo_cur) {
     l->epoch_active = false;
-    if (l->given) {
-      /* The next epoch's order is given from scratch. */
-      l->claim_open = false;
-      stoke__given_reset(l);
-    }
+    /* An order that does not exist ahead starts from scratch. */
+    if (!l->order_ops->ahead) l->claim_open = false;
+    l->order_ops->reset(l);
     pthread_mutex_unlock(&l->mu);
     end_of_epoch(l, t_enter);
     return STOKE_END;
   }
-  bool measured = retry ? l->pending_measured : step_is_measured(l);
+  bool measured = retry ? pending_measured : step_is_measured(l);
 
   size_t depth = 0;
   stoke_batch *b = deliverable(l, &depth);
-  size_t depth_seen = retry ? l->pending_depth : depth;
+  size_t depth_seen = retry ? pending_depth : depth;
   size_t n_out = l->dslots ? l->n_dslots : l->n_slots;
   int rc = 0;
   stoke_batch *out_b; /* what the caller gets: b, or a view of an echo */
@@ -805,7 +803,7 @@ again:
       rc = poisoned(l);
       break;
     }
-    if (l->given && stoke__given_starved(l)) {
+    if (l->order_ops->starved(l)) {
       /* Only the caller gives batches, and it is in here: waiting would
       ** never end. */
       snprintf(l->lastmsg, sizeof l->lastmsg,
@@ -839,9 +837,7 @@ again:
       /* Else a copy or a release gives a slot back first. */
     }
     if (!timed_wait(l, deadline)) {
-      l->pending_enter_ns = t_enter;
-      l->pending_measured = measured;
-      l->pending_depth = depth_seen;
+      stoke__cclock_pend(&l->cclock, t_enter, measured, depth_seen);
       rc = STOKE_AGAIN;
       break;
     }
@@ -860,7 +856,8 @@ again:
     /* on_error SKIP left this batch without a sample: it is not handed
     ** out, but its place in the epoch is passed. */
     if (l->dslots) {
-      b->state = SLOT_FREE; /* a device slot: the device thread reuses it */
+      /* A device slot: the device thread reuses it. */
+      b->state = STOKE__SLOT_FREE;
       stoke__dev_kick(l);
     } else {
       stoke__slot_free_locked(l, b);
@@ -868,8 +865,12 @@ again:
     l->n_delivered++;
     if (l->cfg.in_order) l->next_deliver++;
     l->echo_first = 0; /* a restored group's steps went with it */
-    if (l->n_delivered == l->plan.n_batches) {
+    /* The epoch's end as the order says (a given order's count is not
+    ** the plan's). */
+    if (l->order_ops->epoch_done(l)) {
       l->epoch_active = false;
+      if (!l->order_ops->ahead) l->claim_open = false;
+      l->order_ops->reset(l);
       pthread_mutex_unlock(&l->mu);
       end_of_epoch(l, t_enter);
       return STOKE_END;
@@ -877,7 +878,7 @@ again:
     b = deliverable(l, &depth);
     goto again;
   }
-  b->state = SLOT_LENT;
+  b->state = STOKE__SLOT_LENT;
   if (l->dslots)
     l->n_dlent++;
   else
@@ -891,42 +892,28 @@ lent:
   int64_t t_ret = stoke__now_ns();
   int64_t wait = t_ret - t_enter;
   size_t number = stoke_batch_number(out_b);
-  if (l->traces) {
-    stoke__trace_push(&l->traces[0], STOKE__EV_DEPTH, t_enter, 0, depth_seen,
-                      0);
-    stoke__trace_push(&l->traces[0], STOKE__EV_WAIT, t_enter, wait, number,
-                      0);
-  }
-  l->last_batch_number = number;
-  l->epoch_wait_ns += wait;
-  l->epoch_batches++;
-  l->epoch_samples += out_b->n;
+  stoke__cclock *cc = &l->cclock;
+  stoke__trace_push(cc->trace, STOKE__EV_DEPTH, t_enter, 0, depth_seen, 0);
+  stoke__cclock_step(cc, t_enter, t_ret, number, out_b->n, measured);
   if (measured) {
-    stoke__consumer_stats *c = l->cstats;
-    stoke__hist_add(l->clock == STOKE_CLOCK_EVENTS ? &c->host_wait : &c->wait,
-                    (uint64_t)wait);
-    stoke__counter_add(
-        &c->depth[STOKE__MIN(depth_seen, (size_t)STOKE__DEPTH_BINS - 1)], 1);
-    stoke__counter_add(&c->steps, 1);
-    stoke__counter_add(&c->samples, out_b->n);
+    stoke__consumer_stats *c = cc->cs;
+    stoke__cclock_depth(cc, depth_seen);
     if (fresh) stoke__counter_add(&c->fresh_samples, out_b->n);
     stoke__counter_add(&c->bytes, out_b->n * l->sample_bytes);
   }
-  l->last_step_measured = measured;
-  l->last_return_ns = t_ret;
   if (l->dev &&
       (drc = stoke__dev_next_lent(l, out_b, measured, derr, sizeof derr)) !=
           0) {
     /* The caller never gets it: it is not lent (the loader stops, so no
     ** copy will go into it again), and destroy() need not wait for it. */
     pthread_mutex_lock(&l->mu);
-    out_b->state = SLOT_FREE;
+    out_b->state = STOKE__SLOT_FREE;
     /* A view: its slot comes back with the last of the group out. */
     stoke_batch *slot = out_b;
     if (out_b->parent) {
       stoke_batch *p = out_b->parent;
       slot = --p->echo_hold == 0 && p->echo_released ? p : NULL;
-      if (slot) slot->state = SLOT_FREE;
+      if (slot) slot->state = STOKE__SLOT_FREE;
     }
     if (slot && l->dslots)
       l->n_dlent--;
@@ -935,7 +922,7 @@ lent:
     pthread_mutex_unlock(&l->mu);
     return device_failed(l, drc, derr);
   }
-  if (l->at) stoke__at_step(l, wait, depth_seen == 0);
+  stoke__features_step(&l->features, l, wait, depth_seen == 0);
   *out = out_b;
   return STOKE_OK;
 }
@@ -964,14 +951,14 @@ void stoke__wake_workers_locked(stoke_loader *l) {
 ** worker that finds the batch taken waits again; one that is not woken
 ** is not needed: running workers claim before they wait. */
 void stoke__slot_free_locked(stoke_loader *l, stoke_batch *b) {
-  b->state = SLOT_FREE;
+  b->state = STOKE__SLOT_FREE;
   b->next_free = l->free_list;
   l->free_list = b;
   pthread_cond_broadcast(&l->work_cv);
   size_t wake = l->slot_waiters < l->cfg.batch_size ? l->slot_waiters
                                                     : l->cfg.batch_size;
   for (size_t i = 0; i < wake; i++) pthread_cond_signal(&l->slot_cv);
-  if (l->at) stoke__at_trim_locked(l);
+  stoke__features_freed(&l->features, l);
   pthread_cond_broadcast(&l->ready_cv); /* W = 0 may wait for a slot */
 }
 
@@ -993,7 +980,7 @@ int stoke__release_slot(stoke_batch *b, uintptr_t stream) {
   if (l->dev && b->dev)
     return stoke__dev_release(l, b, (CUstream)stream);
   pthread_mutex_lock(&l->mu);
-  if (b->state == SLOT_LENT) {
+  if (b->state == STOKE__SLOT_LENT) {
     l->n_lent--;
     stoke__slot_free_locked(l, b);
   }
@@ -1018,13 +1005,13 @@ int stoke_loader_end_epoch(stoke_loader *l) {
     return 0;
   }
   account_compute(l, now);
-  l->pending_enter_ns = 0;
+  l->cclock.pending_enter_ns = 0; /* a step given up on is not retried */
   drop_undelivered(l, l->deliver_gen);
   /* Claims still on this epoch stop; the next start_epoch reopens them on
   ** the next one.  Claims already ahead (next-epoch prefetch) stay. */
   if (l->claim_gen == l->deliver_gen) l->claim_open = false;
   l->epoch_active = false;
-  if (l->given) stoke__given_reset(l); /* the rest of its order too */
+  l->order_ops->reset(l); /* the rest of its order too */
   stoke_batch *echoed = stoke__echo_cancel_locked(l);
   pthread_mutex_unlock(&l->mu);
   if (echoed) stoke__release_slot(echoed, l->cfg.cuda_stream);

@@ -1,6 +1,6 @@
-/* stream.c — the consumer's side of the device stage: the stream waits on
-** each batch's copy, releases record events, and the steps are timed by
-** events on the consumer's stream.
+/* outlet_device_stream.c — the consumer's side of the device outlet: the
+** stream waits on each batch's copy, releases record events, and the
+** steps are timed by events on the consumer's stream.
 **
 ** DESIGN
 ** The host never waits for the GPU here.  next() enqueues on the
@@ -29,12 +29,12 @@
 ** Release: a device slot, or a pinned host slot, is reused only after an
 ** event recorded at its release on the stream that read it has completed.
 ** For a device slot the copy stream itself waits on that event before the
-** next copy into the slot (copy.c); a pinned slot waits in the device
-** thread's reclaim queue.  Either way the releasing thread does not
+** next copy into the slot (outlet_device_copy.c); a pinned slot waits in
+** the device thread's reclaim queue.  Either way the releasing thread does not
 ** block. */
 #define _POSIX_C_SOURCE 200809L
 #include "pipeline/pipeline.h"
-#include "device/device.h"
+#include "pipeline/outlet_device.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -88,7 +88,7 @@ static void account(stoke_loader *l, stoke__step_rec *r,
   ** its own wait for the copy. */
   if (idle < copy_wait) idle = copy_wait;
   if (r->measured) {
-    stoke__consumer_stats *c = l->cstats;
+    stoke__consumer_stats *c = l->cclock.cs;
     stoke__hist_add(&c->copy_wait, (uint64_t)copy_wait);
     stoke__hist_add(&c->gpu_idle, (uint64_t)idle);
     if (idle > STOKE__IDLE_STEP_NS) stoke__counter_add(&c->idle_steps, 1);
@@ -173,7 +173,7 @@ int stoke__dev_next_lent(stoke_loader *l, stoke_batch *b, bool measured,
     d->step_head++;
     d->step_open = true;
   } else if (measured) {
-    stoke__counter_add(&l->cstats->untimed_steps, 1);
+    stoke__counter_add(&l->cclock.cs->untimed_steps, 1);
   }
   d->last_timed = r != NULL;
 out:
@@ -184,11 +184,11 @@ out:
 int stoke__dev_release(stoke_loader *l, stoke_batch *b, CUstream stream) {
   stoke__dev *d = l->dev;
   pthread_mutex_lock(&l->mu);
-  if (b->state != SLOT_LENT) {
+  if (b->state != STOKE__SLOT_LENT) {
     pthread_mutex_unlock(&l->mu);
     return 0; /* released twice: the first one counts */
   }
-  b->state = SLOT_RELEASING;
+  b->state = STOKE__SLOT_RELEASING;
   if (b->on_device)
     l->n_dlent--;
   else
@@ -212,7 +212,7 @@ int stoke__dev_release(stoke_loader *l, stoke_batch *b, CUstream stream) {
   } else if (b->on_device) {
     b->dev->release_pending = true;
     b->dev->release_seq = ++l->dev->release_seq;
-    b->state = SLOT_FREE;
+    b->state = STOKE__SLOT_FREE;
     stoke__dev_kick(l);
   } else {
     stoke__dev_reclaim_locked(l, b);

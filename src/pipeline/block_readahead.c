@@ -1,5 +1,5 @@
-/* blockorder.c — the block order in the loader: its blocks, and reading the
-** next window's blocks ahead.
+/* block_readahead.c — the block order in the loader: its blocks, and
+** reading the next window's blocks ahead.
 **
 ** DESIGN
 ** With shuffle = STOKE_SHUFFLE_BLOCK the epoch's permutation (sampler.c)
@@ -22,7 +22,7 @@ static size_t window_of(const stoke_config *c) {
   return c->shuffle_window ? c->shuffle_window : STOKE_BLOCK_WINDOW_DEFAULT;
 }
 
-uint64_t stoke__order_bytes(const stoke_config *c, unsigned n_workers,
+uint64_t stoke__readahead_bytes(const stoke_config *c, unsigned n_workers,
                             size_t n_source) {
   if (c->shuffle != STOKE_SHUFFLE_BLOCK || c->order_given) return 0;
   return stoke__blocks_bytes(n_source) + sizeof(stoke__blocks) +
@@ -39,7 +39,7 @@ static uint64_t sample_bytes(const void *user, size_t i) {
   return n;
 }
 
-int stoke__order_init(stoke_loader *l) {
+int stoke__readahead_init(stoke_loader *l) {
   if (l->cfg.shuffle != STOKE_SHUFFLE_BLOCK || l->cfg.order_given) return 0;
   l->blocks = stoke__calloc(l->alloc, 1, sizeof *l->blocks);
   if (!l->blocks) return STOKE_ENOMEM;
@@ -55,14 +55,14 @@ int stoke__order_init(stoke_loader *l) {
   l->plan.blocks = l->blocks;
   size_t n = STOKE__MAX(l->n_workers, 1u);
   for (size_t i = 0; i < n; i++) {
-    worker *w = &l->workers[i];
+    stoke__worker *w = &l->workers[i];
     w->ra = stoke__calloc(l->alloc, 4 * l->blocks->window, sizeof(size_t));
     if (!w->ra) return STOKE_ENOMEM;
   }
   return 0;
 }
 
-void stoke__order_free(stoke_loader *l) {
+void stoke__readahead_free(stoke_loader *l) {
   if (l->workers)
     for (size_t i = 0; i < STOKE__MAX(l->n_workers, 1u); i++)
       stoke__free(l->alloc, l->workers[i].ra);
@@ -72,7 +72,8 @@ void stoke__order_free(stoke_loader *l) {
 }
 
 /* Window w's blocks into w's list. */
-static void collect_window(const stoke__blocks *bl, size_t win, worker *w) {
+static void collect_window(const stoke__blocks *bl, size_t win,
+                           stoke__worker *w) {
   size_t last = STOKE__MIN((win + 1) * bl->window, bl->n_blocks);
   for (size_t k = win * bl->window; k < last; k++) {
     size_t b = bl->order[k];
@@ -82,7 +83,7 @@ static void collect_window(const stoke__blocks *bl, size_t win, worker *w) {
   }
 }
 
-void stoke__order_collect_locked(stoke_loader *l, worker *w,
+void stoke__readahead_collect_locked(stoke_loader *l, stoke__worker *w,
                                  const stoke_batch *b) {
   const stoke__blocks *bl = l->blocks;
   if (!bl || !l->src->ops->read_ahead || b->n == 0 || w->ra_n) return;
@@ -98,7 +99,7 @@ void stoke__order_collect_locked(stoke_loader *l, worker *w,
   l->ra_next = to + 1;
 }
 
-void stoke__order_issue(stoke_loader *l, worker *w) {
+void stoke__readahead_issue(stoke_loader *l, stoke__worker *w) {
   for (size_t k = 0; k < w->ra_n; k++)
     l->src->ops->read_ahead(l->src, w->ra[2 * k], w->ra[2 * k + 1]);
   w->ra_n = 0;

@@ -1,0 +1,87 @@
+/* feature.h — the loader's features, reached through one table of hooks.
+**
+** A feature (the live autotuner, the packing cache, ...) keeps its state
+** in its own file and struct; the loader holds only a list of the features
+** that are ON, each an ops table and its state.  The core calls the hooks
+** of every listed feature at fixed points, as libuv's loop calls each
+** handle kind at fixed phases; it never names a feature.  A feature that
+** is off is not in the list, so it costs nothing: not a call, not a
+** branch beyond the loop over an empty list.  The list is assembled in one
+** place, stoke_loader_create (loader.c), in a fixed order; hooks run in
+** that order, destroy in the reverse one.
+**
+** Every hook may be NULL.  Threads and locks, per hook:
+**   may_claim  a worker, mu held: may a new batch take a slot now?  All
+**              listed features must agree.
+**   freed      any thread, mu held: a host slot went back to the pool.
+**   compute    the consumer, mu held: the step before took compute_ns.
+**   step       the consumer, mu not held: next() handed out a step after
+**              waiting wait_ns; `empty`: no batch was ready when it asked.
+**   epoch_end  the consumer, mu not held: the epoch's END was returned or
+**              end_epoch() ran.
+**   stats      any thread, no lock held: fill the feature's fields of
+**              stoke_stats (it takes the locks it needs).
+**   stop       destroy(), the workers joined, mu not held: finish what
+**              must not wait for the last lent batch to come back.
+**   destroy    no other thread runs: free the state (also on a loader
+**              whose create failed half way). */
+#ifndef STOKE_PIPELINE_FEATURE_H
+#define STOKE_PIPELINE_FEATURE_H
+
+#include "internal.h"
+
+typedef struct stoke__feature_ops {
+  const char *name;
+  bool (*may_claim)(const stoke_loader *l, const void *state);
+  void (*freed)(stoke_loader *l, void *state);
+  void (*compute)(stoke_loader *l, void *state, int64_t compute_ns);
+  void (*step)(stoke_loader *l, void *state, int64_t wait_ns, bool empty);
+  void (*epoch_end)(stoke_loader *l, void *state);
+  void (*stats)(const stoke_loader *l, const void *state, stoke_stats *st);
+  void (*stop)(stoke_loader *l, void *state);
+  void (*destroy)(stoke_loader *l, void *state);
+} stoke__feature_ops;
+
+typedef struct stoke__feature {
+  const stoke__feature_ops *ops;
+  void *state;                   /* the feature's, owned by it */
+} stoke__feature;
+
+/* Room for every feature there is; a loader lists the ones that are on. */
+#define STOKE__MAX_FEATURES 8
+
+typedef struct stoke__features {
+  stoke__feature f[STOKE__MAX_FEATURES];
+  unsigned n;                    /* set at create, then frozen */
+} stoke__features;
+
+/* At create: list a feature that is on (the order is the hooks' order). */
+void stoke__feature_add(stoke__features *fs, const stoke__feature_ops *ops,
+                        void *state);
+/* The state of the listed feature with these ops, or NULL: it is off. */
+void *stoke__feature_state(const stoke__features *fs,
+                           const stoke__feature_ops *ops);
+
+/* The core's calls at its fixed points (see above for threads and locks). */
+bool stoke__features_may_claim(const stoke__features *fs,
+                               const stoke_loader *l);
+void stoke__features_freed(const stoke__features *fs, stoke_loader *l);
+void stoke__features_compute(const stoke__features *fs, stoke_loader *l,
+                             int64_t compute_ns);
+void stoke__features_step(const stoke__features *fs, stoke_loader *l,
+                          int64_t wait_ns, bool empty);
+void stoke__features_epoch_end(const stoke__features *fs, stoke_loader *l);
+void stoke__features_stats(const stoke__features *fs, const stoke_loader *l,
+                           stoke_stats *st);
+void stoke__features_stop(const stoke__features *fs, stoke_loader *l);
+/* Destroys every listed feature, the last listed first, and empties the
+** list. */
+void stoke__features_destroy(stoke__features *fs, stoke_loader *l);
+
+/* The features (their files).  Each create lists itself when it is on. */
+/* autotuner.c: the live autotuner (cfg.autotune). */
+extern const stoke__feature_ops stoke__autotuner_feature;
+/* packcache.c: the packing cache (cfg.cache_dir). */
+extern const stoke__feature_ops stoke__packcache_feature;
+
+#endif /* STOKE_PIPELINE_FEATURE_H */
