@@ -97,6 +97,7 @@ def main():
               file=sys.stderr)
         return 2
     rank = {name: i for i, name in enumerate(layers)}
+    root = os.path.dirname(os.path.abspath(args.readme))
     allowed = set()
     for a in args.allow:
         src, _, dst = a.partition("->")
@@ -113,6 +114,11 @@ def main():
                                f"stoke_{layer}.dir", "**", "*.o")
         for obj in sorted(glob.glob(pattern, recursive=True)):
             name = os.path.basename(obj)[:-len(".c.o")]
+            # An object left by a source since renamed or removed is not
+            # part of the library any more (make keeps it in the tree).
+            src_file = os.path.join(root, "src", layer, name + ".c")
+            if obj.endswith(".c.o") and not os.path.exists(src_file):
+                continue
             defined, undefined = symbols(obj)
             for s in defined:
                 owner[s] = (layer, name)

@@ -16,7 +16,10 @@
 ** tries again (and gets the same answer from a real driver, whose cuInit
 ** failure is sticky). */
 #define _POSIX_C_SOURCE 200809L
-#include "internal.h"
+#include "core/core.h"
+#include "os/os.h"
+#include "stats/stats.h"
+#include "source/source.h"
 #include "device/cuda_api.h"
 
 #include <dlfcn.h>

@@ -33,7 +33,10 @@
 #ifndef STOKE_DEVICE_H
 #define STOKE_DEVICE_H
 
-#include "internal.h"
+#include "core/core.h"
+#include "os/os.h"
+#include "stats/stats.h"
+#include "source/source.h"
 #include "device/cuda_api.h"
 #include "device/kernels.h"
 

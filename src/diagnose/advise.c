@@ -98,7 +98,7 @@ static void pin_it(ladder *l, const stoke_stats *st, int64_t predicted) {
 }
 
 /* The knee over W in [1, w_max] at prefetch k: the tuner's own rule and
-** tolerance (stoke_tune_knee_model, src/tune/knee.c) on the model's
+** tolerance (stoke_tune_knee_model, src/model/knee.c) on the model's
 ** predictions, so that advice and `stoke tune` never disagree on what the
 ** knee is. */
 static unsigned knee(const stoke_model *m, unsigned k, unsigned w_max,

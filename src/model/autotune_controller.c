@@ -3,7 +3,7 @@
 ** DESIGN
 ** A pure function from a window of the loader's own clocks to a decision,
 ** so that every rule is tested on synthetic numbers (test_autotune.c).
-** The glue (src/pipeline/autotune.c) measures windows of consumer steps on
+** The glue (src/pipeline/autotuner.c) measures windows of consumer steps on
 ** the consumer's thread and applies what is decided by gating how many of
 ** the started workers claim work and how many slots batches may occupy.
 **

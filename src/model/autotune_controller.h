@@ -1,6 +1,6 @@
 /* autotune_controller.h — the online autotuner's controller: a pure
 ** function from a window of measurements to a decision
-** (autotune_controller.c).  The loader's glue (src/pipeline/autotune.c)
+** (autotune_controller.c).  The loader's glue (src/pipeline/autotuner.c)
 ** measures the windows and applies the decisions; the unit tests drive the
 ** controller with synthetic clocks. */
 #ifndef STOKE_MODEL_AUTOTUNE_CONTROLLER_H

@@ -3,7 +3,7 @@
 ** DESIGN
 ** Threads: everything here but the stats reads runs on the consumer's
 ** thread, inside next(): it measures windows of steps, hands each to the
-** controller (src/tune/autotune.c, a pure function) and applies the
+** controller (src/model/autotune_controller.c, a pure function) and applies the
 ** decision under mu.  Nothing is recreated: every worker thread the budgets
 ** allow (the most workers) is started at create with all the slots (the
 ** deepest prefetch), and two numbers under mu say how many of them are in
@@ -24,7 +24,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "pipeline.h"
 #include "pipeline/feature.h"
-#include "tune/autotune.h"
+#include "model/autotune_controller.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -39,9 +39,9 @@
 #define SETTLE_NS 250000000LL
 
 typedef struct stoke__autotuner {
-  stoke__at_limits lim;
-  stoke__at_state st;          /* consumer thread */
-  stoke__at_window win;        /* consumer thread: the window so far */
+  stoke__atc_limits lim;
+  stoke__atc_state st;          /* consumer thread */
+  stoke__atc_window win;        /* consumer thread: the window so far */
   int64_t win_start_ns;
   uint64_t base_produced;      /* the producers' totals at its start */
   int64_t base_busy, base_cpu;
@@ -136,7 +136,7 @@ int stoke__autotuner_create(stoke_loader *l) {
   at->lim.max_prefetch = k;
   at->lim.cores = cpus;
   at->lim.cpu_budget = c->cpu_budget > 0 ? c->cpu_budget : (double)cpus;
-  stoke__at_init(&at->st, &at->lim);
+  stoke__atc_init(&at->st, &at->lim);
   at->trial_ev = SIZE_MAX;
   atomic_init(&at->frozen, false);
   stoke__feature_add(&l->features, &stoke__autotuner_feature, at);
@@ -198,7 +198,7 @@ static void event_text(stoke_autotune_event *e, const char *reason) {
 }
 
 /* Keep decision d (consumer thread). */
-static void record(stoke_loader *l, const stoke__at_decision *d,
+static void record(stoke_loader *l, const stoke__atc_decision *d,
                    int64_t now) {
   stoke__at *at = tuner(l);
   stoke_autotune_event e;
@@ -247,7 +247,7 @@ static void record(stoke_loader *l, const stoke__at_decision *d,
 }
 
 /* The window after a kept change: its measured numbers. */
-static void fill_after(stoke_loader *l, const stoke__at_decision *d) {
+static void fill_after(stoke_loader *l, const stoke__atc_decision *d) {
   stoke__at *at = tuner(l);
   pthread_mutex_lock(&l->stats_mu);
   if (at->trial_ev < at->n_ev) {
@@ -373,7 +373,7 @@ static void step(stoke_loader *l, void *state, int64_t wait_ns, bool empty) {
     window_start(l, now);
     return;
   }
-  stoke__at_window *w = &at->win;
+  stoke__atc_window *w = &at->win;
   w->steps++;
   w->wait_ns += wait_ns;
   if (empty) w->empty_steps++;
@@ -393,8 +393,8 @@ static void step(stoke_loader *l, void *state, int64_t wait_ns, bool empty) {
     w->sched_run_ns = run - at->base_run;
     w->sched_delay_ns = delay - at->base_delay;
   }
-  stoke__at_decision d;
-  stoke__at_decide(&at->st, &at->lim, w, &d);
+  stoke__atc_decision d;
+  stoke__atc_decide(&at->st, &at->lim, w, &d);
   if (d.evaluated) fill_after(l, &d);
   if (d.kind) {
     record(l, &d, now);

@@ -22,7 +22,11 @@
 #ifndef STOKE_PIPELINE_CORE_H
 #define STOKE_PIPELINE_CORE_H
 
-#include "internal.h"
+#include "core/core.h"
+#include "os/os.h"
+#include "stats/stats.h"
+#include "sampler/sampler.h"
+#include "source/source.h"
 
 typedef struct stoke__worker stoke__worker;
 

@@ -28,7 +28,11 @@
 #ifndef STOKE_PIPELINE_FEATURE_H
 #define STOKE_PIPELINE_FEATURE_H
 
-#include "internal.h"
+#include "core/core.h"
+#include "os/os.h"
+#include "stats/stats.h"
+#include "sampler/sampler.h"
+#include "source/source.h"
 
 typedef struct stoke__feature_ops {
   const char *name;

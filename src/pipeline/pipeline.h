@@ -7,7 +7,11 @@
 #ifndef STOKE_PIPELINE_H
 #define STOKE_PIPELINE_H
 
-#include "internal.h"
+#include "core/core.h"
+#include "os/os.h"
+#include "stats/stats.h"
+#include "sampler/sampler.h"
+#include "source/source.h"
 #include "stats/cclock.h"
 #include "pipeline/feature.h"
 #include "pipeline/core.h"
@@ -357,7 +361,7 @@ int stoke__host_ledger_check(const stoke_host_ledger *g, unsigned prefetch,
 int stoke__given_create(stoke_loader *l);        /* at create; 0 or ENOMEM */
 void stoke__given_free(stoke_loader *l);
 /* autotuner.c: the glue between the loader and the controller
-** (src/tune/autotune.c). */
+** (src/model/autotune_controller.c). */
 /* At create, before the ledger: resolve the most workers and the deepest
 ** prefetch (into l->cfg) inside the memory budget, and allocate the
 ** autotuner.  0, STOKE_EINVAL or STOKE_ENOMEM (TLS message set).
@@ -396,5 +400,14 @@ void stoke__record_epoch(stoke_loader *l, int64_t end_ns);
 /* Drop what workers prefetched for an epoch that is not the next one
 ** (mu held); see core.c. */
 void stoke__discard_prefetch(stoke_loader *l);
+
+/* loader.c: stoke_loader_create with a table of system calls (NULL: the
+** real ones), for the fault tests. */
+int stoke__loader_create(const stoke_config *cfg, const stoke__sys *sys,
+                         stoke_loader **out);
+/* produce.c: fill sample s of src (its fields at s->dst), timing its
+** stages into ps when `timed`. */
+int stoke__produce(stoke_source *src, stoke_sample *s,
+                   stoke__producer_stats *ps, bool timed);
 
 #endif /* STOKE_PIPELINE_H */

@@ -5,7 +5,7 @@
 ** apart: a source that shares work between copies (one read and decode for
 ** every crop of an image) fills them all at once (ops->fill_copies); for
 ** any other source each copy is a fill of its own. */
-#include "internal.h"
+#include "pipeline/pipeline.h"
 
 #include <string.h>
 

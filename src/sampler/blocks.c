@@ -10,7 +10,7 @@
 ** and shuffles the samples of each window among themselves (sampler.c).
 ** So an epoch reads each block once, window after window, and the next
 ** window's blocks can be read ahead while this one is decoded (the
-** loader, pipeline.c).  The cut depends on the source alone, so the order
+** loader, pipeline/core.c).  The cut depends on the source alone, so the order
 ** is a function of (seed, epoch, rank, world, block_bytes, window) only. */
 #include "sampler/sampler.h"
 

@@ -20,7 +20,7 @@
 #ifndef STOKE_STATS_CCLOCK_H
 #define STOKE_STATS_CCLOCK_H
 
-#include "internal.h"
+#include "stats/stats.h"
 
 typedef struct stoke__cclock {
   stoke__consumer_stats *cs;  /* owned; written only for measured steps */

@@ -59,7 +59,7 @@ static inline uint64_t stoke__counter_get(const atomic_uint_least64_t *c) {
 typedef struct stoke__producer_stats {
   stoke__hist stage[STOKE_STAGE_COUNT];
   atomic_uint_least64_t busy_ns, cpu_ns, chunks, samples;
-  /* The device thread's (src/device/copy.c); 0 for workers. */
+  /* The device thread's (src/pipeline/outlet_device_copy.c); 0 for workers. */
   atomic_uint_least64_t copy_bytes, pageable_copies;
   /* Stored images: how many said their size, their pixels and longer
   ** sides summed (stoke_sample.src_w, src_h). */
@@ -74,7 +74,7 @@ typedef struct stoke__consumer_stats {
   stoke__hist wait, compute;
   atomic_uint_least64_t depth[STOKE__DEPTH_BINS];
   atomic_uint_least64_t steps, samples, bytes;
-  /* The device stage (src/device/stream.c): with the EVENTS clock, wait
+  /* The device stage (src/pipeline/outlet_device_stream.c): with the EVENTS clock, wait
   ** and compute come from events and the host's own times go here. */
   stoke__hist host_wait, host_compute, copy_wait, gpu_idle;
   atomic_uint_least64_t untimed_steps;
@@ -85,7 +85,7 @@ typedef struct stoke__consumer_stats {
 } stoke__consumer_stats;
 
 /* A step whose stream idled longer than this before it started found its
-** batch not ready: the events' "queue empty" (src/device/stream.c). */
+** batch not ready: the events' "queue empty" (src/pipeline/outlet_device_stream.c). */
 #define STOKE__IDLE_STEP_NS 20000
 
 /* Everything summed, for snapshots and the warm-up baseline. */

@@ -20,6 +20,7 @@
 ** nothing was made ahead; with round_steps = W a round that waited at all
 ** is one empty queue (PyTorch's DataLoader at 4 workers: every round
 ** waits 160 ms, 1 step in 4). */
+#include "os/os.h"
 #include "stats/cclock.h"
 
 #include <errno.h>

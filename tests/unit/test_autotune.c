@@ -1,4 +1,4 @@
-/* test_autotune.c — the online autotuner's controller (src/tune/autotune.c)
+/* test_autotune.c — the online autotuner's controller (src/model/autotune_controller.c)
 ** on synthetic clocks: every decision is a pure function of the state and
 ** one window of measurements, so nothing here is timed. */
 #include <stdarg.h>
@@ -9,14 +9,18 @@
 
 #include <string.h>
 
-#include "internal.h"
-#include "tune/autotune.h"
+#include "core/core.h"
+#include "os/os.h"
+#include "stats/stats.h"
+#include "sampler/sampler.h"
+#include "source/source.h"
+#include "model/autotune_controller.h"
 
 #define MS 1000000LL
 #define US 1000LL
 
-static stoke__at_limits limits(size_t batch, unsigned max_w, double budget) {
-  stoke__at_limits lim = {.batch_size = batch,
+static stoke__atc_limits limits(size_t batch, unsigned max_w, double budget) {
+  stoke__atc_limits lim = {.batch_size = batch,
                           .max_workers = max_w,
                           .max_prefetch = 8,
                           .cpu_budget = budget,
@@ -27,10 +31,10 @@ static stoke__at_limits limits(size_t batch, unsigned max_w, double budget) {
 /* A steady window at W workers: samples of sample_ns wall time, cpu_ns of
 ** it on a core; the consumer computes compute_ns per step and waits for
 ** whatever the producer is slower by (the queue model's steady state). */
-static stoke__at_window window(const stoke__at_limits *lim, unsigned w,
+static stoke__atc_window window(const stoke__atc_limits *lim, unsigned w,
                                int64_t sample_ns, int64_t cpu_ns,
                                int64_t compute_ns) {
-  stoke__at_window win = {0};
+  stoke__atc_window win = {0};
   win.steps = 12;
   double per_batch = (double)lim->batch_size * (double)sample_ns / w;
   double cpu_floor = (double)lim->batch_size * (double)cpu_ns / lim->cores;
@@ -47,24 +51,24 @@ static stoke__at_window window(const stoke__at_limits *lim, unsigned w,
   return win;
 }
 
-static stoke__at_decision decide(stoke__at_state *st,
-                                 const stoke__at_limits *lim,
-                                 const stoke__at_window *win) {
-  stoke__at_decision d;
-  stoke__at_decide(st, lim, win, &d);
+static stoke__atc_decision decide(stoke__atc_state *st,
+                                 const stoke__atc_limits *lim,
+                                 const stoke__atc_window *win) {
+  stoke__atc_decision d;
+  stoke__atc_decide(st, lim, win, &d);
   return d;
 }
 
 /* Run the steady model for n windows at whatever the controller chose;
 ** returns the number of changes it made. */
-static int run(stoke__at_state *st, const stoke__at_limits *lim,
+static int run(stoke__atc_state *st, const stoke__atc_limits *lim,
                int64_t sample_ns, int64_t cpu_ns, int64_t compute_ns, int n,
                int *kinds) {
   int changes = 0;
   for (int i = 0; i < n; i++) {
-    stoke__at_window win = window(lim, st->workers, sample_ns, cpu_ns,
+    stoke__atc_window win = window(lim, st->workers, sample_ns, cpu_ns,
                                   compute_ns);
-    stoke__at_decision d = decide(st, lim, &win);
+    stoke__atc_decision d = decide(st, lim, &win);
     if (kinds) kinds[i] = d.kind;
     if (d.kind && d.kind != STOKE_AUTOTUNE_LIMIT &&
         d.kind != STOKE_AUTOTUNE_STEP)
@@ -77,13 +81,13 @@ static int run(stoke__at_state *st, const stoke__at_limits *lim,
 ** workers remove the stall (160 / 12 = 13.3), far above 2 cores. */
 static void test_waiting_samples_grow_past_cores(void **state) {
   (void)state;
-  stoke__at_limits lim = limits(32, 64, 2);
-  stoke__at_state st;
-  stoke__at_init(&st, &lim);
+  stoke__atc_limits lim = limits(32, 64, 2);
+  stoke__atc_state st;
+  stoke__atc_init(&st, &lim);
   assert_int_equal(st.workers, 1);
   assert_int_equal(st.prefetch, 2);
-  stoke__at_window win = window(&lim, 1, 5 * MS, 20 * US, 12 * MS);
-  stoke__at_decision d = decide(&st, &lim, &win);
+  stoke__atc_window win = window(&lim, 1, 5 * MS, 20 * US, 12 * MS);
+  stoke__atc_decision d = decide(&st, &lim, &win);
   assert_int_equal(d.kind, STOKE_AUTOTUNE_GROW);
   /* A grow is at most 8x: the model's 15 comes next. */
   assert_int_equal(d.to_workers, 8);
@@ -114,11 +118,11 @@ static void test_waiting_samples_grow_past_cores(void **state) {
 ** at 2 whatever the wait; nothing left to try is said once, then quiet. */
 static void test_cpu_bound_capped_by_budget(void **state) {
   (void)state;
-  stoke__at_limits lim = limits(32, 64, 2);
-  stoke__at_state st;
-  stoke__at_init(&st, &lim);
-  stoke__at_window win = window(&lim, 1, 1 * MS, 1 * MS, 10 * MS);
-  stoke__at_decision d = decide(&st, &lim, &win);
+  stoke__atc_limits lim = limits(32, 64, 2);
+  stoke__atc_state st;
+  stoke__atc_init(&st, &lim);
+  stoke__atc_window win = window(&lim, 1, 1 * MS, 1 * MS, 10 * MS);
+  stoke__atc_decision d = decide(&st, &lim, &win);
   assert_int_equal(d.kind, STOKE_AUTOTUNE_GROW);
   assert_int_equal(d.to_workers, 2);
   int kinds[30];
@@ -142,19 +146,19 @@ static void test_cpu_bound_capped_by_budget(void **state) {
 ** one. */
 static void test_waiting_workers_outside_budget(void **state) {
   (void)state;
-  stoke__at_limits lim = limits(32, 64, 1);
+  stoke__atc_limits lim = limits(32, 64, 1);
   unsigned cap;
-  stoke__at_window win = window(&lim, 1, 5 * MS, 20 * US, 12 * MS);
-  assert_int_equal(stoke__at_workers_needed(&lim, &win, 0.10, &cap, NULL, NULL),
+  stoke__atc_window win = window(&lim, 1, 5 * MS, 20 * US, 12 * MS);
+  assert_int_equal(stoke__atc_workers_needed(&lim, &win, 0.10, &cap, NULL, NULL),
                    15);
   assert_true(cap >= 15);
   win = window(&lim, 1, 1 * MS, 1 * MS, 10 * MS);
-  stoke__at_workers_needed(&lim, &win, 0.10, &cap, NULL, NULL);
+  stoke__atc_workers_needed(&lim, &win, 0.10, &cap, NULL, NULL);
   assert_int_equal(cap, 1);
-  stoke__at_state st;
-  stoke__at_init(&st, &lim);
+  stoke__atc_state st;
+  stoke__atc_init(&st, &lim);
   /* No worker to add, and deeper prefetch cannot make up a short mean. */
-  stoke__at_decision d = decide(&st, &lim, &win);
+  stoke__atc_decision d = decide(&st, &lim, &win);
   assert_int_equal(d.kind, STOKE_AUTOTUNE_LIMIT);
   assert_true(strstr(d.reason, "CPU budget allows no more") != NULL);
 }
@@ -163,11 +167,11 @@ static void test_waiting_workers_outside_budget(void **state) {
 ** and that direction stays closed: no oscillation. */
 static void test_rollback_when_slower(void **state) {
   (void)state;
-  stoke__at_limits lim = limits(32, 64, 2);
-  stoke__at_state st;
-  stoke__at_init(&st, &lim);
-  stoke__at_window win = window(&lim, 1, 5 * MS, 20 * US, 12 * MS);
-  stoke__at_decision d = decide(&st, &lim, &win);
+  stoke__atc_limits lim = limits(32, 64, 2);
+  stoke__atc_state st;
+  stoke__atc_init(&st, &lim);
+  stoke__atc_window win = window(&lim, 1, 5 * MS, 20 * US, 12 * MS);
+  stoke__atc_decision d = decide(&st, &lim, &win);
   assert_int_equal(d.kind, STOKE_AUTOTUNE_GROW);
   unsigned tried = d.to_workers;
   decide(&st, &lim, &win); /* settle */
@@ -195,14 +199,14 @@ static void test_rollback_when_slower(void **state) {
 ** noise; two in a row are a changed step. */
 static void test_step_change_both_ways(void **state) {
   (void)state;
-  stoke__at_limits lim = limits(32, 64, 2);
-  stoke__at_state st;
-  stoke__at_init(&st, &lim);
+  stoke__atc_limits lim = limits(32, 64, 2);
+  stoke__atc_state st;
+  stoke__atc_init(&st, &lim);
   run(&st, &lim, 5 * MS, 20 * US, 12 * MS, 6, NULL);
   assert_int_equal(st.workers, 14);
   /* One slow window (a step woken late) changes nothing. */
-  stoke__at_window win = window(&lim, 14, 5 * MS, 20 * US, 30 * MS);
-  stoke__at_decision d = decide(&st, &lim, &win);
+  stoke__atc_window win = window(&lim, 14, 5 * MS, 20 * US, 30 * MS);
+  stoke__atc_decision d = decide(&st, &lim, &win);
   assert_int_not_equal(d.kind, STOKE_AUTOTUNE_STEP);
   win = window(&lim, 14, 5 * MS, 20 * US, 12 * MS);
   d = decide(&st, &lim, &win);
@@ -226,35 +230,35 @@ static void test_step_change_both_ways(void **state) {
 ** waiting). */
 static void test_run_delay_is_not_io(void **state) {
   (void)state;
-  stoke__at_limits lim = limits(16, 64, 2);
+  stoke__atc_limits lim = limits(16, 64, 2);
   /* 2 workers, 0.6 ms of wall per sample of which 0.3 ms on a core and
   ** 0.3 ms runnable, waiting for a core another process holds. */
-  stoke__at_window win = window(&lim, 2, 600 * US, 300 * US, 2 * MS);
+  stoke__atc_window win = window(&lim, 2, 600 * US, 300 * US, 2 * MS);
   unsigned cap;
-  stoke__at_workers_needed(&lim, &win, 0.05, &cap, NULL, NULL);
+  stoke__atc_workers_needed(&lim, &win, 0.05, &cap, NULL, NULL);
   assert_true(cap >= 3); /* by the CPU clock: half the time off a core */
   win.sched_run_ns = win.cpu_ns;
   win.sched_delay_ns = win.cpu_ns;
-  stoke__at_workers_needed(&lim, &win, 0.05, &cap, NULL, NULL);
+  stoke__atc_workers_needed(&lim, &win, 0.05, &cap, NULL, NULL);
   assert_int_equal(cap, 2); /* by the scheduler: all of it CPU */
 }
 
 /* A shrink that brings the stall back is undone, and not tried again. */
 static void test_shrink_rolled_back(void **state) {
   (void)state;
-  stoke__at_limits lim = limits(32, 64, 2);
-  stoke__at_state st;
-  stoke__at_init(&st, &lim);
+  stoke__atc_limits lim = limits(32, 64, 2);
+  stoke__atc_state st;
+  stoke__atc_init(&st, &lim);
   st.workers = st.good_workers = 10;
   /* The model thinks 4 suffice (samples of 1 ms, 12 ms step: 32 / 4 = 8
   ** ms <= 0.8 x 12)... */
-  stoke__at_window win = window(&lim, 10, 1 * MS, 20 * US, 12 * MS);
-  stoke__at_decision d = decide(&st, &lim, &win);
+  stoke__atc_window win = window(&lim, 10, 1 * MS, 20 * US, 12 * MS);
+  stoke__atc_decision d = decide(&st, &lim, &win);
   assert_int_equal(d.kind, STOKE_AUTOTUNE_SHRINK);
   assert_int_equal(d.to_workers, 4);
   decide(&st, &lim, &win); /* settle */
   /* ...but with 4 the consumer waits (the model was wrong). */
-  stoke__at_window bad = win;
+  stoke__atc_window bad = win;
   bad.wait_ns = bad.compute_ns / 2;
   d = decide(&st, &lim, &bad);
   assert_int_equal(d.kind, STOKE_AUTOTUNE_ROLLBACK);
@@ -271,14 +275,14 @@ static void test_shrink_rolled_back(void **state) {
 ** often not empty, and still waiting: deeper prefetch. */
 static void test_variance_goes_deeper(void **state) {
   (void)state;
-  stoke__at_limits lim = limits(32, 64, 2);
-  stoke__at_state st;
-  stoke__at_init(&st, &lim);
+  stoke__atc_limits lim = limits(32, 64, 2);
+  stoke__atc_state st;
+  stoke__atc_init(&st, &lim);
   st.workers = st.good_workers = 16;
-  stoke__at_window win = window(&lim, 16, 5 * MS, 20 * US, 12 * MS);
+  stoke__atc_window win = window(&lim, 16, 5 * MS, 20 * US, 12 * MS);
   win.wait_ns = win.compute_ns / 5; /* 17% waiting */
   win.empty_steps = 2;
-  stoke__at_decision d = decide(&st, &lim, &win);
+  stoke__atc_decision d = decide(&st, &lim, &win);
   assert_int_equal(d.kind, STOKE_AUTOTUNE_DEEPER);
   assert_int_equal(d.to_prefetch, 3);
   assert_int_equal(d.to_workers, 16);
@@ -292,24 +296,24 @@ static void test_variance_goes_deeper(void **state) {
 ** with no history it would grow. */
 static void test_one_heavy_window_does_not_grow(void **state) {
   (void)state;
-  stoke__at_limits lim = limits(16, 64, 2);
-  stoke__at_window heavy = window(&lim, 5, 1410 * US, 20 * US, 4100 * US);
+  stoke__atc_limits lim = limits(16, 64, 2);
+  stoke__atc_window heavy = window(&lim, 5, 1410 * US, 20 * US, 4100 * US);
   heavy.empty_steps = 2; /* the queue mostly not empty: the spread */
   /* No history: 16 x 1.41 / 5 = 4.5 ms > 0.95 x 4.1: six workers. */
-  stoke__at_state fresh;
-  stoke__at_init(&fresh, &lim);
+  stoke__atc_state fresh;
+  stoke__atc_init(&fresh, &lim);
   fresh.workers = fresh.good_workers = 5;
-  stoke__at_decision d = decide(&fresh, &lim, &heavy);
+  stoke__atc_decision d = decide(&fresh, &lim, &heavy);
   assert_int_equal(d.kind, STOKE_AUTOTUNE_GROW);
   assert_int_equal(d.to_workers, 6);
   /* Steady windows at 1 ms first (quiet: 16 / 5 = 3.2 ms of a 4.1 ms step;
   ** prefetch held so that nothing else is tried). */
-  stoke__at_state st;
-  stoke__at_init(&st, &lim);
+  stoke__atc_state st;
+  stoke__atc_init(&st, &lim);
   st.workers = st.good_workers = 5;
   st.floor_prefetch = 2;
   for (int i = 0; i < 8; i++) {
-    stoke__at_window ok = window(&lim, 5, 1 * MS, 20 * US, 4100 * US);
+    stoke__atc_window ok = window(&lim, 5, 1 * MS, 20 * US, 4100 * US);
     d = decide(&st, &lim, &ok);
     assert_int_equal(d.kind, 0);
   }
@@ -323,19 +327,19 @@ static void test_one_heavy_window_does_not_grow(void **state) {
 ** names it. */
 static void test_limit_names_memory(void **state) {
   (void)state;
-  stoke__at_limits lim = limits(32, 4, 8);
+  stoke__atc_limits lim = limits(32, 4, 8);
   lim.max_prefetch = 2;
   lim.mem_note = "the memory budget (1.0 MiB) allows 4 workers";
-  stoke__at_state st;
-  stoke__at_init(&st, &lim);
+  stoke__atc_state st;
+  stoke__atc_init(&st, &lim);
   int kinds[12];
   run(&st, &lim, 5 * MS, 20 * US, 12 * MS, 12, kinds);
   assert_true(st.workers <= 4 && st.prefetch <= 2);
-  stoke__at_state st2;
-  stoke__at_init(&st2, &lim);
+  stoke__atc_state st2;
+  stoke__atc_init(&st2, &lim);
   st2.workers = st2.good_workers = 4;
-  stoke__at_window win = window(&lim, 4, 5 * MS, 20 * US, 12 * MS);
-  stoke__at_decision d = decide(&st2, &lim, &win);
+  stoke__atc_window win = window(&lim, 4, 5 * MS, 20 * US, 12 * MS);
+  stoke__atc_decision d = decide(&st2, &lim, &win);
   assert_int_equal(d.kind, STOKE_AUTOTUNE_LIMIT);
   assert_true(strstr(d.reason, "memory budget") != NULL);
 }
@@ -343,19 +347,19 @@ static void test_limit_names_memory(void **state) {
 /* Same state and window, same decision. */
 static void test_pure(void **state) {
   (void)state;
-  stoke__at_limits lim = limits(32, 64, 2);
-  stoke__at_state a, b;
-  stoke__at_init(&a, &lim);
-  stoke__at_init(&b, &lim);
-  stoke__at_window win = window(&lim, 1, 3 * MS, 100 * US, 7 * MS);
-  stoke__at_decision da = decide(&a, &lim, &win),
+  stoke__atc_limits lim = limits(32, 64, 2);
+  stoke__atc_state a, b;
+  stoke__atc_init(&a, &lim);
+  stoke__atc_init(&b, &lim);
+  stoke__atc_window win = window(&lim, 1, 3 * MS, 100 * US, 7 * MS);
+  stoke__atc_decision da = decide(&a, &lim, &win),
                      db = decide(&b, &lim, &win);
   assert_int_equal(da.kind, db.kind);
   assert_int_equal(da.to_workers, db.to_workers);
   assert_string_equal(da.reason, db.reason);
   assert_memory_equal(&a, &b, sizeof a);
   /* An empty window decides nothing. */
-  stoke__at_window none = {0};
+  stoke__atc_window none = {0};
   assert_int_equal(decide(&a, &lim, &none).kind, 0);
 }
 

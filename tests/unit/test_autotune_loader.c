@@ -13,7 +13,7 @@
 /* White box: stoke__autotuner_force sets W and K at chosen moments (the public
 ** controller decides them from timing, which a test must not depend on). */
 #include "pipeline/pipeline.h"
-#include "tune/autotune.h"
+#include "model/autotune_controller.h"
 
 #define N 203
 #define B 7
@@ -151,7 +151,7 @@ static void test_controller_grows_and_logs(void **state) {
   assert_int_equal(ev.kind, STOKE_AUTOTUNE_GROW);
   assert_int_equal(ev.from_workers, 1);
   assert_true(ev.to_workers > 1);
-  assert_true(ev.wait_before > STOKE__AT_STALL);
+  assert_true(ev.wait_before > STOKE__ATC_STALL);
   TU_CONTAINS(ev.text, "workers, waiting");
   TU_CONTAINS(ev.text, "1 -> ");
   TU_RC(stoke_loader_autotune_event(l, n, &ev), STOKE_EINVAL);

@@ -16,7 +16,7 @@
 
 #include "test_util.h"
 #include "pipeline/pipeline.h"
-#include "tune/autotune.h"
+#include "model/autotune_controller.h"
 
 #define B 8
 /* A sample of 64 x 1024 f32: 256 KiB, 2 MiB a slot. */

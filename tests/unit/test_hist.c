@@ -10,7 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "core/core.h"
+#include "os/os.h"
+#include "stats/stats.h"
+#include "sampler/sampler.h"
+#include "source/source.h"
 #include "test_util.h"
 
 static void test_buckets_are_monotonic_and_tight(void **state) {

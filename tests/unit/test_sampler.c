@@ -10,7 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "core/core.h"
+#include "os/os.h"
+#include "stats/stats.h"
+#include "sampler/sampler.h"
+#include "source/source.h"
 #include "test_util.h"
 
 static stoke__plan make_plan(size_t n, size_t b, int shuffle, unsigned rank,

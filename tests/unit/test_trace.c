@@ -10,7 +10,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "core/core.h"
+#include "os/os.h"
+#include "stats/stats.h"
+#include "sampler/sampler.h"
+#include "source/source.h"
 #include "test_util.h"
 
 static char *slurp(FILE *f) {

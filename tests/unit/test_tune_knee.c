@@ -1,4 +1,4 @@
-/* test_tune_knee.c — one definition of the knee (src/tune/knee.h): the
+/* test_tune_knee.c — one definition of the knee (src/model/knee.h): the
 ** model's knee to one worker equals the knee of every W predicted, and the
 ** doctor's advice proposes exactly that knee, so that advice and stoke
 ** tune, which share stoke_tune_knee_find and its tolerance, cannot
