@@ -8,9 +8,10 @@
 ** compute and step around each consumer step, epoch_end at an epoch's END.
 ** The epoch's order is an ops table (the plan's, plan_order.c, or the
 ** caller's, given_order.c).  Still called by name here, not yet behind
-** the table: echo, the device outlet, the block read-ahead and the fill
-** chain (quarantine, RAM cache, bad-sample policies), whose per-sample
-** calls are skipped outright when off (fill_plain).
+** the table: echo, the device outlet, the block read-ahead, the
+** quarantine and the bad-sample policies.  The fill chain (the features'
+** fill hooks, the RAM cache's) is skipped outright when no feature has
+** one (fill_plain).
 **
 ** An epoch is a list of positions 0..per_rank-1 (l->order maps a position
 ** to a source index); batch k covers positions [k*B, k*B + n_k).  Workers
@@ -252,26 +253,28 @@ int stoke__fill_one(stoke_loader *l, stoke__worker *w, stoke_batch *b,
   int64_t t0 = timed ? stoke__now_ns() : 0;
   if (timed) atomic_store_explicit(&w->cur_start_ns, t0, memory_order_relaxed);
   int rc;
-  if (!rng && l->ram && stoke__ramcache_get(l, s)) {
-    /* Deterministic work done in an earlier epoch: a copy, timed as a
-    ** read (READ counts every sample produced). */
+  /* Only a sample with its own stream may come from (or go to) the fill
+  ** chain's features: a substitute's bytes depend on the one it replaces. */
+  bool chain = !rng && l->features.fills;
+  if (chain && stoke__features_fill_get(&l->features, l, s, w->stats)) {
+    /* Served without the source (deterministic work done in an earlier
+    ** epoch): timed as a read (READ counts every sample produced). */
     if (timed) {
       stoke__hist_add(&w->stats->stage[STOKE_STAGE_READ],
                       (uint64_t)(stoke__now_ns() - t0));
       stoke__counter_add(&w->stats->samples, 1);
     }
-    stoke__counter_add(&w->stats->ram_hits, 1);
     rc = 0;
   } else {
     rc = stoke__produce(l->src, s, w->stats, timed);
-    if (rc == 0 && !rng && l->ram) stoke__ramcache_put(l, s);
+    if (rc == 0 && chain) stoke__features_fill_put(&l->features, l, s);
   }
   if (timed) atomic_store_explicit(&w->cur_start_ns, 0, memory_order_relaxed);
   return rc;
 }
 
-/* stoke__fill_one's path with nothing in front of the source (no RAM
-** cache, the sample's own stream): the hot path of cheap samples, so no
+/* stoke__fill_one's path with nothing in front of the source (no fill
+** chain, the sample's own stream): the hot path of cheap samples, so no
 ** branch for what is off.  s->batch and s->epoch are set per chunk. */
 static inline int fill_plain(stoke_loader *l, stoke__worker *w,
                              stoke_batch *b, size_t pos, size_t index,
@@ -307,10 +310,10 @@ static int fill_chunk(stoke_loader *l, stoke__worker *w, stoke_batch *b,
     atomic_store_explicit(&w->cur_start_ns, t0, memory_order_relaxed);
   size_t done = 0;
   int rc = 0;
-  /* Without a quarantine a sample costs no call to ask it, and without
-  ** the RAM cache none to look there. */
+  /* Without a quarantine a sample costs no call to ask it, and without a
+  ** fill chain (the features' fill hooks) none to go through it. */
   const stoke__quarantine *q = l->quarantine;
-  bool plain = !l->ram;
+  bool plain = !l->features.fills;
   s->batch = b;
   s->epoch = b->epoch;
   for (; done < n; done++) {

@@ -10,6 +10,7 @@ void stoke__feature_add(stoke__features *fs, const stoke__feature_ops *ops,
   fs->f[fs->n].ops = ops;
   fs->f[fs->n].state = state;
   fs->n++;
+  if (ops->fill_get || ops->fill_put) fs->fills = true;
 }
 
 void *stoke__feature_state(const stoke__features *fs,
@@ -63,9 +64,26 @@ void stoke__features_stop(const stoke__features *fs, stoke_loader *l) {
     if (fs->f[i].ops->stop) fs->f[i].ops->stop(l, fs->f[i].state);
 }
 
+bool stoke__features_fill_get(const stoke__features *fs,
+                              const stoke_loader *l, stoke_sample *s,
+                              stoke__producer_stats *ps) {
+  for (unsigned i = 0; i < fs->n; i++)
+    if (fs->f[i].ops->fill_get &&
+        fs->f[i].ops->fill_get(l, fs->f[i].state, s, ps))
+      return true;
+  return false;
+}
+
+void stoke__features_fill_put(const stoke__features *fs,
+                              const stoke_loader *l, const stoke_sample *s) {
+  for (unsigned i = 0; i < fs->n; i++)
+    if (fs->f[i].ops->fill_put) fs->f[i].ops->fill_put(l, fs->f[i].state, s);
+}
+
 void stoke__features_destroy(stoke__features *fs, stoke_loader *l) {
   while (fs->n > 0) {
     stoke__feature *f = &fs->f[--fs->n];
     if (f->ops->destroy) f->ops->destroy(l, f->state);
   }
+  fs->fills = false;
 }

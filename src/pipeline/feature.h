@@ -24,7 +24,13 @@
 **   stop       destroy(), the workers joined, mu not held: finish what
 **              must not wait for the last lent batch to come back.
 **   destroy    no other thread runs: free the state (also on a loader
-**              whose create failed half way). */
+**              whose create failed half way).
+** The fill chain, on a worker, mu not held, for a sample with its own
+** random stream (s->index, s->epoch and s->dst set), before and after the
+** source; features without these hooks are not in the chain:
+**   fill_get   serve sample s without the source (counting it in ps):
+**              true when it did, and the source is not asked.
+**   fill_put   the source just produced sample s: keep it if wanted. */
 #ifndef STOKE_PIPELINE_FEATURE_H
 #define STOKE_PIPELINE_FEATURE_H
 
@@ -44,6 +50,9 @@ typedef struct stoke__feature_ops {
   void (*stats)(const stoke_loader *l, const void *state, stoke_stats *st);
   void (*stop)(stoke_loader *l, void *state);
   void (*destroy)(stoke_loader *l, void *state);
+  bool (*fill_get)(const stoke_loader *l, void *state, stoke_sample *s,
+                   stoke__producer_stats *ps);
+  void (*fill_put)(const stoke_loader *l, void *state, const stoke_sample *s);
 } stoke__feature_ops;
 
 typedef struct stoke__feature {
@@ -57,6 +66,9 @@ typedef struct stoke__feature {
 typedef struct stoke__features {
   stoke__feature f[STOKE__MAX_FEATURES];
   unsigned n;                    /* set at create, then frozen */
+  /* Some listed feature has a fill hook: without one the core fills
+  ** straight from the source, with no call or test per sample. */
+  bool fills;
 } stoke__features;
 
 /* At create: list a feature that is on (the order is the hooks' order). */
@@ -78,6 +90,12 @@ void stoke__features_epoch_end(const stoke__features *fs, stoke_loader *l);
 void stoke__features_stats(const stoke__features *fs, const stoke_loader *l,
                            stoke_stats *st);
 void stoke__features_stop(const stoke__features *fs, stoke_loader *l);
+/* The fill chain (fs->fills): true when a feature served s. */
+bool stoke__features_fill_get(const stoke__features *fs,
+                              const stoke_loader *l, stoke_sample *s,
+                              stoke__producer_stats *ps);
+void stoke__features_fill_put(const stoke__features *fs,
+                              const stoke_loader *l, const stoke_sample *s);
 /* Destroys every listed feature, the last listed first, and empties the
 ** list. */
 void stoke__features_destroy(stoke__features *fs, stoke_loader *l);
@@ -87,5 +105,7 @@ void stoke__features_destroy(stoke__features *fs, stoke_loader *l);
 extern const stoke__feature_ops stoke__autotuner_feature;
 /* packcache.c: the packing cache (cfg.cache_dir). */
 extern const stoke__feature_ops stoke__packcache_feature;
+/* ramcache.c: the RAM cache of deterministic samples (cfg.ram_cache_bytes). */
+extern const stoke__feature_ops stoke__ramcache_feature;
 
 #endif /* STOKE_PIPELINE_FEATURE_H */

@@ -270,7 +270,6 @@ static void free_loader(stoke_loader *l) {
   /* The features first: the packing cache is closed before anything a
   ** worker read through it goes. */
   stoke__features_destroy(&l->features, l);
-  stoke__ramcache_free(l);
   stoke__echo_free(l); /* before the device stage frees its slots */
   stoke__dev_close(l);
   if (l->slots) {
@@ -437,7 +436,7 @@ int stoke__loader_create(const stoke_config *cfg, const stoke__sys *sys,
     if (!l->sched_base) mem = STOKE_ENOMEM;
   }
   if (!mem) mem = alloc_slots(l);
-  if (!mem) mem = stoke__ramcache_init(l);
+  if (!mem) mem = stoke__ramcache_create(l);
   if (!mem) mem = stoke__bad_init(l);
   if (!mem) mem = stoke__dev_alloc(l);
   if (!mem) mem = stoke__echo_alloc(l);

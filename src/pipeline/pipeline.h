@@ -274,9 +274,6 @@ struct stoke_loader {
   stoke__blocks *blocks;
   size_t ra_next;                /* mu: the first window of the claim
                                     epoch's order not read ahead yet */
-  /* The RAM cache (ramcache.c); the packing cache is a feature
-  ** (packcache.c). */
-  struct stoke__ramcache *ram;
 
   /* Resume (resume.c). */
   size_t resume_batch;           /* mu: the next start_epoch() begins at
@@ -309,14 +306,11 @@ int stoke__echo_release(stoke_batch *b, uintptr_t stream, int *rc);
 /* ramcache.c: the RAM cache of deterministic samples. */
 uint64_t stoke__ramcache_bytes(const stoke_config *c,
                                const stoke_source *src);
-/* At create (after the slots: the field sizes); STOKE_EINVAL for a source
-** that is not deterministic. */
-int stoke__ramcache_init(stoke_loader *l);
-void stoke__ramcache_free(stoke_loader *l);
-/* Copy sample s->index from the cache into s's fields: true on a hit. */
-bool stoke__ramcache_get(stoke_loader *l, stoke_sample *s);
-/* Keep the sample s just filled, if the cache has its place free. */
-void stoke__ramcache_put(stoke_loader *l, const stoke_sample *s);
+/* At create (after the slots: the field sizes): allocate it when
+** ram_cache_bytes holds a sample and list it among the features.
+** STOKE_EINVAL for a source that is not deterministic. */
+int stoke__ramcache_create(stoke_loader *l);
+/* Samples it holds, 0 when off (tests). */
 size_t stoke__ramcache_samples(const stoke_loader *l);
 /* packcache.c: the packing cache (cache_dir).  Its host bytes: its map
 ** and queue. */
