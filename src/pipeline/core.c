@@ -8,9 +8,9 @@
 ** compute and step around each consumer step, epoch_end at an epoch's END.
 ** The epoch's order is an ops table (the plan's, plan_order.c, or the
 ** caller's, given_order.c).  Still called by name here, not yet behind
-** the table: echo, the device outlet, the block read-ahead, the
-** quarantine and the bad-sample policies.  The fill chain (the features'
-** fill hooks, the RAM cache's) is skipped outright when no feature has
+** the table: echo, the device outlet, the block read-ahead and the
+** bad-sample policies.  The fill chain (the features' fill hooks: the
+** quarantine's, the RAM cache's) is skipped outright when no feature has
 ** one (fill_plain).
 **
 ** An epoch is a list of positions 0..per_rank-1 (l->order maps a position
@@ -310,16 +310,15 @@ static int fill_chunk(stoke_loader *l, stoke__worker *w, stoke_batch *b,
     atomic_store_explicit(&w->cur_start_ns, t0, memory_order_relaxed);
   size_t done = 0;
   int rc = 0;
-  /* Without a quarantine a sample costs no call to ask it, and without a
-  ** fill chain (the features' fill hooks) none to go through it. */
-  const stoke__quarantine *q = l->quarantine;
+  /* Without a fill chain (the features' fill hooks: the quarantine, the
+  ** RAM cache) a sample costs no call to go through it. */
   bool plain = !l->features.fills;
   s->batch = b;
   s->epoch = b->epoch;
   for (; done < n; done++) {
     if (atomic_load_explicit(&l->stop, memory_order_relaxed)) break;
     size_t pos = off + done, index = b->indices[pos];
-    if (q && stoke__quarantine_has(q, index)) {
+    if (!plain && stoke__features_fill_known_bad(&l->features, l, index)) {
       /* Known bad: not read, handled by the policy at once. */
       rc = stoke__bad_sample(l, w, b, pos, index, true, !per_chunk);
     } else {

@@ -10,7 +10,8 @@ void stoke__feature_add(stoke__features *fs, const stoke__feature_ops *ops,
   fs->f[fs->n].ops = ops;
   fs->f[fs->n].state = state;
   fs->n++;
-  if (ops->fill_get || ops->fill_put) fs->fills = true;
+  if (ops->fill_known_bad || ops->fill_get || ops->fill_put)
+    fs->fills = true;
 }
 
 void *stoke__feature_state(const stoke__features *fs,
@@ -62,6 +63,15 @@ void stoke__features_stats(const stoke__features *fs, const stoke_loader *l,
 void stoke__features_stop(const stoke__features *fs, stoke_loader *l) {
   for (unsigned i = 0; i < fs->n; i++)
     if (fs->f[i].ops->stop) fs->f[i].ops->stop(l, fs->f[i].state);
+}
+
+bool stoke__features_fill_known_bad(const stoke__features *fs,
+                                    const stoke_loader *l, size_t index) {
+  for (unsigned i = 0; i < fs->n; i++)
+    if (fs->f[i].ops->fill_known_bad &&
+        fs->f[i].ops->fill_known_bad(l, fs->f[i].state, index))
+      return true;
+  return false;
 }
 
 bool stoke__features_fill_get(const stoke__features *fs,

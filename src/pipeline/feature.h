@@ -28,6 +28,8 @@
 ** The fill chain, on a worker, mu not held, for a sample with its own
 ** random stream (s->index, s->epoch and s->dst set), before and after the
 ** source; features without these hooks are not in the chain:
+**   fill_known_bad  sample index is known to be bad: it is not read, the
+**              bad-sample policies handle it (asked before fill_get).
 **   fill_get   serve sample s without the source (counting it in ps):
 **              true when it did, and the source is not asked.
 **   fill_put   the source just produced sample s: keep it if wanted. */
@@ -50,6 +52,8 @@ typedef struct stoke__feature_ops {
   void (*stats)(const stoke_loader *l, const void *state, stoke_stats *st);
   void (*stop)(stoke_loader *l, void *state);
   void (*destroy)(stoke_loader *l, void *state);
+  bool (*fill_known_bad)(const stoke_loader *l, const void *state,
+                         size_t index);
   bool (*fill_get)(const stoke_loader *l, void *state, stoke_sample *s,
                    stoke__producer_stats *ps);
   void (*fill_put)(const stoke_loader *l, void *state, const stoke_sample *s);
@@ -90,7 +94,10 @@ void stoke__features_epoch_end(const stoke__features *fs, stoke_loader *l);
 void stoke__features_stats(const stoke__features *fs, const stoke_loader *l,
                            stoke_stats *st);
 void stoke__features_stop(const stoke__features *fs, stoke_loader *l);
-/* The fill chain (fs->fills): true when a feature served s. */
+/* The fill chain (fs->fills): true when a feature knows sample index is
+** bad; true when a feature served s. */
+bool stoke__features_fill_known_bad(const stoke__features *fs,
+                                    const stoke_loader *l, size_t index);
 bool stoke__features_fill_get(const stoke__features *fs,
                               const stoke_loader *l, stoke_sample *s,
                               stoke__producer_stats *ps);
@@ -105,6 +112,8 @@ void stoke__features_destroy(stoke__features *fs, stoke_loader *l);
 extern const stoke__feature_ops stoke__autotuner_feature;
 /* packcache.c: the packing cache (cfg.cache_dir). */
 extern const stoke__feature_ops stoke__packcache_feature;
+/* quarantine_feature.c (cfg.quarantine_path) keeps its ops to itself:
+** stoke__quarantine_of finds its state. */
 /* ramcache.c: the RAM cache of deterministic samples (cfg.ram_cache_bytes). */
 extern const stoke__feature_ops stoke__ramcache_feature;
 

@@ -257,11 +257,6 @@ struct stoke_loader {
   stoke__sched_thread *sched_base;
   size_t n_sched_base, cap_sched;
 
-  /* The quarantine (its state is the bad-sample feature's, badsample.c):
-  ** asked for each sample before it is read.  NULL: none.  Has its own
-  ** lock. */
-  stoke__quarantine *quarantine;
-
   /* Data echoing (echo.c): every slot handed out feeds `echo` steps. */
   unsigned echo;                 /* cfg.echo, at least 1; frozen */
   bool echo_example;             /* STOKE_ECHO_EXAMPLE; frozen */
@@ -384,6 +379,12 @@ int stoke__bad_sample(stoke_loader *l, stoke__worker *w, stoke_batch *b,
                       size_t pos, size_t index, bool quarantined, bool timed);
 /* The last writer of a batch with skipped samples: close the gaps. */
 void stoke__bad_compact(stoke_loader *l, stoke_batch *b);
+/* quarantine_feature.c: at create (from stoke__bad_init), open the
+** quarantine when cfg.quarantine_path is set and list it among the
+** features.  0 or an error (TLS message set). */
+int stoke__quarantine_create(stoke_loader *l);
+/* The open quarantine, or NULL: none. */
+stoke__quarantine *stoke__quarantine_of(const stoke_loader *l);
 
 /* Bytes of field f in one host slot (loader.c). */
 size_t stoke__slot_field_bytes(const stoke_loader *l, size_t f);
