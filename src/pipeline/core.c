@@ -8,8 +8,7 @@
 ** compute and step around each consumer step, epoch_end at an epoch's END.
 ** The epoch's order is an ops table (the plan's, plan_order.c, or the
 ** caller's, given_order.c).  Still called by name here, not yet behind
-** the table: echo, the device outlet, the block read-ahead and the
-** bad-sample policies.  The fill chain (the features' fill hooks: the
+** the table: echo, the device outlet and the bad-sample policies.  The fill chain (the features' fill hooks: the
 ** quarantine's, the RAM cache's) is skipped outright when no feature has
 ** one (fill_plain).
 **
@@ -146,7 +145,6 @@ static void advance_claims(stoke_loader *l) {
   l->order_ops->compute(l, target);
   pthread_mutex_lock(&l->mu);
   l->order_busy = false;
-  l->ra_next = 0;
   l->claim_epoch = target;
   l->claim_gen++;
   l->next_batch = 0;
@@ -194,7 +192,7 @@ static bool claim(stoke_loader *l, stoke__worker *w, stoke_batch **out_b,
         }
         l->claim_batch = assign_batch(l);
         l->claim_pos = 0;
-        stoke__readahead_collect_locked(l, w, l->claim_batch);
+        stoke__features_assigned(&l->features, l, w, l->claim_batch);
       }
       stoke_batch *b = l->claim_batch;
       *out_b = b;
@@ -302,7 +300,7 @@ static inline int fill_plain(stoke_loader *l, stoke__worker *w,
 static int fill_chunk(stoke_loader *l, stoke__worker *w, stoke_batch *b,
                       size_t off, size_t n) {
   stoke_sample *s = &w->sample;
-  if (w->ra_n) stoke__readahead_issue(l, w); /* the block order's read-ahead */
+  stoke__features_chunk(&l->features, l, w); /* e.g. the block read-ahead */
   bool per_chunk = n > 1 && w->cost_ewma_ns > 0 &&
                    w->cost_ewma_ns < CHEAP_SAMPLE_NS;
   int64_t t0 = stoke__now_ns(), c0 = stoke__thread_cpu_ns();
@@ -548,7 +546,6 @@ static void start_epoch(stoke_loader *l, int64_t now) {
     if (ahead) stoke__discard_prefetch(l);
     l->claim_open = false;
     l->order_ops->compute(l, target); /* a given one is being given */
-    l->ra_next = 0;
     l->claim_epoch = target;
     l->deliver_gen = ++l->claim_gen;
     l->claim_batch = NULL;
@@ -659,7 +656,7 @@ static bool timed_wait(stoke_loader *l, int64_t deadline) {
 static int fill_inline(stoke_loader *l, stoke_batch **out) {
   stoke_batch *b = assign_batch(l);
   l->claim_batch = NULL;
-  stoke__readahead_collect_locked(l, &l->workers[0], b);
+  stoke__features_assigned(&l->features, l, &l->workers[0], b);
   pthread_mutex_unlock(&l->mu);
   int rc = fill_chunk(l, &l->workers[0], b, 0, b->n);
   if (rc == 0) {

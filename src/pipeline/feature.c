@@ -65,6 +65,18 @@ void stoke__features_stop(const stoke__features *fs, stoke_loader *l) {
     if (fs->f[i].ops->stop) fs->f[i].ops->stop(l, fs->f[i].state);
 }
 
+void stoke__features_assigned(const stoke__features *fs, stoke_loader *l,
+                              stoke__worker *w, const stoke_batch *b) {
+  for (unsigned i = 0; i < fs->n; i++)
+    if (fs->f[i].ops->assigned) fs->f[i].ops->assigned(l, fs->f[i].state, w, b);
+}
+
+void stoke__features_chunk(const stoke__features *fs, stoke_loader *l,
+                           stoke__worker *w) {
+  for (unsigned i = 0; i < fs->n; i++)
+    if (fs->f[i].ops->chunk) fs->f[i].ops->chunk(l, fs->f[i].state, w);
+}
+
 bool stoke__features_fill_known_bad(const stoke__features *fs,
                                     const stoke_loader *l, size_t index) {
   for (unsigned i = 0; i < fs->n; i++)

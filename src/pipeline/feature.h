@@ -23,6 +23,8 @@
 **              stoke_stats (it takes the locks it needs).
 **   stop       destroy(), the workers joined, mu not held: finish what
 **              must not wait for the last lent batch to come back.
+**   assigned   a worker w, mu held: it just opened batch b on a slot.
+**   chunk      a worker w, mu not held: it is about to fill a chunk.
 **   destroy    no other thread runs: free the state (also on a loader
 **              whose create failed half way).
 ** The fill chain, on a worker, mu not held, for a sample with its own
@@ -42,6 +44,8 @@
 #include "sampler/sampler.h"
 #include "source/source.h"
 
+typedef struct stoke__worker stoke__worker;
+
 typedef struct stoke__feature_ops {
   const char *name;
   bool (*may_claim)(const stoke_loader *l, const void *state);
@@ -51,6 +55,9 @@ typedef struct stoke__feature_ops {
   void (*epoch_end)(stoke_loader *l, void *state);
   void (*stats)(const stoke_loader *l, const void *state, stoke_stats *st);
   void (*stop)(stoke_loader *l, void *state);
+  void (*assigned)(stoke_loader *l, void *state, stoke__worker *w,
+                   const stoke_batch *b);
+  void (*chunk)(stoke_loader *l, void *state, stoke__worker *w);
   void (*destroy)(stoke_loader *l, void *state);
   bool (*fill_known_bad)(const stoke_loader *l, const void *state,
                          size_t index);
@@ -103,6 +110,10 @@ bool stoke__features_fill_get(const stoke__features *fs,
                               stoke__producer_stats *ps);
 void stoke__features_fill_put(const stoke__features *fs,
                               const stoke_loader *l, const stoke_sample *s);
+void stoke__features_assigned(const stoke__features *fs, stoke_loader *l,
+                              stoke__worker *w, const stoke_batch *b);
+void stoke__features_chunk(const stoke__features *fs, stoke_loader *l,
+                           stoke__worker *w);
 /* Destroys every listed feature, the last listed first, and empties the
 ** list. */
 void stoke__features_destroy(stoke__features *fs, stoke_loader *l);

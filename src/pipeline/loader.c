@@ -280,7 +280,6 @@ static void free_loader(stoke_loader *l) {
     }
     stoke__free(a, l->slots);
   }
-  stoke__readahead_free(l);
   if (l->workers) {
     for (size_t i = 0; i < STOKE__MAX(l->n_workers, 1); i++) {
       stoke__worker *w = &l->workers[i];
@@ -441,7 +440,7 @@ int stoke__loader_create(const stoke_config *cfg, const stoke__sys *sys,
   if (!mem) mem = stoke__dev_alloc(l);
   if (!mem) mem = stoke__echo_alloc(l);
   if (!mem) mem = alloc_workers(l);
-  if (!mem) mem = stoke__readahead_init(l);
+  if (!mem) mem = stoke__readahead_create(l);
   if (!mem) mem = stoke__packcache_create(l, sys);
   if (!mem) mem = alloc_traces(l);
   if (mem && mem != STOKE_ENOMEM) {

@@ -85,11 +85,6 @@ typedef struct stoke__worker {
   atomic_int_least64_t cur_start_ns; /* 0 when not inside a fill */
   atomic_size_t cur_index;
   double cost_ewma_ns;           /* per sample; sizes the next claim */
-  /* The block order's read-ahead (block_readahead.c): sample ranges (first, n)
-  *to
-  ** advise, collected under mu, issued without it. */
-  size_t *ra;                    /* 4 x window entries, or NULL */
-  size_t ra_n;                   /* ranges collected */
 } stoke__worker;
 
 /* Caller-given order (cfg.order_given; given_order.c).  The batches given to the
@@ -265,10 +260,6 @@ struct stoke_loader {
   unsigned echo_next;            /* mu: the view of echo_cur to hand out */
   unsigned echo_first;           /* mu: the first epoch's first group
                                     starts at this step of it (resume) */
-  /* The block order (block_readahead.c); NULL with the other orders. */
-  stoke__blocks *blocks;
-  size_t ra_next;                /* mu: the first window of the claim
-                                    epoch's order not read ahead yet */
 
   /* Resume (resume.c). */
   size_t resume_batch;           /* mu: the next start_epoch() begins at
@@ -321,15 +312,9 @@ struct stoke__cache *stoke__packcache_of(const stoke_loader *l);
 /* Host bytes of the blocks and the workers' read-ahead lists. */
 uint64_t stoke__readahead_bytes(const stoke_config *c, unsigned n_workers,
                             size_t n_source);
-/* At create, after the workers' records: cut the blocks (shuffle BLOCK). */
-int stoke__readahead_init(stoke_loader *l);
-void stoke__readahead_free(stoke_loader *l);
-/* Batch b was just assigned (mu held): collect into w the blocks of the
-** windows it reaches that are not read ahead yet, and the next window. */
-void stoke__readahead_collect_locked(stoke_loader *l, stoke__worker *w,
-                                 const stoke_batch *b);
-/* Issue what w collected (mu not held). */
-void stoke__readahead_issue(stoke_loader *l, stoke__worker *w);
+/* At create, after the workers' records: cut the blocks (shuffle BLOCK)
+** for the plan and list the read-ahead among the features. */
+int stoke__readahead_create(stoke_loader *l);
 
 /* Check a config as stoke_loader_create does (loader.c); 0 or STOKE_EINVAL
 ** with the message in the thread's error.  The host ledger uses it too. */
