@@ -550,17 +550,17 @@ static void start_epoch(stoke_loader *l, int64_t now) {
     l->deliver_gen = ++l->claim_gen;
     l->claim_batch = NULL;
     l->claim_pos = 0;
-    l->next_batch = l->resume_batch; /* 0, or where a restored state was */
+    l->next_batch = 0;
     l->claim_open = true;
     l->copies_cur = l->copies_ahead = 0;
   }
   l->epoch = target;
   l->next_epoch = target + 1;
-  l->next_deliver = l->resume_batch;
-  l->n_delivered = l->resume_batch;
-  l->resume_batch = 0;
-  l->echo_first = l->resume_view; /* the first group's first step */
-  l->resume_view = 0;
+  l->next_deliver = 0;
+  l->n_delivered = 0;
+  l->echo_first = 0;
+  /* Features may start it elsewhere (resume: where a restored state was). */
+  stoke__features_epoch_start(&l->features, l);
   l->echo_cur = NULL;
   l->epoch_active = true;
   uint64_t done = atomic_load_explicit(&l->epochs_done, memory_order_relaxed);

@@ -49,6 +49,13 @@ void stoke__features_step(const stoke__features *fs, stoke_loader *l,
       fs->f[i].ops->step(l, fs->f[i].state, wait_ns, empty);
 }
 
+void stoke__features_epoch_start(const stoke__features *fs,
+                                  stoke_loader *l) {
+  for (unsigned i = 0; i < fs->n; i++)
+    if (fs->f[i].ops->epoch_start)
+      fs->f[i].ops->epoch_start(l, fs->f[i].state);
+}
+
 void stoke__features_epoch_end(const stoke__features *fs, stoke_loader *l) {
   for (unsigned i = 0; i < fs->n; i++)
     if (fs->f[i].ops->epoch_end) fs->f[i].ops->epoch_end(l, fs->f[i].state);

@@ -17,6 +17,8 @@
 **   compute    the consumer, mu held: the step before took compute_ns.
 **   step       the consumer, mu not held: next() handed out a step after
 **              waiting wait_ns; `empty`: no batch was ready when it asked.
+**   epoch_start  the consumer, mu held: epoch l->epoch starts, its order
+**              set up, delivery from batch 0 (a feature may move it).
 **   epoch_end  the consumer, mu not held: the epoch's END was returned or
 **              end_epoch() ran.
 **   stats      any thread, no lock held: fill the feature's fields of
@@ -52,6 +54,7 @@ typedef struct stoke__feature_ops {
   void (*freed)(stoke_loader *l, void *state);
   void (*compute)(stoke_loader *l, void *state, int64_t compute_ns);
   void (*step)(stoke_loader *l, void *state, int64_t wait_ns, bool empty);
+  void (*epoch_start)(stoke_loader *l, void *state);
   void (*epoch_end)(stoke_loader *l, void *state);
   void (*stats)(const stoke_loader *l, const void *state, stoke_stats *st);
   void (*stop)(stoke_loader *l, void *state);
@@ -97,6 +100,7 @@ void stoke__features_compute(const stoke__features *fs, stoke_loader *l,
                              int64_t compute_ns);
 void stoke__features_step(const stoke__features *fs, stoke_loader *l,
                           int64_t wait_ns, bool empty);
+void stoke__features_epoch_start(const stoke__features *fs, stoke_loader *l);
 void stoke__features_epoch_end(const stoke__features *fs, stoke_loader *l);
 void stoke__features_stats(const stoke__features *fs, const stoke_loader *l,
                            stoke_stats *st);

@@ -435,6 +435,7 @@ int stoke__loader_create(const stoke_config *cfg, const stoke__sys *sys,
     if (!l->sched_base) mem = STOKE_ENOMEM;
   }
   if (!mem) mem = alloc_slots(l);
+  if (!mem) mem = stoke__resume_create(l);
   if (!mem) mem = stoke__ramcache_create(l);
   if (!mem) mem = stoke__bad_init(l);
   if (!mem) mem = stoke__dev_alloc(l);

@@ -260,13 +260,6 @@ struct stoke_loader {
   unsigned echo_next;            /* mu: the view of echo_cur to hand out */
   unsigned echo_first;           /* mu: the first epoch's first group
                                     starts at this step of it (resume) */
-
-  /* Resume (resume.c). */
-  size_t resume_batch;           /* mu: the next start_epoch() begins at
-                                    this batch (then 0 again) */
-  unsigned resume_view;          /* mu: and at this step of its group */
-  uint64_t fingerprint;          /* of src, computed once: consumer thread */
-  bool have_fingerprint;
 };
 
 /* echo.c: data echoing's views and their releases. */
@@ -315,6 +308,12 @@ uint64_t stoke__readahead_bytes(const stoke_config *c, unsigned n_workers,
 /* At create, after the workers' records: cut the blocks (shuffle BLOCK)
 ** for the plan and list the read-ahead among the features. */
 int stoke__readahead_create(stoke_loader *l);
+
+/* resume.c: at create, before the bad-sample state: list resume among
+** the features (0 or STOKE_ENOMEM). */
+int stoke__resume_create(stoke_loader *l);
+/* The source's fingerprint, computed once (not with mu held). */
+uint64_t stoke__loader_fingerprint(stoke_loader *l);
 
 /* Check a config as stoke_loader_create does (loader.c); 0 or STOKE_EINVAL
 ** with the message in the thread's error.  The host ledger uses it too. */

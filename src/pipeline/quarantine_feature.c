@@ -28,14 +28,11 @@ static const stoke__feature_ops quarantine_feature = {
 
 int stoke__quarantine_create(stoke_loader *l) {
   if (!l->cfg.quarantine_path) return 0;
-  if (!l->have_fingerprint) {
-    l->fingerprint = stoke_source_fingerprint(l->src);
-    l->have_fingerprint = true;
-  }
   char err[STOKE__ERRMSG_CAP];
   stoke__quarantine *q = NULL;
   int rc = stoke__quarantine_open(l->cfg.quarantine_path, l->src,
-                                  l->fingerprint, STOKE__QUARANTINE_APPEND,
+                                  stoke__loader_fingerprint(l),
+                                  STOKE__QUARANTINE_APPEND,
                                   l->alloc, &q, err, sizeof err);
   if (rc != 0) return stoke__set_tls_error(rc, "loader: %s", err);
   stoke__feature_add(&l->features, &quarantine_feature, q);
