@@ -115,27 +115,12 @@ int stoke__bad_init(stoke_loader *l) {
       if (bs->fail_budget == 0) bs->fail_budget = 1;
     }
   }
-  if (c->quarantine_path) {
-    if (!l->have_fingerprint) {
-      l->fingerprint = stoke_source_fingerprint(l->src);
-      l->have_fingerprint = true;
-    }
-    char err[STOKE__ERRMSG_CAP];
-    int rc = stoke__quarantine_open(c->quarantine_path, l->src,
-                                    l->fingerprint, STOKE__QUARANTINE_APPEND,
-                                    l->alloc, &l->quarantine, err, sizeof err);
-    if (rc != 0) return stoke__set_tls_error(rc, "loader: %s", err);
-    /* The caller's string need not outlive create: point at our copy. */
-    l->cfg.quarantine_path = stoke__quarantine_path(l->quarantine);
-  }
-  return 0;
+  /* The quarantine is its own feature, listed after this one. */
+  return stoke__quarantine_create(l);
 }
 
 static void destroy(stoke_loader *l, void *state) {
   stoke__bad *bs = state;
-  stoke__quarantine_close(l->quarantine);
-  l->quarantine = NULL;
-  l->cfg.quarantine_path = NULL;
   stoke__free(l->alloc, bs->fail_ring);
   if (l->slots)
     for (size_t i = 0; i < l->n_slots; i++)
@@ -209,9 +194,10 @@ static void last_few(const stoke__bad *bs, char *buf, size_t cap) {
 ** STOKE_EFAILURES after poisoning the loader when it spends the budget. */
 static int record(stoke_loader *l, const stoke_batch *b, stoke_failure *f) {
   stoke__bad *bs = bad_of(l);
-  if (!f->quarantined && l->quarantine) {
+  stoke__quarantine *q = stoke__quarantine_of(l);
+  if (!f->quarantined && q) {
     char note[256];
-    stoke__quarantine_add(l->quarantine, f->index, f->where, f->reason, note,
+    stoke__quarantine_add(q, f->index, f->where, f->reason, note,
                           sizeof note);
     if (note[0]) {
       size_t n = strlen(f->reason);
@@ -290,7 +276,7 @@ static void describe_failure(const stoke_loader *l, const stoke__worker *w,
   stoke_source_describe(l->src, index, f->where, sizeof f->where);
   if (quarantined)
     snprintf(f->reason, sizeof f->reason, "listed in the quarantine %s",
-             stoke__quarantine_path(l->quarantine));
+             stoke__quarantine_path(stoke__quarantine_of(l)));
   else
     snprintf(f->reason, sizeof f->reason, "%s",
              w->err[0] ? w->err : "no reason given");
@@ -309,7 +295,7 @@ static int fail(stoke_loader *l, const stoke_batch *b,
                        "sample %zu%s (epoch %llu, batch %zu) is listed in "
                        "the quarantine %s", f->index, where,
                        (unsigned long long)b->epoch, b->number,
-                       stoke__quarantine_path(l->quarantine));
+                       stoke__quarantine_path(stoke__quarantine_of(l)));
   else /* the message of every stoke before the policies */
     stoke__fail_locked(l, STOKE_ESAMPLE,
                        "sample %zu%s (epoch %llu, batch %zu) failed: %s",
@@ -326,11 +312,12 @@ static int replace(stoke_loader *l, stoke__worker *w, stoke_batch *b,
   stoke_rng_init(&pick, l->cfg.seed, b->epoch, bad->index);
   pick.counter = CANDIDATE_COUNTER;
   unsigned tries = l->cfg.max_replace_tries;
+  const stoke__quarantine *q = stoke__quarantine_of(l);
   for (unsigned t = 0; t < tries; t++) {
     if (atomic_load_explicit(&l->stop, memory_order_relaxed))
       return STOKE_EBADSTATE;
     size_t c = (size_t)stoke_rng_below(&pick, n);
-    if (c == bad->index || stoke__quarantine_has(l->quarantine, c)) continue;
+    if (c == bad->index || stoke__quarantine_has(q, c)) continue;
     stoke_rng own;
     stoke_rng_init(&own, l->cfg.seed, b->epoch, bad->index);
     own.key = stoke__mix64(own.key ^ (SUBSTITUTE_SALT + t));

@@ -12,8 +12,10 @@
 ** the source's syscall table) before it fills its chunk, without the
 ** lock.  So storage reads the next window sequentially while this one is
 ** decoded.  Read-ahead is advice: it changes no byte of any batch, and a
-** call that fails is ignored.  ra_next is reset whenever an order is
-** computed (a new epoch's claims), under mu. */
+** call that fails is ignored.  `next` starts again at 0 whenever an
+** order is computed (a new epoch's claims: a new claim generation), under
+** mu.  It is a feature (feature.h): its `assigned` hook collects, its
+** `chunk` hook issues; the plan's sampler reads its blocks. */
 #include "pipeline.h"
 
 #include <string.h>
@@ -39,68 +41,105 @@ static uint64_t sample_bytes(const void *user, size_t i) {
   return n;
 }
 
-int stoke__readahead_init(stoke_loader *l) {
-  if (l->cfg.shuffle != STOKE_SHUFFLE_BLOCK || l->cfg.order_given) return 0;
-  l->blocks = stoke__calloc(l->alloc, 1, sizeof *l->blocks);
-  if (!l->blocks) return STOKE_ENOMEM;
-  uint64_t bytes = l->cfg.shuffle_block_bytes ? l->cfg.shuffle_block_bytes
-                                              : STOKE_BLOCK_BYTES_DEFAULT;
-  int rc = stoke__blocks_init(l->blocks, l->alloc, l->src->n_samples,
-                              sample_bytes, l->src, bytes, window_of(&l->cfg));
-  if (rc) {
-    stoke__free(l->alloc, l->blocks);
-    l->blocks = NULL;
-    return rc;
-  }
-  l->plan.blocks = l->blocks;
-  size_t n = STOKE__MAX(l->n_workers, 1u);
-  for (size_t i = 0; i < n; i++) {
-    stoke__worker *w = &l->workers[i];
-    w->ra = stoke__calloc(l->alloc, 4 * l->blocks->window, sizeof(size_t));
-    if (!w->ra) return STOKE_ENOMEM;
-  }
-  return 0;
+/* Sample ranges (first, n) to advise, collected under mu by the worker
+** that owns the list, issued by it without mu. */
+typedef struct stoke__ra_list {
+  size_t *ra;                    /* 4 x window entries */
+  size_t n;                      /* ranges collected */
+} stoke__ra_list;
+
+typedef struct stoke__readahead {
+  stoke__blocks blocks;          /* the plan's (l->plan.blocks) */
+  bool have_blocks;
+  uint64_t gen;                  /* mu: the claim generation of `next` */
+  size_t next;                   /* mu: the first window of that
+                                    generation's order not read ahead yet */
+  stoke__ra_list *lists;         /* one per worker record */
+  size_t n_lists;
+} stoke__readahead;
+
+static void destroy(stoke_loader *l, void *state) {
+  stoke__readahead *r = state;
+  if (r->lists)
+    for (size_t i = 0; i < r->n_lists; i++) stoke__free(l->alloc, r->lists[i].ra);
+  stoke__free(l->alloc, r->lists);
+  if (r->have_blocks) stoke__blocks_free(&r->blocks);
+  l->plan.blocks = NULL;
+  stoke__free(l->alloc, r);
 }
 
-void stoke__readahead_free(stoke_loader *l) {
-  if (l->workers)
-    for (size_t i = 0; i < STOKE__MAX(l->n_workers, 1u); i++)
-      stoke__free(l->alloc, l->workers[i].ra);
-  if (l->blocks) stoke__blocks_free(l->blocks);
-  stoke__free(l->alloc, l->blocks);
-  l->blocks = NULL;
-}
-
-/* Window w's blocks into w's list. */
+/* Window win's blocks into list t. */
 static void collect_window(const stoke__blocks *bl, size_t win,
-                           stoke__worker *w) {
+                           stoke__ra_list *t) {
   size_t last = STOKE__MIN((win + 1) * bl->window, bl->n_blocks);
   for (size_t k = win * bl->window; k < last; k++) {
     size_t b = bl->order[k];
-    w->ra[2 * w->ra_n] = bl->start[b];
-    w->ra[2 * w->ra_n + 1] = bl->start[b + 1] - bl->start[b];
-    w->ra_n++;
+    t->ra[2 * t->n] = bl->start[b];
+    t->ra[2 * t->n + 1] = bl->start[b + 1] - bl->start[b];
+    t->n++;
   }
 }
 
-void stoke__readahead_collect_locked(stoke_loader *l, stoke__worker *w,
-                                 const stoke_batch *b) {
-  const stoke__blocks *bl = l->blocks;
-  if (!bl || !l->src->ops->read_ahead || b->n == 0 || w->ra_n) return;
+/* Batch b was just assigned to w (mu held): collect into w's list the
+** blocks of the windows it reaches that are not read ahead yet, and the
+** next window. */
+static void assigned(stoke_loader *l, void *state, stoke__worker *w,
+                     const stoke_batch *b) {
+  stoke__readahead *r = state;
+  const stoke__blocks *bl = &r->blocks;
+  stoke__ra_list *t = &r->lists[w->id];
+  if (r->gen != l->claim_gen) { /* a new order: nothing of it advised */
+    r->gen = l->claim_gen;
+    r->next = 0;
+  }
+  if (!l->src->ops->read_ahead || b->n == 0 || t->n) return;
   /* The batch's last position in the permutation (rank r takes r, r +
   ** world, ...; past the end it wraps, as the padding does). */
   size_t pos = b->number * l->cfg.batch_size + b->n - 1;
-  size_t t = (l->cfg.rank + pos * (size_t)l->cfg.world) % l->plan.n_source;
-  size_t win = stoke__blocks_window_of(bl, t);
-  if (win + 1 < l->ra_next) return; /* this and the next are advised */
-  size_t from = STOKE__MAX(l->ra_next, win);
+  size_t at = (l->cfg.rank + pos * (size_t)l->cfg.world) % l->plan.n_source;
+  size_t win = stoke__blocks_window_of(bl, at);
+  if (win + 1 < r->next) return; /* this and the next are advised */
+  size_t from = STOKE__MAX(r->next, win);
   size_t to = STOKE__MIN(win + 1, bl->n_windows - 1);
-  for (size_t v = from; v <= to; v++) collect_window(bl, v, w);
-  l->ra_next = to + 1;
+  for (size_t v = from; v <= to; v++) collect_window(bl, v, t);
+  r->next = to + 1;
 }
 
-void stoke__readahead_issue(stoke_loader *l, stoke__worker *w) {
-  for (size_t k = 0; k < w->ra_n; k++)
-    l->src->ops->read_ahead(l->src, w->ra[2 * k], w->ra[2 * k + 1]);
-  w->ra_n = 0;
+/* Issue what w collected (mu not held), before it fills a chunk. */
+static void chunk(stoke_loader *l, void *state, stoke__worker *w) {
+  stoke__ra_list *t = &((stoke__readahead *)state)->lists[w->id];
+  for (size_t k = 0; k < t->n; k++)
+    l->src->ops->read_ahead(l->src, t->ra[2 * k], t->ra[2 * k + 1]);
+  t->n = 0;
+}
+
+static const stoke__feature_ops readahead_feature = {
+    .name = "block read-ahead",
+    .destroy = destroy,
+    .assigned = assigned,
+    .chunk = chunk,
+};
+
+int stoke__readahead_create(stoke_loader *l) {
+  if (l->cfg.shuffle != STOKE_SHUFFLE_BLOCK || l->cfg.order_given) return 0;
+  stoke__readahead *r = stoke__calloc(l->alloc, 1, sizeof *r);
+  if (!r) return STOKE_ENOMEM;
+  /* Listed at once: destroy frees what was allocated if the rest fails. */
+  stoke__feature_add(&l->features, &readahead_feature, r);
+  uint64_t bytes = l->cfg.shuffle_block_bytes ? l->cfg.shuffle_block_bytes
+                                              : STOKE_BLOCK_BYTES_DEFAULT;
+  int rc = stoke__blocks_init(&r->blocks, l->alloc, l->src->n_samples,
+                              sample_bytes, l->src, bytes, window_of(&l->cfg));
+  if (rc) return rc;
+  r->have_blocks = true;
+  l->plan.blocks = &r->blocks;
+  r->n_lists = STOKE__MAX(l->n_workers, 1u);
+  r->lists = stoke__calloc(l->alloc, r->n_lists, sizeof *r->lists);
+  if (!r->lists) return STOKE_ENOMEM;
+  for (size_t i = 0; i < r->n_lists; i++) {
+    r->lists[i].ra =
+        stoke__calloc(l->alloc, 4 * r->blocks.window, sizeof(size_t));
+    if (!r->lists[i].ra) return STOKE_ENOMEM;
+  }
+  return 0;
 }

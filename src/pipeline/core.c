@@ -8,9 +8,9 @@
 ** compute and step around each consumer step, epoch_end at an epoch's END.
 ** The epoch's order is an ops table (the plan's, plan_order.c, or the
 ** caller's, given_order.c).  Still called by name here, not yet behind
-** the table: echo, the device outlet, the block read-ahead and the fill
-** chain (quarantine, RAM cache, bad-sample policies), whose per-sample
-** calls are skipped outright when off (fill_plain).
+** the table: echo, the device outlet and the bad-sample policies.  The fill chain (the features' fill hooks: the
+** quarantine's, the RAM cache's) is skipped outright when no feature has
+** one (fill_plain).
 **
 ** An epoch is a list of positions 0..per_rank-1 (l->order maps a position
 ** to a source index); batch k covers positions [k*B, k*B + n_k).  Workers
@@ -145,7 +145,6 @@ static void advance_claims(stoke_loader *l) {
   l->order_ops->compute(l, target);
   pthread_mutex_lock(&l->mu);
   l->order_busy = false;
-  l->ra_next = 0;
   l->claim_epoch = target;
   l->claim_gen++;
   l->next_batch = 0;
@@ -193,7 +192,7 @@ static bool claim(stoke_loader *l, stoke__worker *w, stoke_batch **out_b,
         }
         l->claim_batch = assign_batch(l);
         l->claim_pos = 0;
-        stoke__readahead_collect_locked(l, w, l->claim_batch);
+        stoke__features_assigned(&l->features, l, w, l->claim_batch);
       }
       stoke_batch *b = l->claim_batch;
       *out_b = b;
@@ -252,26 +251,28 @@ int stoke__fill_one(stoke_loader *l, stoke__worker *w, stoke_batch *b,
   int64_t t0 = timed ? stoke__now_ns() : 0;
   if (timed) atomic_store_explicit(&w->cur_start_ns, t0, memory_order_relaxed);
   int rc;
-  if (!rng && l->ram && stoke__ramcache_get(l, s)) {
-    /* Deterministic work done in an earlier epoch: a copy, timed as a
-    ** read (READ counts every sample produced). */
+  /* Only a sample with its own stream may come from (or go to) the fill
+  ** chain's features: a substitute's bytes depend on the one it replaces. */
+  bool chain = !rng && l->features.fills;
+  if (chain && stoke__features_fill_get(&l->features, l, s, w->stats)) {
+    /* Served without the source (deterministic work done in an earlier
+    ** epoch): timed as a read (READ counts every sample produced). */
     if (timed) {
       stoke__hist_add(&w->stats->stage[STOKE_STAGE_READ],
                       (uint64_t)(stoke__now_ns() - t0));
       stoke__counter_add(&w->stats->samples, 1);
     }
-    stoke__counter_add(&w->stats->ram_hits, 1);
     rc = 0;
   } else {
     rc = stoke__produce(l->src, s, w->stats, timed);
-    if (rc == 0 && !rng && l->ram) stoke__ramcache_put(l, s);
+    if (rc == 0 && chain) stoke__features_fill_put(&l->features, l, s);
   }
   if (timed) atomic_store_explicit(&w->cur_start_ns, 0, memory_order_relaxed);
   return rc;
 }
 
-/* stoke__fill_one's path with nothing in front of the source (no RAM
-** cache, the sample's own stream): the hot path of cheap samples, so no
+/* stoke__fill_one's path with nothing in front of the source (no fill
+** chain, the sample's own stream): the hot path of cheap samples, so no
 ** branch for what is off.  s->batch and s->epoch are set per chunk. */
 static inline int fill_plain(stoke_loader *l, stoke__worker *w,
                              stoke_batch *b, size_t pos, size_t index,
@@ -299,7 +300,7 @@ static inline int fill_plain(stoke_loader *l, stoke__worker *w,
 static int fill_chunk(stoke_loader *l, stoke__worker *w, stoke_batch *b,
                       size_t off, size_t n) {
   stoke_sample *s = &w->sample;
-  if (w->ra_n) stoke__readahead_issue(l, w); /* the block order's read-ahead */
+  stoke__features_chunk(&l->features, l, w); /* e.g. the block read-ahead */
   bool per_chunk = n > 1 && w->cost_ewma_ns > 0 &&
                    w->cost_ewma_ns < CHEAP_SAMPLE_NS;
   int64_t t0 = stoke__now_ns(), c0 = stoke__thread_cpu_ns();
@@ -307,16 +308,15 @@ static int fill_chunk(stoke_loader *l, stoke__worker *w, stoke_batch *b,
     atomic_store_explicit(&w->cur_start_ns, t0, memory_order_relaxed);
   size_t done = 0;
   int rc = 0;
-  /* Without a quarantine a sample costs no call to ask it, and without
-  ** the RAM cache none to look there. */
-  const stoke__quarantine *q = l->quarantine;
-  bool plain = !l->ram;
+  /* Without a fill chain (the features' fill hooks: the quarantine, the
+  ** RAM cache) a sample costs no call to go through it. */
+  bool plain = !l->features.fills;
   s->batch = b;
   s->epoch = b->epoch;
   for (; done < n; done++) {
     if (atomic_load_explicit(&l->stop, memory_order_relaxed)) break;
     size_t pos = off + done, index = b->indices[pos];
-    if (q && stoke__quarantine_has(q, index)) {
+    if (!plain && stoke__features_fill_known_bad(&l->features, l, index)) {
       /* Known bad: not read, handled by the policy at once. */
       rc = stoke__bad_sample(l, w, b, pos, index, true, !per_chunk);
     } else {
@@ -546,22 +546,21 @@ static void start_epoch(stoke_loader *l, int64_t now) {
     if (ahead) stoke__discard_prefetch(l);
     l->claim_open = false;
     l->order_ops->compute(l, target); /* a given one is being given */
-    l->ra_next = 0;
     l->claim_epoch = target;
     l->deliver_gen = ++l->claim_gen;
     l->claim_batch = NULL;
     l->claim_pos = 0;
-    l->next_batch = l->resume_batch; /* 0, or where a restored state was */
+    l->next_batch = 0;
     l->claim_open = true;
     l->copies_cur = l->copies_ahead = 0;
   }
   l->epoch = target;
   l->next_epoch = target + 1;
-  l->next_deliver = l->resume_batch;
-  l->n_delivered = l->resume_batch;
-  l->resume_batch = 0;
-  l->echo_first = l->resume_view; /* the first group's first step */
-  l->resume_view = 0;
+  l->next_deliver = 0;
+  l->n_delivered = 0;
+  l->echo_first = 0;
+  /* Features may start it elsewhere (resume: where a restored state was). */
+  stoke__features_epoch_start(&l->features, l);
   l->echo_cur = NULL;
   l->epoch_active = true;
   uint64_t done = atomic_load_explicit(&l->epochs_done, memory_order_relaxed);
@@ -657,7 +656,7 @@ static bool timed_wait(stoke_loader *l, int64_t deadline) {
 static int fill_inline(stoke_loader *l, stoke_batch **out) {
   stoke_batch *b = assign_batch(l);
   l->claim_batch = NULL;
-  stoke__readahead_collect_locked(l, &l->workers[0], b);
+  stoke__features_assigned(&l->features, l, &l->workers[0], b);
   pthread_mutex_unlock(&l->mu);
   int rc = fill_chunk(l, &l->workers[0], b, 0, b->n);
   if (rc == 0) {

@@ -10,6 +10,8 @@ void stoke__feature_add(stoke__features *fs, const stoke__feature_ops *ops,
   fs->f[fs->n].ops = ops;
   fs->f[fs->n].state = state;
   fs->n++;
+  if (ops->fill_known_bad || ops->fill_get || ops->fill_put)
+    fs->fills = true;
 }
 
 void *stoke__feature_state(const stoke__features *fs,
@@ -47,6 +49,13 @@ void stoke__features_step(const stoke__features *fs, stoke_loader *l,
       fs->f[i].ops->step(l, fs->f[i].state, wait_ns, empty);
 }
 
+void stoke__features_epoch_start(const stoke__features *fs,
+                                  stoke_loader *l) {
+  for (unsigned i = 0; i < fs->n; i++)
+    if (fs->f[i].ops->epoch_start)
+      fs->f[i].ops->epoch_start(l, fs->f[i].state);
+}
+
 void stoke__features_epoch_end(const stoke__features *fs, stoke_loader *l) {
   for (unsigned i = 0; i < fs->n; i++)
     if (fs->f[i].ops->epoch_end) fs->f[i].ops->epoch_end(l, fs->f[i].state);
@@ -63,9 +72,47 @@ void stoke__features_stop(const stoke__features *fs, stoke_loader *l) {
     if (fs->f[i].ops->stop) fs->f[i].ops->stop(l, fs->f[i].state);
 }
 
+void stoke__features_assigned(const stoke__features *fs, stoke_loader *l,
+                              stoke__worker *w, const stoke_batch *b) {
+  for (unsigned i = 0; i < fs->n; i++)
+    if (fs->f[i].ops->assigned) fs->f[i].ops->assigned(l, fs->f[i].state, w, b);
+}
+
+void stoke__features_chunk(const stoke__features *fs, stoke_loader *l,
+                           stoke__worker *w) {
+  for (unsigned i = 0; i < fs->n; i++)
+    if (fs->f[i].ops->chunk) fs->f[i].ops->chunk(l, fs->f[i].state, w);
+}
+
+bool stoke__features_fill_known_bad(const stoke__features *fs,
+                                    const stoke_loader *l, size_t index) {
+  for (unsigned i = 0; i < fs->n; i++)
+    if (fs->f[i].ops->fill_known_bad &&
+        fs->f[i].ops->fill_known_bad(l, fs->f[i].state, index))
+      return true;
+  return false;
+}
+
+bool stoke__features_fill_get(const stoke__features *fs,
+                              const stoke_loader *l, stoke_sample *s,
+                              stoke__producer_stats *ps) {
+  for (unsigned i = 0; i < fs->n; i++)
+    if (fs->f[i].ops->fill_get &&
+        fs->f[i].ops->fill_get(l, fs->f[i].state, s, ps))
+      return true;
+  return false;
+}
+
+void stoke__features_fill_put(const stoke__features *fs,
+                              const stoke_loader *l, const stoke_sample *s) {
+  for (unsigned i = 0; i < fs->n; i++)
+    if (fs->f[i].ops->fill_put) fs->f[i].ops->fill_put(l, fs->f[i].state, s);
+}
+
 void stoke__features_destroy(stoke__features *fs, stoke_loader *l) {
   while (fs->n > 0) {
     stoke__feature *f = &fs->f[--fs->n];
     if (f->ops->destroy) f->ops->destroy(l, f->state);
   }
+  fs->fills = false;
 }

@@ -17,14 +17,26 @@
 **   compute    the consumer, mu held: the step before took compute_ns.
 **   step       the consumer, mu not held: next() handed out a step after
 **              waiting wait_ns; `empty`: no batch was ready when it asked.
+**   epoch_start  the consumer, mu held: epoch l->epoch starts, its order
+**              set up, delivery from batch 0 (a feature may move it).
 **   epoch_end  the consumer, mu not held: the epoch's END was returned or
 **              end_epoch() ran.
 **   stats      any thread, no lock held: fill the feature's fields of
 **              stoke_stats (it takes the locks it needs).
 **   stop       destroy(), the workers joined, mu not held: finish what
 **              must not wait for the last lent batch to come back.
+**   assigned   a worker w, mu held: it just opened batch b on a slot.
+**   chunk      a worker w, mu not held: it is about to fill a chunk.
 **   destroy    no other thread runs: free the state (also on a loader
-**              whose create failed half way). */
+**              whose create failed half way).
+** The fill chain, on a worker, mu not held, for a sample with its own
+** random stream (s->index, s->epoch and s->dst set), before and after the
+** source; features without these hooks are not in the chain:
+**   fill_known_bad  sample index is known to be bad: it is not read, the
+**              bad-sample policies handle it (asked before fill_get).
+**   fill_get   serve sample s without the source (counting it in ps):
+**              true when it did, and the source is not asked.
+**   fill_put   the source just produced sample s: keep it if wanted. */
 #ifndef STOKE_PIPELINE_FEATURE_H
 #define STOKE_PIPELINE_FEATURE_H
 
@@ -34,16 +46,27 @@
 #include "sampler/sampler.h"
 #include "source/source.h"
 
+typedef struct stoke__worker stoke__worker;
+
 typedef struct stoke__feature_ops {
   const char *name;
   bool (*may_claim)(const stoke_loader *l, const void *state);
   void (*freed)(stoke_loader *l, void *state);
   void (*compute)(stoke_loader *l, void *state, int64_t compute_ns);
   void (*step)(stoke_loader *l, void *state, int64_t wait_ns, bool empty);
+  void (*epoch_start)(stoke_loader *l, void *state);
   void (*epoch_end)(stoke_loader *l, void *state);
   void (*stats)(const stoke_loader *l, const void *state, stoke_stats *st);
   void (*stop)(stoke_loader *l, void *state);
+  void (*assigned)(stoke_loader *l, void *state, stoke__worker *w,
+                   const stoke_batch *b);
+  void (*chunk)(stoke_loader *l, void *state, stoke__worker *w);
   void (*destroy)(stoke_loader *l, void *state);
+  bool (*fill_known_bad)(const stoke_loader *l, const void *state,
+                         size_t index);
+  bool (*fill_get)(const stoke_loader *l, void *state, stoke_sample *s,
+                   stoke__producer_stats *ps);
+  void (*fill_put)(const stoke_loader *l, void *state, const stoke_sample *s);
 } stoke__feature_ops;
 
 typedef struct stoke__feature {
@@ -57,6 +80,9 @@ typedef struct stoke__feature {
 typedef struct stoke__features {
   stoke__feature f[STOKE__MAX_FEATURES];
   unsigned n;                    /* set at create, then frozen */
+  /* Some listed feature has a fill hook: without one the core fills
+  ** straight from the source, with no call or test per sample. */
+  bool fills;
 } stoke__features;
 
 /* At create: list a feature that is on (the order is the hooks' order). */
@@ -74,10 +100,24 @@ void stoke__features_compute(const stoke__features *fs, stoke_loader *l,
                              int64_t compute_ns);
 void stoke__features_step(const stoke__features *fs, stoke_loader *l,
                           int64_t wait_ns, bool empty);
+void stoke__features_epoch_start(const stoke__features *fs, stoke_loader *l);
 void stoke__features_epoch_end(const stoke__features *fs, stoke_loader *l);
 void stoke__features_stats(const stoke__features *fs, const stoke_loader *l,
                            stoke_stats *st);
 void stoke__features_stop(const stoke__features *fs, stoke_loader *l);
+/* The fill chain (fs->fills): true when a feature knows sample index is
+** bad; true when a feature served s. */
+bool stoke__features_fill_known_bad(const stoke__features *fs,
+                                    const stoke_loader *l, size_t index);
+bool stoke__features_fill_get(const stoke__features *fs,
+                              const stoke_loader *l, stoke_sample *s,
+                              stoke__producer_stats *ps);
+void stoke__features_fill_put(const stoke__features *fs,
+                              const stoke_loader *l, const stoke_sample *s);
+void stoke__features_assigned(const stoke__features *fs, stoke_loader *l,
+                              stoke__worker *w, const stoke_batch *b);
+void stoke__features_chunk(const stoke__features *fs, stoke_loader *l,
+                           stoke__worker *w);
 /* Destroys every listed feature, the last listed first, and empties the
 ** list. */
 void stoke__features_destroy(stoke__features *fs, stoke_loader *l);
@@ -87,5 +127,9 @@ void stoke__features_destroy(stoke__features *fs, stoke_loader *l);
 extern const stoke__feature_ops stoke__autotuner_feature;
 /* packcache.c: the packing cache (cfg.cache_dir). */
 extern const stoke__feature_ops stoke__packcache_feature;
+/* quarantine_feature.c (cfg.quarantine_path) keeps its ops to itself:
+** stoke__quarantine_of finds its state. */
+/* ramcache.c: the RAM cache of deterministic samples (cfg.ram_cache_bytes). */
+extern const stoke__feature_ops stoke__ramcache_feature;
 
 #endif /* STOKE_PIPELINE_FEATURE_H */

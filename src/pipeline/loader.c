@@ -270,7 +270,6 @@ static void free_loader(stoke_loader *l) {
   /* The features first: the packing cache is closed before anything a
   ** worker read through it goes. */
   stoke__features_destroy(&l->features, l);
-  stoke__ramcache_free(l);
   stoke__echo_free(l); /* before the device stage frees its slots */
   stoke__dev_close(l);
   if (l->slots) {
@@ -281,7 +280,6 @@ static void free_loader(stoke_loader *l) {
     }
     stoke__free(a, l->slots);
   }
-  stoke__readahead_free(l);
   if (l->workers) {
     for (size_t i = 0; i < STOKE__MAX(l->n_workers, 1); i++) {
       stoke__worker *w = &l->workers[i];
@@ -437,12 +435,13 @@ int stoke__loader_create(const stoke_config *cfg, const stoke__sys *sys,
     if (!l->sched_base) mem = STOKE_ENOMEM;
   }
   if (!mem) mem = alloc_slots(l);
-  if (!mem) mem = stoke__ramcache_init(l);
+  if (!mem) mem = stoke__resume_create(l);
+  if (!mem) mem = stoke__ramcache_create(l);
   if (!mem) mem = stoke__bad_init(l);
   if (!mem) mem = stoke__dev_alloc(l);
   if (!mem) mem = stoke__echo_alloc(l);
   if (!mem) mem = alloc_workers(l);
-  if (!mem) mem = stoke__readahead_init(l);
+  if (!mem) mem = stoke__readahead_create(l);
   if (!mem) mem = stoke__packcache_create(l, sys);
   if (!mem) mem = alloc_traces(l);
   if (mem && mem != STOKE_ENOMEM) {

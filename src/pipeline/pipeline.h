@@ -85,11 +85,6 @@ typedef struct stoke__worker {
   atomic_int_least64_t cur_start_ns; /* 0 when not inside a fill */
   atomic_size_t cur_index;
   double cost_ewma_ns;           /* per sample; sizes the next claim */
-  /* The block order's read-ahead (block_readahead.c): sample ranges (first, n)
-  *to
-  ** advise, collected under mu, issued without it. */
-  size_t *ra;                    /* 4 x window entries, or NULL */
-  size_t ra_n;                   /* ranges collected */
 } stoke__worker;
 
 /* Caller-given order (cfg.order_given; given_order.c).  The batches given to the
@@ -257,11 +252,6 @@ struct stoke_loader {
   stoke__sched_thread *sched_base;
   size_t n_sched_base, cap_sched;
 
-  /* The quarantine (its state is the bad-sample feature's, badsample.c):
-  ** asked for each sample before it is read.  NULL: none.  Has its own
-  ** lock. */
-  stoke__quarantine *quarantine;
-
   /* Data echoing (echo.c): every slot handed out feeds `echo` steps. */
   unsigned echo;                 /* cfg.echo, at least 1; frozen */
   bool echo_example;             /* STOKE_ECHO_EXAMPLE; frozen */
@@ -270,20 +260,6 @@ struct stoke_loader {
   unsigned echo_next;            /* mu: the view of echo_cur to hand out */
   unsigned echo_first;           /* mu: the first epoch's first group
                                     starts at this step of it (resume) */
-  /* The block order (block_readahead.c); NULL with the other orders. */
-  stoke__blocks *blocks;
-  size_t ra_next;                /* mu: the first window of the claim
-                                    epoch's order not read ahead yet */
-  /* The RAM cache (ramcache.c); the packing cache is a feature
-  ** (packcache.c). */
-  struct stoke__ramcache *ram;
-
-  /* Resume (resume.c). */
-  size_t resume_batch;           /* mu: the next start_epoch() begins at
-                                    this batch (then 0 again) */
-  unsigned resume_view;          /* mu: and at this step of its group */
-  uint64_t fingerprint;          /* of src, computed once: consumer thread */
-  bool have_fingerprint;
 };
 
 /* echo.c: data echoing's views and their releases. */
@@ -309,14 +285,11 @@ int stoke__echo_release(stoke_batch *b, uintptr_t stream, int *rc);
 /* ramcache.c: the RAM cache of deterministic samples. */
 uint64_t stoke__ramcache_bytes(const stoke_config *c,
                                const stoke_source *src);
-/* At create (after the slots: the field sizes); STOKE_EINVAL for a source
-** that is not deterministic. */
-int stoke__ramcache_init(stoke_loader *l);
-void stoke__ramcache_free(stoke_loader *l);
-/* Copy sample s->index from the cache into s's fields: true on a hit. */
-bool stoke__ramcache_get(stoke_loader *l, stoke_sample *s);
-/* Keep the sample s just filled, if the cache has its place free. */
-void stoke__ramcache_put(stoke_loader *l, const stoke_sample *s);
+/* At create (after the slots: the field sizes): allocate it when
+** ram_cache_bytes holds a sample and list it among the features.
+** STOKE_EINVAL for a source that is not deterministic. */
+int stoke__ramcache_create(stoke_loader *l);
+/* Samples it holds, 0 when off (tests). */
 size_t stoke__ramcache_samples(const stoke_loader *l);
 /* packcache.c: the packing cache (cache_dir).  Its host bytes: its map
 ** and queue. */
@@ -332,15 +305,15 @@ struct stoke__cache *stoke__packcache_of(const stoke_loader *l);
 /* Host bytes of the blocks and the workers' read-ahead lists. */
 uint64_t stoke__readahead_bytes(const stoke_config *c, unsigned n_workers,
                             size_t n_source);
-/* At create, after the workers' records: cut the blocks (shuffle BLOCK). */
-int stoke__readahead_init(stoke_loader *l);
-void stoke__readahead_free(stoke_loader *l);
-/* Batch b was just assigned (mu held): collect into w the blocks of the
-** windows it reaches that are not read ahead yet, and the next window. */
-void stoke__readahead_collect_locked(stoke_loader *l, stoke__worker *w,
-                                 const stoke_batch *b);
-/* Issue what w collected (mu not held). */
-void stoke__readahead_issue(stoke_loader *l, stoke__worker *w);
+/* At create, after the workers' records: cut the blocks (shuffle BLOCK)
+** for the plan and list the read-ahead among the features. */
+int stoke__readahead_create(stoke_loader *l);
+
+/* resume.c: at create, before the bad-sample state: list resume among
+** the features (0 or STOKE_ENOMEM). */
+int stoke__resume_create(stoke_loader *l);
+/* The source's fingerprint, computed once (not with mu held). */
+uint64_t stoke__loader_fingerprint(stoke_loader *l);
 
 /* Check a config as stoke_loader_create does (loader.c); 0 or STOKE_EINVAL
 ** with the message in the thread's error.  The host ledger uses it too. */
@@ -390,6 +363,12 @@ int stoke__bad_sample(stoke_loader *l, stoke__worker *w, stoke_batch *b,
                       size_t pos, size_t index, bool quarantined, bool timed);
 /* The last writer of a batch with skipped samples: close the gaps. */
 void stoke__bad_compact(stoke_loader *l, stoke_batch *b);
+/* quarantine_feature.c: at create (from stoke__bad_init), open the
+** quarantine when cfg.quarantine_path is set and list it among the
+** features.  0 or an error (TLS message set). */
+int stoke__quarantine_create(stoke_loader *l);
+/* The open quarantine, or NULL: none. */
+stoke__quarantine *stoke__quarantine_of(const stoke_loader *l);
 
 /* Bytes of field f in one host slot (loader.c). */
 size_t stoke__slot_field_bytes(const stoke_loader *l, size_t f);

@@ -3,7 +3,7 @@
 ** DESIGN
 ** An evaluation pipeline (resize + center-crop, no flip) makes the same
 ** bytes for a sample every epoch: its read, decode and resize can be done
-** once (seed 002's "cache expensive deterministic work").  With
+** once.  With
 ** ram_cache_bytes the loader keeps the finished bytes of the first
 ** samples by index (as many as the budget holds: which ones is a function
 ** of the budget only, never of timing), in one arena allocated at create,
@@ -13,7 +13,8 @@
 ** published with a release store after the bytes), and copied out by
 ** every later fill (an acquire load).  The source must say it is
 ** deterministic (stoke__source_ops.deterministic); another is refused at
-** create, naming its transform. */
+** create, naming its transform.  It is a feature (feature.h) with two
+** hooks in the fill chain: fill_get serves a hit, fill_put keeps a miss. */
 #include "pipeline.h"
 
 #include <string.h>
@@ -50,7 +51,55 @@ uint64_t stoke__ramcache_bytes(const stoke_config *c,
   return (uint64_t)n * per_sample(src) + n + sizeof(stoke__ramcache);
 }
 
-int stoke__ramcache_init(stoke_loader *l) {
+static void destroy(stoke_loader *l, void *state) {
+  stoke__ramcache *r = state;
+  stoke__free_aligned(l->alloc, r->arena);
+  stoke__free(l->alloc, (void *)r->state);
+  stoke__free(l->alloc, r);
+}
+
+/* Copy sample s->index from the cache into s's fields: true on a hit. */
+static bool fill_get(const stoke_loader *l, void *state, stoke_sample *s,
+                     stoke__producer_stats *ps) {
+  const stoke__ramcache *r = state;
+  if (s->index >= r->n ||
+      atomic_load_explicit(&r->state[s->index], memory_order_acquire) !=
+          FILLED)
+    return false;
+  const uint8_t *at = r->arena + s->index * r->per;
+  unsigned copies = s->copies > 1 ? s->copies : 1;
+  for (size_t f = 0; f < l->src->n_fields; f++)
+    for (unsigned j = 0; j < copies; j++)
+      memcpy((char *)s->dst[f] + j * s->copy_step[f], at + r->off[f],
+             l->field_bytes[f]);
+  stoke__counter_add(&ps->ram_hits, 1);
+  return true;
+}
+
+/* Keep the sample s just filled, if the cache has its place free. */
+static void fill_put(const stoke_loader *l, void *state,
+                     const stoke_sample *s) {
+  stoke__ramcache *r = state;
+  unsigned char empty = EMPTY;
+  if (s->index >= r->n ||
+      !atomic_compare_exchange_strong_explicit(&r->state[s->index], &empty,
+                                               FILLING, memory_order_relaxed,
+                                               memory_order_relaxed))
+    return;
+  uint8_t *at = r->arena + s->index * r->per;
+  for (size_t f = 0; f < l->src->n_fields; f++)
+    memcpy(at + r->off[f], s->dst[f], l->field_bytes[f]);
+  atomic_store_explicit(&r->state[s->index], FILLED, memory_order_release);
+}
+
+const stoke__feature_ops stoke__ramcache_feature = {
+    .name = "RAM cache",
+    .destroy = destroy,
+    .fill_get = fill_get,
+    .fill_put = fill_put,
+};
+
+int stoke__ramcache_create(stoke_loader *l) {
   size_t n = cached_samples(&l->cfg, l->src);
   if (!n) return 0;
   const stoke__source_ops *ops = l->src->ops;
@@ -63,7 +112,8 @@ int stoke__ramcache_init(stoke_loader *l) {
         l->src->kind);
   stoke__ramcache *r = stoke__calloc(l->alloc, 1, sizeof *r);
   if (!r) return STOKE_ENOMEM;
-  l->ram = r;
+  /* Listed at once: destroy frees what was allocated if the rest fails. */
+  stoke__feature_add(&l->features, &stoke__ramcache_feature, r);
   r->n = n;
   r->per = per_sample(l->src);
   for (size_t f = 1; f < l->src->n_fields; f++)
@@ -75,44 +125,8 @@ int stoke__ramcache_init(stoke_loader *l) {
   return 0;
 }
 
-void stoke__ramcache_free(stoke_loader *l) {
-  stoke__ramcache *r = l->ram;
-  if (!r) return;
-  stoke__free_aligned(l->alloc, r->arena);
-  stoke__free(l->alloc, (void *)r->state);
-  stoke__free(l->alloc, r);
-  l->ram = NULL;
-}
-
-bool stoke__ramcache_get(stoke_loader *l, stoke_sample *s) {
-  stoke__ramcache *r = l->ram;
-  if (!r || s->index >= r->n ||
-      atomic_load_explicit(&r->state[s->index], memory_order_acquire) !=
-          FILLED)
-    return false;
-  const uint8_t *at = r->arena + s->index * r->per;
-  unsigned copies = s->copies > 1 ? s->copies : 1;
-  for (size_t f = 0; f < l->src->n_fields; f++)
-    for (unsigned j = 0; j < copies; j++)
-      memcpy((char *)s->dst[f] + j * s->copy_step[f], at + r->off[f],
-             l->field_bytes[f]);
-  return true;
-}
-
-void stoke__ramcache_put(stoke_loader *l, const stoke_sample *s) {
-  stoke__ramcache *r = l->ram;
-  unsigned char empty = EMPTY;
-  if (!r || s->index >= r->n ||
-      !atomic_compare_exchange_strong_explicit(&r->state[s->index], &empty,
-                                               FILLING, memory_order_relaxed,
-                                               memory_order_relaxed))
-    return;
-  uint8_t *at = r->arena + s->index * r->per;
-  for (size_t f = 0; f < l->src->n_fields; f++)
-    memcpy(at + r->off[f], s->dst[f], l->field_bytes[f]);
-  atomic_store_explicit(&r->state[s->index], FILLED, memory_order_release);
-}
-
 size_t stoke__ramcache_samples(const stoke_loader *l) {
-  return l->ram ? l->ram->n : 0;
+  const stoke__ramcache *r =
+      stoke__feature_state(&l->features, &stoke__ramcache_feature);
+  return r ? r->n : 0;
 }

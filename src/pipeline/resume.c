@@ -4,8 +4,9 @@
 ** The order of an epoch is a pure function of (seed, epoch, rank, world)
 ** and the batching (batch size, drop_last), never of W, K or timing, so a
 ** position is only (seed, epoch, batches handed out): a resumed loader
-** computes the same order and starts claiming at that batch (start_epoch's
-** resume_batch), with any worker count or prefetch depth.  Under REPLACE
+** computes the same order and starts claiming at that batch (its
+** epoch_start hook, when the next epoch starts), with any worker count or
+** prefetch depth.  Under REPLACE
 ** the substitutes are functions of (seed, epoch, index) too, so they come
 ** back the same.
 **
@@ -17,13 +18,65 @@
 **
 ** Restoring is allowed between epochs only.  Workers may then be filling
 ** the next epoch ahead (prefetch_next_epoch); that work is discarded and
-** waited for, so that no fill runs while the seed changes. */
+** waited for, so that no fill runs while the seed changes.
+**
+** It is a feature (feature.h), always listed: its state is the restored
+** position and the source's fingerprint, computed once. */
 #include "pipeline.h"
 
 #include <stdio.h>
 #include <string.h>
 
 #include "storage/blob.h" /* little-endian helpers, CRC-32 */
+
+typedef struct stoke__resume {
+  size_t batch;                  /* mu: the next epoch begins at this
+                                    batch (then 0 again) */
+  unsigned view;                 /* mu: and at this step of its group */
+  uint64_t fingerprint;          /* of src, computed once */
+  bool have_fingerprint;
+} stoke__resume;
+
+static void destroy(stoke_loader *l, void *state) {
+  stoke__free(l->alloc, state);
+}
+
+/* The epoch starts where a restored state was (mu held). */
+static void epoch_start(stoke_loader *l, void *state) {
+  stoke__resume *r = state;
+  if (r->batch) {
+    l->next_batch = l->next_deliver = l->n_delivered = r->batch;
+    r->batch = 0;
+  }
+  l->echo_first = r->view; /* the first group's first step */
+  r->view = 0;
+}
+
+static const stoke__feature_ops resume_feature = {
+    .name = "resume",
+    .epoch_start = epoch_start,
+    .destroy = destroy,
+};
+
+int stoke__resume_create(stoke_loader *l) {
+  stoke__resume *r = stoke__calloc(l->alloc, 1, sizeof *r);
+  if (!r) return STOKE_ENOMEM;
+  stoke__feature_add(&l->features, &resume_feature, r);
+  return 0;
+}
+
+static stoke__resume *resume_of(const stoke_loader *l) {
+  return stoke__feature_state(&l->features, &resume_feature);
+}
+
+uint64_t stoke__loader_fingerprint(stoke_loader *l) {
+  stoke__resume *r = resume_of(l);
+  if (!r->have_fingerprint) {
+    r->fingerprint = stoke_source_fingerprint(l->src);
+    r->have_fingerprint = true;
+  }
+  return r->fingerprint;
+}
 
 static const uint8_t STATE_MAGIC[8] = {'S', 'T', 'O', 'K', 'S', 'T', 'A',
                                        'T'};
@@ -56,13 +109,6 @@ static uint32_t order_key(const stoke_config *c) {
   return h && !k ? 1 : k;
 }
 
-static uint64_t fingerprint(stoke_loader *l) {
-  if (!l->have_fingerprint) {
-    l->fingerprint = stoke_source_fingerprint(l->src);
-    l->have_fingerprint = true;
-  }
-  return l->fingerprint;
-}
 
 /* With in_order 0, are the batches handed out this epoch its first
 ** n_delivered (mu held)?  The others are in slots or not assigned yet. */
@@ -80,7 +126,7 @@ static bool delivered_prefix(const stoke_loader *l) {
 int stoke_loader_state_save(const stoke_loader *cl, stoke_loader_state *out) {
   if (!cl || !out) return STOKE_EINVAL;
   stoke_loader *l = (stoke_loader *)cl; /* the fingerprint cache, the lock */
-  uint64_t fp = fingerprint(l);
+  uint64_t fp = stoke__loader_fingerprint(l);
   int rc = 0;
   pthread_mutex_lock(&l->mu);
   memset(out, 0, sizeof *out);
@@ -102,7 +148,8 @@ int stoke_loader_state_save(const stoke_loader *cl, stoke_loader_state *out) {
   } else {
     out->epoch = l->next_epoch;
     /* restored and not started yet */
-    out->batches_done = (uint64_t)l->resume_batch * l->echo + l->resume_view;
+    const stoke__resume *r = resume_of(l);
+    out->batches_done = (uint64_t)r->batch * l->echo + r->view;
   }
   pthread_mutex_unlock(&l->mu);
   out->n_samples = l->src->n_samples;
@@ -148,7 +195,7 @@ int stoke_loader_state_restore(stoke_loader *l, const stoke_loader_state *st) {
   if (st->version != STOKE_STATE_VERSION)
     return refuse(l, "state: version %u, this stoke reads version %d",
                   st->version, STOKE_STATE_VERSION);
-  uint64_t fp = fingerprint(l);
+  uint64_t fp = stoke__loader_fingerprint(l);
   if (st->n_samples != l->src->n_samples || st->fingerprint != fp)
     return refuse(l,
                   "state: made for another dataset (%llu samples, "
@@ -207,8 +254,9 @@ int stoke_loader_state_restore(stoke_loader *l, const stoke_loader_state *st) {
       l->workers[i].sample.seed = st->seed;
   }
   l->next_epoch = epoch;
-  l->resume_batch = (size_t)(at / l->echo);
-  l->resume_view = (unsigned)(at % l->echo);
+  stoke__resume *r = resume_of(l);
+  r->batch = (size_t)(at / l->echo);
+  r->view = (unsigned)(at % l->echo);
   pthread_mutex_unlock(&l->mu);
   return 0;
 }

@@ -109,8 +109,8 @@ static void test_windows_are_whole_blocks(void **state) {
   stoke_source *src = tu_cb_source(cb);
   stoke_config c = block_cfg(src, 2, 2);
   stoke_loader *l = tu_loader(&c);
-  assert_int_equal(l->blocks->n_blocks, N / PER_BLOCK);
-  assert_int_equal(l->blocks->n_windows, N / PER_BLOCK / WINDOW);
+  assert_int_equal(l->plan.blocks->n_blocks, N / PER_BLOCK);
+  assert_int_equal(l->plan.blocks->n_windows, N / PER_BLOCK / WINDOW);
   size_t o[N];
   assert_int_equal(epoch_order(l, o), N);
   size_t per_window = PER_BLOCK * WINDOW;
@@ -236,7 +236,7 @@ static void test_read_ahead(void **state) {
     c.prefetch_next_epoch = 0;
     stoke_loader *l = tu_loader(&c);
     /* Blocks of packed samples follow their stored sizes. */
-    assert_int_equal(l->blocks->n_blocks, SMALL_DATASET_N);
+    assert_int_equal(l->plan.blocks->n_blocks, SMALL_DATASET_N);
     size_t o[SMALL_DATASET_N];
     assert_int_equal(epoch_order(l, o), SMALL_DATASET_N);
     long advised = k == 0 ? atomic_load(&fs.madvised)
