@@ -1019,8 +1019,10 @@ STOKE_API int stoke_batch_wait_stream(stoke_batch *b, uintptr_t stream);
 ** memory it did not allocate alive during the copy).  stoke_batch_release
 ** is this with cfg.cuda_stream for device and pinned batches.  Host
 ** batches: the same as stoke_batch_release.  Returns 0, STOKE_EINVAL or
-** STOKE_EDEVICE (the batch is then released all the same).  Any thread.
-** Since 0.2. */
+** STOKE_EDEVICE: b is then given back all the same (do not release it
+** again), but its slot is never reused, since without the event nothing
+** says when the GPU is done with it; the loader is poisoned (message in
+** stoke_errmsg) and destroy frees the slot.  Any thread.  Since 0.2. */
 STOKE_API int stoke_batch_release_stream(stoke_batch *b, uintptr_t stream);
 
 /* Wait until every step's events on cfg.cuda_stream (up to the last

@@ -331,15 +331,32 @@ static PyObject *field_dlpack(sk_Field *self, PyObject *args, PyObject *kw) {
   }
   if (memory == STOKE_MEMORY_CUDA) {
     /* The stream protocol: the consumer's stream waits on the copy, on
-    ** the GPU; the host never does.  None is the legacy default stream. */
+    ** the GPU; the host never does.  The array API's CUDA values: None
+    ** and 1 are the legacy default stream, 2 the per-thread default, a
+    ** larger number a stream handle, and -1 "do not synchronise" (the
+    ** consumer orders its work itself).  0 is refused: it could mean the
+    ** legacy or the per-thread stream, and guessing would race. */
     uintptr_t s = 1;
+    int wait = 1;
     if (stream != Py_None) {
-      s = (uintptr_t)PyLong_AsUnsignedLongLong(stream);
-      if (PyErr_Occurred()) return NULL;
+      long long v = PyLong_AsLongLong(stream);
+      if (v == -1 && PyErr_Occurred()) return NULL;
+      if (v == 0 || v < -1) {
+        PyErr_Format(PyExc_ValueError,
+                     "__dlpack__: stream=%lld is not a CUDA stream (use None "
+                     "or 1 for the legacy default stream, 2 for the "
+                     "per-thread default, a stream handle, or -1 for no "
+                     "synchronisation)", v);
+        return NULL;
+      }
+      if (v == -1) wait = 0;
+      else s = (uintptr_t)v;
     }
-    int rc = stoke_batch_wait_stream(self->ref->b, s);
-    if (rc != 0) return sk_raise(rc, "cannot make the stream wait for the "
-                                     "batch's copy");
+    if (wait) {
+      int rc = stoke_batch_wait_stream(self->ref->b, s);
+      if (rc != 0) return sk_raise(rc, "cannot make the stream wait for the "
+                                       "batch's copy");
+    }
   }
   int versioned = 0;
   if (max_version != Py_None) {

@@ -52,6 +52,12 @@ enum {
 ** cuDevicePrimaryCtxRelease_v2 and the _v2 entry points used below. */
 #define STOKE__CUDA_MIN_DRIVER 11000
 
+/* The oldest driver that loads the device kernels: CUDA 13's nvcc writes
+** PTX ISA 9.0, which only drivers of CUDA 13.0 or newer accept (nvcc cannot
+** write an older ISA than its own).  Copies need only STOKE__CUDA_MIN_DRIVER;
+** below this floor the host normalises and says why. */
+#define STOKE__CUDA_MIN_KERNEL_DRIVER 13000
+
 /* The entry points, named as in cuda.h; the symbol each is loaded from
 ** (e.g. cuMemAlloc_v2) is listed in cuda_dl.c. */
 #define STOKE__CUDA_FUNCS(X)                                                  \

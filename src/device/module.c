@@ -5,7 +5,8 @@
 ** normalisation stays on the host and stoke_loader_gpu_sleep is
 ** unsupported, and the device info says so.  A module that does not load
 ** (a driver older than the toolkit that wrote the PTX, say) does the same,
-** with the driver's error in the reason. */
+** with the driver's error in the reason, and the kernels' driver floor
+** when this driver is below it. */
 #include "device/device.h"
 
 #include <stdio.h>
@@ -23,7 +24,15 @@ int stoke__dev_module_load(stoke__dev *d, char *why, size_t cap) {
   if (rc != 0) {
     d->module = NULL;
     stoke__cuda_errf(d->cu, e, sizeof e, "cuModuleLoadData", rc);
-    snprintf(why, cap, "the kernels did not load: %s", e);
+    if (d->driver_version < STOKE__CUDA_MIN_KERNEL_DRIVER)
+      /* The floor first: the reason is cut to one short line. */
+      snprintf(why, cap, "the kernels need CUDA driver %d.%d+, this is "
+               "%d.%d; they did not load: %s",
+               STOKE__CUDA_MIN_KERNEL_DRIVER / 1000,
+               STOKE__CUDA_MIN_KERNEL_DRIVER % 1000 / 10,
+               d->driver_version / 1000, d->driver_version % 1000 / 10, e);
+    else
+      snprintf(why, cap, "the kernels did not load: %s", e);
     return -1;
   }
   rc = d->cu->cuModuleGetFunction(&d->k_norm, d->module, STOKE__K_NORMALIZE);

@@ -359,10 +359,11 @@ int stoke__dev_check_memory(stoke_loader *l) {
   return stoke__set_tls_error(
       STOKE_EBUDGET,
       "device memory: cuda:%d has %s free, the loader needs %s on it (%zu "
-      "device slots = device_prefetch %u + 1, about %s each at batch size "
-      "%zu); lower device_prefetch or batch_size",
-      d->ordinal, have, need, d->n_dslots, l->cfg.device_prefetch, slot,
-      l->cfg.batch_size);
+      "device slots = device_prefetch %u + %u (consumer_slots), about %s "
+      "each at batch size %zu); lower device_prefetch, consumer_slots or "
+      "batch_size",
+      d->ordinal, have, need, d->n_dslots, l->cfg.device_prefetch,
+      l->cfg.consumer_slots, slot, l->cfg.batch_size);
 }
 
 void *stoke__dev_host_alloc(stoke_loader *l, size_t bytes) {
@@ -476,7 +477,9 @@ static int alloc_inside(stoke_loader *l) {
     stoke__step_rec *r = &d->steps[i];
     rc = event(d, &r->ready, STOKE__CU_EVENT_DEFAULT);
     if (!rc) rc = event(d, &r->start, STOKE__CU_EVENT_DEFAULT);
-    if (!rc) rc = event(d, &r->end, STOKE__CU_EVENT_DEFAULT);
+    /* stoke_loader_device_sync waits on the end event: blocking sync lets
+    ** the host thread sleep there instead of spinning a core. */
+    if (!rc) rc = event(d, &r->end, STOKE__CU_EVENT_BLOCKING_SYNC);
   }
   for (int k = 0; rc == 0 && d->clock_stream && k < 2; k++) {
     const char *call;
@@ -549,11 +552,34 @@ static void free_slot_dev(stoke_loader *l, stoke_batch *b) {
   b->dev = NULL;
 }
 
+/* Without a current context nothing can give page-locked memory back, and
+** free() must never see it: the slots are dropped (leaked) and the reason
+** goes to stderr, since close has no caller left to return an error to. */
+static void leak_pinned_slots(stoke_loader *l, const char *why) {
+  size_t n = 0;
+  for (size_t i = 0; i < l->n_slots && l->slots; i++)
+    for (size_t f = 0; f < STOKE__MAX_FIELDS; f++)
+      if (l->slots[i].data[f]) {
+        l->slots[i].data[f] = NULL;
+        n++;
+      }
+  if (n)
+    fprintf(stderr, "stoke: device close: %s; %zu page-locked buffers "
+                    "leaked\n", why, n);
+}
+
 void stoke__dev_close(stoke_loader *l) {
   stoke__dev *d = l->dev;
   if (!d) return;
   char e[STOKE__ERRMSG_CAP];
-  if (d->cu && d->ctx_retained && stoke__dev_enter(d, e, sizeof e) == 0) {
+  /* One retry: a push that fails once (a context busy elsewhere) should
+  ** not cost the page-locked slots. */
+  bool entered = d->cu && d->ctx_retained &&
+                 (stoke__dev_enter(d, e, sizeof e) == 0 ||
+                  stoke__dev_enter(d, e, sizeof e) == 0);
+  if (d->cu && d->ctx_retained && !entered && d->pinned)
+    leak_pinned_slots(l, e);
+  if (entered) {
     /* Nothing is freed while the GPU may still read it: the copies, the
     ** consumer's work on lent or released slots, the callers' streams of
     ** pinned releases. */

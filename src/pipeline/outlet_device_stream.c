@@ -207,7 +207,9 @@ int stoke__dev_release(stoke_loader *l, stoke_batch *b, CUstream stream) {
   pthread_mutex_lock(&l->mu);
   if (rc) {
     /* Without its event nothing says when the GPU is done with the slot:
-    ** it is not reused, and the loader stops. */
+    ** it is not reused (freeing it for reuse could hand the next copy
+    ** memory a kernel still reads), and the loader stops.  The caller's
+    ** reference is gone all the same, so destroy can free it. */
     stoke__fail_locked(l, rc, "%s", err);
   } else if (b->on_device) {
     b->dev->release_pending = true;

@@ -211,3 +211,27 @@ def test_event_clock_reads_the_stream_not_the_host():
     # nothing asynchronous to wait for.
     plain = stoke.TwoClock(range(3), sync="cuda")
     assert type(plain) is stoke.TwoClock and list(plain) == [0, 1, 2]
+
+
+def test_dlpack_stream_values_of_the_array_api():
+    """-1 means "do not synchronise" and must be taken; 0 is ambiguous for
+    CUDA (legacy or per-thread?) and must be refused, as must anything
+    below -1; 1 and 2 are the default streams, both made to wait."""
+    x, y = arrays()
+    loader = stoke.Loader((x, y), 8, device="cuda", cuda_library=SHIM,
+                          output="stoke", warmup=0)
+    for batch in loader:
+        f = batch.f0
+        waits0 = count("calls:cuStreamWaitEvent")
+        dtype, dev, ptr = capsule_device(f.__dlpack__(stream=-1))
+        assert (dtype, dev, ptr) == (2, 0, f.data_ptr)
+        assert count("calls:cuStreamWaitEvent") == waits0  # no wait queued
+        for bad in (0, -2):
+            with pytest.raises(ValueError, match=f"stream={bad}"):
+                f.__dlpack__(stream=bad)
+        assert count("calls:cuStreamWaitEvent") == waits0
+        f.__dlpack__(stream=1)
+        f.__dlpack__(stream=2)
+        assert count("calls:cuStreamWaitEvent") == waits0 + 2
+        read_back(f)
+        break

@@ -75,7 +75,8 @@ static call_count g_calls[MAX_CALL_NAMES]; /* g_mu */
 static size_t g_n_calls;                   /* g_mu */
 
 static atomic_llong c_poison_reads, c_changed_sources, c_pageable_async,
-    c_copies, c_copies_during_spin, c_kernels, c_spins, c_bad_address;
+    c_copies, c_copies_during_spin, c_kernels, c_spins, c_bad_address,
+    c_spinning_syncs;
 static atomic_int g_spins_running;
 
 static call_count *call_slot(const char *name) {
@@ -838,6 +839,10 @@ SHIM_API CUresult cuEventSynchronize(CUevent e) {
   ENTER("cuEventSynchronize");
   CHECK_CTX();
   if (!e) return STOKE__CUDA_ERROR_INVALID_HANDLE;
+  /* The driver API: without CU_EVENT_BLOCKING_SYNC "the CPU thread will
+  ** busy-wait" in cuEventSynchronize; count such waits. */
+  if (!(e->flags & STOKE__CU_EVENT_BLOCKING_SYNC))
+    atomic_fetch_add(&c_spinning_syncs, 1);
   pthread_mutex_lock(&e->mu);
   uint64_t gen = e->recorded;
   while (e->completed < gen) pthread_cond_wait(&e->cv, &e->mu);
@@ -891,6 +896,16 @@ SHIM_API CUresult cuModuleLoadData(CUmodule *m, const void *image) {
   const char *ptx = image;
   if (!ptx || !strstr(ptx, ".version") || !strstr(ptx, ".target"))
     return 218; /* CUDA_ERROR_INVALID_PTX */
+  /* PTX ISA 9.0 came with CUDA 13.0 (the PTX ISA's release notes); older
+  ** drivers answer CUDA_ERROR_UNSUPPORTED_PTX_VERSION. */
+  int isa_major = 0;
+  if (sscanf(strstr(ptx, ".version") + 8, "%d", &isa_major) == 1 &&
+      isa_major >= 9) {
+    pthread_mutex_lock(&g_mu);
+    long long drv = g_set.driver_version;
+    pthread_mutex_unlock(&g_mu);
+    if (drv < 13000) return 222; /* CUDA_ERROR_UNSUPPORTED_PTX_VERSION */
+  }
   struct CUmod_st *mod = calloc(1, sizeof *mod);
   if (!mod) return STOKE__CUDA_ERROR_OUT_OF_MEMORY;
   mod->has_norm = has_entry(ptx, STOKE__K_NORMALIZE);
@@ -1085,6 +1100,7 @@ SHIM_API void stoke_shim_reset(void) {
   atomic_store(&c_copies_during_spin, 0);
   atomic_store(&c_kernels, 0);
   atomic_store(&c_spins, 0);
+  atomic_store(&c_spinning_syncs, 0);
   atomic_store(&c_bad_address, 0);
 }
 
@@ -1111,6 +1127,7 @@ SHIM_API long long stoke_shim_get(const char *key) {
                   {"copies_during_spin", &c_copies_during_spin},
                   {"kernels", &c_kernels},
                   {"spins", &c_spins},
+                  {"spinning_syncs", &c_spinning_syncs},
                   {"bad_address", &c_bad_address},
                   {"streams", &g_streams_live},
                   {"events", &g_events_live},

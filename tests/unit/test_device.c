@@ -691,6 +691,12 @@ static void test_device_ledger(void **state) {
   TU_CONTAINS(stoke_errmsg(NULL), "device memory: cuda:0 has 1.4 KiB free, "
                                   "the loader needs 1.9 KiB on it (4 device "
                                   "slots = device_prefetch 3 + 1");
+  /* The count names every slot: consumer_slots, not a fixed 1. */
+  c.consumer_slots = 2;
+  TU_RC(stoke_loader_create(&c, &bad), STOKE_EBUDGET);
+  TU_CONTAINS(stoke_errmsg(NULL), "(5 device slots = device_prefetch 3 + 2 "
+                                  "(consumer_slots)");
+  c.consumer_slots = 1;
   TU_CHECK(s->get("calls:cuMemAlloc_v2") == 0 || s->get("device") == 0,
            "device memory allocated before the check");
   shim_check_clean(0, 0);
@@ -929,6 +935,79 @@ static void test_destroy_while_lent(void **state) {
   tu_cb_free(cb);
 }
 
+/* stoke_loader_device_sync waits for the steps' end events on the host:
+** each such event is made with CU_EVENT_BLOCKING_SYNC, so the thread sleeps
+** there rather than spinning a core. */
+static void test_device_sync_does_not_spin(void **state) {
+  (void)state;
+  shim *s = shim_open();
+  tu_cb *cb = tu_cb_new(30);
+  stoke_source *src = tu_cb_source(cb);
+  stoke_config c = device_config(src, 2, 2, 1);
+  stoke_loader *l = tu_loader(&c);
+  for (;;) {
+    stoke_batch *b;
+    int rc = stoke_loader_next(l, &b);
+    if (rc == STOKE_END) break;
+    TU_RC_L(l, rc, STOKE_OK);
+    stoke_batch_release(b);
+  }
+  long long syncs0 = s->get("calls:cuEventSynchronize");
+  TU_OK(stoke_loader_device_sync(l));
+  TU_CHECK(s->get("calls:cuEventSynchronize") > syncs0,
+           "device_sync waited on no event");
+  TU_CHECK(s->get("spinning_syncs") == 0, "%lld host waits on events "
+           "without CU_EVENT_BLOCKING_SYNC", s->get("spinning_syncs"));
+  stoke_loader_destroy(l);
+  shim_check_clean(0, 0);
+  stoke_source_destroy(src);
+  tu_cb_free(cb);
+}
+
+/* A context push that fails at close: the page-locked slots still go back
+** through cuMemFreeHost (after a retry), never through free(). */
+static void test_close_push_failure_keeps_pinned_from_free(void **state) {
+  (void)state;
+  shim *s = shim_open();
+  tu_cb *cb = tu_cb_new(30);
+  stoke_source *src = tu_cb_source(cb);
+  stoke_config c = device_config(src, 2, 2, 1);
+  stoke_loader *l = tu_loader(&c);
+  stoke_batch *b;
+  TU_RC_L(l, stoke_loader_next(l, &b), STOKE_OK);
+  stoke_batch_release(b);
+  TU_CHECK(s->get("pinned") > 0, "no page-locked slots to test with");
+  s->fail_call("cuCtxPushCurrent_v2", 1, 201);
+  stoke_loader_destroy(l);
+  shim_check_clean(0, 0);
+  stoke_source_destroy(src);
+  tu_cb_free(cb);
+}
+
+/* A release whose event cannot be recorded: the batch counts as given
+** back, its slot is not reused (nothing says when the GPU is done), the
+** loader is poisoned, and destroy frees everything. */
+static void test_failed_release_keeps_the_slot(void **state) {
+  (void)state;
+  shim *s = shim_open();
+  tu_cb *cb = tu_cb_new(7); /* one batch: no copy is recording meanwhile */
+  stoke_source *src = tu_cb_source(cb);
+  stoke_config c = device_config(src, 1, 1, 1);
+  stoke_loader *l = tu_loader(&c);
+  stoke_batch *b;
+  TU_RC_L(l, stoke_loader_next(l, &b), STOKE_OK);
+  s->fail_call("cuEventRecord", 1, 700);
+  TU_RC(stoke_batch_release_stream(b, 1), STOKE_EDEVICE);
+  TU_CONTAINS(stoke_errmsg(l), "cuEventRecord");
+  stoke_batch *again = NULL;
+  TU_RC(stoke_loader_next(l, &again), STOKE_EDEVICE);
+  TU_CHECK(again == NULL || again != b, "the failed slot was lent again");
+  stoke_loader_destroy(l);
+  shim_check_clean(0, 0);
+  stoke_source_destroy(src);
+  tu_cb_free(cb);
+}
+
 /* ---- bad samples on the device ------------------------------------------ */
 
 /* on_error SKIP and REPLACE through the device stage: the same batches as
@@ -1078,6 +1157,9 @@ int main(void) {
       cmocka_unit_test(test_host_loader_device_calls),
       cmocka_unit_test(test_step_sync_hook),
       cmocka_unit_test(test_destroy_while_lent),
+      cmocka_unit_test(test_failed_release_keeps_the_slot),
+      cmocka_unit_test(test_device_sync_does_not_spin),
+      cmocka_unit_test(test_close_push_failure_keeps_pinned_from_free),
       cmocka_unit_test(test_bad_samples_on_device),
       cmocka_unit_test(test_echo_on_device),
       cmocka_unit_test(test_echo_view_failure_frees_the_slot),

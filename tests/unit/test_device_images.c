@@ -170,6 +170,31 @@ static void test_module_failure_falls_back(void **state) {
   shim_check_clean(0, 0);
 }
 
+/* A driver below the kernels' floor (CUDA 13's PTX ISA 9.0 needs 13.0)
+** but above the copies' (11.0): the copies run on the device, the host
+** normalises, and the reason names both versions. */
+static void test_old_driver_names_the_kernel_floor(void **state) {
+  (void)state;
+  shim *s = shim_open();
+  const char *spec = "random-resized-crop=24,normalize=imagenet,chw,f32";
+  size_t nh, nd;
+  stoke_device_info ih, id;
+  unsigned char *host = run(spec, NULL, 1, &nh, &ih, NULL);
+  s->set("driver_version", 12040);
+  unsigned char *dev = run(spec, "cuda", 1, &nd, &id, NULL);
+  TU_CHECK(id.backend == STOKE_BACKEND_CUDA && !id.normalize_on_device,
+           "backend %d, normalised on the device %d", id.backend,
+           id.normalize_on_device);
+  TU_CONTAINS(id.normalize, "host: the kernels need CUDA driver 13.0+, "
+                            "this is 12.4; they did not load: "
+                            "cuModuleLoadData failed: "
+                            "CUDA_ERROR_UNSUPPORTED_PTX_VERSION (222)");
+  TU_CHECK(nh == nd && memcmp(host, dev, nh) == 0, "outputs differ");
+  free(host);
+  free(dev);
+  shim_check_clean(0, 0);
+}
+
 /* The table's upload and the kernel's launch failing are errors, named. */
 static void test_normalize_call_errors(void **state) {
   (void)state;
@@ -213,6 +238,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_device_normalize_is_the_host_path),
       cmocka_unit_test(test_module_failure_falls_back),
+      cmocka_unit_test(test_old_driver_names_the_kernel_floor),
       cmocka_unit_test(test_normalize_call_errors),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
