@@ -47,19 +47,18 @@ static size_t tolerance(const char *typed) {
 
 size_t cli_suggest(const char *typed, const char *const *names, size_t n,
                    const char *what, const char *prefix) {
-  size_t best = (size_t)-1;
+  size_t dist[256];
+  if (n > 256) n = 256;
+  size_t best = (size_t)-1, count = 0;
   for (size_t i = 0; i < n; i++) {
-    size_t d = edit_distance(typed, names[i]);
-    if (d < best) best = d;
+    dist[i] = edit_distance(typed, names[i]);
+    if (dist[i] < best) best = dist[i], count = 0;
+    if (dist[i] == best) count++;
   }
   if (best == (size_t)-1 || best == 0 || best > tolerance(typed)) return 0;
-  size_t count = 0;
-  for (size_t i = 0; i < n; i++)
-    if (edit_distance(typed, names[i]) == best) count++;
   fprintf(stderr, "\nThe most similar %s%s\n", what,
           count == 1 ? " is" : "s are");
   for (size_t i = 0; i < n; i++)
-    if (edit_distance(typed, names[i]) == best)
-      fprintf(stderr, "\t%s%s\n", prefix, names[i]);
+    if (dist[i] == best) fprintf(stderr, "\t%s%s\n", prefix, names[i]);
   return count;
 }

@@ -231,13 +231,14 @@ static void describe_sample(const stoke_loader *l, size_t index, char *buf,
 ** distribution hardly matters.  The chunk's mean is recorded per sample. */
 #define CHEAP_SAMPLE_NS 2000.0
 
-int stoke__fill_one(stoke_loader *l, stoke__worker *w, stoke_batch *b,
-                    size_t pos, size_t index, const stoke_rng *rng,
-                    bool timed) {
+/* Point w's sample at position pos of b, source sample `index`, with the
+** random stream rng (NULL: the sample's own).  What both fill paths share;
+** s->batch and s->epoch are the caller's to set. */
+static inline void sample_begin(const stoke_loader *l, stoke__worker *w,
+                                const stoke_batch *b, size_t pos,
+                                size_t index, const stoke_rng *rng) {
   stoke_sample *s = &w->sample;
   s->index = index;
-  s->epoch = b->epoch;
-  s->batch = b;
   s->pos = pos;
   if (rng)
     s->rng = *rng;
@@ -248,6 +249,15 @@ int stoke__fill_one(stoke_loader *l, stoke__worker *w, stoke_batch *b,
     s->dst[f] = (char *)b->data[f] + pos * l->field_bytes[f];
   w->err[0] = '\0'; /* a reason from an earlier sample is not this one's */
   atomic_store_explicit(&w->cur_index, index, memory_order_relaxed);
+}
+
+int stoke__fill_one(stoke_loader *l, stoke__worker *w, stoke_batch *b,
+                    size_t pos, size_t index, const stoke_rng *rng,
+                    bool timed) {
+  stoke_sample *s = &w->sample;
+  s->epoch = b->epoch;
+  s->batch = b;
+  sample_begin(l, w, b, pos, index, rng);
   int64_t t0 = timed ? stoke__now_ns() : 0;
   if (timed) atomic_store_explicit(&w->cur_start_ns, t0, memory_order_relaxed);
   int rc;
@@ -278,13 +288,7 @@ static inline int fill_plain(stoke_loader *l, stoke__worker *w,
                              stoke_batch *b, size_t pos, size_t index,
                              bool timed) {
   stoke_sample *s = &w->sample;
-  s->index = index;
-  s->pos = pos;
-  stoke_rng_init(&s->rng, l->cfg.seed, b->epoch, index);
-  for (size_t f = 0; f < l->src->n_fields; f++)
-    s->dst[f] = (char *)b->data[f] + pos * l->field_bytes[f];
-  w->err[0] = '\0'; /* a reason from an earlier sample is not this one's */
-  atomic_store_explicit(&w->cur_index, index, memory_order_relaxed);
+  sample_begin(l, w, b, pos, index, NULL);
   if (!timed) return stoke__produce(l->src, s, w->stats, false);
   atomic_store_explicit(&w->cur_start_ns, stoke__now_ns(),
                         memory_order_relaxed);

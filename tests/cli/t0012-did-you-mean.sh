@@ -34,8 +34,7 @@ suggests_nothing frobnicate
 suggests_nothing bench "${S[@]}" --frobnicate
 grep -q "unknown option '--frobnicate'" "$TMP/err" || fail "the error itself changed"
 
-say "two at the same distance are both named"
-run_stoke bench "${S[@]}" --seeds 1
-grep -q '^The most similar option' "$TMP/err" || fail "--seeds: no suggestion"
-grep -qx '	--seed' "$TMP/err" || fail "--seeds: --seed not named: $(cat "$TMP/err")"
+# (No two commands or options of today's tables are at the same distance
+# from a one-edit typo, so the plural "are" form has no CLI case here.)
+suggests --seed bench "${S[@]}" --seeds 1
 echo "ok"
