@@ -250,6 +250,9 @@ int cli_run(const report_spec *spec, report_result *res) {
     return rc;
   stoke_config cfg = spec->cfg;
   cfg.source = src;
+  /* The run's statistics are then of its epochs alone: nothing is
+  ** prefetched of an epoch it will not take. */
+  cfg.epochs = spec->epochs;
   if (spec->trace_path && cfg.trace_events == 0)
     cfg.trace_events = CLI_TRACE_EVENTS;
   stoke_loader *l = NULL;

@@ -746,6 +746,14 @@ typedef struct stoke_config {
   ** same at every W).  NORMAL: the OS default (SCHED_OTHER), for
   ** comparison. */
   int worker_policy;
+  /* The epochs the run will take (since 0.5): epochs 0 to epochs - 1.  The
+  ** workers do not prefetch past the last one, so a run's statistics (the
+  ** stages' counts and times, the bad samples) hold only the work of what
+  ** it consumed, the same for any number of workers.  next() past the last
+  ** epoch still works; that epoch starts without a prefetched queue.  0
+  ** (default): no end known, and the next epoch is always prefetched
+  ** (prefetch_next_epoch). */
+  uint64_t epochs;
 } stoke_config;
 
 /* How the OS schedules the workers (stoke_config.worker_policy). */

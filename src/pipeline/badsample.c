@@ -28,9 +28,22 @@
 ** per claim generation, i.e. per epoch as the workers produce it; the one
 ** over budget poisons the loader with STOKE_EFAILURES naming the last few.
 **
-** Locking: fail_mu (a leaf) guards the log, the counters and the budget;
-** the quarantine has its own leaf lock; the loader's mu is only taken,
-** alone, to poison it.  No lock is held across a fill. */
+** What is counted and logged is only what reached the consumer.  A record
+** waits in `pending`, tagged with its batch, until the core hands that
+** batch out (the delivered hook) or the batch ends the run with an error;
+** then it goes to the log and the counters, in the batch's position
+** order.  Workers prefetch the next epoch before this one is over, and a
+** run that stops at its last epoch never consumes those batches: counted
+** as they were produced, they made the counters depend on timing.  So the
+** log and the counters of a run with a fixed seed are the same for any
+** number of workers, and every time.  The budget is not: it must stop the
+** workers as they meet the bad samples.
+**
+** Locking: fail_mu (a leaf) guards the log, the pending records, the
+** counters and the budget; it may be taken with mu held (the delivered
+** hook), but nothing is taken while holding it.  The quarantine has its
+** own leaf lock; the loader's mu is only taken, alone, to poison it.  No
+** lock is held across a fill. */
 #include "pipeline.h"
 #include "pipeline/feature.h"
 
@@ -43,6 +56,13 @@
 ** own fill stream. */
 #define SUBSTITUTE_SALT UINT64_C(0x5ab571707e5eed00)
 
+/* A record that waits for its batch to be handed out. */
+typedef struct pending_record {
+  uint64_t gen;                  /* its batch's claim generation */
+  size_t pos;                    /* its place in the batch: commit order */
+  stoke_failure f;               /* f.batch: its batch's number */
+} pending_record;
+
 /* The bad-sample state of a loader (always on: FAIL logs too). */
 typedef struct stoke__bad {
   uint64_t fail_budget;          /* bad samples allowed per epoch (per claim
@@ -54,6 +74,9 @@ typedef struct stoke__bad {
   /* Protected by fail_mu. */
   stoke_failure *fail_ring;      /* STOKE_FAILURES_KEPT, the last ones */
   size_t fail_head, fail_len;
+  pending_record *pending;       /* records of batches not handed out yet */
+  size_t n_pending, cap_pending;
+  const stoke_allocator *alloc;
   uint64_t n_failures, n_quarantined, n_skipped, n_replaced;
   bool fail_tripped;             /* a record spent the budget */
   char fail_msg[STOKE__ERRMSG_CAP]; /* the first such record's message
@@ -94,6 +117,7 @@ int stoke__bad_init(stoke_loader *l) {
   stoke__bad *bs = stoke__calloc(l->alloc, 1, sizeof *bs);
   if (!bs) return STOKE_ENOMEM;
   /* Listed at once: its destroy frees what a failure below leaves. */
+  bs->alloc = l->alloc;
   stoke__feature_add(&l->features, &bad_feature, bs);
   if (pthread_mutex_init(&bs->fail_mu, NULL) != 0) return STOKE_ENOMEM;
   bs->have_mu = true;
@@ -122,6 +146,7 @@ int stoke__bad_init(stoke_loader *l) {
 static void destroy(stoke_loader *l, void *state) {
   stoke__bad *bs = state;
   stoke__free(l->alloc, bs->fail_ring);
+  stoke__free(l->alloc, bs->pending);
   if (l->slots)
     for (size_t i = 0; i < l->n_slots; i++)
       stoke__free(l->alloc, l->slots[i].skip);
@@ -138,6 +163,69 @@ static void log_failure(stoke__bad *bs, const stoke_failure *f) {
   else
     bs->fail_len++;
   bs->fail_ring[at] = *f;
+}
+
+/* Keep f, met in batch (gen, f->batch) at position pos, until that batch
+** is handed out (fail_mu held).  Out of memory, it is logged at once:
+** counted early beats lost. */
+static void pend(stoke__bad *bs, uint64_t gen, size_t pos,
+                 const stoke_failure *f) {
+  if (bs->n_pending == bs->cap_pending) {
+    size_t cap = bs->cap_pending ? 2 * bs->cap_pending : 16;
+    pending_record *p = stoke__calloc(bs->alloc, cap, sizeof *p);
+    if (!p) {
+      log_failure(bs, f);
+      return;
+    }
+    if (bs->n_pending)
+      memcpy(p, bs->pending, bs->n_pending * sizeof *p);
+    stoke__free(bs->alloc, bs->pending);
+    bs->pending = p;
+    bs->cap_pending = cap;
+  }
+  pending_record *r = &bs->pending[bs->n_pending++];
+  r->gen = gen;
+  r->pos = pos;
+  r->f = *f;
+}
+
+/* Count and log one record whose batch reached the consumer. */
+static void commit_one(stoke__bad *bs, const stoke_failure *f) {
+  log_failure(bs, f);
+  if (f->quarantined)
+    bs->n_quarantined++;
+  else
+    bs->n_failures++;
+  if (f->action == STOKE_ON_ERROR_SKIP) bs->n_skipped++;
+  if (f->action == STOKE_ON_ERROR_REPLACE && f->substitute != SIZE_MAX)
+    bs->n_replaced++;
+}
+
+/* Batch (gen, number) reached the consumer (fail_mu held): its records
+** go to the log and the counters in position order (within a position,
+** as met: one worker meets a sample and its candidates in turn), and
+** those of older generations, never to be handed out, are dropped. */
+static void commit_batch(stoke__bad *bs, uint64_t gen, size_t number) {
+  size_t kept = 0;
+  for (;;) {
+    /* The lowest position left of this batch, first met first. */
+    size_t best = SIZE_MAX;
+    for (size_t i = 0; i < bs->n_pending; i++) {
+      const pending_record *r = &bs->pending[i];
+      if (r->gen == gen && r->f.batch == number &&
+          (best == SIZE_MAX || r->pos < bs->pending[best].pos))
+        best = i;
+    }
+    if (best == SIZE_MAX) break;
+    commit_one(bs, &bs->pending[best].f);
+    bs->pending[best].gen = UINT64_MAX; /* done: dropped below */
+  }
+  for (size_t i = 0; i < bs->n_pending; i++) {
+    const pending_record *r = &bs->pending[i];
+    if (r->gen == UINT64_MAX || r->gen < gen) continue;
+    bs->pending[kept++] = *r;
+  }
+  bs->n_pending = kept;
 }
 
 /* Count one more bad sample of generation gen (fail_mu held); its count. */
@@ -171,9 +259,16 @@ static uint64_t count_in_gen(stoke__bad *bs, uint64_t gen) {
 static void last_few(const stoke__bad *bs, char *buf, size_t cap) {
   size_t used = 0;
   buf[0] = '\0';
-  for (size_t k = 0; k < bs->fail_len; k++) {
-    size_t at = (bs->fail_head + bs->fail_len - 1 - k) % STOKE_FAILURES_KEPT;
-    const stoke_failure *f = &bs->fail_ring[at];
+  /* The records still pending are the newest: they come first. */
+  for (size_t k = 0; k < bs->n_pending + bs->fail_len; k++) {
+    const stoke_failure *f;
+    if (k < bs->n_pending) {
+      f = &bs->pending[bs->n_pending - 1 - k].f;
+    } else {
+      size_t j = k - bs->n_pending;
+      f = &bs->fail_ring[(bs->fail_head + bs->fail_len - 1 - j) %
+                         STOKE_FAILURES_KEPT];
+    }
     /* A long path keeps its end: the file's name is what names it. */
     size_t wl = strlen(f->where);
     const char *where = wl > 80 ? f->where + wl - 77 : f->where;
@@ -189,10 +284,12 @@ static void last_few(const stoke__bad *bs, char *buf, size_t cap) {
   }
 }
 
-/* Log f (a bad sample met while producing batch b) and, unless the
-** quarantine listed it, count it against the budget.  Returns 0, or
-** STOKE_EFAILURES after poisoning the loader when it spends the budget. */
-static int record(stoke_loader *l, const stoke_batch *b, stoke_failure *f) {
+/* Keep f (a bad sample met while producing batch b, at position pos) for
+** the log and, unless the quarantine listed it, count it against the
+** budget.  Returns 0, or STOKE_EFAILURES after poisoning the loader when
+** it spends the budget. */
+static int record(stoke_loader *l, const stoke_batch *b, size_t pos,
+                  stoke_failure *f) {
   stoke__bad *bs = bad_of(l);
   stoke__quarantine *q = stoke__quarantine_of(l);
   if (!f->quarantined && q) {
@@ -208,16 +305,12 @@ static int record(stoke_loader *l, const stoke_batch *b, stoke_failure *f) {
   bool over = false;
   uint64_t n = 0;
   pthread_mutex_lock(&bs->fail_mu);
-  log_failure(bs, f);
-  if (f->quarantined) {
-    bs->n_quarantined++;
-  } else {
-    bs->n_failures++;
-    if (bs->fail_budget) {
-      n = count_in_gen(bs, b->gen);
-      over = n > bs->fail_budget;
-    }
+  if (!f->quarantined && bs->fail_budget) {
+    n = count_in_gen(bs, b->gen);
+    over = n > bs->fail_budget;
   }
+  if (over) f->action = STOKE_ON_ERROR_FAIL; /* it ends the run */
+  pend(bs, b->gen, pos, f);
   /* Workers that spend the budget at once all poison (each notes its
   ** batch, which will not come), with the first one's message: its count
   ** (budget + 1) and last few, whichever of them takes mu first. */
@@ -236,6 +329,7 @@ static int record(stoke_loader *l, const stoke_batch *b, stoke_failure *f) {
              (unsigned long long)bs->fail_budget, why, few);
     bs->fail_tripped = true;
   }
+  if (over) commit_batch(bs, b->gen, b->number); /* it ends the run */
   pthread_mutex_unlock(&bs->fail_mu);
   if (!over) return 0;
   /* fail_msg is final: written under fail_mu before any record saw
@@ -247,19 +341,37 @@ static int record(stoke_loader *l, const stoke_batch *b, stoke_failure *f) {
   return STOKE_EFAILURES;
 }
 
-/* Name the substitute of the logged failure of (index, epoch, batch). */
-static void log_substitute(stoke_loader *l, const stoke_failure *f,
-                           size_t substitute) {
+/* Name the substitute of the pending failure of (index, epoch, batch) of
+** generation gen: it counts as replaced when its batch is handed out. */
+static void log_substitute(stoke_loader *l, uint64_t gen,
+                           const stoke_failure *f, size_t substitute) {
   stoke__bad *bs = bad_of(l);
   pthread_mutex_lock(&bs->fail_mu);
-  for (size_t k = 0; k < bs->fail_len; k++) {
-    stoke_failure *g = &bs->fail_ring[(bs->fail_head + k) % STOKE_FAILURES_KEPT];
-    if (g->index == f->index && g->epoch == f->epoch &&
+  for (size_t k = 0; k < bs->n_pending; k++) {
+    pending_record *r = &bs->pending[k];
+    stoke_failure *g = &r->f;
+    if (r->gen == gen && g->index == f->index && g->epoch == f->epoch &&
         g->batch == f->batch && g->substitute == SIZE_MAX &&
         g->action == STOKE_ON_ERROR_REPLACE)
       g->substitute = substitute;
   }
-  bs->n_replaced++;
+  pthread_mutex_unlock(&bs->fail_mu);
+}
+
+/* The batch ends the run with an error: what it met is logged, as what
+** the consumer got instead of the batch. */
+static void commit_failed(stoke_loader *l, const stoke_batch *b) {
+  stoke__bad *bs = bad_of(l);
+  pthread_mutex_lock(&bs->fail_mu);
+  commit_batch(bs, b->gen, b->number);
+  pthread_mutex_unlock(&bs->fail_mu);
+}
+
+static void delivered(stoke_loader *l, void *state, const stoke_batch *b) {
+  (void)l;
+  stoke__bad *bs = state;
+  pthread_mutex_lock(&bs->fail_mu);
+  if (bs->n_pending) commit_batch(bs, b->gen, b->number);
   pthread_mutex_unlock(&bs->fail_mu);
 }
 
@@ -288,6 +400,7 @@ static int fail(stoke_loader *l, const stoke_batch *b,
                 const stoke_failure *f) {
   char where[300] = "";
   if (l->src->ops->describe) snprintf(where, sizeof where, " (%s)", f->where);
+  commit_failed(l, b);
   pthread_mutex_lock(&l->mu);
   stoke__note_failed_batch(l, b);
   if (f->quarantined)
@@ -324,15 +437,16 @@ static int replace(stoke_loader *l, stoke__worker *w, stoke_batch *b,
     if (stoke__fill_one(l, w, b, pos, c, &own, timed) == 0) {
       b->indices[pos] = c;
       atomic_fetch_add_explicit(&b->n_replaced, 1, memory_order_relaxed);
-      log_substitute(l, bad, c);
+      log_substitute(l, b->gen, bad, c);
       return 0;
     }
     /* The substitute is bad too. */
     stoke_failure f;
     describe_failure(l, w, b, c, false, &f);
-    int rc = record(l, b, &f);
+    int rc = record(l, b, pos, &f);
     if (rc != 0) return rc;
   }
+  commit_failed(l, b);
   pthread_mutex_lock(&l->mu);
   stoke__note_failed_batch(l, b);
   stoke__fail_locked(l, STOKE_ESAMPLE,
@@ -353,18 +467,13 @@ int stoke__bad_sample(stoke_loader *l, stoke__worker *w, stoke_batch *b,
                       size_t pos, size_t index, bool quarantined, bool timed) {
   stoke_failure f;
   describe_failure(l, w, b, index, quarantined, &f);
-  int rc = record(l, b, &f);
+  int rc = record(l, b, pos, &f);
   if (rc != 0) return rc;
   switch (l->cfg.on_error) {
-  case STOKE_ON_ERROR_SKIP: {
-    stoke__bad *bs = bad_of(l);
+  case STOKE_ON_ERROR_SKIP:
     b->skip[pos] = 1;
     atomic_fetch_add_explicit(&b->n_skipped, 1, memory_order_relaxed);
-    pthread_mutex_lock(&bs->fail_mu);
-    bs->n_skipped++;
-    pthread_mutex_unlock(&bs->fail_mu);
     return 0;
-  }
   case STOKE_ON_ERROR_REPLACE:
     return replace(l, w, b, pos, &f, timed);
   default:
@@ -430,6 +539,7 @@ size_t stoke_batch_n_replaced(const stoke_batch *b) {
 
 static const stoke__feature_ops bad_feature = {
     .name = "bad samples",
+    .delivered = delivered,
     .stats = stats,
     .destroy = destroy,
 };

@@ -124,7 +124,8 @@ static stoke_batch *assign_batch(stoke_loader *l) {
 static bool may_advance(const stoke_loader *l) {
   return l->cfg.prefetch_next_epoch && l->order_ops->ahead && l->claim_open &&
          !l->order_busy && l->claim_gen == l->deliver_gen &&
-         l->plan.n_batches > 0;
+         l->plan.n_batches > 0 &&
+         (l->cfg.epochs == 0 || l->next_epoch < l->cfg.epochs);
 }
 
 /* Is there a batch of the claim epoch to assign (mu held)?  1 yes; 0 not
@@ -865,6 +866,7 @@ again:
     } else {
       stoke__slot_free_locked(l, b);
     }
+    stoke__features_delivered(&l->features, l, b);
     l->n_delivered++;
     if (l->cfg.in_order) l->next_deliver++;
     l->echo_first = 0; /* a restored group's steps went with it */
@@ -886,6 +888,7 @@ again:
     l->n_dlent++;
   else
     l->n_lent++;
+  stoke__features_delivered(&l->features, l, b);
   l->n_delivered++;
   if (l->cfg.in_order) l->next_deliver++;
   out_b = stoke__echo_begin_locked(l, b);

@@ -25,6 +25,12 @@
 **              stoke_stats (it takes the locks it needs).
 **   stop       destroy(), the workers joined, mu not held: finish what
 **              must not wait for the last lent batch to come back.
+**   delivered  the consumer, mu held: batch b (a host or a device slot)
+**              took its place in the epoch: handed out, or passed over
+**              because on_error SKIP left it empty.  Once per batch, not
+**              per echo view.  What a feature counts of the batches is
+**              counted here, so that a prefetched batch that is never
+**              handed out counts nothing.
 **   assigned   a worker w, mu held: it just opened batch b on a slot.
 **   chunk      a worker w, mu not held: it is about to fill a chunk.
 **   destroy    no other thread runs: free the state (also on a loader
@@ -58,6 +64,7 @@ typedef struct stoke__feature_ops {
   void (*epoch_end)(stoke_loader *l, void *state);
   void (*stats)(const stoke_loader *l, const void *state, stoke_stats *st);
   void (*stop)(stoke_loader *l, void *state);
+  void (*delivered)(stoke_loader *l, void *state, const stoke_batch *b);
   void (*assigned)(stoke_loader *l, void *state, stoke__worker *w,
                    const stoke_batch *b);
   void (*chunk)(stoke_loader *l, void *state, stoke__worker *w);
@@ -114,6 +121,8 @@ bool stoke__features_fill_get(const stoke__features *fs,
                               stoke__producer_stats *ps);
 void stoke__features_fill_put(const stoke__features *fs,
                               const stoke_loader *l, const stoke_sample *s);
+void stoke__features_delivered(const stoke__features *fs, stoke_loader *l,
+                               const stoke_batch *b);
 void stoke__features_assigned(const stoke__features *fs, stoke_loader *l,
                               stoke__worker *w, const stoke_batch *b);
 void stoke__features_chunk(const stoke__features *fs, stoke_loader *l,

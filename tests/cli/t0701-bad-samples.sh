@@ -71,6 +71,30 @@ assert b["skipped"] == 4 and b["failures"] == 4 and b["budget"] == "10%", b
 assert all(ep["samples"] == 22 for ep in d["epochs"]), d["epochs"]
 '
 
+say "the counters are of what was handed out: the same at -j 1 and -j 3, every run"
+# The next epoch is prefetched while one is consumed; the bad samples the
+# workers meet there count only once their batch is handed out, so the
+# last epoch's prefetch (never consumed) used to add to the counts.
+for j in 1 3 1 3 3 1; do
+  run_stoke bench "$TMP/train" -b 4 -j $j --shuffle --epochs 3 --on-error replace \
+    --max-failures 10% --json "$TMP/d$j.json" -q
+  [ "$rc" -eq 0 ] || fail "exit $rc: $(cat "$TMP/err")"
+  "$PY" - "$TMP/d$j.json" "$TMP/d.first.json" <<'PYEOF' || fail "-j $j: counters differ"
+import json, os, sys
+d = json.load(open(sys.argv[1]))
+b = d["bad_samples"]
+got = {k: b[k] for k in ("failures", "quarantined", "skipped", "replaced")}
+got["last"] = [(e["epoch"], e["batch"], e["index"], e["substitute"]) for e in b["last"]]
+got["samples"] = [ep["samples"] for ep in d["epochs"]]
+assert got["failures"] == 6 and got["replaced"] == 6, got
+if not os.path.exists(sys.argv[2]):
+    json.dump(got, open(sys.argv[2], "w"))
+first = json.load(open(sys.argv[2]))
+first["last"] = [tuple(x) for x in first["last"]]
+assert got == first, (got, first)
+PYEOF
+done
+
 say "the budget: the default 1% of 24 samples is 1, so the second is an error"
 run_stoke bench "$TMP/train" -b 4 -j 2 --on-error skip
 [ "$rc" -eq 1 ] || fail "exit $rc, expected 1"
