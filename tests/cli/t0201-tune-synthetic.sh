@@ -46,7 +46,14 @@ for w in (0, 1, 2, 4):
     assert hb == sorted(hb) and len(set(hb)) == 3, hb
 k = d["knee"]
 assert k["workers"] > 0, k
-assert k["verdict"] == "busy" and k["stall_removed"] is True, k
+# Quiet, the knee removes the stall; loaded, preemptions by other jobs can
+# leave every point a few waits, and the knee must then say so (as in
+# t0204-tune-adaptive).
+if k["stall_removed"]:
+    assert k["verdict"] == "busy", k
+else:
+    assert k["reason"].startswith("no configuration as fast as the best "
+                                  "removes the stall"), k
 assert pts[k["index"]]["workers"] == k["workers"]
 assert k["samples_per_s"] >= 0.95 * k["best_samples_per_s"] - 1e-9, k
 assert k["flags"] == "-j %d --prefetch %d" % (k["workers"], k["prefetch"])

@@ -35,7 +35,15 @@ ws = sorted({p["workers"] for p in measured})
 assert ws[:4] == [0, 1, 2, 4], ws
 assert max(ws) >= 8, ws
 k = d["knee"]
-assert k["verdict"] == "busy" and k["stall_removed"] is True, k
+# Quiet, the knee removes the stall.  On a loaded machine, preemptions by
+# other jobs can leave every rung a few waits (the "variance" verdict at
+# 8 workers, 10% waiting, seen with a load of 28 on 2 cores): the knee is
+# then the cheapest of the fastest, and it must say so.
+if k["stall_removed"]:
+    assert k["verdict"] == "busy", k
+else:
+    assert k["reason"].startswith("no configuration as fast as the best "
+                                  "removes the stall"), k
 assert 5 <= k["workers"] <= 16, k
 # the knee to one worker: the count below it was measured or skipped
 below = [p for p in pts if p["workers"] == k["workers"] - 1]

@@ -165,16 +165,19 @@ def test_bad_device_names():
 
 
 class FakeEvent:
-    """A CUDA event on a stream that runs as the host does: enough to see
-    that EventTwoClock reads its clocks off events and never syncs."""
+    """A CUDA event on a stream with a clock of its own: the test moves the
+    stream's time (FakeEvent.now, seconds) while the host barely runs, so
+    the figures can only have come from the events, and they are exact
+    however loaded the machine is."""
     made = 0
+    now = 0.0
 
     def __init__(self):
         FakeEvent.made += 1
         self.t = None
 
     def record(self):
-        self.t = time.monotonic()
+        self.t = FakeEvent.now
 
     def query(self):
         return self.t is not None
@@ -189,7 +192,7 @@ class FakeEvent:
 def test_event_clock_reads_the_stream_not_the_host():
     def slow(n):
         for i in range(n):
-            time.sleep(0.004)
+            FakeEvent.now += 0.004  # the stream idles 4 ms for the batch
             yield (np.zeros(8), i)
 
     class Regen:
@@ -200,11 +203,12 @@ def test_event_clock_reads_the_stream_not_the_host():
                                          warmup=1)
     for _ in range(3):
         for _ in clock:
-            time.sleep(0.002)
+            FakeEvent.now += 0.002  # the step's kernels run 2 ms
     st = clock.stats()
     assert st["steps"] == 12 and st["samples"] == 96
-    assert st["wait_p50_ms"] >= 3.5      # the stream idled before each step
-    assert 0.0015 * 12 <= st["compute_s"] < 0.004 * 12
+    # The host took microseconds per step; the stream's times are these.
+    assert st["wait_p50_ms"] == pytest.approx(4.0, abs=0.1)
+    assert st["compute_s"] == pytest.approx(0.002 * 12, rel=0.05)
     assert clock.verdict == "starving"
     assert FakeEvent.made >= 3 * 6 * 2
     # Without a GPU, TwoClock(sync="cuda") is a plain TwoClock: there is
