@@ -82,8 +82,18 @@ assert {"copy", "gpu step", "gpu wait for copy"} <= spans, spans
     --synthetic tensor --samples 128 -b 16 -j 2 --device cuda \
     --device-prefetch 0 --compute gpu-sleep:12ms --epochs 3
   [ "$rc" -eq 0 ] || fail "exit $rc: $(cat "$TMP/err")"
-  grep -q "the copy is exposed: .*raise the prefetch-to-device depth (--device-prefetch 1)" "$TMP/out" ||
-    fail "no device-prefetch advice: $(cat "$TMP/out")"
+  # The advice is due when a copy is shorter than the step, so that one
+  # more slot can hide it: the condition is read from the run itself (on a
+  # machine at load 25 the 2 ms copies took 21.7 ms, and the doctor rightly
+  # did not advise a depth that cannot hide them).
+  copy_ms=$(sed -n 's/^  copy  *\([0-9.]*\) ms per batch.*/\1/p' "$TMP/out")
+  [ -n "$copy_ms" ] || fail "no copy line: $(cat "$TMP/out")"
+  if awk -v c="$copy_ms" 'BEGIN { exit !(c < 9) }'; then
+    grep -q "the copy is exposed: .*raise the prefetch-to-device depth (--device-prefetch 1)" "$TMP/out" ||
+      fail "no device-prefetch advice: $(cat "$TMP/out")"
+  else
+    say "copies took $copy_ms ms against a 12 ms step (a loaded machine): the depth advice is not due"
+  fi
 
   say "pageable host slots: the doctor says pin them"
   STOKE_SHIM_DELAY_US=0 run_stoke profile --synthetic tensor --samples 128 \
