@@ -72,6 +72,11 @@ void stoke__features_stop(const stoke__features *fs, stoke_loader *l) {
     if (fs->f[i].ops->stop) fs->f[i].ops->stop(l, fs->f[i].state);
 }
 
+void stoke__features_started(const stoke__features *fs, stoke_loader *l) {
+  for (unsigned i = 0; i < fs->n; i++)
+    if (fs->f[i].ops->started) fs->f[i].ops->started(l, fs->f[i].state);
+}
+
 void stoke__features_assigned(const stoke__features *fs, stoke_loader *l,
                               stoke__worker *w, const stoke_batch *b) {
   for (unsigned i = 0; i < fs->n; i++)
