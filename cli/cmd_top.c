@@ -82,6 +82,27 @@ static void frame_print(const frame *f, int clear) {
   fflush(stdout);
 }
 
+/* text after prefix, wrapped at spaces onto at most max_lines lines (the
+** next ones indented by two), the last one cut. */
+static void add_wrapped(frame *f, const char *prefix, const char *text,
+                        int max_lines) {
+  char buf[512];
+  snprintf(buf, sizeof buf, "%s%s", prefix, text);
+  const char *p = buf;
+  for (int i = 0; i < max_lines && *p; i++) {
+    const char *lead = i ? "  " : "";
+    size_t room = TOP_COLS - 1 - strlen(lead), len = strlen(p);
+    if (len > room && i + 1 < max_lines) {
+      len = room;
+      while (len > room / 2 && p[len] != ' ') len--;
+      if (p[len] != ' ') len = room;
+    }
+    add(f, "%s%.*s", lead, (int)len, p);
+    p += len;
+    while (*p == ' ') p++;
+  }
+}
+
 /* "850 ns", "12.3 us", "4.56 ms", "1.23 s". */
 static void fmt_ns(double ns, char *buf, size_t n) {
   if (ns < 1e3)
@@ -239,7 +260,7 @@ static void follow_frame(const follow *fw, const top_window *w,
         st->queue_mean_depth, st->prefetch, 100 * st->queue_empty_frac);
   }
   producer_lines(s, w, f);
-  add(f, "verdict: %s", w->diagnosis.reason);
+  add_wrapped(f, "verdict: ", w->diagnosis.reason, 2);
   if (fw->n_changes > 1) {
     char text[TOP_COLS * 2] = "verdict so far:";
     size_t len = strlen(text);
@@ -257,7 +278,11 @@ static void follow_frame(const follow *fw, const top_window *w,
         s->stats.autotune_changes == 1 ? "" : "s",
         (unsigned long long)s->stats.autotune_rollbacks,
         s->stats.autotune_rollbacks == 1 ? "" : "s");
-    for (unsigned i = 0; i < s->n_events; i++)
+    /* The newest ones that fit. */
+    unsigned first = s->n_events;
+    while (first > 0 && f->n + (int)(s->n_events - first) < TOP_ROWS - 1)
+      first--;
+    for (unsigned i = first; i < s->n_events; i++)
       add(f, "  %s", s->events[i].text);
   }
 }
