@@ -125,6 +125,14 @@ static void bar(double frac, char *buf, int width) {
 
 /* ---- the list ------------------------------------------------------------ */
 
+/* The command line with its program's folder left out: "stoke bench ...". */
+static const char *short_command(const char *cmd) {
+  const char *end = strchr(cmd, ' '), *p = cmd;
+  for (const char *q = cmd; *q && (!end || q < end); q++)
+    if (*q == '/') p = q + 1;
+  return p;
+}
+
 static void list_frame(const stoke_live *v, size_t n, frame *f) {
   if (n == 0) {
     add(f, "no loader is publishing (run one with STOKE_PUBLISH=1)");
@@ -141,7 +149,7 @@ static void list_frame(const stoke_live *v, size_t n, frame *f) {
         stoke_live_kind_name(v[i].kind), (unsigned long long)v[i].stats.steps,
         (unsigned long long)v[i].stats.epochs_done,
         100 * v[i].stats.wait_ratio, stoke_verdict_name(d.verdict),
-        v[i].command);
+        short_command(v[i].command));
   }
 }
 
@@ -265,7 +273,8 @@ static void follow_frame(const follow *fw, const top_window *w,
     char text[TOP_COLS * 2] = "verdict so far:";
     size_t len = strlen(text);
     for (int i = 0; i < fw->n_changes && len < sizeof text; i++)
-      len += (size_t)snprintf(text + len, sizeof text - len, " %s (%.0f s ago)%s",
+      len += (size_t)snprintf(text + len, sizeof text - len,
+                              " %s (%.0f s ago)%s",
                               stoke_verdict_name(fw->verdicts[i]),
                               (double)(now_ns - fw->since_ns[i]) / 1e9,
                               i + 1 < fw->n_changes ? "," : "");

@@ -88,7 +88,8 @@ void top_window_make(const stoke_live *now, const stoke_live *then,
   w->busy_frac = (double)s->worker_busy_ns / pool;
   w->slot_wait_frac = (double)s->stage[STOKE_STAGE_SLOT_WAIT].total_ns / pool;
   if (w->busy_frac > 1) w->busy_frac = 1;
-  if (w->busy_frac + w->slot_wait_frac > 1) w->slot_wait_frac = 1 - w->busy_frac;
+  if (w->busy_frac + w->slot_wait_frac > 1)
+    w->slot_wait_frac = 1 - w->busy_frac;
   w->idle_frac = 1 - w->busy_frac - w->slot_wait_frac;
   if (w->idle_frac < 0) w->idle_frac = 0;
   stoke_diagnose(s, &w->diagnosis);

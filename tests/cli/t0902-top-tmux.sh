@@ -24,6 +24,10 @@ STOKE_PUBLISH=1 "$STOKE" bench --synthetic sleep:1ms --samples 256 -b 8 -j 2 \
   --compute sleep:2ms --epochs 100000 >"$TMP/bench.out" 2>&1 &
 bp=$!
 
+# One session lives through the test, so that the server does not exit (and
+# restart) between the sessions that run stoke top.
+tm -f /dev/null new-session -d -s keep -x 80 -y 24 "sleep 600"
+
 # until_pane NEEDLE: the pane shows NEEDLE (its text in $TMP/pane).
 until_pane() {
   for _ in $(seq 600); do
@@ -44,7 +48,7 @@ until_gone() {
 }
 
 say "stoke top (the list) on an 80x24 terminal"
-tm -f /dev/null new-session -d -s top -x 80 -y 24 \
+tm new-session -d -s top -x 80 -y 24 \
   "env XDG_RUNTIME_DIR='$XDG_RUNTIME_DIR' '$STOKE' top --interval 0.2"
 until_pane "$bp   0 loader"
 grep -q "PID  *ID KIND" "$TMP/pane" || fail "no header: $(cat "$TMP/pane")"
@@ -52,7 +56,7 @@ tm send-keys -t top q
 until_gone
 
 say "stoke top PID follows the bench, redrawing, until q"
-tm -f /dev/null new-session -d -s top -x 80 -y 24 \
+tm new-session -d -s top -x 80 -y 24 \
   "env XDG_RUNTIME_DIR='$XDG_RUNTIME_DIR' '$STOKE' top $bp --interval 0.2; \
    echo top-exit=\$?; sleep 30"
 until_pane "verdict: "
@@ -76,7 +80,7 @@ until_pane "top-exit=0"
 tm kill-session -t top
 
 say "the followed process ends: top says so and exits"
-tm -f /dev/null new-session -d -s top -x 80 -y 24 \
+tm new-session -d -s top -x 80 -y 24 \
   "env XDG_RUNTIME_DIR='$XDG_RUNTIME_DIR' '$STOKE' top $bp --interval 0.2; \
    echo top-exit=\$?; sleep 30"
 until_pane "verdict: "
