@@ -44,6 +44,7 @@ int cmd_pack(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
 int cmd_profile(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_top(int argc, char **argv);
 
 /* Usage texts, printed by "stoke help <cmd>" and "stoke <cmd> --help". */
 extern const char cmd_bench_usage[];
@@ -54,6 +55,25 @@ extern const char cmd_pack_usage[];
 extern const char cmd_inspect_usage[];
 extern const char cmd_profile_usage[];
 extern const char cmd_report_usage[];
+extern const char cmd_top_usage[];
+
+/* ---- `stoke top`'s window (top_window.c) ---------------------------------- */
+
+/* What one loader did between two of its snapshots. */
+typedef struct top_window {
+  double seconds;            /* the window's length */
+  int restarted;             /* the warm-up ended inside it: since then */
+  stoke_stats stats;         /* over the window (percentiles from the bins) */
+  uint64_t wait_bins[STOKE_LIVE_HIST];
+  double busy_frac;          /* the workers' time producing */
+  double slot_wait_frac;     /* waiting for a free slot (the queue full) */
+  double idle_frac;          /* the rest: waiting for work */
+  stoke_diagnosis diagnosis; /* the verdict over the window */
+} top_window;
+
+/* now minus then (then == now: since the warm-up ended). */
+void top_window_make(const stoke_live *now, const stoke_live *then,
+                     top_window *w);
 
 /* ---- the tool's words (advice_words.c) ---------------------------------- */
 

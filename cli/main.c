@@ -34,6 +34,8 @@ static const cli_cmd commands[] = {
     {"inspect", cmd_inspect, cmd_inspect_usage,
      "describe a dataset and one batch of it; --verify every sample"},
     {"report", cmd_report, cmd_report_usage, "an HTML page from the JSON"},
+    {"top", cmd_top, cmd_top_usage,
+     "the running loaders, live: waiting, queue, workers, verdict"},
     {NULL, NULL, NULL, NULL}};
 
 static const cli_cmd *find_command(const char *name) {

@@ -754,6 +754,11 @@ typedef struct stoke_config {
   ** (default): no end known, and the next epoch is always prefetched
   ** (prefetch_next_epoch). */
   uint64_t epochs;
+  /* The live view (since 0.5; stoke_publish): whether the loader publishes
+  ** its statistics for `stoke top` (stoke_live_list).  0 (default): the
+  ** STOKE_PUBLISH environment variable decides ("1" on, "0" off; unset:
+  ** off). */
+  int publish;
 } stoke_config;
 
 /* How the OS schedules the workers (stoke_config.worker_policy). */
@@ -1446,6 +1451,7 @@ typedef struct stoke_twoclock_config {
   size_t trace_events;   /* 0 (default): no trace; else the latest spans
                             kept for stoke_twoclock_write_trace */
   const stoke_allocator *alloc; /* NULL = malloc/free; must outlive it */
+  int publish;           /* as stoke_config.publish (since 0.4) */
 } stoke_twoclock_config;
 
 STOKE_API void stoke_twoclock_config_init(stoke_twoclock_config *cfg);
@@ -2277,6 +2283,78 @@ STOKE_API int stoke_step_simulate(int kind, int64_t ns);
 ** cores.  0 with *ns set, or STOKE_ENOTSUP where the kernel does not say
 ** (*ns = -1).  Thread-safety: any thread.  Since 0.4. */
 STOKE_API int stoke_thread_run_delay(int64_t *ns);
+
+/* ------------------------------------------------------------------------ */
+/* The live view: statistics published for `stoke top` (since 0.4)          */
+
+/* A loader or a two-clock that publishes (stoke_config.publish,
+** stoke_twoclock_config.publish, STOKE_PUBLISH=1) writes its statistics
+** about every STOKE_LIVE_PERIOD_MS, from a thread of its own (stoke-pub),
+** into a small file of the user's in shared memory: $XDG_RUNTIME_DIR/stoke/
+** when XDG_RUNTIME_DIR names a folder of the user's, else
+** /dev/shm/stoke-UID/ (each folder mode 0700, each file 0600 and named
+** PID-ID.live).  A sequence lock guards each snapshot: the loader's steps
+** take no lock and do no work for it, and a reader retries a snapshot
+** being written.  The file goes at destroy; one a killed process left (its
+** pid gone, or reused by a process started later) is skipped and removed
+** by the readers.  Publishing never fails a loader: where the folder or the
+** thread cannot be had, it does not publish. */
+typedef enum stoke_publish {
+  STOKE_PUBLISH_DEFAULT = 0, /* the STOKE_PUBLISH environment variable */
+  STOKE_PUBLISH_ON = 1,
+  STOKE_PUBLISH_OFF = -1
+} stoke_publish;
+
+#define STOKE_LIVE_PERIOD_MS 200
+/* The wait's histogram in a snapshot: quarter-octave buckets, bucket k
+** holding waits in [2^(k/4), 2^((k+1)/4)) us (bucket 0 also the shorter
+** ones, the last also the longer ones). */
+#define STOKE_LIVE_HIST 128
+/* The last autotuner decisions a snapshot carries. */
+#define STOKE_LIVE_EVENTS 4
+
+typedef enum stoke_live_kind {
+  STOKE_LIVE_LOADER = 1,   /* a stoke_loader (C, the tool, stoke.Loader,
+                              stoke.DataLoader) */
+  STOKE_LIVE_TWOCLOCK = 2  /* a stoke_twoclock (stoke.TwoClock, the
+                              doctor) */
+} stoke_live_kind;
+
+/* "loader", "twoclock". */
+STOKE_API const char *stoke_live_kind_name(int kind);
+
+/* One published snapshot.  Its counters are totals since the publisher
+** was created (stats: since its warm-up ended), so two snapshots taken
+** apart give the figures over the time between them.  Plain data. */
+typedef struct stoke_live {
+  size_t struct_size;      /* set by the caller: sizeof(stoke_live) */
+  int kind;                /* stoke_live_kind */
+  int pid;                 /* the publishing process */
+  unsigned id;             /* the publisher's number in it (file PID-ID) */
+  char command[128];       /* the process's command line, cut short */
+  int64_t created_ns;      /* CLOCK_MONOTONIC: the publisher's creation */
+  int64_t time_ns;         /* CLOCK_MONOTONIC: this snapshot's writing */
+  uint64_t publishes;      /* snapshots written so far */
+  stoke_stats stats;       /* stoke_loader_stats / stoke_twoclock_stats */
+  uint64_t wait_hist[STOKE_LIVE_HIST]; /* waits since warm-up, bucketed */
+  uint64_t n_autotune;     /* autotuner decisions so far */
+  unsigned n_events;       /* of them in events[] (the last ones, oldest
+                              first) */
+  stoke_autotune_event events[STOKE_LIVE_EVENTS];
+} stoke_live;
+
+/* The folder the snapshots of this user go to, into buf[0..cap) (made,
+** mode 0700, when create is 1).  0; STOKE_EIO when no folder is usable
+** (another user's, a link, open to others), with stoke_errmsg(NULL) saying
+** why; STOKE_EINVAL when cap is too small.  Any thread. */
+STOKE_API int stoke_live_dir(char *buf, size_t cap, int create);
+
+/* The snapshots of this user's running publishers, ordered by pid and id:
+** at most cap into out (each out[i].struct_size set by the call), and
+** returns how many were read.  Files of processes gone (or whose pid was
+** reused) are removed; files of another stoke version, of another user or
+** not readable are skipped.  pid > 0: only that process's.  Any thread. */
+STOKE_API size_t stoke_live_list(int pid, stoke_live *out, size_t cap);
 
 #ifdef __cplusplus
 }

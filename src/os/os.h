@@ -76,4 +76,42 @@ int stoke__schedstat_window(const stoke__sched_thread *base, size_t n_base,
 ** and stoke_step_simulate are busy.c's too). */
 int64_t stoke__thread_run_delay_ns(void);
 
+
+/* ---- the live view's files (live_files.c) -------------------------------- */
+
+/* The user's folder for published snapshots into buf[0..cap):
+** $XDG_RUNTIME_DIR/stoke when XDG_RUNTIME_DIR is an absolute path to a
+** folder of the user's, else /dev/shm/stoke-UID.  With `create` it is
+** made (mode 0700) when missing.  It must be a folder (not a link), the
+** user's, and closed to group and others.  0, STOKE_EINVAL (cap), or
+** STOKE_EIO with the reason in the thread's error. */
+int stoke__live_dir(char *buf, size_t cap, bool create);
+
+/* A new file of `bytes` zero bytes at path (O_EXCL, O_NOFOLLOW, mode 0600),
+** mapped shared and writable into *map.  0 or the errno (EEXIST: taken). */
+int stoke__shm_create(const char *path, size_t bytes, void **map);
+/* Map an existing file read-only, if it is a plain file of the user's,
+** closed to others, at least min_bytes long (O_NOFOLLOW): *map, *bytes.
+** 0 or the errno (EPERM: not the user's or open to others; EINVAL: too
+** short). */
+int stoke__shm_open_read(const char *path, size_t min_bytes,
+                         const void **map, size_t *bytes);
+void stoke__shm_unmap(const void *map, size_t bytes);
+
+/* The start time of process pid (field 22 of /proc/PID/stat, clock ticks
+** since boot): 0 with *ticks set, ESRCH when there is no such process, or
+** another errno where /proc does not say. */
+int stoke__proc_start_ticks(long pid, uint64_t *ticks);
+/* This process's command line, its arguments joined by spaces and cut to
+** cap - 1 bytes ("" where /proc does not say). */
+void stoke__proc_cmdline(char *buf, size_t cap);
+
+/* The files in folder dir named PID-ID.live: at most cap of them into pids
+** and ids; returns how many there are, or -1 when dir cannot be read. */
+typedef struct stoke__live_name {
+  long pid;
+  unsigned id;
+} stoke__live_name;
+int stoke__live_scan(const char *dir, stoke__live_name *out, size_t cap);
+
 #endif /* STOKE_OS_OS_H */

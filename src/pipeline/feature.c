@@ -78,6 +78,11 @@ void stoke__features_delivered(const stoke__features *fs, stoke_loader *l,
     if (fs->f[i].ops->delivered) fs->f[i].ops->delivered(l, fs->f[i].state, b);
 }
 
+void stoke__features_started(const stoke__features *fs, stoke_loader *l) {
+  for (unsigned i = 0; i < fs->n; i++)
+    if (fs->f[i].ops->started) fs->f[i].ops->started(l, fs->f[i].state);
+}
+
 void stoke__features_assigned(const stoke__features *fs, stoke_loader *l,
                               stoke__worker *w, const stoke_batch *b) {
   for (unsigned i = 0; i < fs->n; i++)

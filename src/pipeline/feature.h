@@ -35,6 +35,8 @@
 **   chunk      a worker w, mu not held: it is about to fill a chunk.
 **   destroy    no other thread runs: free the state (also on a loader
 **              whose create failed half way).
+**   started    create, every thread started, mu not held: the loader is
+**              whole (its stats may be read from now on); last of create.
 ** The fill chain, on a worker, mu not held, for a sample with its own
 ** random stream (s->index, s->epoch and s->dst set), before and after the
 ** source; features without these hooks are not in the chain:
@@ -74,6 +76,7 @@ typedef struct stoke__feature_ops {
   bool (*fill_get)(const stoke_loader *l, void *state, stoke_sample *s,
                    stoke__producer_stats *ps);
   void (*fill_put)(const stoke_loader *l, void *state, const stoke_sample *s);
+  void (*started)(stoke_loader *l, void *state);
 } stoke__feature_ops;
 
 typedef struct stoke__feature {
@@ -82,7 +85,7 @@ typedef struct stoke__feature {
 } stoke__feature;
 
 /* Room for every feature there is; a loader lists the ones that are on. */
-#define STOKE__MAX_FEATURES 8
+#define STOKE__MAX_FEATURES 12
 
 typedef struct stoke__features {
   stoke__feature f[STOKE__MAX_FEATURES];
@@ -112,6 +115,7 @@ void stoke__features_epoch_end(const stoke__features *fs, stoke_loader *l);
 void stoke__features_stats(const stoke__features *fs, const stoke_loader *l,
                            stoke_stats *st);
 void stoke__features_stop(const stoke__features *fs, stoke_loader *l);
+void stoke__features_started(const stoke__features *fs, stoke_loader *l);
 /* The fill chain (fs->fills): true when a feature knows sample index is
 ** bad; true when a feature served s. */
 bool stoke__features_fill_known_bad(const stoke__features *fs,
@@ -140,5 +144,7 @@ extern const stoke__feature_ops stoke__packcache_feature;
 ** stoke__quarantine_of finds its state. */
 /* ramcache.c: the RAM cache of deterministic samples (cfg.ram_cache_bytes). */
 extern const stoke__feature_ops stoke__ramcache_feature;
+/* publish_feature.c: the live view's snapshots (cfg.publish). */
+extern const stoke__feature_ops stoke__publish_feature;
 
 #endif /* STOKE_PIPELINE_FEATURE_H */

@@ -151,6 +151,11 @@ int stoke__config_validate(const stoke_config *c) {
     return stoke__set_tls_error(STOKE_EINVAL,
                                 "config: quarantine_path is empty (NULL for "
                                 "none)");
+  if (c->publish < STOKE_PUBLISH_OFF || c->publish > STOKE_PUBLISH_ON)
+    return stoke__set_tls_error(STOKE_EINVAL,
+                                "config: publish is %d, expected 0 "
+                                "(STOKE_PUBLISH decides), 1 (on) or -1 (off)",
+                                c->publish);
   int rc = validate_rungs(c);
   if (rc) return rc;
   return stoke__dev_validate(c);
@@ -444,6 +449,7 @@ int stoke__loader_create(const stoke_config *cfg, const stoke__sys *sys,
   if (!mem) mem = stoke__readahead_create(l);
   if (!mem) mem = stoke__packcache_create(l, sys);
   if (!mem) mem = alloc_traces(l);
+  if (!mem) mem = stoke__publish_create(l);
   if (mem && mem != STOKE_ENOMEM) {
     /* A source's per-worker state failed for its own reason (message set). */
     destroy_sync(l);
@@ -483,6 +489,7 @@ int stoke__loader_create(const stoke_config *cfg, const stoke__sys *sys,
     free_loader(l);
     return stoke__set_tls_error(rc, "%s", msg);
   }
+  stoke__features_started(&l->features, l);
   *out = l;
   return 0;
 }

@@ -312,6 +312,10 @@ int stoke__readahead_create(stoke_loader *l);
 /* resume.c: at create, before the bad-sample state: list resume among
 ** the features (0 or STOKE_ENOMEM). */
 int stoke__resume_create(stoke_loader *l);
+/* publish_feature.c: at create, list the live view's publisher among the
+** features when cfg.publish (or STOKE_PUBLISH) asks for it; it starts
+** once the loader is whole.  0 or STOKE_ENOMEM. */
+int stoke__publish_create(stoke_loader *l);
 /* The source's fingerprint, computed once (not with mu held). */
 uint64_t stoke__loader_fingerprint(stoke_loader *l);
 

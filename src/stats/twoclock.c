@@ -22,6 +22,7 @@
 ** waits 160 ms, 1 step in 4). */
 #include "os/os.h"
 #include "stats/cclock.h"
+#include "stats/publish.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -44,6 +45,7 @@ struct stoke_twoclock {
   pthread_mutex_t mu;           /* leaf: epochs */
   stoke__epoch_log epochs;
   stoke__trace *trace;          /* NULL when cfg.trace_events is 0 */
+  stoke__publisher *pub;        /* the live view (cfg.publish), or NULL */
 };
 
 void stoke_twoclock_config_init(stoke_twoclock_config *cfg) {
@@ -52,6 +54,16 @@ void stoke_twoclock_config_init(stoke_twoclock_config *cfg) {
   cfg->warmup_epochs = 1;
   cfg->ready_wait_ns = 2000000;
   cfg->n_workers = STOKE_WORKERS_AUTO;
+}
+
+/* The live view's snapshot, on the publisher's thread: the read calls are
+** safe beside the driving thread. */
+static void live_fill(void *ctx, stoke_live *out, stoke_hist_bucket *scratch,
+                      size_t cap) {
+  const stoke_twoclock *c = ctx;
+  stoke_twoclock_stats(c, &out->stats);
+  size_t n = stoke_twoclock_wait_histogram(c, scratch, cap);
+  stoke__live_rebin(scratch, n < cap ? n : cap, out->wait_hist);
 }
 
 int stoke_twoclock_create(const stoke_twoclock_config *cfg,
@@ -73,6 +85,10 @@ int stoke_twoclock_create(const stoke_twoclock_config *cfg,
   if (cfg->ready_wait_ns < 0)
     return stoke__set_tls_error(STOKE_EINVAL,
                                 "twoclock: ready_wait_ns is negative");
+  if (cfg->publish < STOKE_PUBLISH_OFF || cfg->publish > STOKE_PUBLISH_ON)
+    return stoke__set_tls_error(STOKE_EINVAL,
+                                "twoclock: publish is %d, expected 0, 1 or "
+                                "-1", cfg->publish);
   stoke_twoclock *c = stoke__calloc(cfg->alloc, 1, sizeof *c);
   if (!c) return stoke__set_tls_error(STOKE_ENOMEM, "twoclock: out of memory");
   c->cfg = *cfg;
@@ -99,12 +115,16 @@ int stoke_twoclock_create(const stoke_twoclock_config *cfg,
     return stoke__set_tls_error(rc, "twoclock: out of memory");
   }
   c->clock.trace = c->trace;
+  if (stoke__publish_wanted(cfg->publish))
+    c->pub = stoke__publisher_start(c->alloc, STOKE_LIVE_TWOCLOCK,
+                                    live_fill, c);
   *out = c;
   return 0;
 }
 
 void stoke_twoclock_destroy(stoke_twoclock *c) {
   if (!c) return;
+  stoke__publisher_stop(c->pub); /* it reads the statistics freed below */
   if (c->trace) {
     stoke__trace_free(c->trace, c->alloc);
     stoke__free(c->alloc, c->trace);

@@ -1,0 +1,96 @@
+/* top_window.c — `stoke top`'s figures over a window: two published
+** snapshots of one loader, the later minus the earlier.
+**
+** A snapshot's counters are totals (its statistics since the warm-up
+** ended), so the difference of two is what happened between them.  When
+** the warm-up ends between the two the totals start again from zero: the
+** later snapshot alone is then the window. */
+#include <math.h>
+#include <string.h>
+
+#include "cli.h"
+
+/* The wait at quantile q of a window's histogram bins (each bin counted
+** at its geometric middle, 1 us * 2^((k + 0.5) / 4)). */
+static int64_t bins_quantile(const uint64_t *bins, uint64_t total, double q) {
+  if (total == 0) return 0;
+  uint64_t rank = (uint64_t)ceil(q * (double)total), seen = 0;
+  if (rank == 0) rank = 1;
+  for (int k = 0; k < STOKE_LIVE_HIST; k++) {
+    seen += bins[k];
+    if (seen >= rank) return (int64_t)(1000.0 * pow(2.0, (k + 0.5) / 4.0));
+  }
+  return 0;
+}
+
+static void dist_diff(stoke_dist *d, const stoke_dist *a, const stoke_dist *b) {
+  d->count = a->count - b->count;
+  d->total_ns = a->total_ns - b->total_ns;
+  d->mean_ns = d->count ? d->total_ns / (int64_t)d->count : 0;
+  /* Without the window's histogram, the mean stands for the middle. */
+  d->p50_ns = d->p95_ns = d->p99_ns = d->mean_ns;
+  d->max_ns = a->max_ns;
+}
+
+void top_window_make(const stoke_live *now, const stoke_live *then,
+                     top_window *w) {
+  memset(w, 0, sizeof *w);
+  const stoke_stats *a = &now->stats;
+  stoke_stats zero;
+  memset(&zero, 0, sizeof zero);
+  const stoke_stats *b = &then->stats;
+  /* The warm-up ended between them (the totals restarted): from zero. */
+  w->restarted = a->steps < b->steps || now == then;
+  if (w->restarted) b = &zero;
+  w->seconds = (double)(now->time_ns -
+                        (w->restarted ? now->created_ns : then->time_ns)) /
+               1e9;
+  if (w->seconds <= 0) w->seconds = 1e-9;
+  stoke_stats *s = &w->stats;
+  *s = *a;
+  s->steps = a->steps - b->steps;
+  s->samples = a->samples - b->samples;
+  s->bytes = a->bytes - b->bytes;
+  s->fresh_samples = a->fresh_samples - b->fresh_samples;
+  dist_diff(&s->wait, &a->wait, &b->wait);
+  dist_diff(&s->compute, &a->compute, &b->compute);
+  for (int k = 0; k < STOKE_STAGE_COUNT; k++)
+    dist_diff(&s->stage[k], &a->stage[k], &b->stage[k]);
+  s->worker_busy_ns = a->worker_busy_ns - b->worker_busy_ns;
+  s->worker_cpu_ns = a->worker_cpu_ns - b->worker_cpu_ns;
+  s->chunks = a->chunks - b->chunks;
+  int64_t both = s->wait.total_ns + s->compute.total_ns;
+  s->wait_ratio = both > 0 ? (double)s->wait.total_ns / (double)both : 0;
+  uint64_t calls = 0, empty = 0;
+  double depth = 0;
+  for (int k = 0; k < 16; k++) {
+    uint64_t n = a->queue_depth_hist[k] - b->queue_depth_hist[k];
+    s->queue_depth_hist[k] = n;
+    calls += n;
+    depth += (double)k * (double)n;
+  }
+  empty = s->queue_depth_hist[0];
+  s->queue_empty_frac = calls ? (double)empty / (double)calls : 0;
+  s->queue_mean_depth = calls ? depth / (double)calls : 0;
+  uint64_t waits = 0;
+  for (int k = 0; k < STOKE_LIVE_HIST; k++) {
+    w->wait_bins[k] = now->wait_hist[k] -
+                      (w->restarted ? 0 : then->wait_hist[k]);
+    waits += w->wait_bins[k];
+  }
+  if (waits) {
+    s->wait.p50_ns = bins_quantile(w->wait_bins, waits, 0.50);
+    s->wait.p95_ns = bins_quantile(w->wait_bins, waits, 0.95);
+    s->wait.p99_ns = bins_quantile(w->wait_bins, waits, 0.99);
+  }
+  /* The workers' time over the window's wall time, per worker. */
+  double pool = w->seconds * 1e9 * (double)(a->n_workers ? a->n_workers : 1);
+  w->busy_frac = (double)s->worker_busy_ns / pool;
+  w->slot_wait_frac = (double)s->stage[STOKE_STAGE_SLOT_WAIT].total_ns / pool;
+  if (w->busy_frac > 1) w->busy_frac = 1;
+  if (w->busy_frac + w->slot_wait_frac > 1)
+    w->slot_wait_frac = 1 - w->busy_frac;
+  w->idle_frac = 1 - w->busy_frac - w->slot_wait_frac;
+  if (w->idle_frac < 0) w->idle_frac = 0;
+  stoke_diagnose(s, &w->diagnosis);
+}
