@@ -19,6 +19,7 @@
 #define _DEFAULT_SOURCE /* MADV_WILLNEED */
 #define _POSIX_C_SOURCE 200809L
 #include "storage/blob.h"
+#include "storage/prefetch.h"
 #include "storage/remote.h"
 #include "storage/url.h"
 
@@ -70,6 +71,7 @@ typedef struct packed_impl {
   unsigned flags;        /* STOKE__PACK_* */
   pack_residency *res;   /* owned; mutable through the const impl */
   stoke__http *http;     /* owned; remote shards only, else NULL */
+  stoke__prefetch *pf;   /* owned; remote shards' read-ahead, or NULL */
   char **urls;           /* owned, n_paths (each owned), remote only */
 } packed_impl;
 
@@ -88,6 +90,7 @@ static void packed_destroy(void *impl, const stoke_allocator *a) {
   if (p->urls)
     for (size_t k = 0; k < p->n_paths; k++) stoke__free(a, p->urls[k]);
   stoke__free(a, p->urls);
+  stoke__prefetch_destroy(p->pf); /* its threads use http */
   stoke__http_destroy(p->http);
   stoke__free(a, p);
 }
@@ -148,9 +151,10 @@ static void packed_describe(const void *impl, size_t i, char *buf,
            (unsigned long long)stoke__le64(e));
 }
 
-/* A remote shard's sample: one Range request into r's buffer, checked
-** against the index's CRC-32; a mismatch is fetched once more (a transfer
-** damaged on the way) before it counts as a damaged sample. */
+/* A remote shard's sample: from the read-ahead, or one Range request
+** into r's buffer, checked against the index's CRC-32; a mismatch is
+** fetched once more (a transfer damaged on the way) before it counts as a
+** damaged sample. */
 static int remote_read(const packed_impl *p, const pack_shard *s,
                        const uint8_t *e, size_t local, size_t i,
                        stoke__blob_reader *r, const uint8_t **ptr,
@@ -170,10 +174,16 @@ static int remote_read(const packed_impl *p, const pack_shard *s,
     return stoke__errf(err, cap, STOKE_ENOMEM, "%s sample %zu: out of "
                        "memory for %llu bytes", s->path, local,
                        (unsigned long long)n);
-  for (int attempt = 0; attempt < 2; attempt++) {
-    int rc = stoke__http_get_range(p->http, s->url, off, (size_t)n, r->buf,
-                                   NULL, err, cap);
-    if (rc) return rc;
+  /* Two copies at most: the one read ahead (the block order's window) or
+  ** the server's, then the server's after a damaged one. */
+  bool ahead = p->pf && stoke__prefetch_take(p->pf, (uint32_t)(s - p->shards),
+                                             off, n, r->buf);
+  for (int copy = 0; copy < 2; copy++) {
+    if (copy > 0 || !ahead) {
+      int rc = stoke__http_get_range(p->http, s->url, off, (size_t)n, r->buf,
+                                     NULL, err, cap);
+      if (rc) return rc;
+    }
     got = stoke__crc32(0, r->buf, (size_t)n);
     if (got == want) {
       *ptr = r->buf;
@@ -242,6 +252,30 @@ static void packed_done(const void *impl, size_t i, const uint8_t *ptr,
                         (size_t)(p->shards[k].index - p->shards[k].map));
 }
 
+/* Samples [lo, hi] of remote shard s, as runs of consecutive samples of at
+** most PREFETCH_RUN bytes, each one Range request to the prefetcher. */
+#define PREFETCH_RUN (8u << 20)
+static void remote_read_ahead(const packed_impl *p, const pack_shard *s,
+                              size_t lo, size_t hi) {
+  if (!p->pf) return;
+  uint32_t shard = (uint32_t)(s - p->shards);
+  size_t k = lo;
+  while (k <= hi) {
+    const uint8_t *e = s->index + k * STOKE__PACK_ENTRY;
+    uint64_t start = stoke__le64(e), end = start + stoke__le64(e + 8);
+    uint64_t payload = stoke__le64(e + 8);
+    for (k++; k <= hi; k++) {
+      const uint8_t *f = s->index + k * STOKE__PACK_ENTRY;
+      uint64_t f_end = stoke__le64(f) + stoke__le64(f + 8);
+      if (f_end - start > PREFETCH_RUN) break;
+      end = f_end;
+      payload += stoke__le64(f + 8);
+    }
+    stoke__prefetch_request(p->pf, s->url, shard, start, end - start,
+                            payload);
+  }
+}
+
 /* The mapped pages of samples [first, first + n), shard by shard: a block
 ** of consecutive samples is one range of each shard it spans. */
 static void packed_read_ahead(const void *impl, size_t first, size_t n) {
@@ -253,7 +287,8 @@ static void packed_read_ahead(const void *impl, size_t first, size_t n) {
     size_t local;
     const pack_shard *s = locate(p, first, &e, &local);
     size_t last = STOKE__MIN(end, s->first + (size_t)s->n) - 1;
-    if (s->url) { /* its pages are not the data's: nothing to advise */
+    if (s->url) { /* Range requests for the runs, read ahead */
+      remote_read_ahead(p, s, first - s->first, last - s->first);
       first = last + 1;
       continue;
     }
@@ -599,6 +634,13 @@ static int open_remote(packed_impl *p, const stoke__http_options *remote,
     stoke__url_redact(p->paths[k], p->paths[k], strlen(p->paths[k]) + 1);
     p->shards[k].url = p->urls[k];
   }
+  /* Read-ahead's fetchers: as many as requests may be in flight. */
+  unsigned threads = remote && remote->io_concurrency ? remote->io_concurrency
+                                                      : 8;
+  if (stoke__prefetch_create(p->http, threads, STOKE__REMOTE_PREFETCH_BYTES,
+                             a, &p->pf))
+    return stoke__errf(err, cap, STOKE_ETHREAD, "packed source: cannot "
+                       "start the remote read-ahead threads");
   remote_open o = {p, PTHREAD_MUTEX_INITIALIZER, 0, err, cap};
   stoke__http_parallel(p->http, p->n_shards, map_one, &o);
   pthread_mutex_destroy(&o.lock);

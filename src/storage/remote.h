@@ -9,6 +9,8 @@
 /* The largest remote object a shard may be: its sparse mapping is address
 ** space only, but a server's answer must not decide how much. */
 #define STOKE__REMOTE_MAX_OBJECT (1ull << 40)
+/* What the remote read-ahead (prefetch.h) may hold at once. */
+#define STOKE__REMOTE_PREFETCH_BYTES (256ull << 20)
 /* The largest index (and source map) fetched at open for one shard. */
 #define STOKE__REMOTE_MAX_INDEX (1ull << 30)
 

@@ -57,6 +57,24 @@ assert c["data_kind"] == "packed" and c["samples"] == 12, c
 assert c["data"].startswith("http://127.0.0.1:"), c
 '
 
+say "--shuffle block: windows read ahead as coalesced Range requests, the same batches"
+run_stoke pack "$TMP/train" -o "$TMP/www/big" --shard-size 1MB
+[ "$rc" -eq 0 ] || fail "pack exit $rc: $(cat "$TMP/err")"
+# One worker: it asks for the window ahead before it reads a sample of it,
+# so the count below does not depend on timing.
+BLOCK=(bench -b 4 -j 1 --epochs 2 --shuffle block=64KB --seed 7)
+run_stoke "${BLOCK[@]}" "$TMP/www/big-00000.stoke" --indices "$TMP/block-local.idx"
+[ "$rc" -eq 0 ] || fail "local block bench exit $rc: $(cat "$TMP/err")"
+before=$(nginx_requests)
+run_stoke "${BLOCK[@]}" "$H/big-00000.stoke" --indices "$TMP/block-http.idx" --io-concurrency 2
+[ "$rc" -eq 0 ] || fail "http block bench exit $rc: $(cat "$TMP/err")"
+same_indices "$TMP/block-local.idx" "$TMP/block-http.idx"
+# The header, the class table and the index at open, then one request per
+# block of 64KB (four of them, a few samples each) in each of the three
+# epochs (the warm-up one included), where one by one would make 36.
+reqs=$(( $(nginx_requests) - before - 3 ))
+[ "$reqs" -le 12 ] || fail "$reqs data requests for 36 sample reads: not coalesced"
+
 say "https with the test's CA: verified; without it: refused, naming the URL"
 run_stoke "${BENCH[@]}" "$S/train-{00000..$last}.stoke" --tls-ca "$TMP/tls/cert.pem" --indices "$TMP/https.idx"
 [ "$rc" -eq 0 ] || fail "https bench exit $rc: $(cat "$TMP/err")"

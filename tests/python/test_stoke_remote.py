@@ -129,6 +129,16 @@ def test_bit_identical_to_local_at_any_workers_and_concurrency(served):
         same(local, epochs(remote))
 
 
+def test_block_order_read_ahead_bit_identical(served):
+    kw = dict(KW, shuffle="block=16KiB")
+    local = epochs(stoke.Loader(pattern(served["www"], served["last"]),
+                                num_workers=1, **kw))
+    for workers, io in ((1, 1), (3, 4)):
+        remote = stoke.Loader(pattern(served["http"], served["last"]),
+                              num_workers=workers, io_concurrency=io, **kw)
+        same(local, epochs(remote))
+
+
 def test_replace_a_sample_the_server_keeps_damaging(served):
     # /flipx99/ flips a byte of every answer for sample data: each read of
     # a sample fails its CRC-32 twice and the sample is bad.
