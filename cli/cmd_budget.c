@@ -429,8 +429,10 @@ int cmd_budget(int argc, char **argv) {
     }
     char source[1200];
     if (data) {
+      char shown[1024]; /* a URL without its user-info and query */
+      stoke_path_shown(data, shown, sizeof shown);
       snprintf(source, sizeof source, "images %s (%zu samples, transform "
-               "%s)", data, stoke_source_n_samples(src),
+               "%s)", shown, stoke_source_n_samples(src),
                src_args.image.transform);
     } else {
       char kind[64], shape[64];

@@ -107,6 +107,12 @@ for mode in 503x2 429x2 resetx2 shortx2 slow50 flipx1; do
   same_indices "$TMP/local.idx" "$TMP/$mode.idx"
 done
 grep -q "^/503x2/train-00000.stoke bytes=0-63 503" "$TMP/faults.log" || fail "no 503 was served"
+for mode in 503x2 shortx2 resetx2; do
+  say "fault server, tar shards, $mode: the whole shard fetched again"
+  run_stoke "${BENCH[@]}" "${FAST[@]}" "$F/$mode/shard-{0..1}.tar" --indices "$TMP/tar-$mode.idx"
+  [ "$rc" -eq 0 ] || fail "tar $mode: exit $rc: $(cat "$TMP/err")"
+  same_indices "$TMP/tar-local.idx" "$TMP/tar-$mode.idx"
+done
 
 say "always 503: gives up naming the URL, the status and the attempts"
 run_stoke "${BENCH[@]}" "${FAST[@]}" --http-attempts 3 "$F/always503/train-00000.stoke"
@@ -143,6 +149,20 @@ for url in "http://stoke:$secret@127.0.0.1:$NGINX_HTTP/train-{00000..$last}.stok
     fail "the secret shows in profile's output for $url"
 done
 rm -f "$TMP/s.json" "$TMP/p.json"
+url="http://stoke:$secret@127.0.0.1:$NGINX_HTTP/big-00000.stoke?X-Amz-Signature=$secret"
+outputs() { cat "$TMP/out" "$TMP/err" "$@" 2>/dev/null; }
+run_stoke tune "$url" -b 4 -j 1,2 --json "$TMP/t.json" --svg "$TMP/t.svg"
+[ "$rc" -eq 0 ] || fail "tune exit $rc: $(cat "$TMP/err")"
+outputs "$TMP/t.json" "$TMP/t.svg" | grep -q "$secret" && fail "the secret shows in tune's outputs"
+run_stoke inspect --verify "$url" --json "$TMP/i.json" --quarantine "$TMP/q.txt"
+[ "$rc" -eq 0 ] || fail "inspect exit $rc: $(cat "$TMP/err")"
+outputs "$TMP/i.json" "$TMP/q.txt" | grep -q "$secret" && fail "the secret shows in inspect's outputs"
+run_stoke budget "$url" -b 4 --fixed 1GB --per-sample 1MB --device 24GB --json "$TMP/b.json"
+[ "$rc" -eq 0 ] || fail "budget exit $rc: $(cat "$TMP/err")"
+outputs "$TMP/b.json" | grep -q "$secret" && fail "the secret shows in budget's outputs"
+run_stoke pack "$url" -o "$TMP/repacked/x" --json "$TMP/pk.json"
+[ "$rc" -eq 0 ] || fail "pack exit $rc: $(cat "$TMP/err")"
+outputs "$TMP/pk.json" | grep -q "$secret" && fail "the secret shows in pack's outputs"
 
 say "bad remote options are usage errors"
 expect_usage "--io-concurrency" bench "$H/train-00000.stoke" --io-concurrency 0
