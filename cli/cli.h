@@ -232,6 +232,15 @@ enum {
   CLI_SRC_COST_DIST,
   CLI_SRC_CLASSES,
   CLI_SRC_TRANSFORM,
+  /* Shards given as URLs (docs/remote.md). */
+  CLI_SRC_IO_CONCURRENCY,
+  CLI_SRC_TLS_CA,
+  CLI_SRC_TLS_INSECURE,
+  CLI_SRC_CONNECT_TIMEOUT,
+  CLI_SRC_STALL_TIMEOUT,
+  CLI_SRC_HTTP_ATTEMPTS,
+  CLI_SRC_RETRY_BUDGET,
+  CLI_SRC_RETRY_BACKOFF,
   CLI_SRC_OPT_LAST /* the next command's ids start here */
 };
 extern const cli_opt cli_source_opts[];
@@ -268,7 +277,7 @@ size_t cli_opts_join(cli_opt *dst, size_t cap, ...);
 ** cli_source_opts, cli_run_opts and its own options (numbered from
 ** CLI_RUN_OPT_LAST) and hands every id it does not know, positional
 ** arguments (the dataset) included, to cli_run_args_apply. */
-#define CLI_RUN_OPT_LAST 48
+#define CLI_RUN_OPT_LAST 56 /* 48 before the 8 remote source options */
 extern const cli_opt cli_run_opts[];
 
 /* The source of bench, profile, tune and budget: the image dataset `data`

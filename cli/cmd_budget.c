@@ -34,7 +34,8 @@ const char cmd_budget_usage[] =
     "\n"
     "host\n"
     "  DATA                   an image dataset (folder, tar or packed\n"
-    "                         shards), with --transform SPEC as for bench\n"
+    "                         shards, or their URLs), with --transform SPEC\n"
+    "                         and the remote options as for bench\n"
     "  --synthetic KIND       the source, as for bench (sleep:5ms, tensor)\n"
     "  --samples N, --shape DxHxW, --classes N, --cost-dist D (as for bench)\n"
     "  -b, --batch-size N     samples per batch (32)\n"
@@ -428,8 +429,10 @@ int cmd_budget(int argc, char **argv) {
     }
     char source[1200];
     if (data) {
+      char shown[1024]; /* a URL without its user-info and query */
+      stoke_path_shown(data, shown, sizeof shown);
       snprintf(source, sizeof source, "images %s (%zu samples, transform "
-               "%s)", data, stoke_source_n_samples(src),
+               "%s)", shown, stoke_source_n_samples(src),
                src_args.image.transform);
     } else {
       char kind[64], shape[64];

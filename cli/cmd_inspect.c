@@ -270,9 +270,11 @@ int cmd_inspect(int argc, char **argv) {
   FILE *f = json == stdout ? stderr : stdout;
   cJSON *root = cJSON_CreateObject();
   size_t n = stoke_source_n_samples(src), nc = stoke_source_n_classes(src);
-  fprintf(f, "%s: %s, %zu samples, %zu classes\n", data,
+  char shown[1024]; /* a URL without its user-info and query */
+  stoke_path_shown(data, shown, sizeof shown);
+  fprintf(f, "%s: %s, %zu samples, %zu classes\n", shown,
           stoke_source_kind(src), n, nc);
-  cJSON_AddStringToObject(root, "path", data);
+  cJSON_AddStringToObject(root, "path", shown);
   cJSON_AddStringToObject(root, "kind", stoke_source_kind(src));
   cJSON_AddNumberToObject(root, "samples", (double)n);
   stoke_pack_info pi;
@@ -295,7 +297,7 @@ int cmd_inspect(int argc, char **argv) {
     cJSON_AddBoolToObject(po, "mixed", pi.mixed);
   }
   if (do_verify) {
-    int rc = verify(data, src, qpath, threads, f, root);
+    int rc = verify(shown, src, qpath, threads, f, root);
     int wrc = json ? cli_write_json(json_path, json, root) : CLI_OK;
     cJSON_Delete(root);
     stoke_source_destroy(src);

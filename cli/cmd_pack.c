@@ -169,10 +169,12 @@ int cmd_pack(int argc, char **argv) {
   size_t n_classes = stoke_source_n_classes(src), n_skip =
       stoke_source_n_skipped(src);
   FILE *f = json == stdout ? stderr : stdout;
+  char shown[1024]; /* a URL without its user-info and query */
+  stoke_path_shown(src_path, shown, sizeof shown);
   if (!quiet) {
     fprintf(f, "packed %zu images in %zu classes from %s (%s) into %zu "
                "shard%s (%s...), %.1f MB in %.1f s\n",
-            res.n_samples, n_classes, src_path, stoke_source_kind(src),
+            res.n_samples, n_classes, shown, stoke_source_kind(src),
             res.n_shards, res.n_shards == 1 ? "" : "s", res.first_shard,
             (double)res.bytes / 1e6, secs);
     if (res.n_resized)
@@ -204,7 +206,7 @@ int cmd_pack(int argc, char **argv) {
   }
   if (json) {
     cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "source", src_path);
+    cJSON_AddStringToObject(o, "source", shown);
     cJSON_AddStringToObject(o, "kind", stoke_source_kind(src));
     cJSON_AddNumberToObject(o, "samples", (double)res.n_samples);
     cJSON_AddNumberToObject(o, "classes", (double)n_classes);

@@ -42,6 +42,9 @@ const char cmd_tune_usage[] =
     "source\n"
     "  DATA                   an image dataset (folder, tar or packed shards)\n"
     "  --transform SPEC       for DATA (random-resized-crop=224,flip,chw,u8)\n"
+    "  --io-concurrency N, --tls-ca, --tls-insecure, --connect-timeout,\n"
+    "  --stall-timeout, --http-attempts, --retry-budget, --retry-backoff\n"
+    "                         for DATA as URLs: as 'stoke help bench'\n"
     "  --synthetic KIND       sleep:5ms, spin:2ms or tensor; KIND+sleep:WAIT\n"
     "                         adds a wait (spin:0.3ms+sleep:4ms: a CPU-\n"
     "                         burning decode, then a waiting read)\n"
@@ -589,8 +592,11 @@ int cmd_tune(int argc, char **argv) {
                                        &knee) == 0;
   int batch_swept = n_bs > 0;
   char src_text[1100], step[64], subtitle[1400], budget[32] = "none";
+  char data_shown[1024] = ""; /* a URL without its user-info and query */
+  if (data) stoke_path_shown(data, data_shown, sizeof data_shown);
   if (data)
-    snprintf(src_text, sizeof src_text, "images %s (transform %s)", data,
+    snprintf(src_text, sizeof src_text, "images %s (transform %s)",
+             data_shown,
              image->transform);
   else
     cli_fmt_synthetic(synth, src_text, sizeof src_text);
@@ -668,7 +674,7 @@ int cmd_tune(int argc, char **argv) {
         char buf[64];
         if (data) {
           cJSON_AddStringToObject(c, "source", "images");
-          cJSON_AddStringToObject(c, "data", data);
+          cJSON_AddStringToObject(c, "data", data_shown);
           cJSON_AddStringToObject(c, "transform", image->transform);
           cJSON_AddNumberToObject(c, "samples", (double)n_source);
         } else {

@@ -17,7 +17,34 @@ const cli_opt cli_source_opts[] = {{"synthetic", 0, 1, CLI_SRC_SYNTHETIC},
                                    {"cost-dist", 0, 1, CLI_SRC_COST_DIST},
                                    {"classes", 0, 1, CLI_SRC_CLASSES},
                                    {"transform", 0, 1, CLI_SRC_TRANSFORM},
+                                   {"io-concurrency", 0, 1,
+                                    CLI_SRC_IO_CONCURRENCY},
+                                   {"tls-ca", 0, 1, CLI_SRC_TLS_CA},
+                                   {"tls-insecure", 0, 0,
+                                    CLI_SRC_TLS_INSECURE},
+                                   {"connect-timeout", 0, 1,
+                                    CLI_SRC_CONNECT_TIMEOUT},
+                                   {"stall-timeout", 0, 1,
+                                    CLI_SRC_STALL_TIMEOUT},
+                                   {"http-attempts", 0, 1,
+                                    CLI_SRC_HTTP_ATTEMPTS},
+                                   {"retry-budget", 0, 1,
+                                    CLI_SRC_RETRY_BUDGET},
+                                   {"retry-backoff", 0, 1,
+                                    CLI_SRC_RETRY_BACKOFF},
                                    {NULL, 0, 0, 0}};
+
+/* A duration option in whole milliseconds, 1 ms to 1 h. */
+static int parse_ms(const char *f, const char *v, uint32_t *out) {
+  int64_t ns;
+  if (cli_parse_duration(f, v, "s", &ns)) return -1;
+  if (ns < 1000000 || ns > 3600 * (int64_t)1000000000) {
+    cli_error("%s: expected 1ms to 1h, got '%s'", f, v);
+    return -1;
+  }
+  *out = (uint32_t)(ns / 1000000);
+  return 0;
+}
 
 void cli_source_args_init(cli_source_args *s) {
   memset(s, 0, sizeof *s);
@@ -50,6 +77,24 @@ int cli_source_args_apply(cli_source_args *s, int id, const char *f,
   case CLI_SRC_TRANSFORM:
     s->image.transform = v;
     return 0;
+  case CLI_SRC_IO_CONCURRENCY:
+    return cli_parse_uint(f, v, 1, 64, &s->image.io_concurrency);
+  case CLI_SRC_TLS_CA:
+    s->image.tls_ca_path = v;
+    return 0;
+  case CLI_SRC_TLS_INSECURE:
+    s->image.tls_insecure = 1;
+    return 0;
+  case CLI_SRC_CONNECT_TIMEOUT:
+    return parse_ms(f, v, &s->image.connect_timeout_ms);
+  case CLI_SRC_STALL_TIMEOUT:
+    return parse_ms(f, v, &s->image.stall_timeout_ms);
+  case CLI_SRC_HTTP_ATTEMPTS:
+    return cli_parse_uint(f, v, 1, 100, &s->image.max_attempts);
+  case CLI_SRC_RETRY_BUDGET:
+    return cli_parse_uint(f, v, 1, (unsigned)-1, &s->image.retry_budget);
+  case CLI_SRC_RETRY_BACKOFF:
+    return parse_ms(f, v, &s->image.retry_backoff_ms);
   }
   return 1; /* not a source option */
 }

@@ -24,8 +24,8 @@ set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 # static library's users also need libjpeg62-turbo-dev and libspng-dev
 # for pkg-config --static, as the .pc file's Requires.private says.
 set(CPACK_DEBIAN_PACKAGE_DEPENDS
-    "libc6 (>= 2.34), libjpeg62-turbo (>= 1:2.1), libspng0 (>= 0.7), libcjson1 (>= 1.7)")
-set(CPACK_DEBIAN_PACKAGE_SUGGESTS "libjpeg62-turbo-dev, libspng-dev")
+    "libc6 (>= 2.34), libjpeg62-turbo (>= 1:2.1), libspng0 (>= 0.7), libcjson1 (>= 1.7), libcurl4 (>= 7.85)")
+set(CPACK_DEBIAN_PACKAGE_SUGGESTS "libjpeg62-turbo-dev, libspng-dev, libcurl4-openssl-dev")
 # Everything but the Python module: only the default component of this
 # build tree (CPack's BUILD_DIR;PROJECT;COMPONENT;SUBDIR).
 set(CPACK_INSTALL_CMAKE_PROJECTS "${CMAKE_BINARY_DIR};stoke;Unspecified;/")

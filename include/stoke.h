@@ -347,6 +347,23 @@ typedef struct stoke_image_config {
   uint32_t largest_width, largest_height;
   uint64_t largest_file_bytes; /* declared largest encoded file; 0: probed
                                   with the headers (or the packed index) */
+  /* Since 0.4: tar and packed shards given as http:// or https:// URLs
+  ** (docs/remote.md).  A URL's user-info and query never appear in a
+  ** message, a report or a trace. */
+  unsigned io_concurrency;     /* requests in flight (the shards' indices
+                                  and tar shards at open); 0 = 8 */
+  const char *tls_ca_path;     /* a CA bundle file, or a folder (ending in
+                                  '/') of hashed CA certificates, trusted
+                                  for https://; NULL = the system's; copied */
+  int tls_insecure;            /* 1: do not verify the server's certificate
+                                  (explicit only; default 0, verified) */
+  uint32_t connect_timeout_ms; /* 0 = 10 s */
+  uint32_t stall_timeout_ms;   /* a transfer slower than 1 KiB/s this long
+                                  fails (and is retried); 0 = 30 s */
+  unsigned max_attempts;       /* per request, the first included; 0 = 5 */
+  unsigned retry_budget;       /* retries for the source's life; 0 = 1000 */
+  uint32_t retry_backoff_ms;   /* before the first retry, doubling with
+                                  jitter; 0 = 100 ms */
 } stoke_image_config;
 
 /* Samples whose headers a folder or tar source reads at open to bound the
@@ -399,6 +416,11 @@ STOKE_API int64_t stoke_source_label(const stoke_source *src, size_t index);
 /* "tensors", "callback", "synthetic", "folder", "tar" or "packed". */
 STOKE_API const char *stoke_source_kind(const stoke_source *src);
 /* Where sample index lives (file, shard, offset); "" when unknown. */
+/* The form of a dataset path or URL that may be shown (since 0.4): an
+** http(s):// URL without its user-info, its query and fragment replaced
+** by "?..."; anything else unchanged.  buf[0..cap) is always
+** NUL-terminated (cap > 0); the result is never longer than path. */
+STOKE_API void stoke_path_shown(const char *path, char *buf, size_t cap);
 STOKE_API void stoke_source_describe(const stoke_source *src, size_t index,
                                      char *buf, size_t cap);
 

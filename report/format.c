@@ -89,7 +89,9 @@ void report_fmt_source(const report_spec *spec, size_t n_samples, char *buf,
     return;
   }
   if (spec->data) {
-    snprintf(buf, n, "images %s (%zu samples, transform %s)", spec->data,
+    char shown[1024];
+    stoke_path_shown(spec->data, shown, sizeof shown);
+    snprintf(buf, n, "images %s (%zu samples, transform %s)", shown,
              n_samples, spec->image.transform);
     return;
   }

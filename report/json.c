@@ -23,7 +23,9 @@ cJSON *report_config_json(const report_spec *spec, const report_result *res) {
     cJSON_AddNumberToObject(o, "samples", (double)res->source_samples);
   } else if (spec->data) {
     cJSON_AddStringToObject(o, "source", "images");
-    cJSON_AddStringToObject(o, "data", spec->data);
+    char shown[1024]; /* a URL's user-info and query never reach JSON */
+    stoke_path_shown(spec->data, shown, sizeof shown);
+    cJSON_AddStringToObject(o, "data", shown);
     cJSON_AddStringToObject(o, "data_kind", res->source_kind);
     cJSON_AddStringToObject(o, "transform", spec->image.transform);
     cJSON_AddNumberToObject(o, "samples", (double)res->source_samples);

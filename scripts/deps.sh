@@ -10,6 +10,8 @@ set -euo pipefail
 # Debian's DLPack header (libdlpack-dev), the ABI torch 1.13 speaks.
 pkgs=(build-essential cmake pkg-config libcmocka-dev libcjson-dev
       libjpeg62-turbo-dev libspng-dev python3 python3-dev libdlpack-dev
+      libcurl4-openssl-dev  # remote shards over HTTP(S) (src/storage/http.c)
+      nginx-light           # the remote tests' HTTP(S) server (tests/remote)
       python3-pytest python3-numpy python3-pil python3-torch
       python3-torchvision
       python3-venv python3-pip python3-setuptools python3-wheel python3-build # pip install ., the wheel

@@ -4,7 +4,10 @@
 ** The stoke package (python/stoke/loader.py) turns what the user passed
 ** into a plain description; this file only maps it onto the C API.
 **   {"kind": "images", "paths": [...], "transform": str, "image_kind": int,
-**    "max_pixels": int, "max_bytes": int, "verify_checksums": bool}
+**    "max_pixels": int, "max_bytes": int, "verify_checksums": bool,
+**    and for URLs "io_concurrency", "tls_ca_path", "tls_insecure",
+**    "max_attempts", "retry_budget", "connect_timeout_ms",
+**    "stall_timeout_ms", "retry_backoff_ms" (None: the default)}
 **   {"kind": "arrays", "arrays": [objects with the buffer protocol],
 **    "names": [str]}  — C-contiguous, borrowed: their buffers are held
 **    (sk_keep) until the loader reading them is destroyed
@@ -33,11 +36,30 @@ static int images_source(PyObject *spec, stoke_source **out) {
   if (!tf) return -1;
   if (transform) ic.transform = transform;
   int verify = 0;
+  const char *ca;
+  PyObject *ca_obj = sk_dict_str(spec, "tls_ca_path", &ca);
+  if (!ca_obj) {
+    Py_DECREF(tf);
+    return -1;
+  }
+  ic.tls_ca_path = ca;
+  unsigned connect_ms = 0, stall_ms = 0, backoff_ms = 0;
   int rc = sk_dict_int(spec, "image_kind", &ic.kind) ||
            sk_dict_u64(spec, "max_pixels", &ic.max_pixels) ||
            sk_dict_u64(spec, "max_bytes", &ic.max_bytes) ||
-           sk_dict_int(spec, "verify_checksums", &verify);
+           sk_dict_int(spec, "verify_checksums", &verify) ||
+           /* shards as URLs (stoke.loader.remote_options) */
+           sk_dict_uint(spec, "io_concurrency", &ic.io_concurrency) ||
+           sk_dict_int(spec, "tls_insecure", &ic.tls_insecure) ||
+           sk_dict_uint(spec, "max_attempts", &ic.max_attempts) ||
+           sk_dict_uint(spec, "retry_budget", &ic.retry_budget) ||
+           sk_dict_uint(spec, "connect_timeout_ms", &connect_ms) ||
+           sk_dict_uint(spec, "stall_timeout_ms", &stall_ms) ||
+           sk_dict_uint(spec, "retry_backoff_ms", &backoff_ms);
   ic.verify_checksums = verify;
+  ic.connect_timeout_ms = connect_ms;
+  ic.stall_timeout_ms = stall_ms;
+  ic.retry_backoff_ms = backoff_ms;
   PyObject *paths = PyDict_GetItemString(spec, "paths");
   if (rc == 0 && (!paths || !PyList_Check(paths))) {
     PyErr_SetString(PyExc_TypeError, "images: paths must be a list");
@@ -62,6 +84,7 @@ static int images_source(PyObject *spec, stoke_source **out) {
     }
   }
   PyMem_Free(p);
+  Py_DECREF(ca_obj);
   Py_DECREF(tf);
   return rc;
 }

@@ -96,7 +96,15 @@ class Loader:
                  ram_cache: Union[bool, int, str, None] = ...,
                  gpu_price: Union[float, str, None] = ...,
                  cpu_budget: Optional[float] = ...,
-                 worker_policy: str = ...) -> None: ...
+                 worker_policy: str = ...,
+                 io_concurrency: Optional[int] = ...,
+                 tls_ca: Union[str, PathLike, None] = ...,
+                 tls_verify: bool = ...,
+                 http_attempts: Optional[int] = ...,
+                 retry_budget: Optional[int] = ...,
+                 connect_timeout: Union[float, str, None] = ...,
+                 stall_timeout: Union[float, str, None] = ...,
+                 retry_backoff: Union[float, str, None] = ...) -> None: ...
     def __iter__(self) -> "LoaderIterator": ...
     def __len__(self) -> int: ...
     def __enter__(self) -> "Loader": ...

@@ -99,8 +99,69 @@ def _as_array(x, name):
     return x
 
 
+def _is_url(p):
+    return p.lower().startswith(("http://", "https://"))
+
+
+def shown_path(p):
+    """A path or URL as it may be shown: a URL without its user-info, its
+    query replaced by "?..." (the C library's stoke_path_shown)."""
+    if not _is_url(p):
+        return p
+    scheme, rest = p.split("://", 1)
+    cut = len(rest)
+    for c in "/?#":
+        i = rest.find(c)
+        if i >= 0:
+            cut = min(cut, i)
+    host = rest[:cut].rsplit("@", 1)[-1]
+    tail = rest[cut:]
+    q = min([i for i in (tail.find("?"), tail.find("#")) if i >= 0],
+            default=len(tail))
+    return f"{scheme}://{host}{tail[:q]}" + ("?..." if q < len(tail) else "")
+
+
+# stoke.Loader's options for shards given as URLs (docs/remote.md), and the
+# image config fields they set.
+REMOTE_OPTIONS = ("io_concurrency", "tls_ca", "tls_verify", "http_attempts",
+                  "retry_budget", "connect_timeout", "stall_timeout",
+                  "retry_backoff")
+
+
+def remote_options(io_concurrency=None, tls_ca=None, tls_verify=True,
+                   http_attempts=None, retry_budget=None,
+                   connect_timeout=None, stall_timeout=None,
+                   retry_backoff=None):
+    """The remote options as the C side's spec keys (None: the default)."""
+    def count(v, name, hi):
+        if v is None:
+            return None
+        if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= hi:
+            raise ValueError(f"{name}: expected an integer in 1..{hi}, "
+                             f"got {v!r}")
+        return v
+
+    def ms(v, name):
+        if v is None:
+            return None
+        t = parse_duration_ns(v, name)
+        if not 10 ** 6 <= t <= 3600 * 10 ** 9:
+            raise ValueError(f"{name}: expected 1 ms to 1 h, got {v!r}")
+        return t // 10 ** 6
+    if not isinstance(tls_verify, bool):
+        raise TypeError(f"tls_verify: expected True or False, got {tls_verify!r}")
+    return {"io_concurrency": count(io_concurrency, "io_concurrency", 64),
+            "tls_ca_path": None if tls_ca is None else os.fsdecode(tls_ca),
+            "tls_insecure": int(not tls_verify),
+            "max_attempts": count(http_attempts, "http_attempts", 100),
+            "retry_budget": count(retry_budget, "retry_budget", 2 ** 32 - 1),
+            "connect_timeout_ms": ms(connect_timeout, "connect_timeout"),
+            "stall_timeout_ms": ms(stall_timeout, "stall_timeout"),
+            "retry_backoff_ms": ms(retry_backoff, "retry_backoff")}
+
+
 def describe_source(source, transform=None, image_kind=None, max_pixels=None,
-                    max_bytes=None, verify_checksums=False):
+                    max_bytes=None, verify_checksums=False, remote=None):
     """(spec for the C side, layout, field names, objects to keep alive)."""
     if isinstance(source, Synthetic):
         if transform is not None:
@@ -118,15 +179,17 @@ def describe_source(source, transform=None, image_kind=None, max_pixels=None,
             raise ValueError(f"image_kind: expected folder, tar or packed, "
                              f"got {image_kind!r}")
         for p in paths:
-            if not (_glob.has_magic(p) or "{" in p or os.path.exists(p)):
+            if not (_is_url(p) or _glob.has_magic(p) or "{" in p or
+                    os.path.exists(p)):
                 raise FileNotFoundError(f"no such file or directory: {p!r}")
         spec = {"kind": "images", "paths": paths,
                 "image_kind": _IMAGE_KINDS[image_kind],
                 "transform": transform, "max_pixels": max_pixels,
                 "max_bytes": max_bytes,
                 "verify_checksums": int(bool(verify_checksums)),
-                "label": paths[0] if len(paths) == 1
-                else f"{paths[0]} and {len(paths) - 1} more"}
+                **(remote or remote_options()),
+                "label": shown_path(paths[0]) if len(paths) == 1
+                else f"{shown_path(paths[0])} and {len(paths) - 1} more"}
         return spec, _stoke.LAYOUT_TUPLE, ("image", "label"), ()
     if transform is not None:
         raise _stoke.ConfigError("transform= applies to image datasets (a "
@@ -415,6 +478,15 @@ class Loader(_stoke.Loader):
     :meth:`save_trace`), ``max_chunk``, ``shard_drop_last``, and for images
     ``image_kind``, ``max_pixels``, ``max_bytes``, ``verify_checksums``.
 
+    Tar and packed shards may be ``http://`` or ``https://`` URLs, with the
+    same brace patterns (docs/remote.md): ``io_concurrency`` requests in
+    flight, ``tls_ca`` (a CA file, or a folder ending in ``/``) and
+    ``tls_verify=False`` (explicit only) for https, ``http_attempts`` per
+    request and a ``retry_budget`` for the loader's life,
+    ``connect_timeout``, ``stall_timeout`` and ``retry_backoff`` (seconds
+    or ``"100ms"``).  A URL's user-info and query never appear in a
+    message, a report or a trace.
+
     The storage and sample-cost rungs (docs/echo.md, docs/cache.md):
     ``shuffle="block"`` (or ``"block=64MiB"``, with ``block_window``
     blocks per window) shuffles blocks of consecutive samples for datasets
@@ -486,10 +558,15 @@ class Loader(_stoke.Loader):
                  quarantine=None, block_window=None, echo=1,
                  echo_mode="batch", cache=None, cache_max=None,
                  ram_cache=None, gpu_price=None, cpu_budget=None,
-                 worker_policy="batch"):
+                 worker_policy="batch", io_concurrency=None, tls_ca=None,
+                 tls_verify=True, http_attempts=None, retry_budget=None,
+                 connect_timeout=None, stall_timeout=None,
+                 retry_backoff=None):
         spec, layout, names, keep = describe_source(
             source, transform, image_kind, max_pixels, max_bytes,
-            verify_checksums)
+            verify_checksums, remote_options(
+                io_concurrency, tls_ca, tls_verify, http_attempts,
+                retry_budget, connect_timeout, stall_timeout, retry_backoff))
         spec["gpu_price_per_hour"] = parse_price(gpu_price, "gpu_price")
         config = loader_config(
             batch_size, shuffle=shuffle, seed=seed, num_workers=num_workers,

@@ -2,7 +2,8 @@
 
 from . import _stoke
 from ._util import parse_duration_ns
-from .loader import describe_source, loader_config, output_converters
+from .loader import (REMOTE_OPTIONS, describe_source, loader_config,
+                     output_converters, remote_options)
 
 
 def _step_of(step):
@@ -56,7 +57,9 @@ def tune(source, batch_size=32, step=None, *, workers=None, prefetch=None,
             source, transform, loader_kwargs.pop("image_kind", None),
             loader_kwargs.pop("max_pixels", None),
             loader_kwargs.pop("max_bytes", None),
-            loader_kwargs.pop("verify_checksums", False))
+            loader_kwargs.pop("verify_checksums", False),
+            remote_options(**{k: loader_kwargs.pop(k) for k in REMOTE_OPTIONS
+                              if k in loader_kwargs}))
     config = loader_config(batch_size, **loader_kwargs)
     _, mode, to_torch, to_numpy = output_converters(output)
     t = {"workers": workers, "prefetch": prefetch,

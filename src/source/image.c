@@ -26,6 +26,8 @@
 #include "os/syscalls.h"
 #include "storage/blob.h"
 #include "storage/cache.h"
+#include "storage/http.h"
+#include "storage/url.h"
 #include "source/image.h"
 #include "source/scratch.h"
 #include "transform/transform.h"
@@ -319,9 +321,13 @@ static int detect_kind(const stoke__sys *sys, const char *path,
   } else {
     *stat_errno = errno;
   }
-  if (stoke__ends_with(path, ".tar") || stoke__ends_with(path, ".tar}"))
+  /* A URL's query (a presigned URL's signature) is not its name. */
+  char name[1024];
+  snprintf(name, sizeof name, "%s", path);
+  if (stoke__url_is_remote(name)) name[strcspn(name, "?#")] = 0;
+  if (stoke__ends_with(name, ".tar") || stoke__ends_with(name, ".tar}"))
     return STOKE_IMAGES_TAR;
-  if (stoke__ends_with(path, ".stoke") || stoke__ends_with(path, ".stoke}"))
+  if (stoke__ends_with(name, ".stoke") || stoke__ends_with(name, ".stoke}"))
     return STOKE_IMAGES_PACKED;
   return 0;
 }
@@ -366,32 +372,37 @@ int stoke__source_create_images_list(const char *const *paths,
   sys = stoke__sys_or_real(sys);
   const stoke_allocator *a = cfg->alloc;
   const char *path = paths[0];
+  /* Messages name a URL by its shown form, never its user-info or query. */
+  char shown[1024], shown_k[1024];
+  stoke__url_redact(path, shown, sizeof shown);
   int stat_errno = 0;
   int kind = cfg->kind ? cfg->kind : detect_kind(sys, path, &stat_errno);
   /* A path that exists but cannot be looked at (EIO, EACCES) is an error
   ** whatever its name says; only a pattern may name no file. */
   if (stat_errno && stat_errno != ENOENT)
-    return stoke__set_tls_error(STOKE_EIO, "images: %s: stat: %s", path,
+    return stoke__set_tls_error(STOKE_EIO, "images: %s: stat: %s", shown,
                                 strerror(stat_errno));
   if (kind == 0 && stat_errno)
-    return stoke__set_tls_error(STOKE_EINVAL, "images: %s: %s", path,
+    return stoke__set_tls_error(STOKE_EINVAL, "images: %s: %s", shown,
                                 strerror(stat_errno));
   if (kind < STOKE_IMAGES_FOLDER || kind > STOKE_IMAGES_PACKED)
     return stoke__set_tls_error(
         STOKE_EINVAL,
         "images: cannot tell what %s is: expected a directory (ImageFolder), "
         "tar shards (*.tar, a {a..b} pattern or a glob) or packed shards "
-        "(*.stoke)", path);
+        "(*.stoke)", shown);
   for (size_t k = 1; k < n_paths; k++) {
     int kk_errno;
     int kk = cfg->kind ? cfg->kind
                        : detect_kind(sys, paths[k] ? paths[k] : "", &kk_errno);
+    stoke__url_redact(paths[k] ? paths[k] : "(null)", shown_k,
+                      sizeof shown_k);
     if (kind == STOKE_IMAGES_FOLDER || kk != kind)
       return stoke__set_tls_error(
           STOKE_EINVAL,
           "images: %s and %s are not shards of one kind (a list takes tar "
           "or packed shards; an ImageFolder is one directory)",
-          path, paths[k] ? paths[k] : "(null)");
+          shown, shown_k);
   }
 
   image_impl *im = stoke__calloc(a, 1, sizeof *im);
@@ -410,17 +421,26 @@ int stoke__source_create_images_list(const char *const *paths,
     im->cfg.transform = im->transform_text;
   }
   char err[STOKE__ERRMSG_CAP];
+  stoke__http_options remote = {
+      .ca_path = cfg->tls_ca_path,
+      .insecure = cfg->tls_insecure != 0,
+      .io_concurrency = cfg->io_concurrency,
+      .connect_timeout_ms = cfg->connect_timeout_ms,
+      .stall_timeout_ms = cfg->stall_timeout_ms,
+      .max_attempts = cfg->max_attempts,
+      .retry_budget = cfg->retry_budget,
+      .backoff_ms = cfg->retry_backoff_ms};
   if (rc == 0) {
     if (kind == STOKE_IMAGES_FOLDER)
       rc = stoke__blobset_open_folder(path, a, sys, &im->set, err,
                                       sizeof err);
     else if (kind == STOKE_IMAGES_TAR)
-      rc = stoke__blobset_open_tar(paths, n_paths, a, sys, &im->set, err,
-                                   sizeof err);
+      rc = stoke__blobset_open_tar_ex(paths, n_paths, &remote, a, sys,
+                                      &im->set, err, sizeof err);
     else
-      rc = stoke__blobset_open_packed(
+      rc = stoke__blobset_open_packed_ex(
           paths, n_paths, cfg->verify_checksums ? STOKE__PACK_VERIFY_CRC : 0,
-          a, sys, &im->set, err, sizeof err);
+          &remote, a, sys, &im->set, err, sizeof err);
     if (rc != 0) stoke__set_tls_error(rc, "%s", err);
   }
   if (rc == 0) rc = stoke__scratch_probe(im->set, cfg, a, &im->scratch);

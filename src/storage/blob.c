@@ -5,6 +5,7 @@
 ** every read with its own reader may run on any thread. */
 #define _POSIX_C_SOURCE 200809L
 #include "storage/blob.h"
+#include "storage/url.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -437,7 +438,7 @@ int stoke__blob_expand(const char *const *specs, size_t n_specs,
     rc = expand_rec(&e, specs[k], 0);
     for (size_t j = 0; j < e.out.n && rc == 0; j++) {
       const char *p = e.out.s[j];
-      if (!has_glob(p)) {
+      if (!has_glob(p) || stoke__url_is_remote(p)) {
         if (stoke__blob_strs_add(&all, a, p, NULL))
           rc = stoke__errf(err, cap, STOKE_ENOMEM, "out of memory");
         continue;

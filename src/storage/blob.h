@@ -101,6 +101,24 @@ int stoke__blobset_open_packed(const char *const *specs, size_t n_specs,
                                const stoke__sys *sys, stoke__blobset **out,
                                char *err, size_t cap);
 
+/* The same, where specs may be http:// or https:// URLs (docs/remote.md):
+** remote reads as remote_options say (NULL: the defaults).  A URL is
+** expanded for its braces only (a '?' is its query, not a glob), and is
+** named everywhere by its shown form (url.h). */
+struct stoke__http_options;
+int stoke__blobset_open_packed_ex(const char *const *specs, size_t n_specs,
+                                  unsigned flags,
+                                  const struct stoke__http_options *remote,
+                                  const stoke_allocator *a,
+                                  const stoke__sys *sys,
+                                  stoke__blobset **out, char *err,
+                                  size_t cap);
+int stoke__blobset_open_tar_ex(const char *const *specs, size_t n_specs,
+                               const struct stoke__http_options *remote,
+                               const stoke_allocator *a,
+                               const stoke__sys *sys, stoke__blobset **out,
+                               char *err, size_t cap);
+
 void stoke__blobset_close(stoke__blobset *s); /* NULL: no-op */
 
 /* ---- queries (any thread) ------------------------------------------------ */

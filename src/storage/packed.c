@@ -9,12 +9,22 @@
 ** The mapping is immutable and never unmapped before close, so concurrent
 ** reads need no lock.  A file truncated by someone else while mapped would
 ** raise SIGBUS on access: shards are written once (pack_writer.c renames
-** complete files into place) and must not be modified while in use. */
+** complete files into place) and must not be modified while in use.
+**
+** A shard given as an http:// or https:// URL (remote.h) is mapped
+** sparsely: only its metadata is fetched at open, into an anonymous
+** mapping validated as a file's would be, and each read is one Range
+** request into the worker's buffer, its CRC-32 always checked (the bytes
+** crossed a network). */
 #define _DEFAULT_SOURCE /* MADV_WILLNEED */
 #define _POSIX_C_SOURCE 200809L
 #include "storage/blob.h"
+#include "storage/prefetch.h"
+#include "storage/remote.h"
+#include "storage/url.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -35,6 +45,8 @@ typedef struct pack_shard {
   unsigned max_side;     /* flag RESIZED: the header's max side, or 0 */
   int quality;
   const uint8_t *source_map; /* flag SOURCE_MAP: n u64, into map, or NULL */
+  const char *url;       /* remote: the URL to fetch (owned by packed_impl.
+                            urls), path being its shown form; or NULL */
 } pack_shard;
 
 /* Decoded samples' pages are given back to the page cache in bulk, once
@@ -58,6 +70,9 @@ typedef struct packed_impl {
   size_t n;              /* samples in all shards */
   unsigned flags;        /* STOKE__PACK_* */
   pack_residency *res;   /* owned; mutable through the const impl */
+  stoke__http *http;     /* owned; remote shards only, else NULL */
+  stoke__prefetch *pf;   /* owned; remote shards' read-ahead, or NULL */
+  char **urls;           /* owned, n_paths (each owned), remote only */
 } packed_impl;
 
 static void packed_destroy(void *impl, const stoke_allocator *a) {
@@ -72,6 +87,11 @@ static void packed_destroy(void *impl, const stoke_allocator *a) {
   stoke__free(a, p->res);
   stoke__free(a, p->shards);
   stoke__free(a, p->paths);
+  if (p->urls)
+    for (size_t k = 0; k < p->n_paths; k++) stoke__free(a, p->urls[k]);
+  stoke__free(a, p->urls);
+  stoke__prefetch_destroy(p->pf); /* its threads use http */
+  stoke__http_destroy(p->http);
   stoke__free(a, p);
 }
 
@@ -131,6 +151,54 @@ static void packed_describe(const void *impl, size_t i, char *buf,
            (unsigned long long)stoke__le64(e));
 }
 
+/* A remote shard's sample: from the read-ahead, or one Range request
+** into r's buffer, checked against the index's CRC-32; a mismatch is
+** fetched once more (a transfer damaged on the way) before it counts as a
+** damaged sample. */
+static int remote_read(const packed_impl *p, const pack_shard *s,
+                       const uint8_t *e, size_t local, size_t i,
+                       stoke__blob_reader *r, const uint8_t **ptr,
+                       size_t *len, char *err, size_t cap) {
+  uint64_t off = stoke__le64(e), n = stoke__le64(e + 8);
+  uint32_t want = stoke__le32(e + 36), got = 0;
+  if (!r)
+    return stoke__errf(err, cap, STOKE_EINVAL, "%s sample %zu: a remote "
+                       "shard is read into a reader's buffer", s->path,
+                       local);
+  if (n == 0) {
+    *ptr = r->buf;
+    *len = 0;
+    return 0;
+  }
+  if (n > SIZE_MAX || stoke__blob_reader_reserve(r, (size_t)n))
+    return stoke__errf(err, cap, STOKE_ENOMEM, "%s sample %zu: out of "
+                       "memory for %llu bytes", s->path, local,
+                       (unsigned long long)n);
+  /* Two copies at most: the one read ahead (the block order's window) or
+  ** the server's, then the server's after a damaged one. */
+  bool ahead = p->pf && stoke__prefetch_take(p->pf, (uint32_t)(s - p->shards),
+                                             off, n, r->buf);
+  for (int copy = 0; copy < 2; copy++) {
+    if (copy > 0 || !ahead) {
+      int rc = stoke__http_get_range(p->http, s->url, off, (size_t)n, r->buf,
+                                     NULL, err, cap);
+      if (rc) return rc;
+    }
+    got = stoke__crc32(0, r->buf, (size_t)n);
+    if (got == want) {
+      *ptr = r->buf;
+      *len = (size_t)n;
+      return 0;
+    }
+  }
+  return stoke__errf(err, cap, STOKE_EFORMAT,
+                     "%s sample %zu (index %zu) at offset %llu: CRC-32 "
+                     "mismatch (stored %08x, computed %08x) twice: the %llu "
+                     "bytes are damaged", s->path, local, i,
+                     (unsigned long long)off, want, got,
+                     (unsigned long long)n);
+}
+
 static int packed_read(const void *impl, size_t i, stoke__blob_reader *r,
                        const uint8_t **ptr, size_t *len, char *err,
                        size_t cap) {
@@ -139,6 +207,7 @@ static int packed_read(const void *impl, size_t i, stoke__blob_reader *r,
   size_t local;
   const pack_shard *s = locate(p, i, &e, &local);
   uint64_t off = stoke__le64(e), n = stoke__le64(e + 8);
+  if (s->url) return remote_read(p, s, e, local, i, r, ptr, len, err, cap);
   const uint8_t *bytes = s->map + off; /* bounds checked at open */
   if (p->flags & STOKE__PACK_VERIFY_CRC) {
     uint32_t want = stoke__le32(e + 36);
@@ -176,9 +245,35 @@ static void packed_done(const void *impl, size_t i, const uint8_t *ptr,
       !atomic_compare_exchange_strong(&r->since_drop, &now, 0))
     return; /* not yet, or another thread got there first */
   for (size_t k = 0; k < p->n_shards; k++)
-    if (atomic_exchange_explicit(&r->touched[k], false, memory_order_relaxed))
+    if (atomic_exchange_explicit(&r->touched[k], false,
+                                 memory_order_relaxed) &&
+        !p->shards[k].url) /* an anonymous mapping would lose its index */
       stoke__drop_pages(p->shards[k].map,
                         (size_t)(p->shards[k].index - p->shards[k].map));
+}
+
+/* Samples [lo, hi] of remote shard s, as runs of consecutive samples of at
+** most PREFETCH_RUN bytes, each one Range request to the prefetcher. */
+#define PREFETCH_RUN (8u << 20)
+static void remote_read_ahead(const packed_impl *p, const pack_shard *s,
+                              size_t lo, size_t hi) {
+  if (!p->pf) return;
+  uint32_t shard = (uint32_t)(s - p->shards);
+  size_t k = lo;
+  while (k <= hi) {
+    const uint8_t *e = s->index + k * STOKE__PACK_ENTRY;
+    uint64_t start = stoke__le64(e), end = start + stoke__le64(e + 8);
+    uint64_t payload = stoke__le64(e + 8);
+    for (k++; k <= hi; k++) {
+      const uint8_t *f = s->index + k * STOKE__PACK_ENTRY;
+      uint64_t f_end = stoke__le64(f) + stoke__le64(f + 8);
+      if (f_end - start > PREFETCH_RUN) break;
+      end = f_end;
+      payload += stoke__le64(f + 8);
+    }
+    stoke__prefetch_request(p->pf, s->url, shard, start, end - start,
+                            payload);
+  }
 }
 
 /* The mapped pages of samples [first, first + n), shard by shard: a block
@@ -192,6 +287,11 @@ static void packed_read_ahead(const void *impl, size_t first, size_t n) {
     size_t local;
     const pack_shard *s = locate(p, first, &e, &local);
     size_t last = STOKE__MIN(end, s->first + (size_t)s->n) - 1;
+    if (s->url) { /* Range requests for the runs, read ahead */
+      remote_read_ahead(p, s, first - s->first, last - s->first);
+      first = last + 1;
+      continue;
+    }
     const uint8_t *le = s->index + (last - s->first) * STOKE__PACK_ENTRY;
     uintptr_t lo = (uintptr_t)(s->map + stoke__le64(e)) & ~(page - 1);
     uintptr_t hi = (uintptr_t)(s->map + stoke__le64(le) + stoke__le64(le + 8));
@@ -447,6 +547,113 @@ int stoke__blobset_open_packed(const char *const *specs, size_t n_specs,
                                unsigned flags, const stoke_allocator *a,
                                const stoke__sys *sys, stoke__blobset **out,
                                char *err, size_t cap) {
+  return stoke__blobset_open_packed_ex(specs, n_specs, flags, NULL, a, sys,
+                                       out, err, cap);
+}
+
+/* Map a local shard file whole, read-only. */
+static int map_local(packed_impl *p, pack_shard *s, char *err, size_t cap) {
+  const stoke__sys *sys = p->sys;
+  int fd = stoke__sys_open(sys, s->path, O_RDONLY | O_CLOEXEC, 0);
+  struct stat st;
+  if (fd < 0 || sys->fstat(sys->user, fd, &st) != 0) {
+    int rc = stoke__errf(err, cap, STOKE_EIO, "packed source: %s: %s: %s",
+                         s->path, fd < 0 ? "open" : "stat", strerror(errno));
+    if (fd >= 0) sys->close(sys->user, fd);
+    return rc;
+  }
+  if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size > SIZE_MAX ||
+      st.st_size < STOKE__PACK_HEADER + STOKE__PACK_FOOTER) {
+    sys->close(sys->user, fd);
+    return BAD("packed source: %s: %s", s->path,
+               S_ISREG(st.st_mode) ? "too small to be a packed shard "
+                                     "(truncated?)"
+                                   : "not a regular file");
+  }
+  void *m = sys->mmap(sys->user, (size_t)st.st_size, PROT_READ,
+                      MAP_PRIVATE, fd, 0);
+  int map_errno = errno;
+  sys->close(sys->user, fd); /* the mapping keeps the file */
+  if (m == MAP_FAILED)
+    return stoke__errf(err, cap, STOKE_EIO, "packed source: %s: mmap: %s",
+                       s->path, strerror(map_errno));
+  s->map = m;
+  s->map_len = (size_t)st.st_size;
+  return 0;
+}
+
+/* The remote shards' maps, fetched side by side (stoke__http_parallel):
+** the first error's message is kept. */
+typedef struct remote_open {
+  packed_impl *p;
+  pthread_mutex_t lock;
+  int rc;
+  char *err;
+  size_t cap;
+} remote_open;
+
+static int map_one(size_t k, void *arg) {
+  remote_open *o = arg;
+  pack_shard *s = &o->p->shards[k];
+  if (!s->url) return 0;
+  char e[STOKE__ERRMSG_CAP];
+  uint8_t *m;
+  size_t len;
+  int rc = stoke__packed_remote_map(o->p->http, o->p->sys, s->url, s->path,
+                                    &m, &len, e, sizeof e);
+  if (rc == 0) {
+    s->map = m;
+    s->map_len = len;
+    return 0;
+  }
+  pthread_mutex_lock(&o->lock);
+  if (!o->rc) {
+    o->rc = rc;
+    snprintf(o->err, o->cap, "%s", e);
+  }
+  pthread_mutex_unlock(&o->lock);
+  return rc;
+}
+
+/* Keep each URL for the requests and show only its shown form (the path
+** every message and stoke__blobset_files gives), then map every remote
+** shard. */
+static int open_remote(packed_impl *p, const stoke__http_options *remote,
+                       const stoke_allocator *a, char *err, size_t cap) {
+  int rc = stoke__http_create(remote, a, &p->http, err, cap);
+  if (rc) return rc;
+  p->urls = stoke__calloc(a, p->n_paths, sizeof *p->urls);
+  if (!p->urls)
+    return stoke__errf(err, cap, STOKE_ENOMEM, "packed source: out of "
+                       "memory");
+  for (size_t k = 0; k < p->n_paths; k++) {
+    if (!stoke__url_is_remote(p->paths[k])) continue;
+    if (!(p->urls[k] = stoke__strdup(a, p->paths[k])))
+      return stoke__errf(err, cap, STOKE_ENOMEM, "packed source: out of "
+                         "memory");
+    stoke__url_redact(p->paths[k], p->paths[k], strlen(p->paths[k]) + 1);
+    p->shards[k].url = p->urls[k];
+  }
+  /* Read-ahead's fetchers: as many as requests may be in flight. */
+  unsigned threads = remote && remote->io_concurrency ? remote->io_concurrency
+                                                      : 8;
+  if (stoke__prefetch_create(p->http, threads, STOKE__REMOTE_PREFETCH_BYTES,
+                             a, &p->pf))
+    return stoke__errf(err, cap, STOKE_ETHREAD, "packed source: cannot "
+                       "start the remote read-ahead threads");
+  remote_open o = {p, PTHREAD_MUTEX_INITIALIZER, 0, err, cap};
+  stoke__http_parallel(p->http, p->n_shards, map_one, &o);
+  pthread_mutex_destroy(&o.lock);
+  return o.rc;
+}
+
+int stoke__blobset_open_packed_ex(const char *const *specs, size_t n_specs,
+                                  unsigned flags,
+                                  const stoke__http_options *remote,
+                                  const stoke_allocator *a,
+                                  const stoke__sys *sys,
+                                  stoke__blobset **out, char *err,
+                                  size_t cap) {
   *out = NULL;
   stoke__blob_strs classes = {0}; /* before any goto fail */
   if (flags & ~STOKE__PACK_VERIFY_CRC)
@@ -468,37 +675,17 @@ int stoke__blobset_open_packed(const char *const *specs, size_t n_specs,
                      "packed source: out of memory");
     goto fail;
   }
+  for (size_t k = 0; k < p->n_shards; k++) p->shards[k].path = p->paths[k];
+  if (stoke__specs_remote(specs, n_specs)) {
+    rc = open_remote(p, remote, a, err, cap);
+    if (rc) goto fail;
+  }
   for (size_t k = 0; k < p->n_shards; k++) {
     pack_shard *s = &p->shards[k];
-    s->path = p->paths[k];
-    int fd = stoke__sys_open(sys, s->path, O_RDONLY | O_CLOEXEC, 0);
-    struct stat st;
-    if (fd < 0 || sys->fstat(sys->user, fd, &st) != 0) {
-      rc = stoke__errf(err, cap, STOKE_EIO, "packed source: %s: %s: %s",
-                       s->path, fd < 0 ? "open" : "stat", strerror(errno));
-      if (fd >= 0) sys->close(sys->user, fd);
-      goto fail;
+    if (!s->url) {
+      rc = map_local(p, s, err, cap);
+      if (rc) goto fail;
     }
-    if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size > SIZE_MAX ||
-        st.st_size < STOKE__PACK_HEADER + STOKE__PACK_FOOTER) {
-      sys->close(sys->user, fd);
-      rc = BAD("packed source: %s: %s", s->path,
-               S_ISREG(st.st_mode) ? "too small to be a packed shard "
-                                     "(truncated?)"
-                                   : "not a regular file");
-      goto fail;
-    }
-    void *m = sys->mmap(sys->user, (size_t)st.st_size, PROT_READ,
-                        MAP_PRIVATE, fd, 0);
-    int map_errno = errno;
-    sys->close(sys->user, fd); /* the mapping keeps the file */
-    if (m == MAP_FAILED) {
-      rc = stoke__errf(err, cap, STOKE_EIO, "packed source: %s: mmap: "
-                       "%s", s->path, strerror(map_errno));
-      goto fail;
-    }
-    s->map = m;
-    s->map_len = (size_t)st.st_size;
     rc = validate(s, err, cap);
     if (rc) goto fail;
     if (s->n > SIZE_MAX - p->n) {

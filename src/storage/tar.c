@@ -24,11 +24,17 @@
 ** there to check.
 **
 ** Each shard's descriptor stays open for the blobset's life (shards are
-** few); reads pread into the worker's buffer. */
+** few); reads pread into the worker's buffer.  A shard given as an http://
+** or https:// URL is fetched whole at open (side by side, io_concurrency at
+** once) into an unlinked temporary file, read from then on as a local
+** shard: tar has no index, so reading its members means reading it all. */
 #define _POSIX_C_SOURCE 200809L
 #include "storage/blob.h"
+#include "storage/remote.h"
+#include "storage/url.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -619,6 +625,57 @@ static int index_shard(indexer *x) {
 int stoke__blobset_open_tar(const char *const *specs, size_t n_specs,
                             const stoke_allocator *a, const stoke__sys *sys,
                             stoke__blobset **out, char *err, size_t cap) {
+  return stoke__blobset_open_tar_ex(specs, n_specs, NULL, a, sys, out, err,
+                                    cap);
+}
+
+/* Remote shards' spools, fetched side by side; the first error's message
+** is kept. */
+typedef struct spool_all {
+  tar_impl *t;
+  stoke__http *http;
+  pthread_mutex_t lock;
+  int rc;
+  char *err;
+  size_t cap;
+} spool_all;
+
+static int spool_one(size_t k, void *arg) {
+  spool_all *o = arg;
+  const char *url = o->t->paths[k];
+  if (!stoke__url_is_remote(url)) return 0;
+  char e[STOKE__ERRMSG_CAP];
+  int rc = stoke__tar_remote_spool(o->http, o->t->sys, url, &o->t->fds[k], e,
+                                   sizeof e);
+  if (rc == 0) return 0;
+  pthread_mutex_lock(&o->lock);
+  if (!o->rc) {
+    o->rc = rc;
+    snprintf(o->err, o->cap, "%s", e);
+  }
+  pthread_mutex_unlock(&o->lock);
+  return rc;
+}
+
+static int spool_remote(tar_impl *t, const stoke__http_options *remote,
+                        const stoke_allocator *a, char *err, size_t cap) {
+  spool_all o = {t, NULL, PTHREAD_MUTEX_INITIALIZER, 0, err, cap};
+  int rc = stoke__http_create(remote, a, &o.http, err, cap);
+  if (rc) return rc;
+  stoke__http_parallel(o.http, t->n_shards, spool_one, &o);
+  stoke__http_destroy(o.http);
+  pthread_mutex_destroy(&o.lock);
+  /* From here on a remote shard is named by its shown form only. */
+  for (size_t k = 0; k < t->n_shards; k++)
+    stoke__url_redact(t->paths[k], t->paths[k], strlen(t->paths[k]) + 1);
+  return o.rc;
+}
+
+int stoke__blobset_open_tar_ex(const char *const *specs, size_t n_specs,
+                               const stoke__http_options *remote,
+                               const stoke_allocator *a,
+                               const stoke__sys *sys, stoke__blobset **out,
+                               char *err, size_t cap) {
   *out = NULL;
   stoke__blob_strs skipped = {0};
   tar_impl *t = stoke__calloc(a, 1, sizeof *t);
@@ -640,9 +697,15 @@ int stoke__blobset_open_tar(const char *const *specs, size_t n_specs,
     goto fail;
   }
   for (size_t k = 0; k < t->n_shards; k++) t->fds[k] = -1;
+  if (stoke__specs_remote(specs, n_specs)) {
+    rc = spool_remote(t, remote, a, err, cap);
+    if (rc) goto fail;
+  }
   for (size_t k = 0; k < t->n_shards; k++) {
     const char *path = t->paths[k];
-    int fd = stoke__sys_open(sys, path, O_RDONLY | O_CLOEXEC, 0);
+    int fd = t->fds[k]; /* a remote shard's spool, or none yet */
+    t->fds[k] = -1;
+    if (fd < 0) fd = stoke__sys_open(sys, path, O_RDONLY | O_CLOEXEC, 0);
     struct stat st;
     if (fd < 0 || sys->fstat(sys->user, fd, &st) != 0) {
       rc = stoke__errf(err, cap, STOKE_EIO, "tar source: %s: %s: %s", path,

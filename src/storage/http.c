@@ -1,0 +1,456 @@
+/* http.c — the remote byte source (http.h): libcurl easy handles from a
+** pool, retries under a budget, and answers checked against what was
+** asked before a byte is believed. */
+#define _POSIX_C_SOURCE 200809L
+#include "storage/http.h"
+#include "storage/url.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MAX_REDIRECTS 5L
+#define STALL_BYTES_PER_S 1024L /* below this for stall_timeout: stalled */
+#define MAX_BACKOFF_MS 10000u
+#define SHOWN_CAP 512
+
+struct stoke__http {
+  const stoke_allocator *alloc;
+  stoke__http_options o;
+  char *ca_path;           /* owned copy of o.ca_path */
+  bool ca_is_dir;
+  CURLSH *share;           /* DNS and TLS sessions of every handle */
+  pthread_mutex_t share_lock[CURL_LOCK_DATA_LAST];
+  pthread_mutex_t pool_lock;
+  CURL **pool;             /* idle handles, n_pool of io_concurrency */
+  size_t n_pool;
+  atomic_uint budget;      /* retries left */
+  atomic_uint_fast64_t requests, retries, throttled, bytes;
+};
+
+/* ---- the share's locks --------------------------------------------------- */
+
+static void share_lock(CURL *c, curl_lock_data d, curl_lock_access a,
+                       void *user) {
+  (void)c;
+  (void)a;
+  stoke__http *h = user;
+  pthread_mutex_lock(&h->share_lock[d]);
+}
+
+static void share_unlock(CURL *c, curl_lock_data d, void *user) {
+  (void)c;
+  stoke__http *h = user;
+  pthread_mutex_unlock(&h->share_lock[d]);
+}
+
+/* ---- create / destroy ---------------------------------------------------- */
+
+static void defaults(stoke__http_options *o) {
+  if (!o->io_concurrency) o->io_concurrency = 8;
+  if (!o->connect_timeout_ms) o->connect_timeout_ms = 10000;
+  if (!o->stall_timeout_ms) o->stall_timeout_ms = 30000;
+  if (!o->max_attempts) o->max_attempts = 5;
+  if (!o->retry_budget) o->retry_budget = 1000;
+  if (!o->backoff_ms) o->backoff_ms = 100;
+}
+
+int stoke__http_create(const stoke__http_options *o, const stoke_allocator *a,
+                       stoke__http **out, char *err, size_t cap) {
+  *out = NULL;
+  /* Thread-safe since curl 7.84 and reference-counted: each client holds
+  ** one reference, so the library keeps no state of its own. */
+  if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+    return stoke__errf(err, cap, STOKE_EIO, "remote source: libcurl would "
+                       "not initialise");
+  stoke__http *h = stoke__calloc(a, 1, sizeof *h);
+  if (!h) {
+    curl_global_cleanup();
+    return stoke__errf(err, cap, STOKE_ENOMEM, "remote source: out of "
+                       "memory");
+  }
+  h->alloc = a;
+  if (o) h->o = *o;
+  defaults(&h->o);
+  for (int d = 0; d < CURL_LOCK_DATA_LAST; d++)
+    pthread_mutex_init(&h->share_lock[d], NULL);
+  pthread_mutex_init(&h->pool_lock, NULL);
+  atomic_init(&h->budget, h->o.retry_budget);
+  atomic_init(&h->requests, 0);
+  atomic_init(&h->retries, 0);
+  atomic_init(&h->throttled, 0);
+  atomic_init(&h->bytes, 0);
+  int rc = 0;
+  if (h->o.ca_path) {
+    h->ca_path = stoke__strdup(a, h->o.ca_path);
+    h->o.ca_path = h->ca_path;
+    if (!h->ca_path) rc = STOKE_ENOMEM;
+    size_t n = h->ca_path ? strlen(h->ca_path) : 0;
+    h->ca_is_dir = n && h->ca_path[n - 1] == '/';
+  }
+  h->pool = rc ? NULL : stoke__calloc(a, h->o.io_concurrency, sizeof(CURL *));
+  h->share = h->pool ? curl_share_init() : NULL;
+  if (!h->share) {
+    stoke__http_destroy(h);
+    return stoke__errf(err, cap, STOKE_ENOMEM, "remote source: out of "
+                       "memory");
+  }
+  curl_share_setopt(h->share, CURLSHOPT_LOCKFUNC, share_lock);
+  curl_share_setopt(h->share, CURLSHOPT_UNLOCKFUNC, share_unlock);
+  curl_share_setopt(h->share, CURLSHOPT_USERDATA, h);
+  /* Not CURL_LOCK_DATA_CONNECT: libcurl does not support one connection
+  ** cache under concurrent threads.  Each pooled handle keeps its own
+  ** connection instead. */
+  curl_share_setopt(h->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
+  curl_share_setopt(h->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
+  *out = h;
+  return 0;
+}
+
+void stoke__http_destroy(stoke__http *h) {
+  if (!h) return;
+  for (size_t k = 0; k < h->n_pool; k++) curl_easy_cleanup(h->pool[k]);
+  if (h->share) curl_share_cleanup(h->share);
+  for (int d = 0; d < CURL_LOCK_DATA_LAST; d++)
+    pthread_mutex_destroy(&h->share_lock[d]);
+  pthread_mutex_destroy(&h->pool_lock);
+  stoke__free(h->alloc, h->pool);
+  stoke__free(h->alloc, h->ca_path);
+  stoke__free(h->alloc, h);
+  curl_global_cleanup();
+}
+
+void stoke__http_counts_get(const stoke__http *h, stoke__http_counts *out) {
+  stoke__http *m = (stoke__http *)h; /* atomics are read, not changed */
+  out->requests = atomic_load(&m->requests);
+  out->retries = atomic_load(&m->retries);
+  out->throttled = atomic_load(&m->throttled);
+  out->bytes = atomic_load(&m->bytes);
+}
+
+/* ---- handles ------------------------------------------------------------- */
+
+static CURL *handle_take(stoke__http *h) {
+  CURL *c = NULL;
+  pthread_mutex_lock(&h->pool_lock);
+  if (h->n_pool) c = h->pool[--h->n_pool];
+  pthread_mutex_unlock(&h->pool_lock);
+  return c ? c : curl_easy_init();
+}
+
+/* Back to the pool with its connection, or closed when the pool is full
+** (more threads than io_concurrency asked at once). */
+static void handle_give(stoke__http *h, CURL *c) {
+  pthread_mutex_lock(&h->pool_lock);
+  if (h->n_pool < h->o.io_concurrency) {
+    h->pool[h->n_pool++] = c;
+    c = NULL;
+  }
+  pthread_mutex_unlock(&h->pool_lock);
+  if (c) curl_easy_cleanup(c);
+}
+
+/* ---- one transfer -------------------------------------------------------- */
+
+typedef struct sink {
+  uint8_t *buf;            /* range: the caller's buffer of cap bytes */
+  const stoke__sys *sys;   /* file: pwrite to fd */
+  int fd;
+  uint64_t cap;            /* bytes that may arrive */
+  uint64_t got;
+  bool overflow;           /* the server sent more than cap */
+  int io_errno;            /* a pwrite failed */
+  uint64_t total;          /* Content-Range's size, or UINT64_MAX */
+} sink;
+
+static size_t on_body(char *data, size_t size, size_t n, void *user) {
+  sink *k = user;
+  size_t bytes = size * n;
+  if (bytes > k->cap - k->got) {
+    k->overflow = true;
+    return 0; /* aborts the transfer: CURLE_WRITE_ERROR */
+  }
+  if (k->buf) {
+    memcpy(k->buf + k->got, data, bytes);
+  } else {
+    for (size_t done = 0; done < bytes;) {
+      ssize_t w = k->sys->pwrite(k->sys->user, k->fd, data + done,
+                                 bytes - done, k->got + done);
+      if (w <= 0) {
+        k->io_errno = w < 0 ? errno : EIO;
+        return 0;
+      }
+      done += (size_t)w;
+    }
+  }
+  k->got += bytes;
+  return bytes;
+}
+
+/* "Content-Range: bytes 0-63/123456": the size after the slash. */
+static size_t on_header(char *line, size_t size, size_t n, void *user) {
+  sink *k = user;
+  size_t bytes = size * n;
+  static const char name[] = "content-range:";
+  if (bytes > sizeof name && bytes < 256) {
+    char t[256];
+    memcpy(t, line, bytes);
+    t[bytes] = 0;
+    bool match = true;
+    for (size_t i = 0; i + 1 < sizeof name && match; i++) {
+      char c = t[i];
+      if (c >= 'A' && c <= 'Z') c = (char)(c - 'A' + 'a');
+      match = c == name[i];
+    }
+    const char *slash = match ? strchr(t, '/') : NULL;
+    if (slash && slash[1] >= '0' && slash[1] <= '9')
+      k->total = strtoull(slash + 1, NULL, 10);
+  }
+  return bytes;
+}
+
+static void setup(stoke__http *h, CURL *c, const char *url, sink *k,
+                  char *curl_err) {
+  curl_easy_reset(c); /* keeps the connection; drops the last options */
+  curl_easy_setopt(c, CURLOPT_URL, url);
+  curl_easy_setopt(c, CURLOPT_SHARE, h->share);
+  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(c, CURLOPT_ERRORBUFFER, curl_err);
+  curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
+  curl_easy_setopt(c, CURLOPT_MAXREDIRS, MAX_REDIRECTS);
+  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS,
+                   (long)h->o.connect_timeout_ms);
+  curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, STALL_BYTES_PER_S);
+  curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME,
+                   (long)((h->o.stall_timeout_ms + 999) / 1000));
+  curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, h->o.insecure ? 0L : 1L);
+  curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, h->o.insecure ? 0L : 2L);
+  if (h->ca_path)
+    curl_easy_setopt(c, h->ca_is_dir ? CURLOPT_CAPATH : CURLOPT_CAINFO,
+                     h->ca_path);
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, k);
+  curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+  curl_easy_setopt(c, CURLOPT_HEADERDATA, k);
+  /* A body of known size past what may arrive fails before its first byte
+  ** (the write callback would stop it anyway). */
+  curl_easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)k->cap);
+}
+
+/* Transient: worth another attempt. */
+static bool transient_curl(CURLcode e) {
+  switch (e) {
+  case CURLE_COULDNT_RESOLVE_HOST:
+  case CURLE_COULDNT_CONNECT:
+  case CURLE_OPERATION_TIMEDOUT:
+  case CURLE_PARTIAL_FILE:
+  case CURLE_GOT_NOTHING:
+  case CURLE_SEND_ERROR:
+  case CURLE_RECV_ERROR:
+  case CURLE_HTTP2:
+  case CURLE_HTTP2_STREAM:
+    return true;
+  default:
+    return false;
+  }
+}
+
+static bool transient_status(long status) {
+  return status == 408 || status == 429 || (status >= 500 && status < 600);
+}
+
+/* Equal jitter: half the exponential delay, plus up to the other half
+** drawn from the request's own hash (no shared random state). */
+static void backoff(const stoke__http *h, const char *url, uint64_t off,
+                    unsigned attempt) {
+  uint64_t ms = h->o.backoff_ms;
+  for (unsigned k = 1; k < attempt && ms < MAX_BACKOFF_MS; k++) ms *= 2;
+  if (ms > MAX_BACKOFF_MS) ms = MAX_BACKOFF_MS;
+  uint64_t r = stoke__hash_u64(stoke__hash_str(0, url), off ^ attempt);
+  ms = ms / 2 + (ms / 2 ? stoke__mix64(r) % (ms / 2 + 1) : 0);
+  struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
+typedef struct request {
+  const char *url;
+  uint64_t off, len;       /* range; len 0 = the whole object */
+  sink k;
+} request;
+
+/* What the last attempt saw, for the message when it gives up. */
+typedef struct outcome {
+  CURLcode code;
+  long status;
+  char curl_err[CURL_ERROR_SIZE];
+} outcome;
+
+/* One attempt: 0 done, 1 transient (retry), or a negative error. */
+static int attempt_once(stoke__http *h, CURL *c, request *q, outcome *o) {
+  sink *k = &q->k;
+  k->got = 0;
+  k->overflow = false;
+  k->io_errno = 0;
+  k->total = UINT64_MAX;
+  o->curl_err[0] = 0;
+  setup(h, c, q->url, k, o->curl_err);
+  char range[64];
+  if (q->len) {
+    snprintf(range, sizeof range, "%llu-%llu", (unsigned long long)q->off,
+             (unsigned long long)(q->off + q->len - 1));
+    curl_easy_setopt(c, CURLOPT_RANGE, range);
+  }
+  atomic_fetch_add(&h->requests, 1);
+  o->code = curl_easy_perform(c);
+  o->status = 0;
+  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &o->status);
+  atomic_fetch_add(&h->bytes, k->got);
+  if (o->status == 429 || o->status == 503) atomic_fetch_add(&h->throttled, 1);
+  if (k->io_errno) return STOKE_EIO;
+  if (o->code == CURLE_OK && o->status >= 200 && o->status < 300) {
+    if (q->len && o->status != 206) return STOKE_EFORMAT; /* Range ignored */
+    if (q->len && k->got < q->len) return 1;              /* short body */
+    return 0;
+  }
+  if (k->overflow || o->code == CURLE_FILESIZE_EXCEEDED) return STOKE_EFORMAT;
+  if (o->code == CURLE_OK) return transient_status(o->status) ? 1 : STOKE_EIO;
+  /* A status with a curl error (a body cut off) counts as the status. */
+  if (o->status && !transient_status(o->status) && o->status >= 300)
+    return STOKE_EIO;
+  return transient_curl(o->code) ? 1 : STOKE_EIO;
+}
+
+static int fail(const request *q, int code, const outcome *o,
+                unsigned attempts, bool budget_spent, char *err,
+                size_t cap) {
+  char shown[SHOWN_CAP], what[96] = "", status[48] = "";
+  stoke__url_redact(q->url, shown, sizeof shown);
+  if (q->len)
+    snprintf(what, sizeof what, " bytes %llu-%llu",
+             (unsigned long long)q->off,
+             (unsigned long long)(q->off + q->len - 1));
+  if (o->status) snprintf(status, sizeof status, "HTTP %ld", o->status);
+  const char *why;
+  if (code == STOKE_EFORMAT && q->len && o->status == 200)
+    why = "the server ignored the Range request (expected 206)";
+  else if (code == STOKE_EFORMAT && q->k.overflow)
+    why = "the server sent more than asked";
+  else if (code == STOKE_EFORMAT && o->code == CURLE_FILESIZE_EXCEEDED)
+    why = "the answer is larger than allowed";
+  else if (code == STOKE_EFORMAT)
+    why = "the server ignored the Range request (expected 206)";
+  else if (o->code != CURLE_OK)
+    why = o->curl_err[0] ? o->curl_err : curl_easy_strerror(o->code);
+  else if (o->status == 429 || o->status == 503)
+    why = "throttled";
+  else if (o->status >= 300)
+    why = "error answer";
+  else
+    why = "short body";
+  /* curl's own text may quote the URL it was given: never show it. */
+  if (stoke__url_shows_secret(q->url, why)) why = curl_easy_strerror(o->code);
+  return stoke__errf(err, cap, code,
+                     "GET %s%s: %s%s%s after %u attempt%s%s", shown, what,
+                     status, status[0] ? ": " : "", why, attempts,
+                     attempts == 1 ? "" : "s",
+                     budget_spent ? " (the retry budget is spent)" : "");
+}
+
+static int perform(stoke__http *h, request *q, char *err, size_t cap) {
+  CURL *c = handle_take(h);
+  if (!c)
+    return stoke__errf(err, cap, STOKE_ENOMEM, "remote source: out of "
+                       "memory");
+  outcome o;
+  int rc = 1;
+  unsigned attempt = 0;
+  bool spent = false;
+  while (rc == 1) {
+    attempt++;
+    rc = attempt_once(h, c, q, &o);
+    if (rc != 1) break;
+    if (attempt >= h->o.max_attempts) break;
+    unsigned left = atomic_load(&h->budget);
+    do {
+      spent = left == 0;
+    } while (!spent &&
+             !atomic_compare_exchange_weak(&h->budget, &left, left - 1));
+    if (spent) break;
+    atomic_fetch_add(&h->retries, 1);
+    backoff(h, q->url, q->off, attempt);
+  }
+  handle_give(h, c);
+  if (rc == 0) return 0;
+  return fail(q, rc == 1 ? STOKE_EIO : rc, &o, attempt, spent, err, cap);
+}
+
+int stoke__http_get_range(stoke__http *h, const char *url, uint64_t off,
+                          size_t len, void *buf, uint64_t *total, char *err,
+                          size_t cap) {
+  request q = {url, off, len, {0}};
+  q.k.buf = buf;
+  q.k.cap = len;
+  int rc = perform(h, &q, err, cap);
+  if (rc == 0 && total) *total = q.k.total;
+  return rc;
+}
+
+int stoke__http_get_file(stoke__http *h, const char *url,
+                         const stoke__sys *sys, int fd, uint64_t max,
+                         uint64_t *bytes, char *err, size_t cap) {
+  request q = {url, 0, 0, {0}};
+  q.k.sys = sys;
+  q.k.fd = fd;
+  q.k.cap = max;
+  int rc = perform(h, &q, err, cap);
+  *bytes = rc == 0 ? q.k.got : 0;
+  return rc;
+}
+
+/* ---- parallel fetches at open -------------------------------------------- */
+
+typedef struct par {
+  int (*fn)(size_t i, void *arg);
+  void *arg;
+  size_t n;
+  atomic_size_t next;
+  atomic_int rc;
+} par;
+
+static void *par_run(void *user) {
+  par *p = user;
+  for (;;) {
+    if (atomic_load(&p->rc)) break;
+    size_t i = atomic_fetch_add(&p->next, 1);
+    if (i >= p->n) break;
+    int rc = p->fn(i, p->arg);
+    int zero = 0;
+    if (rc) atomic_compare_exchange_strong(&p->rc, &zero, rc);
+  }
+  return NULL;
+}
+
+int stoke__http_parallel(const stoke__http *h, size_t n,
+                         int (*fn)(size_t i, void *arg), void *arg) {
+  par p = {fn, arg, n, 0, 0};
+  atomic_init(&p.next, 0);
+  atomic_init(&p.rc, 0);
+  enum { MAX_THREADS = 64 };
+  pthread_t t[MAX_THREADS];
+  size_t want = STOKE__MIN((size_t)h->o.io_concurrency, n);
+  if (want > MAX_THREADS) want = MAX_THREADS;
+  size_t started = 0;
+  for (; started + 1 < want; started++)
+    if (pthread_create(&t[started], NULL, par_run, &p) != 0) break;
+  par_run(&p); /* this thread too; with no thread started, it does all */
+  for (size_t k = 0; k < started; k++) pthread_join(t[k], NULL);
+  return atomic_load(&p.rc);
+}

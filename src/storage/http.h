@@ -1,0 +1,78 @@
+/* http.h — the remote byte source under packed and tar shards given as
+** http:// or https:// URLs (libcurl).  Private to src/.
+**
+** A client holds what every request of one blobset shares: the options, a
+** pool of easy handles (each keeps its connection alive between requests,
+** so a worker's next range reuses it), DNS and TLS sessions shared between
+** them, the retry budget and the counters.  Any thread may issue requests
+** at once; each takes a handle from the pool for the request's life.
+**
+** Every request retries what may pass (5xx, 429, a reset or refused
+** connection, a stall, a body shorter than asked) with exponential backoff
+** and jitter, up to max_attempts, while the client's retry budget lasts.
+** What it gives up on is an error naming the URL in its shown form
+** (url.h: never its user-info or query), the HTTP status and the attempts.
+**
+** Memory does not depend on the server: a range lands in the caller's
+** buffer of the size asked, a body that would run past it fails the
+** request, redirects stop at 5, and a transfer slower than 1 KiB/s for
+** stall_timeout_ms fails (and is retried). */
+#ifndef STOKE_STORAGE_HTTP_H
+#define STOKE_STORAGE_HTTP_H
+
+#include "core/core.h"
+#include "os/syscalls.h"
+
+#include <stdint.h>
+
+typedef struct stoke__http_options {
+  const char *ca_path;         /* a CA bundle file or a hashed folder of CA
+                                  certificates; NULL: the system's */
+  bool insecure;               /* TLS without verifying the server */
+  unsigned io_concurrency;     /* requests in flight; 0 = 8 */
+  uint32_t connect_timeout_ms; /* 0 = 10 s */
+  uint32_t stall_timeout_ms;   /* 0 = 30 s */
+  unsigned max_attempts;       /* per request, the first included; 0 = 5 */
+  unsigned retry_budget;       /* retries for the client's life; 0 = 1000 */
+  uint32_t backoff_ms;         /* before the first retry; 0 = 100 ms */
+} stoke__http_options;
+
+/* What a client did, for the stats and the tests. */
+typedef struct stoke__http_counts {
+  uint64_t requests;  /* attempts, retries included */
+  uint64_t retries;
+  uint64_t throttled; /* 429 and 503 answers */
+  uint64_t bytes;     /* body bytes received */
+} stoke__http_counts;
+
+typedef struct stoke__http stoke__http;
+
+/* o may be NULL (the defaults); o->ca_path is copied. */
+int stoke__http_create(const stoke__http_options *o, const stoke_allocator *a,
+                       stoke__http **out, char *err, size_t cap);
+void stoke__http_destroy(stoke__http *h); /* NULL: no-op */
+
+/* GET bytes [off, off + len) of url into buf (exactly len bytes; len > 0).
+** *total (may be NULL): the object's size from the Content-Range answer.
+** STOKE_EIO when it gives up, STOKE_EFORMAT when the server ignores Range
+** or the object is shorter, STOKE_ENOMEM. */
+int stoke__http_get_range(stoke__http *h, const char *url, uint64_t off,
+                          size_t len, void *buf, uint64_t *total, char *err,
+                          size_t cap);
+
+/* GET all of url into fd from offset 0 (pwrite through sys), at most max
+** bytes (more is STOKE_EFORMAT); *bytes = the object's size. */
+int stoke__http_get_file(stoke__http *h, const char *url,
+                         const stoke__sys *sys, int fd, uint64_t max,
+                         uint64_t *bytes, char *err, size_t cap);
+
+/* Run fn(i, arg) for i in [0, n) on up to io_concurrency threads at once
+** (the calling thread among them); the first nonzero result is returned
+** and stops the rest from starting.  For fetches at open (shards' indices,
+** tar spools) that would otherwise wait on one round trip after another. */
+int stoke__http_parallel(const stoke__http *h, size_t n,
+                         int (*fn)(size_t i, void *arg), void *arg);
+
+void stoke__http_counts_get(const stoke__http *h, stoke__http_counts *out);
+
+#endif /* STOKE_STORAGE_HTTP_H */

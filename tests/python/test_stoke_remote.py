@@ -1,0 +1,192 @@
+"""stoke.Loader over shards given as URLs, served by real servers started
+here on 127.0.0.1 (nginx for HTTP, the tests' own fault server,
+tests/remote/fault_server.py): the same batches, bit for bit, as the local
+shards at any worker count and io_concurrency; on_error="replace" for a
+sample the server keeps damaging; no secret of a URL in any output; bad
+options refused.  Each server runs under `timeout` and stops by itself."""
+import json
+import os
+import pathlib
+import shutil
+import socket
+import subprocess
+import time
+
+import pytest
+
+from conftest import ROOT, STRICT, cli_path, make_image_folder
+
+stoke = pytest.importorskip("stoke")
+torch = pytest.importorskip("torch")
+
+NGINX = shutil.which("nginx") or ("/usr/sbin/nginx"
+                                  if os.path.exists("/usr/sbin/nginx") else None)
+LIFETIME = "300"  # seconds: a hang guard only
+SECRET = "Sekr1tPassw0rd"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_port(port):
+    end = time.monotonic() + 10
+    while time.monotonic() < end:
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.5).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"no server came up on port {port}")
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    if not NGINX:
+        pytest.skip("nginx-light missing")
+    tmp = tmp_path_factory.mktemp("remote")
+    make_image_folder(tmp / "train", classes=3, per_class=6)
+    www = tmp / "www"
+    www.mkdir()
+    r = subprocess.run([cli_path(), "pack", str(tmp / "train"), "-o",
+                        str(www / "train"), "--shard-size", "12KB", "--json",
+                        str(tmp / "pack.json")], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    shards = json.loads((tmp / "pack.json").read_text())["shards"]
+    assert shards >= 2
+    d = tmp / "nginx"
+    (d / "logs").mkdir(parents=True)
+    (d / "tmp").mkdir()
+    port = free_port()
+    user = "user root;" if os.geteuid() == 0 else ""
+    temps = "".join(f"  {k}_temp_path {d}/tmp/{k};\n"
+                    for k in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
+    (d / "nginx.conf").write_text(f"""{user}
+worker_processes 1;
+daemon off;
+pid {d}/nginx.pid;
+error_log {d}/logs/error.log;
+events {{ worker_connections 128; }}
+http {{
+  access_log {d}/logs/access.log;
+{temps}  server {{ listen 127.0.0.1:{port}; root {www}; }}
+}}
+""")
+    procs = [subprocess.Popen(["timeout", LIFETIME, NGINX, "-p", str(d), "-c",
+                               str(d / "nginx.conf"), "-e",
+                               str(d / "logs/error.log")],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+    fport = free_port()
+    procs.append(subprocess.Popen(
+        ["timeout", LIFETIME, "/usr/bin/python3",
+         str(ROOT / "tests/remote/fault_server.py"), str(www), str(fport),
+         str(tmp / "faults.log")],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    try:
+        wait_port(port)
+        wait_port(fport)
+        yield {"tmp": tmp, "www": www, "last": shards - 1,
+               "http": f"http://127.0.0.1:{port}",
+               "faults": f"http://127.0.0.1:{fport}"}
+    finally:
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            p.wait(timeout=30)
+
+
+def pattern(base, last):
+    return f"{base}/train-{{00000..{last:05d}}}.stoke"
+
+
+def epochs(loader, n=2):
+    out = []
+    for _ in range(n):
+        for x, y in loader:
+            out.append((x.clone(), y.clone()))
+    return out
+
+
+def same(a, b):
+    assert len(a) == len(b)
+    for (xa, ya), (xb, yb) in zip(a, b):
+        assert torch.equal(xa, xb) and torch.equal(ya, yb)
+
+
+KW = dict(batch_size=4, shuffle=True, seed=3, output="torch",
+          transform="random-resized-crop=32,flip,chw,u8")
+
+
+def test_bit_identical_to_local_at_any_workers_and_concurrency(served):
+    local = epochs(stoke.Loader(pattern(served["www"], served["last"]),
+                                num_workers=2, **KW))
+    for workers, io in ((0, 1), (1, 4), (3, 2)):
+        remote = stoke.Loader(pattern(served["http"], served["last"]),
+                              num_workers=workers, io_concurrency=io, **KW)
+        same(local, epochs(remote))
+
+
+def test_block_order_read_ahead_bit_identical(served):
+    kw = dict(KW, shuffle="block=16KiB")
+    local = epochs(stoke.Loader(pattern(served["www"], served["last"]),
+                                num_workers=1, **kw))
+    for workers, io in ((1, 1), (3, 4)):
+        remote = stoke.Loader(pattern(served["http"], served["last"]),
+                              num_workers=workers, io_concurrency=io, **kw)
+        same(local, epochs(remote))
+
+
+def test_replace_a_sample_the_server_keeps_damaging(served):
+    # /flipx99/ flips a byte of every answer for sample data: each read of
+    # a sample fails its CRC-32 twice and the sample is bad.
+    url = pattern(served["faults"] + "/flipx99", served["last"])
+    loader = stoke.Loader(url, num_workers=2, on_error="replace",
+                          max_failures=None, retry_backoff="1ms",
+                          max_replace_tries=2, **KW)
+    with pytest.raises(stoke.Error) as e:
+        epochs(loader, 1)
+    assert "CRC-32 mismatch" in str(e.value)
+    # Every sample is damaged, so replacing fails too; one bad shard of
+    # good ones is replaced from the good ones and keeps the batch size.
+    mixed = [f"{served['faults']}/flipx99/train-00000.stoke",
+             pattern(served["http"], served["last"]).replace("{00000..", "{00001..")]
+    loader = stoke.Loader(mixed, num_workers=2, on_error="replace",
+                          max_failures=100, **KW)
+    batches = epochs(loader, 1)
+    assert len(batches) == len(loader)
+    assert all(x.shape[0] == 4 for x, _ in batches[:-1])
+    assert "CRC-32 mismatch" in loader.report()
+
+
+def test_no_secret_in_any_output(served, tmp_path):
+    host = served["http"].split("//", 1)[1]
+    url = (f"http://stoke:{SECRET}@{host}/train-{{00000..{served['last']:05d}}}"
+           f".stoke?X-Amz-Signature={SECRET}")
+    loader = stoke.Loader(url, num_workers=1, trace=True, **KW)
+    epochs(loader, 1)
+    loader.save_json(str(tmp_path / "run.json"))
+    loader.save_trace(str(tmp_path / "trace.json"))
+    text = (loader.report() + repr(loader) + str(loader.stats()) +
+            (tmp_path / "run.json").read_text() +
+            (tmp_path / "trace.json").read_text())
+    assert SECRET not in text
+    assert f"http://{host}/train-" in text
+    bad = f"http://stoke:{SECRET}@{served['faults'].split('//')[1]}/always503/train-00000.stoke?sig={SECRET}"
+    with pytest.raises(stoke.Error) as e:
+        stoke.Loader(bad, http_attempts=2, retry_backoff="1ms", **KW)
+    assert SECRET not in str(e.value) and "HTTP 503" in str(e.value)
+    assert "after 2 attempts" in str(e.value)
+
+
+def test_bad_remote_options(served):
+    url = pattern(served["http"], served["last"])
+    for kw in ({"io_concurrency": 0}, {"io_concurrency": 65},
+               {"http_attempts": 0}, {"stall_timeout": "0.1ms"},
+               {"retry_budget": -1}):
+        with pytest.raises(ValueError):
+            stoke.Loader(url, **kw, **KW)
+    with pytest.raises(TypeError):
+        stoke.Loader(url, tls_verify="no", **KW)

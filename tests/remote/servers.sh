@@ -1,0 +1,98 @@
+# servers.sh — real servers for the remote-storage tests (sourced after
+# tests/cli/lib.sh, which sets $TMP and $PY).  Everything listens on
+# 127.0.0.1 only, on ports the kernel picks, and each server is started
+# under `timeout`, so that it stops by itself even when the test dies.
+#
+#   start_nginx ROOT    http $NGINX_HTTP, https $NGINX_HTTPS (self-signed
+#                       certificate $TMP/tls/cert.pem, made here), a
+#                       bandwidth cap of 256 KB/s on $NGINX_SLOW
+#   start_faults ROOT   the fault server (fault_server.py) on $FAULTS
+#
+# A test without nginx-light or openssl exits 77 (skipped).
+
+SERVERS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+SERVER_LIFETIME=${SERVER_LIFETIME:-300}   # seconds; a hang guard only
+SERVER_PIDS=()
+
+stop_servers() {
+  for pid in "${SERVER_PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${SERVER_PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+  SERVER_PIDS=()
+}
+trap 'stop_servers; rm -rf "$TMP"' EXIT
+
+# free_port: a port nobody listens on now (the kernel's pick).
+free_port() {
+  "$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# wait_port PORT: until something accepts on it (10 s at most).
+wait_port() {
+  "$PY" - "$1" <<'PYEOF' || fail "no server came up on port $1"
+import socket, sys, time
+end = time.monotonic() + 10
+while time.monotonic() < end:
+    try:
+        socket.create_connection(("127.0.0.1", int(sys.argv[1])), 0.5).close()
+        sys.exit(0)
+    except OSError:
+        time.sleep(0.05)
+sys.exit(1)
+PYEOF
+}
+
+start_nginx() {
+  local root=$1 nginx
+  nginx=$(command -v nginx || ls /usr/sbin/nginx 2>/dev/null || true)
+  [ -n "$nginx" ] || { echo "nginx-light missing: skipped"; exit 77; }
+  command -v openssl >/dev/null || { echo "openssl missing: skipped"; exit 77; }
+  local d="$TMP/nginx"
+  mkdir -p "$d/logs" "$d/tmp" "$TMP/tls"
+  openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 \
+    -addext subjectAltName=IP:127.0.0.1 -keyout "$TMP/tls/key.pem" \
+    -out "$TMP/tls/cert.pem" 2>/dev/null || fail "openssl could not make a certificate"
+  NGINX_HTTP=$(free_port); NGINX_HTTPS=$(free_port); NGINX_SLOW=$(free_port)
+  local user=""
+  [ "$(id -u)" -eq 0 ] && user="user root;"
+  cat >"$d/nginx.conf" <<CONF
+$user
+worker_processes 1;
+daemon off;
+pid $d/nginx.pid;
+error_log $d/logs/error.log;
+events { worker_connections 128; }
+http {
+  access_log $d/logs/access.log;
+  client_body_temp_path $d/tmp/body;
+  proxy_temp_path $d/tmp/proxy;
+  fastcgi_temp_path $d/tmp/fastcgi;
+  uwsgi_temp_path $d/tmp/uwsgi;
+  scgi_temp_path $d/tmp/scgi;
+  keepalive_requests 100000;
+  server { listen 127.0.0.1:$NGINX_HTTP; root $root; }
+  server {
+    listen 127.0.0.1:$NGINX_HTTPS ssl;
+    ssl_certificate $TMP/tls/cert.pem;
+    ssl_certificate_key $TMP/tls/key.pem;
+    root $root;
+  }
+  server { listen 127.0.0.1:$NGINX_SLOW; root $root; limit_rate 256k; }
+}
+CONF
+  timeout "$SERVER_LIFETIME" "$nginx" -p "$d" -c "$d/nginx.conf" -e "$d/logs/error.log" \
+    >"$d/logs/stdout" 2>&1 &
+  SERVER_PIDS+=($!)
+  wait_port "$NGINX_HTTP"; wait_port "$NGINX_HTTPS"; wait_port "$NGINX_SLOW"
+}
+
+start_faults() {
+  local root=$1
+  FAULTS=$(free_port)
+  timeout "$SERVER_LIFETIME" "$PY" "$SERVERS_DIR/fault_server.py" "$root" "$FAULTS" \
+    "$TMP/faults.log" >"$TMP/faults.out" 2>&1 &
+  SERVER_PIDS+=($!)
+  wait_port "$FAULTS"
+}
+
+# nginx_requests: requests nginx has logged so far.
+nginx_requests() { wc -l <"$TMP/nginx/logs/access.log"; }

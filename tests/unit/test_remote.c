@@ -1,0 +1,349 @@
+/* test_remote.c — the remote byte source (src/storage/http.c, url.c,
+** packed_remote.c) against a scripted HTTP server in this process: each
+** connection gets the next canned answer, so that retries, the budget,
+** short and long bodies, ignored ranges and a hostile object size are
+** checked by counts, never by time.  The shown form of URLs, and URL
+** patterns (braces expanded, '?' not a glob), without a server. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "storage/blob.h"
+#include "storage/http.h"
+#include "storage/remote.h"
+#include "storage/url.h"
+
+/* ---- the shown form ------------------------------------------------------ */
+
+static void shown(const char *url, const char *want) {
+  char buf[256];
+  stoke__url_redact(url, buf, sizeof buf);
+  assert_string_equal(buf, want);
+  assert_true(strlen(buf) <= strlen(url));
+  char in_place[256];
+  snprintf(in_place, sizeof in_place, "%s", url);
+  stoke__url_redact(in_place, in_place, sizeof in_place);
+  assert_string_equal(in_place, want);
+}
+
+static void test_url_shown(void **state) {
+  (void)state;
+  shown("http://h:8080/a/b.stoke", "http://h:8080/a/b.stoke");
+  shown("https://user:pw@h/a.tar", "https://h/a.tar");
+  shown("https://u:p@ss@h/a.tar", "https://h/a.tar"); /* '@' in the secret */
+  shown("http://h/a.stoke?X-Amz-Signature=abc&x=1", "http://h/a.stoke?...");
+  shown("http://h/a.stoke#frag", "http://h/a.stoke?...");
+  shown("http://h/a?b", "http://h/a?."); /* "?..." cut to the query's size */
+  shown("http://u:p@h", "http://h");
+  shown("train/dog/1.jpg", "train/dog/1.jpg");
+  char small[12];
+  stoke__url_redact("http://user:pw@host/path", small, sizeof small);
+  assert_string_equal(small, "http://host");
+  char pub[64];
+  stoke_path_shown("https://k:s@h/x.stoke?sig=1", pub, sizeof pub);
+  assert_string_equal(pub, "https://h/x.stoke?...");
+}
+
+static void test_url_secret_and_scheme(void **state) {
+  (void)state;
+  assert_true(stoke__url_is_remote("http://h/x"));
+  assert_true(stoke__url_is_remote("HTTPS://h/x"));
+  assert_false(stoke__url_is_remote("httpx://h/x"));
+  assert_false(stoke__url_is_remote("/data/http://x"));
+  assert_false(stoke__url_is_remote(NULL));
+  const char *u = "https://ak:SECRET@h/x.stoke?sig=SIG";
+  assert_true(stoke__url_shows_secret(u, "oops ak:SECRET here"));
+  assert_true(stoke__url_shows_secret(u, "oops sig=SIG"));
+  assert_false(stoke__url_shows_secret(u, "GET https://h/x.stoke?..."));
+}
+
+static void test_url_patterns(void **state) {
+  (void)state;
+  const char *specs[] = {"http://h/t-{00..02}.stoke?sig=a*b"};
+  char **paths;
+  size_t n;
+  char err[256];
+  assert_int_equal(stoke__blob_expand(specs, 1, NULL, &paths, &n, err,
+                                      sizeof err), 0);
+  assert_int_equal(n, 3);
+  assert_string_equal(paths[0], "http://h/t-00.stoke?sig=a*b");
+  assert_string_equal(paths[2], "http://h/t-02.stoke?sig=a*b");
+  free(paths);
+  const char *mixed[] = {"http://h/a.stoke", "/local/b.stoke"};
+  assert_true(stoke__specs_remote(mixed, 2));
+  assert_false(stoke__specs_remote(mixed + 1, 1));
+}
+
+/* ---- a scripted server --------------------------------------------------- */
+
+#define MAX_SCRIPT 16
+
+typedef struct server {
+  int fd;
+  int port;
+  pthread_t thread;
+  const char *script[MAX_SCRIPT]; /* answer k for connection k */
+  size_t n_script;
+  atomic_int served;
+  char last_request[1024];
+} server;
+
+static void *serve(void *user) {
+  server *s = user;
+  for (size_t k = 0; k < s->n_script; k++) {
+    int c = accept(s->fd, NULL, NULL);
+    if (c < 0) break;
+    char req[1024];
+    size_t got = 0;
+    while (got + 1 < sizeof req) { /* the headers, up to the empty line */
+      ssize_t r = read(c, req + got, sizeof req - 1 - got);
+      if (r <= 0) break;
+      got += (size_t)r;
+      req[got] = 0;
+      if (strstr(req, "\r\n\r\n")) break;
+    }
+    req[got] = 0;
+    memcpy(s->last_request, req, got + 1);
+    const char *a = s->script[k];
+    size_t n = strlen(a);
+    for (size_t w = 0; w < n;) {
+      ssize_t r = write(c, a + w, n - w);
+      if (r <= 0) break;
+      w += (size_t)r;
+    }
+    atomic_fetch_add(&s->served, 1);
+    close(c); /* every answer on its own connection: a reset or a cut-off
+                 body is the close itself */
+  }
+  return NULL;
+}
+
+static void server_start(server *s, const char *const *script, size_t n) {
+  memset(s, 0, sizeof *s);
+  assert_true(n <= MAX_SCRIPT);
+  for (size_t k = 0; k < n; k++) s->script[k] = script[k];
+  s->n_script = n;
+  s->fd = socket(AF_INET, SOCK_STREAM, 0);
+  assert_true(s->fd >= 0);
+  struct sockaddr_in a = {0};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  assert_int_equal(bind(s->fd, (struct sockaddr *)&a, sizeof a), 0);
+  socklen_t len = sizeof a;
+  assert_int_equal(getsockname(s->fd, (struct sockaddr *)&a, &len), 0);
+  s->port = ntohs(a.sin_port);
+  assert_int_equal(listen(s->fd, 16), 0);
+  assert_int_equal(pthread_create(&s->thread, NULL, serve, s), 0);
+}
+
+/* Joins the server: the script must have been used up (or the listening
+** socket is shut down first, which ends accept). */
+static void server_stop(server *s) {
+  shutdown(s->fd, SHUT_RDWR);
+  pthread_join(s->thread, NULL);
+  close(s->fd);
+}
+
+#define R206(range, total, body)                                             \
+  "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes " range "/" total    \
+  "\r\nContent-Length: " #body "\r\nConnection: close\r\n\r\n"
+
+static const char ANSWER_503[] =
+    "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n"
+    "Connection: close\r\n\r\n";
+
+static stoke__http *client(unsigned attempts, unsigned budget) {
+  stoke__http_options o = {0};
+  o.max_attempts = attempts;
+  o.retry_budget = budget;
+  o.backoff_ms = 1;
+  o.stall_timeout_ms = 2000;
+  o.connect_timeout_ms = 2000;
+  stoke__http *h;
+  char err[256];
+  assert_int_equal(stoke__http_create(&o, NULL, &h, err, sizeof err), 0);
+  return h;
+}
+
+static void url_of(const server *s, char *buf, size_t cap,
+                   const char *path) {
+  snprintf(buf, cap, "http://u:SECRET@127.0.0.1:%d%s", s->port, path);
+}
+
+static void test_retries_then_range(void **state) {
+  (void)state;
+  const char *script[] = {ANSWER_503, ANSWER_503,
+                          R206("2-5", "10", 4) "abcd"};
+  server s;
+  server_start(&s, script, 3);
+  stoke__http *h = client(5, 100);
+  char url[128], err[512], buf[4];
+  url_of(&s, url, sizeof url, "/x.stoke");
+  uint64_t total = 0;
+  assert_int_equal(stoke__http_get_range(h, url, 2, 4, buf, &total, err,
+                                         sizeof err), 0);
+  assert_memory_equal(buf, "abcd", 4);
+  assert_int_equal(total, 10);
+  assert_non_null(strstr(s.last_request, "Range: bytes=2-5"));
+  stoke__http_counts c;
+  stoke__http_counts_get(h, &c);
+  assert_int_equal(c.requests, 3);
+  assert_int_equal(c.retries, 2);
+  assert_int_equal(c.throttled, 2);
+  assert_int_equal(c.bytes, 4);
+  stoke__http_destroy(h);
+  server_stop(&s);
+}
+
+static void test_gives_up_naming_url_status_attempts(void **state) {
+  (void)state;
+  const char *script[] = {ANSWER_503, ANSWER_503, ANSWER_503};
+  server s;
+  server_start(&s, script, 3);
+  stoke__http *h = client(3, 100);
+  char url[128], err[512], buf[4];
+  url_of(&s, url, sizeof url, "/x.stoke?sig=SECRET");
+  assert_int_equal(stoke__http_get_range(h, url, 0, 4, buf, NULL, err,
+                                         sizeof err), STOKE_EIO);
+  char want[256];
+  snprintf(want, sizeof want, "GET http://127.0.0.1:%d/x.stoke?... bytes "
+           "0-3: HTTP 503: throttled after 3 attempts", s.port);
+  assert_string_equal(err, want);
+  assert_null(strstr(err, "SECRET"));
+  stoke__http_destroy(h);
+  server_stop(&s);
+}
+
+static void test_budget_is_shared(void **state) {
+  (void)state;
+  const char *script[] = {ANSWER_503, ANSWER_503, ANSWER_503};
+  server s;
+  server_start(&s, script, 3);
+  stoke__http *h = client(10, 1);
+  char url[128], err[512], buf[4];
+  url_of(&s, url, sizeof url, "/x");
+  /* One retry in the budget: the first request spends it; the second
+  ** gets no retry at all. */
+  assert_int_equal(stoke__http_get_range(h, url, 0, 4, buf, NULL, err,
+                                         sizeof err), STOKE_EIO);
+  assert_non_null(strstr(err, "after 2 attempts (the retry budget is "
+                              "spent)"));
+  assert_int_equal(stoke__http_get_range(h, url, 0, 4, buf, NULL, err,
+                                         sizeof err), STOKE_EIO);
+  assert_non_null(strstr(err, "after 1 attempt (the retry budget is "
+                              "spent)"));
+  stoke__http_destroy(h);
+  server_stop(&s);
+}
+
+static void test_short_long_and_ignored(void **state) {
+  (void)state;
+  const char *script[] = {
+      R206("0-3", "10", 4) "ab",             /* short: retried */
+      R206("0-3", "10", 4) "abcd",           /* then whole */
+      R206("0-3", "10", 8) "abcdefgh",       /* longer than asked */
+      "HTTP/1.1 200 OK\r\nContent-Length: 4\r\nConnection: close\r\n\r\n"
+      "abcd",                                /* Range ignored */
+      "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: "
+      "close\r\n\r\n"};
+  server s;
+  server_start(&s, script, 5);
+  stoke__http *h = client(3, 100);
+  char url[128], err[512], buf[4];
+  url_of(&s, url, sizeof url, "/x");
+  assert_int_equal(stoke__http_get_range(h, url, 0, 4, buf, NULL, err,
+                                         sizeof err), 0);
+  assert_memory_equal(buf, "abcd", 4);
+  assert_int_equal(stoke__http_get_range(h, url, 0, 4, buf, NULL, err,
+                                         sizeof err), STOKE_EFORMAT);
+  assert_non_null(strstr(err, "larger than allowed"));
+  assert_int_equal(stoke__http_get_range(h, url, 0, 4, buf, NULL, err,
+                                         sizeof err), STOKE_EFORMAT);
+  assert_non_null(strstr(err, "ignored the Range request"));
+  assert_int_equal(stoke__http_get_range(h, url, 0, 4, buf, NULL, err,
+                                         sizeof err), STOKE_EIO);
+  assert_non_null(strstr(err, "HTTP 404: error answer after 1 attempt"));
+  assert_int_equal(atomic_load(&s.served), 5);
+  stoke__http_destroy(h);
+  server_stop(&s);
+}
+
+static void test_hostile_object_size(void **state) {
+  (void)state;
+  /* A header answer that claims a 4 PiB object: refused before any
+  ** mapping or further request. */
+  static char head[STOKE__PACK_HEADER];
+  static char answer[512];
+  memset(head, 'x', sizeof head);
+  int n = snprintf(answer, sizeof answer,
+                   R206("0-63", "4503599627370496", 64));
+  memcpy(answer + n, head, sizeof head);
+  answer[n + sizeof head] = 0;
+  const char *script[] = {answer};
+  server s;
+  server_start(&s, script, 1);
+  stoke__http *h = client(1, 1);
+  char url[128], err[512];
+  url_of(&s, url, sizeof url, "/big.stoke");
+  uint8_t *map;
+  size_t len;
+  assert_int_equal(stoke__packed_remote_map(h, stoke__sys_or_real(NULL), url,
+                                            "big.stoke", &map, &len, err,
+                                            sizeof err), STOKE_EFORMAT);
+  assert_non_null(strstr(err, "more than a shard may be"));
+  assert_null(map);
+  stoke__http_destroy(h);
+  server_stop(&s);
+}
+
+static atomic_int parallel_calls;
+
+static int count_call(size_t i, void *arg) {
+  (void)arg;
+  atomic_fetch_add(&parallel_calls, 1);
+  return i == 5 ? STOKE_EIO : 0;
+}
+
+static void test_parallel(void **state) {
+  (void)state;
+  stoke__http *h = client(1, 1);
+  atomic_store(&parallel_calls, 0);
+  assert_int_equal(stoke__http_parallel(h, 0, count_call, NULL), 0);
+  assert_int_equal(atomic_load(&parallel_calls), 0);
+  assert_int_equal(stoke__http_parallel(h, 5, count_call, NULL), 0);
+  assert_int_equal(atomic_load(&parallel_calls), 5);
+  atomic_store(&parallel_calls, 0);
+  assert_int_equal(stoke__http_parallel(h, 1000, count_call, NULL),
+                   STOKE_EIO);
+  /* Stopped early: at most the calls already started run past the error. */
+  assert_true(atomic_load(&parallel_calls) < 1000);
+  stoke__http_destroy(h);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_url_shown),
+      cmocka_unit_test(test_url_secret_and_scheme),
+      cmocka_unit_test(test_url_patterns),
+      cmocka_unit_test(test_retries_then_range),
+      cmocka_unit_test(test_gives_up_naming_url_status_attempts),
+      cmocka_unit_test(test_budget_is_shared),
+      cmocka_unit_test(test_short_long_and_ignored),
+      cmocka_unit_test(test_hostile_object_size),
+      cmocka_unit_test(test_parallel),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
