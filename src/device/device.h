@@ -119,8 +119,16 @@ typedef struct stoke__dev {
   CUstream consumer;            /* cfg.cuda_stream */
   int clock;                    /* stoke_clock in force */
 
-  /* Device slots (CUDA backend). */
+  /* Device slots (CUDA backend): the batches next() hands out, of the
+  ** outlet's stoke_batch type (src/pipeline/outlet_device.h); n_dslots is
+  ** planned when the device opens, dslots allocated after the host slots,
+  ** NULL until then and without CUDA. */
   size_t n_dslots;
+  stoke_batch *dslots;
+  /* The device thread copies in order (protected by mu): how many batches
+  ** of the delivered epoch (copies_cur) and of a prefetched next one
+  ** (copies_ahead) it has copied. */
+  size_t copies_cur, copies_ahead;
   uint64_t device_bytes;        /* everything allocated on the device */
   /* Normalisation on the device. */
   long norm_field;              /* -1: none */

@@ -60,8 +60,9 @@ int stoke__fill_one(stoke_loader *l, stoke__worker *w, stoke_batch *b,
 /* Give a host slot back to the free list and wake the workers that can use
 ** it (mu held); the features' `freed` hooks run. */
 void stoke__slot_free_locked(stoke_loader *l, stoke_batch *b);
-/* Give slot b back after the caller's release on `stream` (no echo left on
-** it; mu not held).  The last one back after destroy() frees the loader. */
+/* Give host slot b back to the free list after the caller's release (the
+** host outlet's release; no echo view left on it; mu not held).  The last
+** one back after destroy() frees the loader. */
 int stoke__release_slot(stoke_batch *b, uintptr_t stream);
 /* Wake every worker waiting for work or for a slot (mu held). */
 void stoke__wake_workers_locked(stoke_loader *l);

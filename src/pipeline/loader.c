@@ -164,6 +164,10 @@ size_t stoke__slot_field_bytes(const stoke_loader *l, size_t f) {
 static int alloc_slots(stoke_loader *l) {
   l->slots = stoke__calloc(l->alloc, l->n_slots, sizeof *l->slots);
   if (!l->slots) return STOKE_ENOMEM;
+  /* next() hands out the host slots, unless the device outlet gives it
+  ** slots of its own (stoke__dev_alloc). */
+  l->out_slots = l->slots;
+  l->n_out_slots = l->n_slots;
   for (size_t i = 0; i < l->n_slots; i++) {
     stoke_batch *b = &l->slots[i];
     b->owner = l;
@@ -270,7 +274,7 @@ static void free_loader(stoke_loader *l) {
   /* The features first: the packing cache is closed before anything a
   ** worker read through it goes. */
   stoke__features_destroy(&l->features, l);
-  stoke__echo_free(l); /* before the device stage frees its slots */
+  stoke__echo_destroy(l); /* before the device stage frees its slots */
   stoke__dev_close(l);
   if (l->slots) {
     for (size_t i = 0; i < l->n_slots; i++) {
@@ -392,6 +396,10 @@ int stoke__loader_create(const stoke_config *cfg, const stoke__sys *sys,
     rc = stoke__set_tls_error(STOKE_ENOMEM, "loader: out of memory");
   /* The backend before the ledger: it decides the slots' memory. */
   if (rc == 0) rc = stoke__dev_open(l);
+  /* Where batches go out: the device outlet when a backend other than
+  ** plain memory serves (echo may wrap it later). */
+  l->outlet.ops = l->dev ? &stoke__device_outlet_ops : &stoke__host_outlet_ops;
+  l->outlet.state = l->dev;
   if (rc == 0) {
     stoke_host_ledger g;
     stoke__host_ledger(&l->cfg, l->n_workers, &l->plan, l->src, &g);
@@ -438,8 +446,8 @@ int stoke__loader_create(const stoke_config *cfg, const stoke__sys *sys,
   if (!mem) mem = stoke__resume_create(l);
   if (!mem) mem = stoke__ramcache_create(l);
   if (!mem) mem = stoke__bad_init(l);
-  if (!mem) mem = stoke__dev_alloc(l);
-  if (!mem) mem = stoke__echo_alloc(l);
+  if (!mem) mem = stoke__dev_alloc(l); /* may give next() its own slots */
+  if (!mem) mem = stoke__echo_create(l); /* wraps the outlet */
   if (!mem) mem = alloc_workers(l);
   if (!mem) mem = stoke__readahead_create(l);
   if (!mem) mem = stoke__packcache_create(l, sys);
@@ -498,16 +506,13 @@ void stoke__loader_free(stoke_loader *l) {
 void stoke_loader_destroy(stoke_loader *l) {
   if (!l) return;
   /* Echo views never to be handed out hold their slot no more. */
-  pthread_mutex_lock(&l->mu);
-  stoke_batch *echoed = stoke__echo_cancel_locked(l);
-  pthread_mutex_unlock(&l->mu);
-  if (echoed) stoke__release_slot(echoed, l->cfg.cuda_stream);
+  stoke__outlet_cancel(&l->outlet, l);
   stop_workers(l, l->n_workers);
   /* The features finish what must not wait for the last release of a
   ** lent batch (the packing cache's writer publishes what it wrote). */
   stoke__features_stop(&l->features, l);
   pthread_mutex_lock(&l->mu);
-  bool lent = l->n_lent > 0 || l->n_dlent > 0;
+  bool lent = l->n_lent > 0;
   if (lent) l->destroyed = true;
   pthread_mutex_unlock(&l->mu);
   if (!lent) stoke__loader_free(l);
@@ -578,8 +583,7 @@ int stoke_loader_stats(const stoke_loader *l, stoke_stats *out) {
   pthread_mutex_lock(&ml->stats_mu);
   for (size_t i = 0; i < STOKE__MAX(l->n_workers, 1); i++)
     stoke__stats_snap_producer(l->workers[i].stats, snap);
-  if (l->dev && l->dev->stats)
-    stoke__stats_snap_producer(l->dev->stats, snap);
+  stoke__outlet_snap(&l->outlet, l, snap);
   if (l->have_baseline) stoke__stats_snap_sub(snap, l->baseline);
   pthread_mutex_unlock(&ml->stats_mu);
   stoke__stats_snap_consumer(l->cclock.cs, snap);
@@ -612,7 +616,7 @@ int stoke_loader_stats(const stoke_loader *l, stoke_stats *out) {
   stoke__features_stats(&l->features, l, &full);
   full.backend = l->dev ? l->dev->backend : STOKE_BACKEND_HOST;
   full.clock = l->clock;
-  full.device_prefetch = l->dslots ? l->cfg.device_prefetch : 0;
+  full.device_prefetch = l->out_slots != l->slots ? l->cfg.device_prefetch : 0;
   full.echo = l->echo;
   full.echo_mode = l->cfg.echo_mode;
   full.worker_policy = l->cfg.worker_policy;

@@ -417,11 +417,13 @@ static int event(stoke__dev *d, CUevent *e, unsigned flags) {
 
 static int alloc_device_slots(stoke_loader *l) {
   stoke__dev *d = l->dev;
-  l->dslots = stoke__calloc(l->alloc, d->n_dslots, sizeof *l->dslots);
-  if (!l->dslots) return STOKE_ENOMEM;
-  l->n_dslots = d->n_dslots;
-  for (size_t i = 0; i < l->n_dslots; i++) {
-    stoke_batch *b = &l->dslots[i];
+  d->dslots = stoke__calloc(l->alloc, d->n_dslots, sizeof *d->dslots);
+  if (!d->dslots) return STOKE_ENOMEM;
+  /* next() hands these out, not the host slots. */
+  l->out_slots = d->dslots;
+  l->n_out_slots = d->n_dslots;
+  for (size_t i = 0; i < d->n_dslots; i++) {
+    stoke_batch *b = &d->dslots[i];
     b->owner = l;
     b->on_device = true;
     atomic_init(&b->remaining, 0);
@@ -589,10 +591,10 @@ void stoke__dev_close(stoke_loader *l) {
     for (size_t i = 0; i < l->n_slots && l->slots; i++)
       if (l->slots[i].dev && l->slots[i].dev->release)
         d->cu->cuEventSynchronize(l->slots[i].dev->release);
-    for (size_t i = 0; i < l->n_dslots; i++) {
-      if (l->dslots[i].dev && l->dslots[i].dev->release)
-        d->cu->cuEventSynchronize(l->dslots[i].dev->release);
-      free_slot_dev(l, &l->dslots[i]);
+    for (size_t i = 0; i < stoke__dev_n_slots(d); i++) {
+      if (d->dslots[i].dev && d->dslots[i].dev->release)
+        d->cu->cuEventSynchronize(d->dslots[i].dev->release);
+      free_slot_dev(l, &d->dslots[i]);
     }
     for (size_t i = 0; i < l->n_slots && l->slots; i++) {
       stoke_batch *b = &l->slots[i];
@@ -619,13 +621,15 @@ void stoke__dev_close(stoke_loader *l) {
     stoke__dev_leave(d);
   }
   if (d->cu && d->ctx_retained) d->cu->cuDevicePrimaryCtxRelease(d->device);
-  for (size_t i = 0; i < l->n_dslots; i++) {
-    stoke__free(l->alloc, l->dslots[i].indices);
-    stoke__free(l->alloc, l->dslots[i].dev);
+  for (size_t i = 0; i < stoke__dev_n_slots(d); i++) {
+    stoke__free(l->alloc, d->dslots[i].indices);
+    stoke__free(l->alloc, d->dslots[i].dev);
   }
-  stoke__free(l->alloc, l->dslots);
-  l->dslots = NULL;
-  l->n_dslots = 0;
+  stoke__free(l->alloc, d->dslots);
+  /* next() would hand out the host slots again (a loader that failed
+  ** half way is freed next). */
+  l->out_slots = l->slots;
+  l->n_out_slots = l->n_slots;
   for (size_t i = 0; i < l->n_slots && l->slots; i++) {
     stoke__free(l->alloc, l->slots[i].dev);
     l->slots[i].dev = NULL;
@@ -659,7 +663,7 @@ int stoke_loader_device(const stoke_loader *l, stoke_device_info *out) {
       info.free_bytes = d->free_bytes;
     }
     info.driver_version = d->driver_version;
-    info.n_device_slots = l->n_dslots;
+    info.n_device_slots = stoke__dev_n_slots(d);
     info.device_bytes = d->backend == STOKE_BACKEND_CUDA ? d->device_bytes : 0;
     info.normalize_on_device = d->norm_field >= 0;
     snprintf(info.reason, sizeof info.reason, "%s", d->reason);

@@ -50,14 +50,14 @@ static bool pick(stoke_loader *l, stoke_batch **out_h, stoke_batch **out_d) {
   ** likeliest to have completed, so the copy into it waits least (a slot
   ** never used waits for nothing). */
   stoke_batch *d = NULL;
-  for (size_t i = 0; i < l->n_dslots; i++) {
-    stoke_batch *c = &l->dslots[i];
+  for (size_t i = 0; i < stoke__dev_n_slots(l->dev); i++) {
+    stoke_batch *c = &l->dev->dslots[i];
     if (c->state == STOKE__SLOT_FREE &&
         (!d || c->dev->release_seq < d->dev->release_seq))
       d = c;
   }
   if (!d) return false;
-  bool cur_done = l->copies_cur >= l->plan.n_batches;
+  bool cur_done = l->dev->copies_cur >= l->plan.n_batches;
   bool ahead_open = l->claim_gen != l->deliver_gen;
   stoke_batch *best = NULL;
   bool best_ahead = false;
@@ -68,10 +68,10 @@ static bool pick(stoke_loader *l, stoke_batch **out_h, stoke_batch **out_d) {
     size_t want;
     if (s->gen == l->deliver_gen && !cur_done) {
       ahead = false;
-      want = l->copies_cur;
+      want = l->dev->copies_cur;
     } else if (ahead_open && cur_done && s->gen == l->claim_gen) {
       ahead = true;
-      want = l->copies_ahead;
+      want = l->dev->copies_ahead;
     } else {
       continue;
     }
@@ -99,9 +99,9 @@ static bool pick(stoke_loader *l, stoke_batch **out_h, stoke_batch **out_d) {
                         memory_order_relaxed);
   best->state = STOKE__SLOT_COPYING;
   if (best_ahead)
-    l->copies_ahead++;
+    l->dev->copies_ahead++;
   else
-    l->copies_cur++;
+    l->dev->copies_cur++;
   *out_h = best;
   *out_d = d;
   return true;

@@ -15,6 +15,7 @@
 #include "stats/cclock.h"
 #include "pipeline/feature.h"
 #include "pipeline/core.h"
+#include "pipeline/outlet.h"
 
 #include <pthread.h>
 
@@ -148,12 +149,17 @@ struct stoke_loader {
   /* Bytes of one sample of each field in a host slot: the source's, or u8
   ** pixels for a field the device normalises. */
   size_t field_bytes[STOKE__MAX_FIELDS];
-  /* The device stage (src/device/device.h); NULL: plain host memory and
-  ** none of the fields below is used. */
+  /* Where batches go out (outlet.h): the host or the device outlet,
+  ** echo wrapped around it; frozen after create. */
+  stoke__outlet outlet;
+  /* The slots next() hands out: the host slots, or the outlet's own (the
+  ** device slots); n_lent of them are held by the caller. */
+  stoke_batch *out_slots;
+  size_t n_out_slots;
+  /* The device outlet's state (src/device/device.h, outlet_device.h);
+  ** NULL: plain host memory. */
   struct stoke__dev *dev;
   int clock;                     /* stoke_clock in force (never AUTO) */
-  stoke_batch *dslots;           /* device slots (CUDA backend), or NULL */
-  size_t n_dslots;
   char *device_text, *cuda_library_text; /* owned copies of cfg's */
   char *cache_dir_text;
 
@@ -189,13 +195,8 @@ struct stoke_loader {
   size_t next_batch;             /* number of the next batch to assign */
   size_t next_deliver;           /* in order: lowest undelivered number */
   size_t n_delivered;            /* batches handed out this epoch */
-  size_t n_lent;                 /* slots held by the caller */
+  size_t n_lent;                 /* out slots held by the caller */
   stoke_batch *free_list;
-  /* Device slots (mu): how many are lent, and how many batches of the
-  ** delivered epoch (copies_cur) and of a prefetched next one
-  ** (copies_ahead) the device thread has copied: it copies in order. */
-  size_t n_dlent;
-  size_t copies_cur, copies_ahead;
   int error;                     /* first fatal error, 0 if none */
   size_t error_batch;            /* in order: the number of the delivered
                                     epoch's batch that failed (batches
@@ -252,35 +253,26 @@ struct stoke_loader {
   stoke__sched_thread *sched_base;
   size_t n_sched_base, cap_sched;
 
-  /* Data echoing (echo.c): every slot handed out feeds `echo` steps. */
+  /* Data echoing (echo.c): every slot handed out feeds `echo` steps.
+  ** The group in progress is echo's own state (the outlet it wraps). */
   unsigned echo;                 /* cfg.echo, at least 1; frozen */
   bool echo_example;             /* STOKE_ECHO_EXAMPLE; frozen */
-  stoke_batch *echo_cur;         /* mu: the slot whose views next() hands
-                                    out next, or NULL */
-  unsigned echo_next;            /* mu: the view of echo_cur to hand out */
-  unsigned echo_first;           /* mu: the first epoch's first group
-                                    starts at this step of it (resume) */
 };
 
-/* echo.c: data echoing's views and their releases. */
-/* The views of every slot next() hands out (after the device slots). */
-int stoke__echo_alloc(stoke_loader *l);
-void stoke__echo_free(stoke_loader *l);
+/* echo.c: data echoing, an outlet around the outlet (outlet.h). */
+/* At create, once the outlet and its out slots are set: with echo > 1,
+** wrap l->outlet and allocate the views of every out slot.  0 or
+** STOKE_ENOMEM. */
+int stoke__echo_create(stoke_loader *l);
+/* Unwrap and free (before the device outlet frees its slots). */
+void stoke__echo_destroy(stoke_loader *l);
 /* Host bytes of the views (the ledger). */
 uint64_t stoke__echo_bytes(const stoke_config *c, size_t n_slots);
-/* Slot b is handed out (mu held, b LENT): set up its group and return
-** what the caller gets, b or the view the group starts at. */
-stoke_batch *stoke__echo_begin_locked(stoke_loader *l, stoke_batch *b);
-/* The next view of echo_cur (mu held, echo_cur set). */
-stoke_batch *stoke__echo_next_locked(stoke_loader *l);
 /* The steps handed out of the epoch in progress (mu held). */
 uint64_t stoke__echo_steps_locked(const stoke_loader *l);
-/* The views of echo_cur that will not be handed out (end of epoch,
-** destroy): returns the slot to give back now, or NULL (mu held). */
-stoke_batch *stoke__echo_cancel_locked(stoke_loader *l);
-/* A release of b: 1 when echoing took care of it (*rc its result), 0
-** when b is to be released as a slot. */
-int stoke__echo_release(stoke_batch *b, uintptr_t stream, int *rc);
+/* The epoch's first group starts at view view_index of its batch (resume;
+** mu held, from an epoch_start hook).  Nothing without echo. */
+void stoke__echo_start_at_locked(stoke_loader *l, unsigned view_index);
 
 /* ramcache.c: the RAM cache of deterministic samples. */
 uint64_t stoke__ramcache_bytes(const stoke_config *c,
