@@ -8,8 +8,10 @@
 ** read-ahead, echo, resume and the device outlet.  The features the core
 ** calls are reached through one table of hooks (feature.h), called at
 ** fixed points; the order of an epoch (the plan's or a given one) is one
-** of two ops tables (stoke__order_ops, pipeline.h).  A feature calls back
-** into the core only through the services below.
+** of two ops tables (stoke__order_ops, pipeline.h), and where batches go
+** out (the host slots or the device's, echo wrapped around either) is
+** another (stoke__outlet_ops, outlet.h).  A feature calls back into the
+** core only through the services below.
 **
 ** Lock order: l->mu, then l->stats_mu (a leaf).  The bad-sample log's
 ** fail_mu and the quarantine's lock are leaves never taken with mu held.

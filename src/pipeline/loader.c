@@ -252,7 +252,6 @@ static int init_sync(stoke_loader *l) {
            pthread_cond_init(&l->work_cv, &ca) ||
            pthread_cond_init(&l->slot_cv, &ca) ||
            pthread_cond_init(&l->ready_cv, &ca) ||
-           pthread_cond_init(&l->dev_cv, &ca) ||
            pthread_cond_init(&l->gate_cv, &ca);
   pthread_condattr_destroy(&ca);
   return rc ? STOKE_ENOMEM : 0;
@@ -264,7 +263,6 @@ static void destroy_sync(stoke_loader *l) {
   pthread_cond_destroy(&l->work_cv);
   pthread_cond_destroy(&l->slot_cv);
   pthread_cond_destroy(&l->ready_cv);
-  pthread_cond_destroy(&l->dev_cv);
   pthread_cond_destroy(&l->gate_cv);
 }
 
@@ -295,9 +293,7 @@ static void free_loader(stoke_loader *l) {
   }
   for (size_t i = 0; i < l->n_traces; i++) stoke__trace_free(&l->traces[i], a);
   stoke__free(a, l->traces);
-  stoke__free(a, l->perm);
-  stoke__free(a, l->order);
-  stoke__given_free(l);
+  if (l->order_ops) l->order_ops->destroy(l);
   stoke__free(a, l->sched_base);
   stoke__cclock_free(&l->cclock, a);
   stoke__free(a, l->baseline);
@@ -314,12 +310,11 @@ static void stop_workers(stoke_loader *l, unsigned started) {
   atomic_store_explicit(&l->stop, true, memory_order_relaxed);
   stoke__wake_workers_locked(l);
   pthread_cond_broadcast(&l->ready_cv);
-  pthread_cond_broadcast(&l->dev_cv);
   pthread_cond_broadcast(&l->gate_cv);
   pthread_mutex_unlock(&l->mu);
   for (unsigned i = 0; i < started; i++)
     stoke__thread_join(l->workers[i].thread, l->alloc);
-  stoke__dev_stop(l);
+  stoke__dev_stop(l); /* wakes and joins the device thread */
 }
 
 int stoke_loader_create(const stoke_config *cfg, stoke_loader **out) {
@@ -416,18 +411,12 @@ int stoke__loader_create(const stoke_config *cfg, const stoke__sys *sys,
     free_loader(l);
     return rc;
   }
-  int mem = 0;
-  if (l->cfg.order_given) {
-    /* The caller gives the order (given_order.c): no order of our own, and the
-    ** source's n_samples may be a bound on indices rather than a count. */
-    mem = stoke__given_create(l);
-    l->order_ops = &stoke__given_order_ops;
-  } else {
-    l->order_ops = &stoke__plan_order_ops;
-    l->perm = stoke__calloc(l->alloc, l->plan.n_source, sizeof(size_t));
-    l->order = stoke__calloc(l->alloc, l->plan.per_rank, sizeof(size_t));
-    if (!l->perm || !l->order) mem = STOKE_ENOMEM;
-  }
+  /* The caller gives the order (given_order.c): no order of our own, and
+  ** the source's n_samples may be a bound on indices rather than a count.
+  ** Else the plan's (plan_order.c). */
+  l->order_ops = l->cfg.order_given ? &stoke__given_order_ops
+                                    : &stoke__plan_order_ops;
+  int mem = l->order_ops->create(l);
   if (stoke__cclock_init(&l->cclock, l->alloc, l->cfg.warmup_epochs,
                          l->cfg.warmup_steps) != 0)
     mem = STOKE_ENOMEM;
@@ -529,23 +518,11 @@ const char *stoke_errmsg(const stoke_loader *l) {
   return m;
 }
 
-/* With a given order: the epoch being given once its order ended, else the
-** last finished one. */
-static void given_counts(const stoke_loader *l, size_t *batches,
-                         size_t *samples) {
-  stoke_loader *ml = (stoke_loader *)l;
-  pthread_mutex_lock(&ml->mu);
-  const stoke__given *g = l->given;
-  *batches = g->ended ? g->n : g->last_batches;
-  *samples = g->ended ? g->n_samples : g->last_samples;
-  pthread_mutex_unlock(&ml->mu);
-}
-
 size_t stoke_loader_n_batches(const stoke_loader *l) {
   if (!l) return 0;
-  if (l->given) {
+  if (l->cfg.order_given) {
     size_t b, s;
-    given_counts(l, &b, &s);
+    stoke__given_counts(l, &b, &s);
     return b;
   }
   /* Steps: with echoing, each batch the producer makes is echo steps. */
@@ -554,9 +531,9 @@ size_t stoke_loader_n_batches(const stoke_loader *l) {
 
 size_t stoke_loader_n_samples(const stoke_loader *l) {
   if (!l) return 0;
-  if (l->given) {
+  if (l->cfg.order_given) {
     size_t b, s;
-    given_counts(l, &b, &s);
+    stoke__given_counts(l, &b, &s);
     return s;
   }
   if (!l->plan.drop_last) return l->plan.per_rank;

@@ -252,6 +252,9 @@ int stoke__dev_open(stoke_loader *l) {
   stoke__dev *d = stoke__calloc(l->alloc, 1, sizeof *d);
   if (!d) return stoke__set_tls_error(STOKE_ENOMEM, "device: out of memory");
   l->dev = d;
+  if (pthread_cond_init(&d->cv, NULL) != 0)
+    return stoke__set_tls_error(STOKE_ENOMEM, "device: cannot set up locks");
+  d->cv_made = true;
   d->want = d->backend = want;
   d->ordinal = ordinal >= 0 ? ordinal : 0;
   d->pinned = pins(&l->cfg, want);
@@ -527,7 +530,7 @@ void stoke__dev_stop(stoke_loader *l) {
   if (!d || !d->thread_started) return;
   pthread_mutex_lock(&l->mu);
   atomic_store_explicit(&l->stop, true, memory_order_relaxed);
-  pthread_cond_broadcast(&l->dev_cv);
+  pthread_cond_broadcast(&d->cv);
   pthread_mutex_unlock(&l->mu);
   stoke__thread_join(d->thread, l->alloc);
   d->thread_started = false;
@@ -636,6 +639,7 @@ void stoke__dev_close(stoke_loader *l) {
   }
   stoke__free(l->alloc, d->reclaim);
   stoke__free_aligned(l->alloc, d->stats);
+  if (d->cv_made) pthread_cond_destroy(&d->cv);
   stoke__free(l->alloc, d);
   l->dev = NULL;
 }

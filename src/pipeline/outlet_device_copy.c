@@ -4,7 +4,7 @@
 **
 ** DESIGN
 ** One thread per loader, started when a pinned or CUDA backend serves.  It
-** owns every CUDA call on the copy stream and sleeps on dev_cv otherwise.
+** owns every CUDA call on the copy stream and sleeps on dev->cv otherwise.
 ** Its loop, under the loader's mu except around CUDA calls:
 **
 **  1. copy: the next READY host batch in order (the number after the last
@@ -30,7 +30,7 @@
 ** hold the next batches the consumer asks for, so in-order delivery never
 ** waits for a batch that has no slot.
 **
-** Shutdown: stop is set under mu and dev_cv broadcast; a wait on an event
+** Shutdown: stop is set under mu and dev->cv broadcast; a wait on an event
 ** ends when the GPU reaches it, so the thread always returns. */
 #define _POSIX_C_SOURCE 200809L
 #include "pipeline/pipeline.h"
@@ -39,7 +39,7 @@
 #include <stdio.h>
 #include <string.h>
 
-void stoke__dev_kick(stoke_loader *l) { pthread_cond_signal(&l->dev_cv); }
+void stoke__dev_kick(stoke_loader *l) { pthread_cond_signal(&l->dev->cv); }
 
 /* The host batch to copy next and a free device slot for it (mu held);
 ** both taken: the host slot COPYING, the device slot FILLING (its copy
@@ -224,7 +224,7 @@ void *stoke__dev_main(void *arg) {
         stoke__slot_free_locked(l, r);
       continue;
     }
-    pthread_cond_wait(&l->dev_cv, &l->mu);
+    pthread_cond_wait(&l->dev->cv, &l->mu);
   }
   pthread_mutex_unlock(&l->mu);
   stoke__dev_leave(dv);

@@ -110,8 +110,13 @@ typedef struct stoke__given {
 /* The order of an epoch, one of two (swappable at create): the plan's
 ** (the sampler's permutation, block order included; plan_order.c) or the
 ** one the caller gives (cfg.order_given; given_order.c).  Every call but
-** `compute` is made with the loader's mu held. */
+** `compute`, `create` and `destroy` is made with the loader's mu held. */
 typedef struct stoke__order_ops {
+  /* At create (no other thread): allocate l->order_state.  0 or
+  ** STOKE_ENOMEM; destroy frees what there is (also after a failed
+  ** create) and sets it back to NULL. */
+  int (*create)(stoke_loader *l);
+  void (*destroy)(stoke_loader *l);
   /* Compute epoch `epoch`'s order; claims are not open meanwhile, so mu
   ** need not be held (advance_claims computes it without). */
   void (*compute)(stoke_loader *l, uint64_t epoch);
@@ -139,9 +144,6 @@ struct stoke_loader {
   const stoke_allocator *alloc;  /* borrowed from cfg */
   stoke_source *src;             /* our reference */
   stoke__plan plan;
-  size_t *perm;                  /* n_source scratch for the shuffle */
-  size_t *order;                 /* per_rank source indices of claim_epoch;
-                                    written only while claim_open is false */
   size_t n_slots;                /* prefetch + 1 */
   stoke_batch *slots;
   size_t sample_bytes;
@@ -174,9 +176,6 @@ struct stoke_loader {
   unsigned slot_waiters;         /* workers waiting on slot_cv (mu) */
   pthread_cond_t ready_cv;       /* consumer: a batch became READY, an
                                     error, or stop */
-  pthread_cond_t dev_cv;         /* the device thread: a batch became
-                                    READY, a slot was released, an epoch
-                                    started, or stop */
   /* Protected by mu.  Two sides: the consumer delivers epoch `epoch`
   ** (generation deliver_gen) while workers assign batches of claim_epoch
   ** (generation claim_gen): the same epoch, or with prefetch_next_epoch the
@@ -237,7 +236,10 @@ struct stoke_loader {
   atomic_uint workers_policy_applied;
 
   const stoke__order_ops *order_ops; /* the epoch's order; frozen */
-  stoke__given *given;           /* cfg.order_given, else NULL; mu */
+  void *order_state;             /* the order's own (its create); the
+                                    plan's order writes it only while
+                                    claim_open is false, the given one
+                                    under mu */
 
   /* The window of work: the workers with id below active_workers claim
   ** work, and batches may take at most active_prefetch + consumer_slots
@@ -274,9 +276,19 @@ uint64_t stoke__echo_steps_locked(const stoke_loader *l);
 ** mu held, from an epoch_start hook).  Nothing without echo. */
 void stoke__echo_start_at_locked(stoke_loader *l, unsigned view_index);
 
+/* The features' ledger hooks: the host bytes a feature allocates for a
+** configuration, computed without a loader (the ledger is asked before
+** create, and by stoke_host_ledger_compute).  ledger.c sums them, each
+** into its term, from one table. */
+typedef struct stoke__ledger_in {
+  const stoke_config *c;         /* resolved */
+  unsigned n_workers;
+  const stoke__plan *plan;
+  const stoke_source *src;
+} stoke__ledger_in;
+
 /* ramcache.c: the RAM cache of deterministic samples. */
-uint64_t stoke__ramcache_bytes(const stoke_config *c,
-                               const stoke_source *src);
+uint64_t stoke__ramcache_ledger(const stoke__ledger_in *in);
 /* At create (after the slots: the field sizes): allocate it when
 ** ram_cache_bytes holds a sample and list it among the features.
 ** STOKE_EINVAL for a source that is not deterministic. */
@@ -285,8 +297,7 @@ int stoke__ramcache_create(stoke_loader *l);
 size_t stoke__ramcache_samples(const stoke_loader *l);
 /* packcache.c: the packing cache (cache_dir).  Its host bytes: its map
 ** and queue. */
-uint64_t stoke__cache_map_bytes(const stoke_config *c,
-                                const stoke_source *src);
+uint64_t stoke__packcache_ledger(const stoke__ledger_in *in);
 /* At create, after the workers' records: open it (when cache_dir is set)
 ** and list it among the features.  0 or an error (TLS message set). */
 int stoke__packcache_create(stoke_loader *l, const stoke__sys *sys);
@@ -294,9 +305,9 @@ int stoke__packcache_create(stoke_loader *l, const stoke__sys *sys);
 struct stoke__cache *stoke__packcache_of(const stoke_loader *l);
 
 /* block_readahead.c: the block order's blocks and read-ahead. */
-/* Host bytes of the blocks and the workers' read-ahead lists. */
-uint64_t stoke__readahead_bytes(const stoke_config *c, unsigned n_workers,
-                            size_t n_source);
+/* Host bytes of the blocks and the workers' read-ahead lists (none with
+** a given order: the blocks come with stoke's own order). */
+uint64_t stoke__readahead_ledger(const stoke__ledger_in *in);
 /* At create, after the workers' records: cut the blocks (shuffle BLOCK)
 ** for the plan and list the read-ahead among the features. */
 int stoke__readahead_create(stoke_loader *l);
@@ -322,9 +333,10 @@ void stoke__loader_ledger_device(const stoke_loader *l, stoke_host_ledger *g);
 int stoke__host_ledger_check(const stoke_host_ledger *g, unsigned prefetch,
                              size_t batch_size);
 
-/* given_order.c: the caller-given order (mu held unless said otherwise). */
-int stoke__given_create(stoke_loader *l);        /* at create; 0 or ENOMEM */
-void stoke__given_free(stoke_loader *l);
+/* given_order.c: the batches and samples of the given order's epoch: the
+** last finished one's until the one in progress is ended (takes mu). */
+void stoke__given_counts(const stoke_loader *l, size_t *batches,
+                         size_t *samples);
 /* autotuner.c: the glue between the loader and the controller
 ** (src/model/autotune_controller.c). */
 /* At create, before the ledger: resolve the most workers and the deepest
