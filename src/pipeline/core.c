@@ -13,11 +13,11 @@
 ** fill hooks: the quarantine's, the RAM cache's) is skipped outright when
 ** no feature has one (fill_plain).
 **
-** An epoch is a list of positions 0..per_rank-1 (l->order maps a position
-** to a source index); batch k covers positions [k*B, k*B + n_k).  Workers
-** claim *chunks* of consecutive positions under l->mu, write each sample
-** straight into its place in the batch's slot (collation in place, no copy),
-** and then, without the lock, subtract the chunk from the batch's
+** An epoch is a list of positions 0..per_rank-1 (the order's assign maps
+** them to source indices); batch k covers positions [k*B, k*B + n_k).
+** Workers claim *chunks* of consecutive positions under l->mu, write each
+** sample straight into its place in the batch's slot (collation in place,
+** no copy), and then, without the lock, subtract the chunk from the batch's
 ** `remaining`; the worker that takes it to zero marks the batch READY and
 ** wakes the consumer.  A chunk never spans two batches.
 **

@@ -29,8 +29,8 @@
 ** own step and every view are released.  echo_hold counts the views not
 ** yet released, those still to be handed out included; echo_released says
 ** the slot's own step is over.  Views still to be handed out when an
-** epoch is ended early or the loader destroyed are given up
-** (stoke__echo_cancel_locked).  On a device the slot is reused after the
+** epoch is ended early or the loader destroyed are given up (the cancel
+** hook).  On a device the slot is reused after the
 ** event of the last release, so every view is read on the consumer's
 ** stream in step order (or released on a stream that waited for the
 ** others).
