@@ -39,17 +39,9 @@
 #include "source/source.h"
 #include "device/cuda_api.h"
 #include "device/kernels.h"
+#include "transform/u8_form.h" /* stoke__u8_form */
 
-/* A field that a source can write as u8 pixels and that the device turns
-** into the source's float output (src/source/image.c fills it). */
-typedef struct stoke__u8_form {
-  size_t field;          /* which field of the source */
-  size_t u8_bytes;       /* one sample of it as u8 */
-  int hwc;               /* layout: 0 CHW, 1 HWC */
-  uint32_t plane;        /* H * W */
-  int dtype;             /* the source's dtype of it: STOKE_F32 or F16 */
-  stoke__norm_lut lut;   /* the host path's values (stoke__tf_norm_table) */
-} stoke__u8_form;
+#include <pthread.h>
 
 /* Per-slot state of the device stage (host and device slots alike). */
 typedef struct stoke__slot_dev {
@@ -119,8 +111,20 @@ typedef struct stoke__dev {
   CUstream consumer;            /* cfg.cuda_stream */
   int clock;                    /* stoke_clock in force */
 
-  /* Device slots (CUDA backend). */
+  /* Device slots (CUDA backend): the batches next() hands out, of the
+  ** outlet's stoke_batch type (src/pipeline/outlet_device.h); n_dslots is
+  ** planned when the device opens, dslots allocated after the host slots,
+  ** NULL until then and without CUDA. */
   size_t n_dslots;
+  stoke_batch *dslots;
+  /* The device thread copies in order (protected by mu): how many batches
+  ** of the delivered epoch (copies_cur) and of a prefetched next one
+  ** (copies_ahead) it has copied. */
+  size_t copies_cur, copies_ahead;
+  /* The device thread waits on cv (with the loader's mu): a batch became
+  ** READY, a slot was released, an epoch started, or stop. */
+  pthread_cond_t cv;
+  bool cv_made;
   uint64_t device_bytes;        /* everything allocated on the device */
   /* Normalisation on the device. */
   long norm_field;              /* -1: none */

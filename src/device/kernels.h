@@ -42,10 +42,9 @@ typedef uint32_t stoke__k_u32;
 #define STOKE__NORM_MAX_ELEMS (1u << 31)
 #define STOKE__K_SPIN "stoke_spin_ns"
 
-typedef struct stoke__norm_lut {
-  float f32[3][256];        /* value of u8 v in channel c */
-  stoke__k_u16 f16[3][256]; /* the same as IEEE binary16 bits */
-} stoke__norm_lut;
+/* The table (stoke__norm_lut) is the transform layer's type: the
+** source layer fills it, below this one. */
+#include "transform/u8_form.h"
 
 /* The channel of element i of a batch: batches are whole samples of
 ** 3 x plane (CHW) or plane x 3 (HWC) elements. */

@@ -24,11 +24,11 @@ static size_t window_of(const stoke_config *c) {
   return c->shuffle_window ? c->shuffle_window : STOKE_BLOCK_WINDOW_DEFAULT;
 }
 
-uint64_t stoke__readahead_bytes(const stoke_config *c, unsigned n_workers,
-                            size_t n_source) {
+uint64_t stoke__readahead_ledger(const stoke__ledger_in *in) {
+  const stoke_config *c = in->c;
   if (c->shuffle != STOKE_SHUFFLE_BLOCK || c->order_given) return 0;
-  return stoke__blocks_bytes(n_source) + sizeof(stoke__blocks) +
-         (uint64_t)STOKE__MAX(n_workers, 1u) * 4 * window_of(c) *
+  return stoke__blocks_bytes(in->plan->n_source) + sizeof(stoke__blocks) +
+         (uint64_t)STOKE__MAX(in->n_workers, 1u) * 4 * window_of(c) *
              sizeof(size_t);
 }
 

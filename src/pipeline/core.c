@@ -7,16 +7,17 @@
 ** worker would open a batch on a free slot, freed when a slot goes back,
 ** compute and step around each consumer step, epoch_end at an epoch's END.
 ** The epoch's order is an ops table (the plan's, plan_order.c, or the
-** caller's, given_order.c).  Still called by name here, not yet behind
-** the table: echo, the device outlet and the bad-sample policies.  The fill chain (the features' fill hooks: the
-** quarantine's, the RAM cache's) is skipped outright when no feature has
-** one (fill_plain).
+** caller's, given_order.c), and so is where batches go out (outlet.h: the
+** host slots, or the device's, echo wrapped around either).  Still called
+** by name here: the bad-sample policies.  The fill chain (the features'
+** fill hooks: the quarantine's, the RAM cache's) is skipped outright when
+** no feature has one (fill_plain).
 **
-** An epoch is a list of positions 0..per_rank-1 (l->order maps a position
-** to a source index); batch k covers positions [k*B, k*B + n_k).  Workers
-** claim *chunks* of consecutive positions under l->mu, write each sample
-** straight into its place in the batch's slot (collation in place, no copy),
-** and then, without the lock, subtract the chunk from the batch's
+** An epoch is a list of positions 0..per_rank-1 (the order's assign maps
+** them to source indices); batch k covers positions [k*B, k*B + n_k).
+** Workers claim *chunks* of consecutive positions under l->mu, write each
+** sample straight into its place in the batch's slot (collation in place,
+** no copy), and then, without the lock, subtract the chunk from the batch's
 ** `remaining`; the worker that takes it to zero marks the batch READY and
 ** wakes the consumer.  A chunk never spans two batches.
 **
@@ -48,7 +49,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "pipeline.h"
 #include "pipeline/feature.h"
-#include "pipeline/outlet_device.h"
+#include "pipeline/outlet.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -151,7 +152,7 @@ static void advance_claims(stoke_loader *l) {
   l->next_batch = 0;
   l->claim_batch = NULL;
   l->claim_open = true;
-  l->copies_ahead = 0;
+  stoke__outlet_ahead_dropped(&l->outlet, l);
   pthread_cond_broadcast(&l->ready_cv); /* start_epoch may wait for us */
   stoke__wake_workers_locked(l);
 }
@@ -415,7 +416,7 @@ static void complete_chunk(stoke_loader *l, stoke__worker *w, stoke_batch *b,
   } else {
     b->state = STOKE__SLOT_READY;
     pthread_cond_broadcast(&l->ready_cv);
-    if (l->dslots) stoke__dev_kick(l); /* to be copied to the device */
+    (void)stoke__outlet_ready(&l->outlet, l, b);
   }
   pthread_mutex_unlock(&l->mu);
 }
@@ -465,7 +466,7 @@ void stoke__take_baseline(stoke_loader *l) {
   memset(snap, 0, sizeof *snap);
   for (size_t i = 0; i < STOKE__MAX(l->n_workers, 1); i++)
     stoke__stats_snap_producer(l->workers[i].stats, snap);
-  if (l->dev && l->dev->stats) stoke__stats_snap_producer(l->dev->stats, snap);
+  stoke__outlet_snap(&l->outlet, l, snap);
   l->have_baseline = true;
   if (l->sched_base) {
     int n = stoke__schedstat_list("stoke-w", l->sched_base, l->cap_sched);
@@ -503,15 +504,8 @@ static void drop_undelivered(stoke_loader *l, uint64_t gen) {
       b->discard = true;
     }
   }
-  /* Batches already copied to the device: their device slots go back (a
-  ** copy still running into one is ordered before any later copy into it,
-  ** on the same stream); their host slots are reclaimed as usual. */
-  for (size_t i = 0; i < l->n_dslots; i++) {
-    stoke_batch *d = &l->dslots[i];
-    if (d->gen == gen && d->state == STOKE__SLOT_READY)
-      d->state = STOKE__SLOT_FREE;
-  }
-  if (l->dslots) stoke__dev_kick(l);
+  /* Batches the outlet took into slots of its own go back too. */
+  stoke__outlet_drop(&l->outlet, l, gen);
   stoke_batch *b = l->claim_batch;
   if (b && b->gen == gen) {
     l->claim_batch = NULL;
@@ -531,7 +525,7 @@ static void drop_undelivered(stoke_loader *l, uint64_t gen) {
 ** held). */
 void stoke__discard_prefetch(stoke_loader *l) {
   drop_undelivered(l, l->claim_gen);
-  l->copies_ahead = 0;
+  stoke__outlet_ahead_dropped(&l->outlet, l);
   l->claim_batch = NULL;
 }
 
@@ -543,10 +537,9 @@ static void start_epoch(stoke_loader *l, int64_t now) {
   while (l->order_busy) pthread_cond_wait(&l->ready_cv, &l->mu);
   uint64_t target = l->next_epoch;
   bool ahead = l->claim_open && l->claim_gen != l->deliver_gen;
-  if (ahead && l->claim_epoch == target) {
+  bool kept = ahead && l->claim_epoch == target;
+  if (kept) {
     l->deliver_gen = l->claim_gen; /* keep the prefetched batches */
-    l->copies_cur = l->copies_ahead;
-    l->copies_ahead = 0;
   } else {
     if (ahead) stoke__discard_prefetch(l);
     l->claim_open = false;
@@ -557,30 +550,27 @@ static void start_epoch(stoke_loader *l, int64_t now) {
     l->claim_pos = 0;
     l->next_batch = 0;
     l->claim_open = true;
-    l->copies_cur = l->copies_ahead = 0;
   }
   l->epoch = target;
   l->next_epoch = target + 1;
   l->next_deliver = 0;
   l->n_delivered = 0;
-  l->echo_first = 0;
+  stoke__outlet_epoch_start(&l->outlet, l, kept);
   /* Features may start it elsewhere (resume: where a restored state was). */
   stoke__features_epoch_start(&l->features, l);
-  l->echo_cur = NULL;
   l->epoch_active = true;
   uint64_t done = atomic_load_explicit(&l->epochs_done, memory_order_relaxed);
   stoke__cclock_epoch_start(&l->cclock, now, done < l->cfg.warmup_epochs);
   stoke__wake_workers_locked(l);
-  if (l->dslots) stoke__dev_kick(l);
 }
 
 /* The batch next() may hand out now, or NULL (mu held).  *depth is how many
 ** batches were ready to hand out. */
 static stoke_batch *deliverable(stoke_loader *l, size_t *depth) {
-  /* With a device, what next() hands out are device slots whose copy has
-  ** been issued (READY); the host slots are the device thread's. */
-  stoke_batch *slots = l->dslots ? l->dslots : l->slots;
-  size_t n_slots = l->dslots ? l->n_dslots : l->n_slots;
+  /* The out slots: with a device, device slots whose copy has been
+  ** issued (READY); the host slots are then the device thread's. */
+  stoke_batch *slots = l->out_slots;
+  size_t n_slots = l->n_out_slots;
   stoke_batch *best = NULL;
   size_t ready = 0;
   for (size_t i = 0; i < n_slots; i++) {
@@ -682,12 +672,6 @@ static void account_compute(stoke_loader *l, int64_t now) {
   if (c >= 0) stoke__features_compute(&l->features, l, c);
 }
 
-/* W = 0 with a device: a batch filled inline is waiting for its copy (mu
-** held); the next one is filled once it has been handed out. */
-static bool inline_in_flight(const stoke_loader *l) {
-  return l->dslots && l->next_batch > l->n_delivered;
-}
-
 /* A host slot will come back without the caller: its copy or the
 ** caller's release is still completing (mu held). */
 static bool slot_coming_back(const stoke_loader *l) {
@@ -737,9 +721,9 @@ void stoke__fail(stoke_loader *l, int code, const char *msg) {
   pthread_mutex_unlock(&l->mu);
 }
 
-/* Poison l with a device-stage error (mu not held); returns what next()
+/* Poison l with an outlet's error (mu not held); returns what next()
 ** returns for it. */
-static int device_failed(stoke_loader *l, int rc, const char *msg) {
+static int outlet_failed(stoke_loader *l, int rc, const char *msg) {
   stoke__fail(l, rc, msg);
   pthread_mutex_lock(&l->mu);
   rc = poisoned(l);
@@ -760,10 +744,10 @@ static int next_until(stoke_loader *l, stoke_batch **out, int64_t deadline) {
   /* The step's device work is complete before its clock stops: the
   ** caller's hook synchronises, or the stream's events will say. */
   if (l->cfg.step_sync) l->cfg.step_sync(l->cfg.step_sync_user);
-  char derr[STOKE__ERRMSG_CAP];
-  int drc = l->dev ? stoke__dev_next_enter(l, derr, sizeof derr) : 0;
+  char oerr[STOKE__ERRMSG_CAP];
+  int orc = stoke__outlet_enter(&l->outlet, l, oerr, sizeof oerr);
   int64_t t_enter = stoke__now_ns();
-  if (drc) return device_failed(l, drc, derr);
+  if (orc) return outlet_failed(l, orc, oerr);
   pthread_mutex_lock(&l->mu);
   bool pending_measured = false;
   size_t pending_depth = 0;
@@ -776,7 +760,7 @@ static int next_until(stoke_loader *l, stoke_batch **out, int64_t deadline) {
     return rc;
   }
   if (!l->epoch_active) start_epoch(l, t_enter);
-  if (l->order_ops->epoch_done(l) && !l->echo_cur) {
+  if (l->order_ops->epoch_done(l) && !stoke__outlet_pending(&l->outlet, l)) {
     l->epoch_active = false;
     /* An order that does not exist ahead starts from scratch. */
     if (!l->order_ops->ahead) l->claim_open = false;
@@ -790,13 +774,13 @@ static int next_until(stoke_loader *l, stoke_batch **out, int64_t deadline) {
   size_t depth = 0;
   stoke_batch *b = deliverable(l, &depth);
   size_t depth_seen = retry ? pending_depth : depth;
-  size_t n_out = l->dslots ? l->n_dslots : l->n_slots;
+  size_t n_out = l->n_out_slots;
   int rc = 0;
   stoke_batch *out_b; /* what the caller gets: b, or a view of an echo */
   bool fresh = true;  /* the first step of its batch's group */
-  if (l->echo_cur) {
+  if (stoke__outlet_pending(&l->outlet, l)) {
     /* Echoing: the next view of the batch being echoed is ready now. */
-    out_b = stoke__echo_next_locked(l);
+    out_b = stoke__outlet_take(&l->outlet, l);
     fresh = false;
     if (!retry) depth_seen = depth + 1;
     goto lent;
@@ -818,11 +802,11 @@ again:
       rc = STOKE_EINVAL;
       break;
     }
-    if ((l->dslots ? l->n_dlent : l->n_lent) == n_out) {
+    if (l->n_lent == n_out) {
       rc = STOKE_EBUSY; /* nothing can be handed out until a release */
       break;
     }
-    if (l->n_workers == 0 && !inline_in_flight(l)) {
+    if (l->n_workers == 0 && !stoke__outlet_inline_busy(&l->outlet, l)) {
       if (!l->free_list && !slot_coming_back(l)) {
         rc = STOKE_EBUSY;
         break;
@@ -833,10 +817,10 @@ again:
           rc = poisoned(l);
           break;
         }
-        if (!l->dslots) break;
-        /* With a device the host batch goes to the device thread first. */
+        /* The outlet may take the host batch elsewhere first (the
+        ** device thread copies it). */
+        if (stoke__outlet_ready(&l->outlet, l, b)) break;
         b = NULL;
-        stoke__dev_kick(l);
       }
       /* Else a copy or a release gives a slot back first. */
     }
@@ -852,24 +836,17 @@ again:
       snprintf(l->lastmsg, sizeof l->lastmsg,
                "all %zu batch slots are held by the caller; release one "
                "before next() (or raise %s)", n_out,
-               l->dslots ? "device_prefetch" : "prefetch");
+               stoke__outlet_knob(&l->outlet));
     pthread_mutex_unlock(&l->mu);
     return rc;
   }
   if (b->n == 0) {
     /* on_error SKIP left this batch without a sample: it is not handed
     ** out, but its place in the epoch is passed. */
-    if (l->dslots) {
-      /* A device slot: the device thread reuses it. */
-      b->state = STOKE__SLOT_FREE;
-      stoke__dev_kick(l);
-    } else {
-      stoke__slot_free_locked(l, b);
-    }
     stoke__features_delivered(&l->features, l, b);
+    stoke__outlet_pass(&l->outlet, l, b);
     l->n_delivered++;
     if (l->cfg.in_order) l->next_deliver++;
-    l->echo_first = 0; /* a restored group's steps went with it */
     /* The epoch's end as the order says (a given order's count is not
     ** the plan's). */
     if (l->order_ops->epoch_done(l)) {
@@ -883,15 +860,10 @@ again:
     b = deliverable(l, &depth);
     goto again;
   }
-  b->state = STOKE__SLOT_LENT;
-  if (l->dslots)
-    l->n_dlent++;
-  else
-    l->n_lent++;
   stoke__features_delivered(&l->features, l, b);
   l->n_delivered++;
   if (l->cfg.in_order) l->next_deliver++;
-  out_b = stoke__echo_begin_locked(l, b);
+  out_b = stoke__outlet_lend(&l->outlet, l, b);
 lent:
   pthread_mutex_unlock(&l->mu);
 
@@ -907,26 +879,14 @@ lent:
     if (fresh) stoke__counter_add(&c->fresh_samples, out_b->n);
     stoke__counter_add(&c->bytes, out_b->n * l->sample_bytes);
   }
-  if (l->dev &&
-      (drc = stoke__dev_next_lent(l, out_b, measured, derr, sizeof derr)) !=
-          0) {
+  orc = stoke__outlet_lent(&l->outlet, l, out_b, measured, oerr, sizeof oerr);
+  if (orc) {
     /* The caller never gets it: it is not lent (the loader stops, so no
     ** copy will go into it again), and destroy() need not wait for it. */
     pthread_mutex_lock(&l->mu);
-    out_b->state = STOKE__SLOT_FREE;
-    /* A view: its slot comes back with the last of the group out. */
-    stoke_batch *slot = out_b;
-    if (out_b->parent) {
-      stoke_batch *p = out_b->parent;
-      slot = --p->echo_hold == 0 && p->echo_released ? p : NULL;
-      if (slot) slot->state = STOKE__SLOT_FREE;
-    }
-    if (slot && l->dslots)
-      l->n_dlent--;
-    else if (slot)
-      l->n_lent--;
+    stoke__outlet_unlend(&l->outlet, l, out_b);
     pthread_mutex_unlock(&l->mu);
-    return device_failed(l, drc, derr);
+    return outlet_failed(l, orc, oerr);
   }
   stoke__features_step(&l->features, l, wait, depth_seen == 0);
   *out = out_b;
@@ -969,22 +929,17 @@ void stoke__slot_free_locked(stoke_loader *l, stoke_batch *b) {
 }
 
 bool stoke__last_release_locked(const stoke_loader *l) {
-  return l->destroyed && l->n_lent == 0 && l->n_dlent == 0;
+  return l->destroyed && l->n_lent == 0;
 }
 
 int stoke_batch_release_stream(stoke_batch *b, uintptr_t stream) {
   if (!b) return STOKE_EINVAL;
-  int rc;
-  if (b->owner->echo > 1 && stoke__echo_release(b, stream, &rc)) return rc;
-  return stoke__release_slot(b, stream);
+  stoke_loader *l = b->owner;
+  return stoke__outlet_release(&l->outlet, l, b, stream);
 }
 
 int stoke__release_slot(stoke_batch *b, uintptr_t stream) {
   stoke_loader *l = b->owner;
-  /* Device slots and pinned host slots wait for the stream's event; the
-  ** device stage owns their way back. */
-  if (l->dev && b->dev)
-    return stoke__dev_release(l, b, (CUstream)stream);
   pthread_mutex_lock(&l->mu);
   if (b->state == STOKE__SLOT_LENT) {
     l->n_lent--;
@@ -1018,9 +973,9 @@ int stoke_loader_end_epoch(stoke_loader *l) {
   if (l->claim_gen == l->deliver_gen) l->claim_open = false;
   l->epoch_active = false;
   l->order_ops->reset(l); /* the rest of its order too */
-  stoke_batch *echoed = stoke__echo_cancel_locked(l);
   pthread_mutex_unlock(&l->mu);
-  if (echoed) stoke__release_slot(echoed, l->cfg.cuda_stream);
+  /* Steps still to be handed out of a batch (echo's views) never will. */
+  stoke__outlet_cancel(&l->outlet, l);
   end_of_epoch(l, now);
   return 0;
 }

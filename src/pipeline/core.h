@@ -8,8 +8,10 @@
 ** read-ahead, echo, resume and the device outlet.  The features the core
 ** calls are reached through one table of hooks (feature.h), called at
 ** fixed points; the order of an epoch (the plan's or a given one) is one
-** of two ops tables (stoke__order_ops, pipeline.h).  A feature calls back
-** into the core only through the services below.
+** of two ops tables (stoke__order_ops, pipeline.h), and where batches go
+** out (the host slots or the device's, echo wrapped around either) is
+** another (stoke__outlet_ops, outlet.h).  A feature calls back into the
+** core only through the services below.
 **
 ** Lock order: l->mu, then l->stats_mu (a leaf).  The bad-sample log's
 ** fail_mu and the quarantine's lock are leaves never taken with mu held.
@@ -60,8 +62,9 @@ int stoke__fill_one(stoke_loader *l, stoke__worker *w, stoke_batch *b,
 /* Give a host slot back to the free list and wake the workers that can use
 ** it (mu held); the features' `freed` hooks run. */
 void stoke__slot_free_locked(stoke_loader *l, stoke_batch *b);
-/* Give slot b back after the caller's release on `stream` (no echo left on
-** it; mu not held).  The last one back after destroy() frees the loader. */
+/* Give host slot b back to the free list after the caller's release (the
+** host outlet's release; no echo view left on it; mu not held).  The last
+** one back after destroy() frees the loader. */
 int stoke__release_slot(stoke_batch *b, uintptr_t stream);
 /* Wake every worker waiting for work or for a slot (mu held). */
 void stoke__wake_workers_locked(stoke_loader *l);

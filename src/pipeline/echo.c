@@ -19,23 +19,29 @@
 ** streams), so what each step holds depends on (seed, epoch, rank, world,
 ** echo, echo_mode) only, never on W, K or timing.
 **
-** Releases: the slot goes back to the pool (stoke__release_slot: the
-** host free list, or the device stage's event-guarded return) once its
+** An outlet around an outlet (outlet.h): echo wraps the host or the
+** device outlet, and its hooks pass every call through but the ones that
+** hand out and release: lend starts a group, pending/take hand out its
+** views, release and unlend count them.
+**
+** Releases: the slot goes back to the pool (the inner outlet's release:
+** the host free list, or the device stage's event-guarded return) once its
 ** own step and every view are released.  echo_hold counts the views not
 ** yet released, those still to be handed out included; echo_released says
 ** the slot's own step is over.  Views still to be handed out when an
-** epoch is ended early or the loader destroyed are given up
-** (stoke__echo_cancel_locked).  On a device the slot is reused after the
+** epoch is ended early or the loader destroyed are given up (the cancel
+** hook).  On a device the slot is reused after the
 ** event of the last release, so every view is read on the consumer's
 ** stream in step order (or released on a stream that waited for the
 ** others).
 **
 ** Resume: a position is a step count; step s of an epoch is view s % echo
 ** of batch s / echo, so a restore starts claiming at that batch and its
-** group at that view (echo_first): the views before it are never handed
-** out.  Locking: everything here runs under l->mu except the release,
-** which takes it. */
+** group at that view (`first`): the views before it are never handed
+** out.  Locking: everything here runs under l->mu except the release and
+** the cancel, which take it. */
 #include "pipeline.h"
+#include "pipeline/outlet.h"
 
 #include <string.h>
 
@@ -52,31 +58,47 @@ uint64_t stoke__echo_bytes(const stoke_config *c, size_t n_slots) {
   return (uint64_t)n_slots * (e - 1) * sizeof(stoke_batch);
 }
 
-/* The slots next() hands out: the device's when there are any. */
-static stoke_batch *out_slots(stoke_loader *l, size_t *n) {
-  *n = l->dslots ? l->n_dslots : l->n_slots;
-  return l->dslots ? l->dslots : l->slots;
+/* Echo's state: the outlet it wraps and the group being handed out. */
+typedef struct stoke__echo {
+  stoke__outlet inner;
+  stoke_batch *cur;              /* mu: the slot whose views next() hands
+                                    out next, or NULL */
+  unsigned next;                 /* mu: the view of cur to hand out */
+  unsigned first;                /* mu: the first epoch's first group
+                                    starts at this step of it (resume) */
+} stoke__echo;
+
+static const stoke__outlet_ops echo_ops;
+
+static stoke__echo *echo_of(const stoke_loader *l) {
+  return l->outlet.ops == &echo_ops ? l->outlet.state : NULL;
 }
 
-int stoke__echo_alloc(stoke_loader *l) {
+int stoke__echo_create(stoke_loader *l) {
   if (l->echo <= 1) return 0;
-  size_t n;
-  stoke_batch *slots = out_slots(l, &n);
-  for (size_t i = 0; i < n; i++) {
-    slots[i].views = stoke__calloc(l->alloc, l->echo - 1, sizeof(stoke_batch));
-    if (!slots[i].views) return STOKE_ENOMEM;
+  stoke__echo *e = stoke__calloc(l->alloc, 1, sizeof *e);
+  if (!e) return STOKE_ENOMEM;
+  e->inner = l->outlet;
+  l->outlet.ops = &echo_ops;
+  l->outlet.state = e;
+  /* The views of every slot next() hands out (after the device slots). */
+  for (size_t i = 0; i < l->n_out_slots; i++) {
+    stoke_batch *b = &l->out_slots[i];
+    b->views = stoke__calloc(l->alloc, l->echo - 1, sizeof(stoke_batch));
+    if (!b->views) return STOKE_ENOMEM;
   }
   return 0;
 }
 
-void stoke__echo_free(stoke_loader *l) {
-  size_t n;
-  stoke_batch *slots = out_slots(l, &n);
-  if (!slots) return;
-  for (size_t i = 0; i < n; i++) {
-    stoke__free(l->alloc, slots[i].views);
-    slots[i].views = NULL;
+void stoke__echo_destroy(stoke_loader *l) {
+  stoke__echo *e = echo_of(l);
+  if (!e) return;
+  for (size_t i = 0; i < l->n_out_slots; i++) {
+    stoke__free(l->alloc, l->out_slots[i].views);
+    l->out_slots[i].views = NULL;
   }
+  l->outlet = e->inner;
+  stoke__free(l->alloc, e);
 }
 
 /* View j (1 .. echo - 1) of slot b, set up to be handed out (mu held). */
@@ -110,43 +132,66 @@ static stoke_batch *view(stoke_loader *l, stoke_batch *b, unsigned j) {
   return v;
 }
 
-stoke_batch *stoke__echo_begin_locked(stoke_loader *l, stoke_batch *b) {
-  if (l->echo <= 1) return b;
-  unsigned j0 = l->echo_first;
-  l->echo_first = 0;
+/* Slot b is handed out: the inner outlet lends it, and its group starts
+** at the step the caller gets (b, or a view after a restored position). */
+static stoke_batch *echo_lend(stoke_loader *l, void *st, stoke_batch *b) {
+  stoke__echo *e = st;
+  b = stoke__outlet_lend(&e->inner, l, b);
+  unsigned j0 = e->first;
+  e->first = 0;
   /* Views j0 .. echo - 1 are still to come; j0 > 0 skips the slot's own
   ** step and the views before j0 (a restored position). */
   b->echo_hold = l->echo - (j0 ? j0 : 1);
   b->echo_released = j0 > 0;
-  l->echo_next = j0 + 1;
-  l->echo_cur = l->echo_next < l->echo ? b : NULL;
+  e->next = j0 + 1;
+  e->cur = e->next < l->echo ? b : NULL;
   return j0 ? view(l, b, j0) : b;
 }
 
-stoke_batch *stoke__echo_next_locked(stoke_loader *l) {
-  stoke_batch *b = l->echo_cur;
-  stoke_batch *v = view(l, b, l->echo_next++);
-  if (l->echo_next == l->echo) l->echo_cur = NULL;
+static bool echo_pending(const stoke_loader *l, const void *st) {
+  const stoke__echo *e = st;
+  return e->cur != NULL;
+}
+
+/* The next view of the group being handed out (pending was true). */
+static stoke_batch *echo_take(stoke_loader *l, void *st) {
+  stoke__echo *e = st;
+  stoke_batch *v = view(l, e->cur, e->next++);
+  if (e->next == l->echo) e->cur = NULL;
   return v;
 }
 
 uint64_t stoke__echo_steps_locked(const stoke_loader *l) {
+  const stoke__echo *e = echo_of(l);
   uint64_t steps = (uint64_t)l->n_delivered * l->echo;
-  if (l->echo_cur) steps -= l->echo - l->echo_next;
+  if (e && e->cur) steps -= l->echo - e->next;
   return steps;
 }
 
-stoke_batch *stoke__echo_cancel_locked(stoke_loader *l) {
-  stoke_batch *b = l->echo_cur;
-  if (!b) return NULL;
-  b->echo_hold -= l->echo - l->echo_next;
-  l->echo_cur = NULL;
-  return b->echo_hold == 0 && b->echo_released ? b : NULL;
+void stoke__echo_start_at_locked(stoke_loader *l, unsigned view_index) {
+  stoke__echo *e = echo_of(l);
+  if (e) e->first = view_index;
 }
 
-int stoke__echo_release(stoke_batch *b, uintptr_t stream, int *rc) {
-  stoke_loader *l = b->owner;
-  *rc = 0;
+/* The views of the group in progress that will not be handed out (end of
+** epoch, destroy): the slot goes back if nothing else holds it. */
+static void echo_cancel(stoke_loader *l, void *st) {
+  stoke__echo *e = st;
+  pthread_mutex_lock(&l->mu);
+  stoke_batch *b = e->cur;
+  if (b) {
+    b->echo_hold -= l->echo - e->next;
+    e->cur = NULL;
+    if (b->echo_hold != 0 || !b->echo_released) b = NULL;
+  }
+  pthread_mutex_unlock(&l->mu);
+  if (b) stoke__outlet_release(&e->inner, l, b, l->cfg.cuda_stream);
+  stoke__outlet_cancel(&e->inner, l);
+}
+
+static int echo_release(stoke_loader *l, void *st, stoke_batch *b,
+                        uintptr_t stream) {
+  stoke__echo *e = st;
   pthread_mutex_lock(&l->mu);
   if (b->parent) {
     stoke_batch *p = b->parent;
@@ -157,16 +202,99 @@ int stoke__echo_release(stoke_batch *b, uintptr_t stream, int *rc) {
       last = --p->echo_hold == 0 && p->echo_released;
     }
     pthread_mutex_unlock(&l->mu);
-    if (last) *rc = stoke__release_slot(p, stream);
-    return 1;
+    return last ? stoke__outlet_release(&e->inner, l, p, stream) : 0;
   }
   if (b->state == STOKE__SLOT_LENT && (b->echo_hold > 0 || b->echo_released)) {
     /* Views of it are out or still to come: it waits for them.  (With
     ** echo_released already set, a second release of the slot itself.) */
     b->echo_released = true;
     pthread_mutex_unlock(&l->mu);
-    return 1;
+    return 0;
   }
   pthread_mutex_unlock(&l->mu);
-  return 0;
+  return stoke__outlet_release(&e->inner, l, b, stream);
 }
+
+/* The caller never gets b: a view's slot comes back with the last of the
+** group out. */
+static void echo_unlend(stoke_loader *l, void *st, stoke_batch *b) {
+  stoke__echo *e = st;
+  if (!b->parent) {
+    stoke__outlet_unlend(&e->inner, l, b);
+    return;
+  }
+  stoke_batch *p = b->parent;
+  b->state = STOKE__SLOT_FREE;
+  if (--p->echo_hold == 0 && p->echo_released)
+    stoke__outlet_unlend(&e->inner, l, p);
+}
+
+static void echo_pass(stoke_loader *l, void *st, stoke_batch *b) {
+  stoke__echo *e = st;
+  e->first = 0; /* a restored group's steps went with it */
+  stoke__outlet_pass(&e->inner, l, b);
+}
+
+static void echo_epoch_start(stoke_loader *l, void *st, bool kept) {
+  stoke__echo *e = st;
+  e->first = 0;
+  e->cur = NULL;
+  stoke__outlet_epoch_start(&e->inner, l, kept);
+}
+
+/* ---- the rest passes through ---------------------------------------------- */
+
+static const char *echo_knob(const void *st) {
+  const stoke__echo *e = st;
+  return stoke__outlet_knob(&e->inner);
+}
+static int echo_enter(stoke_loader *l, void *st, char *err, size_t cap) {
+  stoke__echo *e = st;
+  return stoke__outlet_enter(&e->inner, l, err, cap);
+}
+static bool echo_ready(stoke_loader *l, void *st, stoke_batch *b) {
+  stoke__echo *e = st;
+  return stoke__outlet_ready(&e->inner, l, b);
+}
+static bool echo_inline_busy(const stoke_loader *l, const void *st) {
+  const stoke__echo *e = st;
+  return stoke__outlet_inline_busy(&e->inner, l);
+}
+static int echo_lent(stoke_loader *l, void *st, stoke_batch *b, bool measured,
+                     char *err, size_t cap) {
+  stoke__echo *e = st;
+  return stoke__outlet_lent(&e->inner, l, b, measured, err, cap);
+}
+static void echo_drop(stoke_loader *l, void *st, uint64_t gen) {
+  stoke__echo *e = st;
+  stoke__outlet_drop(&e->inner, l, gen);
+}
+static void echo_ahead_dropped(stoke_loader *l, void *st) {
+  stoke__echo *e = st;
+  stoke__outlet_ahead_dropped(&e->inner, l);
+}
+static void echo_snap(const stoke_loader *l, const void *st,
+                      stoke__stats_snap *snap) {
+  const stoke__echo *e = st;
+  stoke__outlet_snap(&e->inner, l, snap);
+}
+
+static const stoke__outlet_ops echo_ops = {
+    .name = "echo",
+    .knob = echo_knob,
+    .enter = echo_enter,
+    .ready = echo_ready,
+    .inline_busy = echo_inline_busy,
+    .pass = echo_pass,
+    .lend = echo_lend,
+    .pending = echo_pending,
+    .take = echo_take,
+    .lent = echo_lent,
+    .unlend = echo_unlend,
+    .release = echo_release,
+    .drop = echo_drop,
+    .epoch_start = echo_epoch_start,
+    .ahead_dropped = echo_ahead_dropped,
+    .cancel = echo_cancel,
+    .snap = echo_snap,
+};

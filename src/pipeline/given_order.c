@@ -28,43 +28,59 @@
 #include <stdio.h>
 #include <string.h>
 
-int stoke__given_create(stoke_loader *l) {
-  l->given = stoke__calloc(l->alloc, 1, sizeof *l->given);
-  return l->given ? 0 : STOKE_ENOMEM;
+/* The given order's state is the loader's order_state (NULL: the plan's
+** order, and the public calls here refuse). */
+static stoke__given *given_of(const stoke_loader *l) {
+  return l->order_ops == &stoke__given_order_ops ? l->order_state : NULL;
 }
 
-void stoke__given_free(stoke_loader *l) {
-  stoke__given *g = l->given;
+static int create(stoke_loader *l) {
+  l->order_state = stoke__calloc(l->alloc, 1, sizeof(stoke__given));
+  return l->order_state ? 0 : STOKE_ENOMEM;
+}
+
+static void destroy(stoke_loader *l) {
+  stoke__given *g = l->order_state;
   if (!g) return;
   stoke__free(l->alloc, g->idx);
   stoke__free(l->alloc, g->b);
   stoke__free(l->alloc, g);
-  l->given = NULL;
+  l->order_state = NULL;
+}
+
+void stoke__given_counts(const stoke_loader *l, size_t *batches,
+                         size_t *samples) {
+  stoke_loader *ml = (stoke_loader *)l;
+  pthread_mutex_lock(&ml->mu);
+  const stoke__given *g = given_of(l);
+  *batches = g->ended ? g->n : g->last_batches;
+  *samples = g->ended ? g->n_samples : g->last_samples;
+  pthread_mutex_unlock(&ml->mu);
 }
 
 static int claimable(const stoke_loader *l) {
-  const stoke__given *g = l->given;
+  const stoke__given *g = given_of(l);
   if (l->next_batch < g->n) return 1;
   return g->ended ? -1 : 0;
 }
 
 static void assign(stoke_loader *l, stoke_batch *b) {
-  const stoke__given *g = l->given;
+  const stoke__given *g = given_of(l);
   const stoke__given_batch *gb = &g->b[b->number - g->base];
   b->n = gb->len;
   memcpy(b->indices, g->idx + gb->off, b->n * sizeof(size_t));
 }
 
 static bool epoch_done(const stoke_loader *l) {
-  return l->given->ended && l->n_delivered == l->given->n;
+  return given_of(l)->ended && l->n_delivered == given_of(l)->n;
 }
 
 static bool starved(const stoke_loader *l) {
-  return !l->given->ended && l->n_delivered == l->given->n;
+  return !given_of(l)->ended && l->n_delivered == given_of(l)->n;
 }
 
 static void reset(stoke_loader *l) {
-  stoke__given *g = l->given;
+  stoke__given *g = given_of(l);
   g->last_batches = g->n;
   g->last_samples = g->n_samples;
   g->n_idx = 0;
@@ -79,6 +95,8 @@ static void compute(stoke_loader *l, uint64_t epoch) {
 }
 
 const stoke__order_ops stoke__given_order_ops = {
+    .create = create,
+    .destroy = destroy,
     .compute = compute,
     .claimable = claimable,
     .assign = assign,
@@ -92,7 +110,7 @@ const stoke__order_ops stoke__given_order_ops = {
 ** slots).  Between epochs l->next_batch still counts the last epoch, whose
 ** order was reset: nothing is claimed then. */
 static void compact(stoke_loader *l) {
-  stoke__given *g = l->given;
+  stoke__given *g = given_of(l);
   size_t done = l->epoch_active ? l->next_batch : 0;
   if (done <= g->base) return;
   size_t drop = done - g->base, keep = g->n - done;
@@ -139,7 +157,7 @@ static int refuse(stoke_loader *l, const char *fmt, ...) {
 static int check_append(stoke_loader *l, const size_t *indices,
                         const size_t *batch_lens, size_t n_batches,
                         size_t *total) {
-  const stoke__given *g = l->given;
+  const stoke__given *g = given_of(l);
   size_t bsz = l->cfg.batch_size, n_src = l->src->n_samples, sum = 0;
   if (!g)
     return refuse(l, "order_append: the loader was created without "
@@ -173,7 +191,7 @@ int stoke_loader_order_append(stoke_loader *l, const size_t *indices,
   pthread_mutex_lock(&l->mu);
   size_t total = 0;
   int rc = check_append(l, indices, batch_lens, n_batches, &total);
-  stoke__given *g = l->given;
+  stoke__given *g = given_of(l);
   if (rc == 0 && n_batches) {
     compact(l);
     size_t kept = g->n - g->base;
@@ -204,10 +222,10 @@ int stoke_loader_order_end(stoke_loader *l) {
   if (!l) return STOKE_EINVAL;
   pthread_mutex_lock(&l->mu);
   int rc = 0;
-  if (!l->given)
+  if (!given_of(l))
     rc = refuse(l, "order_end: the loader was created without order_given");
   else {
-    l->given->ended = true;
+    given_of(l)->ended = true;
     /* Workers waiting for more learn that the epoch is all claimed. */
     stoke__wake_workers_locked(l);
   }

@@ -15,8 +15,36 @@
 #include "pipeline.h"
 #include "pipeline/outlet_device.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+
+/* The bad-sample state's bytes (badsample.c keeps its own signature). */
+static uint64_t bad_ledger(const stoke__ledger_in *in) {
+  return stoke__bad_bytes(in->c, in->src);
+}
+
+/* Every feature's ledger hook and the term its bytes go into: the one
+** list of what features add to the ledger.  A feature that is off for the
+** configuration returns 0. */
+static const struct {
+  size_t term; /* offset of a uint64_t term of stoke_host_ledger */
+  uint64_t (*bytes)(const stoke__ledger_in *in);
+} feature_terms[] = {
+    {offsetof(stoke_host_ledger, order_bytes), stoke__readahead_ledger},
+    {offsetof(stoke_host_ledger, failures_bytes), bad_ledger},
+    {offsetof(stoke_host_ledger, cache_bytes), stoke__ramcache_ledger},
+    {offsetof(stoke_host_ledger, cache_bytes), stoke__packcache_ledger},
+};
+
+static void add_feature_terms(const stoke__ledger_in *in,
+                              stoke_host_ledger *g) {
+  for (size_t i = 0; i < sizeof feature_terms / sizeof feature_terms[0];
+       i++) {
+    uint64_t *term = (uint64_t *)((char *)g + feature_terms[i].term);
+    *term += feature_terms[i].bytes(in);
+  }
+}
 
 /* The batch slots: each its batch (echo x the batch for example echoing),
 ** its indices and header, and the echo views of the slots next() hands
@@ -47,13 +75,11 @@ void stoke__host_ledger(const stoke_config *c, unsigned n_workers,
   ** slot. */
   stoke__dev_ledger(c, src, g);
   g->slots_bytes = slots_bytes(c, g);
-  /* A given order (given_order.c) keeps only the batches given ahead; the block
-  ** order's blocks (block_readahead.c) come with stoke's own order. */
+  /* A given order (given_order.c) keeps only the batches given ahead. */
   g->order_bytes =
       c->order_given
           ? 0
-          : ((uint64_t)plan->n_source + plan->per_rank) * sizeof(size_t) +
-                stoke__readahead_bytes(c, n_workers, plan->n_source);
+          : ((uint64_t)plan->n_source + plan->per_rank) * sizeof(size_t);
   g->workers_bytes = (uint64_t)STOKE__MAX(n_workers, 1) *
                      (sizeof(stoke__producer_stats) + sizeof(stoke__worker));
   if (n_workers) /* the scheduler baseline (loader.c) */
@@ -63,8 +89,9 @@ void stoke__host_ledger(const stoke_config *c, unsigned n_workers,
       sizeof(stoke__consumer_stats) + sizeof(stoke__stats_snap);
   g->trace_bytes = (uint64_t)(STOKE__MAX(n_workers, 1) + 1) *
                    c->trace_events * sizeof(stoke__trace_event);
-  g->failures_bytes = stoke__bad_bytes(c, src);
-  g->cache_bytes = stoke__ramcache_bytes(c, src) + stoke__cache_map_bytes(c, src);
+  stoke__ledger_in in = {.c = c, .n_workers = n_workers, .plan = plan,
+                         .src = src};
+  add_feature_terms(&in, g);
   /* Each worker's source scratch (decoder window, read buffer, resampler):
   ** one set for W = 0, used by the consumer's thread. */
   if (src->ops && src->ops->scratch_bound) {

@@ -169,6 +169,10 @@ size_t stoke__slot_field_bytes(const stoke_loader *l, size_t f) {
 static int alloc_slots(stoke_loader *l) {
   l->slots = stoke__calloc(l->alloc, l->n_slots, sizeof *l->slots);
   if (!l->slots) return STOKE_ENOMEM;
+  /* next() hands out the host slots, unless the device outlet gives it
+  ** slots of its own (stoke__dev_alloc). */
+  l->out_slots = l->slots;
+  l->n_out_slots = l->n_slots;
   for (size_t i = 0; i < l->n_slots; i++) {
     stoke_batch *b = &l->slots[i];
     b->owner = l;
@@ -253,7 +257,6 @@ static int init_sync(stoke_loader *l) {
            pthread_cond_init(&l->work_cv, &ca) ||
            pthread_cond_init(&l->slot_cv, &ca) ||
            pthread_cond_init(&l->ready_cv, &ca) ||
-           pthread_cond_init(&l->dev_cv, &ca) ||
            pthread_cond_init(&l->gate_cv, &ca);
   pthread_condattr_destroy(&ca);
   return rc ? STOKE_ENOMEM : 0;
@@ -265,7 +268,6 @@ static void destroy_sync(stoke_loader *l) {
   pthread_cond_destroy(&l->work_cv);
   pthread_cond_destroy(&l->slot_cv);
   pthread_cond_destroy(&l->ready_cv);
-  pthread_cond_destroy(&l->dev_cv);
   pthread_cond_destroy(&l->gate_cv);
 }
 
@@ -275,7 +277,7 @@ static void free_loader(stoke_loader *l) {
   /* The features first: the packing cache is closed before anything a
   ** worker read through it goes. */
   stoke__features_destroy(&l->features, l);
-  stoke__echo_free(l); /* before the device stage frees its slots */
+  stoke__echo_destroy(l); /* before the device stage frees its slots */
   stoke__dev_close(l);
   if (l->slots) {
     for (size_t i = 0; i < l->n_slots; i++) {
@@ -296,9 +298,7 @@ static void free_loader(stoke_loader *l) {
   }
   for (size_t i = 0; i < l->n_traces; i++) stoke__trace_free(&l->traces[i], a);
   stoke__free(a, l->traces);
-  stoke__free(a, l->perm);
-  stoke__free(a, l->order);
-  stoke__given_free(l);
+  if (l->order_ops) l->order_ops->destroy(l);
   stoke__free(a, l->sched_base);
   stoke__cclock_free(&l->cclock, a);
   stoke__free(a, l->baseline);
@@ -315,12 +315,11 @@ static void stop_workers(stoke_loader *l, unsigned started) {
   atomic_store_explicit(&l->stop, true, memory_order_relaxed);
   stoke__wake_workers_locked(l);
   pthread_cond_broadcast(&l->ready_cv);
-  pthread_cond_broadcast(&l->dev_cv);
   pthread_cond_broadcast(&l->gate_cv);
   pthread_mutex_unlock(&l->mu);
   for (unsigned i = 0; i < started; i++)
     stoke__thread_join(l->workers[i].thread, l->alloc);
-  stoke__dev_stop(l);
+  stoke__dev_stop(l); /* wakes and joins the device thread */
 }
 
 int stoke_loader_create(const stoke_config *cfg, stoke_loader **out) {
@@ -397,6 +396,10 @@ int stoke__loader_create(const stoke_config *cfg, const stoke__sys *sys,
     rc = stoke__set_tls_error(STOKE_ENOMEM, "loader: out of memory");
   /* The backend before the ledger: it decides the slots' memory. */
   if (rc == 0) rc = stoke__dev_open(l);
+  /* Where batches go out: the device outlet when a backend other than
+  ** plain memory serves (echo may wrap it later). */
+  l->outlet.ops = l->dev ? &stoke__device_outlet_ops : &stoke__host_outlet_ops;
+  l->outlet.state = l->dev;
   if (rc == 0) {
     stoke_host_ledger g;
     stoke__host_ledger(&l->cfg, l->n_workers, &l->plan, l->src, &g);
@@ -413,18 +416,12 @@ int stoke__loader_create(const stoke_config *cfg, const stoke__sys *sys,
     free_loader(l);
     return rc;
   }
-  int mem = 0;
-  if (l->cfg.order_given) {
-    /* The caller gives the order (given_order.c): no order of our own, and the
-    ** source's n_samples may be a bound on indices rather than a count. */
-    mem = stoke__given_create(l);
-    l->order_ops = &stoke__given_order_ops;
-  } else {
-    l->order_ops = &stoke__plan_order_ops;
-    l->perm = stoke__calloc(l->alloc, l->plan.n_source, sizeof(size_t));
-    l->order = stoke__calloc(l->alloc, l->plan.per_rank, sizeof(size_t));
-    if (!l->perm || !l->order) mem = STOKE_ENOMEM;
-  }
+  /* The caller gives the order (given_order.c): no order of our own, and
+  ** the source's n_samples may be a bound on indices rather than a count.
+  ** Else the plan's (plan_order.c). */
+  l->order_ops = l->cfg.order_given ? &stoke__given_order_ops
+                                    : &stoke__plan_order_ops;
+  int mem = l->order_ops->create(l);
   if (stoke__cclock_init(&l->cclock, l->alloc, l->cfg.warmup_epochs,
                          l->cfg.warmup_steps) != 0)
     mem = STOKE_ENOMEM;
@@ -443,8 +440,8 @@ int stoke__loader_create(const stoke_config *cfg, const stoke__sys *sys,
   if (!mem) mem = stoke__resume_create(l);
   if (!mem) mem = stoke__ramcache_create(l);
   if (!mem) mem = stoke__bad_init(l);
-  if (!mem) mem = stoke__dev_alloc(l);
-  if (!mem) mem = stoke__echo_alloc(l);
+  if (!mem) mem = stoke__dev_alloc(l); /* may give next() its own slots */
+  if (!mem) mem = stoke__echo_create(l); /* wraps the outlet */
   if (!mem) mem = alloc_workers(l);
   if (!mem) mem = stoke__readahead_create(l);
   if (!mem) mem = stoke__packcache_create(l, sys);
@@ -505,16 +502,13 @@ void stoke__loader_free(stoke_loader *l) {
 void stoke_loader_destroy(stoke_loader *l) {
   if (!l) return;
   /* Echo views never to be handed out hold their slot no more. */
-  pthread_mutex_lock(&l->mu);
-  stoke_batch *echoed = stoke__echo_cancel_locked(l);
-  pthread_mutex_unlock(&l->mu);
-  if (echoed) stoke__release_slot(echoed, l->cfg.cuda_stream);
+  stoke__outlet_cancel(&l->outlet, l);
   stop_workers(l, l->n_workers);
   /* The features finish what must not wait for the last release of a
   ** lent batch (the packing cache's writer publishes what it wrote). */
   stoke__features_stop(&l->features, l);
   pthread_mutex_lock(&l->mu);
-  bool lent = l->n_lent > 0 || l->n_dlent > 0;
+  bool lent = l->n_lent > 0;
   if (lent) l->destroyed = true;
   pthread_mutex_unlock(&l->mu);
   if (!lent) stoke__loader_free(l);
@@ -531,23 +525,11 @@ const char *stoke_errmsg(const stoke_loader *l) {
   return m;
 }
 
-/* With a given order: the epoch being given once its order ended, else the
-** last finished one. */
-static void given_counts(const stoke_loader *l, size_t *batches,
-                         size_t *samples) {
-  stoke_loader *ml = (stoke_loader *)l;
-  pthread_mutex_lock(&ml->mu);
-  const stoke__given *g = l->given;
-  *batches = g->ended ? g->n : g->last_batches;
-  *samples = g->ended ? g->n_samples : g->last_samples;
-  pthread_mutex_unlock(&ml->mu);
-}
-
 size_t stoke_loader_n_batches(const stoke_loader *l) {
   if (!l) return 0;
-  if (l->given) {
+  if (l->cfg.order_given) {
     size_t b, s;
-    given_counts(l, &b, &s);
+    stoke__given_counts(l, &b, &s);
     return b;
   }
   /* Steps: with echoing, each batch the producer makes is echo steps. */
@@ -556,9 +538,9 @@ size_t stoke_loader_n_batches(const stoke_loader *l) {
 
 size_t stoke_loader_n_samples(const stoke_loader *l) {
   if (!l) return 0;
-  if (l->given) {
+  if (l->cfg.order_given) {
     size_t b, s;
-    given_counts(l, &b, &s);
+    stoke__given_counts(l, &b, &s);
     return s;
   }
   if (!l->plan.drop_last) return l->plan.per_rank;
@@ -585,8 +567,7 @@ int stoke_loader_stats(const stoke_loader *l, stoke_stats *out) {
   pthread_mutex_lock(&ml->stats_mu);
   for (size_t i = 0; i < STOKE__MAX(l->n_workers, 1); i++)
     stoke__stats_snap_producer(l->workers[i].stats, snap);
-  if (l->dev && l->dev->stats)
-    stoke__stats_snap_producer(l->dev->stats, snap);
+  stoke__outlet_snap(&l->outlet, l, snap);
   if (l->have_baseline) stoke__stats_snap_sub(snap, l->baseline);
   pthread_mutex_unlock(&ml->stats_mu);
   stoke__stats_snap_consumer(l->cclock.cs, snap);
@@ -619,7 +600,7 @@ int stoke_loader_stats(const stoke_loader *l, stoke_stats *out) {
   stoke__features_stats(&l->features, l, &full);
   full.backend = l->dev ? l->dev->backend : STOKE_BACKEND_HOST;
   full.clock = l->clock;
-  full.device_prefetch = l->dslots ? l->cfg.device_prefetch : 0;
+  full.device_prefetch = l->out_slots != l->slots ? l->cfg.device_prefetch : 0;
   full.echo = l->echo;
   full.echo_mode = l->cfg.echo_mode;
   full.worker_policy = l->cfg.worker_policy;

@@ -252,6 +252,9 @@ int stoke__dev_open(stoke_loader *l) {
   stoke__dev *d = stoke__calloc(l->alloc, 1, sizeof *d);
   if (!d) return stoke__set_tls_error(STOKE_ENOMEM, "device: out of memory");
   l->dev = d;
+  if (pthread_cond_init(&d->cv, NULL) != 0)
+    return stoke__set_tls_error(STOKE_ENOMEM, "device: cannot set up locks");
+  d->cv_made = true;
   d->want = d->backend = want;
   d->ordinal = ordinal >= 0 ? ordinal : 0;
   d->pinned = pins(&l->cfg, want);
@@ -417,11 +420,13 @@ static int event(stoke__dev *d, CUevent *e, unsigned flags) {
 
 static int alloc_device_slots(stoke_loader *l) {
   stoke__dev *d = l->dev;
-  l->dslots = stoke__calloc(l->alloc, d->n_dslots, sizeof *l->dslots);
-  if (!l->dslots) return STOKE_ENOMEM;
-  l->n_dslots = d->n_dslots;
-  for (size_t i = 0; i < l->n_dslots; i++) {
-    stoke_batch *b = &l->dslots[i];
+  d->dslots = stoke__calloc(l->alloc, d->n_dslots, sizeof *d->dslots);
+  if (!d->dslots) return STOKE_ENOMEM;
+  /* next() hands these out, not the host slots. */
+  l->out_slots = d->dslots;
+  l->n_out_slots = d->n_dslots;
+  for (size_t i = 0; i < d->n_dslots; i++) {
+    stoke_batch *b = &d->dslots[i];
     b->owner = l;
     b->on_device = true;
     atomic_init(&b->remaining, 0);
@@ -525,7 +530,7 @@ void stoke__dev_stop(stoke_loader *l) {
   if (!d || !d->thread_started) return;
   pthread_mutex_lock(&l->mu);
   atomic_store_explicit(&l->stop, true, memory_order_relaxed);
-  pthread_cond_broadcast(&l->dev_cv);
+  pthread_cond_broadcast(&d->cv);
   pthread_mutex_unlock(&l->mu);
   stoke__thread_join(d->thread, l->alloc);
   d->thread_started = false;
@@ -589,10 +594,10 @@ void stoke__dev_close(stoke_loader *l) {
     for (size_t i = 0; i < l->n_slots && l->slots; i++)
       if (l->slots[i].dev && l->slots[i].dev->release)
         d->cu->cuEventSynchronize(l->slots[i].dev->release);
-    for (size_t i = 0; i < l->n_dslots; i++) {
-      if (l->dslots[i].dev && l->dslots[i].dev->release)
-        d->cu->cuEventSynchronize(l->dslots[i].dev->release);
-      free_slot_dev(l, &l->dslots[i]);
+    for (size_t i = 0; i < stoke__dev_n_slots(d); i++) {
+      if (d->dslots[i].dev && d->dslots[i].dev->release)
+        d->cu->cuEventSynchronize(d->dslots[i].dev->release);
+      free_slot_dev(l, &d->dslots[i]);
     }
     for (size_t i = 0; i < l->n_slots && l->slots; i++) {
       stoke_batch *b = &l->slots[i];
@@ -619,19 +624,22 @@ void stoke__dev_close(stoke_loader *l) {
     stoke__dev_leave(d);
   }
   if (d->cu && d->ctx_retained) d->cu->cuDevicePrimaryCtxRelease(d->device);
-  for (size_t i = 0; i < l->n_dslots; i++) {
-    stoke__free(l->alloc, l->dslots[i].indices);
-    stoke__free(l->alloc, l->dslots[i].dev);
+  for (size_t i = 0; i < stoke__dev_n_slots(d); i++) {
+    stoke__free(l->alloc, d->dslots[i].indices);
+    stoke__free(l->alloc, d->dslots[i].dev);
   }
-  stoke__free(l->alloc, l->dslots);
-  l->dslots = NULL;
-  l->n_dslots = 0;
+  stoke__free(l->alloc, d->dslots);
+  /* next() would hand out the host slots again (a loader that failed
+  ** half way is freed next). */
+  l->out_slots = l->slots;
+  l->n_out_slots = l->n_slots;
   for (size_t i = 0; i < l->n_slots && l->slots; i++) {
     stoke__free(l->alloc, l->slots[i].dev);
     l->slots[i].dev = NULL;
   }
   stoke__free(l->alloc, d->reclaim);
   stoke__free_aligned(l->alloc, d->stats);
+  if (d->cv_made) pthread_cond_destroy(&d->cv);
   stoke__free(l->alloc, d);
   l->dev = NULL;
 }
@@ -659,7 +667,7 @@ int stoke_loader_device(const stoke_loader *l, stoke_device_info *out) {
       info.free_bytes = d->free_bytes;
     }
     info.driver_version = d->driver_version;
-    info.n_device_slots = l->n_dslots;
+    info.n_device_slots = stoke__dev_n_slots(d);
     info.device_bytes = d->backend == STOKE_BACKEND_CUDA ? d->device_bytes : 0;
     info.normalize_on_device = d->norm_field >= 0;
     snprintf(info.reason, sizeof info.reason, "%s", d->reason);

@@ -13,7 +13,13 @@
 #define STOKE_PIPELINE_OUTLET_DEVICE_H
 
 #include "pipeline/pipeline.h"
+#include "pipeline/outlet.h"
 #include "device/device.h"
+
+/* Device slots allocated (the CUDA backend), 0 before and without. */
+static inline size_t stoke__dev_n_slots(const stoke__dev *d) {
+  return d->dslots ? d->n_dslots : 0;
+}
 
 /* ---- outlet_device.c ----------------------------------------------------- */
 

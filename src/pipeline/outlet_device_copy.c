@@ -4,7 +4,7 @@
 **
 ** DESIGN
 ** One thread per loader, started when a pinned or CUDA backend serves.  It
-** owns every CUDA call on the copy stream and sleeps on dev_cv otherwise.
+** owns every CUDA call on the copy stream and sleeps on dev->cv otherwise.
 ** Its loop, under the loader's mu except around CUDA calls:
 **
 **  1. copy: the next READY host batch in order (the number after the last
@@ -30,7 +30,7 @@
 ** hold the next batches the consumer asks for, so in-order delivery never
 ** waits for a batch that has no slot.
 **
-** Shutdown: stop is set under mu and dev_cv broadcast; a wait on an event
+** Shutdown: stop is set under mu and dev->cv broadcast; a wait on an event
 ** ends when the GPU reaches it, so the thread always returns. */
 #define _POSIX_C_SOURCE 200809L
 #include "pipeline/pipeline.h"
@@ -39,7 +39,7 @@
 #include <stdio.h>
 #include <string.h>
 
-void stoke__dev_kick(stoke_loader *l) { pthread_cond_signal(&l->dev_cv); }
+void stoke__dev_kick(stoke_loader *l) { pthread_cond_signal(&l->dev->cv); }
 
 /* The host batch to copy next and a free device slot for it (mu held);
 ** both taken: the host slot COPYING, the device slot FILLING (its copy
@@ -50,14 +50,14 @@ static bool pick(stoke_loader *l, stoke_batch **out_h, stoke_batch **out_d) {
   ** likeliest to have completed, so the copy into it waits least (a slot
   ** never used waits for nothing). */
   stoke_batch *d = NULL;
-  for (size_t i = 0; i < l->n_dslots; i++) {
-    stoke_batch *c = &l->dslots[i];
+  for (size_t i = 0; i < stoke__dev_n_slots(l->dev); i++) {
+    stoke_batch *c = &l->dev->dslots[i];
     if (c->state == STOKE__SLOT_FREE &&
         (!d || c->dev->release_seq < d->dev->release_seq))
       d = c;
   }
   if (!d) return false;
-  bool cur_done = l->copies_cur >= l->plan.n_batches;
+  bool cur_done = l->dev->copies_cur >= l->plan.n_batches;
   bool ahead_open = l->claim_gen != l->deliver_gen;
   stoke_batch *best = NULL;
   bool best_ahead = false;
@@ -68,10 +68,10 @@ static bool pick(stoke_loader *l, stoke_batch **out_h, stoke_batch **out_d) {
     size_t want;
     if (s->gen == l->deliver_gen && !cur_done) {
       ahead = false;
-      want = l->copies_cur;
+      want = l->dev->copies_cur;
     } else if (ahead_open && cur_done && s->gen == l->claim_gen) {
       ahead = true;
-      want = l->copies_ahead;
+      want = l->dev->copies_ahead;
     } else {
       continue;
     }
@@ -99,9 +99,9 @@ static bool pick(stoke_loader *l, stoke_batch **out_h, stoke_batch **out_d) {
                         memory_order_relaxed);
   best->state = STOKE__SLOT_COPYING;
   if (best_ahead)
-    l->copies_ahead++;
+    l->dev->copies_ahead++;
   else
-    l->copies_cur++;
+    l->dev->copies_cur++;
   *out_h = best;
   *out_d = d;
   return true;
@@ -224,7 +224,7 @@ void *stoke__dev_main(void *arg) {
         stoke__slot_free_locked(l, r);
       continue;
     }
-    pthread_cond_wait(&l->dev_cv, &l->mu);
+    pthread_cond_wait(&l->dev->cv, &l->mu);
   }
   pthread_mutex_unlock(&l->mu);
   stoke__dev_leave(dv);

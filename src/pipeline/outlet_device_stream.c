@@ -189,10 +189,7 @@ int stoke__dev_release(stoke_loader *l, stoke_batch *b, CUstream stream) {
     return 0; /* released twice: the first one counts */
   }
   b->state = STOKE__SLOT_RELEASING;
-  if (b->on_device)
-    l->n_dlent--;
-  else
-    l->n_lent--;
+  l->n_lent--;
   pthread_mutex_unlock(&l->mu);
 
   char err[STOKE__ERRMSG_CAP];

@@ -17,9 +17,8 @@ typedef struct stoke__packcache {
   stoke__cache *cache;           /* NULL once closed */
 } stoke__packcache;
 
-uint64_t stoke__cache_map_bytes(const stoke_config *c,
-                                const stoke_source *src) {
-  return c->cache_dir ? stoke__cache_host_bytes(src->n_samples) : 0;
+uint64_t stoke__packcache_ledger(const stoke__ledger_in *in) {
+  return in->c->cache_dir ? stoke__cache_host_bytes(in->src->n_samples) : 0;
 }
 
 int stoke__packcache_create(stoke_loader *l, const stoke__sys *sys) {

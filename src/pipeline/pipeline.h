@@ -15,6 +15,7 @@
 #include "stats/cclock.h"
 #include "pipeline/feature.h"
 #include "pipeline/core.h"
+#include "pipeline/outlet.h"
 
 #include <pthread.h>
 
@@ -109,8 +110,13 @@ typedef struct stoke__given {
 /* The order of an epoch, one of two (swappable at create): the plan's
 ** (the sampler's permutation, block order included; plan_order.c) or the
 ** one the caller gives (cfg.order_given; given_order.c).  Every call but
-** `compute` is made with the loader's mu held. */
+** `compute`, `create` and `destroy` is made with the loader's mu held. */
 typedef struct stoke__order_ops {
+  /* At create (no other thread): allocate l->order_state.  0 or
+  ** STOKE_ENOMEM; destroy frees what there is (also after a failed
+  ** create) and sets it back to NULL. */
+  int (*create)(stoke_loader *l);
+  void (*destroy)(stoke_loader *l);
   /* Compute epoch `epoch`'s order; claims are not open meanwhile, so mu
   ** need not be held (advance_claims computes it without). */
   void (*compute)(stoke_loader *l, uint64_t epoch);
@@ -138,9 +144,6 @@ struct stoke_loader {
   const stoke_allocator *alloc;  /* borrowed from cfg */
   stoke_source *src;             /* our reference */
   stoke__plan plan;
-  size_t *perm;                  /* n_source scratch for the shuffle */
-  size_t *order;                 /* per_rank source indices of claim_epoch;
-                                    written only while claim_open is false */
   size_t n_slots;                /* prefetch + 1 */
   stoke_batch *slots;
   size_t sample_bytes;
@@ -148,12 +151,17 @@ struct stoke_loader {
   /* Bytes of one sample of each field in a host slot: the source's, or u8
   ** pixels for a field the device normalises. */
   size_t field_bytes[STOKE__MAX_FIELDS];
-  /* The device stage (src/device/device.h); NULL: plain host memory and
-  ** none of the fields below is used. */
+  /* Where batches go out (outlet.h): the host or the device outlet,
+  ** echo wrapped around it; frozen after create. */
+  stoke__outlet outlet;
+  /* The slots next() hands out: the host slots, or the outlet's own (the
+  ** device slots); n_lent of them are held by the caller. */
+  stoke_batch *out_slots;
+  size_t n_out_slots;
+  /* The device outlet's state (src/device/device.h, outlet_device.h);
+  ** NULL: plain host memory. */
   struct stoke__dev *dev;
   int clock;                     /* stoke_clock in force (never AUTO) */
-  stoke_batch *dslots;           /* device slots (CUDA backend), or NULL */
-  size_t n_dslots;
   char *device_text, *cuda_library_text; /* owned copies of cfg's */
   char *cache_dir_text;
 
@@ -168,9 +176,6 @@ struct stoke_loader {
   unsigned slot_waiters;         /* workers waiting on slot_cv (mu) */
   pthread_cond_t ready_cv;       /* consumer: a batch became READY, an
                                     error, or stop */
-  pthread_cond_t dev_cv;         /* the device thread: a batch became
-                                    READY, a slot was released, an epoch
-                                    started, or stop */
   /* Protected by mu.  Two sides: the consumer delivers epoch `epoch`
   ** (generation deliver_gen) while workers assign batches of claim_epoch
   ** (generation claim_gen): the same epoch, or with prefetch_next_epoch the
@@ -189,13 +194,8 @@ struct stoke_loader {
   size_t next_batch;             /* number of the next batch to assign */
   size_t next_deliver;           /* in order: lowest undelivered number */
   size_t n_delivered;            /* batches handed out this epoch */
-  size_t n_lent;                 /* slots held by the caller */
+  size_t n_lent;                 /* out slots held by the caller */
   stoke_batch *free_list;
-  /* Device slots (mu): how many are lent, and how many batches of the
-  ** delivered epoch (copies_cur) and of a prefetched next one
-  ** (copies_ahead) the device thread has copied: it copies in order. */
-  size_t n_dlent;
-  size_t copies_cur, copies_ahead;
   int error;                     /* first fatal error, 0 if none */
   size_t error_batch;            /* in order: the number of the delivered
                                     epoch's batch that failed (batches
@@ -236,7 +236,10 @@ struct stoke_loader {
   atomic_uint workers_policy_applied;
 
   const stoke__order_ops *order_ops; /* the epoch's order; frozen */
-  stoke__given *given;           /* cfg.order_given, else NULL; mu */
+  void *order_state;             /* the order's own (its create); the
+                                    plan's order writes it only while
+                                    claim_open is false, the given one
+                                    under mu */
 
   /* The window of work: the workers with id below active_workers claim
   ** work, and batches may take at most active_prefetch + consumer_slots
@@ -252,39 +255,40 @@ struct stoke_loader {
   stoke__sched_thread *sched_base;
   size_t n_sched_base, cap_sched;
 
-  /* Data echoing (echo.c): every slot handed out feeds `echo` steps. */
+  /* Data echoing (echo.c): every slot handed out feeds `echo` steps.
+  ** The group in progress is echo's own state (the outlet it wraps). */
   unsigned echo;                 /* cfg.echo, at least 1; frozen */
   bool echo_example;             /* STOKE_ECHO_EXAMPLE; frozen */
-  stoke_batch *echo_cur;         /* mu: the slot whose views next() hands
-                                    out next, or NULL */
-  unsigned echo_next;            /* mu: the view of echo_cur to hand out */
-  unsigned echo_first;           /* mu: the first epoch's first group
-                                    starts at this step of it (resume) */
 };
 
-/* echo.c: data echoing's views and their releases. */
-/* The views of every slot next() hands out (after the device slots). */
-int stoke__echo_alloc(stoke_loader *l);
-void stoke__echo_free(stoke_loader *l);
+/* echo.c: data echoing, an outlet around the outlet (outlet.h). */
+/* At create, once the outlet and its out slots are set: with echo > 1,
+** wrap l->outlet and allocate the views of every out slot.  0 or
+** STOKE_ENOMEM. */
+int stoke__echo_create(stoke_loader *l);
+/* Unwrap and free (before the device outlet frees its slots). */
+void stoke__echo_destroy(stoke_loader *l);
 /* Host bytes of the views (the ledger). */
 uint64_t stoke__echo_bytes(const stoke_config *c, size_t n_slots);
-/* Slot b is handed out (mu held, b LENT): set up its group and return
-** what the caller gets, b or the view the group starts at. */
-stoke_batch *stoke__echo_begin_locked(stoke_loader *l, stoke_batch *b);
-/* The next view of echo_cur (mu held, echo_cur set). */
-stoke_batch *stoke__echo_next_locked(stoke_loader *l);
 /* The steps handed out of the epoch in progress (mu held). */
 uint64_t stoke__echo_steps_locked(const stoke_loader *l);
-/* The views of echo_cur that will not be handed out (end of epoch,
-** destroy): returns the slot to give back now, or NULL (mu held). */
-stoke_batch *stoke__echo_cancel_locked(stoke_loader *l);
-/* A release of b: 1 when echoing took care of it (*rc its result), 0
-** when b is to be released as a slot. */
-int stoke__echo_release(stoke_batch *b, uintptr_t stream, int *rc);
+/* The epoch's first group starts at view view_index of its batch (resume;
+** mu held, from an epoch_start hook).  Nothing without echo. */
+void stoke__echo_start_at_locked(stoke_loader *l, unsigned view_index);
+
+/* The features' ledger hooks: the host bytes a feature allocates for a
+** configuration, computed without a loader (the ledger is asked before
+** create, and by stoke_host_ledger_compute).  ledger.c sums them, each
+** into its term, from one table. */
+typedef struct stoke__ledger_in {
+  const stoke_config *c;         /* resolved */
+  unsigned n_workers;
+  const stoke__plan *plan;
+  const stoke_source *src;
+} stoke__ledger_in;
 
 /* ramcache.c: the RAM cache of deterministic samples. */
-uint64_t stoke__ramcache_bytes(const stoke_config *c,
-                               const stoke_source *src);
+uint64_t stoke__ramcache_ledger(const stoke__ledger_in *in);
 /* At create (after the slots: the field sizes): allocate it when
 ** ram_cache_bytes holds a sample and list it among the features.
 ** STOKE_EINVAL for a source that is not deterministic. */
@@ -293,8 +297,7 @@ int stoke__ramcache_create(stoke_loader *l);
 size_t stoke__ramcache_samples(const stoke_loader *l);
 /* packcache.c: the packing cache (cache_dir).  Its host bytes: its map
 ** and queue. */
-uint64_t stoke__cache_map_bytes(const stoke_config *c,
-                                const stoke_source *src);
+uint64_t stoke__packcache_ledger(const stoke__ledger_in *in);
 /* At create, after the workers' records: open it (when cache_dir is set)
 ** and list it among the features.  0 or an error (TLS message set). */
 int stoke__packcache_create(stoke_loader *l, const stoke__sys *sys);
@@ -302,9 +305,9 @@ int stoke__packcache_create(stoke_loader *l, const stoke__sys *sys);
 struct stoke__cache *stoke__packcache_of(const stoke_loader *l);
 
 /* block_readahead.c: the block order's blocks and read-ahead. */
-/* Host bytes of the blocks and the workers' read-ahead lists. */
-uint64_t stoke__readahead_bytes(const stoke_config *c, unsigned n_workers,
-                            size_t n_source);
+/* Host bytes of the blocks and the workers' read-ahead lists (none with
+** a given order: the blocks come with stoke's own order). */
+uint64_t stoke__readahead_ledger(const stoke__ledger_in *in);
 /* At create, after the workers' records: cut the blocks (shuffle BLOCK)
 ** for the plan and list the read-ahead among the features. */
 int stoke__readahead_create(stoke_loader *l);
@@ -334,9 +337,10 @@ void stoke__loader_ledger_device(const stoke_loader *l, stoke_host_ledger *g);
 int stoke__host_ledger_check(const stoke_host_ledger *g, unsigned prefetch,
                              size_t batch_size);
 
-/* given_order.c: the caller-given order (mu held unless said otherwise). */
-int stoke__given_create(stoke_loader *l);        /* at create; 0 or ENOMEM */
-void stoke__given_free(stoke_loader *l);
+/* given_order.c: the batches and samples of the given order's epoch: the
+** last finished one's until the one in progress is ended (takes mu). */
+void stoke__given_counts(const stoke_loader *l, size_t *batches,
+                         size_t *samples);
 /* autotuner.c: the glue between the loader and the controller
 ** (src/model/autotune_controller.c). */
 /* At create, before the ledger: resolve the most workers and the deepest

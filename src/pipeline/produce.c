@@ -34,16 +34,22 @@ static int fill_copies(stoke_source *src, stoke_sample *s) {
 /* One sample, its copies included.  Inline: the plain fill is the hot
 ** path, one call straight to the source. */
 static inline int fill(stoke_source *src, stoke_sample *s) {
-  s->src_w = s->src_h = 0;
   return s->copies <= 1 ? src->ops->fill(src, s) : fill_copies(src, s);
 }
 
-/* The stored image's size, for the doctor's pre-resize advice. */
-static void count_image(const stoke_sample *s, stoke__producer_stats *ps) {
-  if (!s->src_w || !s->src_h) return;
-  stoke__counter_add(&ps->images, 1);
-  stoke__counter_add(&ps->image_pixels, (uint64_t)s->src_w * s->src_h);
-  stoke__counter_add(&ps->image_sides, STOKE__MAX(s->src_w, s->src_h));
+/* The stored image's size, for the doctor's pre-resize advice, counted
+** when the fill succeeded.  An image source sets it in each fill; it is
+** zeroed here once seen, so that every fill starts from 0 and a source
+** that sets none costs one test per sample, not two stores and a test. */
+static inline void count_image(stoke_sample *s, stoke__producer_stats *ps,
+                               int rc) {
+  if (!s->src_w) return;
+  if (rc == 0 && s->src_h) {
+    stoke__counter_add(&ps->images, 1);
+    stoke__counter_add(&ps->image_pixels, (uint64_t)s->src_w * s->src_h);
+    stoke__counter_add(&ps->image_sides, STOKE__MAX(s->src_w, s->src_h));
+  }
+  s->src_w = s->src_h = 0;
 }
 
 int stoke__produce(stoke_source *src, stoke_sample *s,
@@ -54,7 +60,7 @@ int stoke__produce(stoke_source *src, stoke_sample *s,
   if (!timed) {
     /* The caller times the whole chunk (cheap samples); see fill_chunk. */
     int rc = fill(src, s);
-    if (rc == 0) count_image(s, ps);
+    count_image(s, ps, rc);
     return rc != 0 ? STOKE_ESAMPLE : 0;
   }
   memset(s->stage_ns, 0, sizeof s->stage_ns);
@@ -73,6 +79,6 @@ int stoke__produce(stoke_source *src, stoke_sample *s,
         stoke__stage_is_work(st))
       stoke__hist_add(&ps->stage[st], (uint64_t)s->stage_ns[st]);
   stoke__counter_add(&ps->samples, 1);
-  if (rc == 0) count_image(s, ps);
+  count_image(s, ps, rc);
   return rc != 0 ? STOKE_ESAMPLE : 0;
 }

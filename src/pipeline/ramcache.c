@@ -44,11 +44,10 @@ static size_t cached_samples(const stoke_config *c, const stoke_source *src) {
   return n < src->n_samples ? (size_t)n : src->n_samples;
 }
 
-uint64_t stoke__ramcache_bytes(const stoke_config *c,
-                               const stoke_source *src) {
-  size_t n = cached_samples(c, src);
+uint64_t stoke__ramcache_ledger(const stoke__ledger_in *in) {
+  size_t n = cached_samples(in->c, in->src);
   if (!n) return 0;
-  return (uint64_t)n * per_sample(src) + n + sizeof(stoke__ramcache);
+  return (uint64_t)n * per_sample(in->src) + n + sizeof(stoke__ramcache);
 }
 
 static void destroy(stoke_loader *l, void *state) {

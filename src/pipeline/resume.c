@@ -48,7 +48,7 @@ static void epoch_start(stoke_loader *l, void *state) {
     l->next_batch = l->next_deliver = l->n_delivered = r->batch;
     r->batch = 0;
   }
-  l->echo_first = r->view; /* the first group's first step */
+  stoke__echo_start_at_locked(l, r->view); /* the first group's first step */
   r->view = 0;
 }
 

@@ -22,7 +22,7 @@
 #include <sys/stat.h>
 
 #include "decode/decode.h"
-#include "device/device.h"
+#include "transform/u8_form.h"
 #include "os/syscalls.h"
 #include "storage/blob.h"
 #include "storage/cache.h"

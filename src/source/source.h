@@ -36,7 +36,8 @@ struct stoke_sample {
   unsigned copies;
   size_t copy_step[STOKE__MAX_FIELDS];
   /* Set by image fills: the stored image's size from its header (0 when
-  ** unknown), summed into the producer's statistics. */
+  ** unknown), summed into the producer's statistics; the loader zeroes
+  ** them again after each fill (src/pipeline/produce.c). */
   uint32_t src_w, src_h;
   struct stoke__cache *cache; /* the loader's packed cache, or NULL */
 };

@@ -132,6 +132,18 @@ static int synth_fill_copies(stoke_source *src, stoke_sample *s) {
 }
 
 static int synth_fill(stoke_source *src, stoke_sample *s) {
+  const synth_impl *impl = src->impl;
+  if (impl->cfg.kind == STOKE_SYNTH_TENSOR) {
+    /* In-memory tensors, the loader's own cost measured alone: one copy
+    ** of the stored sample and its label, no cost to draw, nothing else
+    ** per sample (synth_fill_copies writes the same bytes). */
+    const stoke_synthetic_config *c = &impl->cfg;
+    int64_t label = (int64_t)(s->index % (c->n_classes ? c->n_classes : 1));
+    memcpy(s->dst[0], impl->features + s->index * impl->x_elems,
+           impl->x_elems * sizeof(float));
+    memcpy(s->dst[1], &label, sizeof label);
+    return 0;
+  }
   unsigned copies = s->copies;
   s->copies = 1;
   int rc = synth_fill_copies(src, s);

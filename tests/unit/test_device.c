@@ -33,6 +33,7 @@
 
 #include "test_util.h"
 #include "shim_util.h"
+#include "pipeline/pipeline.h"
 
 /* ---- helpers ------------------------------------------------------------- */
 
@@ -1140,6 +1141,61 @@ static void test_bad_samples_on_device(void **state) {
   tu_cb_free(cb);
 }
 
+/* The outlet behind next() (src/pipeline/outlet.h): the device outlet
+** with device slots of its own for CUDA, the same table over the host
+** slots for pinned memory, the host outlet without a device, and echo
+** wrapped around whichever serves.  Each runs two epochs, every step
+** released, and leaves nothing behind on the shim. */
+static void test_outlet_tables(void **state) {
+  (void)state;
+  shim_open();
+  tu_cb *cb = tu_cb_new(40);
+  stoke_source *src = tu_cb_source(cb);
+  static const struct {
+    const char *device;
+    int pin;
+    unsigned echo;
+    const char *outlet;
+    bool own_slots; /* next() hands out slots other than the host ones */
+  } cases[] = {
+      {"cuda", 0, 1, "device", true}, {"cuda", 0, 2, "echo", true},
+      {NULL, 1, 1, "device", false},  {NULL, 1, 3, "echo", false},
+      {NULL, 0, 1, "host", false},    {NULL, 0, 2, "echo", false},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    stoke_config c = device_config(src, 1, 2, 2);
+    c.device = cases[i].device;
+    c.pin_memory = cases[i].pin;
+    c.echo = cases[i].echo;
+    stoke_loader *l = NULL;
+    TU_OK(stoke_loader_create(&c, &l));
+    TU_CHECK(strcmp(l->outlet.ops->name, cases[i].outlet) == 0,
+             "case %zu: outlet %s, expected %s", i, l->outlet.ops->name,
+             cases[i].outlet);
+    TU_CHECK((l->out_slots != l->slots) == cases[i].own_slots,
+             "case %zu: next() hands out the wrong slots", i);
+    size_t want = cases[i].own_slots ? 2 + c.consumer_slots : l->n_slots;
+    TU_CHECK(l->n_out_slots == want, "case %zu: %zu out slots, expected %zu",
+             i, l->n_out_slots, want);
+    size_t steps = 0;
+    for (int e = 0; e < 2; e++) {
+      stoke_batch *b;
+      int rc;
+      while ((rc = stoke_loader_next(l, &b)) == STOKE_OK) {
+        steps++;
+        stoke_batch_release(b);
+      }
+      TU_RC_L(l, rc, STOKE_END);
+    }
+    TU_CHECK(steps == 2 * 6 * cases[i].echo, "case %zu: %zu steps", i, steps);
+    TU_CHECK(l->n_lent == 0, "case %zu: %zu still lent", i, l->n_lent);
+    stoke_loader_destroy(l);
+    shim_check_clean(0, 0);
+  }
+  stoke_source_destroy(src);
+  tu_cb_free(cb);
+}
+
 int main(void) {
   tu_watchdog(TU_WATCHDOG_S);
   const struct CMUnitTest tests[] = {
@@ -1163,6 +1219,7 @@ int main(void) {
       cmocka_unit_test(test_bad_samples_on_device),
       cmocka_unit_test(test_echo_on_device),
       cmocka_unit_test(test_echo_view_failure_frees_the_slot),
+      cmocka_unit_test(test_outlet_tables),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
