@@ -577,6 +577,16 @@ typedef struct stoke_config {
                               batch is handed out first (content unchanged) */
   unsigned warmup_epochs;  /* epochs left out of the statistics; default 0 */
   size_t warmup_steps;     /* steps left out after those; default 0 */
+  /* The warm-up's early end (since 0.5): the warm-up epochs end in the
+  ** middle of one, at the first step after warmup_end_steps steps when
+  ** warmup_end_ns have also passed since the first step ended (whichever
+  ** comes first: the warm-up epochs or these), so that a long epoch is
+  ** measured after minutes, not hours.  The epoch it ends in is recorded
+  ** with warmup = 2 (see stoke_epoch_stats).  Both 0 (default): the
+  ** warm-up epochs are whole.  STOKE_WARMUP_END_STEPS and _NS are the
+  ** rule the Python module and stoke_twoclock use by default. */
+  size_t warmup_end_steps;
+  int64_t warmup_end_ns;
   int64_t sample_timeout_ms; /* a sample running longer makes next() fail
                                 with STOKE_ETIMEDOUT naming it; 0 = never
                                 (default) */
@@ -1238,10 +1248,18 @@ STOKE_API size_t stoke_loader_wait_histogram(const stoke_loader *l,
                                              stoke_hist_bucket *out,
                                              size_t cap);
 
+/* The default early end of a warm-up (stoke_config.warmup_end_steps and
+** _ns): 10 steps and 5 seconds.  Since 0.5. */
+#define STOKE_WARMUP_END_STEPS 10
+#define STOKE_WARMUP_END_NS 5000000000LL
+
 /* One record per finished epoch, warm-up ones included. */
 typedef struct stoke_epoch_stats {
   uint64_t epoch;    /* the epoch's number */
-  int warmup;        /* 1 if left out of stoke_loader_stats */
+  int warmup;        /* 1 if left out of stoke_loader_stats; 2 (since
+                        0.5) if the warm-up ended during it: its first
+                        steps are left out, the rest measured, and its
+                        wall is not one of the measured epochs' */
   int64_t wall_ns;   /* first next() of the epoch to the one returning END */
   int64_t wait_ns, compute_ns;
   uint64_t batches, samples;
@@ -1438,6 +1456,11 @@ typedef struct stoke_twoclock_config {
   size_t trace_events;   /* 0 (default): no trace; else the latest spans
                             kept for stoke_twoclock_write_trace */
   const stoke_allocator *alloc; /* NULL = malloc/free; must outlive it */
+  /* The warm-up's early end, as stoke_config's (since 0.5); defaults
+  ** STOKE_WARMUP_END_STEPS and STOKE_WARMUP_END_NS: the first epoch or
+  ** 10 steps and 5 s, whichever comes first.  Both 0: whole epochs. */
+  size_t warmup_end_steps;
+  int64_t warmup_end_ns;
 } stoke_twoclock_config;
 
 STOKE_API void stoke_twoclock_config_init(stoke_twoclock_config *cfg);

@@ -253,6 +253,8 @@ int sk_config_from_dict(PyObject *d, stoke_config *c) {
       sk_dict_int(d, "in_order", &c->in_order) ||
       sk_dict_uint(d, "warmup_epochs", &c->warmup_epochs) ||
       sk_dict_size(d, "warmup_steps", &c->warmup_steps) ||
+      sk_dict_size(d, "warmup_end_steps", &c->warmup_end_steps) ||
+      sk_dict_i64(d, "warmup_end_ns", &c->warmup_end_ns) ||
       sk_dict_i64(d, "sample_timeout_ms", &c->sample_timeout_ms) ||
       sk_dict_u64(d, "mem_budget_bytes", &c->mem_budget_bytes) ||
       sk_dict_int(d, "prefetch_next_epoch", &c->prefetch_next_epoch) ||

@@ -16,17 +16,24 @@ static int twoclock_init(sk_TwoClock *self, PyObject *args, PyObject *kw) {
   static char *kwlist[] = {"iterable",    "sync",          "warmup",
                            "warmup_steps", "ready_wait",    "num_workers",
                            "prefetch",    "round_steps",   "trace",
-                           "info",        "count_samples", NULL};
+                           "info",        "count_samples", "warmup_end_steps",
+                           "warmup_end",  NULL};
   PyObject *iterable, *sync = Py_None, *info = Py_None;
   unsigned warmup = 1, workers = STOKE_WORKERS_AUTO, prefetch = 0, round = 0;
   Py_ssize_t warmup_steps = 0, trace = 0;
-  double ready_wait = 2e-3;
+  Py_ssize_t end_steps = STOKE_WARMUP_END_STEPS;
+  double ready_wait = 2e-3, end_s = (double)STOKE_WARMUP_END_NS / 1e9;
   int count = 1;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "O|$OIndIIInOp", kwlist,
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "O|$OIndIIInOpnd", kwlist,
                                    &iterable, &sync, &warmup, &warmup_steps,
                                    &ready_wait, &workers, &prefetch, &round,
-                                   &trace, &info, &count))
+                                   &trace, &info, &count, &end_steps, &end_s))
     return -1;
+  if (end_steps < 0 || !(end_s >= 0)) {
+    PyErr_SetString(PyExc_ValueError,
+                    "warmup_end_steps and warmup_end must be >= 0");
+    return -1;
+  }
   if (sync != Py_None && !PyCallable_Check(sync)) {
     PyErr_SetString(PyExc_TypeError, "sync must be callable or None");
     return -1;
@@ -44,6 +51,8 @@ static int twoclock_init(sk_TwoClock *self, PyObject *args, PyObject *kw) {
   stoke_twoclock_config_init(&cfg);
   cfg.warmup_epochs = warmup;
   cfg.warmup_steps = (size_t)warmup_steps;
+  cfg.warmup_end_steps = (size_t)end_steps;
+  cfg.warmup_end_ns = (int64_t)(end_s * 1e9);
   cfg.ready_wait_ns = (int64_t)(ready_wait * 1e9);
   cfg.n_workers = workers;
   cfg.prefetch = prefetch;

@@ -22,7 +22,7 @@ OUT_DIR = "stoke-doctor"
 
 
 class Doctor:
-    def __init__(self, out_dir=OUT_DIR, warmup=1, stream=None):
+    def __init__(self, out_dir=OUT_DIR, warmup=None, stream=None):
         self.out_dir = out_dir
         self.warmup = warmup
         self.stream = stream or sys.stderr

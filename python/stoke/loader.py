@@ -315,6 +315,20 @@ def bad_sample_config(on_error="fail", max_failures=None,
     return d
 
 
+def warmup_config(warmup=None, warmup_steps=None):
+    """The warm-up's fields of stoke_config.  Neither given: the first
+    epoch, or 10 steps and 5 s if those come first (the early end,
+    STOKE_WARMUP_END_STEPS and _NS), so a long epoch is measured after its
+    first seconds.  Either given: exactly that many epochs, then steps."""
+    auto = warmup is None and warmup_steps is None
+    return {
+        "warmup_epochs": 1 if warmup is None else int(warmup),
+        "warmup_steps": 0 if warmup_steps is None else int(warmup_steps),
+        "warmup_end_steps": _stoke.WARMUP_END_STEPS if auto else 0,
+        "warmup_end_ns": _stoke.WARMUP_END_NS if auto else 0,
+    }
+
+
 # stoke_worker_policy (include/stoke.h)
 _WORKER_POLICIES = {"batch": 0, "normal": 1}
 
@@ -322,8 +336,8 @@ _WORKER_POLICIES = {"batch": 0, "normal": 1}
 def loader_config(batch_size, *, shuffle=False, seed=0, num_workers=0,
                   prefetch=2, drop_last=False, rank=None, world_size=None,
                   mem_budget=None, timeout=None, out_of_order=False,
-                  epoch_prefetch=True, warmup=1, warmup_steps=0, trace=False,
-                  max_chunk=0, shard_drop_last=False, block_window=None,
+                  epoch_prefetch=True, warmup=None, warmup_steps=None,
+                  trace=False, max_chunk=0, shard_drop_last=False, block_window=None,
                   echo=1, echo_mode="batch", cache=None, cache_max=None,
                   ram_cache=None, cpu_budget=None, worker_policy="batch"):
     """The C loader's configuration (stoke_config's names) from Python's.
@@ -371,8 +385,7 @@ def loader_config(batch_size, *, shuffle=False, seed=0, num_workers=0,
         "rank": int(rank), "world": int(world),
         "shard_drop_last": int(bool(shard_drop_last)),
         "in_order": int(not out_of_order),
-        "warmup_epochs": int(warmup),
-        "warmup_steps": int(warmup_steps),
+        **warmup_config(warmup, warmup_steps),
         "sample_timeout_ms": (0 if not timeout else
                               max(1, parse_duration_ns(timeout, "timeout")
                                   // 1_000_000)),
@@ -411,7 +424,8 @@ class Loader(_stoke.Loader):
     torch.distributed's when it is initialised, else to the ``RANK`` and
     ``WORLD_SIZE`` that torchrun sets.  The other options are the CLI's:
     ``out_of_order``, ``epoch_prefetch``, ``warmup`` (epochs left out of the
-    statistics), ``warmup_steps``, ``trace`` (keep spans for
+    statistics; not given: the first epoch, or its first 10 steps and 5 s
+    if those come first), ``warmup_steps``, ``trace`` (keep spans for
     :meth:`save_trace`), ``max_chunk``, ``shard_drop_last``, and for images
     ``image_kind``, ``max_pixels``, ``max_bytes``, ``verify_checksums``.
 
@@ -477,7 +491,7 @@ class Loader(_stoke.Loader):
                  num_workers=0, prefetch=2, drop_last=False, transform=None,
                  rank=None, world_size=None, mem_budget=None, timeout=None,
                  output=None, out_of_order=False, epoch_prefetch=True,
-                 warmup=1, warmup_steps=0, trace=False, max_chunk=0,
+                 warmup=None, warmup_steps=None, trace=False, max_chunk=0,
                  shard_drop_last=False, image_kind=None, max_pixels=None,
                  max_bytes=None, verify_checksums=False, device=None,
                  device_prefetch=1, pin_memory=None, device_normalize=True,

@@ -65,10 +65,14 @@ class TwoClock(_stoke.TwoClock):
             cls = EventTwoClock
         return super().__new__(cls)
 
-    """``TwoClock(iterable, *, sync=None, warmup=1, name=None)``
+    """``TwoClock(iterable, *, sync=None, warmup=None, name=None)``
 
     Iterating it iterates ``iterable``; each ``iter()`` is an epoch and the
-    first ``warmup`` epochs are left out of the statistics.  ``sync`` (a
+    first ``warmup`` epochs (then ``warmup_steps`` steps) are left out of
+    the statistics.  Given neither, the warm-up is the first epoch or its
+    first 10 steps and 5 seconds, whichever ends first, so that a long
+    epoch is judged after seconds; the steady state then counts the steps
+    of partial epochs.  ``sync`` (a
     callable such as ``torch.cuda.synchronize``) is called before each
     compute clock is read, so asynchronous GPU work is counted where it
     ran; ``sync="cuda"`` reads the clocks off the current CUDA stream with
@@ -78,8 +82,8 @@ class TwoClock(_stoke.TwoClock):
     judged over rounds of W steps.  ``trace=N`` keeps N spans for
     :meth:`save_trace`."""
 
-    def __init__(self, iterable, *, sync=None, warmup=1, name=None,
-                 warmup_steps=0, ready_wait=2e-3, trace=0, describe=None):
+    def __init__(self, iterable, *, sync=None, warmup=None, name=None,
+                 warmup_steps=None, ready_wait=2e-3, trace=0, describe=None):
         # describe: the loader to describe when iterable only stands for it
         # (the doctor wraps DataLoaders without keeping them alive).
         target = iterable if describe is None else describe
@@ -92,9 +96,13 @@ class TwoClock(_stoke.TwoClock):
             # its workers makes whole batches in turn: judge rounds of W.
             prefetch = workers * (info.get("prefetch_factor") or 2)
             rounds = workers if _is_torch_loader(target) else 0
+        from .loader import warmup_config
+        w = warmup_config(warmup, warmup_steps)
         super().__init__(
-            iterable, sync=_resolve_sync(sync), warmup=int(warmup),
-            warmup_steps=int(warmup_steps), ready_wait=float(ready_wait),
+            iterable, sync=_resolve_sync(sync), warmup=w["warmup_epochs"],
+            warmup_steps=w["warmup_steps"],
+            warmup_end_steps=w["warmup_end_steps"],
+            warmup_end=w["warmup_end_ns"] / 1e9, ready_wait=float(ready_wait),
             num_workers=workers if known else _PY_WORKERS_UNKNOWN,
             prefetch=prefetch, round_steps=rounds, trace=int(trace),
             info=info)

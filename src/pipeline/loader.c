@@ -121,6 +121,9 @@ int stoke__config_validate(const stoke_config *c) {
     return stoke__set_tls_error(STOKE_EINVAL,
                                 "config: rank %u is not below world %u",
                                 c->rank, c->world);
+  if (c->warmup_end_ns < 0)
+    return stoke__set_tls_error(STOKE_EINVAL,
+                                "config: warmup_end_ns is negative");
   if (c->sample_timeout_ms < 0)
     return stoke__set_tls_error(STOKE_EINVAL,
                                 "config: sample_timeout_ms is negative");
@@ -423,6 +426,8 @@ int stoke__loader_create(const stoke_config *cfg, const stoke__sys *sys,
   if (stoke__cclock_init(&l->cclock, l->alloc, l->cfg.warmup_epochs,
                          l->cfg.warmup_steps) != 0)
     mem = STOKE_ENOMEM;
+  stoke__cclock_warmup_end(&l->cclock, l->cfg.warmup_end_steps,
+                           l->cfg.warmup_end_ns);
   l->cclock.events = l->clock == STOKE_CLOCK_EVENTS;
   l->baseline = stoke__calloc(l->alloc, 1, sizeof *l->baseline);
   if (!l->baseline) mem = STOKE_ENOMEM;

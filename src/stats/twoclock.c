@@ -52,6 +52,8 @@ void stoke_twoclock_config_init(stoke_twoclock_config *cfg) {
   cfg->warmup_epochs = 1;
   cfg->ready_wait_ns = 2000000;
   cfg->n_workers = STOKE_WORKERS_AUTO;
+  cfg->warmup_end_steps = STOKE_WARMUP_END_STEPS;
+  cfg->warmup_end_ns = STOKE_WARMUP_END_NS;
 }
 
 int stoke_twoclock_create(const stoke_twoclock_config *cfg,
@@ -73,6 +75,9 @@ int stoke_twoclock_create(const stoke_twoclock_config *cfg,
   if (cfg->ready_wait_ns < 0)
     return stoke__set_tls_error(STOKE_EINVAL,
                                 "twoclock: ready_wait_ns is negative");
+  if (cfg->warmup_end_ns < 0)
+    return stoke__set_tls_error(STOKE_EINVAL,
+                                "twoclock: warmup_end_ns is negative");
   stoke_twoclock *c = stoke__calloc(cfg->alloc, 1, sizeof *c);
   if (!c) return stoke__set_tls_error(STOKE_ENOMEM, "twoclock: out of memory");
   c->cfg = *cfg;
@@ -81,6 +86,9 @@ int stoke_twoclock_create(const stoke_twoclock_config *cfg,
   int rc = stoke__cclock_init(&c->clock, c->alloc, cfg->warmup_epochs,
                               cfg->warmup_steps);
   bool have_clock = rc == 0;
+  if (have_clock)
+    stoke__cclock_warmup_end(&c->clock, cfg->warmup_end_steps,
+                             cfg->warmup_end_ns);
   if (rc == 0 && pthread_mutex_init(&c->mu, NULL) != 0) rc = STOKE_ENOMEM;
   bool have_mu = rc == 0;
   if (rc == 0 && cfg->trace_events > 0) {
