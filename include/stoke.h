@@ -1488,6 +1488,10 @@ STOKE_API int stoke_twoclock_record(stoke_twoclock *c, int64_t wait_ns,
 STOKE_API int stoke_twoclock_end_epoch(stoke_twoclock *c);
 /* Measured steps (warm-up excluded); producer fields are 0. */
 STOKE_API int stoke_twoclock_stats(const stoke_twoclock *c, stoke_stats *out);
+/* The measured steps so far (stats' steps, without building the rest): a
+** counter read, cheap enough for every step.  0 for NULL.  Any thread.
+** Since 0.5. */
+STOKE_API uint64_t stoke_twoclock_measured_steps(const stoke_twoclock *c);
 /* As stoke_loader_wait_histogram. */
 STOKE_API size_t stoke_twoclock_wait_histogram(const stoke_twoclock *c,
                                                stoke_hist_bucket *out,

@@ -185,6 +185,22 @@ static PyObject *twoclock_batch_len(PyObject *mod, PyObject *item) {
   return PyLong_FromSize_t(batch_len(item));
 }
 
+/* The measured steps so far, for a watcher that stops at N of them (the
+** doctor's --steps): a counter read, not a snapshot. */
+static PyObject *twoclock_measured_steps(sk_TwoClock *self, PyObject *noargs) {
+  if (!ready(self)) return NULL;
+  return PyLong_FromUnsignedLongLong(stoke_twoclock_measured_steps(self->c));
+}
+
+/* The loop asked for a step it will not get (the doctor ends the script
+** there): the last step's compute ends now, as at any next(), and no wait
+** is counted. */
+static PyObject *twoclock_close_step(sk_TwoClock *self, PyObject *noargs) {
+  if (!ready(self)) return NULL;
+  stoke_twoclock_enter(self->c);
+  Py_RETURN_NONE;
+}
+
 static PyObject *twoclock_summary(sk_TwoClock *self, PyObject *noargs) {
   return ready(self) ? sk_twoclock_json(self, SK_JSON_SUMMARY) : NULL;
 }
@@ -234,6 +250,9 @@ static PyMethodDef twoclock_methods[] = {
     {"_batch_len", (PyCFunction)twoclock_batch_len, METH_O | METH_STATIC,
      NULL},
     {"_summary", (PyCFunction)twoclock_summary, METH_NOARGS, NULL},
+    {"_measured_steps", (PyCFunction)twoclock_measured_steps, METH_NOARGS,
+     NULL},
+    {"_close_step", (PyCFunction)twoclock_close_step, METH_NOARGS, NULL},
     {"_document", (PyCFunction)twoclock_document, METH_NOARGS, NULL},
     {"_diagnosis", (PyCFunction)twoclock_diagnosis, METH_NOARGS, NULL},
     {"_report", (PyCFunction)twoclock_report, METH_NOARGS, NULL},

@@ -221,6 +221,10 @@ int stoke_twoclock_stats(const stoke_twoclock *c, stoke_stats *out) {
   return 0;
 }
 
+uint64_t stoke_twoclock_measured_steps(const stoke_twoclock *c) {
+  return c ? stoke__counter_get(&c->clock.cs->steps) : 0;
+}
+
 size_t stoke_twoclock_wait_histogram(const stoke_twoclock *c,
                                      stoke_hist_bucket *out, size_t cap) {
   return c ? stoke__hist_buckets(&c->clock.cs->wait, out, cap) : 0;

@@ -401,6 +401,8 @@ static stoke_twoclock *make_early(unsigned warmup, size_t end_steps,
 static uint64_t measured_steps(const stoke_twoclock *c) {
   stoke_stats st = {.struct_size = sizeof st};
   TU_OK(stoke_twoclock_stats(c, &st));
+  /* The cheap counter read agrees with the snapshot. */
+  assert_int_equal(stoke_twoclock_measured_steps(c), st.steps);
   return st.steps;
 }
 
@@ -420,6 +422,7 @@ static void test_warmup_end_defaults(void **state) {
   assert_int_equal(cfg.warmup_end_ns, STOKE_WARMUP_END_NS);
   assert_int_equal(STOKE_WARMUP_END_STEPS, 10);
   assert_int_equal(STOKE_WARMUP_END_NS, 5000000000LL);
+  assert_int_equal(stoke_twoclock_measured_steps(NULL), 0);
   cfg.warmup_end_ns = -1;
   stoke_twoclock *c = NULL;
   TU_RC(stoke_twoclock_create(&cfg, &c), STOKE_EINVAL);
