@@ -91,6 +91,7 @@ class Doctor:
         self._ticker = None
         self._tick_stop = threading.Event()
         self._t0 = time.monotonic()
+        self._ended = False         # the doctor ended the script
 
     def install(self):
         import torch.utils.data as tud
@@ -146,6 +147,7 @@ class Doctor:
                 print(f"stoke doctor: {clock.name}: {n} steps measured after "
                       f"the warm-up; ending the script (exit 0)",
                       file=self.stream)
+                self._ended = True
                 raise _Enough()
             try:
                 item = next(it)
@@ -180,10 +182,13 @@ class Doctor:
         asked = self._asked.get(clock, 0)
         if self._stop_at is None:
             store = dist.distributed_c10d._get_default_store()
+            # Counters, since add() is what every store kind has: adding 0
+            # reads one (0: not set yet).
             if mine and store.add(_STOP_KEY + "-first", 1) == 1:
-                store.set(_STOP_KEY, str(asked + 2))
-            if store.check([_STOP_KEY]):
-                self._stop_at = int(store.get(_STOP_KEY))
+                store.add(_STOP_KEY, asked + 2)
+            stop_at = store.add(_STOP_KEY, 0)
+            if stop_at:
+                self._stop_at = stop_at
         return self._stop_at is not None and asked >= self._stop_at
 
     # ---- --every --------------------------------------------------------
@@ -257,6 +262,17 @@ class Doctor:
         if ranks is not None:
             rank = _dist().get_rank()
             out_dir = os.path.join(self.out_dir, f"rank-{rank}")
+        try:
+            self._report(out, ranks, rank, out_dir)
+        finally:
+            # The script would have closed its process group had the doctor
+            # not ended it first; left open, gloo aborts the interpreter's
+            # exit.
+            dist = _dist()
+            if self._ended and dist is not None:
+                dist.destroy_process_group()
+
+    def _report(self, out, ranks, rank, out_dir):
         if not self.clocks:
             print("stoke doctor: no torch.utils.data.DataLoader was iterated",
                   file=out)
