@@ -756,6 +756,18 @@ typedef struct stoke_config {
   ** same at every W).  NORMAL: the OS default (SCHED_OTHER), for
   ** comparison. */
   int worker_policy;
+  /* Metrics for the tools people already run (since 0.5; docs/metrics.md).
+  ** metrics_path: Prometheus' text exposition, for node_exporter's textfile
+  ** collector, rewritten atomically (a temporary beside it, renamed) every
+  ** metrics_every_ns (0: 10 s) and at the end; log_jsonl_path: JSON lines
+  ** appended, one per epoch and one every log_every_steps steps (0: 100).
+  ** NULL (default): none.  Both are labelled with metrics_loader (NULL:
+  ** "loader") and the rank.  Copied at create. */
+  const char *metrics_path;
+  int64_t metrics_every_ns;
+  const char *log_jsonl_path;
+  size_t log_every_steps;
+  const char *metrics_loader;
 } stoke_config;
 
 /* How the OS schedules the workers (stoke_config.worker_policy). */
@@ -1186,6 +1198,10 @@ typedef struct stoke_stats {
   uint64_t cache_written;
   uint64_t cache_bytes;     /* on disk */
   size_t cache_samples;     /* samples the cache holds */
+  /* Whole steps, wait + compute each (since 0.5; the host clock's steps,
+  ** not the EVENTS clock's): their percentiles, which the parts' do not
+  ** give. */
+  stoke_dist step;
 } stoke_stats;
 
 /* Snapshot of the statistics since warm-up ended.  Any thread. */
@@ -1461,6 +1477,14 @@ typedef struct stoke_twoclock_config {
   ** 10 steps and 5 s, whichever comes first.  Both 0: whole epochs. */
   size_t warmup_end_steps;
   int64_t warmup_end_ns;
+  /* As stoke_config's metrics (since 0.5), written by stoke_twoclock_leave
+  ** and _end_epoch (the driving thread) and at destroy; rank labels them. */
+  const char *metrics_path;
+  int64_t metrics_every_ns;
+  const char *log_jsonl_path;
+  size_t log_every_steps;
+  const char *metrics_loader;
+  unsigned rank;
 } stoke_twoclock_config;
 
 STOKE_API void stoke_twoclock_config_init(stoke_twoclock_config *cfg);

@@ -53,6 +53,8 @@ int report_result_collect(stoke_loader *l, report_result *res) {
   res->eff.device = NULL;
   res->eff.cuda_library = NULL;
   res->eff.cache_dir = NULL; /* the spec keeps the caller's */
+  res->eff.metrics_path = res->eff.log_jsonl_path = NULL;
+  res->eff.metrics_loader = NULL;
   res->device.struct_size = sizeof(res->device);
   stoke_loader_device(l, &res->device);
   res->n_batches = stoke_loader_n_batches(l);

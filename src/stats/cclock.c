@@ -56,9 +56,12 @@ int64_t stoke__cclock_compute_end(stoke__cclock *c, int64_t now) {
   c->epoch_compute_ns += dt;
   stoke__trace_push(c->trace, STOKE__EV_COMPUTE, c->leave_ns, dt,
                     c->last_number, 0);
-  if (c->last_measured)
+  if (c->last_measured) {
     stoke__hist_add(c->events ? &c->cs->host_compute : &c->cs->compute,
                     (uint64_t)dt);
+    if (!c->events)
+      stoke__hist_add(&c->cs->step, (uint64_t)(c->last_wait_ns + dt));
+  }
   c->leave_ns = 0;
   return dt;
 }
@@ -106,6 +109,7 @@ void stoke__cclock_step(stoke__cclock *c, int64_t enter, int64_t leave,
   }
   c->last_number = number;
   c->last_measured = measured;
+  c->last_wait_ns = wait;
   c->leave_ns = leave;
 }
 
@@ -122,6 +126,7 @@ void stoke__cclock_record(stoke__cclock *c, int64_t wait_ns,
                     (uint64_t)wait_ns);
     stoke__hist_add(c->events ? &cs->host_compute : &cs->compute,
                     (uint64_t)compute_ns);
+    stoke__hist_add(&cs->step, (uint64_t)(wait_ns + compute_ns));
     stoke__counter_add(&cs->steps, 1);
     stoke__counter_add(&cs->samples, n_samples);
   }

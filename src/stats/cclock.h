@@ -42,6 +42,7 @@ typedef struct stoke__cclock {
   /* The step in progress. */
   int64_t leave_ns;           /* 0: no compute clock running */
   bool last_measured;
+  int64_t last_wait_ns;       /* its wait, for the whole step's time */
   uint64_t last_number;       /* its number, for the compute span */
   /* A step a timed next() gave up on (0: none). */
   int64_t pending_enter_ns;

@@ -26,6 +26,7 @@ void stoke__stats_snap_consumer(const stoke__consumer_stats *c,
                                 stoke__stats_snap *acc) {
   stoke__hist_read(&c->wait, &acc->wait);
   stoke__hist_read(&c->compute, &acc->compute);
+  stoke__hist_read(&c->step, &acc->step);
   for (int i = 0; i < STOKE__DEPTH_BINS; i++)
     acc->depth[i] += stoke__counter_get(&c->depth[i]);
   acc->steps += stoke__counter_get(&c->steps);
@@ -45,6 +46,7 @@ void stoke__stats_snap_sub(stoke__stats_snap *a, const stoke__stats_snap *b) {
     stoke__hist_sub(&a->stage[s], &b->stage[s]);
   stoke__hist_sub(&a->wait, &b->wait);
   stoke__hist_sub(&a->compute, &b->compute);
+  stoke__hist_sub(&a->step, &b->step);
   for (int i = 0; i < STOKE__DEPTH_BINS; i++) a->depth[i] -= b->depth[i];
   a->busy_ns -= b->busy_ns;
   a->cpu_ns -= b->cpu_ns;
@@ -78,6 +80,7 @@ void stoke__stats_publish(const stoke__stats_snap *s, stoke_stats *out) {
   out->bytes = s->bytes;
   stoke__hist_dist(&s->wait, &out->wait);
   stoke__hist_dist(&s->compute, &out->compute);
+  stoke__hist_dist(&s->step, &out->step);
   double w = (double)s->wait.sum, c = (double)s->compute.sum;
   out->wait_ratio = w + c > 0 ? w / (w + c) : 0.0;
   uint64_t calls = 0, weighted = 0;

@@ -72,6 +72,7 @@ typedef struct stoke__producer_stats {
 #define STOKE__DEPTH_BINS 16
 typedef struct stoke__consumer_stats {
   stoke__hist wait, compute;
+  stoke__hist step;            /* wait + compute of each whole step */
   atomic_uint_least64_t depth[STOKE__DEPTH_BINS];
   atomic_uint_least64_t steps, samples, bytes;
   /* The device stage (src/pipeline/outlet_device_stream.c): with the EVENTS clock, wait
@@ -91,7 +92,7 @@ typedef struct stoke__consumer_stats {
 /* Everything summed, for snapshots and the warm-up baseline. */
 typedef struct stoke__stats_snap {
   stoke__hist_snap stage[STOKE_STAGE_COUNT];
-  stoke__hist_snap wait, compute;
+  stoke__hist_snap wait, compute, step;
   uint64_t depth[STOKE__DEPTH_BINS];
   uint64_t busy_ns, cpu_ns, chunks, produced;
   uint64_t steps, samples, bytes;

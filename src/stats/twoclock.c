@@ -22,6 +22,7 @@
 ** waits 160 ms, 1 step in 4). */
 #include "os/os.h"
 #include "stats/cclock.h"
+#include "stats/export.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -44,6 +45,7 @@ struct stoke_twoclock {
   pthread_mutex_t mu;           /* leaf: epochs */
   stoke__epoch_log epochs;
   stoke__trace *trace;          /* NULL when cfg.trace_events is 0 */
+  stoke__exporter ex;           /* metrics and JSON lines (driving thread) */
 };
 
 void stoke_twoclock_config_init(stoke_twoclock_config *cfg) {
@@ -107,12 +109,50 @@ int stoke_twoclock_create(const stoke_twoclock_config *cfg,
     return stoke__set_tls_error(rc, "twoclock: out of memory");
   }
   c->clock.trace = c->trace;
+  stoke_stats zero;
+  memset(&zero, 0, sizeof zero);
+  zero.struct_size = sizeof zero;
+  zero.n_workers = cfg->n_workers;
+  char err[512];
+  rc = stoke__exporter_init(&c->ex, c->alloc, cfg->metrics_path,
+                            cfg->metrics_every_ns, cfg->log_jsonl_path,
+                            cfg->log_every_steps, cfg->metrics_loader,
+                            cfg->rank, &zero, err, sizeof err);
+  if (rc != 0) {
+    stoke__exporter_free(&c->ex, c->alloc); /* no last metrics: none began */
+    stoke_twoclock_destroy(c);
+    return stoke__set_tls_error(rc, "twoclock: %s", err);
+  }
   *out = c;
   return 0;
 }
 
+/* The steady state so far, for the writers (zeros when out of memory). */
+static void export_snapshot(const stoke_twoclock *c, stoke_stats *st) {
+  memset(st, 0, sizeof *st);
+  st->struct_size = sizeof *st;
+  (void)stoke_twoclock_stats(c, st);
+}
+
+/* A step was handed out: a JSON line or the metrics may be due. */
+static void export_step(stoke_twoclock *c) {
+  if (!stoke__exporter_on(&c->ex)) return;
+  unsigned due = stoke__exporter_step(&c->ex);
+  if (!due) return;
+  stoke_stats st;
+  export_snapshot(c, &st);
+  stoke__exporter_emit(&c->ex, due, &st, c->epoch_number);
+}
+
 void stoke_twoclock_destroy(stoke_twoclock *c) {
   if (!c) return;
+  if (c->ex.metrics_path) { /* the last metrics, at the end */
+    stoke_stats st;
+    export_snapshot(c, &st);
+    stoke__exporter_emit(&c->ex, STOKE__EXPORT_METRICS, &st,
+                         c->epoch_number);
+  }
+  stoke__exporter_free(&c->ex, c->alloc);
   if (c->trace) {
     stoke__trace_free(c->trace, c->alloc);
     stoke__free(c->alloc, c->trace);
@@ -170,6 +210,7 @@ int64_t stoke_twoclock_leave(stoke_twoclock *c, size_t n_samples) {
   stoke__cclock_step(&c->clock, enter, now, c->step_number, n_samples,
                      measured);
   c->step_number++;
+  export_step(c);
   return now;
 }
 
@@ -181,6 +222,7 @@ int stoke_twoclock_record(stoke_twoclock *c, int64_t wait_ns,
   if (measured) round_step(c, wait_ns);
   stoke__cclock_record(&c->clock, wait_ns, compute_ns, n_samples, measured);
   c->step_number++;
+  export_step(c);
   return 0;
 }
 
@@ -197,6 +239,11 @@ int stoke_twoclock_end_epoch(stoke_twoclock *c) {
   pthread_mutex_lock(&c->mu);
   int rc = stoke__epoch_log_add(&c->epochs, c->alloc, &e);
   pthread_mutex_unlock(&c->mu);
+  if (stoke__exporter_on(&c->ex)) {
+    stoke_stats st;
+    export_snapshot(c, &st);
+    stoke__exporter_epoch(&c->ex, &e, &st);
+  }
   return rc;
 }
 
