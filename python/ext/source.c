@@ -299,5 +299,18 @@ int sk_config_from_dict(PyObject *d, stoke_config *c) {
   if (!(o = sk_dict_str(d, "cache_dir", &v))) return -1;
   if (v) c->cache_dir = v;
   Py_DECREF(o);
+  /* The dict keeps these strings alive; the loader copies them. */
+  if (!(o = sk_dict_str(d, "metrics_path", &v))) return -1;
+  if (v) c->metrics_path = v;
+  Py_DECREF(o);
+  if (!(o = sk_dict_str(d, "log_jsonl_path", &v))) return -1;
+  if (v) c->log_jsonl_path = v;
+  Py_DECREF(o);
+  if (!(o = sk_dict_str(d, "metrics_loader", &v))) return -1;
+  if (v) c->metrics_loader = v;
+  Py_DECREF(o);
+  if (sk_dict_i64(d, "metrics_every_ns", &c->metrics_every_ns) ||
+      sk_dict_size(d, "log_every_steps", &c->log_every_steps))
+    return -1;
   return 0;
 }

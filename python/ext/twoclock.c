@@ -17,18 +17,29 @@ static int twoclock_init(sk_TwoClock *self, PyObject *args, PyObject *kw) {
                            "warmup_steps", "ready_wait",    "num_workers",
                            "prefetch",    "round_steps",   "trace",
                            "info",        "count_samples", "warmup_end_steps",
-                           "warmup_end",  NULL};
+                           "warmup_end",  "metrics_file", "metrics_every",
+                           "log_jsonl",   "log_every",     "rank", NULL};
   PyObject *iterable, *sync = Py_None, *info = Py_None;
   unsigned warmup = 1, workers = STOKE_WORKERS_AUTO, prefetch = 0, round = 0;
   Py_ssize_t warmup_steps = 0, trace = 0;
   Py_ssize_t end_steps = STOKE_WARMUP_END_STEPS;
   double ready_wait = 2e-3, end_s = (double)STOKE_WARMUP_END_NS / 1e9;
   int count = 1;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "O|$OIndIIInOpnd", kwlist,
-                                   &iterable, &sync, &warmup, &warmup_steps,
-                                   &ready_wait, &workers, &prefetch, &round,
-                                   &trace, &info, &count, &end_steps, &end_s))
+  const char *metrics = NULL, *jsonl = NULL;
+  double metrics_every = 0;
+  Py_ssize_t log_every = 0;
+  unsigned rank = 0;
+  if (!PyArg_ParseTupleAndKeywords(
+          args, kw, "O|$OIndIIInOpndzdznI", kwlist, &iterable, &sync, &warmup,
+          &warmup_steps, &ready_wait, &workers, &prefetch, &round, &trace,
+          &info, &count, &end_steps, &end_s, &metrics, &metrics_every, &jsonl,
+          &log_every, &rank))
     return -1;
+  if (!(metrics_every >= 0) || log_every < 0) {
+    PyErr_SetString(PyExc_ValueError,
+                    "metrics_every and log_every must be >= 0");
+    return -1;
+  }
   if (end_steps < 0 || !(end_s >= 0)) {
     PyErr_SetString(PyExc_ValueError,
                     "warmup_end_steps and warmup_end must be >= 0");
@@ -53,7 +64,16 @@ static int twoclock_init(sk_TwoClock *self, PyObject *args, PyObject *kw) {
   cfg.warmup_steps = (size_t)warmup_steps;
   cfg.warmup_end_steps = (size_t)end_steps;
   cfg.warmup_end_ns = (int64_t)(end_s * 1e9);
-  cfg.ready_wait_ns = (int64_t)(ready_wait * 1e9);
+  cfg.metrics_path = metrics;
+  cfg.metrics_every_ns = (int64_t)(metrics_every * 1e9);
+  cfg.log_jsonl_path = jsonl;
+  cfg.log_every_steps = (size_t)log_every;
+  cfg.rank = rank;
+  if (info != Py_None && PyDict_Check(info)) {
+    PyObject *name = PyDict_GetItemString(info, "name"); /* borrowed */
+    if (name && PyUnicode_Check(name))
+      cfg.metrics_loader = PyUnicode_AsUTF8(name); /* copied at create */
+  }  cfg.ready_wait_ns = (int64_t)(ready_wait * 1e9);
   cfg.n_workers = workers;
   cfg.prefetch = prefetch;
   cfg.round_steps = round;

@@ -339,7 +339,9 @@ def loader_config(batch_size, *, shuffle=False, seed=0, num_workers=0,
                   epoch_prefetch=True, warmup=None, warmup_steps=None,
                   trace=False, max_chunk=0, shard_drop_last=False, block_window=None,
                   echo=1, echo_mode="batch", cache=None, cache_max=None,
-                  ram_cache=None, cpu_budget=None, worker_policy="batch"):
+                  ram_cache=None, cpu_budget=None, worker_policy="batch",
+                  metrics_file=None, metrics_every=10.0, log_jsonl=None,
+                  log_every=100):
     """The C loader's configuration (stoke_config's names) from Python's.
     num_workers="auto" turns the online autotuner on (cpu_budget: the cores
     its workers may keep busy, None for all)."""
@@ -396,6 +398,12 @@ def loader_config(batch_size, *, shuffle=False, seed=0, num_workers=0,
         "autotune": int(num_workers == "auto"),
         "cpu_budget": float(cpu_budget or 0),
         "worker_policy": _WORKER_POLICIES[worker_policy],
+        "metrics_path": (None if metrics_file is None
+                         else os.fsdecode(metrics_file)),
+        "metrics_every_ns": int(float(metrics_every) * 1e9),
+        "log_jsonl_path": None if log_jsonl is None else os.fsdecode(log_jsonl),
+        "log_every_steps": int(log_every),
+        "metrics_loader": "stoke.Loader",
     }
 
 
@@ -485,7 +493,10 @@ class Loader(_stoke.Loader):
     Linux's SCHED_BATCH: a worker woken to refill a slot never takes the
     core of the thread running the training step, which with more CPU-bound
     workers than cores otherwise waits for a core every step.
-    ``"normal"`` keeps the OS default."""
+    ``"normal"`` keeps the OS default.
+    ``metrics_file=PATH`` writes Prometheus text atomically every
+    ``metrics_every`` seconds and at the end; ``log_jsonl=PATH`` appends a
+    JSON line per epoch and every ``log_every`` steps (docs/metrics.md)."""
 
     def __init__(self, source, batch_size, *, shuffle=False, seed=0,
                  num_workers=0, prefetch=2, drop_last=False, transform=None,
@@ -500,7 +511,8 @@ class Loader(_stoke.Loader):
                  quarantine=None, block_window=None, echo=1,
                  echo_mode="batch", cache=None, cache_max=None,
                  ram_cache=None, gpu_price=None, cpu_budget=None,
-                 worker_policy="batch"):
+                 worker_policy="batch", metrics_file=None, metrics_every=10.0,
+                 log_jsonl=None, log_every=100):
         spec, layout, names, keep = describe_source(
             source, transform, image_kind, max_pixels, max_bytes,
             verify_checksums)
@@ -514,7 +526,9 @@ class Loader(_stoke.Loader):
             max_chunk=max_chunk, shard_drop_last=shard_drop_last,
             block_window=block_window, echo=echo, echo_mode=echo_mode,
             cache=cache, cache_max=cache_max, ram_cache=ram_cache,
-            cpu_budget=cpu_budget, worker_policy=worker_policy)
+            cpu_budget=cpu_budget, worker_policy=worker_policy,
+            metrics_file=metrics_file, metrics_every=metrics_every,
+            log_jsonl=log_jsonl, log_every=log_every)
         dev, stream = device_config(device, device_prefetch, pin_memory,
                                     device_normalize, cuda_library,
                                     cuda_stream)

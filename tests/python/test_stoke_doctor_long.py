@@ -160,3 +160,29 @@ def test_twoclock_partial_epoch_and_explicit_warmup():
         for _ in t:
             pass
     assert t.stats()["steps"] == 35
+
+
+def test_metrics_and_jsonl_from_python(tmp_path):
+    """TwoClock and Loader write the same Prometheus text and JSON lines as
+    the CLI (one writer in the library)."""
+    import json as _json
+    import stoke
+    prom, lines = tmp_path / "t.prom", tmp_path / "t.jsonl"
+    t = stoke.TwoClock(range(30), warmup=0, metrics_file=prom,
+                       log_jsonl=lines, log_every=10, name="mine")
+    for _ in t:
+        pass
+    del t
+    text = prom.read_text()
+    assert 'stoke_steps_total{rank="0",loader="mine"} 30' in text
+    rows = [_json.loads(x) for x in lines.read_text().splitlines()]
+    assert [r["kind"] for r in rows] == ["steps"] * 3 + ["epoch"]
+    assert all(r["schema_version"] == 1 for r in rows)
+    lp = tmp_path / "l.jsonl"
+    loader = stoke.Loader(stoke.synthetic("tensor", samples=64, shape=(2,)),
+                          8, warmup=0, log_jsonl=lp, log_every=4)
+    for _ in loader:
+        pass
+    rows = [_json.loads(x) for x in lp.read_text().splitlines()]
+    assert [r["kind"] for r in rows] == ["steps", "steps", "epoch"]
+    assert rows[-1]["batches"] == 8 and rows[0]["loader"] == "stoke.Loader"
