@@ -1200,7 +1200,8 @@ typedef struct stoke_stats {
   size_t cache_samples;     /* samples the cache holds */
   /* Whole steps, wait + compute each (since 0.5; the host clock's steps,
   ** not the EVENTS clock's): their percentiles, which the parts' do not
-  ** give. */
+  ** give.  Kept only with metrics_path or log_jsonl_path set (a
+  ** histogram's memory), else zeros. */
   stoke_dist step;
 } stoke_stats;
 

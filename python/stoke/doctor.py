@@ -16,6 +16,11 @@ Options (before SCRIPT):
                  its warm-up, printing the verdict and the report
   --seconds S    the same after S seconds of measured steps
   --every S      print a one-line summary per loader every S seconds
+  --metrics-file PATH   Prometheus text per loader, rewritten atomically
+                 every 10 s (loader 2 writes PATH's name with -loader2
+                 before its extension, and so on)
+  --log-jsonl PATH      a JSON line per epoch and every 100 steps, per
+                 loader as --metrics-file
   --out DIR      where the report goes (default stoke-doctor)
 
 The warm-up is each loader's first epoch, or its first 10 steps and 5 s
@@ -74,13 +79,15 @@ def _dist():
 
 class Doctor:
     def __init__(self, out_dir=OUT_DIR, warmup=None, stream=None, steps=None,
-                 seconds=None, every=None):
+                 seconds=None, every=None, metrics_file=None, log_jsonl=None):
         self.out_dir = out_dir
         self.warmup = warmup
         self.stream = stream or sys.stderr
         self.steps = steps        # end after this many measured steps
         self.seconds = seconds    # ... or this many seconds of them
         self.every = every        # a summary line every this many seconds
+        self.metrics_file = metrics_file
+        self.log_jsonl = log_jsonl
         self.clocks = []   # in order of first iteration
         self._by_loader = {}
         self._orig_iter = None
@@ -128,7 +135,9 @@ class Doctor:
         n = len(self.clocks) + 1
         clock = TwoClock(_WeakIterable(loader, orig), warmup=self.warmup,
                          sync=self._sync(), describe=loader,
-                         name=f"loader {n}: " + _describe(loader))
+                         name=f"loader {n}: " + _describe(loader),
+                         metrics_file=_nth_path(self.metrics_file, n),
+                         log_jsonl=_nth_path(self.log_jsonl, n))
         self.clocks.append(clock)
         self._by_loader[key] = (weakref.ref(loader), clock)
         return clock
@@ -320,6 +329,15 @@ class Doctor:
             print(ranks_report(rows), file=self.stream, end="")
 
 
+def _nth_path(path, n):
+    """Loader n's file: path itself for the first, else path's name with
+    -loader<n> before its extension (one writer per file)."""
+    if path is None or n == 1:
+        return path
+    root, ext = os.path.splitext(path)
+    return f"{root}-loader{n}{ext}"
+
+
 def _describe(loader):
     return (f"batch_size={getattr(loader, 'batch_size', None)}, "
             f"num_workers={getattr(loader, 'num_workers', None)}")
@@ -335,9 +353,11 @@ def _config_line(info):
 def _parse(argv):
     """(options, script argv) or raises ValueError with the usage error."""
     opts = {"steps": None, "seconds": None, "every": None,
-            "out_dir": OUT_DIR}
+            "out_dir": OUT_DIR, "metrics_file": None, "log_jsonl": None}
     kinds = {"--steps": ("steps", int), "--seconds": ("seconds", float),
-             "--every": ("every", float), "--out": ("out_dir", str)}
+             "--every": ("every", float), "--out": ("out_dir", str),
+             "--metrics-file": ("metrics_file", str),
+             "--log-jsonl": ("log_jsonl", str)}
     i = 0
     while i < len(argv) and argv[i].startswith("--"):
         name, eq, value = argv[i].partition("=")

@@ -428,6 +428,10 @@ int stoke__loader_create(const stoke_config *cfg, const stoke__sys *sys,
     mem = STOKE_ENOMEM;
   stoke__cclock_warmup_end(&l->cclock, l->cfg.warmup_end_steps,
                            l->cfg.warmup_end_ns);
+  /* The metrics give whole steps' quantiles. */
+  if (!mem && (l->cfg.metrics_path || l->cfg.log_jsonl_path) &&
+      stoke__cclock_track_steps(&l->cclock, l->alloc) != 0)
+    mem = STOKE_ENOMEM;
   l->cclock.events = l->clock == STOKE_CLOCK_EVENTS;
   l->baseline = stoke__calloc(l->alloc, 1, sizeof *l->baseline);
   if (!l->baseline) mem = STOKE_ENOMEM;
@@ -593,6 +597,7 @@ int stoke_loader_stats(const stoke_loader *l, stoke_stats *out) {
   stoke_stats full;
   full.struct_size = sizeof full;
   stoke__stats_publish(snap, &full);
+  stoke__stats_step_dist(l->cclock.cs, l->alloc, &full.step);
   full.threads_active = -1;
   if (l->sched_base) {
     stoke__sched_thread *now =

@@ -23,7 +23,16 @@ void stoke__cclock_warmup_end(stoke__cclock *c, uint64_t steps, int64_t ns) {
   c->end_ns = ns > 0 ? ns : 0;
 }
 
+int stoke__cclock_track_steps(stoke__cclock *c, const stoke_allocator *a) {
+  if (c->cs->step) return 0;
+  c->cs->step = stoke__alloc_aligned(a, sizeof *c->cs->step);
+  if (!c->cs->step) return STOKE_ENOMEM;
+  memset(c->cs->step, 0, sizeof *c->cs->step);
+  return 0;
+}
+
 void stoke__cclock_free(stoke__cclock *c, const stoke_allocator *a) {
+  if (c->cs) stoke__free_aligned(a, c->cs->step);
   stoke__free_aligned(a, c->cs);
   c->cs = NULL;
 }
@@ -59,8 +68,8 @@ int64_t stoke__cclock_compute_end(stoke__cclock *c, int64_t now) {
   if (c->last_measured) {
     stoke__hist_add(c->events ? &c->cs->host_compute : &c->cs->compute,
                     (uint64_t)dt);
-    if (!c->events)
-      stoke__hist_add(&c->cs->step, (uint64_t)(c->last_wait_ns + dt));
+    if (c->cs->step && !c->events)
+      stoke__hist_add(c->cs->step, (uint64_t)(c->last_wait_ns + dt));
   }
   c->leave_ns = 0;
   return dt;
@@ -126,7 +135,7 @@ void stoke__cclock_record(stoke__cclock *c, int64_t wait_ns,
                     (uint64_t)wait_ns);
     stoke__hist_add(c->events ? &cs->host_compute : &cs->compute,
                     (uint64_t)compute_ns);
-    stoke__hist_add(&cs->step, (uint64_t)(wait_ns + compute_ns));
+    if (cs->step) stoke__hist_add(cs->step, (uint64_t)(wait_ns + compute_ns));
     stoke__counter_add(&cs->steps, 1);
     stoke__counter_add(&cs->samples, n_samples);
   }

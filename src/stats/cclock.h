@@ -60,6 +60,9 @@ typedef struct stoke__cclock {
 int stoke__cclock_init(stoke__cclock *c, const stoke_allocator *a,
                        uint64_t warmup_epochs, uint64_t warmup_steps);
 void stoke__cclock_free(stoke__cclock *c, const stoke_allocator *a);
+/* Keep a histogram of whole steps (wait + compute) too, for the metrics'
+** step quantiles (stoke_stats.step).  0 or STOKE_ENOMEM. */
+int stoke__cclock_track_steps(stoke__cclock *c, const stoke_allocator *a);
 /* The warm-up epochs end early at the first step after `steps` steps once
 ** `ns` have passed since the first step (both 0: never). */
 void stoke__cclock_warmup_end(stoke__cclock *c, uint64_t steps, int64_t ns);

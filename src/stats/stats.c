@@ -26,7 +26,6 @@ void stoke__stats_snap_consumer(const stoke__consumer_stats *c,
                                 stoke__stats_snap *acc) {
   stoke__hist_read(&c->wait, &acc->wait);
   stoke__hist_read(&c->compute, &acc->compute);
-  stoke__hist_read(&c->step, &acc->step);
   for (int i = 0; i < STOKE__DEPTH_BINS; i++)
     acc->depth[i] += stoke__counter_get(&c->depth[i]);
   acc->steps += stoke__counter_get(&c->steps);
@@ -46,7 +45,6 @@ void stoke__stats_snap_sub(stoke__stats_snap *a, const stoke__stats_snap *b) {
     stoke__hist_sub(&a->stage[s], &b->stage[s]);
   stoke__hist_sub(&a->wait, &b->wait);
   stoke__hist_sub(&a->compute, &b->compute);
-  stoke__hist_sub(&a->step, &b->step);
   for (int i = 0; i < STOKE__DEPTH_BINS; i++) a->depth[i] -= b->depth[i];
   a->busy_ns -= b->busy_ns;
   a->cpu_ns -= b->cpu_ns;
@@ -80,7 +78,6 @@ void stoke__stats_publish(const stoke__stats_snap *s, stoke_stats *out) {
   out->bytes = s->bytes;
   stoke__hist_dist(&s->wait, &out->wait);
   stoke__hist_dist(&s->compute, &out->compute);
-  stoke__hist_dist(&s->step, &out->step);
   double w = (double)s->wait.sum, c = (double)s->compute.sum;
   out->wait_ratio = w + c > 0 ? w / (w + c) : 0.0;
   uint64_t calls = 0, weighted = 0;
@@ -130,3 +127,16 @@ void stoke__stats_publish(const stoke__stats_snap *s, stoke_stats *out) {
         (double)s->idle_steps / (double)s->gpu_idle.count;
 }
 
+
+void stoke__stats_step_dist(const stoke__consumer_stats *c,
+                            const stoke_allocator *a, stoke_dist *out) {
+  memset(out, 0, sizeof *out);
+  if (!c->step) return;
+  /* Read apart from the snapshot, which every loader holds one of: the
+  ** step histogram is there only with the metrics on. */
+  stoke__hist_snap *h = stoke__calloc(a, 1, sizeof *h);
+  if (!h) return; /* out of memory: no step quantiles this time */
+  stoke__hist_read(c->step, h);
+  stoke__hist_dist(h, out);
+  stoke__free(a, h);
+}

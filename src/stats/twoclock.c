@@ -91,6 +91,8 @@ int stoke_twoclock_create(const stoke_twoclock_config *cfg,
   if (have_clock)
     stoke__cclock_warmup_end(&c->clock, cfg->warmup_end_steps,
                              cfg->warmup_end_ns);
+  if (have_clock && (cfg->metrics_path || cfg->log_jsonl_path))
+    rc = stoke__cclock_track_steps(&c->clock, c->alloc);
   if (rc == 0 && pthread_mutex_init(&c->mu, NULL) != 0) rc = STOKE_ENOMEM;
   bool have_mu = rc == 0;
   if (rc == 0 && cfg->trace_events > 0) {
@@ -255,6 +257,7 @@ int stoke_twoclock_stats(const stoke_twoclock *c, stoke_stats *out) {
   stoke_stats full;
   full.struct_size = sizeof full;
   stoke__stats_publish(snap, &full);
+  stoke__stats_step_dist(c->clock.cs, c->alloc, &full.step);
   stoke__free(c->alloc, snap);
   stoke_twoclock *mc = (stoke_twoclock *)c; /* the lock is not state */
   pthread_mutex_lock(&mc->mu);
