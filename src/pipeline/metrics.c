@@ -30,7 +30,7 @@ static void metrics_step(stoke_loader *l, void *state, int64_t wait_ns,
   (void)wait_ns;
   (void)empty;
   metrics_state *m = state;
-  unsigned due = stoke__exporter_step(&m->ex);
+  unsigned due = stoke__exporter_step(&m->ex, 0);
   if (!due) return;
   stoke_stats st;
   snapshot(l, &st);

@@ -219,11 +219,11 @@ void stoke__exporter_free(stoke__exporter *e, const stoke_allocator *a) {
   memset(e, 0, sizeof *e);
 }
 
-unsigned stoke__exporter_step(stoke__exporter *e) {
+unsigned stoke__exporter_step(stoke__exporter *e, int64_t now) {
   unsigned due = 0;
   if (e->jsonl && ++e->steps % e->every_steps == 0) due |= STOKE__EXPORT_LINE;
   if (e->metrics_path) {
-    int64_t now = stoke__now_ns();
+    if (!now) now = stoke__now_ns();
     if (now >= e->next_ns) {
       due |= STOKE__EXPORT_METRICS;
       e->next_ns = now + e->every_ns;

@@ -65,9 +65,9 @@ void stoke__exporter_free(stoke__exporter *e, const stoke_allocator *a);
 static inline bool stoke__exporter_on(const stoke__exporter *e) {
   return e->metrics_path || e->jsonl;
 }
-/* A step was handed out: what is due now (STOKE__EXPORT_* bits; the clock
-** is read only with a metrics file). */
-unsigned stoke__exporter_step(stoke__exporter *e);
+/* A step was handed out at `now` (0: not known, the clock is read, only
+** with a metrics file): what is due (STOKE__EXPORT_* bits). */
+unsigned stoke__exporter_step(stoke__exporter *e, int64_t now);
 /* Write what is due from st (the steady state so far) at `epoch`. */
 void stoke__exporter_emit(stoke__exporter *e, unsigned due,
                           const stoke_stats *st, uint64_t epoch);

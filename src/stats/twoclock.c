@@ -137,9 +137,9 @@ static void export_snapshot(const stoke_twoclock *c, stoke_stats *st) {
 }
 
 /* A step was handed out: a JSON line or the metrics may be due. */
-static void export_step(stoke_twoclock *c) {
+static void export_step(stoke_twoclock *c, int64_t now) {
   if (!stoke__exporter_on(&c->ex)) return;
-  unsigned due = stoke__exporter_step(&c->ex);
+  unsigned due = stoke__exporter_step(&c->ex, now);
   if (!due) return;
   stoke_stats st;
   export_snapshot(c, &st);
@@ -212,7 +212,7 @@ int64_t stoke_twoclock_leave(stoke_twoclock *c, size_t n_samples) {
   stoke__cclock_step(&c->clock, enter, now, c->step_number, n_samples,
                      measured);
   c->step_number++;
-  export_step(c);
+  export_step(c, now);
   return now;
 }
 
@@ -224,7 +224,7 @@ int stoke_twoclock_record(stoke_twoclock *c, int64_t wait_ns,
   if (measured) round_step(c, wait_ns);
   stoke__cclock_record(&c->clock, wait_ns, compute_ns, n_samples, measured);
   c->step_number++;
-  export_step(c);
+  export_step(c, 0);
   return 0;
 }
 
