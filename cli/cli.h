@@ -277,7 +277,8 @@ size_t cli_opts_join(cli_opt *dst, size_t cap, ...);
 ** cli_source_opts, cli_run_opts and its own options (numbered from
 ** CLI_RUN_OPT_LAST) and hands every id it does not know, positional
 ** arguments (the dataset) included, to cli_run_args_apply. */
-#define CLI_RUN_OPT_LAST 56 /* 48 before the 8 remote source options */
+#define CLI_RUN_OPT_LAST 60 /* 48 before the 8 remote source options and
+                               the 4 metrics options */
 extern const cli_opt cli_run_opts[];
 
 /* The source of bench, profile, tune and budget: the image dataset `data`

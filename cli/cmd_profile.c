@@ -37,6 +37,8 @@ const char cmd_profile_usage[] =
     "sample cost: as 'stoke help bench' (--shuffle block[=SIZE],\n"
     "  --shuffle-window, --echo, --echo-mode, --cache, --cache-max,\n"
     "  --ram-cache, --gpu-price)\n"
+    "metrics: as 'stoke help bench' (--metrics-file, --metrics-every,\n"
+    "  --log-jsonl, --log-every)\n"
     "\n"
     "model and report\n"
     "  --cores N              cores the model assumes (online CPUs)\n"

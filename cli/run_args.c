@@ -50,6 +50,10 @@ enum {
   RO_RAM_CACHE,
   RO_WORKER_POLICY,
   RO_GPU_PRICE,
+  RO_METRICS_FILE,
+  RO_METRICS_EVERY,
+  RO_LOG_JSONL,
+  RO_LOG_EVERY,
   RO_LAST /* commands number their own options from here */
 };
 _Static_assert(RO_LAST == CLI_RUN_OPT_LAST, "cli.h: CLI_RUN_OPT_LAST");
@@ -97,6 +101,10 @@ const cli_opt cli_run_opts[] = {{"batch-size", 'b', 1, RO_BATCH},
                                 {"ram-cache", 0, 1, RO_RAM_CACHE},
                                 {"worker-policy", 0, 1, RO_WORKER_POLICY},
                                 {"gpu-price", 0, 1, RO_GPU_PRICE},
+                                {"metrics-file", 0, 1, RO_METRICS_FILE},
+                                {"metrics-every", 0, 1, RO_METRICS_EVERY},
+                                {"log-jsonl", 0, 1, RO_LOG_JSONL},
+                                {"log-every", 0, 1, RO_LOG_EVERY},
                                 {NULL, 0, 0, 0}};
 
 int cli_parse_shuffle(const char *what, const char *v, stoke_config *cfg) {
@@ -253,6 +261,30 @@ int cli_run_args_apply(cli_run_args *a, int id, const char *f,
     return cli_parse_bytes(f, v, &spec->cfg.ram_cache_bytes);
   case RO_GPU_PRICE:
     return cli_parse_price(f, v, &spec->gpu_price_per_h);
+  case RO_METRICS_FILE:
+    spec->cfg.metrics_path = v;
+    spec->cfg.metrics_loader = "stoke-cli";
+    return 0;
+  case RO_METRICS_EVERY: {
+    int64_t ns;
+    if (cli_parse_duration(f, v, "s", &ns)) return -1;
+    if (ns <= 0) {
+      cli_error("%s: expected a time > 0, got '%s'", f, v);
+      return -1;
+    }
+    spec->cfg.metrics_every_ns = ns;
+    return 0;
+  }
+  case RO_LOG_JSONL:
+    spec->cfg.log_jsonl_path = v;
+    spec->cfg.metrics_loader = "stoke-cli";
+    return 0;
+  case RO_LOG_EVERY: {
+    uint64_t n;
+    if (positive_u64(f, v, &n)) return -1;
+    spec->cfg.log_every_steps = (size_t)n;
+    return 0;
+  }
   case RO_SEED:
     if (cli_parse_u64(f, v, &spec->cfg.seed))
       return -1;

@@ -599,6 +599,16 @@ typedef struct stoke_config {
                               batch is handed out first (content unchanged) */
   unsigned warmup_epochs;  /* epochs left out of the statistics; default 0 */
   size_t warmup_steps;     /* steps left out after those; default 0 */
+  /* The warm-up's early end (since 0.5): the warm-up epochs end in the
+  ** middle of one, at the first step after warmup_end_steps steps when
+  ** warmup_end_ns have also passed since the first step ended (whichever
+  ** comes first: the warm-up epochs or these), so that a long epoch is
+  ** measured after minutes, not hours.  The epoch it ends in is recorded
+  ** with warmup = 2 (see stoke_epoch_stats).  Both 0 (default): the
+  ** warm-up epochs are whole.  STOKE_WARMUP_END_STEPS and _NS are the
+  ** rule the Python module and stoke_twoclock use by default. */
+  size_t warmup_end_steps;
+  int64_t warmup_end_ns;
   int64_t sample_timeout_ms; /* a sample running longer makes next() fail
                                 with STOKE_ETIMEDOUT naming it; 0 = never
                                 (default) */
@@ -781,6 +791,18 @@ typedef struct stoke_config {
   ** STOKE_PUBLISH environment variable decides ("1" on, "0" off; unset:
   ** off). */
   int publish;
+  /* Metrics for the tools people already run (since 0.5; docs/metrics.md).
+  ** metrics_path: Prometheus' text exposition, for node_exporter's textfile
+  ** collector, rewritten atomically (a temporary beside it, renamed) every
+  ** metrics_every_ns (0: 10 s) and at the end; log_jsonl_path: JSON lines
+  ** appended, one per epoch and one every log_every_steps steps (0: 100).
+  ** NULL (default): none.  Both are labelled with metrics_loader (NULL:
+  ** "loader") and the rank.  Copied at create. */
+  const char *metrics_path;
+  int64_t metrics_every_ns;
+  const char *log_jsonl_path;
+  size_t log_every_steps;
+  const char *metrics_loader;
 } stoke_config;
 
 /* How the OS schedules the workers (stoke_config.worker_policy). */
@@ -1211,6 +1233,11 @@ typedef struct stoke_stats {
   uint64_t cache_written;
   uint64_t cache_bytes;     /* on disk */
   size_t cache_samples;     /* samples the cache holds */
+  /* Whole steps, wait + compute each (since 0.5; the host clock's steps,
+  ** not the EVENTS clock's): their percentiles, which the parts' do not
+  ** give.  Kept only with metrics_path or log_jsonl_path set (a
+  ** histogram's memory), else zeros. */
+  stoke_dist step;
 } stoke_stats;
 
 /* Snapshot of the statistics since warm-up ended.  Any thread. */
@@ -1273,10 +1300,18 @@ STOKE_API size_t stoke_loader_wait_histogram(const stoke_loader *l,
                                              stoke_hist_bucket *out,
                                              size_t cap);
 
+/* The default early end of a warm-up (stoke_config.warmup_end_steps and
+** _ns): 10 steps and 5 seconds.  Since 0.5. */
+#define STOKE_WARMUP_END_STEPS 10
+#define STOKE_WARMUP_END_NS 5000000000LL
+
 /* One record per finished epoch, warm-up ones included. */
 typedef struct stoke_epoch_stats {
   uint64_t epoch;    /* the epoch's number */
-  int warmup;        /* 1 if left out of stoke_loader_stats */
+  int warmup;        /* 1 if left out of stoke_loader_stats; 2 (since
+                        0.5) if the warm-up ended during it: its first
+                        steps are left out, the rest measured, and its
+                        wall is not one of the measured epochs' */
   int64_t wall_ns;   /* first next() of the epoch to the one returning END */
   int64_t wait_ns, compute_ns;
   uint64_t batches, samples;
@@ -1473,7 +1508,20 @@ typedef struct stoke_twoclock_config {
   size_t trace_events;   /* 0 (default): no trace; else the latest spans
                             kept for stoke_twoclock_write_trace */
   const stoke_allocator *alloc; /* NULL = malloc/free; must outlive it */
-  int publish;           /* as stoke_config.publish (since 0.4) */
+  int publish;           /* as stoke_config.publish (since 0.5) */
+  /* The warm-up's early end, as stoke_config's (since 0.5); defaults
+  ** STOKE_WARMUP_END_STEPS and STOKE_WARMUP_END_NS: the first epoch or
+  ** 10 steps and 5 s, whichever comes first.  Both 0: whole epochs. */
+  size_t warmup_end_steps;
+  int64_t warmup_end_ns;
+  /* As stoke_config's metrics (since 0.5), written by stoke_twoclock_leave
+  ** and _end_epoch (the driving thread) and at destroy; rank labels them. */
+  const char *metrics_path;
+  int64_t metrics_every_ns;
+  const char *log_jsonl_path;
+  size_t log_every_steps;
+  const char *metrics_loader;
+  unsigned rank;
 } stoke_twoclock_config;
 
 STOKE_API void stoke_twoclock_config_init(stoke_twoclock_config *cfg);
@@ -1501,6 +1549,10 @@ STOKE_API int stoke_twoclock_record(stoke_twoclock *c, int64_t wait_ns,
 STOKE_API int stoke_twoclock_end_epoch(stoke_twoclock *c);
 /* Measured steps (warm-up excluded); producer fields are 0. */
 STOKE_API int stoke_twoclock_stats(const stoke_twoclock *c, stoke_stats *out);
+/* The measured steps so far (stats' steps, without building the rest): a
+** counter read, cheap enough for every step.  0 for NULL.  Any thread.
+** Since 0.5. */
+STOKE_API uint64_t stoke_twoclock_measured_steps(const stoke_twoclock *c);
 /* As stoke_loader_wait_histogram. */
 STOKE_API size_t stoke_twoclock_wait_histogram(const stoke_twoclock *c,
                                                stoke_hist_bucket *out,

@@ -119,6 +119,8 @@ cJSON *report_epochs_json(const report_result *res) {
     cJSON_AddItemToArray(a, o);
     cJSON_AddNumberToObject(o, "index", (double)e->epoch);
     cJSON_AddBoolToObject(o, "warmup", e->warmup);
+    /* The warm-up ended during it: its later steps are measured. */
+    cJSON_AddBoolToObject(o, "warmup_ended", e->warmup == 2);
     cJSON_AddNumberToObject(o, "seconds", sec(e->wall_ns));
     cJSON_AddNumberToObject(o, "wait_s", sec(e->wait_ns));
     cJSON_AddNumberToObject(o, "compute_s", sec(e->compute_ns));
@@ -134,6 +136,7 @@ cJSON *report_summary_json(const report_result *res) {
   if (!o)
     return NULL;
   cJSON_AddNumberToObject(o, "epochs", (double)res->n_measured);
+  cJSON_AddBoolToObject(o, "partial_epoch", res->partial);
   cJSON_AddNumberToObject(o, "steps", (double)st->steps);
   cJSON_AddNumberToObject(o, "samples", (double)st->samples);
   cJSON_AddNumberToObject(o, "epoch_s", res->epoch_s);

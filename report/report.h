@@ -111,7 +111,10 @@ typedef struct report_result {
                                own pointer is NULL: it was the loader's */
   size_t n_measured;    /* epochs that are not warm-up */
   double epoch_s;       /* mean wall seconds of measured epochs */
-  double samples_per_s; /* measured samples / measured seconds */
+  double samples_per_s; /* measured samples / measured seconds (with no
+                           whole epoch measured: over the measured steps) */
+  int partial;          /* some measured steps are not in whole measured
+                           epochs (a warm-up ended early, an epoch cut) */
   uint64_t peak_rss_bytes;
   /* Measured epochs: time the consumer's thread was runnable but not
   ** running (Linux schedstat run delay), e.g. workers oversubscribing the
@@ -161,8 +164,8 @@ void report_result_free(report_result *res);
 ** peak RSS nor the consumer's run delay, which the caller measures).
 ** Returns 0 or a STOKE_E* code; free with report_result_free. */
 int report_result_collect(stoke_loader *l, report_result *res);
-/* n_measured, epoch_s and samples_per_s from res->epochs (the measured,
-** not warm-up, ones). */
+/* n_measured, epoch_s, samples_per_s and partial from res->epochs (the
+** measured, not warm-up, ones) and res->stats (set it first). */
 void report_result_measure(report_result *res);
 
 /* ---- the text and the JSON of a run (text.c, json.c) ---------------------- */

@@ -36,6 +36,12 @@ void report_print_rungs(FILE *f, const report_result *res) {
     fprintf(f, "  ram cache     %llu samples copied from RAM\n",
             (unsigned long long)st->ram_cache_hits);
   if (res->samples_per_s <= 0) return;
+  if (!res->n_measured) { /* part of an epoch: no epoch's figures yet */
+    fprintf(f, "  cost          %.3f ms per sample (no whole epoch measured "
+               "yet); the consumer waits %.1f%% of it\n",
+            1e3 * c.seconds_per_sample, 100 * c.wait_share);
+    return;
+  }
   fprintf(f, "  cost          %.3f ms per sample, %.3f s per epoch; the "
              "consumer waits %.3f s of it (%.1f%%)\n",
           1e3 * c.seconds_per_sample, c.seconds_per_epoch,

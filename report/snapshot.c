@@ -25,6 +25,19 @@ void report_result_measure(report_result *res) {
   res->n_measured = sum.n_measured;
   res->epoch_s = sum.epoch_s;
   res->samples_per_s = sum.samples_per_s;
+  /* Measured steps beyond the whole measured epochs' batches were taken in
+  ** part of an epoch: the one a warm-up ended in early, or the one still
+  ** running (a long epoch, a run stopped in the middle).  The steady state
+  ** is every measured step; with no whole epoch, its rate is theirs. */
+  uint64_t whole = 0;
+  for (size_t i = 0; i < res->n_epochs; i++)
+    if (!res->epochs[i].warmup)
+      whole += res->epochs[i].batches;
+  const stoke_stats *st = &res->stats;
+  res->partial = st->steps > whole;
+  int64_t step_ns = st->wait.total_ns + st->compute.total_ns;
+  if (!res->n_measured && st->samples && step_ns > 0)
+    res->samples_per_s = (double)st->samples / ((double)step_ns / 1e9);
 }
 
 int report_result_collect(stoke_loader *l, report_result *res) {
@@ -40,6 +53,8 @@ int report_result_collect(stoke_loader *l, report_result *res) {
   res->eff.device = NULL;
   res->eff.cuda_library = NULL;
   res->eff.cache_dir = NULL; /* the spec keeps the caller's */
+  res->eff.metrics_path = res->eff.log_jsonl_path = NULL;
+  res->eff.metrics_loader = NULL;
   res->device.struct_size = sizeof(res->device);
   stoke_loader_device(l, &res->device);
   res->n_batches = stoke_loader_n_batches(l);

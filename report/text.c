@@ -99,7 +99,7 @@ void report_print_epochs(FILE *f, const report_result *res) {
     }
     const stoke_epoch_stats *e = &res->epochs[i];
     fprintf(f, "%5llu  %-7s  ", (unsigned long long)e->epoch,
-            e->warmup ? "yes" : "");
+            e->warmup == 2 ? "part" : e->warmup ? "yes" : "");
     print_secs(f, 9, e->wall_ns);
     print_secs(f, 11, e->wait_ns);
     print_secs(f, 13, e->compute_ns);
@@ -127,11 +127,24 @@ static void print_dur(FILE *f, int64_t ns) {
 
 void report_print_summary(FILE *f, const report_result *res) {
   const stoke_stats *st = &res->stats;
-  fprintf(f, "\nsteady state over %zu epoch%s (%llu steps, %llu samples)\n",
-          res->n_measured, res->n_measured == 1 ? "" : "s",
-          (unsigned long long)st->steps, (unsigned long long)st->samples);
+  if (res->partial && res->n_measured)
+    fprintf(f, "\nsteady state over %zu epoch%s and part of another (%llu "
+               "steps, %llu samples)\n",
+            res->n_measured, res->n_measured == 1 ? "" : "s",
+            (unsigned long long)st->steps, (unsigned long long)st->samples);
+  else if (res->partial)
+    fprintf(f, "\nsteady state over part of an epoch (%llu steps, %llu "
+               "samples)\n",
+            (unsigned long long)st->steps, (unsigned long long)st->samples);
+  else
+    fprintf(f, "\nsteady state over %zu epoch%s (%llu steps, %llu samples)\n",
+            res->n_measured, res->n_measured == 1 ? "" : "s",
+            (unsigned long long)st->steps, (unsigned long long)st->samples);
   fprintf(f, "  samples/s     %.1f\n", res->samples_per_s);
-  fprintf(f, "  epoch         %.6f s\n", res->epoch_s);
+  if (res->n_measured)
+    fprintf(f, "  epoch         %.6f s\n", res->epoch_s);
+  else
+    fprintf(f, "  epoch         none measured whole yet\n");
   fprintf(f, "  wait ratio    %.1f%%  (waiting %.3f s, computing %.3f s)\n",
           100 * st->wait_ratio, sec(st->wait.total_ns),
           sec(st->compute.total_ns));

@@ -17,7 +17,8 @@ pkgs=(build-essential cmake pkg-config libcmocka-dev libcjson-dev
       python3-venv python3-pip python3-setuptools python3-wheel python3-build # pip install ., the wheel
       chromium   # the report's rendering test
       tmux       # stoke top's terminal test (tests/cli/t0902-top-tmux.sh)
-      clang-14 libclang-rt-14-dev) # the fuzzers (scripts/fuzz.sh, .ci/run)
+      clang-14 libclang-rt-14-dev  # the fuzzers (scripts/fuzz.sh, .ci/run)
+      prometheus)  # promtool checks the --metrics-file text (t0060)
 if [[ "${1:-}" == "--bench" ]]; then
   # Real photographs for the image benchmark's corpus.
   pkgs+=(plasma-workspace-wallpapers)

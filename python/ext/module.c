@@ -259,7 +259,11 @@ PyMODINIT_FUNC PyInit__stoke(void) {
       PyModule_AddIntConstant(mod, "LAYOUT_SINGLE", SK_LAYOUT_SINGLE) < 0 ||
       PyModule_AddIntConstant(mod, "LAYOUT_TUPLE", SK_LAYOUT_TUPLE) < 0 ||
       PyModule_AddIntConstant(mod, "LAYOUT_DICT", SK_LAYOUT_DICT) < 0 ||
-      PyModule_AddIntConstant(mod, "WORKERS_AUTO", STOKE_WORKERS_AUTO) < 0) {
+      PyModule_AddIntConstant(mod, "WORKERS_AUTO", STOKE_WORKERS_AUTO) < 0 ||
+      PyModule_AddIntConstant(mod, "WARMUP_END_STEPS",
+                              STOKE_WARMUP_END_STEPS) < 0 ||
+      PyModule_AddIntConstant(mod, "WARMUP_END_NS",
+                              (long)STOKE_WARMUP_END_NS) < 0) {
     Py_DECREF(mod);
     return NULL;
   }

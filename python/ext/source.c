@@ -276,6 +276,8 @@ int sk_config_from_dict(PyObject *d, stoke_config *c) {
       sk_dict_int(d, "in_order", &c->in_order) ||
       sk_dict_uint(d, "warmup_epochs", &c->warmup_epochs) ||
       sk_dict_size(d, "warmup_steps", &c->warmup_steps) ||
+      sk_dict_size(d, "warmup_end_steps", &c->warmup_end_steps) ||
+      sk_dict_i64(d, "warmup_end_ns", &c->warmup_end_ns) ||
       sk_dict_i64(d, "sample_timeout_ms", &c->sample_timeout_ms) ||
       sk_dict_u64(d, "mem_budget_bytes", &c->mem_budget_bytes) ||
       sk_dict_int(d, "prefetch_next_epoch", &c->prefetch_next_epoch) ||
@@ -320,5 +322,18 @@ int sk_config_from_dict(PyObject *d, stoke_config *c) {
   if (!(o = sk_dict_str(d, "cache_dir", &v))) return -1;
   if (v) c->cache_dir = v;
   Py_DECREF(o);
+  /* The dict keeps these strings alive; the loader copies them. */
+  if (!(o = sk_dict_str(d, "metrics_path", &v))) return -1;
+  if (v) c->metrics_path = v;
+  Py_DECREF(o);
+  if (!(o = sk_dict_str(d, "log_jsonl_path", &v))) return -1;
+  if (v) c->log_jsonl_path = v;
+  Py_DECREF(o);
+  if (!(o = sk_dict_str(d, "metrics_loader", &v))) return -1;
+  if (v) c->metrics_loader = v;
+  Py_DECREF(o);
+  if (sk_dict_i64(d, "metrics_every_ns", &c->metrics_every_ns) ||
+      sk_dict_size(d, "log_every_steps", &c->log_every_steps))
+    return -1;
   return 0;
 }

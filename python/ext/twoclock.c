@@ -16,17 +16,35 @@ static int twoclock_init(sk_TwoClock *self, PyObject *args, PyObject *kw) {
   static char *kwlist[] = {"iterable",    "sync",          "warmup",
                            "warmup_steps", "ready_wait",    "num_workers",
                            "prefetch",    "round_steps",   "trace",
-                           "info",        "count_samples", NULL};
+                           "info",        "count_samples", "warmup_end_steps",
+                           "warmup_end",  "metrics_file", "metrics_every",
+                           "log_jsonl",   "log_every",     "rank", NULL};
   PyObject *iterable, *sync = Py_None, *info = Py_None;
   unsigned warmup = 1, workers = STOKE_WORKERS_AUTO, prefetch = 0, round = 0;
   Py_ssize_t warmup_steps = 0, trace = 0;
-  double ready_wait = 2e-3;
+  Py_ssize_t end_steps = STOKE_WARMUP_END_STEPS;
+  double ready_wait = 2e-3, end_s = (double)STOKE_WARMUP_END_NS / 1e9;
   int count = 1;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "O|$OIndIIInOp", kwlist,
-                                   &iterable, &sync, &warmup, &warmup_steps,
-                                   &ready_wait, &workers, &prefetch, &round,
-                                   &trace, &info, &count))
+  const char *metrics = NULL, *jsonl = NULL;
+  double metrics_every = 0;
+  Py_ssize_t log_every = 0;
+  unsigned rank = 0;
+  if (!PyArg_ParseTupleAndKeywords(
+          args, kw, "O|$OIndIIInOpndzdznI", kwlist, &iterable, &sync, &warmup,
+          &warmup_steps, &ready_wait, &workers, &prefetch, &round, &trace,
+          &info, &count, &end_steps, &end_s, &metrics, &metrics_every, &jsonl,
+          &log_every, &rank))
     return -1;
+  if (!(metrics_every >= 0) || log_every < 0) {
+    PyErr_SetString(PyExc_ValueError,
+                    "metrics_every and log_every must be >= 0");
+    return -1;
+  }
+  if (end_steps < 0 || !(end_s >= 0)) {
+    PyErr_SetString(PyExc_ValueError,
+                    "warmup_end_steps and warmup_end must be >= 0");
+    return -1;
+  }
   if (sync != Py_None && !PyCallable_Check(sync)) {
     PyErr_SetString(PyExc_TypeError, "sync must be callable or None");
     return -1;
@@ -44,7 +62,18 @@ static int twoclock_init(sk_TwoClock *self, PyObject *args, PyObject *kw) {
   stoke_twoclock_config_init(&cfg);
   cfg.warmup_epochs = warmup;
   cfg.warmup_steps = (size_t)warmup_steps;
-  cfg.ready_wait_ns = (int64_t)(ready_wait * 1e9);
+  cfg.warmup_end_steps = (size_t)end_steps;
+  cfg.warmup_end_ns = (int64_t)(end_s * 1e9);
+  cfg.metrics_path = metrics;
+  cfg.metrics_every_ns = (int64_t)(metrics_every * 1e9);
+  cfg.log_jsonl_path = jsonl;
+  cfg.log_every_steps = (size_t)log_every;
+  cfg.rank = rank;
+  if (info != Py_None && PyDict_Check(info)) {
+    PyObject *name = PyDict_GetItemString(info, "name"); /* borrowed */
+    if (name && PyUnicode_Check(name))
+      cfg.metrics_loader = PyUnicode_AsUTF8(name); /* copied at create */
+  }  cfg.ready_wait_ns = (int64_t)(ready_wait * 1e9);
   cfg.n_workers = workers;
   cfg.prefetch = prefetch;
   cfg.round_steps = round;
@@ -176,6 +205,22 @@ static PyObject *twoclock_batch_len(PyObject *mod, PyObject *item) {
   return PyLong_FromSize_t(batch_len(item));
 }
 
+/* The measured steps so far, for a watcher that stops at N of them (the
+** doctor's --steps): a counter read, not a snapshot. */
+static PyObject *twoclock_measured_steps(sk_TwoClock *self, PyObject *noargs) {
+  if (!ready(self)) return NULL;
+  return PyLong_FromUnsignedLongLong(stoke_twoclock_measured_steps(self->c));
+}
+
+/* The loop asked for a step it will not get (the doctor ends the script
+** there): the last step's compute ends now, as at any next(), and no wait
+** is counted. */
+static PyObject *twoclock_close_step(sk_TwoClock *self, PyObject *noargs) {
+  if (!ready(self)) return NULL;
+  stoke_twoclock_enter(self->c);
+  Py_RETURN_NONE;
+}
+
 static PyObject *twoclock_summary(sk_TwoClock *self, PyObject *noargs) {
   return ready(self) ? sk_twoclock_json(self, SK_JSON_SUMMARY) : NULL;
 }
@@ -225,6 +270,9 @@ static PyMethodDef twoclock_methods[] = {
     {"_batch_len", (PyCFunction)twoclock_batch_len, METH_O | METH_STATIC,
      NULL},
     {"_summary", (PyCFunction)twoclock_summary, METH_NOARGS, NULL},
+    {"_measured_steps", (PyCFunction)twoclock_measured_steps, METH_NOARGS,
+     NULL},
+    {"_close_step", (PyCFunction)twoclock_close_step, METH_NOARGS, NULL},
     {"_document", (PyCFunction)twoclock_document, METH_NOARGS, NULL},
     {"_diagnosis", (PyCFunction)twoclock_diagnosis, METH_NOARGS, NULL},
     {"_report", (PyCFunction)twoclock_report, METH_NOARGS, NULL},

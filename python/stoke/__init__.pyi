@@ -77,8 +77,9 @@ class Loader:
                  rank: Optional[int] = ..., world_size: Optional[int] = ...,
                  mem_budget: Union[int, str, None] = ...,
                  timeout: Union[float, str, None] = ..., output: Optional[str] = ...,
-                 out_of_order: bool = ..., epoch_prefetch: bool = ..., warmup: int = ...,
-                 warmup_steps: int = ..., trace: Union[bool, int] = ..., max_chunk: int = ...,
+                 out_of_order: bool = ..., epoch_prefetch: bool = ...,
+                 warmup: Optional[int] = ..., warmup_steps: Optional[int] = ...,
+                 trace: Union[bool, int] = ..., max_chunk: int = ...,
                  shard_drop_last: bool = ..., image_kind: Optional[str] = ...,
                  max_pixels: Optional[int] = ..., max_bytes: Optional[int] = ...,
                  verify_checksums: bool = ..., device: Optional[str] = ...,
@@ -104,7 +105,11 @@ class Loader:
                  retry_budget: Optional[int] = ...,
                  connect_timeout: Union[float, str, None] = ...,
                  stall_timeout: Union[float, str, None] = ...,
-                 retry_backoff: Union[float, str, None] = ...) -> None: ...
+                 retry_backoff: Union[float, str, None] = ...,
+                 metrics_file: Union[None, str, PathLike] = ...,
+                 metrics_every: float = ...,
+                 log_jsonl: Union[None, str, PathLike] = ...,
+                 log_every: int = ...) -> None: ...
     def __iter__(self) -> "LoaderIterator": ...
     def __len__(self) -> int: ...
     def __enter__(self) -> "Loader": ...
@@ -173,7 +178,7 @@ class DataLoader:
                  prefetch_factor: Optional[int] = ..., persistent_workers: bool = ...,
                  pin_memory_device: str = ..., in_order: bool = ...,
                  torch_threads: Optional[int] = ..., max_batch_size: Optional[int] = ...,
-                 warmup: int = ..., trace: Union[bool, int] = ...,
+                 warmup: Optional[int] = ..., trace: Union[bool, int] = ...,
                  gpu_price: Union[float, str, None] = ...,
                  worker_policy: str = ...) -> None: ...
     @property
@@ -202,10 +207,15 @@ class TwoClock:
     info: Dict[str, Any]
     wrapped: Iterable[Any]
     def __init__(self, iterable: Iterable[Any], *,
-                 sync: Union[None, str, Callable[[], Any]] = ..., warmup: int = ...,
-                 name: Optional[str] = ..., warmup_steps: int = ...,
+                 sync: Union[None, str, Callable[[], Any]] = ...,
+                 warmup: Optional[int] = ...,
+                 name: Optional[str] = ..., warmup_steps: Optional[int] = ...,
                  ready_wait: float = ..., trace: int = ...,
-                 describe: Any = ...) -> None: ...
+                 describe: Any = ...,
+                 metrics_file: Union[None, str, PathLike] = ...,
+                 metrics_every: float = ...,
+                 log_jsonl: Union[None, str, PathLike] = ...,
+                 log_every: int = ...) -> None: ...
     def __iter__(self) -> "TwoClock": ...
     def __next__(self) -> Any: ...
     @property

@@ -231,7 +231,8 @@ class DataLoader:
     thread, default 1 as in torch's worker processes; None leaves torch's
     setting), ``max_batch_size`` (the largest batch a custom batch_sampler
     gives, default its batch_size or 4096), ``warmup`` (epochs left out of
-    the statistics, default 1), ``trace`` (keep spans for
+    the statistics; not given: the first epoch, or its first 10 steps and
+    5 s if those come first), ``trace`` (keep spans for
     :meth:`save_trace`) and ``gpu_price`` (the accelerator's price per hour,
     ``2.5`` or ``"2.50/h"``: the cost in :meth:`stats` and :meth:`report`
     in money) and ``worker_policy`` (``"batch"``, the default: the worker
@@ -249,7 +250,7 @@ class DataLoader:
                  generator=None, *, prefetch_factor=None,
                  persistent_workers=False, pin_memory_device="",
                  in_order=True, torch_threads=1, max_batch_size=None,
-                 warmup=1, trace=False, gpu_price=None,
+                 warmup=None, trace=False, gpu_price=None,
                  worker_policy="batch"):
         import torch
         from torch.utils.data import (BatchSampler, IterableDataset,

@@ -378,6 +378,20 @@ def bad_sample_config(on_error="fail", max_failures=None,
     return d
 
 
+def warmup_config(warmup=None, warmup_steps=None):
+    """The warm-up's fields of stoke_config.  Neither given: the first
+    epoch, or 10 steps and 5 s if those come first (the early end,
+    STOKE_WARMUP_END_STEPS and _NS), so a long epoch is measured after its
+    first seconds.  Either given: exactly that many epochs, then steps."""
+    auto = warmup is None and warmup_steps is None
+    return {
+        "warmup_epochs": 1 if warmup is None else int(warmup),
+        "warmup_steps": 0 if warmup_steps is None else int(warmup_steps),
+        "warmup_end_steps": _stoke.WARMUP_END_STEPS if auto else 0,
+        "warmup_end_ns": _stoke.WARMUP_END_NS if auto else 0,
+    }
+
+
 # stoke_worker_policy (include/stoke.h)
 _WORKER_POLICIES = {"batch": 0, "normal": 1}
 
@@ -385,10 +399,12 @@ _WORKER_POLICIES = {"batch": 0, "normal": 1}
 def loader_config(batch_size, *, shuffle=False, seed=0, num_workers=0,
                   prefetch=2, drop_last=False, rank=None, world_size=None,
                   mem_budget=None, timeout=None, out_of_order=False,
-                  epoch_prefetch=True, warmup=1, warmup_steps=0, trace=False,
-                  max_chunk=0, shard_drop_last=False, block_window=None,
+                  epoch_prefetch=True, warmup=None, warmup_steps=None,
+                  trace=False, max_chunk=0, shard_drop_last=False, block_window=None,
                   echo=1, echo_mode="batch", cache=None, cache_max=None,
-                  ram_cache=None, cpu_budget=None, worker_policy="batch"):
+                  ram_cache=None, cpu_budget=None, worker_policy="batch",
+                  metrics_file=None, metrics_every=10.0, log_jsonl=None,
+                  log_every=100):
     """The C loader's configuration (stoke_config's names) from Python's.
     num_workers="auto" turns the online autotuner on (cpu_budget: the cores
     its workers may keep busy, None for all)."""
@@ -434,8 +450,7 @@ def loader_config(batch_size, *, shuffle=False, seed=0, num_workers=0,
         "rank": int(rank), "world": int(world),
         "shard_drop_last": int(bool(shard_drop_last)),
         "in_order": int(not out_of_order),
-        "warmup_epochs": int(warmup),
-        "warmup_steps": int(warmup_steps),
+        **warmup_config(warmup, warmup_steps),
         "sample_timeout_ms": (0 if not timeout else
                               max(1, parse_duration_ns(timeout, "timeout")
                                   // 1_000_000)),
@@ -446,6 +461,12 @@ def loader_config(batch_size, *, shuffle=False, seed=0, num_workers=0,
         "autotune": int(num_workers == "auto"),
         "cpu_budget": float(cpu_budget or 0),
         "worker_policy": _WORKER_POLICIES[worker_policy],
+        "metrics_path": (None if metrics_file is None
+                         else os.fsdecode(metrics_file)),
+        "metrics_every_ns": int(float(metrics_every) * 1e9),
+        "log_jsonl_path": None if log_jsonl is None else os.fsdecode(log_jsonl),
+        "log_every_steps": int(log_every),
+        "metrics_loader": "stoke.Loader",
     }
 
 
@@ -474,7 +495,8 @@ class Loader(_stoke.Loader):
     torch.distributed's when it is initialised, else to the ``RANK`` and
     ``WORLD_SIZE`` that torchrun sets.  The other options are the CLI's:
     ``out_of_order``, ``epoch_prefetch``, ``warmup`` (epochs left out of the
-    statistics), ``warmup_steps``, ``trace`` (keep spans for
+    statistics; not given: the first epoch, or its first 10 steps and 5 s
+    if those come first), ``warmup_steps``, ``trace`` (keep spans for
     :meth:`save_trace`), ``max_chunk``, ``shard_drop_last``, and for images
     ``image_kind``, ``max_pixels``, ``max_bytes``, ``verify_checksums``.
 
@@ -543,13 +565,16 @@ class Loader(_stoke.Loader):
     Linux's SCHED_BATCH: a worker woken to refill a slot never takes the
     core of the thread running the training step, which with more CPU-bound
     workers than cores otherwise waits for a core every step.
-    ``"normal"`` keeps the OS default."""
+    ``"normal"`` keeps the OS default.
+    ``metrics_file=PATH`` writes Prometheus text atomically every
+    ``metrics_every`` seconds and at the end; ``log_jsonl=PATH`` appends a
+    JSON line per epoch and every ``log_every`` steps (docs/metrics.md)."""
 
     def __init__(self, source, batch_size, *, shuffle=False, seed=0,
                  num_workers=0, prefetch=2, drop_last=False, transform=None,
                  rank=None, world_size=None, mem_budget=None, timeout=None,
                  output=None, out_of_order=False, epoch_prefetch=True,
-                 warmup=1, warmup_steps=0, trace=False, max_chunk=0,
+                 warmup=None, warmup_steps=None, trace=False, max_chunk=0,
                  shard_drop_last=False, image_kind=None, max_pixels=None,
                  max_bytes=None, verify_checksums=False, device=None,
                  device_prefetch=1, pin_memory=None, device_normalize=True,
@@ -561,7 +586,8 @@ class Loader(_stoke.Loader):
                  worker_policy="batch", io_concurrency=None, tls_ca=None,
                  tls_verify=True, http_attempts=None, retry_budget=None,
                  connect_timeout=None, stall_timeout=None,
-                 retry_backoff=None):
+                 retry_backoff=None, metrics_file=None, metrics_every=10.0,
+                 log_jsonl=None, log_every=100):
         spec, layout, names, keep = describe_source(
             source, transform, image_kind, max_pixels, max_bytes,
             verify_checksums, remote_options(
@@ -577,7 +603,9 @@ class Loader(_stoke.Loader):
             max_chunk=max_chunk, shard_drop_last=shard_drop_last,
             block_window=block_window, echo=echo, echo_mode=echo_mode,
             cache=cache, cache_max=cache_max, ram_cache=ram_cache,
-            cpu_budget=cpu_budget, worker_policy=worker_policy)
+            cpu_budget=cpu_budget, worker_policy=worker_policy,
+            metrics_file=metrics_file, metrics_every=metrics_every,
+            log_jsonl=log_jsonl, log_every=log_every)
         dev, stream = device_config(device, device_prefetch, pin_memory,
                                     device_normalize, cuda_library,
                                     cuda_stream)

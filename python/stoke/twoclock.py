@@ -48,6 +48,12 @@ def _resolve_sync(sync):
     raise ValueError(f"sync: expected a callable, 'cuda' or None, got {sync!r}")
 
 
+def _rank():
+    from .distributed import dist_rank_world
+    from ._util import env_rank_world
+    return (dist_rank_world() or env_rank_world())[0]
+
+
 def _torch_cuda_available():
     try:
         import torch
@@ -65,21 +71,31 @@ class TwoClock(_stoke.TwoClock):
             cls = EventTwoClock
         return super().__new__(cls)
 
-    """``TwoClock(iterable, *, sync=None, warmup=1, name=None)``
+    """``TwoClock(iterable, *, sync=None, warmup=None, name=None)``
 
     Iterating it iterates ``iterable``; each ``iter()`` is an epoch and the
-    first ``warmup`` epochs are left out of the statistics.  ``sync`` (a
+    first ``warmup`` epochs (then ``warmup_steps`` steps) are left out of
+    the statistics.  Given neither, the warm-up is the first epoch or its
+    first 10 steps and 5 seconds, whichever ends first, so that a long
+    epoch is judged after seconds; the steady state then counts the steps
+    of partial epochs.  ``sync`` (a
     callable such as ``torch.cuda.synchronize``) is called before each
     compute clock is read, so asynchronous GPU work is counted where it
     ran; ``sync="cuda"`` reads the clocks off the current CUDA stream with
-    events instead (:class:`EventTwoClock`), which drains nothing.  ``ready_wait`` (seconds, default 2 ms): a wait at most
+    events instead (:class:`EventTwoClock`), which drains nothing.
+    ``metrics_file=PATH`` writes Prometheus text (node_exporter's textfile
+    collector) atomically every ``metrics_every`` seconds and at the end;
+    ``log_jsonl=PATH`` appends a JSON line per epoch and every
+    ``log_every`` steps (docs/metrics.md).  ``ready_wait`` (seconds, default 2 ms): a wait at most
     this long found a batch ready.  Around a torch DataLoader with W
     workers, whose workers each make whole batches in turn, the queue is
     judged over rounds of W steps.  ``trace=N`` keeps N spans for
     :meth:`save_trace`."""
 
-    def __init__(self, iterable, *, sync=None, warmup=1, name=None,
-                 warmup_steps=0, ready_wait=2e-3, trace=0, describe=None):
+    def __init__(self, iterable, *, sync=None, warmup=None, name=None,
+                 warmup_steps=None, ready_wait=2e-3, trace=0, describe=None,
+                 metrics_file=None, metrics_every=10.0, log_jsonl=None,
+                 log_every=100):
         # describe: the loader to describe when iterable only stands for it
         # (the doctor wraps DataLoaders without keeping them alive).
         target = iterable if describe is None else describe
@@ -92,9 +108,18 @@ class TwoClock(_stoke.TwoClock):
             # its workers makes whole batches in turn: judge rounds of W.
             prefetch = workers * (info.get("prefetch_factor") or 2)
             rounds = workers if _is_torch_loader(target) else 0
+        from .loader import warmup_config
+        w = warmup_config(warmup, warmup_steps)
         super().__init__(
-            iterable, sync=_resolve_sync(sync), warmup=int(warmup),
-            warmup_steps=int(warmup_steps), ready_wait=float(ready_wait),
+            iterable, sync=_resolve_sync(sync), warmup=w["warmup_epochs"],
+            warmup_steps=w["warmup_steps"],
+            warmup_end_steps=w["warmup_end_steps"],
+            warmup_end=w["warmup_end_ns"] / 1e9, ready_wait=float(ready_wait),
+            metrics_file=None if metrics_file is None
+            else os.fsdecode(metrics_file),
+            metrics_every=float(metrics_every),
+            log_jsonl=None if log_jsonl is None else os.fsdecode(log_jsonl),
+            log_every=int(log_every), rank=_rank(),
             num_workers=workers if known else _PY_WORKERS_UNKNOWN,
             prefetch=prefetch, round_steps=rounds, trace=int(trace),
             info=info)

@@ -87,6 +87,8 @@ void stoke__host_ledger(const stoke_config *c, unsigned n_workers,
         (8 * (uint64_t)n_workers + 64) * sizeof(stoke__sched_thread);
   g->consumer_bytes =
       sizeof(stoke__consumer_stats) + sizeof(stoke__stats_snap);
+  if (c->metrics_path || c->log_jsonl_path) /* whole steps' histogram */
+    g->consumer_bytes += sizeof(stoke__hist);
   g->trace_bytes = (uint64_t)(STOKE__MAX(n_workers, 1) + 1) *
                    c->trace_events * sizeof(stoke__trace_event);
   stoke__ledger_in in = {.c = c, .n_workers = n_workers, .plan = plan,

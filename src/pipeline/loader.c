@@ -121,6 +121,9 @@ int stoke__config_validate(const stoke_config *c) {
     return stoke__set_tls_error(STOKE_EINVAL,
                                 "config: rank %u is not below world %u",
                                 c->rank, c->world);
+  if (c->warmup_end_ns < 0)
+    return stoke__set_tls_error(STOKE_EINVAL,
+                                "config: warmup_end_ns is negative");
   if (c->sample_timeout_ms < 0)
     return stoke__set_tls_error(STOKE_EINVAL,
                                 "config: sample_timeout_ms is negative");
@@ -425,6 +428,12 @@ int stoke__loader_create(const stoke_config *cfg, const stoke__sys *sys,
   if (stoke__cclock_init(&l->cclock, l->alloc, l->cfg.warmup_epochs,
                          l->cfg.warmup_steps) != 0)
     mem = STOKE_ENOMEM;
+  stoke__cclock_warmup_end(&l->cclock, l->cfg.warmup_end_steps,
+                           l->cfg.warmup_end_ns);
+  /* The metrics give whole steps' quantiles. */
+  if (!mem && (l->cfg.metrics_path || l->cfg.log_jsonl_path) &&
+      stoke__cclock_track_steps(&l->cclock, l->alloc) != 0)
+    mem = STOKE_ENOMEM;
   l->cclock.events = l->clock == STOKE_CLOCK_EVENTS;
   l->baseline = stoke__calloc(l->alloc, 1, sizeof *l->baseline);
   if (!l->baseline) mem = STOKE_ENOMEM;
@@ -445,6 +454,7 @@ int stoke__loader_create(const stoke_config *cfg, const stoke__sys *sys,
   if (!mem) mem = alloc_workers(l);
   if (!mem) mem = stoke__readahead_create(l);
   if (!mem) mem = stoke__packcache_create(l, sys);
+  if (!mem) mem = stoke__metrics_create(l);
   if (!mem) mem = alloc_traces(l);
   if (!mem) mem = stoke__publish_create(l);
   if (mem && mem != STOKE_ENOMEM) {
@@ -575,6 +585,7 @@ int stoke_loader_stats(const stoke_loader *l, stoke_stats *out) {
   stoke_stats full;
   full.struct_size = sizeof full;
   stoke__stats_publish(snap, &full);
+  stoke__stats_step_dist(l->cclock.cs, l->alloc, &full.step);
   full.threads_active = -1;
   if (l->sched_base) {
     stoke__sched_thread *now =

@@ -293,6 +293,9 @@ uint64_t stoke__ramcache_ledger(const stoke__ledger_in *in);
 ** ram_cache_bytes holds a sample and list it among the features.
 ** STOKE_EINVAL for a source that is not deterministic. */
 int stoke__ramcache_create(stoke_loader *l);
+/* metrics.c: Prometheus text and JSON lines (cfg.metrics_path,
+** cfg.log_jsonl_path); 0, STOKE_ENOMEM or STOKE_EIO (message set). */
+int stoke__metrics_create(stoke_loader *l);
 /* Samples it holds, 0 when off (tests). */
 size_t stoke__ramcache_samples(const stoke_loader *l);
 /* packcache.c: the packing cache (cache_dir).  Its host bytes: its map

@@ -5,7 +5,9 @@
 ** asked for (enter), handed out (leave), and the gap until the next enter
 ** is its compute.  The clock keeps what both need of them:
 **   - the warm-up decision: steps of warm-up epochs, then the first
-**     warmup_steps steps, are not measured;
+**     warmup_steps steps, are not measured; the warm-up epochs may end
+**     early, in the middle of one, after warmup_end_steps steps and
+**     warmup_end_ns (stoke__cclock_warmup_end);
 **   - the consumer statistics (wait and compute histograms, steps,
 **     samples; the queue-depth bins are the caller's, since only it knows
 **     the queue);
@@ -31,16 +33,24 @@ typedef struct stoke__cclock {
   uint64_t warmup_steps;      /* steps left out after the warm-up epochs */
   uint64_t warmup_steps_seen;
   bool measuring;             /* warm-up is over, for good */
+  /* The warm-up epochs' early end: off when both are 0. */
+  uint64_t end_steps;
+  int64_t end_ns;
+  uint64_t warmup_epoch_steps; /* steps seen in warm-up epochs */
+  int64_t first_step_ns;      /* when the first of them was handed out */
+  bool warmup_epochs_over;    /* they ended early, for good */
   /* The step in progress. */
   int64_t leave_ns;           /* 0: no compute clock running */
   bool last_measured;
+  int64_t last_wait_ns;       /* its wait, for the whole step's time */
   uint64_t last_number;       /* its number, for the compute span */
   /* A step a timed next() gave up on (0: none). */
   int64_t pending_enter_ns;
   bool pending_measured;
   size_t pending_depth;
   /* The epoch in progress. */
-  bool epoch_warmup;
+  bool epoch_warmup;           /* still warming up in it */
+  bool epoch_warmup_ended;     /* the warm-up ended early in it */
   int64_t epoch_start_ns, epoch_wait_ns, epoch_compute_ns;
   uint64_t epoch_batches, epoch_samples;
 } stoke__cclock;
@@ -50,6 +60,12 @@ typedef struct stoke__cclock {
 int stoke__cclock_init(stoke__cclock *c, const stoke_allocator *a,
                        uint64_t warmup_epochs, uint64_t warmup_steps);
 void stoke__cclock_free(stoke__cclock *c, const stoke_allocator *a);
+/* Keep a histogram of whole steps (wait + compute) too, for the metrics'
+** step quantiles (stoke_stats.step).  0 or STOKE_ENOMEM. */
+int stoke__cclock_track_steps(stoke__cclock *c, const stoke_allocator *a);
+/* The warm-up epochs end early at the first step after `steps` steps once
+** `ns` have passed since the first step (both 0: never). */
+void stoke__cclock_warmup_end(stoke__cclock *c, uint64_t steps, int64_t ns);
 
 /* An epoch starts at `now`; `warmup`: it is one of the warm-up epochs. */
 void stoke__cclock_epoch_start(stoke__cclock *c, int64_t now, bool warmup);
@@ -61,7 +77,8 @@ stoke_epoch_stats stoke__cclock_epoch_record(const stoke__cclock *c,
 ** or -1 when no compute clock runs. */
 int64_t stoke__cclock_compute_end(stoke__cclock *c, int64_t now);
 /* Is the step being handed out measured?  It counts the warm-up steps;
-** *warmup_ended is set true on the step that ends the warm-up. */
+** *warmup_ended is set true on the step that ends the warm-up.  Only
+** while warming up with an early end does it read the clock. */
 bool stoke__cclock_measure(stoke__cclock *c, bool *warmup_ended);
 /* A step asked for at `enter` is handed out at `leave` with n_samples:
 ** its wait is accounted and its compute clock starts. */

@@ -127,3 +127,16 @@ void stoke__stats_publish(const stoke__stats_snap *s, stoke_stats *out) {
         (double)s->idle_steps / (double)s->gpu_idle.count;
 }
 
+
+void stoke__stats_step_dist(const stoke__consumer_stats *c,
+                            const stoke_allocator *a, stoke_dist *out) {
+  memset(out, 0, sizeof *out);
+  if (!c->step) return;
+  /* Read apart from the snapshot, which every loader holds one of: the
+  ** step histogram is there only with the metrics on. */
+  stoke__hist_snap *h = stoke__calloc(a, 1, sizeof *h);
+  if (!h) return; /* out of memory: no step quantiles this time */
+  stoke__hist_read(c->step, h);
+  stoke__hist_dist(h, out);
+  stoke__free(a, h);
+}

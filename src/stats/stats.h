@@ -72,6 +72,9 @@ typedef struct stoke__producer_stats {
 #define STOKE__DEPTH_BINS 16
 typedef struct stoke__consumer_stats {
   stoke__hist wait, compute;
+  /* Wait + compute of each whole step: NULL unless asked for (the
+  ** metrics' step quantiles), since a histogram is ~29 KiB per loader. */
+  stoke__hist *step;
   atomic_uint_least64_t depth[STOKE__DEPTH_BINS];
   atomic_uint_least64_t steps, samples, bytes;
   /* The device stage (src/pipeline/outlet_device_stream.c): with the EVENTS clock, wait
@@ -107,6 +110,9 @@ void stoke__stats_snap_producer(const stoke__producer_stats *p,
 void stoke__stats_snap_consumer(const stoke__consumer_stats *c,
                                 stoke__stats_snap *acc);
 void stoke__stats_snap_sub(stoke__stats_snap *a, const stoke__stats_snap *b);
+/* The whole steps' distribution (c->step), zeros when it is not kept. */
+void stoke__stats_step_dist(const stoke__consumer_stats *c,
+                            const stoke_allocator *a, stoke_dist *out);
 /* Fill the public view from a snapshot (struct_size already checked). */
 void stoke__stats_publish(const stoke__stats_snap *s, stoke_stats *out);
 

@@ -23,6 +23,7 @@
 #include "os/os.h"
 #include "stats/cclock.h"
 #include "stats/publish.h"
+#include "stats/export.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -46,6 +47,7 @@ struct stoke_twoclock {
   stoke__epoch_log epochs;
   stoke__trace *trace;          /* NULL when cfg.trace_events is 0 */
   stoke__publisher *pub;        /* the live view (cfg.publish), or NULL */
+  stoke__exporter ex;           /* metrics and JSON lines (driving thread) */
 };
 
 void stoke_twoclock_config_init(stoke_twoclock_config *cfg) {
@@ -54,6 +56,8 @@ void stoke_twoclock_config_init(stoke_twoclock_config *cfg) {
   cfg->warmup_epochs = 1;
   cfg->ready_wait_ns = 2000000;
   cfg->n_workers = STOKE_WORKERS_AUTO;
+  cfg->warmup_end_steps = STOKE_WARMUP_END_STEPS;
+  cfg->warmup_end_ns = STOKE_WARMUP_END_NS;
 }
 
 /* The live view's snapshot, on the publisher's thread: the read calls are
@@ -89,6 +93,9 @@ int stoke_twoclock_create(const stoke_twoclock_config *cfg,
     return stoke__set_tls_error(STOKE_EINVAL,
                                 "twoclock: publish is %d, expected 0, 1 or "
                                 "-1", cfg->publish);
+  if (cfg->warmup_end_ns < 0)
+    return stoke__set_tls_error(STOKE_EINVAL,
+                                "twoclock: warmup_end_ns is negative");
   stoke_twoclock *c = stoke__calloc(cfg->alloc, 1, sizeof *c);
   if (!c) return stoke__set_tls_error(STOKE_ENOMEM, "twoclock: out of memory");
   c->cfg = *cfg;
@@ -97,6 +104,11 @@ int stoke_twoclock_create(const stoke_twoclock_config *cfg,
   int rc = stoke__cclock_init(&c->clock, c->alloc, cfg->warmup_epochs,
                               cfg->warmup_steps);
   bool have_clock = rc == 0;
+  if (have_clock)
+    stoke__cclock_warmup_end(&c->clock, cfg->warmup_end_steps,
+                             cfg->warmup_end_ns);
+  if (have_clock && (cfg->metrics_path || cfg->log_jsonl_path))
+    rc = stoke__cclock_track_steps(&c->clock, c->alloc);
   if (rc == 0 && pthread_mutex_init(&c->mu, NULL) != 0) rc = STOKE_ENOMEM;
   bool have_mu = rc == 0;
   if (rc == 0 && cfg->trace_events > 0) {
@@ -115,6 +127,20 @@ int stoke_twoclock_create(const stoke_twoclock_config *cfg,
     return stoke__set_tls_error(rc, "twoclock: out of memory");
   }
   c->clock.trace = c->trace;
+  stoke_stats zero;
+  memset(&zero, 0, sizeof zero);
+  zero.struct_size = sizeof zero;
+  zero.n_workers = cfg->n_workers;
+  char err[512];
+  rc = stoke__exporter_init(&c->ex, c->alloc, cfg->metrics_path,
+                            cfg->metrics_every_ns, cfg->log_jsonl_path,
+                            cfg->log_every_steps, cfg->metrics_loader,
+                            cfg->rank, &zero, err, sizeof err);
+  if (rc != 0) {
+    stoke__exporter_free(&c->ex, c->alloc); /* no last metrics: none began */
+    stoke_twoclock_destroy(c);
+    return stoke__set_tls_error(rc, "twoclock: %s", err);
+  }
   if (stoke__publish_wanted(cfg->publish))
     c->pub = stoke__publisher_start(c->alloc, STOKE_LIVE_TWOCLOCK,
                                     live_fill, c);
@@ -122,9 +148,33 @@ int stoke_twoclock_create(const stoke_twoclock_config *cfg,
   return 0;
 }
 
+/* The steady state so far, for the writers (zeros when out of memory). */
+static void export_snapshot(const stoke_twoclock *c, stoke_stats *st) {
+  memset(st, 0, sizeof *st);
+  st->struct_size = sizeof *st;
+  (void)stoke_twoclock_stats(c, st);
+}
+
+/* A step was handed out: a JSON line or the metrics may be due. */
+static void export_step(stoke_twoclock *c, int64_t now) {
+  if (!stoke__exporter_on(&c->ex)) return;
+  unsigned due = stoke__exporter_step(&c->ex, now);
+  if (!due) return;
+  stoke_stats st;
+  export_snapshot(c, &st);
+  stoke__exporter_emit(&c->ex, due, &st, c->epoch_number);
+}
+
 void stoke_twoclock_destroy(stoke_twoclock *c) {
   if (!c) return;
   stoke__publisher_stop(c->pub); /* it reads the statistics freed below */
+  if (c->ex.metrics_path) { /* the last metrics, at the end */
+    stoke_stats st;
+    export_snapshot(c, &st);
+    stoke__exporter_emit(&c->ex, STOKE__EXPORT_METRICS, &st,
+                         c->epoch_number);
+  }
+  stoke__exporter_free(&c->ex, c->alloc);
   if (c->trace) {
     stoke__trace_free(c->trace, c->alloc);
     stoke__free(c->alloc, c->trace);
@@ -182,6 +232,7 @@ int64_t stoke_twoclock_leave(stoke_twoclock *c, size_t n_samples) {
   stoke__cclock_step(&c->clock, enter, now, c->step_number, n_samples,
                      measured);
   c->step_number++;
+  export_step(c, now);
   return now;
 }
 
@@ -193,6 +244,7 @@ int stoke_twoclock_record(stoke_twoclock *c, int64_t wait_ns,
   if (measured) round_step(c, wait_ns);
   stoke__cclock_record(&c->clock, wait_ns, compute_ns, n_samples, measured);
   c->step_number++;
+  export_step(c, 0);
   return 0;
 }
 
@@ -209,6 +261,11 @@ int stoke_twoclock_end_epoch(stoke_twoclock *c) {
   pthread_mutex_lock(&c->mu);
   int rc = stoke__epoch_log_add(&c->epochs, c->alloc, &e);
   pthread_mutex_unlock(&c->mu);
+  if (stoke__exporter_on(&c->ex)) {
+    stoke_stats st;
+    export_snapshot(c, &st);
+    stoke__exporter_epoch(&c->ex, &e, &st);
+  }
   return rc;
 }
 
@@ -220,6 +277,7 @@ int stoke_twoclock_stats(const stoke_twoclock *c, stoke_stats *out) {
   stoke_stats full;
   full.struct_size = sizeof full;
   stoke__stats_publish(snap, &full);
+  stoke__stats_step_dist(c->clock.cs, c->alloc, &full.step);
   stoke__free(c->alloc, snap);
   stoke_twoclock *mc = (stoke_twoclock *)c; /* the lock is not state */
   pthread_mutex_lock(&mc->mu);
@@ -231,6 +289,10 @@ int stoke_twoclock_stats(const stoke_twoclock *c, stoke_stats *out) {
   full.struct_size = n;
   memcpy(out, &full, n);
   return 0;
+}
+
+uint64_t stoke_twoclock_measured_steps(const stoke_twoclock *c) {
+  return c ? stoke__counter_get(&c->clock.cs->steps) : 0;
 }
 
 size_t stoke_twoclock_wait_histogram(const stoke_twoclock *c,

@@ -252,6 +252,42 @@ static void test_warmup_steps(void **state) {
   tu_cb_free(cb);
 }
 
+/* The warm-up epoch's early end: after its first warmup_end_steps steps
+** (no time asked), the rest of the epoch is measured; the record says so,
+** and a negative time is refused. */
+static void test_warmup_ends_early(void **state) {
+  (void)state;
+  tu_cb *cb = tu_cb_new(30);
+  stoke_source *src = tu_cb_source(cb);
+  tu_epoch *e = tu_epoch_new();
+  for (unsigned W = 0; W <= 3; W += 3) {
+    stoke_config c = tu_config(src, W, 2, 4);
+    c.warmup_epochs = 1;
+    c.warmup_end_steps = 3;
+    c.warmup_end_ns = 0;
+    stoke_loader *l = tu_loader(&c);
+    for (int ep = 0; ep < 2; ep++) tu_epoch_ok(l, cb, e, 1);
+    stoke_stats st = get_stats(l);
+    TU_CHECK(st.steps == 13, "W %u early end after 3 steps: steps %llu, "
+             "want 13", W, (unsigned long long)st.steps);
+    TU_CHECK(st.samples == 48, "W %u: samples %llu, want 48", W,
+             (unsigned long long)st.samples);
+    stoke_epoch_stats es;
+    TU_OK(stoke_loader_epoch_stats(l, 0, &es));
+    assert_int_equal(es.warmup, 2);
+    TU_OK(stoke_loader_epoch_stats(l, 1, &es));
+    assert_int_equal(es.warmup, 0);
+    stoke_loader_destroy(l);
+    c.warmup_end_ns = -1;
+    l = NULL;
+    TU_RC(stoke_loader_create(&c, &l), STOKE_EINVAL);
+    TU_CONTAINS(stoke_errmsg(NULL), "warmup_end_ns");
+  }
+  free(e);
+  stoke_source_destroy(src);
+  tu_cb_free(cb);
+}
+
 /* Claims: with max_chunk = 1 every claim is one sample (no next epoch
 ** prefetched, so every claim is of a delivered sample). */
 static void test_chunks(void **state) {
@@ -506,6 +542,7 @@ int main(void) {
       cmocka_unit_test(test_warmup_epochs_w0),
       cmocka_unit_test(test_warmup_epochs_workers),
       cmocka_unit_test(test_warmup_steps),
+      cmocka_unit_test(test_warmup_ends_early),
       cmocka_unit_test(test_chunks),
       cmocka_unit_test(test_stats_from_another_thread),
       cmocka_unit_test(test_diagnose_starving),

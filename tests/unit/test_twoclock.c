@@ -374,6 +374,117 @@ static void test_create_out_of_memory(void **state) {
   assert_true(failed >= 3); /* clock, stats, trace ring, its events */
 }
 
+/* Steps without waiting, then the end of the epoch. */
+static void quick_epoch(stoke_twoclock *c, int steps) {
+  for (int i = 0; i < steps; i++) {
+    stoke_twoclock_enter(c);
+    stoke_twoclock_leave(c, 4);
+  }
+  stoke_twoclock_enter(c);
+  TU_OK(stoke_twoclock_end_epoch(c));
+}
+
+static stoke_twoclock *make_early(unsigned warmup, size_t end_steps,
+                                  int64_t end_ns) {
+  stoke_twoclock_config cfg;
+  stoke_twoclock_config_init(&cfg);
+  cfg.warmup_epochs = warmup;
+  cfg.warmup_end_steps = end_steps;
+  cfg.warmup_end_ns = end_ns;
+  stoke_twoclock *c = NULL;
+  TU_OK(stoke_twoclock_create(&cfg, &c));
+  return c;
+}
+
+static uint64_t measured_steps(const stoke_twoclock *c) {
+  stoke_stats st = {.struct_size = sizeof st};
+  TU_OK(stoke_twoclock_stats(c, &st));
+  /* The cheap counter read agrees with the snapshot. */
+  assert_int_equal(stoke_twoclock_measured_steps(c), st.steps);
+  return st.steps;
+}
+
+static int epoch_warmup(const stoke_twoclock *c, size_t i) {
+  stoke_epoch_stats e;
+  TU_OK(stoke_twoclock_epoch_stats(c, i, &e));
+  return e.warmup;
+}
+
+/* The default rule is the first epoch or 10 steps and 5 s; negative time
+** is refused. */
+static void test_warmup_end_defaults(void **state) {
+  (void)state;
+  stoke_twoclock_config cfg;
+  stoke_twoclock_config_init(&cfg);
+  assert_int_equal(cfg.warmup_end_steps, STOKE_WARMUP_END_STEPS);
+  assert_int_equal(cfg.warmup_end_ns, STOKE_WARMUP_END_NS);
+  assert_int_equal(STOKE_WARMUP_END_STEPS, 10);
+  assert_int_equal(STOKE_WARMUP_END_NS, 5000000000LL);
+  assert_int_equal(stoke_twoclock_measured_steps(NULL), 0);
+  cfg.warmup_end_ns = -1;
+  stoke_twoclock *c = NULL;
+  TU_RC(stoke_twoclock_create(&cfg, &c), STOKE_EINVAL);
+  TU_CONTAINS(stoke_errmsg(NULL), "warmup_end_ns");
+  assert_null(c);
+}
+
+/* A long warm-up epoch ends after its first warmup_end_steps steps (no
+** time asked): the rest of it is measured, its record says the warm-up
+** ended in it, and the next epoch is an ordinary measured one. */
+static void test_warmup_ends_early_by_steps(void **state) {
+  (void)state;
+  stoke_twoclock *c = make_early(1, 10, 0);
+  quick_epoch(c, 25);
+  assert_int_equal(measured_steps(c), 15);
+  assert_int_equal(epoch_warmup(c, 0), 2);
+  quick_epoch(c, 5);
+  assert_int_equal(measured_steps(c), 20);
+  assert_int_equal(epoch_warmup(c, 1), 0);
+  stoke_twoclock_destroy(c);
+}
+
+/* Steps alone do not end it while the time has not passed (an hour here):
+** the warm-up epoch stays whole. */
+static void test_warmup_early_end_needs_time(void **state) {
+  (void)state;
+  stoke_twoclock *c = make_early(1, 10, 3600 * 1000 * MS);
+  quick_epoch(c, 25);
+  assert_int_equal(measured_steps(c), 0);
+  assert_int_equal(epoch_warmup(c, 0), 1);
+  quick_epoch(c, 5);
+  assert_int_equal(measured_steps(c), 5);
+  stoke_twoclock_destroy(c);
+}
+
+/* Both 0: whole warm-up epochs, as before the early end existed; and an
+** early end ends every warm-up epoch at once, not one at a time. */
+static void test_warmup_whole_epochs_and_several(void **state) {
+  (void)state;
+  stoke_twoclock *c = make_early(1, 0, 0);
+  quick_epoch(c, 25);
+  assert_int_equal(measured_steps(c), 0);
+  assert_int_equal(epoch_warmup(c, 0), 1);
+  stoke_twoclock_destroy(c);
+  c = make_early(3, 4, 0);
+  quick_epoch(c, 6);
+  assert_int_equal(measured_steps(c), 2);
+  quick_epoch(c, 6);
+  assert_int_equal(measured_steps(c), 8);
+  assert_int_equal(epoch_warmup(c, 0), 2);
+  assert_int_equal(epoch_warmup(c, 1), 0);
+  stoke_twoclock_destroy(c);
+  /* warmup_steps still apply after an early end. */
+  stoke_twoclock_config cfg;
+  stoke_twoclock_config_init(&cfg);
+  cfg.warmup_end_steps = 4;
+  cfg.warmup_end_ns = 0;
+  cfg.warmup_steps = 3;
+  TU_OK(stoke_twoclock_create(&cfg, &c));
+  quick_epoch(c, 10);
+  assert_int_equal(measured_steps(c), 3);
+  stoke_twoclock_destroy(c);
+}
+
 int main(void) {
   tu_watchdog(TU_WATCHDOG_S);
   const struct CMUnitTest tests[] = {
@@ -388,6 +499,10 @@ int main(void) {
       cmocka_unit_test(test_trace_spans_name_their_step),
       cmocka_unit_test(test_allocator),
       cmocka_unit_test(test_create_out_of_memory),
+      cmocka_unit_test(test_warmup_end_defaults),
+      cmocka_unit_test(test_warmup_ends_early_by_steps),
+      cmocka_unit_test(test_warmup_early_end_needs_time),
+      cmocka_unit_test(test_warmup_whole_epochs_and_several),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

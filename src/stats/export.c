@@ -1,0 +1,251 @@
+/* export.c — Prometheus text and JSON lines (see export.h). */
+#define _POSIX_C_SOURCE 200809L
+#include "stats/export.h"
+
+#include "os/os.h"
+
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* JSON lines' and the metrics' schema: it goes up when a key or a metric
+** changes meaning or goes away, not when one is added. */
+#define EXPORT_SCHEMA_VERSION 1
+
+static double sec(int64_t ns) { return (double)ns / 1e9; }
+
+/* A label value escaped as the exposition format (and JSON) want it:
+** backslash, double quote and newline. */
+static void print_escaped(FILE *f, const char *s) {
+  for (; *s; s++) {
+    if (*s == '\\' || *s == '"')
+      fprintf(f, "\\%c", *s);
+    else if (*s == '\n')
+      fputs("\\n", f);
+    else if ((unsigned char)*s < 0x20)
+      fprintf(f, "\\u%04x", (unsigned char)*s); /* JSON; none in names */
+    else
+      fputc(*s, f);
+  }
+}
+
+static const char *loader_name(const stoke__export_labels *lb) {
+  return lb->loader && *lb->loader ? lb->loader : "loader";
+}
+
+static void labels(FILE *f, const stoke__export_labels *lb,
+                   const char *quantile) {
+  fprintf(f, "{rank=\"%u\",loader=\"", lb->rank);
+  print_escaped(f, loader_name(lb));
+  fputc('"', f);
+  if (quantile) fprintf(f, ",quantile=\"%s\"", quantile);
+  fputc('}', f);
+}
+
+static void head(FILE *f, const char *name, const char *type,
+                 const char *help) {
+  fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void sample(FILE *f, const char *name, const char *suffix,
+                   const stoke__export_labels *lb, const char *quantile,
+                   double v) {
+  fprintf(f, "%s%s", name, suffix);
+  labels(f, lb, quantile);
+  fprintf(f, " %.9g\n", v);
+}
+
+/* A summary of one distribution: quantiles, _sum and _count. */
+static void summary(FILE *f, const char *name, const char *help,
+                    const stoke_dist *d, const stoke__export_labels *lb) {
+  head(f, name, "summary", help);
+  sample(f, name, "", lb, "0.5", sec(d->p50_ns));
+  sample(f, name, "", lb, "0.95", sec(d->p95_ns));
+  sample(f, name, "", lb, "0.99", sec(d->p99_ns));
+  sample(f, name, "_sum", lb, NULL, sec(d->total_ns));
+  sample(f, name, "_count", lb, NULL, (double)d->count);
+}
+
+int stoke__metrics_print(FILE *f, const stoke_stats *st,
+                         const stoke__export_labels *lb) {
+  head(f, "stoke_wait_seconds_total", "counter",
+       "Time the training loop waited for its next batch (measured steps, "
+       "warm-up left out).");
+  sample(f, "stoke_wait_seconds_total", "", lb, NULL, sec(st->wait.total_ns));
+  head(f, "stoke_compute_seconds_total", "counter",
+       "Time the training loop computed between batches (measured steps).");
+  sample(f, "stoke_compute_seconds_total", "", lb, NULL,
+         sec(st->compute.total_ns));
+  head(f, "stoke_steps_total", "counter", "Measured steps.");
+  sample(f, "stoke_steps_total", "", lb, NULL, (double)st->steps);
+  head(f, "stoke_samples_total", "counter", "Samples of the measured steps.");
+  sample(f, "stoke_samples_total", "", lb, NULL, (double)st->samples);
+  head(f, "stoke_epochs_total", "counter",
+       "Epochs completed, warm-up included.");
+  sample(f, "stoke_epochs_total", "", lb, NULL, (double)st->epochs_done);
+  summary(f, "stoke_step_seconds",
+          "One step: the wait for its batch and the compute on it.",
+          &st->step, lb);
+  summary(f, "stoke_wait_seconds", "The wait for each batch.", &st->wait, lb);
+  head(f, "stoke_wait_ratio", "gauge",
+       "Share of the step spent waiting for data (measured steps).");
+  sample(f, "stoke_wait_ratio", "", lb, NULL, st->wait_ratio);
+  head(f, "stoke_queue_empty_ratio", "gauge",
+       "Share of next() calls that found no batch ready.");
+  sample(f, "stoke_queue_empty_ratio", "", lb, NULL, st->queue_empty_frac);
+  if (st->n_workers != STOKE_WORKERS_AUTO) { /* AUTO: not known */
+    head(f, "stoke_workers", "gauge", "Worker threads in use.");
+    sample(f, "stoke_workers", "", lb, NULL, (double)st->n_workers);
+  }
+  return ferror(f) ? STOKE_EIO : 0;
+}
+
+int stoke__metrics_write(const char *path, const stoke_stats *st,
+                         const stoke__export_labels *lb, char *err,
+                         size_t err_cap) {
+  /* The temporary sits beside the target: rename() is atomic only within
+  ** one file system, and the collector skips names not ending in .prom. */
+  char tmp[4096];
+  int n = snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+  if (n < 0 || (size_t)n >= sizeof tmp) {
+    snprintf(err, err_cap, "metrics file %s: path too long", path);
+    return STOKE_EIO;
+  }
+  FILE *f = fopen(tmp, "w");
+  if (!f) {
+    snprintf(err, err_cap, "cannot write metrics file %s: %s", tmp,
+             strerror(errno));
+    return STOKE_EIO;
+  }
+  int rc = stoke__metrics_print(f, st, lb);
+  if (fclose(f) != 0) rc = STOKE_EIO;
+  if (rc == 0 && rename(tmp, path) != 0) rc = STOKE_EIO;
+  if (rc != 0) {
+    snprintf(err, err_cap, "cannot write metrics file %s: %s", path,
+             strerror(errno));
+    unlink(tmp);
+  }
+  return rc;
+}
+
+static void line_head(FILE *f, const char *kind,
+                      const stoke__export_labels *lb) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  fprintf(f, "{\"schema_version\":%d,\"kind\":\"%s\",\"time\":%.3f,"
+             "\"rank\":%u,\"loader\":\"",
+          EXPORT_SCHEMA_VERSION, kind,
+          (double)ts.tv_sec + (double)ts.tv_nsec / 1e9, lb->rank);
+  print_escaped(f, loader_name(lb));
+  fputc('"', f);
+}
+
+int stoke__jsonl_steps(FILE *f, const stoke_stats *st,
+                       const stoke__export_labels *lb, uint64_t epoch,
+                       uint64_t step) {
+  line_head(f, "steps", lb);
+  fprintf(f, ",\"epoch\":%llu,\"step\":%llu,\"steps\":%llu,\"samples\":%llu,"
+             "\"wait_s\":%.9g,\"compute_s\":%.9g,\"wait_ratio\":%.6g,"
+             "\"queue_empty_frac\":%.6g,\"wait_p50_ms\":%.6g,"
+             "\"wait_p95_ms\":%.6g,\"step_p50_ms\":%.6g,"
+             "\"step_p95_ms\":%.6g,\"workers\":%u}\n",
+          (unsigned long long)epoch, (unsigned long long)step,
+          (unsigned long long)st->steps, (unsigned long long)st->samples,
+          sec(st->wait.total_ns), sec(st->compute.total_ns), st->wait_ratio,
+          st->queue_empty_frac, (double)st->wait.p50_ns / 1e6,
+          (double)st->wait.p95_ns / 1e6, (double)st->step.p50_ns / 1e6,
+          (double)st->step.p95_ns / 1e6,
+          st->n_workers == STOKE_WORKERS_AUTO ? 0 : st->n_workers);
+  return fflush(f) == 0 && !ferror(f) ? 0 : STOKE_EIO;
+}
+
+int stoke__jsonl_epoch(FILE *f, const stoke_epoch_stats *e,
+                       const stoke__export_labels *lb) {
+  line_head(f, "epoch", lb);
+  fprintf(f, ",\"epoch\":%llu,\"warmup\":%s,\"warmup_ended\":%s,"
+             "\"seconds\":%.9g,\"wait_s\":%.9g,\"compute_s\":%.9g,"
+             "\"batches\":%llu,\"samples\":%llu}\n",
+          (unsigned long long)e->epoch, e->warmup ? "true" : "false",
+          e->warmup == 2 ? "true" : "false", sec(e->wall_ns),
+          sec(e->wait_ns), sec(e->compute_ns),
+          (unsigned long long)e->batches, (unsigned long long)e->samples);
+  return fflush(f) == 0 && !ferror(f) ? 0 : STOKE_EIO;
+}
+
+/* ---- the schedule -------------------------------------------------------- */
+
+#define DEFAULT_EVERY_NS 10000000000LL /* metrics: 10 s */
+#define DEFAULT_EVERY_STEPS 100        /* JSON lines */
+
+int stoke__exporter_init(stoke__exporter *e, const stoke_allocator *a,
+                         const char *metrics_path, int64_t every_ns,
+                         const char *jsonl_path, uint64_t every_steps,
+                         const char *loader, unsigned rank,
+                         const stoke_stats *zero, char *err, size_t err_cap) {
+  memset(e, 0, sizeof *e);
+  if (!metrics_path && !jsonl_path) return 0;
+  if ((metrics_path && !(e->metrics_path = stoke__strdup(a, metrics_path))) ||
+      (jsonl_path && !(e->jsonl_path = stoke__strdup(a, jsonl_path))) ||
+      (loader && !(e->loader = stoke__strdup(a, loader)))) {
+    snprintf(err, err_cap, "metrics: out of memory");
+    return STOKE_ENOMEM;
+  }
+  e->lb.rank = rank;
+  e->lb.loader = e->loader;
+  e->every_ns = every_ns > 0 ? every_ns : DEFAULT_EVERY_NS;
+  e->every_steps = every_steps ? every_steps : DEFAULT_EVERY_STEPS;
+  if (jsonl_path) {
+    e->jsonl = fopen(jsonl_path, "a");
+    if (!e->jsonl) {
+      snprintf(err, err_cap, "cannot open JSON lines file %s: %s",
+               jsonl_path, strerror(errno));
+      return STOKE_EIO;
+    }
+  }
+  if (metrics_path) {
+    int rc = stoke__metrics_write(metrics_path, zero, &e->lb, err, err_cap);
+    if (rc != 0) return rc;
+    e->next_ns = stoke__now_ns() + e->every_ns;
+  }
+  return 0;
+}
+
+void stoke__exporter_free(stoke__exporter *e, const stoke_allocator *a) {
+  if (e->jsonl) fclose(e->jsonl);
+  stoke__free(a, e->metrics_path);
+  stoke__free(a, e->jsonl_path);
+  stoke__free(a, e->loader);
+  memset(e, 0, sizeof *e);
+}
+
+unsigned stoke__exporter_step(stoke__exporter *e, int64_t now) {
+  unsigned due = 0;
+  if (e->jsonl && ++e->steps % e->every_steps == 0) due |= STOKE__EXPORT_LINE;
+  if (e->metrics_path) {
+    if (!now) now = stoke__now_ns();
+    if (now >= e->next_ns) {
+      due |= STOKE__EXPORT_METRICS;
+      e->next_ns = now + e->every_ns;
+    }
+  }
+  return due;
+}
+
+void stoke__exporter_emit(stoke__exporter *e, unsigned due,
+                          const stoke_stats *st, uint64_t epoch) {
+  char err[256];
+  if ((due & STOKE__EXPORT_LINE) && e->jsonl &&
+      stoke__jsonl_steps(e->jsonl, st, &e->lb, epoch, e->steps) != 0)
+    e->failures++;
+  if ((due & STOKE__EXPORT_METRICS) && e->metrics_path &&
+      stoke__metrics_write(e->metrics_path, st, &e->lb, err, sizeof err) != 0)
+    e->failures++;
+}
+
+void stoke__exporter_epoch(stoke__exporter *e, const stoke_epoch_stats *rec,
+                           const stoke_stats *st) {
+  if (e->jsonl && rec && stoke__jsonl_epoch(e->jsonl, rec, &e->lb) != 0)
+    e->failures++;
+  stoke__exporter_emit(e, STOKE__EXPORT_METRICS, st, rec ? rec->epoch : 0);
+}
