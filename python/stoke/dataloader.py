@@ -223,7 +223,7 @@ def tune_spec(dataset, workers, max_workers, collate_fn=None,
             "label": f"Python dataset {type(dataset).__name__}"}
 
 
-class DataLoader:
+class _DataLoader:
     """torch.utils.data.DataLoader on stoke's worker threads.
 
     The arguments are torch's, with torch's checks and errors.  Extra
@@ -288,7 +288,9 @@ class DataLoader:
         self.worker_init_fn = worker_init_fn
         self.multiprocessing_context = multiprocessing_context
         self.in_order = in_order
+        from torch.utils.data.dataloader import _DatasetKind
         if isinstance(dataset, IterableDataset):
+            self._dataset_kind = _DatasetKind.Iterable
             self._iterable = True
             if self._autotune:
                 # Each worker iterates its own share of the dataset: a
@@ -311,6 +313,7 @@ class DataLoader:
                     "batch_sampler option, but got batch_sampler={}".format(
                         batch_sampler))
         else:
+            self._dataset_kind = _DatasetKind.Map
             shuffle = bool(shuffle)
             self._iterable = False
         if sampler is not None and shuffle:
@@ -361,6 +364,15 @@ class DataLoader:
         self.torch_threads = torch_threads
         self._warmup = warmup
         self._trace = trace
+        # stoke's own arguments as given, under their names: a framework
+        # that re-creates the loader from its attributes and __init__'s
+        # signature (Lightning) passes them on.
+        self.max_batch_size = max_batch_size if max_batch_size is None \
+            else int(max_batch_size)
+        self.warmup = warmup
+        self.trace = trace
+        self.worker_policy = worker_policy
+        self.gpu_price = gpu_price
         if worker_policy not in _WORKER_POLICIES:
             raise ValueError(f"worker_policy: expected 'batch' or 'normal', "
                              f"got {worker_policy!r}")
@@ -443,6 +455,16 @@ class DataLoader:
                 self._iterator._reset(self)
             return self._iterator
         return _Iterator(self)
+
+    def _get_iterator(self):
+        # torch's own: code that calls it gets stoke's iterator, never
+        # torch's worker processes.
+        return _Iterator(self)
+
+    def check_worker_number_rationality(self):
+        """torch warns when its worker processes outnumber the cores; stoke
+        shares samples among its workers, and says what to do about too
+        many in its advice."""
 
     # ---- the engine --------------------------------------------------------
 
@@ -597,6 +619,40 @@ class DataLoader:
                 f"{self.num_workers} threads>")
 
 
+# stoke.DataLoader is a subclass of torch.utils.data.DataLoader (isinstance
+# holds where frameworks look for torch's loader), made at its first use so
+# that `import stoke` does not import torch.  _DataLoader's methods come
+# first: torch's __init__ and its worker processes never run; torch's
+# attribute guards are _DataLoader's own copy of them.
+_dataloader_class = None
+
+
+def dataloader_class():
+    """The class stoke.DataLoader: _DataLoader's methods on torch's
+    DataLoader (on nothing when torch is missing: its __init__ then says
+    so)."""
+    global _dataloader_class
+    if _dataloader_class is None:
+        try:
+            from torch.utils.data import DataLoader as base
+            bases = (_DataLoader, base)
+        except ImportError:
+            bases = (_DataLoader,)
+        cls = type("DataLoader", bases, {
+            "__module__": __name__, "__qualname__": "DataLoader",
+            "__doc__": _DataLoader.__doc__,
+            # samples (not whole batches) are shared among the workers
+            "_stoke_shares_samples": True})
+        _dataloader_class = cls
+    return _dataloader_class
+
+
+def __getattr__(name):
+    if name == "DataLoader":
+        return dataloader_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def _dataloader_words(d):
     """A diagnosis in stoke.DataLoader's words: each advice (a
     stoke._stoke.Advice, which keeps its structure) written again with
@@ -651,6 +707,10 @@ class _Iterator:
         return len(self._index_sampler)
 
     def _failed(self):
+        """The engine stopped at an error (not a batch's own: after that
+        one the epoch goes on): the next iter() remakes it."""
+        if not self._engine.failed:
+            return
         loader = self._loader_ref()
         if loader is not None and loader._engine is self._engine:
             loader._engine_failed = True
