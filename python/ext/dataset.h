@@ -133,4 +133,11 @@ PyObject *sk_on_worker_thread(PyObject *mod, PyObject *noargs);
 ** per-thread setting), leaving other threads' alone. */
 PyObject *sk_set_thread_intraop(PyObject *mod, PyObject *arg);
 
+/* ---- shared.c ------------------------------------------------------------- */
+
+/* Atomic int64 counters in a shared-memory buffer (worker processes). */
+PyObject *sk_shared_fetch_add(PyObject *mod, PyObject *args);
+PyObject *sk_shared_load(PyObject *mod, PyObject *args);
+PyObject *sk_shared_store(PyObject *mod, PyObject *args);
+
 #endif

@@ -39,6 +39,7 @@ from ._util import deadline_kw, parse_price
 from .loader import _WORKER_POLICIES, loader_config
 
 _PROFILE_NAME = "enumerate(DataLoader)#stoke.DataLoader.__next__"
+_WORKER_TYPES = ("thread", "process", "auto")
 _MAX_BATCH = 4096
 
 # Engines (the C loaders and their worker threads), closed at exit before
@@ -250,7 +251,8 @@ class _DataLoader:
                  persistent_workers=False, pin_memory_device="",
                  in_order=True, torch_threads=1, max_batch_size=None,
                  warmup=1, trace=False, gpu_price=None,
-                 worker_policy="batch"):
+                 worker_policy="batch", worker_type="thread",
+                 seed_per_sample=True):
         import torch
         from torch.utils.data import (BatchSampler, IterableDataset,
                                       RandomSampler, SequentialSampler)
@@ -377,6 +379,18 @@ class _DataLoader:
             raise ValueError(f"worker_policy: expected 'batch' or 'normal', "
                              f"got {worker_policy!r}")
         self._worker_policy = worker_policy
+        if worker_type not in _WORKER_TYPES:
+            raise ValueError(f"worker_type: expected 'thread', 'process' or "
+                             f"'auto', got {worker_type!r}")
+        if worker_type == "process" and num_workers > 0 and self._iterable:
+            raise ValueError("worker_type='process' takes a map-style "
+                             "dataset for now; an IterableDataset runs on "
+                             "worker_type='thread'")
+        if worker_type == "process" and self._autotune:
+            raise ValueError("num_workers='auto' tunes worker threads; give "
+                             "worker_type='process' a number of workers")
+        self.worker_type = worker_type
+        self.seed_per_sample = bool(seed_per_sample)
         self._gpu_price = parse_price(gpu_price, "gpu_price")
         self._engine = None
         self._engine_failed = False
@@ -447,18 +461,25 @@ class _DataLoader:
             return length
         return len(self._index_sampler)
 
+    def _processes(self):
+        """Worker processes ("auto" is threads until its switch exists)."""
+        return self.worker_type == "process" and self.num_workers > 0
+
     def __iter__(self):
         if self.persistent_workers and self.num_workers > 0:
             if self._iterator is None:
-                self._iterator = _Iterator(self)
+                self._iterator = self._get_iterator()
             else:
                 self._iterator._reset(self)
             return self._iterator
-        return _Iterator(self)
+        return self._get_iterator()
 
     def _get_iterator(self):
-        # torch's own: code that calls it gets stoke's iterator, never
+        # torch's own too: code that calls it gets stoke's iterator, never
         # torch's worker processes.
+        if self._processes():
+            from ._procs import ProcessIterator
+            return ProcessIterator(self)
         return _Iterator(self)
 
     def check_worker_number_rationality(self):
@@ -545,6 +566,10 @@ class _DataLoader:
         return self._engine
 
     def _need_engine(self):
+        if self._processes():
+            raise _stoke.Error("stats(), diagnose() and the reports measure "
+                               "worker threads; worker_type='process' does "
+                               "not have them yet")
         if self._engine is None:
             raise _stoke.Error("no epoch has run yet: iterate the loader "
                                "first")
@@ -614,9 +639,10 @@ class _DataLoader:
         self._need_engine().save_trace(os.fspath(path))
 
     def __repr__(self):
+        kind = "processes" if self._processes() else "threads"
         return (f"<stoke.DataLoader over {type(self.dataset).__name__}: "
                 f"batch_size={self.batch_size}, num_workers="
-                f"{self.num_workers} threads>")
+                f"{self.num_workers} {kind}>")
 
 
 # stoke.DataLoader is a subclass of torch.utils.data.DataLoader (isinstance
