@@ -29,6 +29,7 @@ signal or exit code and the sample it held."""
 
 import atexit
 import heapq
+import pickle
 import multiprocessing as _mp
 import queue as _queue
 import signal
@@ -42,6 +43,7 @@ _STOP = 1       # 1: workers leave
 _HELD = 2       # + worker id: the key the worker is making, or -1
 # ring rows (one per unit, int64): its keys and where it goes
 _N, _BATCH, _POS, _EP, _BASE, _KEYS = range(6)
+_KEY_BYTES = 4096  # a unit's keys, pickled, when they are not all ints
 _POLL_S = 0.1   # how often a waiting main process checks its workers
 _NO_KEY = -1
 
@@ -96,7 +98,8 @@ class _Job:
     """What a worker process needs: passed to it whole (pickled under
     spawn and forkserver, as torch pickles its dataset)."""
 
-    def __init__(self, loader, ctl, ring, sem, results, base_seed):
+    def __init__(self, loader, ctl, ring, key_bytes, sem, results,
+                 base_seed):
         self.dataset = loader.dataset
         self.num_workers = loader.num_workers
         self.worker_init_fn = loader.worker_init_fn
@@ -104,7 +107,8 @@ class _Job:
         self.seed_per_sample = loader.seed_per_sample
         self.collate = _in_worker_collate(loader)
         self.auto_collation = loader._auto_collation
-        self.ctl, self.ring, self.sem, self.results = ctl, ring, sem, results
+        self.ctl, self.ring, self.key_bytes = ctl, ring, key_bytes
+        self.sem, self.results = sem, results
         self.base_seed = base_seed
 
 
@@ -127,6 +131,7 @@ def _worker_main(worker_id, job):
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the main process decides
     ctl = job.ctl.numpy()
     ring = job.ring.numpy()
+    key_bytes = job.key_bytes.numpy()
     seed = _seed_worker(job.base_seed, worker_id)
     tw._worker_info = tw.WorkerInfo(id=worker_id, num_workers=job.num_workers,
                                     seed=seed, dataset=job.dataset)
@@ -153,13 +158,17 @@ def _worker_main(worker_id, job):
         row = ring[unit % cap]
         n, pos, epoch, base = (int(row[_N]), int(row[_POS]), int(row[_EP]),
                                int(row[_BASE]))
-        keys = [int(k) for k in row[_KEYS:_KEYS + n]]
+        if n >= 0:
+            keys = [int(k) for k in row[_KEYS:_KEYS + n]]
+        else:   # keys that are not ints: pickled beside the row
+            keys = pickle.loads(key_bytes[unit % cap, :-n].tobytes())
         try:
             samples = []
             for k in keys:
-                _stoke.shared_store(ctl, held, k)
+                ik = k if isinstance(k, int) else _key_number(k)
+                _stoke.shared_store(ctl, held, ik)
                 if job.seed_per_sample:
-                    _reseed(_mix(base, epoch, k))
+                    _reseed(_mix(base, epoch, ik))
                 samples.append(job.dataset[k])
             if job.collate is not None:
                 data = _apply(job, samples)
@@ -174,6 +183,13 @@ def _worker_main(worker_id, job):
         _stoke.shared_store(ctl, held, _NO_KEY)
         results.put((epoch, unit, kind, pos, data))
         samples = data = None
+
+
+def _key_number(key):
+    """A key that is not an int, as a number (its seed and its name in a
+    death's message): a stable hash of its pickle."""
+    import zlib
+    return zlib.crc32(pickle.dumps(key)) | (1 << 40)
 
 
 def _apply(job, samples):
@@ -232,11 +248,14 @@ class _Pool:
         self.ctl.share_memory_()
         self.ring = torch.zeros((self.cap, _KEYS + per_unit),
                                 dtype=torch.int64).share_memory_()
+        self.key_bytes = torch.zeros((self.cap, _KEY_BYTES),
+                                     dtype=torch.uint8).share_memory_()
         self._ctl, self._ring = self.ctl.numpy(), self.ring.numpy()
+        self._key_bytes = self.key_bytes.numpy()
         self.sem = ctx.Semaphore(0)
         self.results = ctx.Queue()
-        job = _Job(loader, self.ctl, self.ring, self.sem, self.results,
-                   base_seed)
+        job = _Job(loader, self.ctl, self.ring, self.key_bytes, self.sem,
+                   self.results, base_seed)
         self.procs = []
         self.published = 0
         self.outstanding = []    # heap of units published, not come back
@@ -262,9 +281,20 @@ class _Pool:
     def publish(self, keys, batch, pos, epoch, base_seed):
         u = self.published
         row = self._ring[u % self.cap]
-        row[_N], row[_BATCH], row[_POS] = len(keys), batch, pos
+        row[_BATCH], row[_POS] = batch, pos
         row[_EP], row[_BASE] = epoch, base_seed
-        row[_KEYS:_KEYS + len(keys)] = keys
+        if all(type(k) is int and 0 <= k < (1 << 62) for k in keys):
+            row[_N] = len(keys)
+            row[_KEYS:_KEYS + len(keys)] = keys
+        else:
+            data = pickle.dumps(keys)
+            if len(data) > _KEY_BYTES:
+                raise ValueError(
+                    f"stoke.DataLoader(worker_type='process'): the keys "
+                    f"{keys!r} take {len(data)} bytes pickled, more than "
+                    f"{_KEY_BYTES}; use worker_type='thread'")
+            self._key_bytes[u % self.cap, :len(data)] = memoryview(data)
+            row[_N] = -len(data)
         heapq.heappush(self.outstanding, u)
         self.published += 1
         self.sem.release()  # a worker may now claim it
@@ -363,14 +393,6 @@ class ProcessIterator:
                 self._order_ended = True
                 return
             keys = list(item) if self._auto else [item]
-            for k in keys:
-                if isinstance(k, bool) or not isinstance(k, int) and \
-                        not hasattr(k, "__index__"):
-                    raise TypeError(
-                        "stoke.DataLoader(worker_type='process'): the "
-                        f"sampler gave the key {k!r}; worker processes take "
-                        "integer keys (use worker_type='thread')")
-            keys = [int(k) for k in keys]
             b = self._next_batch
             self._next_batch += 1
             units = [keys] if self._per_batch else [[k] for k in keys]

@@ -382,10 +382,6 @@ class _DataLoader:
         if worker_type not in _WORKER_TYPES:
             raise ValueError(f"worker_type: expected 'thread', 'process' or "
                              f"'auto', got {worker_type!r}")
-        if worker_type == "process" and num_workers > 0 and self._iterable:
-            raise ValueError("worker_type='process' takes a map-style "
-                             "dataset for now; an IterableDataset runs on "
-                             "worker_type='thread'")
         if worker_type == "process" and self._autotune:
             raise ValueError("num_workers='auto' tunes worker threads; give "
                              "worker_type='process' a number of workers")
@@ -462,8 +458,10 @@ class _DataLoader:
         return len(self._index_sampler)
 
     def _processes(self):
-        """Worker processes ("auto" is threads until its switch exists)."""
-        return self.worker_type == "process" and self.num_workers > 0
+        """Worker processes ("auto" is threads until its switch exists; an
+        IterableDataset runs on threads for now)."""
+        return self.worker_type == "process" and self.num_workers > 0 and \
+            not self._iterable
 
     def __iter__(self):
         if self.persistent_workers and self.num_workers > 0:

@@ -26,10 +26,16 @@ from torch.utils.data import default_collate
 
 import stoke
 
-LOADERS = {"torch": TorchDataLoader, "stoke": stoke.DataLoader}
+def ProcessDataLoader(*args, **kwargs):
+    """stoke.DataLoader on worker processes."""
+    return stoke.DataLoader(*args, worker_type="process", **kwargs)
 
 
-@pytest.fixture(params=["torch", "stoke"])
+LOADERS = {"torch": TorchDataLoader, "stoke": stoke.DataLoader,
+           "stoke-process": ProcessDataLoader}
+
+
+@pytest.fixture(params=["torch", "stoke", "stoke-process"])
 def DL(request):
     return LOADERS[request.param]
 
@@ -666,6 +672,17 @@ def test_exhausted_iterator_stays_exhausted(DL):
 def both(ds, **kw):
     return ([b for b in TorchDataLoader(ds, **kw)],
             [b for b in stoke.DataLoader(ds, **kw)])
+
+
+def test_process_mode_same_batches_as_torch_with_a_generator():
+    g1, g2 = torch.Generator(), torch.Generator()
+    g1.manual_seed(11)
+    g2.manual_seed(11)
+    t = list(TorchDataLoader(Kinds(), batch_size=4, shuffle=True,
+                             generator=g1, num_workers=2))
+    s = list(ProcessDataLoader(Kinds(), batch_size=4, shuffle=True,
+                               generator=g2, num_workers=2))
+    same(s, t)
 
 
 def test_same_batches_as_torch_with_a_generator():
