@@ -467,6 +467,11 @@ class ProcessIterator:
                 loader._proc_epoch != self._epoch:
             raise RuntimeError("stoke.DataLoader: this iterator was replaced "
                                "by a newer iter(loader)")
+        # As torch: a worker that died is an error at the next call, even
+        # when the others could finish the epoch without it.
+        why = self._pool.dead()
+        if why is not None:
+            self._fail(RuntimeError(why))
         while True:
             self._top_up()
             b = self._ready()
