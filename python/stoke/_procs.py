@@ -385,7 +385,7 @@ class ProcessIterator:
     def _top_up(self):
         pool = self._pool
         while not self._order_ended and \
-                self._next_batch - self._next_out < self._ahead:
+                self._next_batch - self._num_yielded < self._ahead:
             keys = None
             try:
                 item = next(self._order)

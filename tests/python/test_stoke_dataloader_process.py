@@ -137,6 +137,12 @@ def test_same_batches_as_thread_mode_and_torch(workers):
         assert sorted(flat) == list(range(37))   # exactly once
 
 
+def test_out_of_order_delivers_everything():
+    loader = ProcessDataLoader(Range(50), batch_size=3, num_workers=2,
+                               in_order=False)
+    assert sorted(i for b in labels(loader) for i in b) == list(range(50))
+
+
 def test_bad_worker_type():
     with pytest.raises(ValueError, match="worker_type"):
         stoke.DataLoader(Range(4), worker_type="fibers")
