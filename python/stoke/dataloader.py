@@ -26,7 +26,10 @@ What threads change, and what stoke does about it (docs/dataloader.md):
     only decides whether iter() returns the same iterator object (as in
     torch), and worker_init_fn runs once per thread;
   - multiprocessing_context has no effect (it is checked as torch checks
-    it)."""
+    it).
+worker_type="process" runs a map-style dataset on worker processes
+instead (python/stoke/_procs.py): torch's semantics, samples shared out
+through shared-memory atomics in the same order, per-sample reseeding."""
 
 import atexit
 import copy as _copy
@@ -238,7 +241,11 @@ class _DataLoader:
     in money) and ``worker_policy`` (``"batch"``, the default: the worker
     threads run under SCHED_BATCH, so that one woken to make a sample never
     takes the core of the thread running the training step; ``"normal"``:
-    the OS default).  See the module's documentation for what running
+    the OS default), ``worker_type`` (``"thread"``, the default;
+    ``"process"``: worker processes for a map-style dataset; ``"auto"``:
+    threads until the measured switch exists) and ``seed_per_sample``
+    (process mode: reseed torch, random and NumPy before each sample from
+    (base seed, epoch, key); default True).  See the module's documentation for what running
     on threads changes."""
 
     __initialized = False
