@@ -35,7 +35,7 @@ import queue as _queue
 import signal
 import weakref
 
-from . import _stoke
+from . import _slots, _stoke
 
 # ctl: the shared int64 counters.
 _CLAIM = 0      # the next unit to claim (global number in the epoch's ring)
@@ -149,6 +149,7 @@ def _worker_main(worker_id, job):
         return
     held = _HELD + worker_id
     cap = ring.shape[0]
+    arena = _slots.WorkerArena(worker_id, job.rows)
     while True:
         job.sem.acquire()
         if _stoke.shared_load(ctl, _STOP):
@@ -176,8 +177,10 @@ def _worker_main(worker_id, job):
                 data = _apply(job, samples)
                 kind = "batch"
             else:
-                data = samples[0]
-                kind = "sample"
+                data = arena.write(samples[0], torch)
+                kind = "row"
+                if data is None:     # it does not fit a row: it crosses
+                    data, kind = samples[0], "sample"
         except Exception:
             kind = "error"
             data = ExceptionWrapper(
@@ -258,6 +261,10 @@ class _Pool:
         self.results = ctx.Queue()
         job = _Job(loader, self.ctl, self.ring, self.key_bytes, self.sem,
                    self.results, base_seed)
+        # Rows per worker: its share of the samples in flight, twice over
+        # (a sample that finds none free crosses whole instead).
+        job.rows = max(4, 2 * -(-units_ahead // max(w, 1)))
+        self.arenas = _slots.MainArenas()
         self.procs = []
         self.published = 0
         self.outstanding = []    # heap of units published, not come back
@@ -358,6 +365,9 @@ class ProcessIterator:
             if pool is not None:
                 pool.shutdown()
             pool = _Pool(loader, base_seed, ahead)
+        for entry in getattr(self, "_pending", {}).values():
+            if pool is getattr(self, "_pool", None):
+                self._free_rows(entry[1])   # batches of an epoch left early
         self._pool = pool
         loader._proc_epoch = getattr(loader, "_proc_epoch", -1) + 1
         self._epoch = loader._proc_epoch
@@ -428,8 +438,12 @@ class ProcessIterator:
         if kind == "init":
             self._fail(data)
         pool.came_back(unit)
+        if kind == "row":
+            pool.arenas.register(data)   # the first row of an arena brings it
         b = self._units_of.pop(unit, None)
         if epoch != self._epoch or b is None:
+            if kind == "row":
+                pool.arenas.free(data)
             return True   # a unit of an epoch left early
         entry = self._pending.get(b)
         if entry is not None:
@@ -494,15 +508,27 @@ class ProcessIterator:
         self._num_yielded += 1
         if errors:
             # torch's worker stops a batch at its first error.
+            self._free_rows(got)
             self._raise(errors[min(errors)])
         if self._per_batch:
             data = got[0]
         else:
-            data = self._collate([got[p] for p in range(units)])
+            arenas = self._pool.arenas
+            try:
+                data = self._collate([
+                    arenas.sample(got[p]) if type(got[p]) is _slots.Row
+                    else got[p] for p in range(units)])
+            finally:
+                self._free_rows(got)   # the batch is a copy of its rows
         if self._pin:
             from torch.utils.data._utils.pin_memory import pin_memory
             data = pin_memory(data)
         return data
+
+    def _free_rows(self, got):
+        for x in got.values():
+            if type(x) is _slots.Row:
+                self._pool.arenas.free(x)
 
     def _end(self):
         loader = self._loader_ref()

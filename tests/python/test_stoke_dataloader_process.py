@@ -143,6 +143,36 @@ def test_out_of_order_delivers_everything():
     assert sorted(i for b in labels(loader) for i in b) == list(range(50))
 
 
+class Growing(Dataset):
+    """Batch k's samples hold 10 ** (k % 4) floats, an int64 array and a
+    label: the later ones do not fit the rows the first one made."""
+
+    def __len__(self):
+        return 32
+
+    def __getitem__(self, i):
+        n = 10 ** ((i // 4) % 4)
+        return {"x": torch.full((n,), float(i)),
+                "a": np.arange(3, dtype=np.int64) + i,
+                "s": np.int64(i)}, f"s{i}", i
+
+
+def test_rows_in_shared_memory_and_samples_too_large_for_them():
+    loader = ProcessDataLoader(Growing(), batch_size=4, num_workers=2)
+    got = list(loader)
+    want = list(TorchDataLoader(Growing(), batch_size=4))
+    assert len(got) == len(want) == 8
+    for g, w in zip(got, want):
+        assert g[0].keys() == w[0].keys()
+        for k in w[0]:
+            assert g[0][k].dtype == w[0][k].dtype
+            assert torch.equal(g[0][k], w[0][k])
+        assert g[1] == w[1] and torch.equal(g[2], w[2])
+    it = iter(ProcessDataLoader(Growing(), batch_size=4, num_workers=2))
+    next(it)
+    assert it._pool.arenas.arenas   # the small samples came through rows
+
+
 def test_bad_worker_type():
     with pytest.raises(ValueError, match="worker_type"):
         stoke.DataLoader(Range(4), worker_type="fibers")
