@@ -292,6 +292,11 @@ class _Pool:
         row = self._ring[u % self.cap]
         row[_BATCH], row[_POS] = batch, pos
         row[_EP], row[_BASE] = epoch, base_seed
+        if len(keys) > self._ring.shape[1] - _KEYS:
+            raise ValueError(
+                f"stoke.DataLoader: the batch sampler gave a batch of "
+                f"{len(keys)} samples, more than max_batch_size="
+                f"{self._ring.shape[1] - _KEYS}: pass a larger max_batch_size")
         if all(type(k) is int and 0 <= k < (1 << 62) for k in keys):
             row[_N] = len(keys)
             row[_KEYS:_KEYS + len(keys)] = keys
@@ -413,7 +418,13 @@ class ProcessIterator:
                 while not pool.room():
                     self._receive(block=True)
                 self._units_of[pool.published] = b
-                pool.publish(unit_keys, b, pos, self._epoch, self._base_seed)
+                try:
+                    pool.publish(unit_keys, b, pos, self._epoch,
+                                 self._base_seed)
+                except Exception as e:
+                    # A batch half given cannot complete: the iteration
+                    # stops here, as thread mode's does at a sampler error.
+                    self._fail(e)
 
     def _receive(self, block):
         """Take one result off the queue (waiting, with the workers watched

@@ -173,6 +173,18 @@ def test_rows_in_shared_memory_and_samples_too_large_for_them():
     assert it._pool.arenas.arenas   # the small samples came through rows
 
 
+def pairs(batch):
+    return batch
+
+
+def test_a_batch_larger_than_max_batch_size():
+    loader = ProcessDataLoader(Range(10), batch_sampler=[[0, 1], [2, 3, 4]],
+                               collate_fn=pairs, num_workers=1,
+                               max_batch_size=2)
+    with pytest.raises(ValueError, match="max_batch_size"):
+        list(loader)
+
+
 def test_bad_worker_type():
     with pytest.raises(ValueError, match="worker_type"):
         stoke.DataLoader(Range(4), worker_type="fibers")
