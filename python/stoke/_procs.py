@@ -253,7 +253,10 @@ class _Pool:
         self.ctl.share_memory_()
         self.ring = torch.zeros((self.cap, _KEYS + per_unit),
                                 dtype=torch.int64).share_memory_()
-        self.key_bytes = torch.zeros((self.cap, _KEY_BYTES),
+        # A unit's keys when they are not ints, pickled: one key's worth
+        # for a sample, a batch's for a whole batch.
+        self.key_width = _KEY_BYTES if per_unit > 1 else _KEY_BYTES // 16
+        self.key_bytes = torch.zeros((self.cap, self.key_width),
                                      dtype=torch.uint8).share_memory_()
         self._ctl, self._ring = self.ctl.numpy(), self.ring.numpy()
         self._key_bytes = self.key_bytes.numpy()
@@ -261,9 +264,10 @@ class _Pool:
         self.results = ctx.Queue()
         job = _Job(loader, self.ctl, self.ring, self.key_bytes, self.sem,
                    self.results, base_seed)
-        # Rows per worker: its share of the samples in flight, twice over
-        # (a sample that finds none free crosses whole instead).
-        job.rows = max(4, 2 * -(-units_ahead // max(w, 1)))
+        # Rows per worker: its share of the samples in flight, and two
+        # more (a sample that finds none free crosses whole instead): the
+        # rows cost no more shared memory than torch's batches in flight.
+        job.rows = -(-units_ahead // max(w, 1)) + 2
         self.arenas = _slots.MainArenas()
         self.procs = []
         self.published = 0
@@ -302,11 +306,11 @@ class _Pool:
             row[_KEYS:_KEYS + len(keys)] = keys
         else:
             data = pickle.dumps(keys)
-            if len(data) > _KEY_BYTES:
+            if len(data) > self.key_width:
                 raise ValueError(
                     f"stoke.DataLoader(worker_type='process'): the keys "
                     f"{keys!r} take {len(data)} bytes pickled, more than "
-                    f"{_KEY_BYTES}; use worker_type='thread'")
+                    f"{self.key_width}; use worker_type='thread'")
             self._key_bytes[u % self.cap, :len(data)] = memoryview(data)
             row[_N] = -len(data)
         heapq.heappush(self.outstanding, u)
