@@ -437,7 +437,8 @@ class ProcessIterator:
         waited = 0.0
         while True:
             try:
-                msg = pool.results.get(timeout=_POLL_S if block else 0.001)
+                msg = pool.results.get(timeout=_POLL_S) if block else \
+                    pool.results.get(block=False)
                 break
             except _queue.Empty:
                 if not block:
