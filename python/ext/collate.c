@@ -618,6 +618,7 @@ void sk_pbatch_free(sk_pbatch *pb) {
   Py_XDECREF(pb->samples);
   Py_XDECREF(pb->keep);
   Py_XDECREF(pb->result);
+  Py_XDECREF(pb->error);
   if (pb->keys)
     for (size_t i = 0; i < pb->n; i++) Py_XDECREF(pb->keys[i]);
   PyMem_Free(pb->keys);

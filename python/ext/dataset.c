@@ -43,10 +43,14 @@
 ** tells the source which one is current: samples and batches of an epoch
 ** that was left early are skipped unseen.
 **
-** Errors: the first exception raised by the dataset, the collate function
-** or a worker's start is kept with its traceback and a note naming the
-** sample, worker and batch; the sample fails with its text, and the
-** consumer re-raises the original exception.
+** Errors: an exception raised by the dataset or the collate function for a
+** map-style batch is kept on that batch, with its traceback and a note
+** naming the sample, worker and batch; the batch's other samples are not
+** made, the batch is raised at its turn (the original exception) and the
+** next call goes on with the next batch, as torch's iterator does.  A
+** worker's start, an IterableDataset's stream or a tune sweep's step
+** failing stops the loader instead: the first such exception is kept and
+** re-raised, and the iteration ends.
 **
 ** Locks: the GIL protects every Python object and the tables here; a
 ** stream's mutex (IterableDataset) is taken only without the GIL, and the
@@ -155,10 +159,10 @@ static void gil_drop(sk_gil *g) {
 
 /* ---- errors ------------------------------------------------------------------ */
 
-/* Keep the pending exception (the first one of the loader) with a note
-** saying where it was raised; its text goes to msg for the sample's
-** failure.  GIL held; clears the exception. */
-static void capture(sk_ds *ds, const char *where, char *msg, size_t cap) {
+/* The pending exception, normalised, with its traceback and a note saying
+** where it was raised (new reference; NULL when there was none); its text
+** goes to msg for the sample's failure.  GIL held; clears the exception. */
+static PyObject *take_exception(const char *where, char *msg, size_t cap) {
   PyObject *t, *v, *tb;
   PyErr_Fetch(&t, &v, &tb);
   PyErr_NormalizeException(&t, &v, &tb);
@@ -166,7 +170,7 @@ static void capture(sk_ds *ds, const char *where, char *msg, size_t cap) {
     snprintf(msg, cap, "%s failed without an exception", where);
     Py_XDECREF(t);
     Py_XDECREF(tb);
-    return;
+    return NULL;
   }
   if (tb) PyException_SetTraceback(v, tb);
   PyObject *s = PyObject_Str(v);
@@ -175,19 +179,64 @@ static void capture(sk_ds *ds, const char *where, char *msg, size_t cap) {
            text ? text : "?");
   if (!s || !text) PyErr_Clear();
   Py_XDECREF(s);
-  if (!ds->error) {
-    PyObject *n = PyUnicode_FromFormat("stoke.DataLoader: raised by %s", where);
-    if (n) {
-      PyObject *r = PyObject_CallMethod(v, "add_note", "O", n);
-      Py_XDECREF(r);
-      Py_DECREF(n);
-    }
-    PyErr_Clear(); /* add_note is 3.11+; the message says it anyway */
-    ds->error = Py_NewRef(v);
+  PyObject *n = PyUnicode_FromFormat("stoke.DataLoader: raised by %s", where);
+  if (n) {
+    PyObject *r = PyObject_CallMethod(v, "add_note", "O", n);
+    Py_XDECREF(r);
+    Py_DECREF(n);
   }
+  PyErr_Clear(); /* add_note is 3.11+; the message says it anyway */
   Py_XDECREF(t);
-  Py_XDECREF(v);
   Py_XDECREF(tb);
+  return v;
+}
+
+/* Keep the pending exception as the loader's (the first one only): the
+** iteration then stops.  GIL held; clears the exception. */
+static void capture(sk_ds *ds, const char *where, char *msg, size_t cap) {
+  if (ds->error) {
+    /* Only the first one gets a note: it is the one raised. */
+    PyObject *t, *v, *tb;
+    PyErr_Fetch(&t, &v, &tb);
+    PyErr_NormalizeException(&t, &v, &tb);
+    PyObject *s = v ? PyObject_Str(v) : NULL;
+    const char *text = s ? PyUnicode_AsUTF8(s) : NULL;
+    snprintf(msg, cap, "%s: %s", t ? ((PyTypeObject *)t)->tp_name : where,
+             text ? text : "?");
+    Py_XDECREF(s);
+    Py_XDECREF(t);
+    Py_XDECREF(v);
+    Py_XDECREF(tb);
+    PyErr_Clear();
+    return;
+  }
+  ds->error = take_exception(where, msg, cap);
+}
+
+/* Keep the pending exception, raised by the sample at pos (SIZE_MAX: by
+** collation), as batch pb's when it comes before the one it has: that
+** batch raises it at its turn and the epoch goes on, as torch's iterator
+** does.  A tune sweep has no turn to raise it at: its step fails (-1 with
+** msg).  GIL held; clears the exception; 0 or -1. */
+static int batch_failed(sk_ds *ds, sk_pbatch *pb, size_t pos,
+                        const char *where, char *msg, size_t cap) {
+  if (ds->tune || !pb) {
+    capture(ds, where, msg, cap);
+    return -1;
+  }
+  PyObject *e = take_exception(where, msg, cap);
+  if (!e) e = PyUnicode_FromString(msg);
+  if (!e) {
+    PyErr_Clear();
+    return 0; /* no memory even for the text: the batch has what it has */
+  }
+  if (!pb->error || pos < pb->error_pos) {
+    Py_XSETREF(pb->error, e);
+    pb->error_pos = pos;
+  } else {
+    Py_DECREF(e);
+  }
+  return 0;
 }
 
 /* "in worker thread 2" or "in the main thread (num_workers=0)". */
@@ -324,8 +373,7 @@ static int finish(sk_ds *ds, sk_pbatch *pb, const stoke_batch *b, char *msg,
     snprintf(where, sizeof where, "%s of batch %zu (epoch %llu)",
              ds->fast && ds->auto_collation ? "default_collate" : "collate_fn",
              stoke_batch_number(b), (unsigned long long)stoke_batch_epoch(b));
-    capture(ds, where, msg, cap);
-    return -1;
+    return batch_failed(ds, pb, SIZE_MAX, where, msg, cap);
   }
   Py_XSETREF(pb->result, r);
   return 0;
@@ -345,9 +393,18 @@ static int ds_fill_map(void *user, stoke_sample *s) {
     gil_drop(&g);
     return 0;
   }
+  /* A batch that already failed raises at its turn: its samples after
+  ** the one that raised are not made (torch's worker stops the batch at
+  ** its first error; those before it are, one of them may raise first). */
+  sk_pend *early = ds->tune ? NULL : pend_get(ds, b, 0);
+  if (early && early->pb && early->pb->error &&
+      stoke_sample_position(s) > early->pb->error_pos) {
+    gil_drop(&g);
+    return 0;
+  }
   stoke_sample_stage(s, STOKE_STAGE_PYTHON);
   char msg[400];
-  int rc = 0;
+  int rc = 0, failed = 0;
   sk_copies copies = {0};
   PyObject *key = key_of(ds, stoke_sample_index(s));
   PyObject *dset = g.worker && tls_worker->dataset ? tls_worker->dataset
@@ -374,9 +431,11 @@ static int ds_fill_map(void *user, stoke_sample *s) {
              stoke_batch_number(b), (unsigned long long)stoke_batch_epoch(b));
     Py_XDECREF(kr);
     PyErr_Clear();
+    sk_pend *p = ds->tune ? NULL : pend_get(ds, b, 1);
+    PyErr_Clear(); /* no memory for the entry: the loader stops instead */
     PyErr_Restore(t, v, tb);
-    capture(ds, where, msg, sizeof msg);
-    rc = -1;
+    rc = batch_failed(ds, p ? p->pb : NULL, stoke_sample_position(s), where,
+                      msg, sizeof msg);
   } else {
     stoke_sample_stage(s, STOKE_STAGE_COLLATE);
     sk_pend *p = pend_get(ds, b, 1);
@@ -389,8 +448,8 @@ static int ds_fill_map(void *user, stoke_sample *s) {
       char where[128];
       snprintf(where, sizeof where, "default_collate of batch %zu",
                stoke_batch_number(b));
-      capture(ds, where, msg, sizeof msg);
-      rc = -1;
+      rc = batch_failed(ds, pb, SIZE_MAX, where, msg, sizeof msg);
+      failed = 1; /* nothing of it is copied */
     } else if (added == 1) {
       rc = finish(ds, pb, b, msg, sizeof msg);
     }
@@ -403,7 +462,8 @@ static int ds_fill_map(void *user, stoke_sample *s) {
   stoke_sample_stage(s, STOKE_STAGE_GIL_WAIT);
   gil_drop(&g);
   stoke_sample_stage(s, STOKE_STAGE_COLLATE);
-  if (rc == 0) sk_copies_run(&copies); /* the samples are kept alive */
+  if (rc == 0 && !failed)
+    sk_copies_run(&copies); /* the samples are kept alive */
   sk_copies_free(&copies);
   return rc ? stoke_sample_fail(s, "%s", msg) : 0;
 }
@@ -772,6 +832,7 @@ typedef struct sk_DatasetLoader {
   size_t ahead;         /* batches given ahead of the consumer */
   size_t fed, taken;    /* this epoch */
   int order_ended, epoch_done, begun;
+  int failed;           /* the loader stopped at an error: remake it */
   int64_t epoch;        /* -1 before the first */
 } sk_DatasetLoader;
 
@@ -1026,18 +1087,31 @@ static PyObject *engine_next(sk_DatasetLoader *self, PyObject *args) {
     }
     if (rc != STOKE_OK) {
       self->epoch_done = 1;
+      self->failed = 1;
       return engine_raise(self, l, rc);
     }
     self->base.in_epoch = 1;
     self->taken++;
     sk_pend *p = pend_get(ds, b, 0);
-    PyObject *r = NULL;
+    PyObject *r = NULL, *err = NULL;
     int empty = p && p->empty;
-    if (p && p->pb && p->pb->result) r = Py_NewRef(p->pb->result);
+    if (p && p->pb && p->pb->error) err = Py_NewRef(p->pb->error);
+    else if (p && p->pb && p->pb->result) r = Py_NewRef(p->pb->result);
     if (p) pend_clear(p);
     /* The slot goes back now: the batch lives in its own tensors. */
     stoke_batch_release(b);
     if (empty) continue; /* an exhausted IterableDataset stream */
+    if (err) {
+      /* This batch's error; the next call goes on with the next batch. */
+      if (PyExceptionInstance_Check(err)) {
+        PyErr_Restore(Py_NewRef((PyObject *)Py_TYPE(err)), err,
+                      PyException_GetTraceback(err));
+      } else {
+        PyErr_SetObject(PyExc_RuntimeError, err);
+        Py_DECREF(err);
+      }
+      return NULL;
+    }
     if (!r)
       return PyErr_Format(PyExc_SystemError,
                           "stoke: batch %zu came without its contents",
@@ -1063,8 +1137,15 @@ static PyMethodDef engine_methods[] = {
      "The first exception the dataset raised, or None."},
     {NULL, NULL, 0, NULL}};
 
+static PyObject *engine_get_failed(sk_DatasetLoader *self, void *c) {
+  return PyBool_FromLong(self->failed);
+}
+
 static PyGetSetDef engine_getset[] = {
     {"epoch", (getter)engine_get_epoch, NULL, "the current epoch", NULL},
+    {"failed", (getter)engine_get_failed, NULL,
+     "the loader stopped at an error (a batch's own error does not stop it)",
+     NULL},
     {NULL, NULL, NULL, NULL, NULL}};
 
 PyTypeObject sk_DatasetLoaderType = {

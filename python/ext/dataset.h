@@ -85,6 +85,14 @@ typedef struct sk_pbatch {
   size_t probe_pos;    /* the sample whose layout the batch has */
   sk_node root;
   PyObject *result;    /* the finished batch */
+  PyObject *error;     /* the batch's exception, with its note: the batch
+                          raises it at its turn and the epoch goes on
+                          (torch's iterator does) */
+  size_t error_pos;    /* the position of the sample that raised it
+                          (SIZE_MAX: collation): the lowest one is kept, as
+                          torch fetches a batch's samples in order and
+                          stops at the first error; samples after it are
+                          not made */
 } sk_pbatch;
 
 sk_pbatch *sk_pbatch_new(size_t n, uint64_t epoch, size_t number);
@@ -124,5 +132,12 @@ PyObject *sk_on_worker_thread(PyObject *mod, PyObject *noargs);
 /* Give the calling thread's torch intra-op work n threads (OpenMP's
 ** per-thread setting), leaving other threads' alone. */
 PyObject *sk_set_thread_intraop(PyObject *mod, PyObject *arg);
+
+/* ---- shared.c ------------------------------------------------------------- */
+
+/* Atomic int64 counters in a shared-memory buffer (worker processes). */
+PyObject *sk_shared_fetch_add(PyObject *mod, PyObject *args);
+PyObject *sk_shared_load(PyObject *mod, PyObject *args);
+PyObject *sk_shared_store(PyObject *mod, PyObject *args);
 
 #endif

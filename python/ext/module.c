@@ -159,6 +159,13 @@ static PyMethodDef methods[] = {
     {"tune", (PyCFunction)(void (*)(void))sk_tune,
      METH_VARARGS | METH_KEYWORDS,
      "tune(source_spec, config, tune, step): the sweep and its knee."},
+    {"shared_fetch_add", sk_shared_fetch_add, METH_VARARGS,
+     "shared_fetch_add(buf, k, delta): atomically add delta to the int64 "
+     "at slot k of a shared buffer; the value before."},
+    {"shared_load", sk_shared_load, METH_VARARGS,
+     "shared_load(buf, k): the int64 at slot k (atomic)."},
+    {"shared_store", sk_shared_store, METH_VARARGS,
+     "shared_store(buf, k, v): set the int64 at slot k (atomic)."},
     {"worker_info", sk_worker_info, METH_NOARGS,
      "The calling stoke worker thread's WorkerInfo, or None."},
     {"on_worker_thread", sk_on_worker_thread, METH_NOARGS,

@@ -26,7 +26,7 @@ errors, all subclasses of :class:`Error`."""
 from . import _stoke
 from ._stoke import (Batch, BudgetError, BusyError, ConfigError, Error, Field,
                      FormatError, IOError, SampleError, SampleTimeout)
-from .dataloader import DataLoader, get_worker_info
+from .dataloader import get_worker_info
 from .distributed import gather_stats
 from .loader import Loader, Synthetic, synthetic
 from .tune import tune
@@ -40,3 +40,13 @@ __all__ = [
     "SampleTimeout", "Synthetic", "TwoClock", "gather_stats",
     "get_worker_info", "synthetic", "tune", "__version__",
 ]
+
+
+def __getattr__(name):
+    # DataLoader subclasses torch's: made (and torch imported) when first
+    # asked for, not at `import stoke`.
+    if name == "DataLoader":
+        from .dataloader import dataloader_class
+        cls = globals()["DataLoader"] = dataloader_class()
+        return cls
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

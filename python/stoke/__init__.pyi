@@ -168,6 +168,13 @@ class DataLoader:
     worker_init_fn: Optional[Callable[[int], Any]]
     in_order: bool
     torch_threads: Optional[int]
+    max_batch_size: Optional[int]
+    warmup: int
+    trace: Union[bool, int]
+    gpu_price: Union[float, str, None]
+    worker_policy: str
+    worker_type: str
+    seed_per_sample: bool
     def __init__(self, dataset: Any, batch_size: Optional[int] = ...,
                  shuffle: Optional[bool] = ..., sampler: Any = ...,
                  batch_sampler: Any = ..., num_workers: Union[int, str] = ...,
@@ -180,9 +187,11 @@ class DataLoader:
                  torch_threads: Optional[int] = ..., max_batch_size: Optional[int] = ...,
                  warmup: Optional[int] = ..., trace: Union[bool, int] = ...,
                  gpu_price: Union[float, str, None] = ...,
-                 worker_policy: str = ...) -> None: ...
+                 worker_policy: str = ..., worker_type: str = ...,
+                 seed_per_sample: bool = ...) -> None: ...
     @property
     def multiprocessing_context(self) -> Any: ...
+    def check_worker_number_rationality(self) -> None: ...
     def __iter__(self) -> Iterator[Any]: ...
     def __len__(self) -> int: ...
     def close(self) -> None: ...

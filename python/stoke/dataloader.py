@@ -26,7 +26,10 @@ What threads change, and what stoke does about it (docs/dataloader.md):
     only decides whether iter() returns the same iterator object (as in
     torch), and worker_init_fn runs once per thread;
   - multiprocessing_context has no effect (it is checked as torch checks
-    it)."""
+    it).
+worker_type="process" runs a map-style dataset on worker processes
+instead (python/stoke/_procs.py): torch's semantics, samples shared out
+through shared-memory atomics in the same order, per-sample reseeding."""
 
 import atexit
 import copy as _copy
@@ -39,6 +42,7 @@ from ._util import deadline_kw, parse_price
 from .loader import _WORKER_POLICIES, loader_config
 
 _PROFILE_NAME = "enumerate(DataLoader)#stoke.DataLoader.__next__"
+_WORKER_TYPES = ("thread", "process", "auto")
 _MAX_BATCH = 4096
 
 # Engines (the C loaders and their worker threads), closed at exit before
@@ -223,7 +227,7 @@ def tune_spec(dataset, workers, max_workers, collate_fn=None,
             "label": f"Python dataset {type(dataset).__name__}"}
 
 
-class DataLoader:
+class _DataLoader:
     """torch.utils.data.DataLoader on stoke's worker threads.
 
     The arguments are torch's, with torch's checks and errors.  Extra
@@ -238,7 +242,11 @@ class DataLoader:
     in money) and ``worker_policy`` (``"batch"``, the default: the worker
     threads run under SCHED_BATCH, so that one woken to make a sample never
     takes the core of the thread running the training step; ``"normal"``:
-    the OS default).  See the module's documentation for what running
+    the OS default), ``worker_type`` (``"thread"``, the default;
+    ``"process"``: worker processes for a map-style dataset; ``"auto"``:
+    threads until the measured switch exists) and ``seed_per_sample``
+    (process mode: reseed torch, random and NumPy before each sample from
+    (base seed, epoch, key); default True).  See the module's documentation for what running
     on threads changes."""
 
     __initialized = False
@@ -251,7 +259,8 @@ class DataLoader:
                  persistent_workers=False, pin_memory_device="",
                  in_order=True, torch_threads=1, max_batch_size=None,
                  warmup=None, trace=False, gpu_price=None,
-                 worker_policy="batch"):
+                 worker_policy="batch", worker_type="thread",
+                 seed_per_sample=True):
         import torch
         from torch.utils.data import (BatchSampler, IterableDataset,
                                       RandomSampler, SequentialSampler)
@@ -289,7 +298,9 @@ class DataLoader:
         self.worker_init_fn = worker_init_fn
         self.multiprocessing_context = multiprocessing_context
         self.in_order = in_order
+        from torch.utils.data.dataloader import _DatasetKind
         if isinstance(dataset, IterableDataset):
+            self._dataset_kind = _DatasetKind.Iterable
             self._iterable = True
             if self._autotune:
                 # Each worker iterates its own share of the dataset: a
@@ -312,6 +323,7 @@ class DataLoader:
                     "batch_sampler option, but got batch_sampler={}".format(
                         batch_sampler))
         else:
+            self._dataset_kind = _DatasetKind.Map
             shuffle = bool(shuffle)
             self._iterable = False
         if sampler is not None and shuffle:
@@ -362,10 +374,27 @@ class DataLoader:
         self.torch_threads = torch_threads
         self._warmup = warmup
         self._trace = trace
+        # stoke's own arguments as given, under their names: a framework
+        # that re-creates the loader from its attributes and __init__'s
+        # signature (Lightning) passes them on.
+        self.max_batch_size = max_batch_size if max_batch_size is None \
+            else int(max_batch_size)
+        self.warmup = warmup
+        self.trace = trace
+        self.worker_policy = worker_policy
+        self.gpu_price = gpu_price
         if worker_policy not in _WORKER_POLICIES:
             raise ValueError(f"worker_policy: expected 'batch' or 'normal', "
                              f"got {worker_policy!r}")
         self._worker_policy = worker_policy
+        if worker_type not in _WORKER_TYPES:
+            raise ValueError(f"worker_type: expected 'thread', 'process' or "
+                             f"'auto', got {worker_type!r}")
+        if worker_type == "process" and self._autotune:
+            raise ValueError("num_workers='auto' tunes worker threads; give "
+                             "worker_type='process' a number of workers")
+        self.worker_type = worker_type
+        self.seed_per_sample = bool(seed_per_sample)
         self._gpu_price = parse_price(gpu_price, "gpu_price")
         self._engine = None
         self._engine_failed = False
@@ -436,14 +465,33 @@ class DataLoader:
             return length
         return len(self._index_sampler)
 
+    def _processes(self):
+        """Worker processes ("auto" is threads until its switch exists; an
+        IterableDataset runs on threads for now)."""
+        return self.worker_type == "process" and self.num_workers > 0 and \
+            not self._iterable
+
     def __iter__(self):
         if self.persistent_workers and self.num_workers > 0:
             if self._iterator is None:
-                self._iterator = _Iterator(self)
+                self._iterator = self._get_iterator()
             else:
                 self._iterator._reset(self)
             return self._iterator
+        return self._get_iterator()
+
+    def _get_iterator(self):
+        # torch's own too: code that calls it gets stoke's iterator, never
+        # torch's worker processes.
+        if self._processes():
+            from ._procs import ProcessIterator
+            return ProcessIterator(self)
         return _Iterator(self)
+
+    def check_worker_number_rationality(self):
+        """torch warns when its worker processes outnumber the cores; stoke
+        shares samples among its workers, and says what to do about too
+        many in its advice."""
 
     # ---- the engine --------------------------------------------------------
 
@@ -524,6 +572,10 @@ class DataLoader:
         return self._engine
 
     def _need_engine(self):
+        if self._processes():
+            raise _stoke.Error("stats(), diagnose() and the reports measure "
+                               "worker threads; worker_type='process' does "
+                               "not have them yet")
         if self._engine is None:
             raise _stoke.Error("no epoch has run yet: iterate the loader "
                                "first")
@@ -593,9 +645,44 @@ class DataLoader:
         self._need_engine().save_trace(os.fspath(path))
 
     def __repr__(self):
+        kind = "processes" if self._processes() else "threads"
         return (f"<stoke.DataLoader over {type(self.dataset).__name__}: "
                 f"batch_size={self.batch_size}, num_workers="
-                f"{self.num_workers} threads>")
+                f"{self.num_workers} {kind}>")
+
+
+# stoke.DataLoader is a subclass of torch.utils.data.DataLoader (isinstance
+# holds where frameworks look for torch's loader), made at its first use so
+# that `import stoke` does not import torch.  _DataLoader's methods come
+# first: torch's __init__ and its worker processes never run; torch's
+# attribute guards are _DataLoader's own copy of them.
+_dataloader_class = None
+
+
+def dataloader_class():
+    """The class stoke.DataLoader: _DataLoader's methods on torch's
+    DataLoader (on nothing when torch is missing: its __init__ then says
+    so)."""
+    global _dataloader_class
+    if _dataloader_class is None:
+        try:
+            from torch.utils.data import DataLoader as base
+            bases = (_DataLoader, base)
+        except ImportError:
+            bases = (_DataLoader,)
+        cls = type("DataLoader", bases, {
+            "__module__": __name__, "__qualname__": "DataLoader",
+            "__doc__": _DataLoader.__doc__,
+            # samples (not whole batches) are shared among the workers
+            "_stoke_shares_samples": True})
+        _dataloader_class = cls
+    return _dataloader_class
+
+
+def __getattr__(name):
+    if name == "DataLoader":
+        return dataloader_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _dataloader_words(d):
@@ -652,6 +739,10 @@ class _Iterator:
         return len(self._index_sampler)
 
     def _failed(self):
+        """The engine stopped at an error (not a batch's own: after that
+        one the epoch goes on): the next iter() remakes it."""
+        if not self._engine.failed:
+            return
         loader = self._loader_ref()
         if loader is not None and loader._engine is self._engine:
             loader._engine_failed = True

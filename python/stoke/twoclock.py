@@ -35,7 +35,10 @@ def _loader_info(iterable, name):
 def _is_torch_loader(x):
     import sys
     tud = sys.modules.get("torch.utils.data")
-    return tud is not None and isinstance(x, tud.DataLoader)
+    # stoke.DataLoader subclasses it, but its workers share samples, not
+    # whole batches in turn.
+    return tud is not None and isinstance(x, tud.DataLoader) and \
+        not getattr(x, "_stoke_shares_samples", False)
 
 
 def _resolve_sync(sync):

@@ -26,10 +26,16 @@ from torch.utils.data import default_collate
 
 import stoke
 
-LOADERS = {"torch": TorchDataLoader, "stoke": stoke.DataLoader}
+def ProcessDataLoader(*args, **kwargs):
+    """stoke.DataLoader on worker processes."""
+    return stoke.DataLoader(*args, worker_type="process", **kwargs)
 
 
-@pytest.fixture(params=["torch", "stoke"])
+LOADERS = {"torch": TorchDataLoader, "stoke": stoke.DataLoader,
+           "stoke-process": ProcessDataLoader}
+
+
+@pytest.fixture(params=["torch", "stoke", "stoke-process"])
 def DL(request):
     return LOADERS[request.param]
 
@@ -534,6 +540,74 @@ def test_dataset_exception(DL, workers):
     assert [i for b in ok for i in b.tolist()] == list(range(20))
 
 
+class FailingAt(Dataset):
+    """Samples i in `bad` raise BadSample; others are i."""
+
+    def __init__(self, n, bad):
+        self.n, self.bad = n, set(bad)
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        if i in self.bad:
+            raise BadSample(f"bad sample {i}")
+        return i
+
+
+def caught(loader):
+    """Every next() of one iteration: a batch's labels, or the error's
+    text when it raised (the iteration then goes on, as torch's does)."""
+    it, out = iter(loader), []
+    while True:
+        try:
+            out.append(next(it).tolist())
+        except StopIteration:
+            return out
+        except BadSample as e:
+            # torch's worker processes wrap the message with the worker's
+            # traceback: the dataset's own words are its last line.
+            out.append(str(e).strip().splitlines()[-1].split(": ")[-1])
+
+
+@pytest.mark.parametrize("workers", [0, 1, 3])
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_next_after_a_failing_batch_goes_on(DL, workers, shuffle):
+    def run(bad):
+        g = torch.Generator()
+        g.manual_seed(5)
+        return caught(DL(FailingAt(30, bad=bad), batch_size=4,
+                         shuffle=shuffle, generator=g, num_workers=workers))
+    bad = {4, 6, 17, 29}
+    order = run(())      # the same draws: the same batches, none failing
+    want = []
+    for keys in order:
+        first_bad = [k for k in keys if k in bad]
+        want.append(f"bad sample {first_bad[0]}" if first_bad else keys)
+    assert run(bad) == want
+    # The loader is usable again at once, and the next epoch is whole.
+    assert caught(DL(FailingAt(8, bad=()), batch_size=4,
+                     num_workers=workers)) == [[0, 1, 2, 3], [4, 5, 6, 7]]
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_every_batch_failing_then_the_end(DL, workers):
+    got = caught(DL(FailingAt(6, bad=range(6)), batch_size=2,
+                    num_workers=workers))
+    assert got == ["bad sample 0", "bad sample 2", "bad sample 4"]
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_collate_error_then_the_next_batch(DL, workers):
+    def collate(batch):
+        if 3 in batch:
+            raise BadSample("collate of a batch with 3")
+        return torch.tensor(batch)
+    got = caught(DL(FailingAt(8, bad=()), batch_size=2, collate_fn=collate,
+                    num_workers=workers))
+    assert got == [[0, 1], "collate of a batch with 3", [4, 5], [6, 7]]
+
+
 @pytest.mark.parametrize("workers", [0, 2])
 def test_key_error_keeps_its_type(DL, workers):
     with pytest.raises(KeyError):
@@ -598,6 +672,17 @@ def test_exhausted_iterator_stays_exhausted(DL):
 def both(ds, **kw):
     return ([b for b in TorchDataLoader(ds, **kw)],
             [b for b in stoke.DataLoader(ds, **kw)])
+
+
+def test_process_mode_same_batches_as_torch_with_a_generator():
+    g1, g2 = torch.Generator(), torch.Generator()
+    g1.manual_seed(11)
+    g2.manual_seed(11)
+    t = list(TorchDataLoader(Kinds(), batch_size=4, shuffle=True,
+                             generator=g1, num_workers=2))
+    s = list(ProcessDataLoader(Kinds(), batch_size=4, shuffle=True,
+                               generator=g2, num_workers=2))
+    same(s, t)
 
 
 def test_same_batches_as_torch_with_a_generator():

@@ -1,0 +1,570 @@
+"""stoke.DataLoader(worker_type="process"): a map-style Python dataset on
+worker processes that share out samples, not whole batches.
+
+The main process iterates the (batch) sampler a few batches ahead, as in
+thread mode, and publishes each unit of work (one sample; one whole batch
+when the batch is collated in the worker: a custom collate_fn, or no
+auto-collation) into a ring in shared memory.  A worker takes a token from
+a semaphore (one per published unit), then claims the next unit with an
+atomic fetch-and-add on a shared counter: every unit is made exactly once,
+in the order it was published, whichever worker is free first.  Results
+come back on one queue (torch's reductions move tensors through shared
+memory, not the pipe); the main process assembles each batch from its
+samples in order and collates it with torch's default_collate.
+
+Shared memory: torch's shared tensors (file-descriptor strategy: the
+segment is unlinked as soon as it is made, so /dev/shm never holds it and
+it goes with the last process that maps it, a killed one included).
+
+torch's worker semantics: get_worker_info() (torch's own global, set in
+each worker), random/torch/NumPy seeded per worker as torch seeds them,
+worker_init_fn, persistent_workers, timeout, pin_memory (main side), an
+exception coming back with the worker's traceback in torch's
+ExceptionWrapper (the original type where it can be rebuilt), and after a
+failing batch the next one.  With seed_per_sample (the default) each
+sample's draws from torch, random and NumPy are reseeded from (base seed,
+epoch, key) before its __getitem__: the same for any number of workers and
+any timing.  A worker that dies is a RuntimeError naming its pid, the
+signal or exit code and the sample it held."""
+
+import atexit
+import heapq
+import pickle
+import multiprocessing as _mp
+import queue as _queue
+import signal
+import weakref
+
+from . import _slots, _stoke
+
+# ctl: the shared int64 counters.
+_CLAIM = 0      # the next unit to claim (global number in the epoch's ring)
+_STOP = 1       # 1: workers leave
+_HELD = 2       # + worker id: the key the worker is making, or -1
+# ring rows (one per unit, int64): its keys and where it goes
+_N, _BATCH, _POS, _EP, _BASE, _KEYS = range(6)
+_KEY_BYTES = 4096  # a unit's keys, pickled, when they are not all ints
+_POLL_S = 0.1   # how often a waiting main process checks its workers
+_NO_KEY = -1
+
+
+def _mix(*words):
+    """A 63-bit seed from integers (splitmix64 over each): the per-sample
+    seed of (base seed, epoch, key)."""
+    mask = (1 << 64) - 1
+    h = 0x9E3779B97F4A7C15
+    for w in words:
+        h = (h ^ (int(w) & mask)) & mask
+        h = (h + 0x9E3779B97F4A7C15) & mask
+        z = h
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & mask
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & mask
+        h = z ^ (z >> 31)
+    return h & ((1 << 63) - 1)
+
+
+def _reseed(seed):
+    """Seed torch, random and NumPy (when imported) from one integer."""
+    import random
+    import sys
+    import torch
+    random.seed(seed)
+    # The CPU generator's own seeding: torch.manual_seed also looks for
+    # CUDA and costs about 40 times more; a worker process has no CUDA.
+    torch.default_generator.manual_seed(seed)
+    np = sys.modules.get("numpy")
+    if np is not None:
+        np.random.seed(seed % (1 << 32))
+
+
+def _seed_worker(base_seed, worker_id):
+    """As torch's _worker_loop seeds a worker: random and torch from base
+    seed + id, NumPy (when imported) from torch's _generate_state."""
+    import random
+    import sys
+    import torch
+    seed = base_seed + worker_id
+    random.seed(seed)
+    torch.manual_seed(seed)
+    np = sys.modules.get("numpy")
+    if np is not None:
+        try:
+            from torch.utils.data._utils.worker import _generate_state
+            np.random.seed(_generate_state(base_seed, worker_id))
+        except ImportError:
+            np.random.seed(seed % (1 << 32))
+    return seed
+
+
+class _Job:
+    """What a worker process needs: passed to it whole (pickled under
+    spawn and forkserver, as torch pickles its dataset)."""
+
+    def __init__(self, loader, ctl, ring, key_bytes, sem, results,
+                 base_seed):
+        self.dataset = loader.dataset
+        self.num_workers = loader.num_workers
+        self.worker_init_fn = loader.worker_init_fn
+        self.torch_threads = loader.torch_threads
+        self.seed_per_sample = loader.seed_per_sample
+        self.collate = _in_worker_collate(loader)
+        self.auto_collation = loader._auto_collation
+        self.ctl, self.ring, self.key_bytes = ctl, ring, key_bytes
+        self.sem, self.results = sem, results
+        self.base_seed = base_seed
+
+
+def _in_worker_collate(loader):
+    """The function a worker applies to a whole batch, or None when workers
+    make single samples (default collation, done in the main process)."""
+    if not loader._auto_collation:
+        return loader.collate_fn   # default_convert or the user's
+    if loader._user_collate:
+        return loader.collate_fn
+    return None
+
+
+def _worker_main(worker_id, job):
+    """A worker process: claim units until told to stop."""
+    import torch
+    from torch._utils import ExceptionWrapper
+    from torch.utils.data._utils import worker as tw
+    torch.set_num_threads(int(job.torch_threads or 1))
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the main process decides
+    ctl = job.ctl.numpy()
+    ring = job.ring.numpy()
+    key_bytes = job.key_bytes.numpy()
+    seed = _seed_worker(job.base_seed, worker_id)
+    tw._worker_info = tw.WorkerInfo(id=worker_id, num_workers=job.num_workers,
+                                    seed=seed, dataset=job.dataset)
+    results = job.results
+    try:
+        if job.worker_init_fn is not None:
+            job.worker_init_fn(worker_id)
+    except Exception:
+        results.put((-1, -1, "init", worker_id, ExceptionWrapper(
+            where=f"in DataLoader worker process {worker_id}")))
+        results.close()
+        results.join_thread()   # the message must reach the main process
+        return
+    held = _HELD + worker_id
+    cap = ring.shape[0]
+    arena = _slots.WorkerArena(worker_id, job.rows)
+    while True:
+        job.sem.acquire()
+        if _stoke.shared_load(ctl, _STOP):
+            # Leaving must not wait for the main process to read what is
+            # still queued: it no longer wants it.
+            results.cancel_join_thread()
+            return
+        unit = _stoke.shared_fetch_add(ctl, _CLAIM, 1)
+        row = ring[unit % cap]
+        n, pos, epoch, base = (int(row[_N]), int(row[_POS]), int(row[_EP]),
+                               int(row[_BASE]))
+        if n >= 0:
+            keys = [int(k) for k in row[_KEYS:_KEYS + n]]
+        else:   # keys that are not ints: pickled beside the row
+            keys = pickle.loads(key_bytes[unit % cap, :-n].tobytes())
+        try:
+            samples = []
+            for k in keys:
+                ik = k if isinstance(k, int) else _key_number(k)
+                _stoke.shared_store(ctl, held, ik)
+                if job.seed_per_sample:
+                    _reseed(_mix(base, epoch, ik))
+                samples.append(job.dataset[k])
+            if job.collate is not None:
+                data = _apply(job, samples)
+                kind = "batch"
+            else:
+                data = arena.write(samples[0], torch)
+                kind = "row"
+                if data is None:     # it does not fit a row: it crosses
+                    data, kind = samples[0], "sample"
+        except Exception:
+            kind = "error"
+            data = ExceptionWrapper(
+                where=f"in DataLoader worker process {worker_id}")
+        _stoke.shared_store(ctl, held, _NO_KEY)
+        results.put((epoch, unit, kind, pos, data))
+        samples = data = None
+
+
+def _key_number(key):
+    """A key that is not an int, as a number (its seed and its name in a
+    death's message): a stable hash of its pickle."""
+    import zlib
+    return zlib.crc32(pickle.dumps(key)) | (1 << 40)
+
+
+def _apply(job, samples):
+    """The in-worker collation of one unit: a whole batch through the
+    user's collate_fn, or (no auto-collation) one sample through
+    default_convert."""
+    return job.collate(samples) if job.auto_collation else \
+        job.collate(samples[0])
+
+
+# ---- the main process --------------------------------------------------------
+
+_live = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_all():
+    for pool in list(_live):
+        pool.shutdown()
+
+
+def _death(proc, key):
+    """torch's words for a worker that died, and the sample it held."""
+    code = proc.exitcode
+    if code is not None and code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        how = f"is killed by signal: {name}"
+    else:
+        how = f"exited unexpectedly with exit code {code}"
+    held = "no sample" if key < 0 else f"dataset[{key}]"
+    return (f"DataLoader worker (pid {proc.pid}) {how}; it held {held} "
+            f"(stoke.DataLoader, worker_type='process')")
+
+
+class _Pool:
+    """The worker processes of a loader, its shared counters and ring, and
+    the results queue.  Units are numbered across epochs: a ring row is
+    reused only once its unit came back."""
+
+    def __init__(self, loader, base_seed, ahead):
+        import torch
+        ctx = loader.multiprocessing_context or _mp.get_context("fork")
+        w = loader.num_workers
+        self.workers = w
+        per_unit = (loader._max_batch if _in_worker_collate(loader) is not None
+                    and loader._auto_collation else 1)
+        units_ahead = ahead * (1 if per_unit > 1 or not loader._auto_collation
+                               else loader._max_batch)
+        self.cap = units_ahead + w + 1
+        self.ctl = torch.full((_HELD + w,), _NO_KEY, dtype=torch.int64)
+        self.ctl[_CLAIM] = 0
+        self.ctl[_STOP] = 0
+        self.ctl.share_memory_()
+        self.ring = torch.zeros((self.cap, _KEYS + per_unit),
+                                dtype=torch.int64).share_memory_()
+        # A unit's keys when they are not ints, pickled: one key's worth
+        # for a sample, a batch's for a whole batch.
+        self.key_width = _KEY_BYTES if per_unit > 1 else _KEY_BYTES // 16
+        self.key_bytes = torch.zeros((self.cap, self.key_width),
+                                     dtype=torch.uint8).share_memory_()
+        self._ctl, self._ring = self.ctl.numpy(), self.ring.numpy()
+        self._key_bytes = self.key_bytes.numpy()
+        self.sem = ctx.Semaphore(0)
+        self.results = ctx.Queue()
+        job = _Job(loader, self.ctl, self.ring, self.key_bytes, self.sem,
+                   self.results, base_seed)
+        # Rows per worker: its share of the samples in flight, and two
+        # more (a sample that finds none free crosses whole instead): the
+        # rows cost no more shared memory than torch's batches in flight.
+        job.rows = -(-units_ahead // max(w, 1)) + 2
+        self.arenas = _slots.MainArenas()
+        self.procs = []
+        self.published = 0
+        self.outstanding = []    # heap of units published, not come back
+        self.back = set()        # units come back, above the heap's top
+        self.closed = False
+        _live.add(self)
+        try:
+            for i in range(w):
+                p = ctx.Process(target=_worker_main, args=(i, job),
+                                daemon=True, name=f"stoke-p{i}")
+                p.start()
+                self.procs.append(p)
+        except BaseException:
+            self.shutdown()
+            raise
+
+    def room(self):
+        """Can one more unit be published without overwriting a row whose
+        unit is still out?"""
+        low = self.outstanding[0] if self.outstanding else self.published
+        return self.published < low + self.cap
+
+    def publish(self, keys, batch, pos, epoch, base_seed):
+        u = self.published
+        row = self._ring[u % self.cap]
+        row[_BATCH], row[_POS] = batch, pos
+        row[_EP], row[_BASE] = epoch, base_seed
+        if len(keys) > self._ring.shape[1] - _KEYS:
+            raise ValueError(
+                f"stoke.DataLoader: the batch sampler gave a batch of "
+                f"{len(keys)} samples, more than max_batch_size="
+                f"{self._ring.shape[1] - _KEYS}: pass a larger max_batch_size")
+        if all(type(k) is int and 0 <= k < (1 << 62) for k in keys):
+            row[_N] = len(keys)
+            row[_KEYS:_KEYS + len(keys)] = keys
+        else:
+            data = pickle.dumps(keys)
+            if len(data) > self.key_width:
+                raise ValueError(
+                    f"stoke.DataLoader(worker_type='process'): the keys "
+                    f"{keys!r} take {len(data)} bytes pickled, more than "
+                    f"{self.key_width}; use worker_type='thread'")
+            self._key_bytes[u % self.cap, :len(data)] = memoryview(data)
+            row[_N] = -len(data)
+        heapq.heappush(self.outstanding, u)
+        self.published += 1
+        self.sem.release()  # a worker may now claim it
+
+    def came_back(self, unit):
+        self.back.add(unit)
+        while self.outstanding and self.outstanding[0] in self.back:
+            self.back.discard(heapq.heappop(self.outstanding))
+
+    def dead(self):
+        """The message for a worker that died, or None."""
+        for i, p in enumerate(self.procs):
+            if p.exitcode is not None:
+                return _death(p, _stoke.shared_load(self._ctl, _HELD + i))
+        return None
+
+    def shutdown(self):
+        if self.closed:
+            return
+        self.closed = True
+        _live.discard(self)
+        try:
+            _stoke.shared_store(self._ctl, _STOP, 1)
+            for _ in self.procs:
+                self.sem.release()
+        except Exception:
+            pass
+        for p in self.procs:
+            p.join(timeout=5)   # a hang guard: a worker leaves at once
+        for p in self.procs:
+            if p.exitcode is None:
+                p.kill()
+                p.join()
+        try:
+            self.results.cancel_join_thread()
+            self.results.close()
+        except Exception:
+            pass
+
+
+class ProcessIterator:
+    """One epoch of a stoke.DataLoader on worker processes (the
+    counterpart of dataloader._Iterator)."""
+
+    def __init__(self, loader):
+        self._reset(loader)
+
+    def _reset(self, loader, first_iter=False):
+        import torch
+        self._loader_ref = weakref.ref(loader)
+        self._index_sampler = loader._index_sampler
+        it = iter(loader._index_sampler)
+        base_seed = torch.empty((), dtype=torch.int64).random_(
+            generator=loader.generator).item()
+        w = loader.num_workers
+        ahead = (loader.prefetch_factor or 2) * w
+        pool = getattr(self, "_pool", None)
+        if pool is None or pool.closed or not loader.persistent_workers:
+            if pool is not None:
+                pool.shutdown()
+            pool = _Pool(loader, base_seed, ahead)
+        for entry in getattr(self, "_pending", {}).values():
+            if pool is getattr(self, "_pool", None):
+                self._free_rows(entry[1])   # batches of an epoch left early
+        self._pool = pool
+        loader._proc_epoch = getattr(loader, "_proc_epoch", -1) + 1
+        self._epoch = loader._proc_epoch
+        self._base_seed = base_seed
+        self._order = it
+        self._order_ended = False
+        self._ahead = ahead
+        self._per_batch = _in_worker_collate(loader) is not None
+        self._auto = loader._auto_collation
+        self._collate = None if self._per_batch else _main_collate()
+        self._pin = bool(loader.pin_memory) and torch.cuda.is_available()
+        self._in_order = loader.in_order
+        self._timeout = float(loader.timeout or 0)
+        self._next_batch = 0     # batches given to the workers
+        self._next_out = 0       # the next batch to hand out (in order)
+        self._pending = {}       # batch -> [units, {pos: data}, {pos: err}]
+        self._units_of = {}      # unit -> batch
+        self._num_yielded = 0
+        self._failed = None
+
+    def __iter__(self):
+        return self
+
+    def __len__(self):
+        return len(self._index_sampler)
+
+    def _top_up(self):
+        pool = self._pool
+        while not self._order_ended and \
+                self._next_batch - self._num_yielded < self._ahead:
+            keys = None
+            try:
+                item = next(self._order)
+            except StopIteration:
+                self._order_ended = True
+                return
+            keys = list(item) if self._auto else [item]
+            b = self._next_batch
+            self._next_batch += 1
+            units = [keys] if self._per_batch else [[k] for k in keys]
+            self._pending[b] = [len(units), {}, {}]
+            for pos, unit_keys in enumerate(units):
+                while not pool.room():
+                    self._receive(block=True)
+                self._units_of[pool.published] = b
+                try:
+                    pool.publish(unit_keys, b, pos, self._epoch,
+                                 self._base_seed)
+                except Exception as e:
+                    # A batch half given cannot complete: the iteration
+                    # stops here, as thread mode's does at a sampler error.
+                    self._fail(e)
+
+    def _receive(self, block):
+        """Take one result off the queue (waiting, with the workers watched
+        and the timeout kept, when block); False when none was there."""
+        pool = self._pool
+        waited = 0.0
+        while True:
+            try:
+                msg = pool.results.get(timeout=_POLL_S) if block else \
+                    pool.results.get(block=False)
+                break
+            except _queue.Empty:
+                if not block:
+                    return False
+                why = pool.dead()
+                if why is not None:
+                    self._fail(RuntimeError(why))
+                waited += _POLL_S
+                if self._timeout and waited >= self._timeout:
+                    raise RuntimeError("DataLoader timed out after {} "
+                                       "seconds".format(self._timeout))
+        epoch, unit, kind, pos, data = msg
+        if kind == "init":
+            self._fail(data)
+        pool.came_back(unit)
+        if kind == "row":
+            pool.arenas.register(data)   # the first row of an arena brings it
+        b = self._units_of.pop(unit, None)
+        if epoch != self._epoch or b is None:
+            if kind == "row":
+                pool.arenas.free(data)
+            return True   # a unit of an epoch left early
+        entry = self._pending.get(b)
+        if entry is not None:
+            (entry[2] if kind == "error" else entry[1])[pos] = data
+        return True
+
+    def _fail(self, exc):
+        """The pool cannot go on: stop it and raise (torch's wrapper is
+        re-raised as the worker's exception)."""
+        self._pool.shutdown()
+        self._failed = exc
+        self._raise(exc)
+
+    @staticmethod
+    def _raise(exc):
+        from torch._utils import ExceptionWrapper
+        if isinstance(exc, ExceptionWrapper):
+            exc.reraise()
+        raise exc
+
+    def _ready(self):
+        """The next batch to hand out, complete, or None."""
+        order = [self._next_out] if self._in_order else sorted(self._pending)
+        for b in order:
+            e = self._pending.get(b)
+            if e is not None and len(e[1]) + len(e[2]) == e[0]:
+                return b
+        return None
+
+    def __next__(self):
+        if self._failed is not None:
+            raise RuntimeError("stoke.DataLoader: this iteration stopped at "
+                               "an earlier error; start a new one with "
+                               "iter(loader)")
+        loader = self._loader_ref()
+        if loader is not None and loader.persistent_workers and \
+                loader._proc_epoch != self._epoch:
+            raise RuntimeError("stoke.DataLoader: this iterator was replaced "
+                               "by a newer iter(loader)")
+        # As torch: a worker that died is an error at the next call, even
+        # when the others could finish the epoch without it.
+        why = self._pool.dead()
+        if why is not None:
+            self._fail(RuntimeError(why))
+        while True:
+            self._top_up()
+            b = self._ready()
+            if b is not None:
+                break
+            if not self._pending:
+                self._end()
+                raise StopIteration
+            self._receive(block=True)
+            while self._receive(block=False):
+                pass
+        units, got, errors = self._pending.pop(b)
+        if self._in_order:
+            self._next_out += 1
+            while self._next_out < self._next_batch and \
+                    self._next_out not in self._pending:
+                self._next_out += 1
+        self._num_yielded += 1
+        if errors:
+            # torch's worker stops a batch at its first error.
+            self._free_rows(got)
+            self._raise(errors[min(errors)])
+        if self._per_batch:
+            data = got[0]
+        else:
+            arenas = self._pool.arenas
+            try:
+                data = self._collate([
+                    arenas.sample(got[p]) if type(got[p]) is _slots.Row
+                    else got[p] for p in range(units)])
+            finally:
+                self._free_rows(got)   # the batch is a copy of its rows
+        if self._pin:
+            from torch.utils.data._utils.pin_memory import pin_memory
+            data = pin_memory(data)
+        return data
+
+    def _free_rows(self, got):
+        for x in got.values():
+            if type(x) is _slots.Row:
+                self._pool.arenas.free(x)
+
+    def _end(self):
+        loader = self._loader_ref()
+        if loader is None or not loader.persistent_workers:
+            self._pool.shutdown()
+
+    def __getstate__(self):
+        raise NotImplementedError("{} cannot be pickled",
+                                  self.__class__.__name__)
+
+    def __del__(self):
+        pool = getattr(self, "_pool", None)
+        loader = self._loader_ref() if hasattr(self, "_loader_ref") else None
+        if pool is not None and (loader is None or
+                                 not loader.persistent_workers):
+            pool.shutdown()
+
+
+def _main_collate():
+    """torch's default_collate, run in the main process over the samples
+    the workers made."""
+    from torch.utils.data._utils.collate import default_collate
+    return default_collate
