@@ -34,7 +34,10 @@ for p in "${patches[@]}"; do
   targets=()
   regex=
   for t in $tests; do
-    case $t in unit/*|fault/*) targets+=("${t#*/}") ;; esac
+    case $t in
+    unit/*|fault/*) targets+=("${t#*/}") ;;
+    python/*) targets+=(stoke_python) ;;
+    esac
     regex="${regex:+$regex|}^${t}\$"
   done
   targets+=(stoke-cli)
