@@ -243,40 +243,6 @@ static void test_refused_for_another_dataset(void **state) {
   tu_cb_free(cb2);
 }
 
-/* Same kind and sample count, another dataset: only the fingerprint tells
-** them apart, and it alone refuses the file. */
-static void test_refused_by_fingerprint_alone(void **state) {
-  (void)state;
-  char path[128];
-  path_of(path, sizeof path, "q5.txt");
-  remove(path);
-  stoke_synthetic_config sc;
-  stoke_synthetic_config_init(&sc);
-  sc.kind = STOKE_SYNTH_TENSOR;
-  sc.n_samples = 16;
-  stoke_source *a, *b;
-  TU_OK(stoke_source_create_synthetic(&sc, &a));
-  sc.shape[1] = 16; /* another shape of "x": another dataset */
-  TU_OK(stoke_source_create_synthetic(&sc, &b));
-  assert_int_equal(stoke_source_n_samples(a), stoke_source_n_samples(b));
-  assert_true(stoke_source_fingerprint(a) != stoke_source_fingerprint(b));
-  stoke_config c = q_config(a, 0, STOKE_ON_ERROR_SKIP, path);
-  stoke_loader *l = tu_loader(&c); /* creates the file with its header */
-  stoke_loader_destroy(l);
-  c.source = b;
-  l = NULL;
-  TU_RC(stoke_loader_create(&c, &l), STOKE_EINVAL);
-  assert_null(l);
-  TU_CONTAINS(stoke_errmsg(NULL), "was made for another dataset");
-  TU_CONTAINS(stoke_errmsg(NULL), "16 samples, fingerprint");
-  /* The same dataset again: accepted. */
-  c.source = a;
-  l = tu_loader(&c);
-  stoke_loader_destroy(l);
-  stoke_source_destroy(a);
-  stoke_source_destroy(b);
-}
-
 static void test_fingerprint(void **state) {
   (void)state;
   stoke_synthetic_config sc;
@@ -307,7 +273,6 @@ int main(void) {
       cmocka_unit_test(test_replace_never_picks_a_listed_sample),
       cmocka_unit_test(test_fail_names_the_quarantine),
       cmocka_unit_test(test_refused_for_another_dataset),
-      cmocka_unit_test(test_refused_by_fingerprint_alone),
       cmocka_unit_test(test_fingerprint),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
