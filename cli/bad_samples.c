@@ -62,39 +62,21 @@ bad:
 
 /* ---- state files --------------------------------------------------------- */
 
+/* Both through the library's private files: a state another user could
+** have planted or changed is refused, with its owner and mode named. */
 int cli_state_read(const char *path, stoke_loader_state *st) {
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    cli_error("--resume: cannot read '%s': %s", path, strerror(errno));
-    return CLI_ERROR;
-  }
-  uint8_t buf[STOKE_STATE_BYTES + 1];
-  size_t n = fread(buf, 1, sizeof buf, f);
-  fclose(f);
-  if (stoke_loader_state_decode(buf, n, st) != 0) {
-    cli_error("--resume: %s: %s", path, stoke_errmsg(NULL));
+  if (stoke_loader_state_load_file(path, st) != 0) {
+    cli_error("--resume: %s", stoke_errmsg(NULL));
     return CLI_ERROR;
   }
   return CLI_OK;
 }
 
 int cli_state_write(const char *path, const stoke_loader_state *st) {
-  uint8_t buf[STOKE_STATE_BYTES];
-  size_t n;
-  if (stoke_loader_state_encode(st, buf, sizeof buf, &n) != 0) {
-    cli_error("--save-state: %s", stoke_strerror(STOKE_EINVAL));
-    return CLI_ERROR;
-  }
   /* A state appears complete or not at all: a job killed mid-write keeps
   ** its previous state. */
-  char tmp[4096];
-  snprintf(tmp, sizeof tmp, "%s.tmp", path);
-  FILE *f = fopen(tmp, "wb");
-  int bad = !f || fwrite(buf, 1, n, f) != n;
-  if (f) bad |= fclose(f) != 0;
-  if (bad || rename(tmp, path) != 0) {
-    cli_error("--save-state: cannot write '%s': %s", path, strerror(errno));
-    remove(tmp);
+  if (stoke_loader_state_save_file(st, path) != 0) {
+    cli_error("--save-state: %s", stoke_errmsg(NULL));
     return CLI_ERROR;
   }
   return CLI_OK;

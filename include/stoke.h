@@ -1459,6 +1459,17 @@ STOKE_API int stoke_loader_state_encode(const stoke_loader_state *st,
 ** (stoke_errmsg(NULL) says which).  Any thread. */
 STOKE_API int stoke_loader_state_decode(const void *buf, size_t n,
                                         stoke_loader_state *out);
+/* The state in a file (the CLI's --save-state and --resume): written to a
+** private temporary beside path (mode 0600, O_EXCL|O_NOFOLLOW) and renamed
+** over path, so a job killed mid-write keeps its previous state; read back
+** only from a regular file owned by the caller's user that group and
+** others may not write, else STOKE_EINVAL with stoke_errmsg(NULL) naming
+** its path, owner and mode.  STOKE_EIO for a failed read or write, and
+** decode's errors.  Any thread.  Since 0.4. */
+STOKE_API int stoke_loader_state_save_file(const stoke_loader_state *st,
+                                           const char *path);
+STOKE_API int stoke_loader_state_load_file(const char *path,
+                                           stoke_loader_state *out);
 
 /* ------------------------------------------------------------------------ */
 /* The two clocks around any loop                                           */

@@ -22,10 +22,15 @@
 #include "source/source.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include "os/private_file.h"
 
 #define MAGIC "stoke-quarantine"
 #define VERSION 1
@@ -156,14 +161,83 @@ static int load(stoke__quarantine *q, FILE *f, const stoke_source *src,
   return 0;
 }
 
+/* APPEND on an existing file (fd, open and checked): load it, then append
+** to the same file: opened again for writing (O_NOFOLLOW), it must be the
+** very file that was checked. */
+static int read_then_append(stoke__quarantine *q, int fd,
+                            const stoke_source *src, uint64_t fingerprint,
+                            char *err, size_t cap) {
+  FILE *f = fdopen(fd, "r");
+  if (!f) {
+    close(fd);
+    return stoke__errf(err, cap, STOKE_EIO, "quarantine %s: cannot read: %s",
+                       q->path, strerror(errno));
+  }
+  int rc = load(q, f, src, fingerprint, err, cap);
+  if (rc == 0) {
+    struct stat was, now;
+    int wfd = open(q->path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+    if (wfd < 0 || fstat(fd, &was) != 0 || fstat(wfd, &now) != 0 ||
+        !(q->f = fdopen(wfd, "a")))
+      rc = stoke__errf(err, cap, STOKE_EIO,
+                       "quarantine %s: cannot append: %s", q->path,
+                       strerror(errno));
+    else if (was.st_dev != now.st_dev || was.st_ino != now.st_ino)
+      rc = stoke__errf(err, cap, STOKE_EIO,
+                       "quarantine %s: replaced while it was read", q->path);
+    if (rc != 0 && !q->f && wfd >= 0) close(wfd);
+  }
+  fclose(f);
+  return rc;
+}
+
+/* A new file: written under a fresh temporary name (private, O_EXCL,
+** O_NOFOLLOW).  publish_now (APPEND on a file that was absent): renamed as
+** soon as its header is written, so that a killed run keeps what it found;
+** else (REWRITE) renamed at close. */
+static int create(stoke__quarantine *q, const stoke_source *src,
+                  uint64_t fingerprint, bool publish_now, char *err,
+                  size_t cap) {
+  size_t n = strlen(q->path) + 64;
+  char why[STOKE__ERRMSG_CAP];
+  q->tmp_path = stoke__alloc(q->alloc, n);
+  if (!q->tmp_path)
+    return stoke__errf(err, cap, STOKE_ENOMEM, "quarantine: out of memory");
+  int fd;
+  int rc = stoke__secure_create(NULL, q->path, STOKE__PRIVATE_FILE_MODE,
+                                q->tmp_path, n, &fd, why, sizeof why);
+  if (rc != 0) {
+    stoke__free(q->alloc, q->tmp_path);
+    q->tmp_path = NULL;
+    return stoke__errf(err, cap, rc, "quarantine: %s", why);
+  }
+  /* The file is ours from here: an error below removes it. */
+  if (!(q->f = fdopen(fd, "w"))) close(fd);
+  if (!q->f || write_header(q->f, src, fingerprint) != 0 ||
+      fflush(q->f) != 0)
+    return stoke__errf(err, cap, STOKE_EIO,
+                       "quarantine %s: cannot write: %s", q->tmp_path,
+                       strerror(errno));
+  if (publish_now) {
+    rc = stoke__secure_publish(NULL, q->tmp_path, q->path, why, sizeof why);
+    stoke__free(q->alloc, q->tmp_path);
+    q->tmp_path = NULL;
+    if (rc != 0) return stoke__errf(err, cap, rc, "quarantine: %s", why);
+  }
+  return 0;
+}
+
 void stoke__quarantine_close(stoke__quarantine *q) {
   if (!q) return;
   const stoke_allocator *a = q->alloc;
   if (q->f) fclose(q->f);
   if (q->tmp_path) {
     /* REWRITE: the new file replaces the old one only once complete. */
-    if (q->f && !q->write_error[0]) rename(q->tmp_path, q->path);
-    else remove(q->tmp_path);
+    char why[STOKE__ERRMSG_CAP];
+    if (q->f && !q->write_error[0])
+      stoke__secure_publish(NULL, q->tmp_path, q->path, why, sizeof why);
+    else
+      remove(q->tmp_path);
   }
   pthread_mutex_destroy(&q->mu);
   stoke__free(a, q->bits);
@@ -189,37 +263,20 @@ int stoke__quarantine_open(const char *path, const stoke_source *src,
     return stoke__errf(err, cap, STOKE_ENOMEM, "quarantine: out of memory");
   }
   int rc = 0;
-  FILE *f = NULL;
-  if (mode == STOKE__QUARANTINE_APPEND && (f = fopen(path, "r"))) {
-    rc = load(q, f, src, fingerprint, err, cap);
-    fclose(f);
-    if (rc == 0 && !(q->f = fopen(path, "a")))
-      rc = stoke__errf(err, cap, STOKE_EIO,
-                       "quarantine %s: cannot append: %s", path,
-                       strerror(errno));
-  } else if (mode == STOKE__QUARANTINE_APPEND && errno != ENOENT) {
-    rc = stoke__errf(err, cap, STOKE_EIO, "quarantine %s: cannot read: %s",
-                     path, strerror(errno));
-  } else {
-    const char *target = path;
-    if (mode == STOKE__QUARANTINE_REWRITE) {
-      size_t n = strlen(path) + 16;
-      q->tmp_path = stoke__alloc(a, n);
-      if (!q->tmp_path) rc = STOKE_ENOMEM;
-      else snprintf(q->tmp_path, n, "%s.tmp", path);
-      target = q->tmp_path;
+  int fd = -1;
+  char why[STOKE__ERRMSG_CAP];
+  if (mode == STOKE__QUARANTINE_APPEND) {
+    rc = stoke__secure_open_read(NULL, path, STOKE__PRIVATE_FILE_MODE, &fd,
+                                 why, sizeof why);
+    if (rc == 0) {
+      rc = read_then_append(q, fd, src, fingerprint, err, cap);
+    } else if (rc == STOKE_EIO && errno == ENOENT) {
+      rc = create(q, src, fingerprint, true, err, cap);
+    } else {
+      stoke__errf(err, cap, rc, "quarantine: %s", why);
     }
-    if (rc == 0 && !(q->f = fopen(target, "w")))
-      rc = stoke__errf(err, cap, STOKE_EIO,
-                       "quarantine %s: cannot create: %s", target,
-                       strerror(errno));
-    if (rc == 0 && (write_header(q->f, src, fingerprint) != 0 ||
-                    fflush(q->f) != 0))
-      rc = stoke__errf(err, cap, STOKE_EIO,
-                       "quarantine %s: cannot write: %s", target,
-                       strerror(errno));
-    if (rc == STOKE_ENOMEM)
-      stoke__errf(err, cap, rc, "quarantine: out of memory");
+  } else {
+    rc = create(q, src, fingerprint, false, err, cap);
   }
   if (rc != 0) {
     if (q->f) {

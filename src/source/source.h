@@ -136,9 +136,12 @@ typedef struct stoke__quarantine stoke__quarantine;
 enum {
   STOKE__QUARANTINE_APPEND = 0, /* read the file if it exists (its header
                                    must match src), then append to it */
-  STOKE__QUARANTINE_REWRITE = 1 /* write a new file (PATH.tmp, renamed over
-                                   PATH at close) */
+  STOKE__QUARANTINE_REWRITE = 1 /* write a new file (a temporary beside
+                                   PATH, renamed over PATH at close) */
 };
+/* Files are private (os/private_file.h): made 0600 under a temporary name
+** and renamed into place; an existing one owned by another user or
+** writable by group or others is refused (STOKE_EINVAL). */
 
 /* Open path for src (whose stoke_source_fingerprint is fingerprint).
 ** Returns 0, STOKE_EINVAL (made for another dataset), STOKE_EFORMAT (not a

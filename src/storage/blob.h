@@ -246,7 +246,8 @@ int stoke__pack_writer_set_resize(stoke__pack_writer *w, unsigned max_side,
 ** its final name as soon as it is complete (stoke__pack_writer_cut, or a
 ** full shard), and finish removes no earlier shard.  Shards then also
 ** carry a source map: every sample must come through
-** stoke__pack_writer_add_mapped.  Only before the first add. */
+** stoke__pack_writer_add_mapped, and are private files (0600,
+** os/private_file.h).  Only before the first add. */
 int stoke__pack_writer_set_publish(stoke__pack_writer *w, char *err,
                                    size_t cap);
 /* stoke__pack_writer_add, recording the sample's source index in the

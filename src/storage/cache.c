@@ -28,6 +28,13 @@
 ** differ (pid and a random token), a sample they both wrote is read from
 ** the first shard that holds it.
 **
+** Private (os/private_file.h): the folders are made 0700 and the shards
+** 0600, as the decoded bytes of a private dataset would otherwise be
+** anyone's to read; a cache folder, key folder or shard owned by another
+** user or writable by group or others is refused (the open fails, naming
+** it), as anyone may compute a key (paths, sizes and mtimes) and plant a
+** shard under it.
+**
 ** Bounded: the queue holds at most STOKE__CACHE_QUEUE_BYTES; a sample that
 ** finds it full is not queued (it is cached in a later epoch), so the
 ** workers never wait for the disk.  The disk budget (max_bytes, and the
@@ -52,6 +59,7 @@
 #include <unistd.h>
 
 #include "decode/decode.h"
+#include "os/private_file.h"
 
 #define PENDING UINT64_C(1)
 #define ENTRY_BITS 40
@@ -153,6 +161,16 @@ static bool orphan(const char *name) {
          errno == ESRCH;
 }
 
+/* A shard found under the key: ours and private (os/private_file.h). */
+static int check_shard(const stoke__sys *sys, const char *path, char *err,
+                       size_t cap) {
+  int fd;
+  int rc = stoke__secure_open_read(sys, path, STOKE__PRIVATE_FILE_MODE, &fd,
+                                   err, cap);
+  if (rc == 0) sys->close(sys->user, fd);
+  return rc;
+}
+
 /* The complete shards already under the key; orphaned .tmp files go. */
 static int scan(stoke__cache *c, char *err, size_t cap) {
   const stoke__sys *sys = c->sys;
@@ -171,7 +189,13 @@ static int scan(stoke__cache *c, char *err, size_t cap) {
       sys->unlink(sys->user, p);
     } else if (stoke__ends_with(de->d_name, ".stoke")) {
       char why[STOKE__ERRMSG_CAP];
-      int arc = adopt(c, p, false, why, sizeof why);
+      int arc = check_shard(sys, p, why, sizeof why);
+      /* Another's shard, or one others may write: refused, not read. */
+      if (arc != 0 && arc != STOKE_EIO) {
+        rc = stoke__errf(err, cap, arc, "cache: %s", why);
+        break;
+      }
+      arc = adopt(c, p, false, why, sizeof why);
       /* A damaged shard is left out, not trusted; a full table stops. */
       if (arc == STOKE_ENOMEM) rc = stoke__errf(err, cap, arc, "%s", why);
       if (arc == STOKE_EBUDGET) break;
@@ -181,24 +205,18 @@ static int scan(stoke__cache *c, char *err, size_t cap) {
   return rc;
 }
 
-/* mkdir -p through the table. */
-static int make_dirs(const stoke__sys *sys, const char *path, char *err,
-                     size_t cap) {
-  char p[PATH_CAP];
-  if (snprintf(p, sizeof p, "%s", path) >= (int)sizeof p)
-    return stoke__errf(err, cap, STOKE_EINVAL, "cache: %s: path too long",
-                       path);
-  for (char *s = p + 1;; s++) {
-    bool end = *s == '\0';
-    if (*s == '/' || end) {
-      *s = '\0';
-      if (sys->mkdir(sys->user, p, 0755) != 0 && errno != EEXIST)
-        return stoke__errf(err, cap, STOKE_EIO, "cache: mkdir %s: %s", p,
-                           strerror(errno));
-      if (end) return 0;
-      *s = '/';
-    }
-  }
+/* The cache's folder (the user's) and the key's folder, made 0700 if
+** absent and refused when another user owns them or may write them: a
+** shard planted there would be read as the dataset. */
+static int make_dirs(const stoke__sys *sys, const char *root,
+                     const char *path, char *err, size_t cap) {
+  char why[STOKE__ERRMSG_CAP];
+  int rc = stoke__private_mkdirs(sys, root, STOKE__PRIVATE_DIR_MODE, why,
+                                 sizeof why);
+  if (rc == 0)
+    rc = stoke__private_mkdirs(sys, path, STOKE__PRIVATE_DIR_MODE, why,
+                               sizeof why);
+  return rc ? stoke__errf(err, cap, rc, "cache: %s", why) : 0;
 }
 
 /* ---- the writer ------------------------------------------------------------ */
@@ -385,7 +403,7 @@ int stoke__cache_open(const stoke__blobset *set, const stoke__cache_opts *o,
     return stoke__errf(err, cap, STOKE_ENOMEM, "cache: out of memory");
   }
   for (size_t i = 0; i < n; i++) atomic_init(&c->map[i], 0);
-  rc = make_dirs(sys, c->path, err, cap);
+  rc = make_dirs(sys, o->dir, c->path, err, cap);
   if (rc == 0) rc = scan(c, err, cap);
   if (rc == 0) {
     rc = stoke__thread_start(&c->thread, c->a, sys, "stoke-cache",

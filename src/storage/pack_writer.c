@@ -16,6 +16,7 @@
 ** pack left under the same prefix past this one's last (see remove_stale). */
 #define _POSIX_C_SOURCE 200809L
 #include "storage/blob.h"
+#include "os/private_file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -156,9 +157,12 @@ static int begin_shard(stoke__pack_writer *w, char *err, size_t cap) {
   tmp_name(final, tmp);
   if (stoke__blob_strs_add(&w->finals, w->a, final, NULL))
     return fail(w, STOKE_ENOMEM, err, cap, "out of memory", "");
-  /* O_EXCL: two writers with one prefix must not write one file. */
+  /* O_EXCL: two writers with one prefix must not write one file;
+  ** O_NOFOLLOW: nor one through a link planted under its name.  The
+  ** cache's shards (publish mode) are private: 0600. */
   w->fd = stoke__sys_open(w->sys, tmp, O_WRONLY | O_CREAT | O_EXCL |
-                          O_CLOEXEC, 0644);
+                          O_NOFOLLOW | O_CLOEXEC,
+                          w->publish ? STOKE__PRIVATE_FILE_MODE : 0644);
   int rc = 0;
   if (w->fd < 0) {
     w->finals.n--; /* nothing to unlink */

@@ -54,6 +54,19 @@ def test_block_shuffle():
     # 160-byte blocks of 10 samples, windows of 2: the first 20 positions
     # are 2 whole blocks.
     assert len({i // 10 for i in flat[:20]}) == 2
+    # Blocks and windows that do not divide evenly: 103 samples are 10
+    # blocks of 10 and one of 3, 11 blocks are 5 windows of 2 and one of 1.
+    # The partial block and window are there, every sample once.
+    for workers in (0, 1, 3):
+        odd = stoke.Loader((np.zeros((103, 4), np.float32),), 10,
+                           shuffle="block=160", block_window=2, seed=2,
+                           num_workers=workers, output="stoke")
+        for epoch in range(2):
+            got = [i for b in indices(odd) for i in b]
+            missing = sorted(set(range(103)) - set(got))
+            assert not missing, (workers, epoch, "missing", missing)
+            assert sorted(got) == list(range(103)), (workers, epoch, got)
+        odd.close()
     with pytest.raises(ValueError):
         stoke.Loader((x,), 10, shuffle="sideways")
     with pytest.raises(ValueError):

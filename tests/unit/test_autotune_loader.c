@@ -9,6 +9,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <sys/prctl.h>
+
 #include "test_util.h"
 /* White box: stoke__autotuner_force sets W and K at chosen moments (the public
 ** controller decides them from timing, which a test must not depend on). */
@@ -63,12 +65,43 @@ static void pair_free(pair *p) {
   free(p->got);
 }
 
+/* The next batch, or a fast failure naming the samples that never came.
+** A loader that lost a chunk (a gated worker dropping what it claimed)
+** would otherwise wait to the watchdog: here, once no sample of the epoch
+** has been filled for STALL_S seconds (a hang guard, far above any fill),
+** the test fails naming every sample of the epoch not filled yet. */
+#define STALL_S 20
+static int next_or_name_missing(stoke_loader *l, const tu_cb *cb,
+                                uint64_t ep, stoke_batch **b) {
+  long last = -1;
+  int still = 0;
+  for (;;) {
+    int rc = stoke_loader_next_timed(l, b, 1000000000LL);
+    if (rc != STOKE_AGAIN) return rc;
+    long now = tu_cb_epoch_calls(cb, ep);
+    still = now == last ? still + 1 : 0;
+    last = now;
+    if (still < STALL_S) continue;
+    char missing[512];
+    size_t k = 0, n_missing = 0;
+    missing[0] = '\0';
+    for (size_t i = 0; i < cb->n; i++)
+      if (tu_cb_calls(cb, ep, i) == 0) {
+        n_missing++;
+        if (k + 24 < sizeof missing)
+          k += (size_t)snprintf(missing + k, sizeof missing - k, " %zu", i);
+      }
+    fail_msg("epoch %llu: no progress for %d s; %zu samples never filled:%s",
+             (unsigned long long)ep, STALL_S, n_missing, missing);
+  }
+}
+
 static void run_epoch_forcing(stoke_loader *l, const tu_cb *cb, tu_epoch *e,
-                              uint64_t *rng) {
+                              uint64_t ep, uint64_t *rng) {
   memset(e, 0, sizeof *e);
   for (;;) {
     stoke_batch *b = NULL;
-    int rc = stoke_loader_next(l, &b);
+    int rc = next_or_name_missing(l, cb, ep, &b);
     if (rc == STOKE_END) return;
     TU_OK(rc);
     tu_check_batch(b, cb, e);
@@ -83,6 +116,82 @@ static void run_epoch_forcing(stoke_loader *l, const tu_cb *cb, tu_epoch *e,
   }
 }
 
+/* ---- a worker gated in the middle of its chunk ------------------------- */
+
+typedef struct mid_chunk {
+  tu_cb *cb;
+  _Atomic(stoke_loader *) l; /* set once the loader exists */
+  atomic_int gated;          /* workers that gated themselves mid-chunk */
+} mid_chunk;
+
+/* tu_cb's fill; then, in a worker other than w0, at position 3 of a batch
+** (inside a chunk: cheap samples are claimed many at a time), switch the
+** workers down to 1, gating the very worker that is filling.  It must
+** finish its chunk: the rest of its samples are in the batch. */
+static int mid_chunk_fill(void *user, stoke_sample *s) {
+  mid_chunk *m = user;
+  int rc = tu_cb_fill(m->cb, s);
+  char name[17] = "";
+  prctl(PR_GET_NAME, name, 0, 0, 0);
+  stoke_loader *l = atomic_load(&m->l);
+  if (l && stoke_sample_position(s) == 3 &&
+      strncmp(name, "stoke-w", 7) == 0 && strcmp(name, "stoke-w0") != 0) {
+    stoke__autotuner_force(l, 1, 3);
+    atomic_fetch_add(&m->gated, 1);
+  }
+  return rc;
+}
+
+static void test_gated_in_the_middle_of_a_chunk(void **state) {
+  (void)state;
+  tu_watchdog(TU_WATCHDOG_S);
+  enum { NM = 203, BM = 16, MAX_EPOCHS = 40 };
+  mid_chunk m = {.cb = tu_cb_new(NM)};
+  atomic_init(&m.l, NULL);
+  atomic_init(&m.gated, 0);
+  stoke_field_desc f[TU_N_FIELDS];
+  tu_cb_fields(f);
+  stoke_source *src = NULL;
+  TU_OK(stoke_source_create_callback(NM, TU_N_FIELDS, f, mid_chunk_fill, &m,
+                                     &src));
+  stoke_config c = tu_config(src, 3, 3, BM);
+  c.autotune = 1;
+  c.autotune_max_prefetch = 3;
+  c.prefetch_next_epoch = 0; /* each epoch's fills are its own */
+  stoke_loader *l = tu_loader(&c);
+  stoke__autotuner_force(l, 3, 3);
+  atomic_store(&m.l, l);
+  tu_epoch *e = tu_epoch_new();
+  /* Epochs until several workers were gated inside their chunks (the
+  ** first claims of a worker are single samples), at most MAX_EPOCHS. */
+  int ep = 0;
+  for (; ep < MAX_EPOCHS && (ep < 2 || atomic_load(&m.gated) < 4); ep++) {
+    memset(e, 0, sizeof *e);
+    stoke_batch *b;
+    int rc;
+    while ((rc = next_or_name_missing(l, m.cb, (uint64_t)ep, &b)) ==
+           STOKE_OK) {
+      tu_check_batch(b, m.cb, e);
+      stoke__autotuner_force(l, 3, 3); /* the others back on */
+      stoke_batch_release(b);
+    }
+    TU_RC_L(l, rc, STOKE_END);
+    for (size_t i = 0; i < NM; i++)
+      TU_CHECK(tu_cb_calls(m.cb, (uint64_t)ep, i) == 1,
+               "epoch %d: sample %zu filled %d times, want once", ep, i,
+               tu_cb_calls(m.cb, (uint64_t)ep, i));
+    assert_int_equal(e->n_samples, NM);
+  }
+  assert_int_equal(atomic_load(&m.cb->bad), 0);
+  TU_CHECK(atomic_load(&m.gated) > 0,
+           "in %d epochs no worker but w0 filled a batch's 4th sample", ep);
+  atomic_store(&m.l, NULL);
+  stoke_loader_destroy(l);
+  stoke_source_destroy(src);
+  tu_cb_free(m.cb);
+  free(e);
+}
+
 /* W and K changed at every step: the same epochs as a fixed W = 2 run. */
 static void test_forced_changes_keep_order(void **state) {
   (void)state;
@@ -94,8 +203,8 @@ static void test_forced_changes_keep_order(void **state) {
   tu_epoch *want = p.want, *got = p.got;
   uint64_t rng = 7;
   for (int ep = 0; ep < EPOCHS; ep++) {
-    run_epoch_forcing(ref, ref_cb, want, NULL);
-    run_epoch_forcing(l, cb, got, &rng);
+    run_epoch_forcing(ref, ref_cb, want, (uint64_t)ep, NULL);
+    run_epoch_forcing(l, cb, got, (uint64_t)ep, &rng);
     assert_int_equal(got->n_samples, N);
     assert_int_equal(got->n_batches, want->n_batches);
     assert_memory_equal(got->idx, want->idx, N * sizeof got->idx[0]);
@@ -136,8 +245,8 @@ static void test_controller_grows_and_logs(void **state) {
   tu_cb *ref_cb = p.ref_cb, *cb = p.cb;
   tu_epoch *want = p.want, *got = p.got;
   for (int ep = 0; ep < EPOCHS; ep++) {
-    run_epoch_forcing(ref, ref_cb, want, NULL);
-    run_epoch_forcing(l, cb, got, NULL);
+    run_epoch_forcing(ref, ref_cb, want, (uint64_t)ep, NULL);
+    run_epoch_forcing(l, cb, got, (uint64_t)ep, NULL);
     assert_int_equal(got->n_samples, N);
     assert_memory_equal(got->idx, want->idx, N * sizeof got->idx[0]);
     assert_memory_equal(got->rnd, want->rnd, N * sizeof got->rnd[0]);
@@ -281,6 +390,7 @@ static void test_config_errors_and_budget(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_forced_changes_keep_order),
+      cmocka_unit_test(test_gated_in_the_middle_of_a_chunk),
       cmocka_unit_test(test_controller_grows_and_logs),
       cmocka_unit_test(test_gates_bound_workers_and_slots),
       cmocka_unit_test(test_config_errors_and_budget),

@@ -3,7 +3,8 @@
 ** blocks; the next window read ahead.
 **
 ** Checked: every sample exactly once per epoch, whatever W, K and
-** in_order; the same order for the same (seed, epoch), another for
+** in_order, also when the last block and the last window are partial
+** (a missing sample is named); the same order for the same (seed, epoch), another for
 ** another epoch; world 2 covers the dataset once between the ranks; each
 ** window of the permutation is exactly `window` whole blocks (the
 ** randomness the order gives up, and nothing more); the blocks follow the
@@ -97,6 +98,39 @@ static void test_once_and_deterministic(void **state) {
   assert_int_equal(epoch_order(u, got), N);
   TU_CHECK(memcmp(got, ref[0], sizeof got) != 0, "block order = uniform");
   stoke_loader_destroy(u);
+  stoke_source_destroy(src);
+  tu_cb_free(cb);
+}
+
+/* A dataset whose blocks and windows do not divide evenly: 203 samples are
+** 20 blocks of 10 and one of 3, and 21 blocks are 5 windows of 4 and one
+** of 1.  The last, partial block and window are in every epoch, once. */
+static void test_partial_last_block_and_window(void **state) {
+  (void)state;
+  enum { NP = 203 };
+  tu_cb *cb = tu_cb_new(NP);
+  stoke_source *src = tu_cb_source(cb);
+  static size_t got[NP + B];
+  const unsigned ws[] = {0, 1, 3};
+  for (size_t wi = 0; wi < 3; wi++) {
+    stoke_config c = block_cfg(src, ws[wi], 2);
+    stoke_loader *l = tu_loader(&c);
+    assert_int_equal(l->plan.blocks->n_blocks, 21);
+    for (int ep = 0; ep < 2; ep++) {
+      size_t n = epoch_order(l, got);
+      uint8_t seen[NP] = {0};
+      for (size_t i = 0; i < n; i++) {
+        TU_CHECK(got[i] < NP && !seen[got[i]],
+                 "W=%u epoch %d: sample %zu twice", ws[wi], ep, got[i]);
+        seen[got[i]] = 1;
+      }
+      for (size_t i = 0; i < NP; i++)
+        TU_CHECK(seen[i], "W=%u epoch %d: sample %zu (block %zu) missing",
+                 ws[wi], ep, i, i / PER_BLOCK);
+      assert_int_equal(n, NP);
+    }
+    stoke_loader_destroy(l);
+  }
   stoke_source_destroy(src);
   tu_cb_free(cb);
 }
@@ -317,6 +351,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_once_and_deterministic),
       cmocka_unit_test(test_windows_are_whole_blocks),
+      cmocka_unit_test(test_partial_last_block_and_window),
       cmocka_unit_test(test_world),
       cmocka_unit_test(test_resume),
       cmocka_unit_test(test_read_ahead),

@@ -6,7 +6,7 @@
 ** epochs and later loaders read every sample from them, and the batches
 ** are those without the cache (the JPEG rewrite is lossless); folder and
 ** tar sources, a packed one refused; the key changes with a file's size or
-** modification time, so a changed source is not read stale; a first epoch
+** modification time (a folder's files and a tar shard), so a changed source is not read stale; a first epoch
 ** killed mid-write leaves its shard only as NAME.tmp, which the next open
 ** removes; a write that
 ** fails stops the caching, not the loader, and leaves no shard under a
@@ -201,6 +201,36 @@ static void test_changed_source(void **state) {
   stoke_loader_destroy(l);
   assert_int_equal(n_keys(dir), 3);
   stoke_source_destroy(src);
+}
+
+/* The tar half: a shard's modification time alone (same bytes, same size)
+** gives another key, as a tar rewritten in place must not be read stale;
+** the time put back finds the first key again. */
+static void test_changed_tar(void **state) {
+  (void)state;
+  char dir[128];
+  snprintf(dir, sizeof dir, "%s/cache-changed-tar", root);
+  struct stat before;
+  assert_int_equal(stat(tarp, &before), 0);
+  stoke_source *src = tu_open_images(tarp, TF);
+  stoke_config c = cache_cfg(src, dir);
+  stoke_loader *l = tu_loader(&c);
+  epoch_hash(l, NULL);
+  stoke_loader_destroy(l);
+  stoke_source_destroy(src);
+  assert_int_equal(n_keys(dir), 1);
+  struct timespec t[2] = {{0, UTIME_OMIT}, {12345, 0}};
+  assert_int_equal(utimensat(AT_FDCWD, tarp, t, 0), 0);
+  src = tu_open_images(tarp, TF);
+  c = cache_cfg(src, dir);
+  l = tu_loader(&c);
+  epoch_hash(l, NULL);
+  assert_int_equal(stats_of(l).cache_hits, 0); /* nothing of the old key */
+  stoke_loader_destroy(l);
+  stoke_source_destroy(src);
+  assert_int_equal(n_keys(dir), 2);
+  t[1] = before.st_mtim;
+  assert_int_equal(utimensat(AT_FDCWD, tarp, t, 0), 0);
 }
 
 /* A first epoch killed while the writer has samples in its shard: the
@@ -428,6 +458,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_fill_then_read),
       cmocka_unit_test(test_changed_source),
+      cmocka_unit_test(test_changed_tar),
       cmocka_unit_test(test_interrupted),
       cmocka_unit_test(test_write_fault),
       cmocka_unit_test(test_orphans),
