@@ -22,7 +22,8 @@ set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 # What the library and the CLI link (Debian 12's runtime packages); the
 # static library's users also need libjpeg62-turbo-dev and libspng-dev
-# for pkg-config --static, as the .pc file's Requires.private says.
+# for pkg-config --static, as the .pc file's Requires.private says
+# (and libcurl4-openssl-dev for -lcurl).
 set(CPACK_DEBIAN_PACKAGE_DEPENDS
     "libc6 (>= 2.34), libjpeg62-turbo (>= 1:2.1), libspng0 (>= 0.7), libcjson1 (>= 1.7), libcurl4 (>= 7.85)")
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "libjpeg62-turbo-dev, libspng-dev, libcurl4-openssl-dev")
