@@ -416,7 +416,7 @@ STOKE_API int64_t stoke_source_label(const stoke_source *src, size_t index);
 /* "tensors", "callback", "synthetic", "folder", "tar" or "packed". */
 STOKE_API const char *stoke_source_kind(const stoke_source *src);
 /* Where sample index lives (file, shard, offset); "" when unknown. */
-/* The form of a dataset path or URL that may be shown (since 0.4): an
+/* The form of a dataset path or URL that may be shown (since 0.5): an
 ** http(s):// URL without its user-info, its query and fragment replaced
 ** by "?..."; anything else unchanged.  buf[0..cap) is always
 ** NUL-terminated (cap > 0); the result is never longer than path. */
@@ -1465,7 +1465,7 @@ STOKE_API int stoke_loader_state_decode(const void *buf, size_t n,
 ** only from a regular file owned by the caller's user that group and
 ** others may not write, else STOKE_EINVAL with stoke_errmsg(NULL) naming
 ** its path, owner and mode.  STOKE_EIO for a failed read or write, and
-** decode's errors.  Any thread.  Since 0.4. */
+** decode's errors.  Any thread.  Since 0.5. */
 STOKE_API int stoke_loader_state_save_file(const stoke_loader_state *st,
                                            const char *path);
 STOKE_API int stoke_loader_state_load_file(const char *path,
@@ -2370,7 +2370,7 @@ STOKE_API int stoke_step_simulate(int kind, int64_t ns);
 STOKE_API int stoke_thread_run_delay(int64_t *ns);
 
 /* ------------------------------------------------------------------------ */
-/* The live view: statistics published for `stoke top` (since 0.4)          */
+/* The live view: statistics published for `stoke top` (since 0.5)          */
 
 /* A loader or a two-clock that publishes (stoke_config.publish,
 ** stoke_twoclock_config.publish, STOKE_PUBLISH=1) writes its statistics
