@@ -760,6 +760,17 @@ static int capture_stream(sk_bref *r, const sk_output *out) {
   if (PyErr_Occurred()) return -1;
   r->on_stream = 1;
   r->release_stream = (uintptr_t)v;
+  /* The stream current at this delivery is the one torch's kernels will
+  ** read the batch on: it waits for the copy here, each time, as the
+  ** release is recorded on it (next() only made cfg.cuda_stream wait). */
+  if (stoke_batch_memory(r->b, NULL) == STOKE_MEMORY_CUDA) {
+    int rc = stoke_batch_wait_stream(r->b, r->release_stream);
+    if (rc != 0) {
+      sk_raise(rc, "cannot make torch's current stream wait for the "
+                   "batch's copy");
+      return -1;
+    }
+  }
   return 0;
 }
 

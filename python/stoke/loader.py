@@ -5,6 +5,7 @@ slots, next() hands them out with the GIL released, and every array given
 to Python shares the slot's memory.  This half turns the arguments into the
 C configuration and a description of the source."""
 
+import functools
 import glob as _glob
 import os
 
@@ -299,11 +300,19 @@ def device_config(device=None, device_prefetch=1, pin_memory=None,
         raise ValueError(f"device: expected None, 'cpu', 'cuda' or "
                          f"'cuda:N', got {device!r}")
     cuda = _torch_cuda() if (device or pin_memory) else None
+    current = None
+    if cuda:
+        # Streams of the loader's device: a stream belongs to one device's
+        # context, and torch's current device may be another ("cuda" is
+        # device 0, as the C side reads it).
+        ordinal = 0 if device in (None, "cuda") else int(device[5:])
+        current = (cuda.current_stream if device is None else
+                   functools.partial(cuda.current_stream, ordinal))
     if cuda_stream is None:
         # The consumer's stream: next() makes it wait on each copy, and a
         # release is recorded on it.  torch's current stream when torch has
         # a GPU; else the legacy default stream.
-        cuda_stream = cuda.current_stream().cuda_stream if cuda else 0
+        cuda_stream = current().cuda_stream if cuda else 0
     return {
         "device": device,
         "device_prefetch": int(device_prefetch),
@@ -311,7 +320,7 @@ def device_config(device=None, device_prefetch=1, pin_memory=None,
         "device_normalize": int(bool(device_normalize)),
         "cuda_library": cuda_library,
         "cuda_stream": int(cuda_stream),
-    }, (cuda.current_stream if cuda else None)
+    }, current
 
 
 _ECHO_MODES = {"batch": 0, "example": 1}

@@ -448,7 +448,11 @@ static int alloc_device_slots(stoke_loader *l) {
   if (d->norm_field >= 0) {
     CU_OR_FAIL(cuMemAlloc, (&d->staging, d->staging_bytes));
     CU_OR_FAIL(cuMemAlloc, (&d->lut, sizeof d->form.lut));
-    CU_OR_FAIL(cuMemcpyHtoD, (d->lut, &d->form.lut, sizeof d->form.lut));
+    /* On the copy stream, whose kernels read it: a synchronous copy from
+    ** pageable memory may still be landing (on the legacy stream, which a
+    ** non-blocking stream does not wait for) when it returns. */
+    CU_OR_FAIL(cuMemcpyHtoDAsync, (d->lut, &d->form.lut, sizeof d->form.lut,
+                                   d->copy_stream));
   }
   return 0;
 }

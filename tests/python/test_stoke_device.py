@@ -239,3 +239,133 @@ def test_dlpack_stream_values_of_the_array_api():
         assert count("calls:cuStreamWaitEvent") == waits0 + 2
         read_back(f)
         break
+
+
+# ---- torch's streams, without a torch GPU --------------------------------
+# torch here has no CUDA, so these tests stand in for torch.cuda with a fake
+# whose current_stream(device) gives shim streams, and for torch's DLPack
+# importer with one that keeps the capsule.
+
+class _Stream:
+    def __init__(self, handle):
+        self.cuda_stream = handle
+
+
+class _FakeCuda:
+    """torch.cuda's current_stream: per device, settable like
+    ``with torch.cuda.stream(s):``; device None is the current device 0."""
+    def __init__(self, streams):
+        self.streams = dict(streams)
+
+    def current_stream(self, device=None):
+        return _Stream(self.streams[0 if device is None else device])
+
+
+def shim_stream(device=0):
+    """A non-blocking stream in device's primary context, and a function
+    that destroys it."""
+    ctx, stream = ctypes.c_void_p(), ctypes.c_void_p()
+    assert shim.cuInit(0) == 0
+    assert shim.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), device) == 0
+    assert shim.cuCtxPushCurrent_v2(ctx) == 0
+    assert shim.cuStreamCreate(ctypes.byref(stream), 1) == 0
+    shim.cuCtxPopCurrent_v2(ctypes.byref(ctypes.c_void_p()))
+
+    def destroy():
+        assert shim.cuCtxPushCurrent_v2(ctx) == 0
+        assert shim.cuStreamDestroy_v2(stream) == 0
+        shim.cuCtxPopCurrent_v2(ctypes.byref(ctypes.c_void_p()))
+        shim.cuDevicePrimaryCtxRelease_v2(device)
+    return stream.value, destroy
+
+
+def read_on(ptr, nbytes, stream, device=0):
+    """Device bytes read on `stream` (in device's context), after the work
+    queued there."""
+    ctx = ctypes.c_void_p()
+    buf = ctypes.create_string_buffer(nbytes)
+    assert shim.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), device) == 0
+    assert shim.cuCtxPushCurrent_v2(ctx) == 0
+    try:
+        assert shim.cuMemcpyDtoHAsync_v2(buf, ctypes.c_void_p(ptr),
+                                         ctypes.c_size_t(nbytes),
+                                         ctypes.c_void_p(stream)) == 0
+        assert shim.cuStreamSynchronize(ctypes.c_void_p(stream)) == 0
+    finally:
+        shim.cuCtxPopCurrent_v2(ctypes.byref(ctypes.c_void_p()))
+        shim.cuDevicePrimaryCtxRelease_v2(device)
+    return buf.raw
+
+
+def fake_torch(monkeypatch, cuda):
+    """Loader(output="torch") as with a torch GPU: torch.cuda is `cuda`, and
+    a delivered tensor is the DLPack capsule itself."""
+    import stoke.loader as sl
+    real = sl.output_converters
+    monkeypatch.setattr(sl, "_torch_cuda", lambda: cuda)
+
+    def converters(output):
+        if output != "torch":
+            return real(output)
+        return "torch", sl._OUTPUTS["torch"], (lambda cap: cap), None
+    monkeypatch.setattr(sl, "output_converters", converters)
+
+
+def test_torch_current_stream_waits_at_each_delivery(monkeypatch):
+    """Iterating under ``with torch.cuda.stream(s):`` (the loader built
+    before): s, current at the delivery, waits for each batch's copy, not
+    only the stream current at construction."""
+    x, y = arrays()
+    a, free_a = shim_stream()
+    s, free_s = shim_stream()
+    cuda = _FakeCuda({0: a})
+    fake_torch(monkeypatch, cuda)
+    loader = stoke.Loader((x, y), 8, device="cuda", cuda_library=SHIM,
+                          num_workers=1, output="torch", warmup=0)
+    assert loader.device_info()["backend"] == "cuda"
+    cuda.streams[0] = s                 # with torch.cuda.stream(s):
+    n = 0
+    for xcap, _ in loader:
+        n += 1
+        assert count(f"waits:{s}") >= n, \
+            "the current stream did not wait for the batch's copy"
+        _, _, ptr = capsule_device(xcap)
+        got = np.frombuffer(read_on(ptr, 8 * 3 * 4, s), np.float32)
+        np.testing.assert_array_equal(got.reshape(8, 3),
+                                      x[8 * (n - 1):8 * n])
+        del xcap
+    assert n == 4
+    del loader
+    free_a()
+    free_s()
+    assert count("poison_reads") == 0
+
+
+def test_current_stream_of_the_loaders_device(monkeypatch):
+    """device="cuda:1" while torch's current device is 0: the consumer's
+    stream is device 1's current stream; device 0's would be another
+    context's handle, refused by the driver at the first next()."""
+    assert shim.stoke_shim_set(b"devices", 2) == 0
+    try:
+        s0, free0 = shim_stream(0)
+        s1, free1 = shim_stream(1)
+        fake_torch(monkeypatch, _FakeCuda({0: s0, 1: s1}))
+        x, y = arrays()
+        loader = stoke.Loader((x, y), 8, device="cuda:1", cuda_library=SHIM,
+                              num_workers=1, output="stoke", warmup=0)
+        assert loader.device_info()["device"] == 1
+        for i, batch in enumerate(loader):
+            f = batch.f0
+            assert f.__dlpack_device__() == (2, 1)
+            f.__dlpack__(stream=s1)
+            got = np.frombuffer(read_on(f.data_ptr, f.nbytes, s1, 1),
+                                np.float32).reshape(f.shape)
+            np.testing.assert_array_equal(got, x[batch.indices])
+            del f, batch
+        del loader
+        free0()
+        free1()
+    finally:
+        shim.stoke_shim_set(b"devices", 1)
+    assert count("poison_reads") == 0 and count("bad_address") == 0
+

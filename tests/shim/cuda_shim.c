@@ -25,6 +25,19 @@
 **    buffer rewritten before its copy ran is caught;
 **  - calls need cuInit first and a current context (cuCtxPushCurrent) as a
 **    driver does, so a stoke thread that forgot its context fails;
+**  - each device has its own primary context, and streams, events and
+**    device memory belong to the context current where they were made: one
+**    used under another context is refused (CUDA_ERROR_INVALID_HANDLE);
+**  - streams 0 and CU_STREAM_LEGACY (1) are the current context's legacy
+**    stream, CU_STREAM_PER_THREAD (2) the calling thread's own stream in
+**    it; with the setting legacy_sync, work on the legacy stream waits for
+**    the context's blocking streams (per-thread streams included) and they
+**    wait for it, as the driver orders them (off by default: the device
+**    tests' loaders then hang, an open question); a
+**    CU_STREAM_NON_BLOCKING stream waits for nothing it was not told to;
+**  - cuMemcpyHtoD from pageable memory returns once its source is staged,
+**    and the bytes land later, on the legacy stream: a reader on another
+**    stream before then finds poison;
 **  - kernels: stoke_normalize_u8 runs the C version of the per-element code
 **    that kernels.cu runs (src/device/kernels.h); stoke_spin_ns sleeps on
 **    the stream's thread;
@@ -59,9 +72,12 @@ typedef struct settings {
   long long devices, driver_version, delay_us, seed, total_bytes;
   double copy_bytes_per_ns; /* 0: copies take only their delay */
   long long copy_us;        /* and this long besides */
+  bool hold_pageable_dma;   /* cuMemcpyHtoD's landing waits for an unhold */
+  bool legacy_sync;         /* the legacy stream's implicit ordering */
 } settings;
 
-static settings g_set = {1, 13000, 50, 1, 16LL << 30, 0, 0}; /* g_mu */
+static settings g_set = {1, 13000, 50, 1, 16LL << 30, 0, 0, false,
+                         false}; /* g_mu */
 static bool g_inited;                                     /* g_mu */
 
 #define MAX_CALL_NAMES 64
@@ -76,7 +92,7 @@ static size_t g_n_calls;                   /* g_mu */
 
 static atomic_llong c_poison_reads, c_changed_sources, c_pageable_async,
     c_copies, c_copies_during_spin, c_kernels, c_spins, c_bad_address,
-    c_spinning_syncs;
+    c_spinning_syncs, c_pageable_sync;
 static atomic_int g_spins_running;
 
 static call_count *call_slot(const char *name) {
@@ -115,12 +131,29 @@ static void sleep_ns(int64_t ns) {
 
 /* ---- contexts ------------------------------------------------------------ */
 
+#define SHIM_MAX_DEVICES 8
+
+struct CUstream_st;
+#define SHIM_MAX_BLOCKING 64
+/* One primary context per device, as a driver keeps. */
 struct CUctx_st {
-  int refs; /* g_mu */
+  int refs;                   /* g_mu */
+  int ordinal;
+  struct CUstream_st *legacy; /* streams 0 and 1 in it; g_ctx_mu */
+  /* Its blocking streams (created without CU_STREAM_NON_BLOCKING, and the
+  ** per-thread ones), which the legacy stream synchronises with;
+  ** g_ctx_mu. */
+  struct CUstream_st *blocking[SHIM_MAX_BLOCKING];
+  int n_blocking;
 };
-static struct CUctx_st g_ctx;
+static struct CUctx_st g_ctxs[SHIM_MAX_DEVICES];
+static pthread_mutex_t g_ctx_mu = PTHREAD_MUTEX_INITIALIZER; /* over g_mu */
 static _Thread_local CUcontext t_ctx_stack[16];
 static _Thread_local int t_ctx_depth;
+
+static struct CUctx_st *cur_ctx(void) {
+  return t_ctx_depth ? t_ctx_stack[t_ctx_depth - 1] : NULL;
+}
 
 #define CHECK_INIT()                                                          \
   do {                                                                        \
@@ -152,6 +185,7 @@ typedef struct alloc_rec {
   char *p;
   size_t n;
   int kind;
+  struct CUctx_st *ctx; /* device memory: the context it was made in */
   struct alloc_rec *next;
 } alloc_rec;
 static alloc_rec *g_allocs;     /* g_mu */
@@ -169,6 +203,7 @@ static void *track(size_t n, int kind) {
   r->p = p;
   r->n = n;
   r->kind = kind;
+  r->ctx = cur_ctx();
   pthread_mutex_lock(&g_mu);
   r->next = g_allocs;
   g_allocs = r;
@@ -194,17 +229,29 @@ static bool untrack(void *p, int kind) {
 }
 
 /* The kind of [p, p + n) if it lies inside one allocation, else 0. */
-static int kind_of(const void *p, size_t n) {
+static int kind_in(const void *p, size_t n, struct CUctx_st **ctx) {
   const char *c = p;
   int kind = 0;
   pthread_mutex_lock(&g_mu);
   for (alloc_rec *r = g_allocs; r; r = r->next)
     if (c >= r->p && c + n <= r->p + r->n) {
       kind = r->kind;
+      if (ctx) *ctx = r->ctx;
       break;
     }
   pthread_mutex_unlock(&g_mu);
   return kind;
+}
+
+static int kind_of(const void *p, size_t n) { return kind_in(p, n, NULL); }
+
+/* Device memory of the current context: [p, p + n) inside one device
+** allocation made under it.  Memory of another device's context is refused
+** as the shim refuses its other handles; a driver with peer access or
+** unified addressing might serve it, but stoke must never need that. */
+static bool is_own_device(const void *p, size_t n) {
+  struct CUctx_st *ctx = NULL;
+  return kind_in(p, n, &ctx) == MEM_DEVICE && ctx == cur_ctx();
 }
 
 static long long count_allocs(int kind) {
@@ -258,6 +305,7 @@ struct CUevent_st {
   pthread_mutex_t mu;
   pthread_cond_t cv;
   unsigned flags;
+  struct CUctx_st *ctx; /* made under it */
   uint64_t recorded;  /* records asked for; mu */
   uint64_t completed; /* the last record its stream reached; mu */
   int64_t t_ns;       /* when it did; mu */
@@ -285,8 +333,10 @@ typedef struct op {
   const void *src;
   size_t n;
   uint64_t hash;             /* HTOD: of the source at enqueue */
+  bool owns_src;             /* HTOD: src is the shim's staging copy */
   CUevent ev;
   uint64_t gen;              /* RECORD / WAIT: the record meant */
+  bool frees_event;          /* WAIT: on an internal event, freed after */
   /* NORM */
   uint32_t count, plane;
   int hwc, f16;
@@ -306,8 +356,18 @@ struct CUstream_st {
   int64_t delay_ns;        /* at most, before each op */
   double bytes_per_ns;
   int64_t copy_ns;          /* each host-to-device copy takes this long */
+  struct CUctx_st *ctx;     /* the context it belongs to */
+  atomic_llong waits;       /* cuStreamWaitEvent calls on it */
 };
-static struct CUstream_st *g_default; /* streams 0, 1 and 2; g_mu */
+
+/* The per-thread default streams made so far, kept so that they stay
+** reachable (their threads live until the process ends). */
+typedef struct thread_stream {
+  struct CUstream_st *s;
+  struct thread_stream *next;
+} thread_stream;
+static thread_stream *g_thread_streams; /* g_ctx_mu */
+static _Thread_local struct CUstream_st *t_own_stream[SHIM_MAX_DEVICES];
 static atomic_llong g_streams_live;
 
 static uint64_t next_rand(uint64_t *s) {
@@ -328,6 +388,7 @@ static void run_op(struct CUstream_st *s, op *o) {
       sleep_ns((int64_t)((double)o->n / s->bytes_per_ns));
     sleep_ns(s->copy_ns);
     memcpy(o->dst, o->src, o->n);
+    if (o->owns_src) free((void *)o->src);
     if (fnv(o->dst, o->n) != o->hash) {
       atomic_fetch_add(&c_changed_sources, 1);
       fprintf(stderr,
@@ -359,11 +420,19 @@ static void run_op(struct CUstream_st *s, op *o) {
     while (o->ev->completed < o->gen)
       pthread_cond_wait(&o->ev->cv, &o->ev->mu);
     pthread_mutex_unlock(&o->ev->mu);
+    if (o->frees_event) {
+      pthread_mutex_destroy(&o->ev->mu);
+      pthread_cond_destroy(&o->ev->cv);
+      free(o->ev);
+    }
     break;
   case OP_NORM: {
     size_t es = o->f16 ? 2 : 4;
     if (has_poison(o->src, o->count))
       report_poison("stoke_normalize_u8 (its input)", o->src, o->count);
+    if (has_poison(o->lut, sizeof *o->lut))
+      report_poison("stoke_normalize_u8 (its table)", o->lut,
+                    sizeof *o->lut);
     poison(o->dst, (size_t)o->count * es);
     for (uint32_t i = 0; i < o->count; i++)
       stoke__norm_elem(o->src, o->dst, i, o->plane, o->hwc, o->f16, o->lut);
@@ -408,12 +477,13 @@ static void *stream_main(void *arg) {
   return NULL;
 }
 
-static struct CUstream_st *stream_new(unsigned flags) {
+static struct CUstream_st *stream_new(unsigned flags, struct CUctx_st *ctx) {
   struct CUstream_st *s = calloc(1, sizeof *s);
   if (!s) return NULL;
   pthread_mutex_init(&s->mu, NULL);
   pthread_cond_init(&s->cv, NULL);
   s->flags = flags;
+  s->ctx = ctx;
   pthread_mutex_lock(&g_mu);
   static uint64_t serial;
   s->rng = (uint64_t)g_set.seed * 0x9e3779b97f4a7c15ULL + ++serial;
@@ -429,17 +499,69 @@ static struct CUstream_st *stream_new(unsigned flags) {
   return s;
 }
 
-/* The stream a handle names: 0, CU_STREAM_LEGACY (1) and
-** CU_STREAM_PER_THREAD (2) are the default stream. */
-static struct CUstream_st *stream_of(CUstream h) {
-  if ((uintptr_t)h <= 2) {
-    pthread_mutex_lock(&g_mu);
-    struct CUstream_st *s = g_default;
-    pthread_mutex_unlock(&g_mu);
-    return s;
-  }
-  return h;
+/* The legacy stream of ctx, made at its first use. */
+static struct CUstream_st *legacy_of(struct CUctx_st *ctx) {
+  pthread_mutex_lock(&g_ctx_mu);
+  if (!ctx->legacy) ctx->legacy = stream_new(0, ctx);
+  struct CUstream_st *s = ctx->legacy;
+  pthread_mutex_unlock(&g_ctx_mu);
+  return s;
 }
+
+/* The calling thread's per-thread default stream in ctx.  The driver API's
+** stream synchronisation behaviour: "The per-thread default stream is not
+** a non-blocking stream and will synchronize with the legacy default
+** stream if both are used in a program", and CU_STREAM_PER_THREAD is the
+** "stream handle that can be passed as a CUstream to use an implicit
+** stream with per-thread synchronization behavior": each host thread has
+** its own, so work put on handle 2 by two threads is on two streams. */
+static struct CUstream_st *per_thread_of(struct CUctx_st *ctx) {
+  struct CUstream_st **own = &t_own_stream[ctx->ordinal];
+  if (*own) return *own;
+  thread_stream *rec = malloc(sizeof *rec);
+  struct CUstream_st *s = rec ? stream_new(0, ctx) : NULL;
+  if (!s) {
+    free(rec);
+    return NULL;
+  }
+  pthread_mutex_lock(&g_ctx_mu);
+  rec->s = s;
+  rec->next = g_thread_streams;
+  g_thread_streams = rec;
+  if (ctx->n_blocking < SHIM_MAX_BLOCKING)
+    ctx->blocking[ctx->n_blocking++] = s;
+  pthread_mutex_unlock(&g_ctx_mu);
+  return *own = s;
+}
+
+/* The stream a handle names in ctx: 0 and CU_STREAM_LEGACY (1) the
+** context's legacy stream, CU_STREAM_PER_THREAD (2) the calling thread's;
+** a stream of another context is refused, as the driver refuses it
+** (CUDA_ERROR_INVALID_HANDLE: "event and stream must be on the same CUDA
+** context", cuEventRecord's reference; the same holds for work put on a
+** stream). */
+static CUresult stream_in(struct CUctx_st *ctx, CUstream h,
+                          struct CUstream_st **out) {
+  struct CUstream_st *s;
+  if ((uintptr_t)h <= 1)
+    s = legacy_of(ctx);
+  else if ((uintptr_t)h == 2)
+    s = per_thread_of(ctx);
+  else if (h->ctx != ctx)
+    return STOKE__CUDA_ERROR_INVALID_HANDLE;
+  else
+    s = h;
+  if (!s) return STOKE__CUDA_ERROR_OUT_OF_MEMORY;
+  *out = s;
+  return 0;
+}
+
+#define STREAM_OF(var, h)                                                     \
+  struct CUstream_st *var;                                                    \
+  do {                                                                        \
+    CUresult sr_ = stream_in(cur_ctx(), (h), &var);                           \
+    if (sr_) return sr_;                                                      \
+  } while (0)
 
 static op *op_new(int kind) {
   op *o = calloc(1, sizeof *o);
@@ -447,8 +569,58 @@ static op *op_new(int kind) {
   return o;
 }
 
-/* Returns the op's number in its stream. */
+static uint64_t push_raw(struct CUstream_st *s, op *o);
+
+/* Make `waiter` wait for the work enqueued on `on` so far: an internal
+** event recorded on `on`, waited for on `waiter`, freed by the waiter. */
+static void order_after(struct CUstream_st *waiter, struct CUstream_st *on) {
+  struct CUevent_st *e = calloc(1, sizeof *e);
+  op *rec = e ? op_new(OP_RECORD) : NULL;
+  op *w = rec ? op_new(OP_WAIT) : NULL;
+  if (!w) abort(); /* a test tool: out of memory here is not worth more */
+  pthread_mutex_init(&e->mu, NULL);
+  pthread_cond_init(&e->cv, NULL);
+  e->recorded = 1;
+  rec->ev = w->ev = e;
+  rec->gen = w->gen = 1;
+  w->frees_event = true;
+  push_raw(on, rec);
+  push_raw(waiter, w);
+}
+
+/* The driver API's stream synchronisation behaviour: "The legacy default
+** stream is an implicit stream which synchronizes with all other streams
+** in the same CUcontext except for non-blocking streams ... When an action
+** is taken in the legacy stream such as a kernel launch or
+** cudaStreamWaitEvent(), the legacy stream first waits on all blocking
+** streams, the action is queued in the legacy stream, and then all
+** blocking streams wait on the legacy stream." */
+static void order_legacy(struct CUstream_st *s) {
+  struct CUctx_st *ctx = s->ctx;
+  pthread_mutex_lock(&g_mu);
+  bool on = g_set.legacy_sync;
+  pthread_mutex_unlock(&g_mu);
+  if (!ctx || !on) return;
+  pthread_mutex_lock(&g_ctx_mu);
+  struct CUstream_st *legacy = ctx->legacy;
+  bool blocking = false;
+  for (int i = 0; i < ctx->n_blocking; i++) blocking |= ctx->blocking[i] == s;
+  if (s == legacy)
+    for (int i = 0; i < ctx->n_blocking; i++)
+      order_after(s, ctx->blocking[i]);
+  else if (blocking && legacy)
+    order_after(s, legacy);
+  pthread_mutex_unlock(&g_ctx_mu);
+}
+
+/* The action o on s, after what the legacy stream's rules order it after;
+** returns the op's number in its stream. */
 static uint64_t push(struct CUstream_st *s, op *o) {
+  order_legacy(s);
+  return push_raw(s, o);
+}
+
+static uint64_t push_raw(struct CUstream_st *s, op *o) {
   pthread_mutex_lock(&s->mu);
   if (s->tail)
     s->tail->next = o;
@@ -470,7 +642,14 @@ static void wait_done(struct CUstream_st *s, uint64_t n) {
 static void stream_free(struct CUstream_st *s) {
   op *o = op_new(OP_STOP);
   if (!o) abort(); /* a test tool: out of memory here is not worth more */
-  push(s, o);
+  if (s->ctx) {
+    pthread_mutex_lock(&g_ctx_mu);
+    struct CUctx_st *c = s->ctx;
+    for (int i = 0; i < c->n_blocking; i++)
+      if (c->blocking[i] == s) c->blocking[i--] = c->blocking[--c->n_blocking];
+    pthread_mutex_unlock(&g_ctx_mu);
+  }
+  push_raw(s, o);
   pthread_join(s->thread, NULL);
   pthread_mutex_destroy(&s->mu);
   pthread_cond_destroy(&s->cv);
@@ -524,13 +703,6 @@ SHIM_API CUresult cuInit(unsigned flags) {
     g_inited = true;
   }
   pthread_mutex_unlock(&g_mu);
-  if (first) {
-    struct CUstream_st *s = stream_new(0);
-    pthread_mutex_lock(&g_mu);
-    g_default = s;
-    pthread_mutex_unlock(&g_mu);
-    if (!s) return STOKE__CUDA_ERROR_OUT_OF_MEMORY;
-  }
   return 0;
 }
 
@@ -581,24 +753,32 @@ SHIM_API CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice d) {
   return 0;
 }
 
+static bool valid_device(CUdevice d) {
+  pthread_mutex_lock(&g_mu);
+  long long n = g_set.devices;
+  pthread_mutex_unlock(&g_mu);
+  return d >= 0 && d < n && d < SHIM_MAX_DEVICES;
+}
+
 SHIM_API CUresult cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d) {
   ENTER("cuDevicePrimaryCtxRetain");
   CHECK_INIT();
-  (void)d;
+  if (!valid_device(d)) return 101; /* CUDA_ERROR_INVALID_DEVICE */
   pthread_mutex_lock(&g_mu);
-  g_ctx.refs++;
+  g_ctxs[d].ordinal = d;
+  g_ctxs[d].refs++;
   pthread_mutex_unlock(&g_mu);
-  *c = &g_ctx;
+  *c = &g_ctxs[d];
   return 0;
 }
 
 SHIM_API CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d) {
   ENTER("cuDevicePrimaryCtxRelease_v2");
   CHECK_INIT();
-  (void)d;
+  if (d < 0 || d >= SHIM_MAX_DEVICES) return 101;
   pthread_mutex_lock(&g_mu);
-  int bad = g_ctx.refs <= 0;
-  if (!bad) g_ctx.refs--;
+  int bad = g_ctxs[d].refs <= 0;
+  if (!bad) g_ctxs[d].refs--;
   pthread_mutex_unlock(&g_mu);
   return bad ? 201 : 0;
 }
@@ -606,7 +786,7 @@ SHIM_API CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d) {
 SHIM_API CUresult cuCtxPushCurrent_v2(CUcontext c) {
   ENTER("cuCtxPushCurrent_v2");
   CHECK_INIT();
-  if (c != &g_ctx) return 201;
+  if (c < &g_ctxs[0] || c >= &g_ctxs[SHIM_MAX_DEVICES]) return 201;
   if (t_ctx_depth == 16) return STOKE__CUDA_ERROR_INVALID_VALUE;
   t_ctx_stack[t_ctx_depth++] = c;
   return 0;
@@ -663,6 +843,10 @@ SHIM_API CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t bytes) {
 SHIM_API CUresult cuMemFree_v2(CUdeviceptr p) {
   ENTER("cuMemFree_v2");
   CHECK_CTX();
+  struct CUctx_st *owner = NULL;
+  if (kind_in((void *)(uintptr_t)p, 1, &owner) == MEM_DEVICE &&
+      owner != cur_ctx())
+    return STOKE__CUDA_ERROR_INVALID_HANDLE;
   return untrack((void *)(uintptr_t)p, MEM_DEVICE)
              ? 0
              : STOKE__CUDA_ERROR_INVALID_VALUE;
@@ -675,21 +859,80 @@ static CUresult bad_address(const char *call, const void *p, size_t n) {
   return STOKE__CUDA_ERROR_INVALID_VALUE;
 }
 
+/* 0 if [p, p + n) is device memory of the current context; else the
+** error, counted and printed. */
+static CUresult check_device(const char *call, const void *p, size_t n) {
+  struct CUctx_st *owner = NULL;
+  if (kind_in(p, n, &owner) != MEM_DEVICE) return bad_address(call, p, n);
+  if (owner != cur_ctx()) {
+    atomic_fetch_add(&c_bad_address, 1);
+    fprintf(stderr, "stoke-shim: %s: %zu bytes at %p belong to device %d's "
+                    "context, not the current one\n", call, n, p,
+            owner ? owner->ordinal : -1);
+    return STOKE__CUDA_ERROR_INVALID_HANDLE;
+  }
+  return 0;
+}
+
+/* Everything enqueued on s so far is done. */
+static void sync_stream(struct CUstream_st *s) {
+  pthread_mutex_lock(&s->mu);
+  uint64_t n = s->enqueued;
+  pthread_mutex_unlock(&s->mu);
+  wait_done(s, n);
+}
+
 SHIM_API CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src,
                                   size_t bytes) {
   ENTER("cuMemcpyHtoD_v2");
   CHECK_CTX();
   void *d = (void *)(uintptr_t)dst;
-  if (kind_of(d, bytes) != MEM_DEVICE)
-    return bad_address("cuMemcpyHtoD", d, bytes);
-  /* Synchronous: ordered after all work on the default stream, as the
-  ** legacy default stream's copies are. */
-  struct CUstream_st *s = stream_of(NULL);
-  pthread_mutex_lock(&s->mu);
-  uint64_t n = s->enqueued;
-  pthread_mutex_unlock(&s->mu);
-  wait_done(s, n);
-  memcpy(d, src, bytes);
+  CUresult bad = check_device("cuMemcpyHtoD", d, bytes);
+  if (bad) return bad;
+  STREAM_OF(s, NULL); /* the legacy stream */
+  sync_stream(s);
+  if (kind_of(src, bytes) == MEM_PINNED) {
+    /* "For transfers from pinned host memory to device memory, the
+    ** function is synchronous with respect to the host." */
+    memcpy(d, src, bytes);
+    return 0;
+  }
+  /* The driver API's synchronisation behaviour: "For transfers from
+  ** pageable host memory to device memory, a stream sync is performed
+  ** before the copy is initiated.  The function will return once the
+  ** pageable buffer has been copied to the staging memory for DMA transfer
+  ** to device memory, but the DMA to final destination may not have
+  ** completed."  So the source is staged now, and the bytes land later on
+  ** the legacy stream; until then the destination holds poison, which a
+  ** kernel on a non-blocking stream may read. */
+  void *staged = malloc(bytes ? bytes : 1);
+  op *o = staged ? op_new(OP_HTOD) : NULL;
+  if (!o) {
+    free(staged);
+    return STOKE__CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  memcpy(staged, src, bytes);
+  poison(d, bytes);
+  o->dst = d;
+  o->src = staged;
+  o->n = bytes;
+  o->owns_src = true;
+  o->hash = fnv(staged, bytes);
+  atomic_fetch_add(&c_pageable_sync, 1);
+  pthread_mutex_lock(&g_mu);
+  bool hold = g_set.hold_pageable_dma;
+  pthread_mutex_unlock(&g_mu);
+  if (hold) {
+    /* A test holds the landing until stoke_shim_unhold(). */
+    op *h = op_new(OP_HOLD);
+    if (h) {
+      pthread_mutex_lock(&g_hold_mu);
+      h->gen = g_hold_gen;
+      pthread_mutex_unlock(&g_hold_mu);
+      push(s, h);
+    }
+  }
+  push(s, o);
   return 0;
 }
 
@@ -698,8 +941,9 @@ SHIM_API CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src,
   ENTER("cuMemcpyHtoDAsync_v2");
   CHECK_CTX();
   void *d = (void *)(uintptr_t)dst;
-  if (kind_of(d, bytes) != MEM_DEVICE)
-    return bad_address("cuMemcpyHtoDAsync", d, bytes);
+  CUresult bad = check_device("cuMemcpyHtoDAsync", d, bytes);
+  if (bad) return bad;
+  STREAM_OF(s, h);
   bool pinned = kind_of(src, bytes) == MEM_PINNED;
   op *o = op_new(OP_HTOD);
   if (!o) return STOKE__CUDA_ERROR_OUT_OF_MEMORY;
@@ -707,7 +951,6 @@ SHIM_API CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src,
   o->src = src;
   o->n = bytes;
   o->hash = fnv(src, bytes);
-  struct CUstream_st *s = stream_of(h);
   uint64_t n = push(s, o);
   if (!pinned) {
     /* CUDA stages pageable memory and returns once it was read: the copy
@@ -723,14 +966,14 @@ SHIM_API CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src,
   ENTER("cuMemcpyDtoHAsync_v2");
   CHECK_CTX();
   const void *s_ = (const void *)(uintptr_t)src;
-  if (kind_of(s_, bytes) != MEM_DEVICE)
-    return bad_address("cuMemcpyDtoHAsync", s_, bytes);
+  CUresult bad = check_device("cuMemcpyDtoHAsync", s_, bytes);
+  if (bad) return bad;
+  STREAM_OF(s, h);
   op *o = op_new(OP_DTOH);
   if (!o) return STOKE__CUDA_ERROR_OUT_OF_MEMORY;
   o->dst = dst;
   o->src = s_;
   o->n = bytes;
-  struct CUstream_st *s = stream_of(h);
   uint64_t n = push(s, o);
   if (kind_of(dst, bytes) != MEM_PINNED) wait_done(s, n);
   return 0;
@@ -739,8 +982,19 @@ SHIM_API CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src,
 SHIM_API CUresult cuStreamCreate(CUstream *out, unsigned flags) {
   ENTER("cuStreamCreate");
   CHECK_CTX();
-  struct CUstream_st *s = stream_new(flags);
+  struct CUstream_st *s = stream_new(flags, cur_ctx());
   if (!s) return STOKE__CUDA_ERROR_OUT_OF_MEMORY;
+  if (!(flags & STOKE__CU_STREAM_NON_BLOCKING)) {
+    pthread_mutex_lock(&g_ctx_mu);
+    struct CUctx_st *c = cur_ctx();
+    bool room = c->n_blocking < SHIM_MAX_BLOCKING;
+    if (room) c->blocking[c->n_blocking++] = s;
+    pthread_mutex_unlock(&g_ctx_mu);
+    if (!room) {
+      stream_free(s);
+      return STOKE__CUDA_ERROR_OUT_OF_MEMORY;
+    }
+  }
   atomic_fetch_add(&g_streams_live, 1);
   *out = s;
   return 0;
@@ -749,7 +1003,8 @@ SHIM_API CUresult cuStreamCreate(CUstream *out, unsigned flags) {
 SHIM_API CUresult cuStreamDestroy_v2(CUstream h) {
   ENTER("cuStreamDestroy_v2");
   CHECK_CTX();
-  if ((uintptr_t)h <= 2) return STOKE__CUDA_ERROR_INVALID_HANDLE;
+  if ((uintptr_t)h <= 2 || h->ctx != cur_ctx())
+    return STOKE__CUDA_ERROR_INVALID_HANDLE;
   stream_free(h);
   atomic_fetch_sub(&g_streams_live, 1);
   return 0;
@@ -758,11 +1013,8 @@ SHIM_API CUresult cuStreamDestroy_v2(CUstream h) {
 SHIM_API CUresult cuStreamSynchronize(CUstream h) {
   ENTER("cuStreamSynchronize");
   CHECK_CTX();
-  struct CUstream_st *s = stream_of(h);
-  pthread_mutex_lock(&s->mu);
-  uint64_t n = s->enqueued;
-  pthread_mutex_unlock(&s->mu);
-  wait_done(s, n);
+  STREAM_OF(s, h);
+  sync_stream(s);
   return 0;
 }
 
@@ -770,15 +1022,23 @@ SHIM_API CUresult cuStreamWaitEvent(CUstream h, CUevent e, unsigned flags) {
   ENTER("cuStreamWaitEvent");
   CHECK_CTX();
   if (!e || flags != 0) return STOKE__CUDA_ERROR_INVALID_VALUE;
+  /* The event may be of another context: cuStreamWaitEvent's reference
+  ** says "The event may be from a different device than the stream";
+  ** the stream must be of the current one. */
+  STREAM_OF(s, h);
   pthread_mutex_lock(&e->mu);
   uint64_t gen = e->recorded;
   pthread_mutex_unlock(&e->mu);
-  if (gen == 0) return 0; /* never recorded: nothing to wait for */
+  if (gen == 0) { /* never recorded: nothing to wait for */
+    atomic_fetch_add(&s->waits, 1);
+    return 0;
+  }
   op *o = op_new(OP_WAIT);
   if (!o) return STOKE__CUDA_ERROR_OUT_OF_MEMORY;
   o->ev = e;
   o->gen = gen;
-  push(stream_of(h), o);
+  atomic_fetch_add(&s->waits, 1);
+  push(s, o);
   return 0;
 }
 
@@ -790,6 +1050,7 @@ SHIM_API CUresult cuEventCreate(CUevent *out, unsigned flags) {
   pthread_mutex_init(&e->mu, NULL);
   pthread_cond_init(&e->cv, NULL);
   e->flags = flags;
+  e->ctx = cur_ctx();
   atomic_fetch_add(&g_events_live, 1);
   *out = e;
   return 0;
@@ -815,13 +1076,18 @@ SHIM_API CUresult cuEventRecord(CUevent e, CUstream h) {
   ENTER("cuEventRecord");
   CHECK_CTX();
   if (!e) return STOKE__CUDA_ERROR_INVALID_HANDLE;
+  /* "event and stream must be on the same CUDA context"
+  ** (cudaEventRecord's reference; the driver's cuEventRecord answers
+  ** CUDA_ERROR_INVALID_HANDLE). */
+  if (e->ctx != cur_ctx()) return STOKE__CUDA_ERROR_INVALID_HANDLE;
+  STREAM_OF(s, h);
   op *o = op_new(OP_RECORD);
   if (!o) return STOKE__CUDA_ERROR_OUT_OF_MEMORY;
   pthread_mutex_lock(&e->mu);
   o->gen = ++e->recorded;
   pthread_mutex_unlock(&e->mu);
   o->ev = e;
-  push(stream_of(h), o);
+  push(s, o);
   return 0;
 }
 
@@ -948,6 +1214,7 @@ SHIM_API CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy,
   if (!f || !params || extra) return STOKE__CUDA_ERROR_INVALID_VALUE;
   if (!gx || !gy || !gz || !bx || !by || !bz || bx * by * bz > 1024)
     return STOKE__CUDA_ERROR_INVALID_VALUE;
+  STREAM_OF(s, h);
   op *o = op_new(f->kind);
   if (!o) return STOKE__CUDA_ERROR_OUT_OF_MEMORY;
   /* Arguments are copied at launch, as the driver does. */
@@ -960,9 +1227,9 @@ SHIM_API CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy,
     memcpy(&o->f16, params[5], sizeof(int));
     memcpy(&o->lut, params[6], sizeof(void *));
     size_t es = o->f16 ? 2 : 4;
-    if (kind_of(o->src, o->count) != MEM_DEVICE ||
-        kind_of(o->dst, (size_t)o->count * es) != MEM_DEVICE ||
-        kind_of(o->lut, sizeof *o->lut) != MEM_DEVICE ||
+    if (!is_own_device(o->src, o->count) ||
+        !is_own_device(o->dst, (size_t)o->count * es) ||
+        !is_own_device(o->lut, sizeof *o->lut) ||
         (!o->hwc && o->plane == 0)) {
       const void *in = o->src;
       uint32_t count = o->count;
@@ -972,7 +1239,7 @@ SHIM_API CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy,
   } else {
     memcpy(&o->spin_ns, params[0], sizeof(uint64_t));
   }
-  push(stream_of(h), o);
+  push(s, o);
   return 0;
 }
 
@@ -1024,7 +1291,11 @@ SHIM_API CUresult cuGetErrorString(CUresult e, const char **s) {
 
 /* Settings by name: devices, driver_version, delay_us, seed, total_bytes,
 ** copy_gbps (bytes per ns; 0: copies take no time), copy_us (each copy
-** takes this long besides).  Streams created
+** takes this long besides), hold_pageable_dma (1: the bytes of a
+** cuMemcpyHtoD from pageable memory land only at stoke_shim_unhold, so a
+** test sees deterministically who reads them too early), legacy_sync (1:
+** the legacy stream's implicit ordering with blocking streams).  Streams
+** created
 ** later use the new delay and bandwidth. */
 SHIM_API int stoke_shim_set(const char *key, long long v) {
   int rc = 0;
@@ -1043,6 +1314,10 @@ SHIM_API int stoke_shim_set(const char *key, long long v) {
     g_set.copy_bytes_per_ns = (double)v;
   else if (strcmp(key, "copy_us") == 0)
     g_set.copy_us = v;
+  else if (strcmp(key, "hold_pageable_dma") == 0)
+    g_set.hold_pageable_dma = v != 0;
+  else if (strcmp(key, "legacy_sync") == 0)
+    g_set.legacy_sync = v != 0;
   else
     rc = -1;
   pthread_mutex_unlock(&g_mu);
@@ -1069,7 +1344,13 @@ SHIM_API int stoke_shim_hold(CUstream h) {
   pthread_mutex_lock(&g_hold_mu);
   o->gen = g_hold_gen;
   pthread_mutex_unlock(&g_hold_mu);
-  push(stream_of(h), o);
+  /* Handles 0-2 in the calling thread's context (device 0's without). */
+  struct CUstream_st *s;
+  if (stream_in(cur_ctx() ? cur_ctx() : &g_ctxs[0], h, &s) != 0) {
+    free(o);
+    return -1;
+  }
+  push(s, o);
   return 0;
 }
 
@@ -1102,13 +1383,22 @@ SHIM_API void stoke_shim_reset(void) {
   atomic_store(&c_spins, 0);
   atomic_store(&c_spinning_syncs, 0);
   atomic_store(&c_bad_address, 0);
+  atomic_store(&c_pageable_sync, 0);
 }
 
 /* Counters: poison_reads, changed_sources, pageable_async, copies,
-** copies_during_spin, kernels, spins, bad_address; live resources:
+** copies_during_spin, kernels, spins, bad_address, pageable_sync
+** (cuMemcpyHtoD calls from pageable memory); live resources:
 ** pinned, device, device_bytes, streams, events, modules, ctx_refs;
-** "calls:SYMBOL": calls of SYMBOL so far.  -1 for an unknown key. */
+** "calls:SYMBOL": calls of SYMBOL so far; "waits:HANDLE": the
+** cuStreamWaitEvent calls on the stream of that (decimal) handle.  -1 for an unknown key. */
 SHIM_API long long stoke_shim_get(const char *key) {
+  if (strncmp(key, "waits:", 6) == 0) {
+    /* A stream created by cuStreamCreate, by its handle in decimal. */
+    uintptr_t h = (uintptr_t)strtoull(key + 6, NULL, 10);
+    if (h <= 2) return -1;
+    return atomic_load(&((struct CUstream_st *)h)->waits);
+  }
   if (strncmp(key, "calls:", 6) == 0) {
     pthread_mutex_lock(&g_mu);
     long long n = 0;
@@ -1129,6 +1419,7 @@ SHIM_API long long stoke_shim_get(const char *key) {
                   {"spins", &c_spins},
                   {"spinning_syncs", &c_spinning_syncs},
                   {"bad_address", &c_bad_address},
+                  {"pageable_sync", &c_pageable_sync},
                   {"streams", &g_streams_live},
                   {"events", &g_events_live},
                   {"modules", &g_modules_live}};
@@ -1139,7 +1430,10 @@ SHIM_API long long stoke_shim_get(const char *key) {
   long long v = -1;
   pthread_mutex_lock(&g_mu);
   if (strcmp(key, "device_bytes") == 0) v = g_device_live;
-  if (strcmp(key, "ctx_refs") == 0) v = g_ctx.refs;
+  if (strcmp(key, "ctx_refs") == 0) {
+    v = 0;
+    for (int i = 0; i < SHIM_MAX_DEVICES; i++) v += g_ctxs[i].refs;
+  }
   pthread_mutex_unlock(&g_mu);
   return v;
 }

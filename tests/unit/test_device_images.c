@@ -148,6 +148,59 @@ static void test_device_normalize_is_the_host_path(void **state) {
   shim_check_clean(0, 0);
 }
 
+/* The normalisation table reaches device memory before the first kernel
+** reads it.  The shim lands a cuMemcpyHtoD from pageable memory on the
+** legacy stream only later, as a driver may, and here not until the test
+** lets it: a table uploaded that way is poison to the kernel on the copy
+** stream, which does not wait for the legacy stream. */
+static void test_table_lands_before_the_first_kernel(void **state) {
+  (void)state;
+  const char *spec = "random-resized-crop=24,normalize=imagenet,chw,f32";
+  size_t nh;
+  stoke_device_info hi;
+  unsigned char *host = run(spec, NULL, 1, &nh, &hi, NULL);
+  shim *s = shim_open();
+  s->set("hold_pageable_dma", 1);
+  stoke_image_config ic;
+  stoke_image_config_init(&ic);
+  ic.transform = spec;
+  stoke_source *src = NULL;
+  TU_OK(stoke_source_create_images(root, &ic, &src));
+  stoke_config c = tu_config(src, 1, 2, 5);
+  c.shuffle = 1;
+  c.seed = 3;
+  c.device = "cuda";
+  c.cuda_library = STOKE_TEST_SHIM;
+  stoke_loader *l = tu_loader(&c);
+  stoke_source_destroy(src);
+  stoke_batch *b;
+  TU_RC_L(l, stoke_loader_next(l, &b), STOKE_OK);
+  stoke_tensor t;
+  TU_OK(stoke_batch_field(b, 0, &t));
+  TU_CHECK(t.n_bytes <= nh, "a batch of %zu bytes", t.n_bytes);
+  /* Read on a stream of the test's own (the legacy one is held). */
+  CUstream rs;
+  TU_CHECK(s->cuStreamCreate(&rs, STOKE__CU_STREAM_NON_BLOCKING) == 0,
+           "cuStreamCreate");
+  TU_OK(stoke_batch_wait_stream(b, (uintptr_t)rs));
+  unsigned char *got = malloc(t.n_bytes);
+  assert_non_null(got);
+  shim_read(got, t.data, t.n_bytes, rs);
+  long long poisoned = s->get("poison_reads");
+  stoke_batch_release(b);
+  s->unhold();
+  stoke_loader_destroy(l);
+  TU_CHECK(s->cuStreamDestroy(rs) == 0, "cuStreamDestroy");
+  s->set("hold_pageable_dma", 0);
+  TU_CHECK(poisoned == 0, "the kernel read the table before it landed "
+                          "(%lld poisoned reads)", poisoned);
+  TU_CHECK(memcmp(got, host, t.n_bytes) == 0,
+           "the first device batch differs from the host path's");
+  free(got);
+  free(host);
+  shim_check_clean(0, 0);
+}
+
 /* The module does not load: the host normalises, says why, and the
 ** output is the same. */
 static void test_module_failure_falls_back(void **state) {
@@ -199,7 +252,7 @@ static void test_old_driver_names_the_kernel_floor(void **state) {
 static void test_normalize_call_errors(void **state) {
   (void)state;
   static const char *const calls[][2] = {
-      {"cuMemcpyHtoD_v2", "cuMemcpyHtoD failed: "},
+      {"cuMemcpyHtoDAsync_v2", "cuMemcpyHtoDAsync failed: "},
       {"cuLaunchKernel", "cuLaunchKernel failed: "}};
   for (size_t i = 0; i < 2; i++) {
     shim *s = shim_open();
@@ -237,6 +290,7 @@ int main(void) {
   tu_watchdog(TU_WATCHDOG_S);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_device_normalize_is_the_host_path),
+      cmocka_unit_test(test_table_lands_before_the_first_kernel),
       cmocka_unit_test(test_module_failure_falls_back),
       cmocka_unit_test(test_old_driver_names_the_kernel_floor),
       cmocka_unit_test(test_normalize_call_errors),
