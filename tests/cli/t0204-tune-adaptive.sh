@@ -44,7 +44,16 @@ if k["stall_removed"]:
 else:
     assert k["reason"].startswith("no configuration as fast as the best "
                                   "removes the stall"), k
-assert 5 <= k["workers"] <= 16, k
+assert k["workers"] >= 5, k
+# Within one rung of 16 / 2 = 8 workers, or past it only because the rungs
+# up to 16 were not good enough: on a machine with 2 busy processes beside
+# the test (scripts/stress-tests.sh) the 8 and 16 worker points waited and
+# the knee was 32 workers, busy.
+if k["workers"] > 16:
+    for p in measured:
+        if 8 <= p["workers"] <= 16:
+            assert (p["verdict"] != "busy" or p["samples_per_s"] <
+                    0.95 * k["best_samples_per_s"]), (p, k)
 # the knee to one worker: the count below it was measured or skipped
 below = [p for p in pts if p["workers"] == k["workers"] - 1]
 assert below, (k, ws)
