@@ -165,16 +165,18 @@ static void log_failure(stoke__bad *bs, const stoke_failure *f) {
   bs->fail_ring[at] = *f;
 }
 
+static void commit_one(stoke__bad *bs, const stoke_failure *f);
+
 /* Keep f, met in batch (gen, f->batch) at position pos, until that batch
-** is handed out (fail_mu held).  Out of memory, it is logged at once:
-** counted early beats lost. */
+** is handed out (fail_mu held).  Out of memory, it is logged and counted
+** at once: counted early beats lost. */
 static void pend(stoke__bad *bs, uint64_t gen, size_t pos,
                  const stoke_failure *f) {
   if (bs->n_pending == bs->cap_pending) {
     size_t cap = bs->cap_pending ? 2 * bs->cap_pending : 16;
     pending_record *p = stoke__calloc(bs->alloc, cap, sizeof *p);
     if (!p) {
-      log_failure(bs, f);
+      commit_one(bs, f);
       return;
     }
     if (bs->n_pending)
