@@ -418,11 +418,13 @@ int stoke__http_get_file(stoke__http *h, const char *url,
 /* ---- parallel fetches at open -------------------------------------------- */
 
 typedef struct par {
-  int (*fn)(size_t i, void *arg);
+  int (*fn)(size_t i, void *arg, char *e, size_t ecap);
   void *arg;
   size_t n;
   atomic_size_t next;
   atomic_int rc;
+  char *err; /* written once, by the call whose result is kept */
+  size_t cap;
 } par;
 
 static void *par_run(void *user) {
@@ -431,16 +433,21 @@ static void *par_run(void *user) {
     if (atomic_load(&p->rc)) break;
     size_t i = atomic_fetch_add(&p->next, 1);
     if (i >= p->n) break;
-    int rc = p->fn(i, p->arg);
+    char e[STOKE__ERRMSG_CAP] = "";
+    int rc = p->fn(i, p->arg, e, sizeof e);
     int zero = 0;
-    if (rc) atomic_compare_exchange_strong(&p->rc, &zero, rc);
+    /* Only the first failure wins the exchange, so only it writes err;
+    ** the caller reads it after joining every thread. */
+    if (rc && atomic_compare_exchange_strong(&p->rc, &zero, rc) && p->cap)
+      snprintf(p->err, p->cap, "%s", e);
   }
   return NULL;
 }
 
 int stoke__http_parallel(const stoke__http *h, size_t n,
-                         int (*fn)(size_t i, void *arg), void *arg) {
-  par p = {fn, arg, n, 0, 0};
+                         int (*fn)(size_t i, void *arg, char *e, size_t ecap),
+                         void *arg, char *err, size_t cap) {
+  par p = {fn, arg, n, 0, 0, err, cap};
   atomic_init(&p.next, 0);
   atomic_init(&p.rc, 0);
   enum { MAX_THREADS = 64 };

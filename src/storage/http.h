@@ -66,12 +66,15 @@ int stoke__http_get_file(stoke__http *h, const char *url,
                          const stoke__sys *sys, int fd, uint64_t max,
                          uint64_t *bytes, char *err, size_t cap);
 
-/* Run fn(i, arg) for i in [0, n) on up to io_concurrency threads at once
-** (the calling thread among them); the first nonzero result is returned
-** and stops the rest from starting.  For fetches at open (shards' indices,
-** tar spools) that would otherwise wait on one round trip after another. */
+/* Run fn(i, arg, e, ecap) for i in [0, n) on up to io_concurrency threads
+** at once (the calling thread among them), each call with a message
+** buffer of its own; the first nonzero result is returned, its message
+** copied into err, and it stops the rest from starting.  For fetches at
+** open (shards' indices, tar spools) that would otherwise wait on one
+** round trip after another. */
 int stoke__http_parallel(const stoke__http *h, size_t n,
-                         int (*fn)(size_t i, void *arg), void *arg);
+                         int (*fn)(size_t i, void *arg, char *e, size_t ecap),
+                         void *arg, char *err, size_t cap);
 
 void stoke__http_counts_get(const stoke__http *h, stoke__http_counts *out);
 

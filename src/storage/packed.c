@@ -582,36 +582,20 @@ static int map_local(packed_impl *p, pack_shard *s, char *err, size_t cap) {
   return 0;
 }
 
-/* The remote shards' maps, fetched side by side (stoke__http_parallel):
-** the first error's message is kept. */
-typedef struct remote_open {
-  packed_impl *p;
-  pthread_mutex_t lock;
-  int rc;
-  char *err;
-  size_t cap;
-} remote_open;
-
-static int map_one(size_t k, void *arg) {
-  remote_open *o = arg;
-  pack_shard *s = &o->p->shards[k];
+/* Remote shard k's map, one of those fetched side by side
+** (stoke__http_parallel keeps the first error's message). */
+static int map_one(size_t k, void *arg, char *e, size_t ecap) {
+  packed_impl *p = arg;
+  pack_shard *s = &p->shards[k];
   if (!s->url) return 0;
-  char e[STOKE__ERRMSG_CAP];
   uint8_t *m;
   size_t len;
-  int rc = stoke__packed_remote_map(o->p->http, o->p->sys, s->url, s->path,
-                                    &m, &len, e, sizeof e);
+  int rc = stoke__packed_remote_map(p->http, p->sys, s->url, s->path, &m,
+                                    &len, e, ecap);
   if (rc == 0) {
     s->map = m;
     s->map_len = len;
-    return 0;
   }
-  pthread_mutex_lock(&o->lock);
-  if (!o->rc) {
-    o->rc = rc;
-    snprintf(o->err, o->cap, "%s", e);
-  }
-  pthread_mutex_unlock(&o->lock);
   return rc;
 }
 
@@ -641,10 +625,7 @@ static int open_remote(packed_impl *p, const stoke__http_options *remote,
                              a, &p->pf))
     return stoke__errf(err, cap, STOKE_ETHREAD, "packed source: cannot "
                        "start the remote read-ahead threads");
-  remote_open o = {p, PTHREAD_MUTEX_INITIALIZER, 0, err, cap};
-  stoke__http_parallel(p->http, p->n_shards, map_one, &o);
-  pthread_mutex_destroy(&o.lock);
-  return o.rc;
+  return stoke__http_parallel(p->http, p->n_shards, map_one, p, err, cap);
 }
 
 int stoke__blobset_open_packed_ex(const char *const *specs, size_t n_specs,

@@ -629,46 +629,32 @@ int stoke__blobset_open_tar(const char *const *specs, size_t n_specs,
                                     cap);
 }
 
-/* Remote shards' spools, fetched side by side; the first error's message
-** is kept. */
+/* Remote shards' spools, fetched side by side (stoke__http_parallel keeps
+** the first error's message). */
 typedef struct spool_all {
   tar_impl *t;
   stoke__http *http;
-  pthread_mutex_t lock;
-  int rc;
-  char *err;
-  size_t cap;
 } spool_all;
 
-static int spool_one(size_t k, void *arg) {
+static int spool_one(size_t k, void *arg, char *e, size_t ecap) {
   spool_all *o = arg;
   const char *url = o->t->paths[k];
   if (!stoke__url_is_remote(url)) return 0;
-  char e[STOKE__ERRMSG_CAP];
-  int rc = stoke__tar_remote_spool(o->http, o->t->sys, url, &o->t->fds[k], e,
-                                   sizeof e);
-  if (rc == 0) return 0;
-  pthread_mutex_lock(&o->lock);
-  if (!o->rc) {
-    o->rc = rc;
-    snprintf(o->err, o->cap, "%s", e);
-  }
-  pthread_mutex_unlock(&o->lock);
-  return rc;
+  return stoke__tar_remote_spool(o->http, o->t->sys, url, &o->t->fds[k], e,
+                                 ecap);
 }
 
 static int spool_remote(tar_impl *t, const stoke__http_options *remote,
                         const stoke_allocator *a, char *err, size_t cap) {
-  spool_all o = {t, NULL, PTHREAD_MUTEX_INITIALIZER, 0, err, cap};
+  spool_all o = {t, NULL};
   int rc = stoke__http_create(remote, a, &o.http, err, cap);
   if (rc) return rc;
-  stoke__http_parallel(o.http, t->n_shards, spool_one, &o);
+  rc = stoke__http_parallel(o.http, t->n_shards, spool_one, &o, err, cap);
   stoke__http_destroy(o.http);
-  pthread_mutex_destroy(&o.lock);
   /* From here on a remote shard is named by its shown form only. */
   for (size_t k = 0; k < t->n_shards; k++)
     stoke__url_redact(t->paths[k], t->paths[k], strlen(t->paths[k]) + 1);
-  return o.rc;
+  return rc;
 }
 
 int stoke__blobset_open_tar_ex(const char *const *specs, size_t n_specs,

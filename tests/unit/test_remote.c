@@ -311,23 +311,32 @@ static void test_hostile_object_size(void **state) {
 
 static atomic_int parallel_calls;
 
-static int count_call(size_t i, void *arg) {
+static int count_call(size_t i, void *arg, char *e, size_t ecap) {
   (void)arg;
   atomic_fetch_add(&parallel_calls, 1);
-  return i == 5 ? STOKE_EIO : 0;
+  if (i != 5) return 0;
+  snprintf(e, ecap, "call %zu failed", i);
+  return STOKE_EIO;
 }
 
 static void test_parallel(void **state) {
   (void)state;
   stoke__http *h = client(1, 1);
   atomic_store(&parallel_calls, 0);
-  assert_int_equal(stoke__http_parallel(h, 0, count_call, NULL), 0);
+  char err[128] = "";
+  assert_int_equal(stoke__http_parallel(h, 0, count_call, NULL, err,
+                                        sizeof err), 0);
   assert_int_equal(atomic_load(&parallel_calls), 0);
-  assert_int_equal(stoke__http_parallel(h, 5, count_call, NULL), 0);
+  assert_int_equal(stoke__http_parallel(h, 5, count_call, NULL, err,
+                                        sizeof err), 0);
   assert_int_equal(atomic_load(&parallel_calls), 5);
+  assert_string_equal(err, "");
   atomic_store(&parallel_calls, 0);
-  assert_int_equal(stoke__http_parallel(h, 1000, count_call, NULL),
+  assert_int_equal(stoke__http_parallel(h, 1000, count_call, NULL, err,
+                                        sizeof err),
                    STOKE_EIO);
+  /* The failing call's message is the one kept. */
+  assert_string_equal(err, "call 5 failed");
   /* Stopped early: at most the calls already started run past the error. */
   assert_true(atomic_load(&parallel_calls) < 1000);
   stoke__http_destroy(h);
