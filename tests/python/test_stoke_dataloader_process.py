@@ -272,8 +272,14 @@ def test_persistent_workers_keep_their_processes(persistent):
     loader = ProcessDataLoader(Where(), batch_size=6, num_workers=2,
                                persistent_workers=persistent)
     pids = [{p for b in loader for p in b["pid"].tolist()} for _ in range(2)]
-    assert (pids[0] == pids[1]) == persistent or \
-        not persistent and not (pids[0] & pids[1])
+    # Workers share the samples, so which of them made any in an epoch is
+    # timing (one epoch saw {A, B}, the next only {B}, in a CI run):
+    # persistent, both epochs' makers come from one pool of 2 processes;
+    # else each epoch has processes of its own.
+    if persistent:
+        assert len(pids[0] | pids[1]) <= 2, pids
+    else:
+        assert not (pids[0] & pids[1]), pids
 
 
 def test_early_break_then_a_whole_epoch():
