@@ -7,7 +7,9 @@
 **    skipped, replaced (a substitute is never a listed sample) or, under
 **    FAIL, an error naming the file.
 **  - A file made for another dataset, or that is no quarantine, is refused
-**    at create; one edited by hand (an index per line) is read.
+**    at create; one edited by hand (an index per line) is read.  Another
+**    dataset of the same kind, sample count and classes but other files is
+**    told apart by the fingerprint alone, and refused too.
 **  - stoke_source_fingerprint: the same for the same dataset, another for
 **    another sample count, kind or class names.
 */
@@ -18,8 +20,13 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <stdio.h>
 #include <sys/stat.h>
+#include <jpeglib.h>
+#include <spng.h>
 
+#include "decode_fixtures.h"
+#include "image_fixtures.h"
 #include "test_util.h"
 
 static char g_dir[64];
@@ -41,7 +48,7 @@ static void path_of(char *buf, size_t cap, const char *name) {
   snprintf(buf, cap, "%s/%s", g_dir, name);
 }
 
-static char *slurp(const char *path) {
+static char *read_text(const char *path) {
   FILE *f = fopen(path, "rb");
   if (!f) return NULL;
   static char buf[65536];
@@ -102,7 +109,7 @@ static void test_records_then_skips_reading(void **state) {
     TU_RC_L(l, run_epoch_count(l, &n), STOKE_END);
     assert_int_equal(n, N - 2);
     assert_int_equal(tu_cb_calls(cb, 0, 3), 1);
-    char *text = slurp(path);
+    char *text = read_text(path);
     assert_non_null(text);
     TU_CONTAINS(text, "stoke-quarantine 1\nkind callback\nsamples 40\n"
                       "fingerprint 0x");
@@ -124,7 +131,7 @@ static void test_records_then_skips_reading(void **state) {
     TU_CONTAINS(f[3].reason, path);
     stoke_loader_destroy(l);
     /* The file is not grown by listed samples: two entries. */
-    text = slurp(path);
+    text = read_text(path);
     size_t entries = 0;
     for (char *p = text; (p = strchr(p, '\n')); p++)
       if (p[1] >= '0' && p[1] <= '9') entries++;
@@ -243,6 +250,59 @@ static void test_refused_for_another_dataset(void **state) {
   tu_cb_free(cb2);
 }
 
+/* A folder dataset under root/name: classes ant and bee, two PNGs each,
+** named <stem>0.png and <stem>1.png. */
+static void two_class_folder(char *out, size_t cap, const char *root,
+                             const char *name, const char *stem) {
+  char d[512], file[64];
+  mkdir_in(out, cap, root, name);
+  const char *classes[] = {"ant", "bee"};
+  for (int c = 0; c < 2; c++) {
+    mkdir_in(d, sizeof d, out, classes[c]);
+    for (int k = 0; k < 2; k++) {
+      snprintf(file, sizeof file, "%s%d.png", stem, k);
+      write_png(d, file, 8, 8, SPNG_COLOR_TYPE_GRAYSCALE, 8);
+    }
+  }
+}
+
+/* The two datasets agree on everything in the header but the fingerprint
+** (kind "folder", 4 samples, classes ant and bee): only the fingerprint can
+** refuse the second, whose indices name other files. */
+static void test_refused_for_a_dataset_alike_but_for_its_files(void **state) {
+  (void)state;
+  char root[64], a[256], b[256], path[128];
+  tmp_root(root, "qfp");
+  two_class_folder(a, sizeof a, root, "a", "x");
+  two_class_folder(b, sizeof b, root, "b", "y");
+  path_of(path, sizeof path, "q-alike.txt");
+  remove(path);
+  stoke_source *sa = tu_open_images(a, "center-crop=8,u8");
+  stoke_source *sb = tu_open_images(b, "center-crop=8,u8");
+  assert_int_equal(stoke_source_n_samples(sa), stoke_source_n_samples(sb));
+  assert_true(stoke_source_fingerprint(sa) != stoke_source_fingerprint(sb));
+  stoke_config c = q_config(sa, 0, STOKE_ON_ERROR_SKIP, path);
+  stoke_loader *l = tu_loader(&c); /* creates the file with its header */
+  stoke_loader_destroy(l);
+  /* The same dataset opens it again. */
+  l = tu_loader(&c);
+  stoke_loader_destroy(l);
+  c.source = sb;
+  l = NULL;
+  TU_RC(stoke_loader_create(&c, &l), STOKE_EINVAL);
+  assert_null(l);
+  char want[128];
+  snprintf(want, sizeof want, "fingerprint 0x%016llx); this one is",
+           (unsigned long long)stoke_source_fingerprint(sa));
+  TU_CONTAINS(stoke_errmsg(NULL), want);
+  snprintf(want, sizeof want, "4 samples, fingerprint 0x%016llx: use",
+           (unsigned long long)stoke_source_fingerprint(sb));
+  TU_CONTAINS(stoke_errmsg(NULL), want);
+  stoke_source_destroy(sa);
+  stoke_source_destroy(sb);
+  assert_int_equal(tmp_root_remove(root), 0);
+}
+
 static void test_fingerprint(void **state) {
   (void)state;
   stoke_synthetic_config sc;
@@ -273,6 +333,7 @@ int main(void) {
       cmocka_unit_test(test_replace_never_picks_a_listed_sample),
       cmocka_unit_test(test_fail_names_the_quarantine),
       cmocka_unit_test(test_refused_for_another_dataset),
+      cmocka_unit_test(test_refused_for_a_dataset_alike_but_for_its_files),
       cmocka_unit_test(test_fingerprint),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
