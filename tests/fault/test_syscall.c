@@ -441,7 +441,11 @@ static void test_hung_read_times_out(void **state) {
   cfg.source = src;
   cfg.batch_size = 2;
   cfg.n_workers = 2;
-  cfg.sample_timeout_ms = 100;
+  /* Far above any sample that does not hang (a 80x64 image decodes in
+  ** well under a millisecond, a few under TSan on a loaded machine), so
+  ** that the sample that times out is the one whose read hangs: checked
+  ** below by the hanging read still being held. */
+  cfg.sample_timeout_ms = 2000;
   stoke_loader *l = NULL;
   TU_OK(stoke_loader_create(&cfg, &l));
   stoke_batch *b;
@@ -454,7 +458,7 @@ static void test_hung_read_times_out(void **state) {
   TU_CHECK(hanging == 1, "next() returned after the read (%d hanging)",
            hanging);
   const char *msg = stoke_errmsg(l);
-  TU_CONTAINS(msg, "over the sample timeout of 100 ms");
+  TU_CONTAINS(msg, "over the sample timeout of 2000 ms");
   TU_CONTAINS(msg, folder); /* the sample's file */
   TU_CONTAINS(msg, "sample ");
   destroyer d = {l, 0};

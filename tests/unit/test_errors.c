@@ -142,9 +142,11 @@ static void test_fail_without_message(void **state) {
 
 /* ---- stuck samples ----------------------------------------------------------- */
 
-/* Sample 23 waits (up to 10 s) until the test lets it go.  With a 100 ms
+/* Sample 23 waits (up to 10 s) until the test lets it go.  With a 1 s
 ** sample timeout, next() must return STOKE_ETIMEDOUT naming sample 23 while
-** the sample is still stuck — not after it finishes.  (W = 0 fills inside
+** the sample is still stuck — not after it finishes.  The other samples
+** take microseconds: 1 s keeps a worker that a loaded machine leaves off
+** its core for a while from timing one of them out instead.  (W = 0 fills inside
 ** next() in the caller's thread, which cannot be interrupted; the timeout is
 ** tested with workers.) */
 static void test_stuck_sample_times_out(void **state) {
@@ -155,7 +157,7 @@ static void test_stuck_sample_times_out(void **state) {
     cb->stuck_index = 23;
     stoke_source *src = tu_cb_source(cb);
     stoke_config c = tu_config(src, workers[wi], 2, 4);
-    c.sample_timeout_ms = 100;
+    c.sample_timeout_ms = 1000;
     stoke_loader *l = tu_loader(&c);
     stoke_batch *b;
     int rc;
