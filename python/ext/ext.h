@@ -201,6 +201,7 @@ typedef struct sk_TwoClock {
   PyObject *sync;       /* called before each compute clock is read */
   PyObject *info;       /* dict: name, loader configuration for reports */
   int count_samples;    /* leave(len(first field)) */
+  int entered;          /* iter() started the epoch's first wait */
   PyObject *weakrefs;
 } sk_TwoClock;
 

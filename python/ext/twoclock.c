@@ -124,15 +124,27 @@ static int ready(sk_TwoClock *self) {
   return 0;
 }
 
-/* Each iter() is an epoch; one left early is recorded as it was. */
+/* Each iter() is an epoch; one left early is recorded as it was.  The
+** wrapped iterable's iter() is part of the epoch's first wait: a torch
+** DataLoader starts its worker processes there (every epoch, unless
+** persistent_workers), and a training loop's `for` line waits for that as
+** for any batch.  Timed from outside the clock, it was neither waiting nor
+** computing, and the epoch began after it. */
 static PyObject *twoclock_iter(sk_TwoClock *self) {
   if (!ready(self)) return NULL;
   if (self->it) {
     stoke_twoclock_end_epoch(self->c);
     Py_CLEAR(self->it);
   }
+  if (self->sync) { /* as before every wait, so once per step */
+    PyObject *r = PyObject_CallNoArgs(self->sync);
+    if (!r) return NULL;
+    Py_DECREF(r);
+  }
+  stoke_twoclock_enter(self->c);
+  self->entered = 1;
   self->it = PyObject_GetIter(self->iterable);
-  if (!self->it) return NULL;
+  if (!self->it) return NULL; /* the next iter() enters again */
   return Py_NewRef(self);
 }
 
@@ -166,12 +178,16 @@ static PyObject *twoclock_next(sk_TwoClock *self) {
     if (!me) return NULL;
     Py_DECREF(me);
   }
-  if (self->sync) {
-    PyObject *r = PyObject_CallNoArgs(self->sync);
-    if (!r) return NULL;
-    Py_DECREF(r);
+  if (self->entered) {
+    self->entered = 0; /* iter() started this step's wait */
+  } else {
+    if (self->sync) {
+      PyObject *r = PyObject_CallNoArgs(self->sync);
+      if (!r) return NULL;
+      Py_DECREF(r);
+    }
+    stoke_twoclock_enter(self->c);
   }
-  stoke_twoclock_enter(self->c);
   PyObject *item = PyIter_Next(self->it);
   if (!item) {
     stoke_twoclock_end_epoch(self->c);
@@ -186,6 +202,7 @@ static PyObject *twoclock_end_epoch(sk_TwoClock *self, PyObject *noargs) {
   if (!ready(self)) return NULL;
   stoke_twoclock_end_epoch(self->c);
   Py_CLEAR(self->it);
+  self->entered = 0;
   Py_RETURN_NONE;
 }
 

@@ -52,6 +52,35 @@ def test_iterates_the_wrapped_and_times_both_clocks():
     assert clock.verdict == "starving"
 
 
+class SlowStart:
+    """An iterable whose iter() takes start_s, as a torch DataLoader
+    starting its worker processes each epoch."""
+
+    def __init__(self, n, start_s):
+        self.n, self.start_s = n, start_s
+
+    def __iter__(self):
+        time.sleep(self.start_s)
+        return iter([(torch.zeros(2),)] * self.n)
+
+
+def test_the_wrapped_iter_is_the_first_steps_wait():
+    # A training loop's `for` line waits for the loader's iter() as for its
+    # batches.  The clock left it out: the epoch began after it, so a
+    # torch loader's worker start-up each epoch was neither waiting nor
+    # computing.  (Lower bounds only: a sleep never ends early.)
+    clock = stoke.TwoClock(SlowStart(4, 0.05), warmup=0)
+    for _ in range(2):
+        assert epoch(clock, 0.001) == 4
+    st = clock.stats()
+    assert st["steps"] == 8 and st["epochs"] == 2
+    assert st["wait_s"] >= 2 * 0.05
+    assert st["wait_max_ms"] >= 50
+    for e in clock._document()["epochs"]:
+        assert e["seconds"] >= 0.05 + 4 * 0.001, e
+        assert e["wait_s"] >= 0.05, e
+
+
 def test_busy_loop_and_the_verdict_thresholds():
     clock = stoke.TwoClock([(torch.zeros(4),)] * 10, warmup=0)
     epoch(clock, 0.01)
