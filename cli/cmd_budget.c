@@ -239,6 +239,9 @@ static void print_host(FILE *f, const stoke_host_ledger *g,
              g->scratch_width, g->scratch_height);
     host_row(f, "source scratch", each, g->scratch_bytes, note);
   }
+  if (g->storage_bytes)
+    host_row(f, "read-ahead", "", g->storage_bytes,
+             "remote shards' ranges fetched ahead, at most");
   host_row(f, "total", "", g->total_bytes, NULL);
   if (g->budget_bytes) {
     snprintf(note, sizeof note, "%s (%.1f%% used)",
@@ -269,6 +272,7 @@ static cJSON *host_json(const stoke_host_ledger *g, size_t batch,
                           (double)g->scratch_per_worker);
   cJSON_AddStringToObject(o, "scratch_basis",
                           stoke_scratch_basis_name(g->scratch_basis));
+  cJSON_AddNumberToObject(o, "storage_bytes", (double)g->storage_bytes);
   cJSON_AddNumberToObject(o, "total_bytes", (double)g->total_bytes);
   cJSON_AddNumberToObject(o, "budget_bytes", (double)g->budget_bytes);
   cJSON_AddBoolToObject(o, "fits",

@@ -351,7 +351,8 @@ typedef struct stoke_image_config {
   ** (docs/remote.md).  A URL's user-info and query never appear in a
   ** message, a report or a trace. */
   unsigned io_concurrency;     /* requests in flight (the shards' indices
-                                  and tar shards at open); 0 = 8 */
+                                  and tar shards at open); 0 =
+                                  STOKE_IO_CONCURRENCY_DEFAULT */
   const char *tls_ca_path;     /* a CA bundle file, or a folder (ending in
                                   '/') of hashed CA certificates, trusted
                                   for https://; NULL = the system's; copied */
@@ -497,6 +498,9 @@ typedef struct stoke_pack_config {
   unsigned max_side;
   int quality;                     /* 1..100; default 90 */
 } stoke_pack_config;
+
+/* stoke_image_config.io_concurrency when it is 0 (since 0.5.1). */
+#define STOKE_IO_CONCURRENCY_DEFAULT 8
 
 /* shard_bytes 256 MB, JPEGs rewritten, every core, no progress callback. */
 STOKE_API void stoke_pack_config_init(stoke_pack_config *cfg);
@@ -1894,6 +1898,10 @@ typedef struct stoke_host_ledger {
                               samples' bytes) and the packed cache's map of
                               samples and its write queue (cache_dir)
                               (since 0.3) */
+  uint64_t storage_bytes;  /* what the source's storage holds while it is
+                              open, apart from the workers' scratch: remote
+                              packed shards' read-ahead buffer, at most
+                              256 MiB (since 0.5.1) */
 } stoke_host_ledger;
 
 /* The ledger of the loader cfg would create, without creating it: nothing

@@ -29,6 +29,11 @@ cJSON *report_config_json(const report_spec *spec, const report_result *res) {
     cJSON_AddStringToObject(o, "data_kind", res->source_kind);
     cJSON_AddStringToObject(o, "transform", spec->image.transform);
     cJSON_AddNumberToObject(o, "samples", (double)res->source_samples);
+    if (strstr(spec->data, "://")) /* requests in flight: remote only */
+      cJSON_AddNumberToObject(o, "io_concurrency",
+                              spec->image.io_concurrency
+                                  ? spec->image.io_concurrency
+                                  : STOKE_IO_CONCURRENCY_DEFAULT);
   } else {
     report_fmt_synthetic(sy, buf, sizeof(buf));
     cJSON_AddStringToObject(o, "source", "synthetic");

@@ -102,9 +102,12 @@ void stoke__host_ledger(const stoke_config *c, unsigned n_workers,
     g->scratch_bytes =
         (uint64_t)STOKE__MAX(n_workers, 1) * g->scratch_per_worker;
   }
+  /* What the storage holds once for the whole source (remote read-ahead). */
+  g->storage_bytes =
+      src->ops && src->ops->held_bytes ? src->ops->held_bytes(src) : 0;
   g->total_bytes = g->slots_bytes + g->order_bytes + g->workers_bytes +
                    g->consumer_bytes + g->trace_bytes + g->failures_bytes +
-                   g->cache_bytes + g->scratch_bytes;
+                   g->cache_bytes + g->scratch_bytes + g->storage_bytes;
   g->budget_bytes = c->mem_budget_bytes;
 }
 
@@ -125,7 +128,7 @@ void stoke__loader_ledger_device(const stoke_loader *l, stoke_host_ledger *g) {
   g->slots_bytes = slots_bytes(&l->cfg, g);
   g->total_bytes = g->slots_bytes + g->order_bytes + g->workers_bytes +
                    g->consumer_bytes + g->trace_bytes + g->failures_bytes +
-                   g->cache_bytes + g->scratch_bytes;
+                   g->cache_bytes + g->scratch_bytes + g->storage_bytes;
 }
 
 int stoke__host_ledger_check(const stoke_host_ledger *g, unsigned prefetch,
@@ -141,7 +144,8 @@ int stoke__host_ledger_check(const stoke_host_ledger *g, unsigned prefetch,
       {"the RAM cache and the packed cache's map (ram_cache_bytes, "
        "cache_dir)", g->cache_bytes},
       {"the source's per-worker scratch (decoded images, read buffers)",
-       g->scratch_bytes}};
+       g->scratch_bytes},
+      {"the remote shards' read-ahead buffer", g->storage_bytes}};
   size_t big = 0;
   for (size_t i = 1; i < sizeof terms / sizeof terms[0]; i++)
     if (terms[i].n > terms[big].n) big = i;

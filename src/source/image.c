@@ -199,6 +199,11 @@ static uint64_t image_stored_bytes(const stoke_source *src, size_t i) {
   return stoke__blobset_stored_bytes(im->set, i);
 }
 
+static uint64_t image_held_bytes(const stoke_source *src) {
+  const image_impl *im = src->impl;
+  return stoke__blobset_held_bytes(im->set);
+}
+
 static void image_read_ahead(const stoke_source *src, size_t first,
                              size_t n) {
   const image_impl *im = src->impl;
@@ -305,6 +310,7 @@ static const stoke__source_ops image_ops = {
     .stored_bytes = image_stored_bytes,
     .read_ahead = image_read_ahead,
     .scratch_bound = image_scratch_bound,
+    .held_bytes = image_held_bytes,
     .n_classes = image_n_classes,
     .class_name = image_class_name,
     .label = image_label};

@@ -87,6 +87,9 @@ typedef struct stoke__source_ops {
   ** *h the image it is of (0 when not an image). */
   uint64_t (*scratch_bound)(const stoke_source *src, int *basis,
                             uint32_t *w, uint32_t *h);
+  /* Optional: memory the source holds while it is open, not per worker
+  ** (a remote set's read-ahead buffer), for the host ledger. */
+  uint64_t (*held_bytes)(const stoke_source *src);
   /* Optional: the class names and sample index's label (image sources,
   ** for stoke_source_n_classes, _class_name and _label); without them a
   ** source has no classes and every label is -1.  index < n_samples. */

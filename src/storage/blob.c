@@ -231,6 +231,10 @@ uint64_t stoke__blobset_stored_bytes(const stoke__blobset *s, size_t i) {
   return b;
 }
 
+uint64_t stoke__blobset_held_bytes(const stoke__blobset *s) {
+  return s->ops->held_bytes ? s->ops->held_bytes(s->impl) : 0;
+}
+
 void stoke__blobset_read_ahead(const stoke__blobset *s, size_t first,
                                size_t n) {
   if (!s->ops->read_ahead || first >= s->n_samples) return;

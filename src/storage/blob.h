@@ -181,6 +181,8 @@ uint64_t stoke__blobset_stored_bytes(const stoke__blobset *s, size_t i);
 ** waiting: packed shards madvise(MADV_WILLNEED) their mapped range, tar
 ** shards and folder files posix_fadvise(WILLNEED).  Advice only: a call
 ** that fails is ignored. */
+/* ops->held_bytes, or 0. */
+uint64_t stoke__blobset_held_bytes(const stoke__blobset *s);
 void stoke__blobset_read_ahead(const stoke__blobset *s, size_t first,
                                size_t n);
 /* A 64-bit key of what the files hold as the file system describes it:
@@ -302,6 +304,10 @@ typedef struct stoke__blob_ops {
   int (*content_key)(const void *impl, uint64_t *key, char *err, size_t cap);
   int (*pack_info)(const void *impl, stoke_pack_info *out);
   size_t (*source_index)(const void *impl, size_t i);
+  /* Optional: memory the storage holds for the whole set while it is
+  ** open, beside any sample being read: a remote set's read-ahead buffer,
+  ** at most its budget.  For the host ledger; 0 without it. */
+  uint64_t (*held_bytes)(const void *impl);
 } stoke__blob_ops;
 
 /* Growable list of strings with optional reasons, for class names and

@@ -52,7 +52,7 @@ static void share_unlock(CURL *c, curl_lock_data d, void *user) {
 /* ---- create / destroy ---------------------------------------------------- */
 
 static void defaults(stoke__http_options *o) {
-  if (!o->io_concurrency) o->io_concurrency = 8;
+  if (!o->io_concurrency) o->io_concurrency = STOKE_IO_CONCURRENCY_DEFAULT;
   if (!o->connect_timeout_ms) o->connect_timeout_ms = 10000;
   if (!o->stall_timeout_ms) o->stall_timeout_ms = 30000;
   if (!o->max_attempts) o->max_attempts = 5;

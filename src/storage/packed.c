@@ -333,12 +333,20 @@ static size_t packed_files(const void *impl, const char *const **paths) {
   return p->n_paths;
 }
 
+/* Remote shards: the read-ahead buffer's budget (prefetch.c never holds
+** more); local ones are mapped, and their pages are the kernel's. */
+static uint64_t packed_held_bytes(const void *impl) {
+  const packed_impl *p = impl;
+  return p->pf ? STOKE__REMOTE_PREFETCH_BYTES : 0;
+}
+
 static const stoke__blob_ops packed_ops = {
     "packed",          packed_label,        packed_format,
     packed_dims,       packed_describe,     packed_read,
     packed_destroy,    packed_done,         packed_files,
     packed_bytes,      NULL,                packed_read_ahead,
     NULL,              packed_pack_info,    packed_source_index,
+    packed_held_bytes,
 };
 
 /* ---- validation ---------------------------------------------------------- */

@@ -55,6 +55,10 @@ json_check "$TMP/http1.json" '
 c = d["config"]
 assert c["data_kind"] == "packed" and c["samples"] == 12, c
 assert c["data"].startswith("http://127.0.0.1:"), c
+assert c["io_concurrency"] == 3, c
+'
+json_check "$TMP/local.json" '
+assert "io_concurrency" not in d["config"], d["config"]
 '
 
 say "--shuffle block: windows read ahead as coalesced Range requests, the same batches"
@@ -160,6 +164,17 @@ outputs "$TMP/i.json" "$TMP/q.txt" | grep -q "$secret" && fail "the secret shows
 run_stoke budget "$url" -b 4 --fixed 1GB --per-sample 1MB --device 24GB --json "$TMP/b.json"
 [ "$rc" -eq 0 ] || fail "budget exit $rc: $(cat "$TMP/err")"
 outputs "$TMP/b.json" | grep -q "$secret" && fail "the secret shows in budget's outputs"
+# The read-ahead buffer of remote packed shards is in the host ledger, at
+# its budget; local shards are mapped and hold none.
+grep -q "read-ahead .*256.0 MiB" "$TMP/out" || fail "no read-ahead row: $(cat "$TMP/out")"
+run_stoke budget "$TMP/www/big-00000.stoke" -b 4 --json "$TMP/bl.json"
+[ "$rc" -eq 0 ] || fail "local budget exit $rc: $(cat "$TMP/err")"
+json_check "$TMP/b.json" '
+h = d["host"]
+assert h["storage_bytes"] == 256 << 20, h
+assert h["total_bytes"] >= h["slots_bytes"] + h["storage_bytes"], h
+'
+json_check "$TMP/bl.json" 'assert d["host"]["storage_bytes"] == 0, d["host"]'
 run_stoke pack "$url" -o "$TMP/repacked/x" --json "$TMP/pk.json"
 [ "$rc" -eq 0 ] || fail "pack exit $rc: $(cat "$TMP/err")"
 outputs "$TMP/pk.json" | grep -q "$secret" && fail "the secret shows in pack's outputs"
