@@ -540,9 +540,15 @@ static struct CUstream_st *per_thread_of(struct CUctx_st *ctx) {
 ** (CUDA_ERROR_INVALID_HANDLE: "event and stream must be on the same CUDA
 ** context", cuEventRecord's reference; the same holds for work put on a
 ** stream). */
+static bool stream_live(CUstream h);
+
 static CUresult stream_in(struct CUctx_st *ctx, CUstream h,
                           struct CUstream_st **out) {
   struct CUstream_st *s;
+  /* A handle cuStreamDestroy took (or never made) is refused before it is
+  ** read: a driver's behaviour there is undefined, a test's must not be. */
+  if ((uintptr_t)h > 2 && !stream_live(h))
+    return STOKE__CUDA_ERROR_INVALID_HANDLE;
   if ((uintptr_t)h <= 1)
     s = legacy_of(ctx);
   else if ((uintptr_t)h == 2)
@@ -554,6 +560,34 @@ static CUresult stream_in(struct CUctx_st *ctx, CUstream h,
   if (!s) return STOKE__CUDA_ERROR_OUT_OF_MEMORY;
   *out = s;
   return 0;
+}
+
+/* The streams cuStreamCreate made and cuStreamDestroy has not taken. */
+#define SHIM_MAX_STREAMS 256
+static struct CUstream_st *g_live[SHIM_MAX_STREAMS]; /* g_live_mu */
+static int g_n_live;                                  /* g_live_mu */
+static pthread_mutex_t g_live_mu = PTHREAD_MUTEX_INITIALIZER; /* leaf */
+
+static bool stream_live(CUstream h) {
+  pthread_mutex_lock(&g_live_mu);
+  bool live = false;
+  for (int i = 0; i < g_n_live && !live; i++) live = g_live[i] == h;
+  pthread_mutex_unlock(&g_live_mu);
+  return live;
+}
+
+static bool stream_track(struct CUstream_st *s, bool add) {
+  pthread_mutex_lock(&g_live_mu);
+  bool ok = true;
+  if (add) {
+    ok = g_n_live < SHIM_MAX_STREAMS;
+    if (ok) g_live[g_n_live++] = s;
+  } else {
+    for (int i = 0; i < g_n_live; i++)
+      if (g_live[i] == s) g_live[i--] = g_live[--g_n_live];
+  }
+  pthread_mutex_unlock(&g_live_mu);
+  return ok;
 }
 
 #define STREAM_OF(var, h)                                                     \
@@ -995,6 +1029,10 @@ SHIM_API CUresult cuStreamCreate(CUstream *out, unsigned flags) {
       return STOKE__CUDA_ERROR_OUT_OF_MEMORY;
     }
   }
+  if (!stream_track(s, true)) {
+    stream_free(s);
+    return STOKE__CUDA_ERROR_OUT_OF_MEMORY;
+  }
   atomic_fetch_add(&g_streams_live, 1);
   *out = s;
   return 0;
@@ -1003,8 +1041,9 @@ SHIM_API CUresult cuStreamCreate(CUstream *out, unsigned flags) {
 SHIM_API CUresult cuStreamDestroy_v2(CUstream h) {
   ENTER("cuStreamDestroy_v2");
   CHECK_CTX();
-  if ((uintptr_t)h <= 2 || h->ctx != cur_ctx())
+  if ((uintptr_t)h <= 2 || !stream_live(h) || h->ctx != cur_ctx())
     return STOKE__CUDA_ERROR_INVALID_HANDLE;
+  stream_track(h, false);
   stream_free(h);
   atomic_fetch_sub(&g_streams_live, 1);
   return 0;
