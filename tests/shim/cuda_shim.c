@@ -30,11 +30,11 @@
 **    used under another context is refused (CUDA_ERROR_INVALID_HANDLE);
 **  - streams 0 and CU_STREAM_LEGACY (1) are the current context's legacy
 **    stream, CU_STREAM_PER_THREAD (2) the calling thread's own stream in
-**    it; with the setting legacy_sync, work on the legacy stream waits for
-**    the context's blocking streams (per-thread streams included) and they
-**    wait for it, as the driver orders them (off by default: the device
-**    tests' loaders then hang, an open question); a
-**    CU_STREAM_NON_BLOCKING stream waits for nothing it was not told to;
+**    it; work on the legacy stream waits for the context's blocking
+**    streams (per-thread streams included) and they wait for it, as the
+**    driver orders them (the setting legacy_sync, on by default; 0 turns
+**    the implicit ordering off); a CU_STREAM_NON_BLOCKING stream waits for
+**    nothing it was not told to;
 **  - cuMemcpyHtoD from pageable memory returns once its source is staged,
 **    and the bytes land later, on the legacy stream: a reader on another
 **    stream before then finds poison;
@@ -46,7 +46,7 @@
 ** Settings come from the environment at cuInit (STOKE_SHIM_DEVICES,
 ** STOKE_SHIM_DRIVER_VERSION, STOKE_SHIM_DELAY_US, STOKE_SHIM_SEED,
 ** STOKE_SHIM_TOTAL_BYTES, STOKE_SHIM_COPY_GBPS, STOKE_SHIM_COPY_US,
-** STOKE_SHIM_FAIL=symbol:n:code)
+** STOKE_SHIM_LEGACY_SYNC, STOKE_SHIM_FAIL=symbol:n:code)
 ** or from the control calls at the end (stoke_shim_set, stoke_shim_fail,
 ** stoke_shim_get), which tests reach with dlopen of the same path. */
 #define _GNU_SOURCE
@@ -77,7 +77,7 @@ typedef struct settings {
 } settings;
 
 static settings g_set = {1, 13000, 50, 1, 16LL << 30, 0, 0, false,
-                         false}; /* g_mu */
+                         true}; /* g_mu */
 static bool g_inited;                                     /* g_mu */
 
 #define MAX_CALL_NAMES 64
@@ -622,13 +622,16 @@ static void order_after(struct CUstream_st *waiter, struct CUstream_st *on) {
   push_raw(waiter, w);
 }
 
-/* The driver API's stream synchronisation behaviour: "The legacy default
-** stream is an implicit stream which synchronizes with all other streams
+/* The driver API's stream synchronisation behaviour
+** (docs.nvidia.com/cuda/cuda-driver-api/stream-sync-behavior.html, "Legacy
+** default stream"): "The legacy default stream is an implicit stream which synchronizes with all other streams
 ** in the same CUcontext except for non-blocking streams ... When an action
 ** is taken in the legacy stream such as a kernel launch or
 ** cudaStreamWaitEvent(), the legacy stream first waits on all blocking
 ** streams, the action is queued in the legacy stream, and then all
-** blocking streams wait on the legacy stream." */
+** blocking streams wait on the legacy stream."  And: "Non-blocking streams
+** which do not synchronize with the legacy stream can be created using the
+** CU_STREAM_NON_BLOCKING flag": those are never ordered here. */
 static void order_legacy(struct CUstream_st *s) {
   struct CUctx_st *ctx = s->ctx;
   pthread_mutex_lock(&g_mu);
@@ -731,6 +734,8 @@ SHIM_API CUresult cuInit(unsigned flags) {
     g_set.seed = env_ll("STOKE_SHIM_SEED", g_set.seed);
     g_set.total_bytes = env_ll("STOKE_SHIM_TOTAL_BYTES", g_set.total_bytes);
     g_set.copy_us = env_ll("STOKE_SHIM_COPY_US", g_set.copy_us);
+    g_set.legacy_sync =
+        env_ll("STOKE_SHIM_LEGACY_SYNC", g_set.legacy_sync) != 0;
     long long gbps = env_ll("STOKE_SHIM_COPY_GBPS", 0);
     if (gbps > 0) g_set.copy_bytes_per_ns = (double)gbps;
     env_fail();
@@ -1332,8 +1337,9 @@ SHIM_API CUresult cuGetErrorString(CUresult e, const char **s) {
 ** copy_gbps (bytes per ns; 0: copies take no time), copy_us (each copy
 ** takes this long besides), hold_pageable_dma (1: the bytes of a
 ** cuMemcpyHtoD from pageable memory land only at stoke_shim_unhold, so a
-** test sees deterministically who reads them too early), legacy_sync (1:
-** the legacy stream's implicit ordering with blocking streams).  Streams
+** test sees deterministically who reads them too early), legacy_sync (1,
+** the default: the legacy stream's implicit ordering with blocking
+** streams; 0: none).  Streams
 ** created
 ** later use the new delay and bandwidth. */
 SHIM_API int stoke_shim_set(const char *key, long long v) {
