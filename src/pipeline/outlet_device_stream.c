@@ -294,7 +294,7 @@ int stoke__dev_release(stoke_loader *l, stoke_batch *b, CUstream stream) {
   rd->n = 0;
   /* Released on another thread than the consumer's: that thread records
   ** `release` on its stream, unless it did at the entry of the next() it
-  ** is inside now (outlet_device_stream.c's consumer_records).  A loader
+  ** is inside now (consumer_records).  A loader
   ** already destroyed has no consumer left: the event goes on this
   ** thread's stream, as the driver reads the handle. */
   bool foreign = ptd && !l->destroyed &&
