@@ -625,9 +625,9 @@ static void order_after(struct CUstream_st *waiter, struct CUstream_st *on) {
 /* The driver API's stream synchronisation behaviour
 ** (docs.nvidia.com/cuda/cuda-driver-api/stream-sync-behavior.html, "Legacy
 ** default stream"): "The legacy default stream is an implicit stream
-** which synchronizes with all other streams in the same CUcontext except for non-blocking streams ... When an action
-** is taken in the legacy stream such as a kernel launch or
-** cudaStreamWaitEvent(), the legacy stream first waits on all blocking
+** which synchronizes with all other streams in the same CUcontext except
+** for non-blocking streams ... When an action is taken in the legacy
+** stream such as a kernel launch or cudaStreamWaitEvent(), the legacy stream first waits on all blocking
 ** streams, the action is queued in the legacy stream, and then all
 ** blocking streams wait on the legacy stream."  And: "Non-blocking streams
 ** which do not synchronize with the legacy stream can be created using the
