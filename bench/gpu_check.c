@@ -268,17 +268,32 @@ static int keep_bytes(void *user, stoke_batch *b) {
   unsigned char *buf = malloc(total), *p = buf;
   if (!buf) return STOKE_ENOMEM;
   bool dev = stoke_batch_memory(b, NULL) == STOKE_MEMORY_CUDA;
-  for (size_t f = 0; f < nf; f++) {
+  /* Pushed per call, as a user's thread does: stoke's calls push their own
+  ** context and must not depend on one being current. */
+  if (dev && cu->cuCtxPushCurrent(ctx) != 0) {
+    free(buf);
+    return STOKE_EDEVICE;
+  }
+  int rc = 0;
+  for (size_t f = 0; f < nf && rc == 0; f++) {
     if (log->field != (size_t)-1 && log->field != f) continue;
     if (dev) {
       if (cu->cuMemcpyDtoHAsync(p, (CUdeviceptr)(uintptr_t)t[f].data,
                                 t[f].n_bytes, NULL) != 0 ||
           cu->cuStreamSynchronize(NULL) != 0)
-        return STOKE_EDEVICE;
+        rc = STOKE_EDEVICE;
     } else {
       memcpy(p, t[f].data, t[f].n_bytes);
     }
     p += t[f].n_bytes;
+  }
+  if (dev) {
+    CUcontext c;
+    cu->cuCtxPopCurrent(&c);
+  }
+  if (rc) {
+    free(buf);
+    return rc;
   }
   if (log->count == log->cap) {
     log->cap = log->cap ? 2 * log->cap : 64;
@@ -423,16 +438,23 @@ int main(int argc, char **argv) {
   }
   printf("== device: %s, CUDA driver %d.%d, %.1f GiB, %d device(s)\n", name,
          v / 1000, v % 1000 / 10, (double)total / (1 << 30), n);
+  CUcontext popped;
   if (n == 0 || cu->cuDevicePrimaryCtxRetain(&ctx, 0) != 0 ||
-      cu->cuCtxPushCurrent(ctx) != 0) {
+      cu->cuCtxPushCurrent(ctx) != 0 || cu->cuCtxPopCurrent(&popped) != 0) {
     printf("no usable device\n");
     return 1;
   }
+  /* The context is not left current on this, the loaders' consumer thread:
+  ** each of this program's own CUDA calls pushes it, as a user's thread
+  ** would, and stoke's calls push it themselves. */
 
   nvml_open();
   printf("\n== bandwidth, host to device\n");
   double peak = 0, pageable = 0;
-  if (plain_bandwidth(&peak, &pageable) == 0)
+  int bw = cu->cuCtxPushCurrent(ctx) == 0 ? plain_bandwidth(&peak, &pageable)
+                                          : -1;
+  cu->cuCtxPopCurrent(&popped);
+  if (bw == 0)
     printf("  plain cuMemcpyHtoDAsync loop, page-locked 256 MiB: %.2f GB/s "
            "(the peak)\n  plain loop from pageable memory:                "
            "  %.2f GB/s\n", peak, pageable);

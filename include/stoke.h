@@ -1065,8 +1065,14 @@ STOKE_API int stoke_batch_memory(const stoke_batch *b, int *device);
 /* Make `stream` (a CUstream as an integer, as cfg.cuda_stream) wait until
 ** b's data are on the device: cuStreamWaitEvent on its copy's event; the
 ** host does not block.  For DLPack's __dlpack__(stream=...).  next()
-** already did it for cfg.cuda_stream.  Host and pinned batches: nothing to
-** wait for, 0.  Returns 0, STOKE_EINVAL, or STOKE_EDEVICE (message in
+** already did it for cfg.cuda_stream.  The stream then reads b: b's
+** release records an event on it too (besides the release's own stream),
+** and the slot is rewritten only after both (since 0.5), so the stream
+** must stay alive until b is released.  Up to 8 streams per batch; 2 (the
+** per-thread default stream) only on the thread next() lent b to.  Host
+** and pinned batches: nothing to wait for, 0.  Returns 0, STOKE_EINVAL
+** (also: a ninth stream, or 2 on another thread; message in
+** stoke_errmsg, the loader not poisoned), or STOKE_EDEVICE (message in
 ** stoke_errmsg of the loader, which is then poisoned).  Any thread.
 ** Since 0.2. */
 STOKE_API int stoke_batch_wait_stream(stoke_batch *b, uintptr_t stream);
@@ -1083,7 +1089,11 @@ STOKE_API int stoke_batch_wait_stream(stoke_batch *b, uintptr_t stream);
 ** STOKE_EDEVICE: b is then given back all the same (do not release it
 ** again), but its slot is never reused, since without the event nothing
 ** says when the GPU is done with it; the loader is poisoned (message in
-** stoke_errmsg) and destroy frees the slot.  Any thread.  Since 0.2. */
+** stoke_errmsg) and destroy frees the slot.  Any thread.  Stream 2 (the
+** per-thread default stream, also as cfg.cuda_stream) is the stream of
+** the thread next() lent b to: released on another thread (a DLPack
+** deleter), the event is recorded by that consumer thread at its next
+** next() or stoke_loader_device_sync (since 0.5).  Since 0.2. */
 STOKE_API int stoke_batch_release_stream(stoke_batch *b, uintptr_t stream);
 
 /* Wait until every step's events on cfg.cuda_stream (up to the last

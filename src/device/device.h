@@ -43,6 +43,25 @@
 
 #include <pthread.h>
 
+/* The streams that read a device slot besides the one its release names:
+** each stream stoke_batch_wait_stream made wait for the slot's copy (a
+** DLPack consumer's __dlpack__(stream=S)).  The slot is reused only once
+** every one of them has passed the point of the release, so at the release
+** an event is recorded on each (readers.c). */
+#define STOKE__READERS 8
+/* CU_STREAM_PER_THREAD: the calling thread's own default stream. */
+#define STOKE__STREAM_PER_THREAD ((uintptr_t)2)
+
+typedef struct stoke__readers {
+  uintptr_t stream[STOKE__READERS]; /* the loader's mu */
+  size_t n;                          /* the loader's mu */
+  /* Recorded at the last release, one per stream read there, for the next
+  ** copy into the slot to wait on: written by the releasing thread before
+  ** the slot is FREE, then read by the device thread that picked it. */
+  CUevent done[STOKE__READERS];
+  size_t n_done;
+} stoke__readers;
+
 /* Per-slot state of the device stage (host and device slots alike). */
 typedef struct stoke__slot_dev {
   /* Host slot, CUDA backend: its copy on the copy stream (timing events;
@@ -59,6 +78,17 @@ typedef struct stoke__slot_dev {
                                    on `release`; protected by mu */
   uint64_t release_seq;         /* device slot: when it was released (a
                                    count; 0: never); protected by mu */
+  stoke__readers readers;       /* device slot: other streams that read it */
+  /* The per-thread default stream (handle 2) is the thread's own: a
+  ** release that needs the stream of the thread next() lent the slot to
+  ** (lent_to), made on another thread (a DLPack deleter), is recorded by
+  ** that consumer thread (outlet_device_stream.c).  mu. */
+  pthread_t lent_to;
+  uint64_t covered_seq;         /* `release` recorded on the consumer's own
+                                   stream at its entry number covered_seq */
+  bool deferred;                /* released, waiting for the consumer to
+                                   record `release` on its stream */
+  stoke_batch *next_deferred;
   CUdeviceptr dptr[STOKE__MAX_FIELDS]; /* device slot: field buffers */
 } stoke__slot_dev;
 
@@ -145,6 +175,18 @@ typedef struct stoke__dev {
 
   uint64_t release_seq;         /* releases of device slots; mu */
 
+  /* Releases onto the consumer thread's per-thread stream (see
+  ** stoke__slot_dev.lent_to); mu.  per_thread: handle 2 was ever used
+  ** (cuda_stream, a release or a reader), so each next() entry records
+  ** the lent slots' release events on the consumer's stream; entry_seq
+  ** counts those entries, in_next says the consumer is inside next()
+  ** since the last one (it has queued no work since). */
+  bool per_thread;
+  bool in_next;
+  uint64_t entry_seq;
+  stoke_batch *deferred;            /* list through next_deferred */
+  stoke_batch **entry_scratch; /* n_out slots: the entry's records */
+
   /* The device thread's statistics (copy stage); written by it only. */
   stoke__producer_stats *stats;
 
@@ -167,6 +209,26 @@ typedef struct stoke__dev {
 ** in err). */
 int stoke__dev_enter(const stoke__dev *d, char *err, size_t cap);
 void stoke__dev_leave(const stoke__dev *d);
+
+/* ---- readers.c ---------------------------------------------------------- */
+
+/* Create and destroy the set's events (context current). */
+CUresult stoke__readers_create(const stoke__cuda *cu, stoke__readers *r);
+void stoke__readers_destroy(const stoke__cuda *cu, stoke__readers *r);
+/* Two handles that name one stream (0 and 1: the legacy stream). */
+bool stoke__same_stream(uintptr_t a, uintptr_t b);
+/* Add `stream` to the set unless it is there (mu held): 0, or -1 when the
+** set is full. */
+int stoke__readers_add(stoke__readers *r, uintptr_t stream);
+/* Record done[] on the n streams (context current; the slot is the
+** caller's): 0, or the failing cuEventRecord's code. */
+CUresult stoke__readers_record(const stoke__cuda *cu, stoke__readers *r,
+                               const uintptr_t *streams, size_t n);
+/* Make s wait for what the last release recorded, and forget it. */
+CUresult stoke__readers_wait(const stoke__cuda *cu, stoke__readers *r,
+                             CUstream s);
+/* Wait on the host for what the last release recorded (teardown). */
+void stoke__readers_sync(const stoke__cuda *cu, const stoke__readers *r);
 
 /* ---- module.c ------------------------------------------------------------ */
 

@@ -738,8 +738,17 @@ static void end_of_epoch(stoke_loader *l, int64_t now) {
   stoke__features_epoch_end(&l->features, l);
 }
 
+static int next_inside(stoke_loader *l, stoke_batch **out, int64_t deadline);
+
+/* next() and the outlet's enter / leave around it, whatever it returns. */
 static int next_until(stoke_loader *l, stoke_batch **out, int64_t deadline) {
   if (!l || !out) return STOKE_EINVAL;
+  int rc = next_inside(l, out, deadline);
+  stoke__outlet_leave(&l->outlet, l);
+  return rc;
+}
+
+static int next_inside(stoke_loader *l, stoke_batch **out, int64_t deadline) {
   *out = NULL;
   /* The step's device work is complete before its clock stops: the
   ** caller's hook synchronises, or the stream's events will say. */

@@ -265,6 +265,10 @@ static int echo_lent(stoke_loader *l, void *st, stoke_batch *b, bool measured,
   stoke__echo *e = st;
   return stoke__outlet_lent(&e->inner, l, b, measured, err, cap);
 }
+static void echo_leave(stoke_loader *l, void *st) {
+  stoke__echo *e = st;
+  stoke__outlet_leave(&e->inner, l);
+}
 static void echo_drop(stoke_loader *l, void *st, uint64_t gen) {
   stoke__echo *e = st;
   stoke__outlet_drop(&e->inner, l, gen);
@@ -291,6 +295,7 @@ static const stoke__outlet_ops echo_ops = {
     .take = echo_take,
     .lent = echo_lent,
     .unlend = echo_unlend,
+    .leave = echo_leave,
     .release = echo_release,
     .drop = echo_drop,
     .epoch_start = echo_epoch_start,

@@ -33,6 +33,8 @@
 **               (the device: its stream waits for b's copy).  0 or an
 **               error (in err); then unlend runs (mu held) and next()
 **               fails.
+**   leave       the consumer, mu not held: next() returns (whatever it
+**               returns), after enter.
 **   release     the caller's release of b after work on `stream` (mu not
 **               held).
 **   drop        the consumer, mu held: batches of claim generation gen
@@ -65,6 +67,7 @@ typedef struct stoke__outlet_ops {
   int (*lent)(stoke_loader *l, void *st, stoke_batch *b, bool measured,
               char *err, size_t cap);
   void (*unlend)(stoke_loader *l, void *st, stoke_batch *b);
+  void (*leave)(stoke_loader *l, void *st);
   int (*release)(stoke_loader *l, void *st, stoke_batch *b, uintptr_t stream);
   void (*drop)(stoke_loader *l, void *st, uint64_t gen);
   void (*epoch_start)(stoke_loader *l, void *st, bool kept);
@@ -95,6 +98,10 @@ static inline const char *stoke__outlet_knob(const stoke__outlet *o) {
 static inline int stoke__outlet_enter(const stoke__outlet *o, stoke_loader *l,
                                       char *err, size_t cap) {
   return o->ops->enter ? o->ops->enter(l, o->state, err, cap) : 0;
+}
+static inline void stoke__outlet_leave(const stoke__outlet *o,
+                                       stoke_loader *l) {
+  if (o->ops->leave) o->ops->leave(l, o->state);
 }
 static inline bool stoke__outlet_ready(const stoke__outlet *o, stoke_loader *l,
                                        stoke_batch *b) {

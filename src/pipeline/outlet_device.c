@@ -443,6 +443,12 @@ static int alloc_device_slots(stoke_loader *l) {
       rc = event(d, &b->dev->release, STOKE__CU_EVENT_DISABLE_TIMING |
                                            STOKE__CU_EVENT_BLOCKING_SYNC);
     if (rc) return rc;
+    CUresult cr = stoke__readers_create(d->cu, &b->dev->readers);
+    if (cr != 0) {
+      char e[STOKE__ERRMSG_CAP];
+      stoke__cuda_errf(d->cu, e, sizeof e, "cuEventCreate", cr);
+      return stoke__set_tls_error(STOKE_EDEVICE, "device: %s", e);
+    }
     b->state = STOKE__SLOT_FREE;
   }
   if (d->norm_field >= 0) {
@@ -507,11 +513,20 @@ int stoke__dev_alloc(stoke_loader *l) {
   stoke__dev *d = l->dev;
   if (!d || !d->cu) return 0;
   d->consumer = (CUstream)l->cfg.cuda_stream;
+  d->per_thread = l->cfg.cuda_stream == STOKE__STREAM_PER_THREAD;
   char e[STOKE__ERRMSG_CAP];
   if (stoke__dev_enter(d, e, sizeof e) != 0)
     return stoke__set_tls_error(STOKE_EDEVICE, "device: %s", e);
   int rc = alloc_inside(l);
   stoke__dev_leave(d);
+  /* The slots a next() entry records releases for (outlet_device_stream.c):
+  ** the out slots, which alloc_inside chose. */
+  if (rc == 0) {
+    d->entry_scratch = stoke__calloc(l->alloc, l->n_out_slots ? l->n_out_slots
+                                                              : 1,
+                                     sizeof *d->entry_scratch);
+    if (!d->entry_scratch) rc = STOKE_ENOMEM;
+  }
   if (rc == STOKE_ENOMEM)
     stoke__set_tls_error(rc, "device: out of memory for the slots' state");
   return rc;
@@ -555,6 +570,7 @@ static void free_slot_dev(stoke_loader *l, stoke_batch *b) {
   destroy_event(d, s->copy_end);
   destroy_event(d, s->ready);
   destroy_event(d, s->release);
+  stoke__readers_destroy(d->cu, &s->readers);
   for (size_t f = 0; f < STOKE__MAX_FIELDS; f++)
     if (s->dptr[f]) d->cu->cuMemFree(s->dptr[f]);
   stoke__free(l->alloc, s);
@@ -595,12 +611,18 @@ void stoke__dev_close(stoke_loader *l) {
     if (d->copy_stream) d->cu->cuStreamSynchronize(d->copy_stream);
     if (d->backend == STOKE_BACKEND_CUDA)
       d->cu->cuStreamSynchronize(d->consumer);
+    /* Releases handed to the consumer's per-thread stream and not yet
+    ** recorded: the closing thread is the consumer's, as a rule. */
+    if (d->per_thread)
+      d->cu->cuStreamSynchronize((CUstream)STOKE__STREAM_PER_THREAD);
     for (size_t i = 0; i < l->n_slots && l->slots; i++)
       if (l->slots[i].dev && l->slots[i].dev->release)
         d->cu->cuEventSynchronize(l->slots[i].dev->release);
     for (size_t i = 0; i < stoke__dev_n_slots(d); i++) {
-      if (d->dslots[i].dev && d->dslots[i].dev->release)
+      if (d->dslots[i].dev && d->dslots[i].dev->release) {
         d->cu->cuEventSynchronize(d->dslots[i].dev->release);
+        stoke__readers_sync(d->cu, &d->dslots[i].dev->readers);
+      }
       free_slot_dev(l, &d->dslots[i]);
     }
     for (size_t i = 0; i < l->n_slots && l->slots; i++) {
@@ -642,6 +664,7 @@ void stoke__dev_close(stoke_loader *l) {
     l->slots[i].dev = NULL;
   }
   stoke__free(l->alloc, d->reclaim);
+  stoke__free(l->alloc, d->entry_scratch);
   stoke__free_aligned(l->alloc, d->stats);
   if (d->cv_made) pthread_cond_destroy(&d->cv);
   stoke__free(l->alloc, d);

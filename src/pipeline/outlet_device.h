@@ -76,7 +76,13 @@ int stoke__dev_next_enter(stoke_loader *l, char *err, size_t cap);
 ** b's copy and open the step's events.  0 or STOKE_EDEVICE. */
 int stoke__dev_next_lent(stoke_loader *l, stoke_batch *b, bool measured,
                          char *err, size_t cap);
-/* Release b after work on `stream`: for device and pinned slots. */
+/* next() returns, whatever it returns (mu not held): the lent slots are no
+** longer fenced by its entry's records. */
+void stoke__dev_next_leave(stoke_loader *l);
+/* Release b after work on `stream`: for device and pinned slots.  A
+** release that needs the consumer thread's per-thread stream (handle 2,
+** the stream or a reader) made on another thread is handed to the
+** consumer, which records it at its next next() entry or device_sync. */
 int stoke__dev_release(stoke_loader *l, stoke_batch *b, CUstream stream);
 
 #endif /* STOKE_PIPELINE_OUTLET_DEVICE_H */

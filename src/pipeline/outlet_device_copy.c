@@ -12,7 +12,8 @@
 **     copied, of the epoch the workers prefetch) goes to a free device
 **     slot.  On the copy stream: wait for the slot's release event if it
 **     was used before (the consumer's stream recorded it when the caller
-**     gave the slot back: the GPU, not the host, waits for the last read),
+**     gave the slot back, and each other stream that read it an event of
+**     its own: the GPU, not the host, waits for the last read),
 **     the host slot's copy_start, the copies of each field (the field the
 **     device normalises goes as u8 to the staging buffer and is normalised
 **     from there into the slot), copy_end, then the slot's ready event.
@@ -128,6 +129,15 @@ static int issue(stoke_loader *l, stoke_batch *h, stoke_batch *d, char *err,
   /* Owned by this thread between pick and READY: no lock needed. */
   if (d->dev->release_pending) {
     CU_CALL(cuStreamWaitEvent, (s, d->dev->release, 0));
+    /* And for the other streams that read the slot (readers.c). */
+    CUresult rr = stoke__readers_wait(cu, &d->dev->readers, s);
+    if (rr != 0) {
+      char e[STOKE__ERRMSG_CAP - 64];
+      stoke__cuda_errf(cu, e, sizeof e, "cuStreamWaitEvent", rr);
+      return stoke__errf(err, cap, STOKE_EDEVICE,
+                         "device: copying batch %zu of epoch %llu: %s",
+                         h->number, (unsigned long long)h->epoch, e);
+    }
     d->dev->release_pending = false;
   }
   h->dev->copy_issue_ns = stoke__now_ns();

@@ -44,6 +44,8 @@ static void dev_pass(stoke_loader *l, void *st, stoke_batch *b) {
 }
 
 static stoke_batch *dev_lend(stoke_loader *l, void *st, stoke_batch *b) {
+  /* The consumer thread: the per-thread stream a release may name is its. */
+  if (b->dev) b->dev->lent_to = pthread_self();
   return stoke__host_lend_locked(l, b);
 }
 
@@ -51,6 +53,8 @@ static int dev_lent(stoke_loader *l, void *st, stoke_batch *b, bool measured,
                     char *err, size_t cap) {
   return stoke__dev_next_lent(l, b, measured, err, cap);
 }
+
+static void dev_leave(stoke_loader *l, void *st) { stoke__dev_next_leave(l); }
 
 static void dev_unlend(stoke_loader *l, void *st, stoke_batch *b) {
   stoke__host_unlend_locked(l, b);
@@ -108,6 +112,7 @@ const stoke__outlet_ops stoke__device_outlet_ops = {
     .lend = dev_lend,
     .lent = dev_lent,
     .unlend = dev_unlend,
+    .leave = dev_leave,
     .release = dev_release,
     .drop = dev_drop,
     .epoch_start = dev_epoch_start,

@@ -134,6 +134,9 @@ static int drain(stoke_loader *l, bool block, char *err, size_t cap) {
   return rc;
 }
 
+static int consumer_records(stoke_loader *l, bool inside, char *err,
+                            size_t cap);
+
 int stoke__dev_next_enter(stoke_loader *l, char *err, size_t cap) {
   stoke__dev *d = l->dev;
   if (!d->cu) return 0;
@@ -145,7 +148,8 @@ int stoke__dev_next_enter(stoke_loader *l, char *err, size_t cap) {
     r->has_end = true;
     d->step_open = false;
   }
-  rc = drain(l, false, err, cap);
+  rc = consumer_records(l, true, err, cap);
+  if (rc == 0) rc = drain(l, false, err, cap);
 out:
   stoke__dev_leave(d);
   return rc;
@@ -181,8 +185,93 @@ out:
   return rc;
 }
 
+/* The per-thread default stream is the calling thread's own: work on it
+** can only be fenced by that thread. */
+static bool per_thread(uintptr_t s) { return s == STOKE__STREAM_PER_THREAD; }
+
+/* mu held: b's release events are recorded; the slot goes back (a device
+** slot to the device thread, whose next copy into it waits on them; a
+** pinned host slot to the reclaim queue). */
+static void finish_release_locked(stoke_loader *l, stoke_batch *b) {
+  b->dev->deferred = false;
+  if (b->on_device) {
+    b->dev->release_pending = true;
+    b->dev->release_seq = ++l->dev->release_seq;
+    b->state = STOKE__SLOT_FREE;
+    stoke__dev_kick(l);
+  } else {
+    stoke__dev_reclaim_locked(l, b);
+  }
+}
+
+static void unlink_deferred_locked(stoke__dev *d, stoke_batch *b) {
+  for (stoke_batch **p = &d->deferred; *p; p = &(*p)->dev->next_deferred)
+    if (*p == b) {
+      *p = b->dev->next_deferred;
+      b->dev->next_deferred = NULL;
+      return;
+    }
+}
+
+/* The consumer thread (context current): record `release` on its own
+** per-thread stream for every slot lent to it and every slot another
+** thread released onto that stream since, then give the latter back.
+** Inside next() (`inside`), the lent slots count as covered until next()
+** returns: the caller queues nothing meanwhile, and it gave any batch it
+** hands to another thread away before it called, so a release from there
+** finds its reads fenced already.  Without this a consumer waiting inside
+** next() for a slot released onto its stream would wait forever. */
+static int consumer_records(stoke_loader *l, bool inside, char *err,
+                            size_t cap) {
+  stoke__dev *d = l->dev;
+  pthread_t self = pthread_self();
+  pthread_mutex_lock(&l->mu);
+  if (!d->per_thread || !d->entry_scratch) {
+    pthread_mutex_unlock(&l->mu);
+    return 0;
+  }
+  uint64_t seq = ++d->entry_seq;
+  size_t n = 0;
+  for (size_t i = 0; i < l->n_out_slots; i++) {
+    stoke_batch *b = &l->out_slots[i];
+    bool mine = b->dev && (b->state == STOKE__SLOT_LENT || b->dev->deferred);
+    if (mine && pthread_equal(b->dev->lent_to, self))
+      d->entry_scratch[n++] = b;
+  }
+  pthread_mutex_unlock(&l->mu);
+  CUresult cr = 0;
+  for (size_t k = 0; k < n && cr == 0; k++)
+    cr = d->cu->cuEventRecord(d->entry_scratch[k]->dev->release,
+                              (CUstream)STOKE__STREAM_PER_THREAD);
+  pthread_mutex_lock(&l->mu);
+  for (size_t k = 0; k < n && cr == 0; k++) {
+    stoke_batch *b = d->entry_scratch[k];
+    if (b->state == STOKE__SLOT_LENT) {
+      b->dev->covered_seq = seq;
+    } else if (b->dev->deferred) {
+      unlink_deferred_locked(d, b);
+      finish_release_locked(l, b);
+    }
+  }
+  d->in_next = inside && cr == 0;
+  pthread_mutex_unlock(&l->mu);
+  if (cr)
+    return call_failed(d, err, cap, "recording releases on the consumer's "
+                       "per-thread stream", "cuEventRecord", cr);
+  return 0;
+}
+
+void stoke__dev_next_leave(stoke_loader *l) {
+  stoke__dev *d = l->dev;
+  if (!d || !d->cu) return;
+  pthread_mutex_lock(&l->mu);
+  d->in_next = false;
+  pthread_mutex_unlock(&l->mu);
+}
+
 int stoke__dev_release(stoke_loader *l, stoke_batch *b, CUstream stream) {
   stoke__dev *d = l->dev;
+  uintptr_t h = (uintptr_t)stream;
   pthread_mutex_lock(&l->mu);
   if (b->state != STOKE__SLOT_LENT) {
     pthread_mutex_unlock(&l->mu);
@@ -190,12 +279,39 @@ int stoke__dev_release(stoke_loader *l, stoke_batch *b, CUstream stream) {
   }
   b->state = STOKE__SLOT_RELEASING;
   l->n_lent--;
+  /* `release` goes on the consumer's own stream when the release or a
+  ** reader names the per-thread stream, else on the release's stream; the
+  ** other streams that read the slot get one event each. */
+  stoke__readers *rd = &b->dev->readers;
+  bool ptd = per_thread(h);
+  for (size_t i = 0; i < rd->n; i++) ptd |= per_thread(rd->stream[i]);
+  stoke__readers others = {.n = 0};
+  if (ptd && !per_thread(h)) stoke__readers_add(&others, h);
+  for (size_t i = 0; i < rd->n; i++)
+    if (!per_thread(rd->stream[i]) &&
+        (ptd || !stoke__same_stream(rd->stream[i], h)))
+      stoke__readers_add(&others, rd->stream[i]);
+  rd->n = 0;
+  /* Released on another thread than the consumer's: that thread records
+  ** `release` on its stream, unless it did at the entry of the next() it
+  ** is inside now (consumer_records).  A loader
+  ** already destroyed has no consumer left: the event goes on this
+  ** thread's stream, as the driver reads the handle. */
+  bool foreign = ptd && !l->destroyed &&
+                 !pthread_equal(pthread_self(), b->dev->lent_to);
+  bool covered = foreign && d->in_next &&
+                 b->dev->covered_seq == d->entry_seq;
+  if (ptd) d->per_thread = true;
   pthread_mutex_unlock(&l->mu);
 
   char err[STOKE__ERRMSG_CAP];
   int rc = stoke__dev_enter(d, err, sizeof err);
   if (rc == 0) {
-    CUresult cr = d->cu->cuEventRecord(b->dev->release, stream);
+    CUresult cr = stoke__readers_record(d->cu, rd, others.stream, others.n);
+    if (cr == 0 && !foreign)
+      cr = d->cu->cuEventRecord(
+          b->dev->release,
+          ptd ? (CUstream)STOKE__STREAM_PER_THREAD : stream);
     char what[48];
     snprintf(what, sizeof what, "releasing batch %zu", b->number);
     if (cr) rc = call_failed(d, err, sizeof err, what, "cuEventRecord", cr);
@@ -208,13 +324,12 @@ int stoke__dev_release(stoke_loader *l, stoke_batch *b, CUstream stream) {
     ** memory a kernel still reads), and the loader stops.  The caller's
     ** reference is gone all the same, so destroy can free it. */
     stoke__fail_locked(l, rc, "%s", err);
-  } else if (b->on_device) {
-    b->dev->release_pending = true;
-    b->dev->release_seq = ++l->dev->release_seq;
-    b->state = STOKE__SLOT_FREE;
-    stoke__dev_kick(l);
+  } else if (foreign && !covered) {
+    b->dev->deferred = true;
+    b->dev->next_deferred = d->deferred;
+    d->deferred = b;
   } else {
-    stoke__dev_reclaim_locked(l, b);
+    finish_release_locked(l, b);
   }
   /* destroy() ran while this batch was out: the last one back frees (and
   ** the device stage waits there for this release's event first). */
@@ -237,6 +352,27 @@ int stoke_batch_wait_stream(stoke_batch *b, uintptr_t stream) {
   if (!b->on_device) return 0;
   stoke_loader *l = b->owner;
   stoke__dev *d = l->dev;
+  /* The stream reads the batch from now on: the release fences it too. */
+  pthread_mutex_lock(&l->mu);
+  int full = 0, foreign = 0;
+  if (b->state == STOKE__SLOT_LENT) {
+    foreign = per_thread(stream) &&
+              !pthread_equal(pthread_self(), b->dev->lent_to);
+    if (!foreign) full = stoke__readers_add(&b->dev->readers, stream);
+    if (!foreign && !full && per_thread(stream)) d->per_thread = true;
+  }
+  if (foreign)
+    snprintf(l->lastmsg, sizeof l->lastmsg,
+             "batch %zu: the per-thread default stream (2) of a thread "
+             "other than the one next() lent the batch to: stoke can fence "
+             "only the consumer thread's; pass the stream's own handle",
+             b->number);
+  else if (full)
+    snprintf(l->lastmsg, sizeof l->lastmsg,
+             "batch %zu is read on more than %d streams", b->number,
+             STOKE__READERS);
+  pthread_mutex_unlock(&l->mu);
+  if (foreign || full) return STOKE_EINVAL;
   char err[STOKE__ERRMSG_CAP], what[48];
   int rc = stoke__dev_enter(d, err, sizeof err);
   if (rc == 0) {
@@ -255,7 +391,8 @@ int stoke_loader_device_sync(stoke_loader *l) {
   char err[STOKE__ERRMSG_CAP];
   int rc = stoke__dev_enter(d, err, sizeof err);
   if (rc == 0) {
-    rc = drain(l, true, err, sizeof err);
+    rc = consumer_records(l, false, err, sizeof err);
+    if (rc == 0) rc = drain(l, true, err, sizeof err);
     stoke__dev_leave(d);
   }
   return poison(l, rc, err);

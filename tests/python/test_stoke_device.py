@@ -42,21 +42,29 @@ class _Managed(ctypes.Structure):  # DLManagedTensor's head (dlpack.h 0.6)
                 ("device_id", ctypes.c_int), ("ndim", ctypes.c_int)]
 
 
+_READER = []
+
+
 def read_back(field):
     """The field's device bytes, read the way a consumer on a stream of its
-    own may: a new stream (not the loader's, which next() already made
-    wait) is made to wait for the batch's copy through DLPack's stream
+    own may: a stream of the test's (not the loader's, which next() already
+    made wait) is made to wait for the batch's copy through DLPack's stream
     protocol, the host waits for that stream (cuStreamSynchronize, in the
-    primary context), then reads the shim's host-backed device memory."""
-    ctx, stream = ctypes.c_void_p(), ctypes.c_void_p()
+    primary context), then reads the shim's host-backed device memory.  The
+    stream lives as long as the tests: a stream that read a batch must
+    outlive the batch's release, which records an event on it."""
+    ctx = ctypes.c_void_p()
     assert shim.cuInit(0) == 0
     assert shim.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), 0) == 0
     assert shim.cuCtxPushCurrent_v2(ctx) == 0
     try:
-        assert shim.cuStreamCreate(ctypes.byref(stream), 1) == 0
+        if not _READER:
+            stream = ctypes.c_void_p()
+            assert shim.cuStreamCreate(ctypes.byref(stream), 1) == 0
+            _READER.append(stream)
+        stream = _READER[0]
         field.__dlpack__(stream=stream.value)
         assert shim.cuStreamSynchronize(stream) == 0
-        assert shim.cuStreamDestroy_v2(stream) == 0
     finally:
         shim.cuCtxPopCurrent_v2(ctypes.byref(ctypes.c_void_p()))
         shim.cuDevicePrimaryCtxRelease_v2(0)
@@ -369,3 +377,52 @@ def test_current_stream_of_the_loaders_device(monkeypatch):
         shim.stoke_shim_set(b"devices", 1)
     assert count("poison_reads") == 0 and count("bad_address") == 0
 
+
+
+def test_stoke_output_slot_waits_for_the_dlpack_stream():
+    """output="stoke": a field read on stream S (``from_dlpack`` with
+    ``__dlpack__(stream=S)``) keeps its slot until S's work queued by the
+    release is done, not only cfg.cuda_stream's: the next copy into the
+    slot must not overtake S's read."""
+    x, y = arrays()
+    s, free_s = shim_stream()
+    loader = stoke.Loader((x, y), 8, device="cuda", cuda_library=SHIM,
+                          num_workers=1, output="stoke", warmup=0,
+                          device_prefetch=1, prefetch=2)
+    slots = loader.device_info()["device_slots"]
+    it = iter(loader)
+    b0 = next(it)
+    f = b0.f0
+    f.__dlpack__(stream=s)           # S waits for the copy ...
+    shim.stoke_shim_hold(ctypes.c_void_p(s))   # ... and reads later
+    nbytes, ptr, want = f.nbytes, f.data_ptr, x[b0.indices].copy()
+    ctx, buf = ctypes.c_void_p(), ctypes.c_void_p()
+    assert shim.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), 0) == 0
+    assert shim.cuCtxPushCurrent_v2(ctx) == 0
+    # Page-locked, so that the read is queued behind the hold and this
+    # thread goes on (into pageable memory the call itself would wait).
+    assert shim.cuMemHostAlloc(ctypes.byref(buf), ctypes.c_size_t(nbytes),
+                               0) == 0
+    assert shim.cuMemcpyDtoHAsync_v2(buf, ctypes.c_void_p(ptr),
+                                     ctypes.c_size_t(nbytes),
+                                     ctypes.c_void_p(s)) == 0
+    shim.cuCtxPopCurrent_v2(ctypes.byref(ctypes.c_void_p()))
+    del f, b0                        # released while S still reads
+    later = [next(it) for _ in range(slots)]   # the last into b0's slot
+    assert later[-1].f0.data_ptr == ptr
+    # That copy waits behind the held reader: give it every chance to run
+    # (it would within a millisecond) before the reader goes on.
+    time.sleep(0.05)
+    shim.stoke_shim_unhold()
+    assert shim.cuCtxPushCurrent_v2(ctx) == 0
+    assert shim.cuStreamSynchronize(ctypes.c_void_p(s)) == 0
+    got = np.frombuffer(ctypes.string_at(buf.value, nbytes),
+                        np.float32).reshape(want.shape).copy()
+    assert shim.cuMemFreeHost(buf) == 0
+    shim.cuCtxPopCurrent_v2(ctypes.byref(ctypes.c_void_p()))
+    shim.cuDevicePrimaryCtxRelease_v2(0)
+    np.testing.assert_array_equal(got, want,
+                                  "the slot was refilled under S's read")
+    del later, it, loader
+    free_s()
+    assert count("poison_reads") == 0

@@ -30,11 +30,11 @@
 **    used under another context is refused (CUDA_ERROR_INVALID_HANDLE);
 **  - streams 0 and CU_STREAM_LEGACY (1) are the current context's legacy
 **    stream, CU_STREAM_PER_THREAD (2) the calling thread's own stream in
-**    it; with the setting legacy_sync, work on the legacy stream waits for
-**    the context's blocking streams (per-thread streams included) and they
-**    wait for it, as the driver orders them (off by default: the device
-**    tests' loaders then hang, an open question); a
-**    CU_STREAM_NON_BLOCKING stream waits for nothing it was not told to;
+**    it; work on the legacy stream waits for the context's blocking
+**    streams (per-thread streams included) and they wait for it, as the
+**    driver orders them (the setting legacy_sync, on by default; 0 turns
+**    the implicit ordering off); a CU_STREAM_NON_BLOCKING stream waits for
+**    nothing it was not told to;
 **  - cuMemcpyHtoD from pageable memory returns once its source is staged,
 **    and the bytes land later, on the legacy stream: a reader on another
 **    stream before then finds poison;
@@ -46,7 +46,7 @@
 ** Settings come from the environment at cuInit (STOKE_SHIM_DEVICES,
 ** STOKE_SHIM_DRIVER_VERSION, STOKE_SHIM_DELAY_US, STOKE_SHIM_SEED,
 ** STOKE_SHIM_TOTAL_BYTES, STOKE_SHIM_COPY_GBPS, STOKE_SHIM_COPY_US,
-** STOKE_SHIM_FAIL=symbol:n:code)
+** STOKE_SHIM_LEGACY_SYNC, STOKE_SHIM_FAIL=symbol:n:code)
 ** or from the control calls at the end (stoke_shim_set, stoke_shim_fail,
 ** stoke_shim_get), which tests reach with dlopen of the same path. */
 #define _GNU_SOURCE
@@ -77,7 +77,7 @@ typedef struct settings {
 } settings;
 
 static settings g_set = {1, 13000, 50, 1, 16LL << 30, 0, 0, false,
-                         false}; /* g_mu */
+                         true}; /* g_mu */
 static bool g_inited;                                     /* g_mu */
 
 #define MAX_CALL_NAMES 64
@@ -540,9 +540,15 @@ static struct CUstream_st *per_thread_of(struct CUctx_st *ctx) {
 ** (CUDA_ERROR_INVALID_HANDLE: "event and stream must be on the same CUDA
 ** context", cuEventRecord's reference; the same holds for work put on a
 ** stream). */
+static bool stream_live(CUstream h);
+
 static CUresult stream_in(struct CUctx_st *ctx, CUstream h,
                           struct CUstream_st **out) {
   struct CUstream_st *s;
+  /* A handle cuStreamDestroy took (or never made) is refused before it is
+  ** read: a driver's behaviour there is undefined, a test's must not be. */
+  if ((uintptr_t)h > 2 && !stream_live(h))
+    return STOKE__CUDA_ERROR_INVALID_HANDLE;
   if ((uintptr_t)h <= 1)
     s = legacy_of(ctx);
   else if ((uintptr_t)h == 2)
@@ -554,6 +560,34 @@ static CUresult stream_in(struct CUctx_st *ctx, CUstream h,
   if (!s) return STOKE__CUDA_ERROR_OUT_OF_MEMORY;
   *out = s;
   return 0;
+}
+
+/* The streams cuStreamCreate made and cuStreamDestroy has not taken. */
+#define SHIM_MAX_STREAMS 256
+static struct CUstream_st *g_live[SHIM_MAX_STREAMS]; /* g_live_mu */
+static int g_n_live;                                  /* g_live_mu */
+static pthread_mutex_t g_live_mu = PTHREAD_MUTEX_INITIALIZER; /* leaf */
+
+static bool stream_live(CUstream h) {
+  pthread_mutex_lock(&g_live_mu);
+  bool live = false;
+  for (int i = 0; i < g_n_live && !live; i++) live = g_live[i] == h;
+  pthread_mutex_unlock(&g_live_mu);
+  return live;
+}
+
+static bool stream_track(struct CUstream_st *s, bool add) {
+  pthread_mutex_lock(&g_live_mu);
+  bool ok = true;
+  if (add) {
+    ok = g_n_live < SHIM_MAX_STREAMS;
+    if (ok) g_live[g_n_live++] = s;
+  } else {
+    for (int i = 0; i < g_n_live; i++)
+      if (g_live[i] == s) g_live[i--] = g_live[--g_n_live];
+  }
+  pthread_mutex_unlock(&g_live_mu);
+  return ok;
 }
 
 #define STREAM_OF(var, h)                                                     \
@@ -588,13 +622,16 @@ static void order_after(struct CUstream_st *waiter, struct CUstream_st *on) {
   push_raw(waiter, w);
 }
 
-/* The driver API's stream synchronisation behaviour: "The legacy default
-** stream is an implicit stream which synchronizes with all other streams
-** in the same CUcontext except for non-blocking streams ... When an action
-** is taken in the legacy stream such as a kernel launch or
-** cudaStreamWaitEvent(), the legacy stream first waits on all blocking
+/* The driver API's stream synchronisation behaviour
+** (docs.nvidia.com/cuda/cuda-driver-api/stream-sync-behavior.html, "Legacy
+** default stream"): "The legacy default stream is an implicit stream
+** which synchronizes with all other streams in the same CUcontext except
+** for non-blocking streams ... When an action is taken in the legacy
+** stream such as a kernel launch or cudaStreamWaitEvent(), the legacy stream first waits on all blocking
 ** streams, the action is queued in the legacy stream, and then all
-** blocking streams wait on the legacy stream." */
+** blocking streams wait on the legacy stream."  And: "Non-blocking streams
+** which do not synchronize with the legacy stream can be created using the
+** CU_STREAM_NON_BLOCKING flag": those are never ordered here. */
 static void order_legacy(struct CUstream_st *s) {
   struct CUctx_st *ctx = s->ctx;
   pthread_mutex_lock(&g_mu);
@@ -697,6 +734,8 @@ SHIM_API CUresult cuInit(unsigned flags) {
     g_set.seed = env_ll("STOKE_SHIM_SEED", g_set.seed);
     g_set.total_bytes = env_ll("STOKE_SHIM_TOTAL_BYTES", g_set.total_bytes);
     g_set.copy_us = env_ll("STOKE_SHIM_COPY_US", g_set.copy_us);
+    g_set.legacy_sync =
+        env_ll("STOKE_SHIM_LEGACY_SYNC", g_set.legacy_sync) != 0;
     long long gbps = env_ll("STOKE_SHIM_COPY_GBPS", 0);
     if (gbps > 0) g_set.copy_bytes_per_ns = (double)gbps;
     env_fail();
@@ -995,6 +1034,10 @@ SHIM_API CUresult cuStreamCreate(CUstream *out, unsigned flags) {
       return STOKE__CUDA_ERROR_OUT_OF_MEMORY;
     }
   }
+  if (!stream_track(s, true)) {
+    stream_free(s);
+    return STOKE__CUDA_ERROR_OUT_OF_MEMORY;
+  }
   atomic_fetch_add(&g_streams_live, 1);
   *out = s;
   return 0;
@@ -1003,8 +1046,9 @@ SHIM_API CUresult cuStreamCreate(CUstream *out, unsigned flags) {
 SHIM_API CUresult cuStreamDestroy_v2(CUstream h) {
   ENTER("cuStreamDestroy_v2");
   CHECK_CTX();
-  if ((uintptr_t)h <= 2 || h->ctx != cur_ctx())
+  if ((uintptr_t)h <= 2 || !stream_live(h) || h->ctx != cur_ctx())
     return STOKE__CUDA_ERROR_INVALID_HANDLE;
+  stream_track(h, false);
   stream_free(h);
   atomic_fetch_sub(&g_streams_live, 1);
   return 0;
@@ -1293,8 +1337,9 @@ SHIM_API CUresult cuGetErrorString(CUresult e, const char **s) {
 ** copy_gbps (bytes per ns; 0: copies take no time), copy_us (each copy
 ** takes this long besides), hold_pageable_dma (1: the bytes of a
 ** cuMemcpyHtoD from pageable memory land only at stoke_shim_unhold, so a
-** test sees deterministically who reads them too early), legacy_sync (1:
-** the legacy stream's implicit ordering with blocking streams).  Streams
+** test sees deterministically who reads them too early), legacy_sync (1,
+** the default: the legacy stream's implicit ordering with blocking
+** streams; 0: none).  Streams
 ** created
 ** later use the new delay and bandwidth. */
 SHIM_API int stoke_shim_set(const char *key, long long v) {

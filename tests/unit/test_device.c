@@ -203,8 +203,14 @@ static void device_slot_case(int right_stream) {
   TU_RC_L(l, stoke_loader_next(l, &b0), STOKE_OK);
   stoke_tensor t0;
   TU_OK(stoke_batch_field(b0, TU_F_IDX, &t0));
-  /* The reader: stream u, after the copy, stopped before its read. */
-  TU_OK(stoke_batch_wait_stream(b0, (uintptr_t)u));
+  /* The reader: stream u, after the copy, stopped before its read.  In
+  ** the control, stoke is not told that u reads the batch (a stream made to
+  ** wait through stoke_batch_wait_stream is fenced at the release too): the
+  ** host waits for the copy instead, on the stream next() made wait. */
+  if (right_stream)
+    TU_OK(stoke_batch_wait_stream(b0, (uintptr_t)u));
+  else
+    assert_int_equal(s->cuStreamSynchronize(NULL), 0);
   assert_int_equal(s->hold(u), 0);
   assert_int_equal(s->cuMemcpyDtoHAsync(seen, (CUdeviceptr)(uintptr_t)t0.data,
                                         t0.n_bytes, u), 0);
@@ -1009,6 +1015,76 @@ static void test_failed_release_keeps_the_slot(void **state) {
   tu_cb_free(cb);
 }
 
+/* ---- the per-thread default stream -------------------------------------- */
+
+typedef struct release_job {
+  stoke_batch *b;
+} release_job;
+
+static void *release_thread(void *p) {
+  stoke_batch_release(((release_job *)p)->b);
+  return NULL;
+}
+
+/* cuda_stream 2 is the per-thread default stream: each thread's own.  A
+** batch handed out on the consumer thread and let go on another (a DLPack
+** deleter's thread) must still wait for the consumer thread's stream, not
+** the releasing thread's, which has nothing queued. */
+static void test_per_thread_stream_release_from_another_thread(void **s_) {
+  (void)s_;
+  shim *s = shim_open();
+  tu_cb *cb = tu_cb_new(40);
+  stoke_source *src = tu_cb_source(cb);
+  stoke_config c = fast_config(src, 2, 2, 1); /* two device slots */
+  c.cuda_stream = 2;
+  stoke_loader *l = tu_loader(&c);
+  CUstream pts = (CUstream)(uintptr_t)2; /* this thread's */
+  int64_t *seen;
+  assert_int_equal(s->cuMemHostAlloc((void **)&seen, 7 * 8, 0), 0);
+  stoke_batch *b0, *b1, *b2;
+  TU_RC_L(l, stoke_loader_next(l, &b0), STOKE_OK);
+  stoke_tensor t0;
+  TU_OK(stoke_batch_field(b0, TU_F_IDX, &t0));
+  /* The consumer's work on b0: stopped on this thread's stream before it
+  ** reads (next() made that stream wait for the copy). */
+  assert_int_equal(s->hold(pts), 0);
+  assert_int_equal(s->cuMemcpyDtoHAsync(seen, (CUdeviceptr)(uintptr_t)t0.data,
+                                        t0.n_bytes, pts), 0);
+  size_t ix0[7];
+  memcpy(ix0, stoke_batch_indices(b0), sizeof ix0);
+  release_job job = {b0};
+  pthread_t th;
+  assert_int_equal(pthread_create(&th, NULL, release_thread, &job), 0);
+  assert_int_equal(pthread_join(th, NULL), 0);
+  TU_RC_L(l, stoke_loader_next(l, &b1), STOKE_OK);
+  TU_RC_L(l, stoke_loader_next(l, &b2), STOKE_OK);
+  stoke_tensor t2;
+  TU_OK(stoke_batch_field(b2, TU_F_IDX, &t2));
+  TU_CHECK(t2.data == t0.data, "b2 did not reuse b0's device slot");
+  long long per_batch = TU_N_FIELDS;
+  /* b2's copy must wait behind the held consumer: give it every chance to
+  ** run (it would within a millisecond), and it must not. */
+  for (int i = 0; i < 50 && s->get("copies") < 3 * per_batch; i++)
+    tu_sleep_ns(1000000);
+  TU_CHECK(s->get("copies") == 2 * per_batch,
+           "b2 was copied into b0's slot while the consumer thread's stream "
+           "that reads b0 was held (%lld copies): the release went on the "
+           "releasing thread's per-thread stream", s->get("copies"));
+  s->unhold();
+  assert_int_equal(s->cuStreamSynchronize(pts), 0);
+  bool same = true;
+  for (size_t k = 0; k < 7; k++) same &= seen[k] == (int64_t)ix0[k];
+  TU_CHECK(same, "the held consumer saw another batch");
+  shim_check_ordering();
+  stoke_batch_release(b1);
+  stoke_batch_release(b2);
+  stoke_loader_destroy(l);
+  s->cuMemFreeHost(seen);
+  shim_check_clean(0, 0);
+  stoke_source_destroy(src);
+  tu_cb_free(cb);
+}
+
 /* ---- bad samples on the device ------------------------------------------ */
 
 /* on_error SKIP and REPLACE through the device stage: the same batches as
@@ -1213,6 +1289,7 @@ int main(void) {
       cmocka_unit_test(test_host_loader_device_calls),
       cmocka_unit_test(test_step_sync_hook),
       cmocka_unit_test(test_destroy_while_lent),
+      cmocka_unit_test(test_per_thread_stream_release_from_another_thread),
       cmocka_unit_test(test_failed_release_keeps_the_slot),
       cmocka_unit_test(test_device_sync_does_not_spin),
       cmocka_unit_test(test_close_push_failure_keeps_pinned_from_free),
