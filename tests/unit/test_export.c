@@ -249,6 +249,8 @@ static void test_twoclock_exports_from_its_thread(void **state) {
   cfg.log_every_steps = 5;
   stoke_twoclock *c;
   TU_OK(stoke_twoclock_create(&cfg, &c));
+  /* The thread names itself once it runs: wait for it (a hang guard). */
+  for (int i = 0; i < 15000 && threads_named("stoke-export") == 0; i++) nap();
   assert_int_equal(threads_named("stoke-export"), 1);
   for (int i = 0; i < 12; i++) {
     stoke_twoclock_enter(c);
