@@ -246,7 +246,9 @@ static void *exporter_main(void *arg) {
       if (e->stop) break;
       int64_t until_ns = lines ? lines_not_before : INT64_MAX;
       if (e->metrics_path && e->next_ns < until_ns) until_ns = e->next_ns;
-      e->waiting = true;
+      /* Lines already due wait for the batch's time: a new one need not
+      ** wake it (in a fast loop that would be a wake-up every line). */
+      e->waiting = !lines;
       if (until_ns != INT64_MAX) {
         struct timespec until = mono_at(until_ns);
         pthread_cond_timedwait(&e->cv, &e->mu, &until);

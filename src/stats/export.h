@@ -79,7 +79,8 @@ typedef struct stoke__exporter {
   pthread_cond_t cv;           /* a line came due, or stop */
   uint64_t due_step;           /* the latest line due */
   uint64_t due_epoch;          /* its epoch */
-  bool waiting;                /* the exporter's thread sleeps on cv */
+  bool waiting;                /* the exporter's thread sleeps on cv with
+                                  no line due: a line due wakes it */
   bool stop;
   /* The exporter's thread, or NULL; next_ns is its own once started. */
   struct stoke__thread *thread;
