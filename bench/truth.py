@@ -217,6 +217,9 @@ def main():
                     for (w, k), r in group.items():
                         dg = r["diagnosis"]
                         meas = r["summary"]["epoch_s"]
+                        # The machine's other load while it measured: a
+                        # point where it moved is marked.
+                        out = r["summary"].get("outside_load") or {}
                         rows.append({
                             "kind": kind, "dist": dist, "cost_ns": d,
                             "t_c_ns": tc, "workers": w, "prefetch": k,
@@ -228,6 +231,9 @@ def main():
                             "measured_epoch_s": meas,
                             "self_epoch_s": dg["prediction"]["predicted_epoch_s"],
                             "cross_epoch_s": cross.get((w, k)),
+                            "outside_cores": out.get("mean_cores"),
+                            "outside_moved": bool(out.get("moved")),
+                            "outside_shift": out.get("shift_frac", 0),
                         })
     os.unlink(tmp)
     judged = [r for r in rows if r["truth"]]
@@ -251,17 +257,26 @@ def main():
           "excluded as too close to a boundary"
           % (len(right), len(judged), 100.0 * len(right) / max(1, len(judged)),
              len(rows) - len(judged)))
+    steady = [r for r in judged if not r["outside_moved"]]
+    marked = [r for r in rows if r["outside_moved"]]
+    print("points where the machine's other load moved (marked): %d of %d; "
+          "verdicts on the others: %d/%d correct (%.1f%%)"
+          % (len(marked), len(rows),
+             sum(r["truth"] == r["verdict"] for r in steady), len(steady),
+             100.0 * sum(r["truth"] == r["verdict"] for r in steady) /
+             max(1, len(steady))))
     for t, (n, ok) in sorted(by_truth.items()):
         print("  %-9s %d/%d (%.1f%%; target >= 98%%)"
               % (t, ok, n, 100.0 * ok / max(1, n)))
     for r in judged:
         if r["truth"] != r["verdict"]:
             print("  wrong: %s %s cost %.2fms t_c %.0fms W %d K %d: truth %s, "
-                  "verdict %s (wait %.1f%%, empty %.0f%%)"
+                  "verdict %s (wait %.1f%%, empty %.0f%%)%s"
                   % (r["kind"], r["dist"], r["cost_ns"] / 1e6,
                      r["t_c_ns"] / 1e6, r["workers"], r["prefetch"],
                      r["truth"], r["verdict"], 100 * r["wait_ratio"],
-                     100 * r["queue_empty_frac"]))
+                     100 * r["queue_empty_frac"],
+                     " [outside load moved]" if r["outside_moved"] else ""))
     print("epoch prediction, the run itself: median %.1f%%, p90 %.1f%% "
           "(targets 5%%, 15%%)" % (100 * statistics.median(self_err),
                                    100 * pct(self_err, 0.9)))

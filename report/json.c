@@ -168,6 +168,9 @@ cJSON *report_summary_json(const report_result *res) {
   cJSON_AddNumberToObject(o, "peak_rss_bytes", (double)res->peak_rss_bytes);
   cJSON_AddStringToObject(o, "verdict", stoke_verdict_name(res->diag.verdict));
   cJSON_AddStringToObject(o, "verdict_reason", res->diag.reason);
+  /* The machine's other load while it measured: when it moved, the
+  ** verdict's figures may have moved with it (shift_frac). */
+  cJSON_AddItemToObject(o, "outside_load", report_outside_json(&res->outside));
   report_rungs_json(o, res);
   return o;
 }

@@ -175,6 +175,10 @@ class DataLoader:
     worker_policy: str
     worker_type: str
     seed_per_sample: bool
+    metrics_file: Union[None, str, PathLike]
+    metrics_every: float
+    log_jsonl: Union[None, str, PathLike]
+    log_every: int
     def __init__(self, dataset: Any, batch_size: Optional[int] = ...,
                  shuffle: Optional[bool] = ..., sampler: Any = ...,
                  batch_sampler: Any = ..., num_workers: Union[int, str] = ...,
@@ -188,7 +192,11 @@ class DataLoader:
                  warmup: Optional[int] = ..., trace: Union[bool, int] = ...,
                  gpu_price: Union[float, str, None] = ...,
                  worker_policy: str = ..., worker_type: str = ...,
-                 seed_per_sample: bool = ...) -> None: ...
+                 seed_per_sample: bool = ...,
+                 metrics_file: Union[None, str, PathLike] = ...,
+                 metrics_every: float = ...,
+                 log_jsonl: Union[None, str, PathLike] = ...,
+                 log_every: int = ...) -> None: ...
     @property
     def multiprocessing_context(self) -> Any: ...
     def check_worker_number_rationality(self) -> None: ...

@@ -227,6 +227,34 @@ def tune_spec(dataset, workers, max_workers, collate_fn=None,
             "label": f"Python dataset {type(dataset).__name__}"}
 
 
+def _export_config(metrics_file, metrics_every, log_jsonl, log_every):
+    """The metrics' and JSON lines' part of the C loader's configuration,
+    checked here so that a bad value names its argument."""
+    def path(v, name):
+        if v is None:
+            return None
+        if not isinstance(v, (str, bytes, os.PathLike)):
+            raise TypeError(f"{name}: expected a path, got {v!r}")
+        p = os.fsdecode(v)
+        if not p:
+            raise ValueError(f"{name}: expected a path, got ''")
+        return p
+    if isinstance(metrics_every, bool) or \
+            not isinstance(metrics_every, (int, float)) or \
+            not metrics_every > 0:
+        raise ValueError(f"metrics_every: expected seconds > 0, got "
+                         f"{metrics_every!r}")
+    if isinstance(log_every, bool) or not isinstance(log_every, int) or \
+            log_every < 1:
+        raise ValueError(f"log_every: expected an integer >= 1, got "
+                         f"{log_every!r}")
+    return {"metrics_path": path(metrics_file, "metrics_file"),
+            "metrics_every_ns": int(float(metrics_every) * 1e9),
+            "log_jsonl_path": path(log_jsonl, "log_jsonl"),
+            "log_every_steps": log_every,
+            "metrics_loader": "stoke.DataLoader"}
+
+
 class _DataLoader:
     """torch.utils.data.DataLoader on stoke's worker threads.
 
@@ -246,8 +274,12 @@ class _DataLoader:
     ``"process"``: worker processes for a map-style dataset; ``"auto"``:
     threads until the measured switch exists) and ``seed_per_sample``
     (process mode: reseed torch, random and NumPy before each sample from
-    (base seed, epoch, key); default True).  See the module's documentation for what running
-    on threads changes."""
+    (base seed, epoch, key); default True).  ``metrics_file=PATH`` writes
+    Prometheus text (node_exporter's textfile collector) atomically every
+    ``metrics_every`` seconds and at the end; ``log_jsonl=PATH`` appends a
+    JSON line per epoch and every ``log_every`` steps, as
+    :class:`stoke.Loader` does (docs/metrics.md; worker threads only).  See
+    the module's documentation for what running on threads changes."""
 
     __initialized = False
 
@@ -260,7 +292,8 @@ class _DataLoader:
                  in_order=True, torch_threads=1, max_batch_size=None,
                  warmup=None, trace=False, gpu_price=None,
                  worker_policy="batch", worker_type="thread",
-                 seed_per_sample=True):
+                 seed_per_sample=True, metrics_file=None, metrics_every=10.0,
+                 log_jsonl=None, log_every=100):
         import torch
         from torch.utils.data import (BatchSampler, IterableDataset,
                                       RandomSampler, SequentialSampler)
@@ -395,6 +428,17 @@ class _DataLoader:
                              "worker_type='process' a number of workers")
         self.worker_type = worker_type
         self.seed_per_sample = bool(seed_per_sample)
+        self._exports = _export_config(metrics_file, metrics_every,
+                                       log_jsonl, log_every)
+        if self._exports["metrics_path"] or self._exports["log_jsonl_path"]:
+            if self._processes():
+                raise ValueError("metrics_file and log_jsonl measure worker "
+                                 "threads; worker_type='process' does not "
+                                 "have them yet")
+        self.metrics_file = metrics_file
+        self.metrics_every = metrics_every
+        self.log_jsonl = log_jsonl
+        self.log_every = log_every
         self._gpu_price = parse_price(gpu_price, "gpu_price")
         self._engine = None
         self._engine_failed = False
@@ -564,6 +608,7 @@ class _DataLoader:
             warmup=self._warmup, trace=self._trace,
             worker_policy=self._worker_policy)
         config["order_given"] = 1
+        config.update(self._exports)
         if self._autotune:
             config["autotune"] = 1
         ahead = prefetch + config["consumer_slots"] + 1

@@ -412,3 +412,13 @@ void stoke__atc_decide(stoke__atc_state *st, const stoke__atc_limits *lim,
              100 * wait, 100 * empty);
   }
 }
+
+bool stoke__atc_fit_memory(stoke__atc_bytes_fn bytes, void *ctx,
+                           uint64_t budget, unsigned *w, unsigned *k) {
+  unsigned w0 = *w, k0 = *k;
+  if (!budget) return false;
+  while (*k > 2 && bytes(ctx, *w, *k) > budget) (*k)--;
+  while (*w > 1 && bytes(ctx, *w, *k) > budget) *w = *w > 8 ? *w - 4 : *w - 1;
+  while (*k > 1 && bytes(ctx, *w, *k) > budget) (*k)--;
+  return *w != w0 || *k != k0;
+}

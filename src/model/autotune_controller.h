@@ -135,4 +135,14 @@ unsigned stoke__atc_workers_needed_model(const stoke__atc_limits *lim,
                                         double headroom, unsigned *cpu_cap,
                                         double *pred_wait, bool *enough);
 
+/* The bytes a configuration of w workers and k slots holds (the host
+** ledger's total). */
+typedef uint64_t (*stoke__atc_bytes_fn)(void *ctx, unsigned w, unsigned k);
+
+/* Lower *w and *k until bytes(w, k) fits in budget: fewer slots first
+** (down to 2), then fewer threads (by 4 above 8), then one slot.  True
+** when either changed.  Pure but for the callback. */
+bool stoke__atc_fit_memory(stoke__atc_bytes_fn bytes, void *ctx,
+                           uint64_t budget, unsigned *w, unsigned *k);
+
 #endif

@@ -2,6 +2,8 @@
 #define _DEFAULT_SOURCE /* madvise, MADV_DONTNEED */
 #include "os/os.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -44,4 +46,21 @@ uint64_t stoke__release_pages(void *p, size_t n) {
   uintptr_t hi = ((uintptr_t)p + n) & ~(page - 1);
   if (!p || hi <= lo) return 0;
   return madvise((void *)lo, hi - lo, MADV_DONTNEED) == 0 ? hi - lo : 0;
+}
+
+uint64_t stoke__memory_bytes(void) {
+  long pages = sysconf(_SC_PHYS_PAGES), ps = sysconf(_SC_PAGESIZE);
+  uint64_t ram = pages > 0 && ps > 0 ? (uint64_t)pages * (uint64_t)ps : 0;
+  /* A container on a large host: its limit is what it may have. */
+  FILE *f = fopen("/sys/fs/cgroup/memory.max", "r");
+  if (f) {
+    char buf[64] = "";
+    if (fgets(buf, sizeof buf, f)) {
+      char *end;
+      unsigned long long v = strtoull(buf, &end, 10);
+      if (end != buf && v > 0 && (ram == 0 || v < ram)) ram = v;
+    }
+    fclose(f);
+  }
+  return ram;
 }

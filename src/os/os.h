@@ -27,6 +27,9 @@ void stoke__advise_huge(void *p, size_t n);
 /* Gives the whole pages inside [p, p + n) back to the OS (private memory:
 ** they read as zeros when touched again); the bytes released. */
 uint64_t stoke__release_pages(void *p, size_t n);
+/* The memory this process may have: the machine's RAM, or less where its
+** cgroup (v2 memory.max) says so.  0 when neither can be read. */
+uint64_t stoke__memory_bytes(void);
 
 /* ---- threads (thread.c) -------------------------------------------------- */
 

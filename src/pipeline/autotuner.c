@@ -70,7 +70,8 @@ static stoke__at *tuner(const stoke_loader *l) {
   return stoke__feature_state(&l->features, &stoke__autotuner_feature);
 }
 
-static uint64_t ledger_total(const stoke_loader *l, unsigned w, unsigned k) {
+static uint64_t ledger_total(void *ctx, unsigned w, unsigned k) {
+  const stoke_loader *l = ctx;
   stoke_config c = l->cfg;
   c.n_workers = w;
   c.prefetch = k;
@@ -113,20 +114,23 @@ int stoke__autotuner_create(stoke_loader *l) {
   if (!at) return stoke__set_tls_error(STOKE_ENOMEM, "loader: out of memory");
   atomic_init(&at->released_bytes, 0);
   /* Inside the memory budget: fewer slots first (down to 2), then fewer
-  ** threads, then one slot. */
+  ** threads, then one slot.  Without one, the default most workers and
+  ** slots fit in half the memory the process may have: 64 threads and 8
+  ** slots of large batches are more than a small machine (or container)
+  ** holds, and each thread starts at create.  A count the caller gave is
+  ** the caller's. */
   uint64_t budget = c->mem_budget_bytes;
-  unsigned w0 = w, k0 = k;
-  if (budget) {
-    while (k > 2 && ledger_total(l, w, k) > budget) k--;
-    while (w > 1 && ledger_total(l, w, k) > budget) w = w > 8 ? w - 4 : w - 1;
-    while (k > 1 && ledger_total(l, w, k) > budget) k--;
-  }
-  if (w != w0 || k != k0) {
+  bool machine = !budget && c->n_workers == STOKE_WORKERS_AUTO;
+  if (machine) budget = stoke__memory_bytes() / 2;
+  if (stoke__atc_fit_memory(ledger_total, l, budget, &w, &k)) {
     char b[32];
     stoke__format_bytes(budget, b, sizeof b);
     snprintf(at->mem_note, sizeof at->mem_note,
-             "the memory budget (%s) allows %u workers and prefetch %u", b, w,
-             k);
+             machine ? "half the machine's memory (%s) allows %u workers and "
+                       "prefetch %u"
+                     : "the memory budget (%s) allows %u workers and "
+                       "prefetch %u",
+             b, w, k);
     at->lim.mem_note = at->mem_note;
   }
   c->n_workers = w;

@@ -2,14 +2,15 @@
 ** (cfg.metrics_path, cfg.log_jsonl_path), written by the one writer in
 ** src/stats/export.c that stoke_twoclock also uses.
 **
-** It hooks the consumer's steps (mu not held): each step counts, and when
-** a JSON line or the metrics file is due it takes a stats snapshot
-** (stoke_loader_stats, which takes the locks it needs) and writes.  An
-** epoch's end writes its line and the metrics; destroy (the stop hook,
-** workers joined) the last metrics.  The writes run on the consumer's
-** thread: a line is a few hundred bytes, the metrics file a rename every
-** metrics_every_ns, nothing per step but a count and, with a metrics file,
-** a clock read.  Off, it is not listed and costs nothing. */
+** It hooks the consumer's steps (mu not held): each step is a count and a
+** compare, nothing more.  The writing runs on the exporter's own thread
+** (started once the loader is whole), which takes a stats snapshot
+** (stoke_loader_stats, safe from any thread) when a JSON line comes due and
+** when its timer says the metrics are.  An epoch's end writes its line and
+** the metrics on the consumer's thread, after the lines still due, so the
+** file is whole when next() reports the end; destroy (the stop hook,
+** workers joined) joins the thread and writes the last metrics.  Off, it is
+** not listed and costs nothing. */
 #include "pipeline/pipeline.h"
 #include "stats/export.h"
 
@@ -19,22 +20,23 @@ typedef struct metrics_state {
   stoke__exporter ex;
 } metrics_state;
 
-static void snapshot(const stoke_loader *l, stoke_stats *st) {
-  memset(st, 0, sizeof *st);
-  st->struct_size = sizeof *st;
-  (void)stoke_loader_stats(l, st); /* out of memory: zeros this time */
+/* The exporter's snapshot, from its thread or the consumer's. */
+static void snapshot(void *ctx, stoke_stats *st) {
+  (void)stoke_loader_stats(ctx, st); /* out of memory: zeros this time */
+}
+
+static void metrics_started(stoke_loader *l, void *state) {
+  metrics_state *m = state;
+  stoke__exporter_start(&m->ex, l->alloc);
 }
 
 static void metrics_step(stoke_loader *l, void *state, int64_t wait_ns,
                          bool empty) {
+  (void)l;
   (void)wait_ns;
   (void)empty;
   metrics_state *m = state;
-  unsigned due = stoke__exporter_step(&m->ex, 0);
-  if (!due) return;
-  stoke_stats st;
-  snapshot(l, &st);
-  stoke__exporter_emit(&m->ex, due, &st, st.epochs_done);
+  stoke__exporter_step(&m->ex);
 }
 
 static void metrics_epoch_end(stoke_loader *l, void *state) {
@@ -42,16 +44,12 @@ static void metrics_epoch_end(stoke_loader *l, void *state) {
   size_t n = stoke_loader_n_epoch_stats(l);
   stoke_epoch_stats rec;
   bool have = n && stoke_loader_epoch_stats(l, n - 1, &rec) == 0;
-  stoke_stats st;
-  snapshot(l, &st);
-  stoke__exporter_epoch(&m->ex, have ? &rec : NULL, &st);
+  stoke__exporter_epoch(&m->ex, have ? &rec : NULL);
 }
 
 static void metrics_stop(stoke_loader *l, void *state) {
   metrics_state *m = state;
-  stoke_stats st;
-  snapshot(l, &st);
-  stoke__exporter_emit(&m->ex, STOKE__EXPORT_METRICS, &st, st.epochs_done);
+  stoke__exporter_stop(&m->ex, l->alloc);
 }
 
 static void metrics_destroy(stoke_loader *l, void *state) {
@@ -62,6 +60,7 @@ static void metrics_destroy(stoke_loader *l, void *state) {
 
 static const stoke__feature_ops metrics_feature = {
     .name = "metrics",
+    .started = metrics_started,
     .step = metrics_step,
     .epoch_end = metrics_epoch_end,
     .stop = metrics_stop,
@@ -83,7 +82,7 @@ int stoke__metrics_create(stoke_loader *l) {
   int rc = stoke__exporter_init(&m->ex, l->alloc, c->metrics_path,
                                 c->metrics_every_ns, c->log_jsonl_path,
                                 c->log_every_steps, c->metrics_loader,
-                                c->rank, &zero, err, sizeof err);
+                                c->rank, &zero, snapshot, l, err, sizeof err);
   if (rc != 0) return stoke__set_tls_error(rc, "%s", err);
   return 0;
 }

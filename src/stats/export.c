@@ -5,6 +5,7 @@
 #include "os/os.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -141,7 +142,8 @@ static void line_head(FILE *f, const char *kind,
   fputc('"', f);
 }
 
-int stoke__jsonl_steps(FILE *f, const stoke_stats *st,
+/* One "steps" line, not flushed: the exporter flushes once per batch. */
+static void steps_line(FILE *f, const stoke_stats *st,
                        const stoke__export_labels *lb, uint64_t epoch,
                        uint64_t step) {
   line_head(f, "steps", lb);
@@ -157,6 +159,12 @@ int stoke__jsonl_steps(FILE *f, const stoke_stats *st,
           (double)st->wait.p95_ns / 1e6, (double)st->step.p50_ns / 1e6,
           (double)st->step.p95_ns / 1e6,
           st->n_workers == STOKE_WORKERS_AUTO ? 0 : st->n_workers);
+}
+
+int stoke__jsonl_steps(FILE *f, const stoke_stats *st,
+                       const stoke__export_labels *lb, uint64_t epoch,
+                       uint64_t step) {
+  steps_line(f, st, lb, epoch, step);
   return fflush(f) == 0 && !ferror(f) ? 0 : STOKE_EIO;
 }
 
@@ -177,14 +185,108 @@ int stoke__jsonl_epoch(FILE *f, const stoke_epoch_stats *e,
 
 #define DEFAULT_EVERY_NS 10000000000LL /* metrics: 10 s */
 #define DEFAULT_EVERY_STEPS 100        /* JSON lines */
+/* The exporter's thread takes a snapshot for JSON lines at most this
+** often; the lines due meanwhile wait for the next one.  A training step
+** of a millisecond or more never notices (100 steps take 100 ms), but a loop
+** of microsecond steps would have the thread snapshot (tens of
+** microseconds: every histogram read) without rest, on the cores the loop
+** needs. */
+#define LINE_BATCH_NS 10000000LL       /* 10 ms */
+
+static void snapshot(const stoke__exporter *e, stoke_stats *st) {
+  memset(st, 0, sizeof *st);
+  st->struct_size = sizeof *st;
+  e->fill(e->ctx, st); /* out of memory: zeros this time */
+}
+
+/* The lines due and not yet written, from one snapshot (write_mu held). */
+static void write_lines(stoke__exporter *e) {
+  pthread_mutex_lock(&e->mu);
+  uint64_t due = e->due_step, epoch = e->due_epoch;
+  pthread_mutex_unlock(&e->mu);
+  if (!e->jsonl || due <= e->written_step) return;
+  stoke_stats st;
+  snapshot(e, &st);
+  for (uint64_t s = e->written_step + e->every_steps; s <= due;
+       s += e->every_steps)
+    steps_line(e->jsonl, &st, &e->lb, epoch, s);
+  e->written_step = due;
+  if (fflush(e->jsonl) != 0 || ferror(e->jsonl)) e->failures++;
+}
+
+/* The metrics file from a new snapshot (write_mu held). */
+static void write_metrics(stoke__exporter *e) {
+  if (!e->metrics_path) return;
+  char err[256];
+  stoke_stats st;
+  snapshot(e, &st);
+  if (stoke__metrics_write(e->metrics_path, &st, &e->lb, err, sizeof err) !=
+      0)
+    e->failures++;
+}
+
+static struct timespec mono_at(int64_t ns) {
+  struct timespec ts = {(time_t)(ns / 1000000000), (long)(ns % 1000000000)};
+  return ts;
+}
+
+/* The exporter's thread: the lines as they come due, the metrics on its
+** timer, until stop (and what is due then). */
+static void *exporter_main(void *arg) {
+  stoke__exporter *e = arg;
+  uint64_t seen = 0;           /* the latest line due it has written */
+  int64_t lines_not_before = 0; /* LINE_BATCH_NS after its last snapshot */
+  pthread_mutex_lock(&e->mu);
+  for (;;) {
+    int64_t now = stoke__now_ns();
+    bool lines = e->due_step != seen;
+    bool lines_now = lines && (e->stop || now >= lines_not_before);
+    bool metrics = e->metrics_path && now >= e->next_ns;
+    if (!lines_now && !metrics) {
+      if (e->stop) break;
+      int64_t until_ns = lines ? lines_not_before : INT64_MAX;
+      if (e->metrics_path && e->next_ns < until_ns) until_ns = e->next_ns;
+      /* Lines already due wait for the batch's time: a new one need not
+      ** wake it (in a fast loop that would be a wake-up every line). */
+      e->waiting = !lines;
+      if (until_ns != INT64_MAX) {
+        struct timespec until = mono_at(until_ns);
+        pthread_cond_timedwait(&e->cv, &e->mu, &until);
+      } else {
+        pthread_cond_wait(&e->cv, &e->mu);
+      }
+      e->waiting = false;
+      continue;
+    }
+    if (lines_now) seen = e->due_step;
+    pthread_mutex_unlock(&e->mu);
+    pthread_mutex_lock(&e->write_mu);
+    if (lines_now) {
+      write_lines(e);
+      lines_not_before = stoke__now_ns() + LINE_BATCH_NS;
+    }
+    if (metrics) {
+      write_metrics(e);
+      e->next_ns = stoke__now_ns() + e->every_ns;
+    }
+    pthread_mutex_unlock(&e->write_mu);
+    pthread_mutex_lock(&e->mu);
+  }
+  pthread_mutex_unlock(&e->mu);
+  return NULL;
+}
 
 int stoke__exporter_init(stoke__exporter *e, const stoke_allocator *a,
                          const char *metrics_path, int64_t every_ns,
                          const char *jsonl_path, uint64_t every_steps,
                          const char *loader, unsigned rank,
-                         const stoke_stats *zero, char *err, size_t err_cap) {
+                         const stoke_stats *zero,
+                         stoke__export_fill_fn fill, void *ctx, char *err,
+                         size_t err_cap) {
   memset(e, 0, sizeof *e);
   if (!metrics_path && !jsonl_path) return 0;
+  e->fill = fill;
+  e->ctx = ctx;
   if ((metrics_path && !(e->metrics_path = stoke__strdup(a, metrics_path))) ||
       (jsonl_path && !(e->jsonl_path = stoke__strdup(a, jsonl_path))) ||
       (loader && !(e->loader = stoke__strdup(a, loader)))) {
@@ -194,7 +296,26 @@ int stoke__exporter_init(stoke__exporter *e, const stoke_allocator *a,
   e->lb.rank = rank;
   e->lb.loader = e->loader;
   e->every_ns = every_ns > 0 ? every_ns : DEFAULT_EVERY_NS;
-  e->every_steps = every_steps ? every_steps : DEFAULT_EVERY_STEPS;
+  if (jsonl_path) {
+    e->every_steps = every_steps ? every_steps : DEFAULT_EVERY_STEPS;
+    e->next_line = e->every_steps;
+  }
+  pthread_condattr_t ca;
+  if (pthread_condattr_init(&ca) != 0) goto no_sync;
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  bool cv = pthread_cond_init(&e->cv, &ca) == 0;
+  pthread_condattr_destroy(&ca);
+  if (!cv) goto no_sync;
+  if (pthread_mutex_init(&e->mu, NULL) != 0) {
+    pthread_cond_destroy(&e->cv);
+    goto no_sync;
+  }
+  if (pthread_mutex_init(&e->write_mu, NULL) != 0) {
+    pthread_mutex_destroy(&e->mu);
+    pthread_cond_destroy(&e->cv);
+    goto no_sync;
+  }
+  e->have_sync = true;
   if (jsonl_path) {
     e->jsonl = fopen(jsonl_path, "a");
     if (!e->jsonl) {
@@ -209,43 +330,83 @@ int stoke__exporter_init(stoke__exporter *e, const stoke_allocator *a,
     e->next_ns = stoke__now_ns() + e->every_ns;
   }
   return 0;
+no_sync:
+  snprintf(err, err_cap, "metrics: out of memory");
+  return STOKE_ENOMEM;
+}
+
+void stoke__exporter_start(stoke__exporter *e, const stoke_allocator *a) {
+  if (!stoke__exporter_on(e) || !e->have_sync || e->thread || e->stop)
+    return;
+  stoke__thread *t = NULL;
+  if (stoke__thread_start(&t, a, NULL, "stoke-export", exporter_main, e) != 0)
+    return; /* the driving thread writes */
+  pthread_mutex_lock(&e->mu);
+  e->thread = t;
+  pthread_mutex_unlock(&e->mu);
+}
+
+void stoke__exporter_line_due(stoke__exporter *e) {
+  e->next_line += e->every_steps;
+  pthread_mutex_lock(&e->mu);
+  e->due_step = e->steps;
+  e->due_epoch = e->epochs;
+  bool threaded = e->thread != NULL;
+  /* A signal without a sleeper costs no system call; the thread, busy,
+  ** finds the new line when it looks again. */
+  if (e->waiting) pthread_cond_signal(&e->cv);
+  pthread_mutex_unlock(&e->mu);
+  if (!threaded) {
+    pthread_mutex_lock(&e->write_mu);
+    write_lines(e);
+    pthread_mutex_unlock(&e->write_mu);
+  }
+}
+
+void stoke__exporter_epoch(stoke__exporter *e, const stoke_epoch_stats *rec) {
+  if (!stoke__exporter_on(e)) return;
+  pthread_mutex_lock(&e->write_mu);
+  write_lines(e);
+  if (e->jsonl && rec && stoke__jsonl_epoch(e->jsonl, rec, &e->lb) != 0)
+    e->failures++;
+  write_metrics(e);
+  pthread_mutex_unlock(&e->write_mu);
+  e->epochs++;
+}
+
+void stoke__exporter_stop(stoke__exporter *e, const stoke_allocator *a) {
+  if (!stoke__exporter_on(e) || !e->have_sync) return;
+  pthread_mutex_lock(&e->mu);
+  bool first = !e->stop;
+  e->stop = true;
+  stoke__thread *t = e->thread;
+  e->thread = NULL;
+  pthread_cond_signal(&e->cv);
+  pthread_mutex_unlock(&e->mu);
+  if (t) stoke__thread_join(t, a);
+  if (!first) return;
+  pthread_mutex_lock(&e->write_mu);
+  write_lines(e);
+  write_metrics(e); /* the last metrics, at the end */
+  pthread_mutex_unlock(&e->write_mu);
 }
 
 void stoke__exporter_free(stoke__exporter *e, const stoke_allocator *a) {
+  if (e->have_sync) {
+    pthread_mutex_lock(&e->mu);
+    stoke__thread *t = e->thread;
+    e->stop = true;
+    e->thread = NULL;
+    pthread_cond_signal(&e->cv);
+    pthread_mutex_unlock(&e->mu);
+    if (t) stoke__thread_join(t, a);
+    pthread_mutex_destroy(&e->write_mu);
+    pthread_mutex_destroy(&e->mu);
+    pthread_cond_destroy(&e->cv);
+  }
   if (e->jsonl) fclose(e->jsonl);
   stoke__free(a, e->metrics_path);
   stoke__free(a, e->jsonl_path);
   stoke__free(a, e->loader);
   memset(e, 0, sizeof *e);
-}
-
-unsigned stoke__exporter_step(stoke__exporter *e, int64_t now) {
-  unsigned due = 0;
-  if (e->jsonl && ++e->steps % e->every_steps == 0) due |= STOKE__EXPORT_LINE;
-  if (e->metrics_path) {
-    if (!now) now = stoke__now_ns();
-    if (now >= e->next_ns) {
-      due |= STOKE__EXPORT_METRICS;
-      e->next_ns = now + e->every_ns;
-    }
-  }
-  return due;
-}
-
-void stoke__exporter_emit(stoke__exporter *e, unsigned due,
-                          const stoke_stats *st, uint64_t epoch) {
-  char err[256];
-  if ((due & STOKE__EXPORT_LINE) && e->jsonl &&
-      stoke__jsonl_steps(e->jsonl, st, &e->lb, epoch, e->steps) != 0)
-    e->failures++;
-  if ((due & STOKE__EXPORT_METRICS) && e->metrics_path &&
-      stoke__metrics_write(e->metrics_path, st, &e->lb, err, sizeof err) != 0)
-    e->failures++;
-}
-
-void stoke__exporter_epoch(stoke__exporter *e, const stoke_epoch_stats *rec,
-                           const stoke_stats *st) {
-  if (e->jsonl && rec && stoke__jsonl_epoch(e->jsonl, rec, &e->lb) != 0)
-    e->failures++;
-  stoke__exporter_emit(e, STOKE__EXPORT_METRICS, st, rec ? rec->epoch : 0);
 }

@@ -47,7 +47,7 @@ struct stoke_twoclock {
   stoke__epoch_log epochs;
   stoke__trace *trace;          /* NULL when cfg.trace_events is 0 */
   stoke__publisher *pub;        /* the live view (cfg.publish), or NULL */
-  stoke__exporter ex;           /* metrics and JSON lines (driving thread) */
+  stoke__exporter ex;           /* metrics and JSON lines (export.h) */
 };
 
 void stoke_twoclock_config_init(stoke_twoclock_config *cfg) {
@@ -58,6 +58,12 @@ void stoke_twoclock_config_init(stoke_twoclock_config *cfg) {
   cfg->n_workers = STOKE_WORKERS_AUTO;
   cfg->warmup_end_steps = STOKE_WARMUP_END_STEPS;
   cfg->warmup_end_ns = STOKE_WARMUP_END_NS;
+}
+
+/* The steady state so far, for the writers, on the exporter's thread or
+** the driving one (zeros when out of memory). */
+static void export_snapshot(void *ctx, stoke_stats *st) {
+  (void)stoke_twoclock_stats(ctx, st);
 }
 
 /* The live view's snapshot, on the publisher's thread: the read calls are
@@ -135,12 +141,14 @@ int stoke_twoclock_create(const stoke_twoclock_config *cfg,
   rc = stoke__exporter_init(&c->ex, c->alloc, cfg->metrics_path,
                             cfg->metrics_every_ns, cfg->log_jsonl_path,
                             cfg->log_every_steps, cfg->metrics_loader,
-                            cfg->rank, &zero, err, sizeof err);
+                            cfg->rank, &zero, export_snapshot, c, err,
+                            sizeof err);
   if (rc != 0) {
     stoke__exporter_free(&c->ex, c->alloc); /* no last metrics: none began */
     stoke_twoclock_destroy(c);
     return stoke__set_tls_error(rc, "twoclock: %s", err);
   }
+  stoke__exporter_start(&c->ex, c->alloc);
   if (stoke__publish_wanted(cfg->publish))
     c->pub = stoke__publisher_start(c->alloc, STOKE_LIVE_TWOCLOCK,
                                     live_fill, c);
@@ -148,32 +156,10 @@ int stoke_twoclock_create(const stoke_twoclock_config *cfg,
   return 0;
 }
 
-/* The steady state so far, for the writers (zeros when out of memory). */
-static void export_snapshot(const stoke_twoclock *c, stoke_stats *st) {
-  memset(st, 0, sizeof *st);
-  st->struct_size = sizeof *st;
-  (void)stoke_twoclock_stats(c, st);
-}
-
-/* A step was handed out: a JSON line or the metrics may be due. */
-static void export_step(stoke_twoclock *c, int64_t now) {
-  if (!stoke__exporter_on(&c->ex)) return;
-  unsigned due = stoke__exporter_step(&c->ex, now);
-  if (!due) return;
-  stoke_stats st;
-  export_snapshot(c, &st);
-  stoke__exporter_emit(&c->ex, due, &st, c->epoch_number);
-}
-
 void stoke_twoclock_destroy(stoke_twoclock *c) {
   if (!c) return;
   stoke__publisher_stop(c->pub); /* it reads the statistics freed below */
-  if (c->ex.metrics_path) { /* the last metrics, at the end */
-    stoke_stats st;
-    export_snapshot(c, &st);
-    stoke__exporter_emit(&c->ex, STOKE__EXPORT_METRICS, &st,
-                         c->epoch_number);
-  }
+  stoke__exporter_stop(&c->ex, c->alloc); /* the lines due, last metrics */
   stoke__exporter_free(&c->ex, c->alloc);
   if (c->trace) {
     stoke__trace_free(c->trace, c->alloc);
@@ -232,7 +218,7 @@ int64_t stoke_twoclock_leave(stoke_twoclock *c, size_t n_samples) {
   stoke__cclock_step(&c->clock, enter, now, c->step_number, n_samples,
                      measured);
   c->step_number++;
-  export_step(c, now);
+  stoke__exporter_step(&c->ex);
   return now;
 }
 
@@ -244,7 +230,7 @@ int stoke_twoclock_record(stoke_twoclock *c, int64_t wait_ns,
   if (measured) round_step(c, wait_ns);
   stoke__cclock_record(&c->clock, wait_ns, compute_ns, n_samples, measured);
   c->step_number++;
-  export_step(c, 0);
+  stoke__exporter_step(&c->ex);
   return 0;
 }
 
@@ -261,11 +247,7 @@ int stoke_twoclock_end_epoch(stoke_twoclock *c) {
   pthread_mutex_lock(&c->mu);
   int rc = stoke__epoch_log_add(&c->epochs, c->alloc, &e);
   pthread_mutex_unlock(&c->mu);
-  if (stoke__exporter_on(&c->ex)) {
-    stoke_stats st;
-    export_snapshot(c, &st);
-    stoke__exporter_epoch(&c->ex, &e, &st);
-  }
+  stoke__exporter_epoch(&c->ex, &e);
   return rc;
 }
 

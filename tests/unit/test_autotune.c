@@ -363,8 +363,40 @@ static void test_pure(void **state) {
   assert_int_equal(decide(&a, &lim, &none).kind, 0);
 }
 
+/* A fake ledger: 100 bytes a worker, 1000 a slot. */
+static uint64_t fake_bytes(void *ctx, unsigned w, unsigned k) {
+  (void)ctx;
+  return 100u * w + 1000u * k;
+}
+
+/* Fitting a memory budget: fewer slots first (down to 2), then fewer
+** threads (by 4 above 8), then one slot; no budget or room: unchanged. */
+static void test_fit_memory(void **state) {
+  (void)state;
+  unsigned w = 64, k = 8;
+  assert_false(stoke__atc_fit_memory(fake_bytes, NULL, 0, &w, &k));
+  assert_false(stoke__atc_fit_memory(fake_bytes, NULL, 14400, &w, &k));
+  assert_int_equal(w, 64);
+  assert_int_equal(k, 8);
+  /* 64 x 100 + 5 x 1000 = 11400 */
+  assert_true(stoke__atc_fit_memory(fake_bytes, NULL, 11500, &w, &k));
+  assert_int_equal(w, 64);
+  assert_int_equal(k, 5);
+  w = 64, k = 8;
+  /* k 2: 2000 + 100 w <= 4000: w 20 (64, 60, ... by 4) */
+  assert_true(stoke__atc_fit_memory(fake_bytes, NULL, 4000, &w, &k));
+  assert_int_equal(k, 2);
+  assert_int_equal(w, 20);
+  w = 64, k = 8;
+  /* Nothing with two slots fits: one worker, then one slot. */
+  assert_true(stoke__atc_fit_memory(fake_bytes, NULL, 1200, &w, &k));
+  assert_int_equal(w, 1);
+  assert_int_equal(k, 1);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_fit_memory),
       cmocka_unit_test(test_waiting_samples_grow_past_cores),
       cmocka_unit_test(test_cpu_bound_capped_by_budget),
       cmocka_unit_test(test_waiting_workers_outside_budget),

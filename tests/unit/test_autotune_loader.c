@@ -387,6 +387,83 @@ static void test_config_errors_and_budget(void **state) {
   tu_cb_free(cb);
 }
 
+/* Autotuning with echo (each batch handed out twice): what is delivered is
+** what a fixed-W loader with the same echo delivers, each sample filled once
+** an epoch, and the tuner still decides (the waits of fresh batches). */
+static void test_autotune_with_echo(void **state) {
+  (void)state;
+  tu_watchdog(TU_WATCHDOG_S);
+  tu_cb *ref_cb = tu_cb_new(N), *cb = tu_cb_new(N);
+  cb->sleep_ns = 200000;
+  stoke_source *ref_src = tu_cb_source(ref_cb), *src = tu_cb_source(cb);
+  stoke_config rc = config(ref_src, 0), ac = config(src, 1);
+  rc.echo = ac.echo = 2;
+  stoke_loader *ref = tu_loader(&rc), *l = tu_loader(&ac);
+  tu_epoch *want = tu_epoch_new(), *got = tu_epoch_new();
+  for (int ep = 0; ep < EPOCHS; ep++) {
+    run_epoch_forcing(ref, ref_cb, want, (uint64_t)ep, NULL);
+    run_epoch_forcing(l, cb, got, (uint64_t)ep, NULL);
+    assert_int_equal(got->n_samples, 2 * N);
+    assert_int_equal(got->n_batches, want->n_batches);
+    assert_memory_equal(got->idx, want->idx, 2 * N * sizeof got->idx[0]);
+    assert_memory_equal(got->rnd, want->rnd, 2 * N * sizeof got->rnd[0]);
+    /* Each batch twice in a row. */
+    for (size_t i = 0; i + 1 < got->n_batches; i += 2)
+      assert_int_equal(got->batch_off[i + 1] - got->batch_off[i],
+                       got->batch_size[i]);
+  }
+  for (int ep = 0; ep < EPOCHS; ep++)
+    for (size_t i = 0; i < N; i++) assert_int_equal(tu_cb_calls(cb, ep, i), 1);
+  stoke_stats st;
+  memset(&st, 0, sizeof st);
+  st.struct_size = sizeof st;
+  TU_OK(stoke_loader_stats(l, &st));
+  assert_int_equal(st.autotune, 1);
+  assert_true(st.n_workers >= 1 && st.n_workers <= st.max_workers);
+  assert_true(stoke_loader_n_autotune_events(l) >= 1);
+  stoke_autotune_event ev;
+  TU_OK(stoke_loader_autotune_event(l, 0, &ev));
+  assert_int_equal(ev.kind, STOKE_AUTOTUNE_GROW);
+  stoke_loader_destroy(l);
+  stoke_loader_destroy(ref);
+  stoke_source_destroy(src);
+  stoke_source_destroy(ref_src);
+  tu_cb_free(cb);
+  tu_cb_free(ref_cb);
+  free(want);
+  free(got);
+}
+
+/* The default most workers (n_workers AUTO) and slots, without a memory
+** budget, fit in half the memory the process may have; a count the caller
+** gave is kept. */
+static void test_default_cap_fits_the_machine(void **state) {
+  (void)state;
+  tu_cb *cb = tu_cb_new(N);
+  stoke_source *src = tu_cb_source(cb);
+  stoke_config c = config(src, 1);
+  c.n_workers = STOKE_WORKERS_AUTO;
+  stoke_loader *l = tu_loader(&c);
+  stoke_stats st;
+  memset(&st, 0, sizeof st);
+  st.struct_size = sizeof st;
+  TU_OK(stoke_loader_stats(l, &st));
+  assert_true(st.max_workers >= 1);
+  assert_true(st.max_workers <=
+              STOKE_AUTOTUNE_MAX_WORKERS(stoke__online_cpus()));
+  assert_true(stoke_loader_host_bytes(l) <= stoke__memory_bytes() / 2);
+  stoke_loader_destroy(l);
+  c = config(src, 1); /* n_workers 6, as given */
+  l = tu_loader(&c);
+  memset(&st, 0, sizeof st);
+  st.struct_size = sizeof st;
+  TU_OK(stoke_loader_stats(l, &st));
+  assert_int_equal(st.max_workers, 6);
+  stoke_loader_destroy(l);
+  stoke_source_destroy(src);
+  tu_cb_free(cb);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_forced_changes_keep_order),
@@ -394,6 +471,8 @@ int main(void) {
       cmocka_unit_test(test_controller_grows_and_logs),
       cmocka_unit_test(test_gates_bound_workers_and_slots),
       cmocka_unit_test(test_config_errors_and_budget),
+      cmocka_unit_test(test_autotune_with_echo),
+      cmocka_unit_test(test_default_cap_fits_the_machine),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
