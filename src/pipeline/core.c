@@ -242,10 +242,11 @@ static inline void sample_begin(const stoke_loader *l, stoke__worker *w,
   stoke_sample *s = &w->sample;
   s->index = index;
   s->pos = pos;
+  /* The sample's own stream is derived only if its fill draws
+  ** (stoke__sample_rng): s->seed is cfg.seed and s->epoch b->epoch. */
   if (rng)
     s->rng = *rng;
-  else
-    stoke_rng_init(&s->rng, l->cfg.seed, b->epoch, index);
+  s->rng_lazy = !rng;
   /* s->copies and s->copy_step are the loader's, set once (loader.c). */
   for (size_t f = 0; f < l->src->n_fields; f++)
     s->dst[f] = (char *)b->data[f] + pos * l->field_bytes[f];
