@@ -8,10 +8,11 @@
 ** compute and step around each consumer step, epoch_end at an epoch's END.
 ** The epoch's order is an ops table (the plan's, plan_order.c, or the
 ** caller's, given_order.c), and so is where batches go out (outlet.h: the
-** host slots, or the device's, echo wrapped around either).  Still called
-** by name here: the bad-sample policies.  The fill chain (the features'
-** fill hooks: the quarantine's, the RAM cache's) is skipped outright when
-** no feature has one (fill_plain).
+** host slots, or the device's, echo wrapped around either).  A sample
+** that fails goes to the features' fill_failed hook (the bad-sample
+** policies), and a batch's last writer calls their filled hook.  The fill
+** chain (the features' fill hooks: the quarantine's, the RAM cache's) is
+** skipped outright when no feature has one (fill_plain).
 **
 ** An epoch is a list of positions 0..per_rank-1 (the order's assign maps
 ** them to source indices); batch k covers positions [k*B, k*B + n_k).
@@ -112,9 +113,7 @@ static stoke_batch *assign_batch(stoke_loader *l) {
   b->discard = false;
   l->order_ops->assign(l, b);
   atomic_store_explicit(&b->remaining, b->n, memory_order_relaxed);
-  atomic_store_explicit(&b->n_skipped, 0, memory_order_relaxed);
-  atomic_store_explicit(&b->n_replaced, 0, memory_order_relaxed);
-  if (b->skip) memset(b->skip, 0, b->n);
+  /* The bad samples' marks are reset by their `assigned` hook. */
   b->state = STOKE__SLOT_FILLING;
   return b;
 }
@@ -325,12 +324,14 @@ static int fill_chunk(stoke_loader *l, stoke__worker *w, stoke_batch *b,
     size_t pos = off + done, index = b->indices[pos];
     if (!plain && stoke__features_fill_known_bad(&l->features, l, index)) {
       /* Known bad: not read, handled by the policy at once. */
-      rc = stoke__bad_sample(l, w, b, pos, index, true, !per_chunk);
+      rc = stoke__features_fill_failed(&l->features, l, w, b, pos, index,
+                                       true, !per_chunk);
     } else {
       rc = plain ? fill_plain(l, w, b, pos, index, !per_chunk)
                  : stoke__fill_one(l, w, b, pos, index, NULL, !per_chunk);
       if (rc != 0)
-        rc = stoke__bad_sample(l, w, b, pos, index, false, !per_chunk);
+        rc = stoke__features_fill_failed(&l->features, l, w, b, pos, index,
+                                         false, !per_chunk);
     }
     if (rc != 0) break;
   }
@@ -357,10 +358,10 @@ static int fill_chunk(stoke_loader *l, stoke__worker *w, stoke_batch *b,
 }
 
 /* The batch's samples are all written (its last writer, or the consumer at
-** W = 0): close the gaps of skipped samples. */
+** W = 0): the features finish it (the bad samples close the gaps of the
+** skipped ones). */
 static void finish_batch(stoke_loader *l, stoke_batch *b) {
-  if (atomic_load_explicit(&b->n_skipped, memory_order_relaxed))
-    stoke__bad_compact(l, b);
+  stoke__features_filled(&l->features, l, b);
 }
 
 /* The source's whole-batch step (batch_done), by the thread that wrote the

@@ -365,15 +365,6 @@ void *stoke__worker_main(void *arg);
 int stoke__bad_init(stoke_loader *l);
 /* Host bytes of the bad-sample state of a configuration (the ledger). */
 uint64_t stoke__bad_bytes(const stoke_config *c, const stoke_source *src);
-/* The sample at position pos of b (source index `index`) failed to fill,
-** its reason in w->err, or the quarantine lists it (quarantined): log it,
-** and skip it, replace it or fail as on_error says.  Returns 0 when the
-** batch may go on (skipped, or replaced at pos), else a STOKE_E* after
-** poisoning the loader (FAIL, the budget spent, no substitute). */
-int stoke__bad_sample(stoke_loader *l, stoke__worker *w, stoke_batch *b,
-                      size_t pos, size_t index, bool quarantined, bool timed);
-/* The last writer of a batch with skipped samples: close the gaps. */
-void stoke__bad_compact(stoke_loader *l, stoke_batch *b);
 /* quarantine_feature.c: at create (from stoke__bad_init), open the
 ** quarantine when cfg.quarantine_path is set and list it among the
 ** features.  0 or an error (TLS message set). */
