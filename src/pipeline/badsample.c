@@ -503,14 +503,14 @@ static void filled(stoke_loader *l, void *state, stoke_batch *b) {
   (void)state;
   if (!atomic_load_explicit(&b->n_skipped, memory_order_relaxed)) return;
   /* Example echoing: every copy's view closes the same gaps. */
-  unsigned copies = l->echo_example ? l->echo : 1;
+  unsigned copies = stoke__echo_copies(&l->cfg);
   size_t kept = 0;
   for (size_t i = 0; i < b->n; i++) {
     if (b->skip[i]) continue;
     if (kept != i) {
       b->indices[kept] = b->indices[i];
       for (size_t f = 0; f < l->src->n_fields; f++) {
-        size_t fb = l->field_bytes[f];
+        size_t fb = l->outlet.field_bytes[f];
         for (unsigned j = 0; j < copies; j++) {
           char *base = (char *)b->data[f] + j * l->cfg.batch_size * fb;
           memmove(base + kept * fb, base + i * fb, fb);

@@ -248,7 +248,7 @@ static inline void sample_begin(const stoke_loader *l, stoke__worker *w,
   s->rng_lazy = !rng;
   /* s->copies and s->copy_step are the loader's, set once (loader.c). */
   for (size_t f = 0; f < l->src->n_fields; f++)
-    s->dst[f] = (char *)b->data[f] + pos * l->field_bytes[f];
+    s->dst[f] = (char *)b->data[f] + pos * l->outlet.field_bytes[f];
   w->err[0] = '\0'; /* a reason from an earlier sample is not this one's */
   atomic_store_explicit(&w->cur_index, index, memory_order_relaxed);
 }
@@ -443,7 +443,7 @@ void *stoke__worker_main(void *arg) {
   stoke_loader *l = w->l;
   if (l->cfg.worker_policy == STOKE_WORKER_NORMAL ||
       stoke__thread_sched_batch() == 0)
-    atomic_fetch_add_explicit(&l->workers_policy_applied, 1,
+    atomic_fetch_add_explicit(&l->run.workers_policy_applied, 1,
                               memory_order_relaxed);
   bool started = start_thread(l, w);
   pthread_mutex_lock(&l->mu);
@@ -458,33 +458,6 @@ void *stoke__worker_main(void *arg) {
   if (started && l->src->ops->thread_stop)
     l->src->ops->thread_stop(l->src, w->id);
   return NULL;
-}
-
-/* ---- statistics hooks ------------------------------------------------------ */
-
-void stoke__take_baseline(stoke_loader *l) {
-  stoke__stats_snap *snap = l->baseline;
-  pthread_mutex_lock(&l->stats_mu);
-  memset(snap, 0, sizeof *snap);
-  for (size_t i = 0; i < STOKE__MAX(l->n_workers, 1); i++)
-    stoke__stats_snap_producer(l->workers[i].stats, snap);
-  stoke__outlet_snap(&l->outlet, l, snap);
-  l->have_baseline = true;
-  if (l->sched_base) {
-    int n = stoke__schedstat_list("stoke-w", l->sched_base, l->cap_sched);
-    l->n_sched_base = n > 0 ? (size_t)n : 0;
-  }
-  pthread_mutex_unlock(&l->stats_mu);
-}
-
-void stoke__record_epoch(stoke_loader *l, int64_t end_ns) {
-  stoke_epoch_stats e = stoke__cclock_epoch_record(&l->cclock, end_ns,
-                                                   l->epoch);
-  pthread_mutex_lock(&l->stats_mu);
-  /* Out of memory for a record loses the record, not the epoch. */
-  (void)stoke__epoch_log_add(&l->epochs, l->alloc, &e);
-  pthread_mutex_unlock(&l->stats_mu);
-  atomic_fetch_add_explicit(&l->epochs_done, 1, memory_order_relaxed);
 }
 
 /* ---- the consumer ------------------------------------------------------------ */
@@ -561,7 +534,8 @@ static void start_epoch(stoke_loader *l, int64_t now) {
   /* Features may start it elsewhere (resume: where a restored state was). */
   stoke__features_epoch_start(&l->features, l);
   l->epoch_active = true;
-  uint64_t done = atomic_load_explicit(&l->epochs_done, memory_order_relaxed);
+  uint64_t done =
+      atomic_load_explicit(&l->run.epochs_done, memory_order_relaxed);
   stoke__cclock_epoch_start(&l->cclock, now, done < l->cfg.warmup_epochs);
   stoke__wake_workers_locked(l);
 }
@@ -571,8 +545,8 @@ static void start_epoch(stoke_loader *l, int64_t now) {
 static stoke_batch *deliverable(stoke_loader *l, size_t *depth) {
   /* The out slots: with a device, device slots whose copy has been
   ** issued (READY); the host slots are then the device thread's. */
-  stoke_batch *slots = l->out_slots;
-  size_t n_slots = l->n_out_slots;
+  stoke_batch *slots = l->outlet.slots;
+  size_t n_slots = l->outlet.n_slots;
   stoke_batch *best = NULL;
   size_t ready = 0;
   for (size_t i = 0; i < n_slots; i++) {
@@ -776,7 +750,7 @@ static int next_until(stoke_loader *l, stoke_batch **out, int64_t deadline) {
   size_t depth = 0;
   stoke_batch *b = deliverable(l, &depth);
   size_t depth_seen = retry ? pending_depth : depth;
-  size_t n_out = l->n_out_slots;
+  size_t n_out = l->outlet.n_slots;
   int rc = 0;
   stoke_batch *out_b; /* what the caller gets: b, or a view of an echo */
   bool fresh = true;  /* the first step of its batch's group */
@@ -1004,7 +978,7 @@ size_t stoke_batch_size(const stoke_batch *b) { return b ? b->n : 0; }
 ** its group. */
 size_t stoke_batch_number(const stoke_batch *b) {
   if (!b) return 0;
-  return b->parent ? b->number : b->number * b->owner->echo;
+  return b->parent ? b->number : b->number * b->owner->cfg.echo;
 }
 uint64_t stoke_batch_epoch(const stoke_batch *b) { return b ? b->epoch : 0; }
 const size_t *stoke_batch_indices(const stoke_batch *b) {

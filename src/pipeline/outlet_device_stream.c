@@ -77,7 +77,7 @@ static void trace_span(stoke__dev *d, int kind, CUevent from, CUevent to,
 /* Count a step whose end completed (consumer thread). */
 static void account(stoke_loader *l, stoke__step_rec *r,
                     const stoke__step_rec *prev) {
-  stoke__dev *d = l->dev;
+  stoke__dev *d = l->outlet.dev;
   int64_t compute = 0, copy_wait = 0, idle = -1;
   bool ok = stoke__dev_elapsed_ns(d, r->start, r->end, &compute) &&
             stoke__dev_elapsed_ns(d, r->ready, r->start, &copy_wait);
@@ -110,7 +110,7 @@ static void account(stoke_loader *l, stoke__step_rec *r,
 /* Count the steps whose events completed, oldest first; with `block`, wait
 ** for each (context current). */
 static int drain(stoke_loader *l, bool block, char *err, size_t cap) {
-  stoke__dev *d = l->dev;
+  stoke__dev *d = l->outlet.dev;
   int rc = 0;
   while (d->step_tail != d->step_head) {
     stoke__step_rec *r = rec_at(d, d->step_tail);
@@ -135,7 +135,7 @@ static int drain(stoke_loader *l, bool block, char *err, size_t cap) {
 }
 
 int stoke__dev_next_enter(stoke_loader *l, char *err, size_t cap) {
-  stoke__dev *d = l->dev;
+  stoke__dev *d = l->outlet.dev;
   if (!d->cu) return 0;
   int rc = stoke__dev_enter(d, err, cap);
   if (rc) return rc;
@@ -153,7 +153,7 @@ out:
 
 int stoke__dev_next_lent(stoke_loader *l, stoke_batch *b, bool measured,
                          char *err, size_t cap) {
-  stoke__dev *d = l->dev;
+  stoke__dev *d = l->outlet.dev;
   if (!d->cu) return 0;
   int rc = stoke__dev_enter(d, err, cap);
   if (rc) return rc;
@@ -182,7 +182,7 @@ out:
 }
 
 int stoke__dev_release(stoke_loader *l, stoke_batch *b, CUstream stream) {
-  stoke__dev *d = l->dev;
+  stoke__dev *d = l->outlet.dev;
   pthread_mutex_lock(&l->mu);
   if (b->state != STOKE__SLOT_LENT) {
     pthread_mutex_unlock(&l->mu);
@@ -210,7 +210,7 @@ int stoke__dev_release(stoke_loader *l, stoke_batch *b, CUstream stream) {
     stoke__fail_locked(l, rc, "%s", err);
   } else if (b->on_device) {
     b->dev->release_pending = true;
-    b->dev->release_seq = ++l->dev->release_seq;
+    b->dev->release_seq = ++l->outlet.dev->release_seq;
     b->state = STOKE__SLOT_FREE;
     stoke__dev_kick(l);
   } else {
@@ -236,7 +236,7 @@ int stoke_batch_wait_stream(stoke_batch *b, uintptr_t stream) {
   if (!b) return STOKE_EINVAL;
   if (!b->on_device) return 0;
   stoke_loader *l = b->owner;
-  stoke__dev *d = l->dev;
+  stoke__dev *d = l->outlet.dev;
   char err[STOKE__ERRMSG_CAP], what[48];
   int rc = stoke__dev_enter(d, err, sizeof err);
   if (rc == 0) {
@@ -250,7 +250,7 @@ int stoke_batch_wait_stream(stoke_batch *b, uintptr_t stream) {
 
 int stoke_loader_device_sync(stoke_loader *l) {
   if (!l) return STOKE_EINVAL;
-  stoke__dev *d = l->dev;
+  stoke__dev *d = l->outlet.dev;
   if (!d || !d->cu) return 0;
   char err[STOKE__ERRMSG_CAP];
   int rc = stoke__dev_enter(d, err, sizeof err);
@@ -263,7 +263,7 @@ int stoke_loader_device_sync(stoke_loader *l) {
 
 int stoke_loader_gpu_sleep(stoke_loader *l, int64_t ns) {
   if (!l || ns < 0) return STOKE_EINVAL;
-  stoke__dev *d = l->dev;
+  stoke__dev *d = l->outlet.dev;
   if (!d || !d->cu || !d->k_spin) {
     pthread_mutex_lock(&l->mu);
     snprintf(l->lastmsg, sizeof l->lastmsg,
