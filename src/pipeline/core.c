@@ -299,6 +299,25 @@ static inline int fill_plain(stoke_loader *l, stoke__worker *w,
   return rc;
 }
 
+/* The sample at position pos of b failed, or is known bad: the features'
+** policy decides (the bad samples'); with none listed, its error is the
+** loader's.  Returns 0 when the batch may go on. */
+static int sample_failed(stoke_loader *l, stoke__worker *w, stoke_batch *b,
+                         size_t pos, size_t index, bool known_bad,
+                         bool timed) {
+  int rc;
+  if (stoke__features_fill_failed(&l->features, l, w, b, pos, index,
+                                  known_bad, timed, &rc))
+    return rc;
+  pthread_mutex_lock(&l->mu);
+  stoke__note_failed_batch(l, b);
+  stoke__fail_locked(l, STOKE_ESAMPLE, "sample %zu (epoch %llu, batch %zu) "
+                     "failed: %s", index, (unsigned long long)b->epoch,
+                     b->number, w->err[0] ? w->err : "no reason given");
+  pthread_mutex_unlock(&l->mu);
+  return STOKE_ESAMPLE;
+}
+
 /* Fill samples [off, off + n) of b.  Returns 0 (bad samples skipped or
 ** replaced included), or STOKE_ESAMPLE / STOKE_EFAILURES after poisoning
 ** the loader with a message naming the sample, or STOKE_EBADSTATE on
@@ -324,14 +343,11 @@ static int fill_chunk(stoke_loader *l, stoke__worker *w, stoke_batch *b,
     size_t pos = off + done, index = b->indices[pos];
     if (!plain && stoke__features_fill_known_bad(&l->features, l, index)) {
       /* Known bad: not read, handled by the policy at once. */
-      rc = stoke__features_fill_failed(&l->features, l, w, b, pos, index,
-                                       true, !per_chunk);
+      rc = sample_failed(l, w, b, pos, index, true, !per_chunk);
     } else {
       rc = plain ? fill_plain(l, w, b, pos, index, !per_chunk)
                  : stoke__fill_one(l, w, b, pos, index, NULL, !per_chunk);
-      if (rc != 0)
-        rc = stoke__features_fill_failed(&l->features, l, w, b, pos, index,
-                                         false, !per_chunk);
+      if (rc != 0) rc = sample_failed(l, w, b, pos, index, false, !per_chunk);
     }
     if (rc != 0) break;
   }

@@ -1,7 +1,6 @@
 /* feature.c — the list of the loader's features and the core's calls to
 ** their hooks (feature.h). */
 #include "pipeline/feature.h"
-#include "pipeline/pipeline.h"
 
 void stoke__feature_add(stoke__features *fs, const stoke__feature_ops *ops,
                         void *state) {
@@ -121,22 +120,17 @@ void stoke__features_fill_put(const stoke__features *fs,
     if (fs->f[i].ops->fill_put) fs->f[i].ops->fill_put(l, fs->f[i].state, s);
 }
 
-int stoke__features_fill_failed(const stoke__features *fs, stoke_loader *l,
-                                stoke__worker *w, stoke_batch *b, size_t pos,
-                                size_t index, bool known_bad, bool timed) {
+bool stoke__features_fill_failed(const stoke__features *fs, stoke_loader *l,
+                                 stoke__worker *w, stoke_batch *b, size_t pos,
+                                 size_t index, bool known_bad, bool timed,
+                                 int *rc) {
   for (unsigned i = 0; i < fs->n; i++)
-    if (fs->f[i].ops->fill_failed)
-      return fs->f[i].ops->fill_failed(l, fs->f[i].state, w, b, pos, index,
-                                       known_bad, timed);
-  /* No policy listed (the bad samples' is, on every loader): the sample's
-  ** error is the loader's. */
-  pthread_mutex_lock(&l->mu);
-  stoke__note_failed_batch(l, b);
-  stoke__fail_locked(l, STOKE_ESAMPLE, "sample %zu (epoch %llu, batch %zu) "
-                     "failed: %s", index, (unsigned long long)b->epoch,
-                     b->number, w->err[0] ? w->err : "no reason given");
-  pthread_mutex_unlock(&l->mu);
-  return STOKE_ESAMPLE;
+    if (fs->f[i].ops->fill_failed) {
+      *rc = fs->f[i].ops->fill_failed(l, fs->f[i].state, w, b, pos, index,
+                                      known_bad, timed);
+      return true;
+    }
+  return false;
 }
 
 void stoke__features_filled(const stoke__features *fs, stoke_loader *l,

@@ -140,11 +140,12 @@ bool stoke__features_fill_get(const stoke__features *fs,
                               stoke__producer_stats *ps);
 void stoke__features_fill_put(const stoke__features *fs,
                               const stoke_loader *l, const stoke_sample *s);
-/* A bad sample: the first feature with a fill_failed hook handles it;
-** with none, the loader is poisoned with the sample's reason. */
-int stoke__features_fill_failed(const stoke__features *fs, stoke_loader *l,
-                                stoke__worker *w, stoke_batch *b, size_t pos,
-                                size_t index, bool known_bad, bool timed);
+/* A bad sample: the first feature with a fill_failed hook handles it and
+** its result goes to *rc; false when no listed feature has the hook. */
+bool stoke__features_fill_failed(const stoke__features *fs, stoke_loader *l,
+                                 stoke__worker *w, stoke_batch *b, size_t pos,
+                                 size_t index, bool known_bad, bool timed,
+                                 int *rc);
 void stoke__features_filled(const stoke__features *fs, stoke_loader *l,
                             stoke_batch *b);
 void stoke__features_delivered(const stoke__features *fs, stoke_loader *l,
