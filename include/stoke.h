@@ -2225,6 +2225,15 @@ STOKE_API int stoke_advise_basis(const stoke_model *m, const stoke_stats *st,
                                  stoke_advice *out, stoke_advice_basis *basis,
                                  size_t cap, size_t *n_out);
 
+/* One setting in the given words (NULL, or words with no name: those of
+** stoke_advice.text, which are the stoke tool's flags: "-j 4",
+** "--prefetch 3") into buf (n bytes, NUL-terminated, truncated to fit);
+** `workers` as stoke_advice_words says.  Nothing for a NULL buf or n 0.
+** Thread-safety: any thread.  Since 0.4. */
+STOKE_API void stoke_advice_name(const stoke_advice_words *words, int setting,
+                                 unsigned value, unsigned workers, char *buf,
+                                 size_t n);
+
 /* One line of advice, a and its basis b, in the given words (NULL: those
 ** of stoke_advice.text) into buf (n bytes, NUL-terminated, truncated to fit).  The
 ** stage name and the numbers are the library's; every setting it names

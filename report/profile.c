@@ -74,24 +74,14 @@ void report_print_deadline_head(FILE *f, unsigned epochs, int64_t deadline_ns) {
           span(win, sizeof win, (double)deadline_ns));
 }
 
-/* A setting in the caller's words (NULL: stoke_advice.text's). */
-static void name_setting(const stoke_advice_words *words, int setting,
-                         unsigned v, unsigned workers, char *buf, size_t n) {
-  if (words && words->name)
-    words->name(words->user, setting, v, workers, buf, n);
-  else if (setting == STOKE_SETTING_WORKERS) /* as stoke_advice.text */
-    snprintf(buf, n, "-j %u", v);
-  else
-    snprintf(buf, n, "--prefetch %u", v);
-}
-
 void report_print_deadline_row(FILE *f, const stoke_advice_words *words,
                                const char *what, unsigned w, unsigned k,
                                unsigned epochs, const stoke_deadline *d,
                                const char *basis) {
   char a[32], b[32], c[32], e[32], jw[256], jk[256];
-  name_setting(words, STOKE_SETTING_WORKERS, w, w, jw, sizeof jw);
-  name_setting(words, STOKE_SETTING_PREFETCH, k, w, jk, sizeof jk);
+  /* The settings in the caller's words (NULL: stoke_advice.text's). */
+  stoke_advice_name(words, STOKE_SETTING_WORKERS, w, w, jw, sizeof jw);
+  stoke_advice_name(words, STOKE_SETTING_PREFETCH, k, w, jk, sizeof jk);
   fprintf(f, "  %-4s %s %s: %s an epoch, %u epochs %s "
              "(%s to %s, +/-%.0f%%, %s): %s; %.1f epochs fit\n",
           what, jw, jk, span(e, sizeof e, (double)d->epoch_ns), epochs,

@@ -11,8 +11,10 @@
 
 /* The words of stoke_advice.text, as 0.3 wrote it and its callers read it
 ** (the tool's flags, with Loader's echo= beside them): kept so that the
-** field means what it meant.  Front ends do not read it: they give their
-** own words to stoke_advice_format. */
+** field means what it meant, and the tool names its settings in them
+** (stoke_advice_name with no words: the one copy of the flags).  Front
+** ends do not read the text: they give their words to
+** stoke_advice_format. */
 static void legacy_words(void *user, int setting, unsigned v,
                          unsigned workers, char *buf, size_t n) {
   (void)user;
@@ -42,6 +44,14 @@ static void legacy_words(void *user, int setting, unsigned v,
 }
 
 static const stoke_advice_words library_words = {legacy_words, NULL};
+
+void stoke_advice_name(const stoke_advice_words *words, int setting,
+                       unsigned value, unsigned workers, char *buf, size_t n) {
+  if (!buf || n == 0) return;
+  const stoke_advice_words *w = words && words->name ? words : &library_words;
+  w->name(w->user, setting, value, workers, buf, n);
+  buf[n - 1] = '\0';
+}
 
 /* A setting in the caller's words (at most 255 bytes). */
 typedef struct word {

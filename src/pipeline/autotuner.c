@@ -210,7 +210,7 @@ static void record(stoke_loader *l, const stoke__atc_decision *d,
   e.kind = d->kind;
   e.epoch = l->epoch;
   e.step = at->steps;
-  e.time_ns = now - l->t0_ns;
+  e.time_ns = now - l->tracks.t0_ns;
   e.from_workers = d->from_workers;
   e.to_workers = d->to_workers;
   e.from_prefetch = d->from_prefetch;
@@ -240,12 +240,12 @@ static void record(stoke_loader *l, const stoke__atc_decision *d,
     at->ev[at->n_ev++] = e;
   }
   pthread_mutex_unlock(&l->stats_mu);
-  if (l->traces) {
+  if (l->tracks.v) {
     uint64_t arg = (uint64_t)(d->from_workers & 0xffff) |
                    (uint64_t)(d->to_workers & 0xffff) << 16 |
                    (uint64_t)(d->from_prefetch & 0xffff) << 32 |
                    (uint64_t)(d->to_prefetch & 0xffff) << 48;
-    stoke__trace_push(&l->traces[0], STOKE__EV_AUTOTUNE, now, 0, arg,
+    stoke__trace_push(&l->tracks.v[0], STOKE__EV_AUTOTUNE, now, 0, arg,
                       (uint32_t)d->kind);
   }
 }
@@ -339,7 +339,7 @@ static void apply(stoke_loader *l, unsigned workers, unsigned prefetch) {
 ** their pages.  Called with mu held, when prefetch is lowered and when a
 ** slot is freed. */
 static void trim_locked(stoke_loader *l) {
-  if (l->alloc || l->dev) return; /* page-locked: kept */
+  if (l->alloc || l->outlet.dev) return; /* page-locked: kept */
   size_t in_use = 0;
   for (size_t i = 0; i < l->n_slots; i++)
     in_use += l->slots[i].state != STOKE__SLOT_FREE;

@@ -3,12 +3,12 @@
 **
 ** DESIGN
 ** A fill that fails (or a sample the quarantine lists, which is not read)
-** reaches stoke__bad_sample on the worker that met it:
+** reaches the fill_failed hook (bad_sample) on the worker that met it:
 **
 **   FAIL     logged, then the loader is poisoned with the message it always
 **            had ("sample 17 (file) (epoch 0, batch 2) failed: why");
 **   SKIP     logged and flagged in its batch; the batch's last writer
-**            closes the gaps (stoke__bad_compact), so the batch is shorter
+**            closes the gaps (the filled hook), so the batch is shorter
 **            and its indices list only what it holds;
 **   REPLACE  logged, and candidates are drawn from the bad sample's own
 **            random stream (seed, epoch, index) at counters from 2^63 on,
@@ -465,8 +465,11 @@ static int replace(stoke_loader *l, stoke__worker *w, stoke_batch *b,
   return STOKE_ESAMPLE;
 }
 
-int stoke__bad_sample(stoke_loader *l, stoke__worker *w, stoke_batch *b,
-                      size_t pos, size_t index, bool quarantined, bool timed) {
+/* The fill chain's fill_failed hook: the policy of on_error. */
+static int bad_sample(stoke_loader *l, void *state, stoke__worker *w,
+                      stoke_batch *b, size_t pos, size_t index,
+                      bool quarantined, bool timed) {
+  (void)state;
   stoke_failure f;
   describe_failure(l, w, b, index, quarantined, &f);
   int rc = record(l, b, pos, &f);
@@ -483,16 +486,31 @@ int stoke__bad_sample(stoke_loader *l, stoke__worker *w, stoke_batch *b,
   }
 }
 
-void stoke__bad_compact(stoke_loader *l, stoke_batch *b) {
+/* A new batch on slot b (mu held): none of its samples is bad yet. */
+static void assigned(stoke_loader *l, void *state, stoke__worker *w,
+                     stoke_batch *b) {
+  (void)l;
+  (void)state;
+  (void)w;
+  atomic_store_explicit(&b->n_skipped, 0, memory_order_relaxed);
+  atomic_store_explicit(&b->n_replaced, 0, memory_order_relaxed);
+  if (b->skip) memset(b->skip, 0, b->n);
+}
+
+/* The last writer of a batch (the filled hook): with skipped samples,
+** close the gaps. */
+static void filled(stoke_loader *l, void *state, stoke_batch *b) {
+  (void)state;
+  if (!atomic_load_explicit(&b->n_skipped, memory_order_relaxed)) return;
   /* Example echoing: every copy's view closes the same gaps. */
-  unsigned copies = l->echo_example ? l->echo : 1;
+  unsigned copies = stoke__echo_copies(&l->cfg);
   size_t kept = 0;
   for (size_t i = 0; i < b->n; i++) {
     if (b->skip[i]) continue;
     if (kept != i) {
       b->indices[kept] = b->indices[i];
       for (size_t f = 0; f < l->src->n_fields; f++) {
-        size_t fb = l->field_bytes[f];
+        size_t fb = l->outlet.field_bytes[f];
         for (unsigned j = 0; j < copies; j++) {
           char *base = (char *)b->data[f] + j * l->cfg.batch_size * fb;
           memmove(base + kept * fb, base + i * fb, fb);
@@ -542,6 +560,9 @@ size_t stoke_batch_n_replaced(const stoke_batch *b) {
 static const stoke__feature_ops bad_feature = {
     .name = "bad samples",
     .delivered = delivered,
+    .assigned = assigned,
+    .fill_failed = bad_sample,
+    .filled = filled,
     .stats = stats,
     .destroy = destroy,
 };

@@ -84,7 +84,7 @@ static void collect_window(const stoke__blocks *bl, size_t win,
 ** blocks of the windows it reaches that are not read ahead yet, and the
 ** next window. */
 static void assigned(stoke_loader *l, void *state, stoke__worker *w,
-                     const stoke_batch *b) {
+                     stoke_batch *b) {
   stoke__readahead *r = state;
   const stoke__blocks *bl = &r->blocks;
   stoke__ra_list *t = &r->lists[w->id];

@@ -8,10 +8,11 @@
 ** compute and step around each consumer step, epoch_end at an epoch's END.
 ** The epoch's order is an ops table (the plan's, plan_order.c, or the
 ** caller's, given_order.c), and so is where batches go out (outlet.h: the
-** host slots, or the device's, echo wrapped around either).  Still called
-** by name here: the bad-sample policies.  The fill chain (the features'
-** fill hooks: the quarantine's, the RAM cache's) is skipped outright when
-** no feature has one (fill_plain).
+** host slots, or the device's, echo wrapped around either).  A sample
+** that fails goes to the features' fill_failed hook (the bad-sample
+** policies), and a batch's last writer calls their filled hook.  The fill
+** chain (the features' fill hooks: the quarantine's, the RAM cache's) is
+** skipped outright when no feature has one (fill_plain).
 **
 ** An epoch is a list of positions 0..per_rank-1 (the order's assign maps
 ** them to source indices); batch k covers positions [k*B, k*B + n_k).
@@ -112,9 +113,7 @@ static stoke_batch *assign_batch(stoke_loader *l) {
   b->discard = false;
   l->order_ops->assign(l, b);
   atomic_store_explicit(&b->remaining, b->n, memory_order_relaxed);
-  atomic_store_explicit(&b->n_skipped, 0, memory_order_relaxed);
-  atomic_store_explicit(&b->n_replaced, 0, memory_order_relaxed);
-  if (b->skip) memset(b->skip, 0, b->n);
+  /* The bad samples' marks are reset by their `assigned` hook. */
   b->state = STOKE__SLOT_FILLING;
   return b;
 }
@@ -242,13 +241,14 @@ static inline void sample_begin(const stoke_loader *l, stoke__worker *w,
   stoke_sample *s = &w->sample;
   s->index = index;
   s->pos = pos;
+  /* The sample's own stream is derived only if its fill draws
+  ** (stoke__sample_rng): s->seed is cfg.seed and s->epoch b->epoch. */
   if (rng)
     s->rng = *rng;
-  else
-    stoke_rng_init(&s->rng, l->cfg.seed, b->epoch, index);
+  s->rng_lazy = !rng;
   /* s->copies and s->copy_step are the loader's, set once (loader.c). */
   for (size_t f = 0; f < l->src->n_fields; f++)
-    s->dst[f] = (char *)b->data[f] + pos * l->field_bytes[f];
+    s->dst[f] = (char *)b->data[f] + pos * l->outlet.field_bytes[f];
   w->err[0] = '\0'; /* a reason from an earlier sample is not this one's */
   atomic_store_explicit(&w->cur_index, index, memory_order_relaxed);
 }
@@ -299,6 +299,25 @@ static inline int fill_plain(stoke_loader *l, stoke__worker *w,
   return rc;
 }
 
+/* The sample at position pos of b failed, or is known bad: the features'
+** policy decides (the bad samples'); with none listed, its error is the
+** loader's.  Returns 0 when the batch may go on. */
+static int sample_failed(stoke_loader *l, stoke__worker *w, stoke_batch *b,
+                         size_t pos, size_t index, bool known_bad,
+                         bool timed) {
+  int rc;
+  if (stoke__features_fill_failed(&l->features, l, w, b, pos, index,
+                                  known_bad, timed, &rc))
+    return rc;
+  pthread_mutex_lock(&l->mu);
+  stoke__note_failed_batch(l, b);
+  stoke__fail_locked(l, STOKE_ESAMPLE, "sample %zu (epoch %llu, batch %zu) "
+                     "failed: %s", index, (unsigned long long)b->epoch,
+                     b->number, w->err[0] ? w->err : "no reason given");
+  pthread_mutex_unlock(&l->mu);
+  return STOKE_ESAMPLE;
+}
+
 /* Fill samples [off, off + n) of b.  Returns 0 (bad samples skipped or
 ** replaced included), or STOKE_ESAMPLE / STOKE_EFAILURES after poisoning
 ** the loader with a message naming the sample, or STOKE_EBADSTATE on
@@ -324,12 +343,11 @@ static int fill_chunk(stoke_loader *l, stoke__worker *w, stoke_batch *b,
     size_t pos = off + done, index = b->indices[pos];
     if (!plain && stoke__features_fill_known_bad(&l->features, l, index)) {
       /* Known bad: not read, handled by the policy at once. */
-      rc = stoke__bad_sample(l, w, b, pos, index, true, !per_chunk);
+      rc = sample_failed(l, w, b, pos, index, true, !per_chunk);
     } else {
       rc = plain ? fill_plain(l, w, b, pos, index, !per_chunk)
                  : stoke__fill_one(l, w, b, pos, index, NULL, !per_chunk);
-      if (rc != 0)
-        rc = stoke__bad_sample(l, w, b, pos, index, false, !per_chunk);
+      if (rc != 0) rc = sample_failed(l, w, b, pos, index, false, !per_chunk);
     }
     if (rc != 0) break;
   }
@@ -356,10 +374,10 @@ static int fill_chunk(stoke_loader *l, stoke__worker *w, stoke_batch *b,
 }
 
 /* The batch's samples are all written (its last writer, or the consumer at
-** W = 0): close the gaps of skipped samples. */
+** W = 0): the features finish it (the bad samples close the gaps of the
+** skipped ones). */
 static void finish_batch(stoke_loader *l, stoke_batch *b) {
-  if (atomic_load_explicit(&b->n_skipped, memory_order_relaxed))
-    stoke__bad_compact(l, b);
+  stoke__features_filled(&l->features, l, b);
 }
 
 /* The source's whole-batch step (batch_done), by the thread that wrote the
@@ -441,7 +459,7 @@ void *stoke__worker_main(void *arg) {
   stoke_loader *l = w->l;
   if (l->cfg.worker_policy == STOKE_WORKER_NORMAL ||
       stoke__thread_sched_batch() == 0)
-    atomic_fetch_add_explicit(&l->workers_policy_applied, 1,
+    atomic_fetch_add_explicit(&l->run.workers_policy_applied, 1,
                               memory_order_relaxed);
   bool started = start_thread(l, w);
   pthread_mutex_lock(&l->mu);
@@ -456,33 +474,6 @@ void *stoke__worker_main(void *arg) {
   if (started && l->src->ops->thread_stop)
     l->src->ops->thread_stop(l->src, w->id);
   return NULL;
-}
-
-/* ---- statistics hooks ------------------------------------------------------ */
-
-void stoke__take_baseline(stoke_loader *l) {
-  stoke__stats_snap *snap = l->baseline;
-  pthread_mutex_lock(&l->stats_mu);
-  memset(snap, 0, sizeof *snap);
-  for (size_t i = 0; i < STOKE__MAX(l->n_workers, 1); i++)
-    stoke__stats_snap_producer(l->workers[i].stats, snap);
-  stoke__outlet_snap(&l->outlet, l, snap);
-  l->have_baseline = true;
-  if (l->sched_base) {
-    int n = stoke__schedstat_list("stoke-w", l->sched_base, l->cap_sched);
-    l->n_sched_base = n > 0 ? (size_t)n : 0;
-  }
-  pthread_mutex_unlock(&l->stats_mu);
-}
-
-void stoke__record_epoch(stoke_loader *l, int64_t end_ns) {
-  stoke_epoch_stats e = stoke__cclock_epoch_record(&l->cclock, end_ns,
-                                                   l->epoch);
-  pthread_mutex_lock(&l->stats_mu);
-  /* Out of memory for a record loses the record, not the epoch. */
-  (void)stoke__epoch_log_add(&l->epochs, l->alloc, &e);
-  pthread_mutex_unlock(&l->stats_mu);
-  atomic_fetch_add_explicit(&l->epochs_done, 1, memory_order_relaxed);
 }
 
 /* ---- the consumer ------------------------------------------------------------ */
@@ -559,7 +550,8 @@ static void start_epoch(stoke_loader *l, int64_t now) {
   /* Features may start it elsewhere (resume: where a restored state was). */
   stoke__features_epoch_start(&l->features, l);
   l->epoch_active = true;
-  uint64_t done = atomic_load_explicit(&l->epochs_done, memory_order_relaxed);
+  uint64_t done =
+      atomic_load_explicit(&l->run.epochs_done, memory_order_relaxed);
   stoke__cclock_epoch_start(&l->cclock, now, done < l->cfg.warmup_epochs);
   stoke__wake_workers_locked(l);
 }
@@ -569,8 +561,8 @@ static void start_epoch(stoke_loader *l, int64_t now) {
 static stoke_batch *deliverable(stoke_loader *l, size_t *depth) {
   /* The out slots: with a device, device slots whose copy has been
   ** issued (READY); the host slots are then the device thread's. */
-  stoke_batch *slots = l->out_slots;
-  size_t n_slots = l->n_out_slots;
+  stoke_batch *slots = l->outlet.slots;
+  size_t n_slots = l->outlet.n_slots;
   stoke_batch *best = NULL;
   size_t ready = 0;
   for (size_t i = 0; i < n_slots; i++) {
@@ -783,7 +775,7 @@ static int next_inside(stoke_loader *l, stoke_batch **out, int64_t deadline) {
   size_t depth = 0;
   stoke_batch *b = deliverable(l, &depth);
   size_t depth_seen = retry ? pending_depth : depth;
-  size_t n_out = l->n_out_slots;
+  size_t n_out = l->outlet.n_slots;
   int rc = 0;
   stoke_batch *out_b; /* what the caller gets: b, or a view of an echo */
   bool fresh = true;  /* the first step of its batch's group */
@@ -1011,7 +1003,7 @@ size_t stoke_batch_size(const stoke_batch *b) { return b ? b->n : 0; }
 ** its group. */
 size_t stoke_batch_number(const stoke_batch *b) {
   if (!b) return 0;
-  return b->parent ? b->number : b->number * b->owner->echo;
+  return b->parent ? b->number : b->number * b->owner->cfg.echo;
 }
 uint64_t stoke_batch_epoch(const stoke_batch *b) { return b ? b->epoch : 0; }
 const size_t *stoke_batch_indices(const stoke_batch *b) {

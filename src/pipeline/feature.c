@@ -84,7 +84,7 @@ void stoke__features_started(const stoke__features *fs, stoke_loader *l) {
 }
 
 void stoke__features_assigned(const stoke__features *fs, stoke_loader *l,
-                              stoke__worker *w, const stoke_batch *b) {
+                              stoke__worker *w, stoke_batch *b) {
   for (unsigned i = 0; i < fs->n; i++)
     if (fs->f[i].ops->assigned) fs->f[i].ops->assigned(l, fs->f[i].state, w, b);
 }
@@ -118,6 +118,25 @@ void stoke__features_fill_put(const stoke__features *fs,
                               const stoke_loader *l, const stoke_sample *s) {
   for (unsigned i = 0; i < fs->n; i++)
     if (fs->f[i].ops->fill_put) fs->f[i].ops->fill_put(l, fs->f[i].state, s);
+}
+
+bool stoke__features_fill_failed(const stoke__features *fs, stoke_loader *l,
+                                 stoke__worker *w, stoke_batch *b, size_t pos,
+                                 size_t index, bool known_bad, bool timed,
+                                 int *rc) {
+  for (unsigned i = 0; i < fs->n; i++)
+    if (fs->f[i].ops->fill_failed) {
+      *rc = fs->f[i].ops->fill_failed(l, fs->f[i].state, w, b, pos, index,
+                                      known_bad, timed);
+      return true;
+    }
+  return false;
+}
+
+void stoke__features_filled(const stoke__features *fs, stoke_loader *l,
+                            stoke_batch *b) {
+  for (unsigned i = 0; i < fs->n; i++)
+    if (fs->f[i].ops->filled) fs->f[i].ops->filled(l, fs->f[i].state, b);
 }
 
 void stoke__features_destroy(stoke__features *fs, stoke_loader *l) {

@@ -31,7 +31,8 @@
 **              per echo view.  What a feature counts of the batches is
 **              counted here, so that a prefetched batch that is never
 **              handed out counts nothing.
-**   assigned   a worker w, mu held: it just opened batch b on a slot.
+**   assigned   a worker w, mu held: it just opened batch b on a slot (a
+**              feature may reset its marks on the slot).
 **   chunk      a worker w, mu not held: it is about to fill a chunk.
 **   destroy    no other thread runs: free the state (also on a loader
 **              whose create failed half way).
@@ -44,7 +45,17 @@
 **              bad-sample policies handle it (asked before fill_get).
 **   fill_get   serve sample s without the source (counting it in ps):
 **              true when it did, and the source is not asked.
-**   fill_put   the source just produced sample s: keep it if wanted. */
+**   fill_put   the source just produced sample s: keep it if wanted.
+**   fill_failed  the sample at position pos of b (source index `index`)
+**              failed to fill, its reason in w->err, or a feature knows it
+**              bad (known_bad: it was not read): the first listed feature
+**              with this hook handles it (the bad-sample policies: skip,
+**              replace or fail).  Returns 0 when the batch may go on, else
+**              a STOKE_E* after poisoning the loader.  Called only for a
+**              bad sample, so not part of `fills`.
+**   filled     the worker that wrote b's last sample (the consumer at
+**              W = 0), mu not held, before the batch is READY: finish it
+**              (close the gaps of skipped samples).  Once per batch. */
 #ifndef STOKE_PIPELINE_FEATURE_H
 #define STOKE_PIPELINE_FEATURE_H
 
@@ -68,7 +79,7 @@ typedef struct stoke__feature_ops {
   void (*stop)(stoke_loader *l, void *state);
   void (*delivered)(stoke_loader *l, void *state, const stoke_batch *b);
   void (*assigned)(stoke_loader *l, void *state, stoke__worker *w,
-                   const stoke_batch *b);
+                   stoke_batch *b);
   void (*chunk)(stoke_loader *l, void *state, stoke__worker *w);
   void (*destroy)(stoke_loader *l, void *state);
   bool (*fill_known_bad)(const stoke_loader *l, const void *state,
@@ -76,6 +87,10 @@ typedef struct stoke__feature_ops {
   bool (*fill_get)(const stoke_loader *l, void *state, stoke_sample *s,
                    stoke__producer_stats *ps);
   void (*fill_put)(const stoke_loader *l, void *state, const stoke_sample *s);
+  int (*fill_failed)(stoke_loader *l, void *state, stoke__worker *w,
+                     stoke_batch *b, size_t pos, size_t index, bool known_bad,
+                     bool timed);
+  void (*filled)(stoke_loader *l, void *state, stoke_batch *b);
   void (*started)(stoke_loader *l, void *state);
 } stoke__feature_ops;
 
@@ -125,10 +140,18 @@ bool stoke__features_fill_get(const stoke__features *fs,
                               stoke__producer_stats *ps);
 void stoke__features_fill_put(const stoke__features *fs,
                               const stoke_loader *l, const stoke_sample *s);
+/* A bad sample: the first feature with a fill_failed hook handles it and
+** its result goes to *rc; false when no listed feature has the hook. */
+bool stoke__features_fill_failed(const stoke__features *fs, stoke_loader *l,
+                                 stoke__worker *w, stoke_batch *b, size_t pos,
+                                 size_t index, bool known_bad, bool timed,
+                                 int *rc);
+void stoke__features_filled(const stoke__features *fs, stoke_loader *l,
+                            stoke_batch *b);
 void stoke__features_delivered(const stoke__features *fs, stoke_loader *l,
                                const stoke_batch *b);
 void stoke__features_assigned(const stoke__features *fs, stoke_loader *l,
-                              stoke__worker *w, const stoke_batch *b);
+                              stoke__worker *w, stoke_batch *b);
 void stoke__features_chunk(const stoke__features *fs, stoke_loader *l,
                            stoke__worker *w);
 /* Destroys every listed feature, the last listed first, and empties the

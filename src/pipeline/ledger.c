@@ -112,10 +112,10 @@ void stoke__host_ledger(const stoke_config *c, unsigned n_workers,
 }
 
 void stoke__loader_ledger_device(const stoke_loader *l, stoke_host_ledger *g) {
-  const stoke__dev *d = l->dev;
+  const stoke__dev *d = l->outlet.dev;
   uint64_t b = l->cfg.batch_size, host_sample = 0;
   for (size_t f = 0; f < l->src->n_fields; f++)
-    host_sample += l->field_bytes[f];
+    host_sample += l->outlet.field_bytes[f];
   g->pinned = d && d->pinned;
   g->n_device_slots = d ? d->n_dslots : 0;
   g->device_bytes = d && d->n_dslots ? d->device_bytes : 0;

@@ -165,8 +165,8 @@ int stoke__config_validate(const stoke_config *c) {
 }
 
 size_t stoke__slot_field_bytes(const stoke_loader *l, size_t f) {
-  return l->cfg.batch_size * l->field_bytes[f] *
-         (l->echo_example ? l->echo : 1);
+  return l->cfg.batch_size * l->outlet.field_bytes[f] *
+         stoke__echo_copies(&l->cfg);
 }
 
 static int alloc_slots(stoke_loader *l) {
@@ -174,8 +174,8 @@ static int alloc_slots(stoke_loader *l) {
   if (!l->slots) return STOKE_ENOMEM;
   /* next() hands out the host slots, unless the device outlet gives it
   ** slots of its own (stoke__dev_alloc). */
-  l->out_slots = l->slots;
-  l->n_out_slots = l->n_slots;
+  l->outlet.slots = l->slots;
+  l->outlet.n_slots = l->n_slots;
   for (size_t i = 0; i < l->n_slots; i++) {
     stoke_batch *b = &l->slots[i];
     b->owner = l;
@@ -186,7 +186,8 @@ static int alloc_slots(stoke_loader *l) {
       /* From the backend: the allocator's memory, or page-locked. */
       b->data[f] = stoke__dev_host_alloc(l, stoke__slot_field_bytes(l, f));
       if (!b->data[f])
-        return l->dev && l->dev->pinned ? STOKE_EDEVICE : STOKE_ENOMEM;
+        return l->outlet.dev && l->outlet.dev->pinned ? STOKE_EDEVICE
+                                                      : STOKE_ENOMEM;
     }
     b->next_free = l->free_list;
     l->free_list = b;
@@ -205,12 +206,12 @@ static int alloc_workers(stoke_loader *l) {
     w->sample.err = w->err;
     w->sample.err_cap = sizeof w->err;
     w->sample.seed = l->cfg.seed;
-    w->sample.u8_form = l->dev && l->dev->norm_field >= 0;
+    w->sample.u8_form = l->outlet.dev && l->outlet.dev->norm_field >= 0;
     /* Example echoing: copy j of a sample goes to the same position of
     ** view j.  Fixed for the loader's life, so not set per sample. */
-    w->sample.copies = l->echo_example ? l->echo : 1;
+    w->sample.copies = stoke__echo_copies(&l->cfg);
     for (size_t f = 0; f < l->src->n_fields; f++)
-      w->sample.copy_step[f] = l->cfg.batch_size * l->field_bytes[f];
+      w->sample.copy_step[f] = l->cfg.batch_size * l->outlet.field_bytes[f];
     atomic_init(&w->cur_start_ns, 0);
     atomic_init(&w->cur_index, 0);
     w->stats = stoke__alloc_aligned(l->alloc, sizeof *w->stats);
@@ -221,31 +222,6 @@ static int alloc_workers(stoke_loader *l) {
                                            &w->sample.scratch);
       if (rc != 0) return rc;
     }
-  }
-  return 0;
-}
-
-/* Tracks beyond the consumer and the workers: the copy stream's and the
-** consumer stream's, when CUDA events time them. */
-static size_t device_tracks(const stoke_loader *l) {
-  return l->dev && l->dev->clock_stream ? 2 : 0;
-}
-
-static int alloc_traces(stoke_loader *l) {
-  l->t0_ns = stoke__now_ns();
-  if (l->cfg.trace_events == 0) return 0;
-  size_t n = STOKE__MAX(l->n_workers, 1) + 1 + device_tracks(l);
-  l->traces = stoke__calloc(l->alloc, n, sizeof *l->traces);
-  if (!l->traces) return STOKE_ENOMEM;
-  for (; l->n_traces < n; l->n_traces++)
-    if (stoke__trace_init(&l->traces[l->n_traces], l->alloc,
-                          l->cfg.trace_events) != 0)
-      return STOKE_ENOMEM;
-  for (size_t i = 0; i < STOKE__MAX(l->n_workers, 1); i++)
-    l->workers[i].sample.trace = &l->traces[1 + i];
-  if (device_tracks(l)) {
-    l->dev->copy_trace = &l->traces[n - 2];
-    l->dev->stream_trace = &l->traces[n - 1];
   }
   return 0;
 }
@@ -299,16 +275,11 @@ static void free_loader(stoke_loader *l) {
     }
     stoke__free(a, l->workers);
   }
-  for (size_t i = 0; i < l->n_traces; i++) stoke__trace_free(&l->traces[i], a);
-  stoke__free(a, l->traces);
+  stoke__tracks_free(&l->tracks, a);
   if (l->order_ops) l->order_ops->destroy(l);
-  stoke__free(a, l->sched_base);
   stoke__cclock_free(&l->cclock, a);
-  stoke__free(a, l->baseline);
-  stoke__free(a, l->epochs.v);
-  stoke__free(a, l->device_text);
-  stoke__free(a, l->cuda_library_text);
-  stoke__free(a, l->cache_dir_text);
+  stoke__run_stats_free(&l->run, a);
+  stoke__free(a, l->cfg_text);
   stoke__source_release(l->src);
   stoke__free(a, l);
 }
@@ -349,9 +320,8 @@ int stoke__loader_create(const stoke_config *cfg, const stoke__sys *sys,
     l->cfg.n_workers = stoke__online_cpus();
   l->n_workers = l->cfg.n_workers;
   l->n_slots = (size_t)l->cfg.prefetch + l->cfg.consumer_slots;
-  l->echo = l->cfg.echo > 1 ? l->cfg.echo : 1;
-  l->cfg.echo = l->echo;
-  l->echo_example = l->echo > 1 && l->cfg.echo_mode == STOKE_ECHO_EXAMPLE;
+  /* Echo's factor: steps per batch, at least 1 (0 is off). */
+  l->cfg.echo = l->cfg.echo > 1 ? l->cfg.echo : 1;
   for (size_t f = 0; f < l->src->n_fields; f++)
     l->sample_bytes += l->src->field_bytes[f];
   l->plan = (stoke__plan){.n_source = l->src->n_samples,
@@ -363,8 +333,7 @@ int stoke__loader_create(const stoke_config *cfg, const stoke__sys *sys,
                           .shard_drop_last = l->cfg.shard_drop_last,
                           .drop_last = l->cfg.drop_last};
   atomic_init(&l->stop, false);
-  atomic_init(&l->epochs_done, 0);
-  atomic_init(&l->workers_policy_applied, 0u);
+  stoke__run_stats_init(&l->run);
 
   /* A given order does not shard or shuffle, and needs no plan of ours
   ** beyond its batch size (plan_init refuses a shard with no sample). */
@@ -386,23 +355,15 @@ int stoke__loader_create(const stoke_config *cfg, const stoke__sys *sys,
     l->active_prefetch = l->cfg.prefetch;
   }
   /* The strings are the caller's: keep copies. */
-  if (rc == 0 && cfg->device &&
-      !(l->cfg.device = l->device_text = stoke__strdup(l->alloc, cfg->device)))
-    rc = stoke__set_tls_error(STOKE_ENOMEM, "loader: out of memory");
-  if (rc == 0 && cfg->cache_dir &&
-      !(l->cfg.cache_dir = l->cache_dir_text =
-            stoke__strdup(l->alloc, cfg->cache_dir)))
-    rc = stoke__set_tls_error(STOKE_ENOMEM, "loader: out of memory");
-  if (rc == 0 && cfg->cuda_library &&
-      !(l->cfg.cuda_library = l->cuda_library_text =
-            stoke__strdup(l->alloc, cfg->cuda_library)))
+  if (rc == 0 && stoke__config_own_strings(&l->cfg, l->alloc, &l->cfg_text))
     rc = stoke__set_tls_error(STOKE_ENOMEM, "loader: out of memory");
   /* The backend before the ledger: it decides the slots' memory. */
   if (rc == 0) rc = stoke__dev_open(l);
   /* Where batches go out: the device outlet when a backend other than
   ** plain memory serves (echo may wrap it later). */
-  l->outlet.ops = l->dev ? &stoke__device_outlet_ops : &stoke__host_outlet_ops;
-  l->outlet.state = l->dev;
+  l->outlet.ops =
+      l->outlet.dev ? &stoke__device_outlet_ops : &stoke__host_outlet_ops;
+  l->outlet.state = l->outlet.dev;
   if (rc == 0) {
     stoke_host_ledger g;
     stoke__host_ledger(&l->cfg, l->n_workers, &l->plan, l->src, &g);
@@ -425,26 +386,21 @@ int stoke__loader_create(const stoke_config *cfg, const stoke__sys *sys,
   l->order_ops = l->cfg.order_given ? &stoke__given_order_ops
                                     : &stoke__plan_order_ops;
   int mem = l->order_ops->create(l);
+  /* The clock in force was resolved with the backend (stoke__dev_open);
+  ** init starts the consumer clock afresh. */
+  int clock = l->cclock.clock;
   if (stoke__cclock_init(&l->cclock, l->alloc, l->cfg.warmup_epochs,
                          l->cfg.warmup_steps) != 0)
     mem = STOKE_ENOMEM;
+  l->cclock.clock = clock;
+  l->cclock.events = clock == STOKE_CLOCK_EVENTS;
   stoke__cclock_warmup_end(&l->cclock, l->cfg.warmup_end_steps,
                            l->cfg.warmup_end_ns);
   /* The metrics give whole steps' quantiles. */
   if (!mem && (l->cfg.metrics_path || l->cfg.log_jsonl_path) &&
       stoke__cclock_track_steps(&l->cclock, l->alloc) != 0)
     mem = STOKE_ENOMEM;
-  l->cclock.events = l->clock == STOKE_CLOCK_EVENTS;
-  l->baseline = stoke__calloc(l->alloc, 1, sizeof *l->baseline);
-  if (!l->baseline) mem = STOKE_ENOMEM;
-  if (!mem && l->n_workers) {
-    /* Room for the workers, helper threads they may start and another
-    ** loader's: the window counts what fits. */
-    l->cap_sched = 8 * (size_t)l->n_workers + 64;
-    l->sched_base = stoke__calloc(l->alloc, l->cap_sched,
-                                  sizeof *l->sched_base);
-    if (!l->sched_base) mem = STOKE_ENOMEM;
-  }
+  if (!mem) mem = stoke__run_stats_create(&l->run, l->alloc, l->n_workers);
   if (!mem) mem = alloc_slots(l);
   if (!mem) mem = stoke__resume_create(l);
   if (!mem) mem = stoke__ramcache_create(l);
@@ -455,7 +411,7 @@ int stoke__loader_create(const stoke_config *cfg, const stoke__sys *sys,
   if (!mem) mem = stoke__readahead_create(l);
   if (!mem) mem = stoke__packcache_create(l, sys);
   if (!mem) mem = stoke__metrics_create(l);
-  if (!mem) mem = alloc_traces(l);
+  if (!mem) mem = stoke__tracks_create(l);
   if (!mem) mem = stoke__publish_create(l);
   if (mem && mem != STOKE_ENOMEM) {
     /* A source's per-worker state failed for its own reason (message set). */
@@ -471,7 +427,7 @@ int stoke__loader_create(const stoke_config *cfg, const stoke__sys *sys,
     return stoke__set_tls_error(STOKE_ENOMEM,
                                 "loader: out of memory allocating %s", need);
   }
-  l->cclock.trace = l->traces ? &l->traces[0] : NULL;
+  l->cclock.trace = stoke__tracks_consumer(&l->tracks);
 
   for (unsigned i = 0; i < l->n_workers; i++) {
     char name[32];
@@ -543,7 +499,7 @@ size_t stoke_loader_n_batches(const stoke_loader *l) {
     return b;
   }
   /* Steps: with echoing, each batch the producer makes is echo steps. */
-  return l->plan.n_batches * l->echo;
+  return l->plan.n_batches * l->cfg.echo;
 }
 
 size_t stoke_loader_n_samples(const stoke_loader *l) {
@@ -578,45 +534,32 @@ int stoke_loader_stats(const stoke_loader *l, stoke_stats *out) {
   for (size_t i = 0; i < STOKE__MAX(l->n_workers, 1); i++)
     stoke__stats_snap_producer(l->workers[i].stats, snap);
   stoke__outlet_snap(&l->outlet, l, snap);
-  if (l->have_baseline) stoke__stats_snap_sub(snap, l->baseline);
+  if (l->run.have_baseline) stoke__stats_snap_sub(snap, l->run.baseline);
   pthread_mutex_unlock(&ml->stats_mu);
   stoke__stats_snap_consumer(l->cclock.cs, snap);
-  snap->clock_events = l->clock == STOKE_CLOCK_EVENTS;
+  snap->clock_events = l->cclock.events;
   stoke_stats full;
   full.struct_size = sizeof full;
   stoke__stats_publish(snap, &full);
   stoke__stats_step_dist(l->cclock.cs, l->alloc, &full.step);
   full.threads_active = -1;
-  if (l->sched_base) {
-    stoke__sched_thread *now =
-        stoke__calloc(l->alloc, l->cap_sched, sizeof *now);
-    int n = now ? stoke__schedstat_list("stoke-w", now, l->cap_sched) : -1;
-    if (n > 0) {
-      pthread_mutex_lock(&ml->stats_mu);
-      /* Before a baseline (no warm-up) the window starts with the
-      ** threads: their totals are the window's. */
-      full.threads_active = stoke__schedstat_window(
-          l->sched_base, l->have_baseline ? l->n_sched_base : 0, now,
-          (size_t)n, &full.threads_run_ns, &full.threads_delay_ns);
-      pthread_mutex_unlock(&ml->stats_mu);
-    }
-    stoke__free(l->alloc, now);
-  }
+  stoke__run_stats_sched(l, &full);
   full.epochs_done =
-      atomic_load_explicit(&ml->epochs_done, memory_order_relaxed);
+      atomic_load_explicit(&ml->run.epochs_done, memory_order_relaxed);
   full.n_workers = l->n_workers;
   full.prefetch = l->cfg.prefetch;
   full.max_workers = l->n_workers;
   full.max_prefetch = l->cfg.prefetch;
   stoke__features_stats(&l->features, l, &full);
-  full.backend = l->dev ? l->dev->backend : STOKE_BACKEND_HOST;
-  full.clock = l->clock;
-  full.device_prefetch = l->out_slots != l->slots ? l->cfg.device_prefetch : 0;
-  full.echo = l->echo;
+  full.backend = l->outlet.dev ? l->outlet.dev->backend : STOKE_BACKEND_HOST;
+  full.clock = l->cclock.clock;
+  full.device_prefetch =
+      l->outlet.slots != l->slots ? l->cfg.device_prefetch : 0;
+  full.echo = l->cfg.echo;
   full.echo_mode = l->cfg.echo_mode;
   full.worker_policy = l->cfg.worker_policy;
   full.workers_policy_applied = atomic_load_explicit(
-      &ml->workers_policy_applied, memory_order_relaxed);
+      &ml->run.workers_policy_applied, memory_order_relaxed);
   full.image_keep_side = stoke__source_keep_side(l->src);
   stoke__free(l->alloc, snap);
   /* A caller built against an older, smaller stoke_stats gets its prefix. */
@@ -630,7 +573,7 @@ size_t stoke_loader_n_epoch_stats(const stoke_loader *l) {
   if (!l) return 0;
   stoke_loader *ml = (stoke_loader *)l;
   pthread_mutex_lock(&ml->stats_mu);
-  size_t n = l->epochs.n;
+  size_t n = l->run.epochs.n;
   pthread_mutex_unlock(&ml->stats_mu);
   return n;
 }
@@ -641,67 +584,11 @@ int stoke_loader_epoch_stats(const stoke_loader *l, size_t i,
   stoke_loader *ml = (stoke_loader *)l;
   int rc = STOKE_EINVAL;
   pthread_mutex_lock(&ml->stats_mu);
-  if (i < l->epochs.n) {
-    *out = l->epochs.v[i];
+  if (i < l->run.epochs.n) {
+    *out = l->run.epochs.v[i];
     rc = 0;
   }
   pthread_mutex_unlock(&ml->stats_mu);
-  return rc;
-}
-
-int stoke_loader_write_trace(stoke_loader *l, const char *path) {
-  if (!l || !path) return STOKE_EINVAL;
-  if (!l->traces) {
-    pthread_mutex_lock(&l->mu);
-    snprintf(l->lastmsg, sizeof l->lastmsg,
-             "tracing is off: create the loader with trace_events > 0");
-    pthread_mutex_unlock(&l->mu);
-    return STOKE_EINVAL;
-  }
-  size_t n = l->n_traces;
-  stoke__trace **tracks = stoke__calloc(l->alloc, n, sizeof *tracks);
-  char (*names)[32] = stoke__calloc(l->alloc, n, sizeof *names);
-  const char **name_ptrs = stoke__calloc(l->alloc, n, sizeof *name_ptrs);
-  int rc = tracks && names && name_ptrs ? 0 : STOKE_ENOMEM;
-  for (size_t i = 0; rc == 0 && i < n; i++) {
-    tracks[i] = &l->traces[i];
-    size_t n_dev = device_tracks(l);
-    if (i == 0)
-      snprintf(names[i], sizeof names[i], "consumer");
-    else if (n_dev && i == n - 2)
-      snprintf(names[i], sizeof names[i], "copy stream (cuda)");
-    else if (n_dev && i == n - 1)
-      snprintf(names[i], sizeof names[i], "consumer stream (cuda)");
-    else if (l->n_workers == 0)
-      snprintf(names[i], sizeof names[i], "producer (in next())");
-    else
-      snprintf(names[i], sizeof names[i], "stoke-w%zu", i - 1);
-    name_ptrs[i] = names[i];
-  }
-  FILE *f = NULL;
-  int err = 0;
-  if (rc == 0) {
-    f = fopen(path, "w");
-    if (!f) {
-      err = errno;
-      rc = STOKE_EIO;
-    }
-  }
-  if (rc == 0) rc = stoke__trace_write(f, tracks, name_ptrs, n, l->t0_ns,
-                                       l->alloc);
-  if (f && fclose(f) != 0 && rc == 0) {
-    err = errno;
-    rc = STOKE_EIO;
-  }
-  stoke__free(l->alloc, tracks);
-  stoke__free(l->alloc, names);
-  stoke__free(l->alloc, name_ptrs);
-  if (rc != 0) {
-    pthread_mutex_lock(&l->mu);
-    snprintf(l->lastmsg, sizeof l->lastmsg, "cannot write trace %s: %s",
-             path, err ? strerror(err) : stoke_strerror(rc));
-    pthread_mutex_unlock(&l->mu);
-  }
   return rc;
 }
 

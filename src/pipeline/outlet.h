@@ -10,8 +10,8 @@
 ** lends `echo` times (the batch, then its views), and passes every other
 ** call through.  The loader holds one stoke__outlet, chosen at create.
 **
-** The slots next() hands out are l->out_slots (the host slots, or the
-** device outlet's own), l->n_out_slots of them; l->n_lent of them are
+** The slots next() hands out are l->outlet.slots (the host slots, or the
+** device outlet's own), l->outlet.n_slots of them; l->n_lent of them are
 ** held by the caller.  Every hook NULL in a table is a no-op (the
 ** helpers below test it), so an outlet writes only what it needs.
 **
@@ -79,6 +79,19 @@ typedef struct stoke__outlet_ops {
 typedef struct stoke__outlet {
   const stoke__outlet_ops *ops;
   void *state;                   /* the outlet's, owned by it */
+  /* Set at create, frozen after; echo's wrapping changes only ops and
+  ** state. */
+  /* The slots next() hands out: the host slots, or the outlet's own (the
+  ** device slots); l->n_lent of them are held by the caller. */
+  stoke_batch *slots;
+  size_t n_slots;
+  /* Bytes of one sample of each field in a host slot: the source's, or u8
+  ** pixels for a field the device normalises. */
+  size_t field_bytes[STOKE__MAX_FIELDS];
+  /* The device backend (src/device/device.h, outlet_device.h), which the
+  ** device outlet's hooks and the host slots' allocation use; NULL: plain
+  ** host memory. */
+  struct stoke__dev *dev;
 } stoke__outlet;
 
 /* The two outlets (echo wraps one of them: echo.c). */

@@ -126,7 +126,7 @@ void stoke__dev_ledger(const stoke_config *c, const stoke_source *src,
 }
 
 static int fallback(stoke_loader *l, const char *asked, const char *why) {
-  stoke__dev *d = l->dev;
+  stoke__dev *d = l->outlet.dev;
   d->backend = STOKE_BACKEND_HOST;
   d->cu = NULL;
   snprintf(d->reason, sizeof d->reason, "host: %s asked for, but %.180s",
@@ -148,7 +148,7 @@ static int fallback(stoke_loader *l, const char *asked, const char *why) {
 /* Retain the primary context, read the device, make the streams and load
 ** the kernels (the driver is open and the device exists). */
 static int open_device(stoke_loader *l) {
-  stoke__dev *d = l->dev;
+  stoke__dev *d = l->outlet.dev;
   CU_OR_FAIL(cuDeviceGet, (&d->device, d->ordinal));
   CU_OR_FAIL(cuDeviceGetName, (d->name, (int)sizeof d->name, d->device));
   size_t total = 0;
@@ -200,7 +200,7 @@ static int open_device(stoke_loader *l) {
 
 /* Where the normalisation runs, before the device is opened. */
 static void plan_normalize(stoke_loader *l, int want) {
-  stoke__dev *d = l->dev;
+  stoke__dev *d = l->outlet.dev;
   const stoke_source *src = l->src;
   d->norm_field = -1;
   stoke__u8_form form;
@@ -230,19 +230,19 @@ static void plan_normalize(stoke_loader *l, int want) {
 
 static void resolve_clock(stoke_loader *l) {
   int want = l->cfg.clock;
-  bool cuda = l->dev && l->dev->cu;
+  bool cuda = l->outlet.dev && l->outlet.dev->cu;
   if (want == STOKE_CLOCK_AUTO)
     want = l->cfg.step_sync ? STOKE_CLOCK_SYNC
            : cuda          ? STOKE_CLOCK_EVENTS
                            : STOKE_CLOCK_HOST;
   if (want == STOKE_CLOCK_EVENTS && !cuda) want = STOKE_CLOCK_HOST;
-  l->clock = want;
-  if (l->dev) l->dev->clock = want;
+  l->cclock.clock = want;
+  if (l->outlet.dev) l->outlet.dev->clock = want;
 }
 
 int stoke__dev_open(stoke_loader *l) {
   for (size_t f = 0; f < l->src->n_fields; f++)
-    l->field_bytes[f] = l->src->field_bytes[f];
+    l->outlet.field_bytes[f] = l->src->field_bytes[f];
   int ordinal;
   int want = wanted(&l->cfg, &ordinal);
   if (want == STOKE_BACKEND_HOST && l->cfg.clock != STOKE_CLOCK_EVENTS) {
@@ -251,7 +251,7 @@ int stoke__dev_open(stoke_loader *l) {
   }
   stoke__dev *d = stoke__calloc(l->alloc, 1, sizeof *d);
   if (!d) return stoke__set_tls_error(STOKE_ENOMEM, "device: out of memory");
-  l->dev = d;
+  l->outlet.dev = d;
   if (pthread_cond_init(&d->cv, NULL) != 0)
     return stoke__set_tls_error(STOKE_ENOMEM, "device: cannot set up locks");
   d->cv_made = true;
@@ -317,7 +317,7 @@ int stoke__dev_open(stoke_loader *l) {
   rc = open_device(l);
   if (rc != 0) return rc;
   if (d->norm_field >= 0)
-    l->field_bytes[d->norm_field] = d->form.u8_bytes;
+    l->outlet.field_bytes[d->norm_field] = d->form.u8_bytes;
   char free_s[32], total_s[32];
   stoke__format_bytes(d->free_bytes, free_s, sizeof free_s);
   stoke__format_bytes(d->total_bytes, total_s, sizeof total_s);
@@ -349,7 +349,7 @@ int stoke__dev_open(stoke_loader *l) {
 }
 
 int stoke__dev_check_memory(stoke_loader *l) {
-  stoke__dev *d = l->dev;
+  stoke__dev *d = l->outlet.dev;
   if (!d || d->backend != STOKE_BACKEND_CUDA) return 0;
   if (d->device_bytes <= d->free_bytes) return 0;
   char need[32], have[32], slot[32];
@@ -370,7 +370,7 @@ int stoke__dev_check_memory(stoke_loader *l) {
 }
 
 void *stoke__dev_host_alloc(stoke_loader *l, size_t bytes) {
-  stoke__dev *d = l->dev;
+  stoke__dev *d = l->outlet.dev;
   if (!d || !d->pinned) {
     void *p = stoke__alloc_aligned(l->alloc, bytes);
     /* Only malloc's memory: a caller's allocator knows its pages better. */
@@ -399,7 +399,7 @@ void *stoke__dev_host_alloc(stoke_loader *l, size_t bytes) {
 }
 
 void stoke__dev_host_free(stoke_loader *l, void *p) {
-  stoke__dev *d = l->dev;
+  stoke__dev *d = l->outlet.dev;
   if (!p) return;
   if (!d || !d->pinned) {
     stoke__free_aligned(l->alloc, p);
@@ -419,12 +419,12 @@ static int event(stoke__dev *d, CUevent *e, unsigned flags) {
 }
 
 static int alloc_device_slots(stoke_loader *l) {
-  stoke__dev *d = l->dev;
+  stoke__dev *d = l->outlet.dev;
   d->dslots = stoke__calloc(l->alloc, d->n_dslots, sizeof *d->dslots);
   if (!d->dslots) return STOKE_ENOMEM;
   /* next() hands these out, not the host slots. */
-  l->out_slots = d->dslots;
-  l->n_out_slots = d->n_dslots;
+  l->outlet.slots = d->dslots;
+  l->outlet.n_slots = d->n_dslots;
   for (size_t i = 0; i < d->n_dslots; i++) {
     stoke_batch *b = &d->dslots[i];
     b->owner = l;
@@ -464,7 +464,7 @@ static int alloc_device_slots(stoke_loader *l) {
 }
 
 static int alloc_inside(stoke_loader *l) {
-  stoke__dev *d = l->dev;
+  stoke__dev *d = l->outlet.dev;
   d->reclaim_cap = l->n_slots;
   d->reclaim = stoke__calloc(l->alloc, l->n_slots, sizeof *d->reclaim);
   d->stats = stoke__alloc_aligned(l->alloc, sizeof *d->stats);
@@ -510,7 +510,7 @@ static int alloc_inside(stoke_loader *l) {
 }
 
 int stoke__dev_alloc(stoke_loader *l) {
-  stoke__dev *d = l->dev;
+  stoke__dev *d = l->outlet.dev;
   if (!d || !d->cu) return 0;
   d->consumer = (CUstream)l->cfg.cuda_stream;
   d->per_thread = l->cfg.cuda_stream == STOKE__STREAM_PER_THREAD;
@@ -522,7 +522,7 @@ int stoke__dev_alloc(stoke_loader *l) {
   /* The slots a next() entry records releases for (outlet_device_stream.c):
   ** the out slots, which alloc_inside chose. */
   if (rc == 0) {
-    d->entry_scratch = stoke__calloc(l->alloc, l->n_out_slots ? l->n_out_slots
+    d->entry_scratch = stoke__calloc(l->alloc, l->outlet.n_slots ? l->outlet.n_slots
                                                               : 1,
                                      sizeof *d->entry_scratch);
     if (!d->entry_scratch) rc = STOKE_ENOMEM;
@@ -533,7 +533,7 @@ int stoke__dev_alloc(stoke_loader *l) {
 }
 
 int stoke__dev_start(stoke_loader *l, const stoke__sys *sys) {
-  stoke__dev *d = l->dev;
+  stoke__dev *d = l->outlet.dev;
   if (!d || !d->cu || d->backend == STOKE_BACKEND_HOST) return 0;
   int rc = stoke__thread_start(&d->thread, l->alloc, sys, "stoke-dev",
                                stoke__dev_main, l);
@@ -545,7 +545,7 @@ int stoke__dev_start(stoke_loader *l, const stoke__sys *sys) {
 }
 
 void stoke__dev_stop(stoke_loader *l) {
-  stoke__dev *d = l->dev;
+  stoke__dev *d = l->outlet.dev;
   if (!d || !d->thread_started) return;
   pthread_mutex_lock(&l->mu);
   atomic_store_explicit(&l->stop, true, memory_order_relaxed);
@@ -563,7 +563,7 @@ static void destroy_event(const stoke__dev *d, CUevent e) {
 }
 
 static void free_slot_dev(stoke_loader *l, stoke_batch *b) {
-  stoke__dev *d = l->dev;
+  stoke__dev *d = l->outlet.dev;
   stoke__slot_dev *s = b->dev;
   if (!s) return;
   destroy_event(d, s->copy_start);
@@ -594,7 +594,7 @@ static void leak_pinned_slots(stoke_loader *l, const char *why) {
 }
 
 void stoke__dev_close(stoke_loader *l) {
-  stoke__dev *d = l->dev;
+  stoke__dev *d = l->outlet.dev;
   if (!d) return;
   char e[STOKE__ERRMSG_CAP];
   /* One retry: a push that fails once (a context busy elsewhere) should
@@ -657,8 +657,8 @@ void stoke__dev_close(stoke_loader *l) {
   stoke__free(l->alloc, d->dslots);
   /* next() would hand out the host slots again (a loader that failed
   ** half way is freed next). */
-  l->out_slots = l->slots;
-  l->n_out_slots = l->n_slots;
+  l->outlet.slots = l->slots;
+  l->outlet.n_slots = l->n_slots;
   for (size_t i = 0; i < l->n_slots && l->slots; i++) {
     stoke__free(l->alloc, l->slots[i].dev);
     l->slots[i].dev = NULL;
@@ -668,7 +668,7 @@ void stoke__dev_close(stoke_loader *l) {
   stoke__free_aligned(l->alloc, d->stats);
   if (d->cv_made) pthread_cond_destroy(&d->cv);
   stoke__free(l->alloc, d);
-  l->dev = NULL;
+  l->outlet.dev = NULL;
 }
 
 /* ---- what serves --------------------------------------------------------- */
@@ -678,9 +678,9 @@ int stoke_loader_device(const stoke_loader *l, stoke_device_info *out) {
   stoke_device_info info;
   memset(&info, 0, sizeof info);
   info.struct_size = sizeof info;
-  const stoke__dev *d = l->dev;
+  const stoke__dev *d = l->outlet.dev;
   info.device = -1;
-  info.clock = l->clock;
+  info.clock = l->cclock.clock;
   if (!d) {
     snprintf(info.reason, sizeof info.reason, "host: no device asked for");
     snprintf(info.normalize, sizeof info.normalize, "host");
@@ -709,7 +709,7 @@ int stoke_loader_device(const stoke_loader *l, stoke_device_info *out) {
 int stoke_batch_memory(const stoke_batch *b, int *device) {
   if (device) *device = -1;
   if (!b) return STOKE_EINVAL;
-  const stoke__dev *d = b->owner->dev;
+  const stoke__dev *d = b->owner->outlet.dev;
   if (b->on_device) {
     if (device) *device = d->ordinal;
     return STOKE_MEMORY_CUDA;

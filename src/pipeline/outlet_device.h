@@ -27,12 +27,13 @@ static inline size_t stoke__dev_n_slots(const stoke__dev *d) {
 ** text, device_prefetch, clock.  0 or STOKE_EINVAL with the TLS message. */
 int stoke__dev_validate(const stoke_config *c);
 
-/* Choose the backend for l (l->cfg, l->src set): NULL l->dev for the plain
-** backend with nothing asked; else open CUDA when asked, falling back to
-** plain memory with the reason when it cannot serve.  Fills l->field_bytes
-** (u8 for a field normalised on the device) and the device terms of
-** nothing yet allocated.  Returns 0 or an error with the TLS message (a
-** CUDA call failing after the driver opened: STOKE_EDEVICE naming it). */
+/* Choose the backend for l (l->cfg, l->src set): NULL l->outlet.dev for
+** the plain backend with nothing asked; else open CUDA when asked, falling
+** back to plain memory with the reason when it cannot serve.  Fills
+** l->outlet.field_bytes (u8 for a field normalised on the device) and the
+** device terms of nothing yet allocated.  Returns 0 or an error with the
+** TLS message (a CUDA call failing after the driver opened: STOKE_EDEVICE
+** naming it). */
 int stoke__dev_open(stoke_loader *l);
 /* The device memory check against cuMemGetInfo, before any allocation:
 ** 0 or STOKE_EBUDGET with the TLS message. */

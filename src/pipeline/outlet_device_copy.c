@@ -40,7 +40,9 @@
 #include <stdio.h>
 #include <string.h>
 
-void stoke__dev_kick(stoke_loader *l) { pthread_cond_signal(&l->dev->cv); }
+void stoke__dev_kick(stoke_loader *l) {
+  pthread_cond_signal(&l->outlet.dev->cv);
+}
 
 /* The host batch to copy next and a free device slot for it (mu held);
 ** both taken: the host slot COPYING, the device slot FILLING (its copy
@@ -51,14 +53,14 @@ static bool pick(stoke_loader *l, stoke_batch **out_h, stoke_batch **out_d) {
   ** likeliest to have completed, so the copy into it waits least (a slot
   ** never used waits for nothing). */
   stoke_batch *d = NULL;
-  for (size_t i = 0; i < stoke__dev_n_slots(l->dev); i++) {
-    stoke_batch *c = &l->dev->dslots[i];
+  for (size_t i = 0; i < stoke__dev_n_slots(l->outlet.dev); i++) {
+    stoke_batch *c = &l->outlet.dev->dslots[i];
     if (c->state == STOKE__SLOT_FREE &&
         (!d || c->dev->release_seq < d->dev->release_seq))
       d = c;
   }
   if (!d) return false;
-  bool cur_done = l->dev->copies_cur >= l->plan.n_batches;
+  bool cur_done = l->outlet.dev->copies_cur >= l->plan.n_batches;
   bool ahead_open = l->claim_gen != l->deliver_gen;
   stoke_batch *best = NULL;
   bool best_ahead = false;
@@ -69,10 +71,10 @@ static bool pick(stoke_loader *l, stoke_batch **out_h, stoke_batch **out_d) {
     size_t want;
     if (s->gen == l->deliver_gen && !cur_done) {
       ahead = false;
-      want = l->dev->copies_cur;
+      want = l->outlet.dev->copies_cur;
     } else if (ahead_open && cur_done && s->gen == l->claim_gen) {
       ahead = true;
-      want = l->dev->copies_ahead;
+      want = l->outlet.dev->copies_ahead;
     } else {
       continue;
     }
@@ -100,9 +102,9 @@ static bool pick(stoke_loader *l, stoke_batch **out_h, stoke_batch **out_d) {
                         memory_order_relaxed);
   best->state = STOKE__SLOT_COPYING;
   if (best_ahead)
-    l->dev->copies_ahead++;
+    l->outlet.dev->copies_ahead++;
   else
-    l->dev->copies_cur++;
+    l->outlet.dev->copies_cur++;
   *out_h = best;
   *out_d = d;
   return true;
@@ -123,7 +125,7 @@ static bool pick(stoke_loader *l, stoke_batch **out_h, stoke_batch **out_d) {
 /* Enqueue the copy of host batch h into device slot d (no lock held). */
 static int issue(stoke_loader *l, stoke_batch *h, stoke_batch *d, char *err,
                  size_t cap) {
-  stoke__dev *dv = l->dev;
+  stoke__dev *dv = l->outlet.dev;
   const stoke__cuda *cu = dv->cu;
   CUstream s = dv->copy_stream;
   /* Owned by this thread between pick and READY: no lock needed. */
@@ -144,7 +146,7 @@ static int issue(stoke_loader *l, stoke_batch *h, stoke_batch *d, char *err,
   CU_CALL(cuEventRecord, (h->dev->copy_start, s));
   uint64_t bytes = 0;
   for (size_t f = 0; f < l->src->n_fields; f++) {
-    size_t n = h->n * l->field_bytes[f];
+    size_t n = h->n * l->outlet.field_bytes[f];
     if ((long)f == dv->norm_field) {
       CU_CALL(cuMemcpyHtoDAsync, (dv->staging, h->data[f], n, s));
       CUresult rc = stoke__dev_launch_norm(dv, s, dv->staging,
@@ -171,7 +173,7 @@ static int issue(stoke_loader *l, stoke_batch *h, stoke_batch *d, char *err,
 /* Wait until host slot h may be reused (no lock held); time its copy. */
 static int settle(stoke_loader *l, stoke_batch *h, bool copy, char *err,
                   size_t cap) {
-  stoke__dev *dv = l->dev;
+  stoke__dev *dv = l->outlet.dev;
   const stoke__cuda *cu = dv->cu;
   CUevent e = copy ? h->dev->copy_end : h->dev->release;
   CU_CALL(cuEventSynchronize, (e));
@@ -193,7 +195,7 @@ static int settle(stoke_loader *l, stoke_batch *h, bool copy, char *err,
 
 void *stoke__dev_main(void *arg) {
   stoke_loader *l = arg;
-  stoke__dev *dv = l->dev;
+  stoke__dev *dv = l->outlet.dev;
   char err[STOKE__ERRMSG_CAP];
   if (stoke__dev_enter(dv, err, sizeof err) != 0) {
     pthread_mutex_lock(&l->mu);
@@ -234,7 +236,7 @@ void *stoke__dev_main(void *arg) {
         stoke__slot_free_locked(l, r);
       continue;
     }
-    pthread_cond_wait(&l->dev->cv, &l->mu);
+    pthread_cond_wait(&l->outlet.dev->cv, &l->mu);
   }
   pthread_mutex_unlock(&l->mu);
   stoke__dev_leave(dv);
@@ -244,7 +246,7 @@ void *stoke__dev_main(void *arg) {
 /* A pinned host slot released on `stream` (outlet_device_stream.c): queue
 ** it for the device thread once its event is recorded (mu held). */
 void stoke__dev_reclaim_locked(stoke_loader *l, stoke_batch *b) {
-  stoke__dev *dv = l->dev;
+  stoke__dev *dv = l->outlet.dev;
   dv->reclaim[(dv->reclaim_head + dv->reclaim_len++) % dv->reclaim_cap] = b;
   stoke__dev_kick(l);
 }

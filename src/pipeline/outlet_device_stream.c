@@ -77,7 +77,7 @@ static void trace_span(stoke__dev *d, int kind, CUevent from, CUevent to,
 /* Count a step whose end completed (consumer thread). */
 static void account(stoke_loader *l, stoke__step_rec *r,
                     const stoke__step_rec *prev) {
-  stoke__dev *d = l->dev;
+  stoke__dev *d = l->outlet.dev;
   int64_t compute = 0, copy_wait = 0, idle = -1;
   bool ok = stoke__dev_elapsed_ns(d, r->start, r->end, &compute) &&
             stoke__dev_elapsed_ns(d, r->ready, r->start, &copy_wait);
@@ -110,7 +110,7 @@ static void account(stoke_loader *l, stoke__step_rec *r,
 /* Count the steps whose events completed, oldest first; with `block`, wait
 ** for each (context current). */
 static int drain(stoke_loader *l, bool block, char *err, size_t cap) {
-  stoke__dev *d = l->dev;
+  stoke__dev *d = l->outlet.dev;
   int rc = 0;
   while (d->step_tail != d->step_head) {
     stoke__step_rec *r = rec_at(d, d->step_tail);
@@ -138,7 +138,7 @@ static int consumer_records(stoke_loader *l, bool inside, char *err,
                             size_t cap);
 
 int stoke__dev_next_enter(stoke_loader *l, char *err, size_t cap) {
-  stoke__dev *d = l->dev;
+  stoke__dev *d = l->outlet.dev;
   if (!d->cu) return 0;
   int rc = stoke__dev_enter(d, err, cap);
   if (rc) return rc;
@@ -157,7 +157,7 @@ out:
 
 int stoke__dev_next_lent(stoke_loader *l, stoke_batch *b, bool measured,
                          char *err, size_t cap) {
-  stoke__dev *d = l->dev;
+  stoke__dev *d = l->outlet.dev;
   if (!d->cu) return 0;
   int rc = stoke__dev_enter(d, err, cap);
   if (rc) return rc;
@@ -196,7 +196,7 @@ static void finish_release_locked(stoke_loader *l, stoke_batch *b) {
   b->dev->deferred = false;
   if (b->on_device) {
     b->dev->release_pending = true;
-    b->dev->release_seq = ++l->dev->release_seq;
+    b->dev->release_seq = ++l->outlet.dev->release_seq;
     b->state = STOKE__SLOT_FREE;
     stoke__dev_kick(l);
   } else {
@@ -223,7 +223,7 @@ static void unlink_deferred_locked(stoke__dev *d, stoke_batch *b) {
 ** next() for a slot released onto its stream would wait forever. */
 static int consumer_records(stoke_loader *l, bool inside, char *err,
                             size_t cap) {
-  stoke__dev *d = l->dev;
+  stoke__dev *d = l->outlet.dev;
   pthread_t self = pthread_self();
   pthread_mutex_lock(&l->mu);
   if (!d->per_thread || !d->entry_scratch) {
@@ -232,8 +232,8 @@ static int consumer_records(stoke_loader *l, bool inside, char *err,
   }
   uint64_t seq = ++d->entry_seq;
   size_t n = 0;
-  for (size_t i = 0; i < l->n_out_slots; i++) {
-    stoke_batch *b = &l->out_slots[i];
+  for (size_t i = 0; i < l->outlet.n_slots; i++) {
+    stoke_batch *b = &l->outlet.slots[i];
     bool mine = b->dev && (b->state == STOKE__SLOT_LENT || b->dev->deferred);
     if (mine && pthread_equal(b->dev->lent_to, self))
       d->entry_scratch[n++] = b;
@@ -262,7 +262,7 @@ static int consumer_records(stoke_loader *l, bool inside, char *err,
 }
 
 void stoke__dev_next_leave(stoke_loader *l) {
-  stoke__dev *d = l->dev;
+  stoke__dev *d = l->outlet.dev;
   if (!d || !d->cu) return;
   pthread_mutex_lock(&l->mu);
   d->in_next = false;
@@ -270,7 +270,7 @@ void stoke__dev_next_leave(stoke_loader *l) {
 }
 
 int stoke__dev_release(stoke_loader *l, stoke_batch *b, CUstream stream) {
-  stoke__dev *d = l->dev;
+  stoke__dev *d = l->outlet.dev;
   uintptr_t h = (uintptr_t)stream;
   pthread_mutex_lock(&l->mu);
   if (b->state != STOKE__SLOT_LENT) {
@@ -351,7 +351,7 @@ int stoke_batch_wait_stream(stoke_batch *b, uintptr_t stream) {
   if (!b) return STOKE_EINVAL;
   if (!b->on_device) return 0;
   stoke_loader *l = b->owner;
-  stoke__dev *d = l->dev;
+  stoke__dev *d = l->outlet.dev;
   /* The stream reads the batch from now on: the release fences it too. */
   pthread_mutex_lock(&l->mu);
   int full = 0, foreign = 0;
@@ -386,7 +386,7 @@ int stoke_batch_wait_stream(stoke_batch *b, uintptr_t stream) {
 
 int stoke_loader_device_sync(stoke_loader *l) {
   if (!l) return STOKE_EINVAL;
-  stoke__dev *d = l->dev;
+  stoke__dev *d = l->outlet.dev;
   if (!d || !d->cu) return 0;
   char err[STOKE__ERRMSG_CAP];
   int rc = stoke__dev_enter(d, err, sizeof err);
@@ -400,7 +400,7 @@ int stoke_loader_device_sync(stoke_loader *l) {
 
 int stoke_loader_gpu_sleep(stoke_loader *l, int64_t ns) {
   if (!l || ns < 0) return STOKE_EINVAL;
-  stoke__dev *d = l->dev;
+  stoke__dev *d = l->outlet.dev;
   if (!d || !d->cu || !d->k_spin) {
     pthread_mutex_lock(&l->mu);
     snprintf(l->lastmsg, sizeof l->lastmsg,

@@ -139,6 +139,61 @@ typedef struct stoke__order_ops {
 extern const stoke__order_ops stoke__plan_order_ops;  /* plan_order.c */
 extern const stoke__order_ops stoke__given_order_ops; /* given_order.c */
 
+/* The trace (tracks.c): cfg.trace_events > 0 makes one track per thread,
+** each with its own lock. */
+typedef struct stoke__tracks {
+  stoke__trace *v;               /* n tracks, or NULL: tracing is off */
+  size_t n;
+  int64_t t0_ns;                 /* creation: trace timestamps start here */
+} stoke__tracks;
+
+/* What the loader measures besides the workers' and the consumer's
+** counters (run_stats.c). */
+typedef struct stoke__run_stats {
+  /* Protected by the loader's stats_mu. */
+  stoke__stats_snap *baseline;   /* producers' totals when warm-up ended */
+  bool have_baseline;
+  stoke__epoch_log epochs;
+  /* The stoke-w* threads when measuring started (schedstat.c), for the
+  ** window's scheduler statistics. */
+  stoke__sched_thread *sched_base;
+  size_t n_sched_base, cap_sched;
+  atomic_uint_least64_t epochs_done; /* relaxed: stats only */
+  /* Workers the OS put under cfg.worker_policy; relaxed: stats only. */
+  atomic_uint workers_policy_applied;
+} stoke__run_stats;
+
+/* The loader: core state only.  Every field, and why the core holds it:
+**   cfg, alloc, src, plan      what to load, resolved at create; every job
+**                              of the core reads them
+**   n_slots, slots, free_list  the host slots and the pool the claims take
+**                              them from
+**   sample_bytes, host_bytes   a step's bytes (the consumer's counter) and
+**                              the ledger's total (stoke_loader_host_bytes)
+**   outlet                     where batches go out, with the out slots
+**                              next() scans and a host slot's layout
+**   cfg_text                   the block behind cfg's strings (cfg is ours)
+**   mu, work_cv, slot_cv, slot_waiters, ready_cv, gate_cv
+**                              the core's lock and the waits it wakes
+**   epoch_active, epoch, next_epoch, deliver_gen, claim_open, order_busy,
+**   claim_epoch, claim_gen, claim_pos, claim_batch, next_batch,
+**   next_deliver, n_delivered, n_lent
+**                              claims, delivery order and epochs
+**   error, error_batch, error_reported, errmsg, lastmsg
+**                              the first fatal error and where it is told
+**   stop, destroyed            lifetime: shutdown and the last release
+**   n_workers, workers         the threads that claim and fill
+**   cclock                     the consumer's clock, stopped and started
+**                              by next() itself
+**   tracks, stats_mu, run      what next() and the workers record as they
+**                              go (the trace, the baseline, the epochs)
+**   order_ops, order_state     the epoch's order, one of two tables
+**   active_workers, active_prefetch
+**                              the window the core's claims obey (the
+**                              autotuner moves it)
+**   features                   the features that are on, and their state
+** A feature's own state is in its file, reached through `features` (or
+** the outlet's state). */
 struct stoke_loader {
   stoke_config cfg;              /* resolved; frozen at create */
   const stoke_allocator *alloc;  /* borrowed from cfg */
@@ -148,22 +203,11 @@ struct stoke_loader {
   stoke_batch *slots;
   size_t sample_bytes;
   uint64_t host_bytes;
-  /* Bytes of one sample of each field in a host slot: the source's, or u8
-  ** pixels for a field the device normalises. */
-  size_t field_bytes[STOKE__MAX_FIELDS];
   /* Where batches go out (outlet.h): the host or the device outlet,
-  ** echo wrapped around it; frozen after create. */
+  ** echo wrapped around it, with the slots next() hands out and the
+  ** layout of a host slot; frozen after create. */
   stoke__outlet outlet;
-  /* The slots next() hands out: the host slots, or the outlet's own (the
-  ** device slots); n_lent of them are held by the caller. */
-  stoke_batch *out_slots;
-  size_t n_out_slots;
-  /* The device outlet's state (src/device/device.h, outlet_device.h);
-  ** NULL: plain host memory. */
-  struct stoke__dev *dev;
-  int clock;                     /* stoke_clock in force (never AUTO) */
-  char *device_text, *cuda_library_text; /* owned copies of cfg's */
-  char *cache_dir_text;
+  char *cfg_text;                /* cfg's strings, copied (owned_config.c) */
 
   pthread_mutex_t mu;
   pthread_cond_t work_cv;        /* workers: a slot was freed, an epoch
@@ -212,7 +256,7 @@ struct stoke_loader {
                                     the last release frees the loader; mu */
 
   unsigned n_workers;
-  stoke__worker *workers;               /* n_workers, or one for W = 0 that the
+  stoke__worker *workers;        /* n_workers, or one for W = 0 that the
                                     consumer's thread uses */
 
   /* Consumer side: only the thread inside next() touches these.  The
@@ -220,20 +264,10 @@ struct stoke_loader {
   stoke__cclock cclock;          /* wait, compute, warm-up, pending step,
                                     the epoch in progress */
 
-  /* Tracing (cfg.trace_events > 0): track 0 is the consumer, track 1 + i
-  ** worker i (the inline producer at W = 0).  Each has its own lock. */
-  stoke__trace *traces;
-  size_t n_traces;
-  int64_t t0_ns;                 /* creation: trace timestamps start here */
+  stoke__tracks tracks;          /* the trace (tracks.c) */
 
   pthread_mutex_t stats_mu;      /* leaf */
-  /* Protected by stats_mu. */
-  stoke__stats_snap *baseline;   /* producers' totals when warm-up ended */
-  bool have_baseline;
-  stoke__epoch_log epochs;
-  atomic_uint_least64_t epochs_done; /* relaxed: stats only */
-  /* Workers the OS put under cfg.worker_policy; relaxed: stats only. */
-  atomic_uint workers_policy_applied;
+  stoke__run_stats run;          /* baseline, epoch log (run_stats.c) */
 
   const stoke__order_ops *order_ops; /* the epoch's order; frozen */
   void *order_state;             /* the order's own (its create); the
@@ -250,18 +284,15 @@ struct stoke_loader {
   pthread_cond_t gate_cv;
   /* The features that are on, each with its own state (feature.h). */
   stoke__features features;
-  /* The stoke-w* threads when measuring started (schedstat.c), for the
-  ** window's scheduler statistics.  Protected by stats_mu. */
-  stoke__sched_thread *sched_base;
-  size_t n_sched_base, cap_sched;
-
-  /* Data echoing (echo.c): every slot handed out feeds `echo` steps.
-  ** The group in progress is echo's own state (the outlet it wraps). */
-  unsigned echo;                 /* cfg.echo, at least 1; frozen */
-  bool echo_example;             /* STOKE_ECHO_EXAMPLE; frozen */
 };
 
-/* echo.c: data echoing, an outlet around the outlet (outlet.h). */
+/* echo.c: data echoing, an outlet around the outlet (outlet.h).  Every
+** slot handed out feeds cfg.echo steps (resolved at create: at least 1). */
+/* Copies of each sample a fill writes: cfg.echo with example echoing, else
+** 1 (a slot's field holds that many batches' worth of samples). */
+static inline unsigned stoke__echo_copies(const stoke_config *c) {
+  return c->echo > 1 && c->echo_mode == STOKE_ECHO_EXAMPLE ? c->echo : 1;
+}
 /* At create, once the outlet and its out slots are set: with echo > 1,
 ** wrap l->outlet and allocate the views of every out slot.  0 or
 ** STOKE_ENOMEM. */
@@ -325,6 +356,12 @@ int stoke__publish_create(stoke_loader *l);
 /* The source's fingerprint, computed once (not with mu held). */
 uint64_t stoke__loader_fingerprint(stoke_loader *l);
 
+/* owned_config.c: point c's strings read after create (device,
+** cuda_library, cache_dir) at copies in one block (*block, owned; NULL when
+** there is none).  0 or STOKE_ENOMEM. */
+int stoke__config_own_strings(stoke_config *c, const stoke_allocator *a,
+                              char **block);
+
 /* Check a config as stoke_loader_create does (loader.c); 0 or STOKE_EINVAL
 ** with the message in the thread's error.  The host ledger uses it too. */
 int stoke__config_validate(const stoke_config *c);
@@ -365,15 +402,6 @@ void *stoke__worker_main(void *arg);
 int stoke__bad_init(stoke_loader *l);
 /* Host bytes of the bad-sample state of a configuration (the ledger). */
 uint64_t stoke__bad_bytes(const stoke_config *c, const stoke_source *src);
-/* The sample at position pos of b (source index `index`) failed to fill,
-** its reason in w->err, or the quarantine lists it (quarantined): log it,
-** and skip it, replace it or fail as on_error says.  Returns 0 when the
-** batch may go on (skipped, or replaced at pos), else a STOKE_E* after
-** poisoning the loader (FAIL, the budget spent, no substitute). */
-int stoke__bad_sample(stoke_loader *l, stoke__worker *w, stoke_batch *b,
-                      size_t pos, size_t index, bool quarantined, bool timed);
-/* The last writer of a batch with skipped samples: close the gaps. */
-void stoke__bad_compact(stoke_loader *l, stoke_batch *b);
 /* quarantine_feature.c: at create (from stoke__bad_init), open the
 ** quarantine when cfg.quarantine_path is set and list it among the
 ** features.  0 or an error (TLS message set). */
@@ -383,10 +411,29 @@ stoke__quarantine *stoke__quarantine_of(const stoke_loader *l);
 
 /* Bytes of field f in one host slot (loader.c). */
 size_t stoke__slot_field_bytes(const stoke_loader *l, size_t f);
+/* tracks.c: at create, after the workers and the device: the tracks when
+** cfg.trace_events > 0, and the clock origin.  0 or STOKE_ENOMEM. */
+int stoke__tracks_create(stoke_loader *l);
+void stoke__tracks_free(stoke__tracks *t, const stoke_allocator *a);
+/* The consumer's track, or NULL: tracing is off. */
+static inline stoke__trace *stoke__tracks_consumer(const stoke__tracks *t) {
+  return t->v ? &t->v[0] : NULL;
+}
+
+/* run_stats.c.  Init: the counters (before any thread); create: the
+** baseline and the scheduler window's room (0 or STOKE_ENOMEM); free
+** what create made. */
+void stoke__run_stats_init(stoke__run_stats *r);
+int stoke__run_stats_create(stoke__run_stats *r, const stoke_allocator *a,
+                            unsigned n_workers);
+void stoke__run_stats_free(stoke__run_stats *r, const stoke_allocator *a);
 /* Take the producers' totals as the warm-up baseline (consumer thread). */
 void stoke__take_baseline(stoke_loader *l);
 /* Record a finished epoch (consumer thread). */
 void stoke__record_epoch(stoke_loader *l, int64_t end_ns);
+/* The stoke-w* threads' scheduler window into st (threads_active stays
+** as it is without one); takes stats_mu. */
+void stoke__run_stats_sched(const stoke_loader *l, stoke_stats *st);
 /* Drop what workers prefetched for an epoch that is not the next one
 ** (mu held); see core.c. */
 void stoke__discard_prefetch(stoke_loader *l);

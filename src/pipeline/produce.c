@@ -13,7 +13,7 @@
 static int fill_each(stoke_source *src, stoke_sample *s) {
   void *dst[STOKE__MAX_FIELDS];
   memcpy(dst, s->dst, sizeof dst);
-  stoke_rng base = s->rng;
+  stoke_rng base = *stoke__sample_rng(s);
   int rc = 0;
   for (unsigned j = 0; rc == 0 && j < s->copies; j++) {
     for (size_t f = 0; f < src->n_fields; f++)

@@ -70,7 +70,7 @@ static bool fill_get(const stoke_loader *l, void *state, stoke_sample *s,
   for (size_t f = 0; f < l->src->n_fields; f++)
     for (unsigned j = 0; j < copies; j++)
       memcpy((char *)s->dst[f] + j * s->copy_step[f], at + r->off[f],
-             l->field_bytes[f]);
+             l->outlet.field_bytes[f]);
   stoke__counter_add(&ps->ram_hits, 1);
   return true;
 }
@@ -87,7 +87,7 @@ static void fill_put(const stoke_loader *l, void *state,
     return;
   uint8_t *at = r->arena + s->index * r->per;
   for (size_t f = 0; f < l->src->n_fields; f++)
-    memcpy(at + r->off[f], s->dst[f], l->field_bytes[f]);
+    memcpy(at + r->off[f], s->dst[f], l->outlet.field_bytes[f]);
   atomic_store_explicit(&r->state[s->index], FILLED, memory_order_release);
 }
 
@@ -116,7 +116,7 @@ int stoke__ramcache_create(stoke_loader *l) {
   r->n = n;
   r->per = per_sample(l->src);
   for (size_t f = 1; f < l->src->n_fields; f++)
-    r->off[f] = r->off[f - 1] + l->field_bytes[f - 1];
+    r->off[f] = r->off[f - 1] + l->outlet.field_bytes[f - 1];
   r->arena = stoke__alloc_aligned(l->alloc, n * r->per);
   r->state = stoke__calloc(l->alloc, n, sizeof *r->state);
   if (!r->arena || !r->state) return STOKE_ENOMEM;

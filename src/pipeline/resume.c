@@ -149,7 +149,7 @@ int stoke_loader_state_save(const stoke_loader *cl, stoke_loader_state *out) {
     out->epoch = l->next_epoch;
     /* restored and not started yet */
     const stoke__resume *r = resume_of(l);
-    out->batches_done = (uint64_t)r->batch * l->echo + r->view;
+    out->batches_done = (uint64_t)r->batch * l->cfg.echo + r->view;
   }
   pthread_mutex_unlock(&l->mu);
   out->n_samples = l->src->n_samples;
@@ -206,10 +206,10 @@ int stoke_loader_state_restore(stoke_loader *l, const stoke_loader_state *st) {
                   l->src->n_samples, (unsigned long long)fp);
   uint64_t epoch = st->epoch, at = st->batches_done;
   bool elastic = !same_batching(l, st);
-  if (!elastic && at > (uint64_t)l->plan.n_batches * l->echo)
+  if (!elastic && at > (uint64_t)l->plan.n_batches * l->cfg.echo)
     return refuse(l, "state: %llu batches done in epoch %llu, but it has %zu",
                   (unsigned long long)at, (unsigned long long)epoch,
-                  l->plan.n_batches * l->echo);
+                  l->plan.n_batches * l->cfg.echo);
   pthread_mutex_lock(&l->mu);
   if (l->error) {
     pthread_mutex_unlock(&l->mu);
@@ -255,8 +255,8 @@ int stoke_loader_state_restore(stoke_loader *l, const stoke_loader_state *st) {
   }
   l->next_epoch = epoch;
   stoke__resume *r = resume_of(l);
-  r->batch = (size_t)(at / l->echo);
-  r->view = (unsigned)(at % l->echo);
+  r->batch = (size_t)(at / l->cfg.echo);
+  r->view = (unsigned)(at % l->cfg.echo);
   pthread_mutex_unlock(&l->mu);
   return 0;
 }

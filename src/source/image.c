@@ -118,7 +118,7 @@ static int image_fill_copies(stoke_source *src, stoke_sample *s) {
     }
   }
   int rc = 0;
-  stoke_rng base = s->rng;
+  stoke_rng base = *stoke__sample_rng(s);
   for (unsigned j = 0; j < copies && rc == 0; j++) {
     stoke_rng r;
     stoke__copy_rng(&base, j, &r);

@@ -92,7 +92,7 @@ const stoke_field_desc *stoke_source_field(const stoke_source *src, size_t f) {
 
 size_t stoke_sample_index(const stoke_sample *s) { return s->index; }
 uint64_t stoke_sample_epoch(const stoke_sample *s) { return s->epoch; }
-stoke_rng *stoke_sample_rng(stoke_sample *s) { return &s->rng; }
+stoke_rng *stoke_sample_rng(stoke_sample *s) { return stoke__sample_rng(s); }
 
 void *stoke_sample_field(stoke_sample *s, size_t f) {
   if (f >= STOKE__MAX_FIELDS) return NULL;

@@ -14,7 +14,13 @@ struct stoke_sample {
   size_t index;
   uint64_t epoch;
   uint64_t seed;          /* the loader's */
-  stoke_rng rng;
+  stoke_rng rng;          /* valid once rng_lazy is false */
+  /* The stream is not derived yet: the loader leaves it to the first use
+  ** (stoke__sample_rng), so a sample whose fill draws nothing (a stored
+  ** tensor) skips the key's mixing.  The stream is a pure function of
+  ** (seed, epoch, index), so when it is derived changes no drawn value.
+  ** false (a zeroed sample): rng is used as it is. */
+  bool rng_lazy;
   void *dst[STOKE__MAX_FIELDS];
   void *scratch;          /* the worker's, reused across samples */
   int stage;              /* stage being timed */
@@ -41,6 +47,17 @@ struct stoke_sample {
   uint32_t src_w, src_h;
   struct stoke__cache *cache; /* the loader's packed cache, or NULL */
 };
+
+/* The sample's random stream, derived on first use from (seed, epoch,
+** index) when the loader left it lazy.  Every read of s->rng goes through
+** here. */
+static inline stoke_rng *stoke__sample_rng(stoke_sample *s) {
+  if (s->rng_lazy) {
+    stoke_rng_init(&s->rng, s->seed, s->epoch, s->index);
+    s->rng_lazy = false;
+  }
+  return &s->rng;
+}
 
 struct stoke__u8_form;
 

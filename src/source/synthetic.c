@@ -114,7 +114,7 @@ static int synth_fill_copies(stoke_source *src, stoke_sample *s) {
       stoke__spin_cpu_ns(cost);
     if (c->wait_ns > 0) sleep_calibrated(s, c->wait_ns);
   }
-  stoke_rng base = s->rng;
+  stoke_rng base = *stoke__sample_rng(s);
   int64_t label = (int64_t)(s->index % (c->n_classes ? c->n_classes : 1));
   for (unsigned j = 0; j < copies; j++) {
     float *x = (float *)((char *)s->dst[0] + j * s->copy_step[0]);

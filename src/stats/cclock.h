@@ -27,9 +27,11 @@
 typedef struct stoke__cclock {
   stoke__consumer_stats *cs;  /* owned; written only for measured steps */
   stoke__trace *trace;        /* borrowed consumer track, or NULL */
-  /* The device's CUDA events time wait and compute: the host's own times
-  ** go to host_wait / host_compute instead. */
-  bool events;
+  /* The stoke_clock in force (never AUTO): the loader's resolves it with
+  ** its backend.  Under EVENTS the device's CUDA events time wait and
+  ** compute: the host's own times go to host_wait / host_compute instead. */
+  int clock;
+  bool events;                /* clock == STOKE_CLOCK_EVENTS */
   uint64_t warmup_steps;      /* steps left out after the warm-up epochs */
   uint64_t warmup_steps_seen;
   bool measuring;             /* warm-up is over, for good */

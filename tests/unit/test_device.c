@@ -1248,11 +1248,11 @@ static void test_outlet_tables(void **state) {
     TU_CHECK(strcmp(l->outlet.ops->name, cases[i].outlet) == 0,
              "case %zu: outlet %s, expected %s", i, l->outlet.ops->name,
              cases[i].outlet);
-    TU_CHECK((l->out_slots != l->slots) == cases[i].own_slots,
+    TU_CHECK((l->outlet.slots != l->slots) == cases[i].own_slots,
              "case %zu: next() hands out the wrong slots", i);
     size_t want = cases[i].own_slots ? 2 + c.consumer_slots : l->n_slots;
-    TU_CHECK(l->n_out_slots == want, "case %zu: %zu out slots, expected %zu",
-             i, l->n_out_slots, want);
+    TU_CHECK(l->outlet.n_slots == want, "case %zu: %zu out slots, expected %zu",
+             i, l->outlet.n_slots, want);
     size_t steps = 0;
     for (int e = 0; e < 2; e++) {
       stoke_batch *b;

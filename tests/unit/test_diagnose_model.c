@@ -464,6 +464,40 @@ static void test_real_runs(void **state) {
   assert_int_equal(r.a[0].kind, STOKE_ADVICE_WORKERS);
 }
 
+static void say_dummy(void *user, int setting, unsigned v, unsigned workers,
+                      char *buf, size_t n) {
+  snprintf(buf, n, "%s %d=%u/%u", (const char *)user, setting, v, workers);
+}
+
+/* stoke_advice_name: no words are stoke_advice.text's (the tool's flags),
+** given words are used as they are, and a short or absent buffer is safe. */
+static void test_advice_name(void **state) {
+  (void)state;
+  char buf[64];
+  stoke_advice_name(NULL, STOKE_SETTING_WORKERS, 4, 4, buf, sizeof buf);
+  assert_string_equal(buf, "-j 4");
+  stoke_advice_name(NULL, STOKE_SETTING_PREFETCH, 3, 4, buf, sizeof buf);
+  assert_string_equal(buf, "--prefetch 3");
+  stoke_advice_name(NULL, STOKE_SETTING_ECHO, 2, 0, buf, sizeof buf);
+  assert_string_equal(buf, "--echo 2 (Loader(echo=2))");
+  stoke_advice_words none = {NULL, NULL};
+  stoke_advice_name(&none, STOKE_SETTING_SAME_WORKERS, 0, 0, buf, sizeof buf);
+  assert_string_equal(buf, "with that -j");
+  stoke_advice_words mine = {say_dummy, "w"};
+  stoke_advice_name(&mine, STOKE_SETTING_PREFETCH, 3, 8, buf, sizeof buf);
+  assert_string_equal(buf, "w 2=3/8");
+  char small[4];
+  stoke_advice_name(NULL, STOKE_SETTING_DEVICE_PREFETCH, 2, 0, small,
+                    sizeof small);
+  assert_string_equal(small, "--d");
+  stoke_advice_name(NULL, STOKE_SETTING_WORKERS, 4, 4, NULL, 8);
+  buf[0] = 'x';
+  stoke_advice_name(NULL, STOKE_SETTING_WORKERS, 4, 4, buf, 0);
+  assert_int_equal(buf[0], 'x');
+  stoke_advice_name(NULL, 999, 1, 1, buf, sizeof buf);
+  assert_string_equal(buf, "?");
+}
+
 int main(void) {
   tu_watchdog(TU_WATCHDOG_S);
   const struct CMUnitTest tests[] = {
@@ -475,6 +509,7 @@ int main(void) {
       cmocka_unit_test(test_diagnose_ex_fields),
       cmocka_unit_test(test_producer_floor_rule),
       cmocka_unit_test(test_real_runs),
+      cmocka_unit_test(test_advice_name),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
