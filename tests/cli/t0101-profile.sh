@@ -104,9 +104,10 @@ names = {e["tid"]: e["args"]["name"] for e in ev if e["ph"] == "M"}
 assert names == {0: "consumer", 1: "stoke-w0", 2: "stoke-w1"}, names
 spans = [e for e in ev if e["ph"] == "X"]
 reads = [e for e in spans if e["name"] == "read"]
-# Each read is on a worker's track.  Which worker read what is the
-# scheduler's: beside busy processes one worker can take all 64 samples
-# while the other waits for a core, so both reading is not asserted.
+# Each read is on the track of a worker.  Which worker reads what is up
+# to the scheduler: beside busy processes one worker can take all 64
+# samples while the other waits for a core, so both reading is not
+# asserted.
 assert len(reads) == 64 and all(e["tid"] in (1, 2) for e in reads), len(reads)
 steps = [e for e in spans if e["name"] in ("wait", "compute")]
 assert len(steps) == 16 and all(e["tid"] == 0 for e in steps), len(steps)
