@@ -499,7 +499,7 @@ typedef struct stoke_pack_config {
   int quality;                     /* 1..100; default 90 */
 } stoke_pack_config;
 
-/* stoke_image_config.io_concurrency when it is 0 (since 0.5.1). */
+/* stoke_image_config.io_concurrency when it is 0 (since 0.6). */
 #define STOKE_IO_CONCURRENCY_DEFAULT 8
 
 /* shard_bytes 256 MB, JPEGs rewritten, every core, no progress callback. */
@@ -1911,7 +1911,7 @@ typedef struct stoke_host_ledger {
   uint64_t storage_bytes;  /* what the source's storage holds while it is
                               open, apart from the workers' scratch: remote
                               packed shards' read-ahead buffer, at most
-                              256 MiB (since 0.5.1) */
+                              256 MiB (since 0.6) */
 } stoke_host_ledger;
 
 /* The ledger of the loader cfg would create, without creating it: nothing
@@ -2229,7 +2229,7 @@ STOKE_API int stoke_advise_basis(const stoke_model *m, const stoke_stats *st,
 ** stoke_advice.text, which are the stoke tool's flags: "-j 4",
 ** "--prefetch 3") into buf (n bytes, NUL-terminated, truncated to fit);
 ** `workers` as stoke_advice_words says.  Nothing for a NULL buf or n 0.
-** Thread-safety: any thread.  Since 0.4. */
+** Thread-safety: any thread.  Since 0.6. */
 STOKE_API void stoke_advice_name(const stoke_advice_words *words, int setting,
                                  unsigned value, unsigned workers, char *buf,
                                  size_t n);
