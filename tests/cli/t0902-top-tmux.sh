@@ -59,7 +59,10 @@ say "stoke top PID follows the bench, redrawing, until q"
 tm new-session -d -s top -x 80 -y 24 \
   "env XDG_RUNTIME_DIR='$XDG_RUNTIME_DIR' '$STOKE' top $bp --interval 0.2; \
    echo top-exit=\$?; sleep 30"
-until_pane "verdict: "
+# The first frames may come before the bench's warm-up has ended, or before
+# top has two snapshots to make a window of: they say so and show no wait
+# figures.  Wait for a frame with measured steps.
+until_pane "wait p50"
 for want in "stoke top: pid $bp, loader 0  (q quits)" "waiting" "wait p50" \
   "queue: mean depth" "workers 2: busy"; do
   grep -qF "$want" "$TMP/pane" || fail "no '$want': $(cat "$TMP/pane")"
