@@ -124,6 +124,18 @@ static int ready(sk_TwoClock *self) {
   return 0;
 }
 
+/* A step's wait starts: the caller's sync (the compute before it is done
+** on the device too), then the clock.  -1 with the sync's exception. */
+static int enter(sk_TwoClock *self) {
+  if (self->sync) {
+    PyObject *r = PyObject_CallNoArgs(self->sync);
+    if (!r) return -1;
+    Py_DECREF(r);
+  }
+  stoke_twoclock_enter(self->c);
+  return 0;
+}
+
 /* Each iter() is an epoch; one left early is recorded as it was.  The
 ** wrapped iterable's iter() is part of the epoch's first wait: a torch
 ** DataLoader starts its worker processes there (every epoch, unless
@@ -136,12 +148,7 @@ static PyObject *twoclock_iter(sk_TwoClock *self) {
     stoke_twoclock_end_epoch(self->c);
     Py_CLEAR(self->it);
   }
-  if (self->sync) { /* as before every wait, so once per step */
-    PyObject *r = PyObject_CallNoArgs(self->sync);
-    if (!r) return NULL;
-    Py_DECREF(r);
-  }
-  stoke_twoclock_enter(self->c);
+  if (enter(self) < 0) return NULL;
   self->entered = 1;
   self->it = PyObject_GetIter(self->iterable);
   if (!self->it) return NULL; /* the next iter() enters again */
@@ -178,16 +185,10 @@ static PyObject *twoclock_next(sk_TwoClock *self) {
     if (!me) return NULL;
     Py_DECREF(me);
   }
-  if (self->entered) {
+  if (self->entered)
     self->entered = 0; /* iter() started this step's wait */
-  } else {
-    if (self->sync) {
-      PyObject *r = PyObject_CallNoArgs(self->sync);
-      if (!r) return NULL;
-      Py_DECREF(r);
-    }
-    stoke_twoclock_enter(self->c);
-  }
+  else if (enter(self) < 0)
+    return NULL;
   PyObject *item = PyIter_Next(self->it);
   if (!item) {
     stoke_twoclock_end_epoch(self->c);
