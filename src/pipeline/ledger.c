@@ -60,6 +60,13 @@ static uint64_t slots_bytes(const stoke_config *c,
          stoke__echo_bytes(c, out);
 }
 
+/* The sum of the terms: one place, so that a new term is added once. */
+static uint64_t total_of(const stoke_host_ledger *g) {
+  return g->slots_bytes + g->order_bytes + g->workers_bytes +
+         g->consumer_bytes + g->trace_bytes + g->failures_bytes +
+         g->cache_bytes + g->scratch_bytes + g->storage_bytes;
+}
+
 void stoke__host_ledger(const stoke_config *c, unsigned n_workers,
                         const stoke__plan *plan, const stoke_source *src,
                         stoke_host_ledger *g) {
@@ -105,9 +112,7 @@ void stoke__host_ledger(const stoke_config *c, unsigned n_workers,
   /* What the storage holds once for the whole source (remote read-ahead). */
   g->storage_bytes =
       src->ops && src->ops->held_bytes ? src->ops->held_bytes(src) : 0;
-  g->total_bytes = g->slots_bytes + g->order_bytes + g->workers_bytes +
-                   g->consumer_bytes + g->trace_bytes + g->failures_bytes +
-                   g->cache_bytes + g->scratch_bytes + g->storage_bytes;
+  g->total_bytes = total_of(g);
   g->budget_bytes = c->mem_budget_bytes;
 }
 
@@ -126,9 +131,7 @@ void stoke__loader_ledger_device(const stoke_loader *l, stoke_host_ledger *g) {
     g->trace_bytes += 2 * (uint64_t)l->cfg.trace_events *
                       sizeof(stoke__trace_event);
   g->slots_bytes = slots_bytes(&l->cfg, g);
-  g->total_bytes = g->slots_bytes + g->order_bytes + g->workers_bytes +
-                   g->consumer_bytes + g->trace_bytes + g->failures_bytes +
-                   g->cache_bytes + g->scratch_bytes + g->storage_bytes;
+  g->total_bytes = total_of(g);
 }
 
 int stoke__host_ledger_check(const stoke_host_ledger *g, unsigned prefetch,
