@@ -177,12 +177,12 @@ void stoke__blobset_done(const stoke__blobset *s, size_t i,
 ** from their index), else a folder's stat of the file (0 when it cannot be
 ** looked at). */
 uint64_t stoke__blobset_stored_bytes(const stoke__blobset *s, size_t i);
+/* ops->held_bytes (the host ledger's storage term), or 0. */
+uint64_t stoke__blobset_held_bytes(const stoke__blobset *s);
 /* Ask the kernel to read samples [first, first + n) ahead, without
 ** waiting: packed shards madvise(MADV_WILLNEED) their mapped range, tar
 ** shards and folder files posix_fadvise(WILLNEED).  Advice only: a call
 ** that fails is ignored. */
-/* ops->held_bytes, or 0. */
-uint64_t stoke__blobset_held_bytes(const stoke__blobset *s);
 void stoke__blobset_read_ahead(const stoke__blobset *s, size_t first,
                                size_t n);
 /* A 64-bit key of what the files hold as the file system describes it:
