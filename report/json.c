@@ -29,7 +29,7 @@ cJSON *report_config_json(const report_spec *spec, const report_result *res) {
     cJSON_AddStringToObject(o, "data_kind", res->source_kind);
     cJSON_AddStringToObject(o, "transform", spec->image.transform);
     cJSON_AddNumberToObject(o, "samples", (double)res->source_samples);
-    if (strstr(spec->data, "://")) /* requests in flight: remote only */
+    if (stoke_path_is_remote(spec->data)) /* requests in flight */
       cJSON_AddNumberToObject(o, "io_concurrency",
                               spec->image.io_concurrency
                                   ? spec->image.io_concurrency

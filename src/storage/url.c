@@ -95,6 +95,10 @@ bool stoke__url_shows_secret(const char *url, const char *text) {
   return false;
 }
 
+int stoke_path_is_remote(const char *path) {
+  return stoke__url_is_remote(path);
+}
+
 void stoke_path_shown(const char *path, char *buf, size_t cap) {
   if (!buf || cap == 0) return;
   stoke__url_redact(path ? path : "", buf, cap);

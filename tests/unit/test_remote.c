@@ -55,6 +55,11 @@ static void test_url_shown(void **state) {
   char pub[64];
   stoke_path_shown("https://k:s@h/x.stoke?sig=1", pub, sizeof pub);
   assert_string_equal(pub, "https://h/x.stoke?...");
+  assert_int_equal(stoke_path_is_remote("HTTPS://h/x.stoke"), 1);
+  assert_int_equal(stoke_path_is_remote("http://h/{0..3}.tar"), 1);
+  assert_int_equal(stoke_path_is_remote("file:///data/x.stoke"), 0);
+  assert_int_equal(stoke_path_is_remote("train/dog"), 0);
+  assert_int_equal(stoke_path_is_remote(NULL), 0);
 }
 
 static void test_url_secret_and_scheme(void **state) {
