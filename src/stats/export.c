@@ -142,7 +142,9 @@ static void line_head(FILE *f, const char *kind,
   fputc('"', f);
 }
 
-/* One "steps" line, not flushed: the exporter flushes once per batch. */
+/* One JSON line (kind "steps"): the steady state so far, at `step` (steps
+** handed out in all, warm-up included) of `epoch`.  Not flushed: the
+** exporter flushes once per batch of lines. */
 static void steps_line(FILE *f, const stoke_stats *st,
                        const stoke__export_labels *lb, uint64_t epoch,
                        uint64_t step) {
@@ -159,13 +161,6 @@ static void steps_line(FILE *f, const stoke_stats *st,
           (double)st->wait.p95_ns / 1e6, (double)st->step.p50_ns / 1e6,
           (double)st->step.p95_ns / 1e6,
           st->n_workers == STOKE_WORKERS_AUTO ? 0 : st->n_workers);
-}
-
-int stoke__jsonl_steps(FILE *f, const stoke_stats *st,
-                       const stoke__export_labels *lb, uint64_t epoch,
-                       uint64_t step) {
-  steps_line(f, st, lb, epoch, step);
-  return fflush(f) == 0 && !ferror(f) ? 0 : STOKE_EIO;
 }
 
 int stoke__jsonl_epoch(FILE *f, const stoke_epoch_stats *e,
@@ -374,8 +369,9 @@ void stoke__exporter_epoch(stoke__exporter *e, const stoke_epoch_stats *rec) {
   e->epochs++;
 }
 
-void stoke__exporter_stop(stoke__exporter *e, const stoke_allocator *a) {
-  if (!stoke__exporter_on(e) || !e->have_sync) return;
+/* Stop the writer thread and join it (mu, then no lock); true when this
+** call was the first to stop it. */
+static bool halt(stoke__exporter *e, const stoke_allocator *a) {
   pthread_mutex_lock(&e->mu);
   bool first = !e->stop;
   e->stop = true;
@@ -384,7 +380,12 @@ void stoke__exporter_stop(stoke__exporter *e, const stoke_allocator *a) {
   pthread_cond_signal(&e->cv);
   pthread_mutex_unlock(&e->mu);
   if (t) stoke__thread_join(t, a);
-  if (!first) return;
+  return first;
+}
+
+void stoke__exporter_stop(stoke__exporter *e, const stoke_allocator *a) {
+  if (!stoke__exporter_on(e) || !e->have_sync) return;
+  if (!halt(e, a)) return;
   pthread_mutex_lock(&e->write_mu);
   write_lines(e);
   write_metrics(e); /* the last metrics, at the end */
@@ -393,13 +394,7 @@ void stoke__exporter_stop(stoke__exporter *e, const stoke_allocator *a) {
 
 void stoke__exporter_free(stoke__exporter *e, const stoke_allocator *a) {
   if (e->have_sync) {
-    pthread_mutex_lock(&e->mu);
-    stoke__thread *t = e->thread;
-    e->stop = true;
-    e->thread = NULL;
-    pthread_cond_signal(&e->cv);
-    pthread_mutex_unlock(&e->mu);
-    if (t) stoke__thread_join(t, a);
+    halt(e, a);
     pthread_mutex_destroy(&e->write_mu);
     pthread_mutex_destroy(&e->mu);
     pthread_cond_destroy(&e->cv);

@@ -29,11 +29,6 @@ int stoke__metrics_write(const char *path, const stoke_stats *st,
                          const stoke__export_labels *lb, char *err,
                          size_t err_cap);
 
-/* One JSON line (kind "steps"): the steady state so far, at `step`
-** (steps handed out in all, warm-up included) of `epoch`. */
-int stoke__jsonl_steps(FILE *f, const stoke_stats *st,
-                       const stoke__export_labels *lb, uint64_t epoch,
-                       uint64_t step);
 /* One JSON line (kind "epoch"): a finished epoch's record. */
 int stoke__jsonl_epoch(FILE *f, const stoke_epoch_stats *e,
                        const stoke__export_labels *lb);
