@@ -180,8 +180,11 @@ typedef struct stoke__dev {
   ** (cuda_stream, a release or a reader), so each next() entry records
   ** the lent slots' release events on the consumer's stream; entry_seq
   ** counts those entries, in_next says the consumer is inside next()
-  ** since the last one (it has queued no work since). */
-  bool per_thread;
+  ** since the last one (it has queued no work since).  per_thread only
+  ** goes false -> true, under mu, so the consumer tests it with a relaxed
+  ** load before it takes mu: a store before the consumer last took mu is
+  ** seen, and a racing one would race the lock just the same. */
+  atomic_bool per_thread;
   bool in_next;
   uint64_t entry_seq;
   stoke_batch *deferred;            /* list through next_deferred */

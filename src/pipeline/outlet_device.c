@@ -513,7 +513,8 @@ int stoke__dev_alloc(stoke_loader *l) {
   stoke__dev *d = l->outlet.dev;
   if (!d || !d->cu) return 0;
   d->consumer = (CUstream)l->cfg.cuda_stream;
-  d->per_thread = l->cfg.cuda_stream == STOKE__STREAM_PER_THREAD;
+  atomic_init(&d->per_thread,
+              l->cfg.cuda_stream == STOKE__STREAM_PER_THREAD);
   char e[STOKE__ERRMSG_CAP];
   if (stoke__dev_enter(d, e, sizeof e) != 0)
     return stoke__set_tls_error(STOKE_EDEVICE, "device: %s", e);
@@ -613,7 +614,7 @@ void stoke__dev_close(stoke_loader *l) {
       d->cu->cuStreamSynchronize(d->consumer);
     /* Releases handed to the consumer's per-thread stream and not yet
     ** recorded: the closing thread is the consumer's, as a rule. */
-    if (d->per_thread)
+    if (atomic_load_explicit(&d->per_thread, memory_order_relaxed))
       d->cu->cuStreamSynchronize((CUstream)STOKE__STREAM_PER_THREAD);
     for (size_t i = 0; i < l->n_slots && l->slots; i++)
       if (l->slots[i].dev && l->slots[i].dev->release)

@@ -224,9 +224,11 @@ static void unlink_deferred_locked(stoke__dev *d, stoke_batch *b) {
 static int consumer_records(stoke_loader *l, bool inside, char *err,
                             size_t cap) {
   stoke__dev *d = l->outlet.dev;
+  /* Most loaders never use stream 2: no lock taken for them (device.h). */
+  if (!atomic_load_explicit(&d->per_thread, memory_order_relaxed)) return 0;
   pthread_t self = pthread_self();
   pthread_mutex_lock(&l->mu);
-  if (!d->per_thread || !d->entry_scratch) {
+  if (!d->entry_scratch) {
     pthread_mutex_unlock(&l->mu);
     return 0;
   }
@@ -263,7 +265,10 @@ static int consumer_records(stoke_loader *l, bool inside, char *err,
 
 void stoke__dev_next_leave(stoke_loader *l) {
   stoke__dev *d = l->outlet.dev;
-  if (!d || !d->cu) return;
+  /* in_next is set only once per_thread is (consumer_records). */
+  if (!d || !d->cu ||
+      !atomic_load_explicit(&d->per_thread, memory_order_relaxed))
+    return;
   pthread_mutex_lock(&l->mu);
   d->in_next = false;
   pthread_mutex_unlock(&l->mu);
@@ -301,7 +306,7 @@ int stoke__dev_release(stoke_loader *l, stoke_batch *b, CUstream stream) {
                  !pthread_equal(pthread_self(), b->dev->lent_to);
   bool covered = foreign && d->in_next &&
                  b->dev->covered_seq == d->entry_seq;
-  if (ptd) d->per_thread = true;
+  if (ptd) atomic_store_explicit(&d->per_thread, true, memory_order_relaxed);
   pthread_mutex_unlock(&l->mu);
 
   char err[STOKE__ERRMSG_CAP];
@@ -359,7 +364,8 @@ int stoke_batch_wait_stream(stoke_batch *b, uintptr_t stream) {
     foreign = per_thread(stream) &&
               !pthread_equal(pthread_self(), b->dev->lent_to);
     if (!foreign) full = stoke__readers_add(&b->dev->readers, stream);
-    if (!foreign && !full && per_thread(stream)) d->per_thread = true;
+    if (!foreign && !full && per_thread(stream))
+      atomic_store_explicit(&d->per_thread, true, memory_order_relaxed);
   }
   if (foreign)
     snprintf(l->lastmsg, sizeof l->lastmsg,
