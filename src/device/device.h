@@ -87,8 +87,8 @@ typedef struct stoke__slot_dev {
   uint64_t covered_seq;         /* `release` recorded on the consumer's own
                                    stream at its entry number covered_seq */
   bool deferred;                /* released, waiting for the consumer to
-                                   record `release` on its stream */
-  stoke_batch *next_deferred;
+                                   record `release` on its stream (its
+                                   next() entry scans the slots for it) */
   CUdeviceptr dptr[STOKE__MAX_FIELDS]; /* device slot: field buffers */
 } stoke__slot_dev;
 
@@ -187,7 +187,6 @@ typedef struct stoke__dev {
   atomic_bool per_thread;
   bool in_next;
   uint64_t entry_seq;
-  stoke_batch *deferred;            /* list through next_deferred */
   stoke_batch **entry_scratch; /* n_out slots: the entry's records */
 
   /* The device thread's statistics (copy stage); written by it only. */

@@ -204,15 +204,6 @@ static void finish_release_locked(stoke_loader *l, stoke_batch *b) {
   }
 }
 
-static void unlink_deferred_locked(stoke__dev *d, stoke_batch *b) {
-  for (stoke_batch **p = &d->deferred; *p; p = &(*p)->dev->next_deferred)
-    if (*p == b) {
-      *p = b->dev->next_deferred;
-      b->dev->next_deferred = NULL;
-      return;
-    }
-}
-
 /* The consumer thread (context current): record `release` on its own
 ** per-thread stream for every slot lent to it and every slot another
 ** thread released onto that stream since, then give the latter back.
@@ -251,7 +242,6 @@ static int consumer_records(stoke_loader *l, bool inside, char *err,
     if (b->state == STOKE__SLOT_LENT) {
       b->dev->covered_seq = seq;
     } else if (b->dev->deferred) {
-      unlink_deferred_locked(d, b);
       finish_release_locked(l, b);
     }
   }
@@ -331,8 +321,6 @@ int stoke__dev_release(stoke_loader *l, stoke_batch *b, CUstream stream) {
     stoke__fail_locked(l, rc, "%s", err);
   } else if (foreign && !covered) {
     b->dev->deferred = true;
-    b->dev->next_deferred = d->deferred;
-    d->deferred = b;
   } else {
     finish_release_locked(l, b);
   }
