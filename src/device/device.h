@@ -226,9 +226,6 @@ int stoke__readers_add(stoke__readers *r, uintptr_t stream);
 ** caller's): 0, or the failing cuEventRecord's code. */
 CUresult stoke__readers_record(const stoke__cuda *cu, stoke__readers *r,
                                const uintptr_t *streams, size_t n);
-/* Make s wait for what the last release recorded, and forget it. */
-CUresult stoke__readers_wait(const stoke__cuda *cu, stoke__readers *r,
-                             CUstream s);
 /* Wait on the host for what the last release recorded (teardown). */
 void stoke__readers_sync(const stoke__cuda *cu, const stoke__readers *r);
 

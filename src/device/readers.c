@@ -59,16 +59,6 @@ CUresult stoke__readers_record(const stoke__cuda *cu, stoke__readers *r,
   return 0;
 }
 
-CUresult stoke__readers_wait(const stoke__cuda *cu, stoke__readers *r,
-                             CUstream s) {
-  for (size_t i = 0; i < r->n_done; i++) {
-    CUresult rc = cu->cuStreamWaitEvent(s, r->done[i], 0);
-    if (rc != 0) return rc;
-  }
-  r->n_done = 0;
-  return 0;
-}
-
 void stoke__readers_sync(const stoke__cuda *cu, const stoke__readers *r) {
   for (size_t i = 0; i < r->n_done; i++) cu->cuEventSynchronize(r->done[i]);
 }

@@ -131,15 +131,12 @@ static int issue(stoke_loader *l, stoke_batch *h, stoke_batch *d, char *err,
   /* Owned by this thread between pick and READY: no lock needed. */
   if (d->dev->release_pending) {
     CU_CALL(cuStreamWaitEvent, (s, d->dev->release, 0));
-    /* And for the other streams that read the slot (readers.c). */
-    CUresult rr = stoke__readers_wait(cu, &d->dev->readers, s);
-    if (rr != 0) {
-      char e[STOKE__ERRMSG_CAP - 64];
-      stoke__cuda_errf(cu, e, sizeof e, "cuStreamWaitEvent", rr);
-      return stoke__errf(err, cap, STOKE_EDEVICE,
-                         "device: copying batch %zu of epoch %llu: %s",
-                         h->number, (unsigned long long)h->epoch, e);
-    }
+    /* And for the other streams that read the slot (readers.c); then
+    ** forget them, so teardown does not wait on them again. */
+    stoke__readers *rd = &d->dev->readers;
+    for (size_t i = 0; i < rd->n_done; i++)
+      CU_CALL(cuStreamWaitEvent, (s, rd->done[i], 0));
+    rd->n_done = 0;
     d->dev->release_pending = false;
   }
   h->dev->copy_issue_ns = stoke__now_ns();
