@@ -214,9 +214,6 @@ void stoke__dev_leave(const stoke__dev *d);
 
 /* ---- readers.c ---------------------------------------------------------- */
 
-/* Create and destroy the set's events (context current). */
-CUresult stoke__readers_create(const stoke__cuda *cu, stoke__readers *r);
-void stoke__readers_destroy(const stoke__cuda *cu, stoke__readers *r);
 /* Two handles that name one stream (0 and 1: the legacy stream). */
 bool stoke__same_stream(uintptr_t a, uintptr_t b);
 /* Add `stream` to the set unless it is there (mu held): 0, or -1 when the

@@ -10,28 +10,9 @@
 ** next copy into the slot waits on each of them, on the GPU: the host
 ** never blocks.  The set is small and fixed (STOKE__READERS streams, the
 ** events made with the slot): a batch read on more streams than that is
-** refused at the wait, before anything is queued. */
+** refused at the wait, before anything is queued.  The events are created
+** and destroyed with the slot's others (outlet_device.c). */
 #include "device/device.h"
-
-#include <string.h>
-
-CUresult stoke__readers_create(const stoke__cuda *cu, stoke__readers *r) {
-  memset(r, 0, sizeof *r);
-  for (size_t i = 0; i < STOKE__READERS; i++) {
-    /* Blocking sync: teardown waits on them on the host. */
-    CUresult rc = cu->cuEventCreate(&r->done[i],
-                                    STOKE__CU_EVENT_DISABLE_TIMING |
-                                        STOKE__CU_EVENT_BLOCKING_SYNC);
-    if (rc != 0) return rc;
-  }
-  return 0;
-}
-
-void stoke__readers_destroy(const stoke__cuda *cu, stoke__readers *r) {
-  for (size_t i = 0; i < STOKE__READERS; i++)
-    if (r->done[i]) cu->cuEventDestroy(r->done[i]);
-  memset(r, 0, sizeof *r);
-}
 
 bool stoke__same_stream(uintptr_t a, uintptr_t b) {
   /* 0 and CU_STREAM_LEGACY (1) both name the legacy default stream. */

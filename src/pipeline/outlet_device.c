@@ -442,13 +442,13 @@ static int alloc_device_slots(stoke_loader *l) {
     if (!rc)
       rc = event(d, &b->dev->release, STOKE__CU_EVENT_DISABLE_TIMING |
                                            STOKE__CU_EVENT_BLOCKING_SYNC);
+    /* The readers' events (readers.c); blocking sync: teardown waits on
+    ** them on the host. */
+    for (size_t k = 0; !rc && k < STOKE__READERS; k++)
+      rc = event(d, &b->dev->readers.done[k],
+                 STOKE__CU_EVENT_DISABLE_TIMING |
+                     STOKE__CU_EVENT_BLOCKING_SYNC);
     if (rc) return rc;
-    CUresult cr = stoke__readers_create(d->cu, &b->dev->readers);
-    if (cr != 0) {
-      char e[STOKE__ERRMSG_CAP];
-      stoke__cuda_errf(d->cu, e, sizeof e, "cuEventCreate", cr);
-      return stoke__set_tls_error(STOKE_EDEVICE, "device: %s", e);
-    }
     b->state = STOKE__SLOT_FREE;
   }
   if (d->norm_field >= 0) {
@@ -571,7 +571,8 @@ static void free_slot_dev(stoke_loader *l, stoke_batch *b) {
   destroy_event(d, s->copy_end);
   destroy_event(d, s->ready);
   destroy_event(d, s->release);
-  stoke__readers_destroy(d->cu, &s->readers);
+  for (size_t i = 0; i < STOKE__READERS; i++)
+    destroy_event(d, s->readers.done[i]);
   for (size_t f = 0; f < STOKE__MAX_FIELDS; f++)
     if (s->dptr[f]) d->cu->cuMemFree(s->dptr[f]);
   stoke__free(l->alloc, s);
