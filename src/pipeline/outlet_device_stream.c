@@ -307,9 +307,11 @@ int stoke__dev_release(stoke_loader *l, stoke_batch *b, CUstream stream) {
       cr = d->cu->cuEventRecord(
           b->dev->release,
           ptd ? (CUstream)STOKE__STREAM_PER_THREAD : stream);
-    char what[48];
-    snprintf(what, sizeof what, "releasing batch %zu", b->number);
-    if (cr) rc = call_failed(d, err, sizeof err, what, "cuEventRecord", cr);
+    if (cr) {
+      char what[48];
+      snprintf(what, sizeof what, "releasing batch %zu", b->number);
+      rc = call_failed(d, err, sizeof err, what, "cuEventRecord", cr);
+    }
     stoke__dev_leave(d);
   }
   pthread_mutex_lock(&l->mu);
@@ -367,12 +369,15 @@ int stoke_batch_wait_stream(stoke_batch *b, uintptr_t stream) {
              STOKE__READERS);
   pthread_mutex_unlock(&l->mu);
   if (foreign || full) return STOKE_EINVAL;
-  char err[STOKE__ERRMSG_CAP], what[48];
+  char err[STOKE__ERRMSG_CAP];
   int rc = stoke__dev_enter(d, err, sizeof err);
   if (rc == 0) {
     CUresult cr = d->cu->cuStreamWaitEvent((CUstream)stream, b->dev->ready, 0);
-    snprintf(what, sizeof what, "waiting for batch %zu", b->number);
-    if (cr) rc = call_failed(d, err, sizeof err, what, "cuStreamWaitEvent", cr);
+    if (cr) {
+      char what[48];
+      snprintf(what, sizeof what, "waiting for batch %zu", b->number);
+      rc = call_failed(d, err, sizeof err, what, "cuStreamWaitEvent", cr);
+    }
     stoke__dev_leave(d);
   }
   return poison(l, rc, err);
