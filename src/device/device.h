@@ -187,7 +187,8 @@ typedef struct stoke__dev {
   atomic_bool per_thread;
   bool in_next;
   uint64_t entry_seq;
-  stoke_batch **entry_scratch; /* n_out slots: the entry's records */
+  stoke_batch **entry_scratch; /* n_out slots: the entry's records (made by
+                                  stoke__dev_alloc, or no loader) */
 
   /* The device thread's statistics (copy stage); written by it only. */
   stoke__producer_stats *stats;

@@ -219,10 +219,6 @@ static int consumer_records(stoke_loader *l, bool inside, char *err,
   if (!atomic_load_explicit(&d->per_thread, memory_order_relaxed)) return 0;
   pthread_t self = pthread_self();
   pthread_mutex_lock(&l->mu);
-  if (!d->entry_scratch) {
-    pthread_mutex_unlock(&l->mu);
-    return 0;
-  }
   uint64_t seq = ++d->entry_seq;
   size_t n = 0;
   for (size_t i = 0; i < l->outlet.n_slots; i++) {
