@@ -66,9 +66,9 @@ typedef struct stoke__echo {
   unsigned next;                 /* mu: the view of cur to hand out */
   unsigned first;                /* mu: the first epoch's first group
                                     starts at this step of it (resume) */
-  unsigned echo;                 /* steps per batch (cfg.echo, > 1); frozen */
-  bool example;                  /* STOKE_ECHO_EXAMPLE: view j is copy j of
-                                    every sample; frozen */
+  /* Steps per batch and the mode are read from l->cfg (frozen at create):
+  ** cfg.echo > 1 here, and with STOKE_ECHO_EXAMPLE view j is copy j of
+  ** every sample. */
 } stoke__echo;
 
 static const stoke__outlet_ops echo_ops;
@@ -81,15 +81,13 @@ int stoke__echo_create(stoke_loader *l) {
   if (l->cfg.echo <= 1) return 0;
   stoke__echo *e = stoke__calloc(l->alloc, 1, sizeof *e);
   if (!e) return STOKE_ENOMEM;
-  e->echo = l->cfg.echo;
-  e->example = stoke__echo_copies(&l->cfg) > 1;
   e->inner = l->outlet;
   l->outlet.ops = &echo_ops;
   l->outlet.state = e;
   /* The views of every slot next() hands out (after the device slots). */
   for (size_t i = 0; i < l->outlet.n_slots; i++) {
     stoke_batch *b = &l->outlet.slots[i];
-    b->views = stoke__calloc(l->alloc, e->echo - 1, sizeof(stoke_batch));
+    b->views = stoke__calloc(l->alloc, l->cfg.echo - 1, sizeof(stoke_batch));
     if (!b->views) return STOKE_ENOMEM;
   }
   return 0;
@@ -108,8 +106,7 @@ void stoke__echo_destroy(stoke_loader *l) {
 }
 
 /* View j (1 .. echo - 1) of slot b, set up to be handed out (mu held). */
-static stoke_batch *view(stoke_loader *l, const stoke__echo *e,
-                         stoke_batch *b, unsigned j) {
+static stoke_batch *view(stoke_loader *l, stoke_batch *b, unsigned j) {
   stoke_batch *v = &b->views[j - 1];
   memset(v, 0, sizeof *v);
   v->owner = l;
@@ -118,13 +115,14 @@ static stoke_batch *view(stoke_loader *l, const stoke__echo *e,
   for (size_t f = 0; f < nf; f++) {
     /* EXAMPLE: copy j of every sample, batch_size positions further (host
     ** slots only: the loader refuses example echoing on a device). */
-    size_t off =
-        e->example ? j * l->cfg.batch_size * l->outlet.field_bytes[f] : 0;
+    size_t off = stoke__echo_copies(&l->cfg) > 1
+                     ? j * l->cfg.batch_size * l->outlet.field_bytes[f]
+                     : 0;
     v->data[f] = b->on_device ? (void *)((uintptr_t)b->data[f] + off)
                               : (char *)b->data[f] + off;
   }
   v->indices = b->indices;
-  v->number = b->number * e->echo + j;
+  v->number = b->number * l->cfg.echo + j;
   v->epoch = b->epoch;
   v->gen = b->gen;
   v->n = b->n;
@@ -148,11 +146,11 @@ static stoke_batch *echo_lend(stoke_loader *l, void *st, stoke_batch *b) {
   e->first = 0;
   /* Views j0 .. echo - 1 are still to come; j0 > 0 skips the slot's own
   ** step and the views before j0 (a restored position). */
-  b->echo_hold = e->echo - (j0 ? j0 : 1);
+  b->echo_hold = l->cfg.echo - (j0 ? j0 : 1);
   b->echo_released = j0 > 0;
   e->next = j0 + 1;
-  e->cur = e->next < e->echo ? b : NULL;
-  return j0 ? view(l, e, b, j0) : b;
+  e->cur = e->next < l->cfg.echo ? b : NULL;
+  return j0 ? view(l, b, j0) : b;
 }
 
 static bool echo_pending(const stoke_loader *l, const void *st) {
@@ -163,15 +161,15 @@ static bool echo_pending(const stoke_loader *l, const void *st) {
 /* The next view of the group being handed out (pending was true). */
 static stoke_batch *echo_take(stoke_loader *l, void *st) {
   stoke__echo *e = st;
-  stoke_batch *v = view(l, e, e->cur, e->next++);
-  if (e->next == e->echo) e->cur = NULL;
+  stoke_batch *v = view(l, e->cur, e->next++);
+  if (e->next == l->cfg.echo) e->cur = NULL;
   return v;
 }
 
 uint64_t stoke__echo_steps_locked(const stoke_loader *l) {
   const stoke__echo *e = echo_of(l);
   uint64_t steps = (uint64_t)l->n_delivered * l->cfg.echo;
-  if (e && e->cur) steps -= e->echo - e->next;
+  if (e && e->cur) steps -= l->cfg.echo - e->next;
   return steps;
 }
 
@@ -187,7 +185,7 @@ static void echo_cancel(stoke_loader *l, void *st) {
   pthread_mutex_lock(&l->mu);
   stoke_batch *b = e->cur;
   if (b) {
-    b->echo_hold -= e->echo - e->next;
+    b->echo_hold -= l->cfg.echo - e->next;
     e->cur = NULL;
     if (b->echo_hold != 0 || !b->echo_released) b = NULL;
   }
