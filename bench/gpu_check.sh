@@ -38,11 +38,16 @@ left() {
   [ "$l" -gt "$1" ] && l=$1
   echo $(( l > 0 ? l : 0 ))
 }
-# Run a phase under the budget: `phase CAP NAME CMD...`.
+# Run a phase under the budget: `phase CAP NAME CMD...`.  Call it in this
+# shell (its output redirected to a file, not piped nor in $(...)): a
+# subshell would lose its note and `skipped`.  skipped=1: it did not run
+# (noted; returns 1).
 phase() {
   local cap=$1 name=$2 t rc; shift 2
-  t=$(left "$cap")
-  if [ "$t" -lt 5 ]; then note "$name: not run (time budget spent)"; return 1; fi
+  t=$(left "$cap"); skipped=0
+  if [ "$t" -lt 5 ]; then
+    note "$name: not run (time budget spent)"; skipped=1; return 1
+  fi
   timeout "$t" "$@"; rc=$?
   [ $rc -eq 124 ] && echo "($name: stopped at its $t s share of the budget)"
   return $rc
@@ -125,24 +130,27 @@ fi
 
 if [ -z "$shim" ]; then
   echo "== stoke_gpu_check"
-  phase 150 stoke_gpu_check "$bin/stoke_gpu_check" | tee gpu-check-c.log
-  rc=${PIPESTATUS[0]}; [ $rc -ne 0 ] && status=1
-  note "stoke_gpu_check: $([ $rc -eq 0 ] && echo 'all checks held' || echo "FAILED ($rc)")"
-  grep -E ' -> |GB/s|batches equal' gpu-check-c.log | head -8 | sed 's/^ */  /' |
-    while IFS= read -r l; do echo "$l"; done > gpu-check-lines.txt
-  while IFS= read -r l; do note "$l"; done < gpu-check-lines.txt
-  rm -f gpu-check-c.log gpu-check-lines.txt
+  phase 150 stoke_gpu_check "$bin/stoke_gpu_check" > gpu-check-c.log
+  rc=$?; cat gpu-check-c.log; [ $rc -ne 0 ] && status=1
+  [ $skipped -eq 1 ] ||
+    note "stoke_gpu_check: $([ $rc -eq 0 ] && echo 'all checks held' || echo "FAILED ($rc)")"
+  while IFS= read -r l; do note "$l"; done < <(grep -E ' -> |GB/s|batches equal' \
+    gpu-check-c.log | head -8 | sed 's/^ */  /')
+  rm -f gpu-check-c.log
 
   echo "== stoke profile --device cuda: prefetch to the device, then none"
   for kd in 1 0; do
-    line=$(phase 30 "profile kd $kd" "$bin/stoke" profile --synthetic tensor \
+    phase 30 "profile kd $kd" "$bin/stoke" profile --synthetic tensor \
       --shape 3x224x224 --samples 1536 -b 64 -j 8 --prefetch 4 --device cuda \
       --device-prefetch $kd --compute gpu-sleep:10ms --epochs 3 \
-      --trace "${OUT:-/tmp}/trace-kd$kd.json" 2>&1 |
-      grep -E '^(backend|device|clock)|samples/s|wait ratio|copy |gpu idle|verdict|^  1\.')
+      --trace "${OUT:-/tmp}/trace-kd$kd.json" > gpu-check-prof.log 2>&1
+    line=$(grep -E '^(backend|device|clock)|samples/s|wait ratio|copy |gpu idle|verdict|^  1\.' \
+      gpu-check-prof.log)
+    rm -f gpu-check-prof.log
     [ -n "$line" ] || status=1
     echo "$line"
-    note "profile device_prefetch $kd: $(echo "$line" | grep -m1 -E 'gpu idle|verdict' | tr -s ' ')"
+    [ $skipped -eq 1 ] ||
+      note "profile device_prefetch $kd: $(echo "$line" | grep -m1 -E 'gpu idle|verdict' | tr -s ' ')"
   done
 fi
 
@@ -151,13 +159,13 @@ if [ ! -d "$pydir/stoke" ]; then
   echo "no Python module built (headers, dlpack.h or numpy missing)"
   note "python: not built"
 elif [ -n "$shim" ]; then
-  PYTHONPATH=$pydir phase 60 python $py bench/gpu_check_torch.py --shim | tee gpu-check-py.log
-  rc=${PIPESTATUS[0]}; [ $rc -ne 0 ] && status=1
+  PYTHONPATH=$pydir phase 60 python $py bench/gpu_check_torch.py --shim > gpu-check-py.log
+  rc=$?; cat gpu-check-py.log; [ $rc -ne 0 ] && status=1
   while IFS= read -r l; do note "python (test driver):$l"; done < <(grep -E ': (ok|FAIL)|skipped' gpu-check-py.log)
   rm -f gpu-check-py.log
 elif [[ "${torch:-}" == *" True "* ]]; then
-  PYTHONPATH=$pydir phase 90 python $py bench/gpu_check_torch.py | tee gpu-check-py.log
-  rc=${PIPESTATUS[0]}; [ $rc -ne 0 ] && status=1
+  PYTHONPATH=$pydir phase 90 python $py bench/gpu_check_torch.py > gpu-check-py.log
+  rc=$?; cat gpu-check-py.log; [ $rc -ne 0 ] && status=1
   while IFS= read -r l; do note "python:$l"; done < <(grep -E ': (ok|FAIL)|skipped' gpu-check-py.log)
   rm -f gpu-check-py.log
 else
