@@ -1085,6 +1085,83 @@ static void test_per_thread_stream_release_from_another_thread(void **s_) {
   tu_cb_free(cb);
 }
 
+/* The refusals stoke_batch_wait_stream documents (stoke.h): STOKE_EINVAL
+** with a message, and the loader is not poisoned. */
+static void loader_still_serves(stoke_loader *l, stoke_batch *b) {
+  stoke_batch *n;
+  stoke_batch_release(b);
+  TU_RC_L(l, stoke_loader_next(l, &n), STOKE_OK);
+  TU_OK(stoke_batch_wait_stream(n, 0));
+  stoke_batch_release(n);
+}
+
+/* A ninth reader stream for one batch is refused before anything is
+** queued; the eight already there stay (adding one again is no new one). */
+static void test_wait_stream_ninth_stream_refused(void **state) {
+  (void)state;
+  shim *s = shim_open();
+  tu_cb *cb = tu_cb_new(40);
+  stoke_source *src = tu_cb_source(cb);
+  stoke_config c = fast_config(src, 2, 2, 1);
+  stoke_loader *l = tu_loader(&c);
+  CUstream st[9];
+  for (int i = 0; i < 9; i++)
+    assert_int_equal(s->cuStreamCreate(&st[i], STOKE__CU_STREAM_NON_BLOCKING),
+                     0);
+  stoke_batch *b;
+  TU_RC_L(l, stoke_loader_next(l, &b), STOKE_OK);
+  for (int i = 0; i < 8; i++)
+    TU_OK(stoke_batch_wait_stream(b, (uintptr_t)st[i]));
+  TU_RC_L(l, stoke_batch_wait_stream(b, (uintptr_t)st[8]), STOKE_EINVAL);
+  TU_CONTAINS(stoke_errmsg(l), "is read on more than 8 streams");
+  TU_OK(stoke_batch_wait_stream(b, (uintptr_t)st[3]));
+  loader_still_serves(l, b);
+  stoke_loader_destroy(l);
+  for (int i = 0; i < 9; i++) s->cuStreamDestroy(st[i]);
+  shim_check_clean(0, 0);
+  stoke_source_destroy(src);
+  tu_cb_free(cb);
+}
+
+typedef struct wait_job {
+  stoke_batch *b;
+  int rc;
+} wait_job;
+
+static void *wait_ptd_thread(void *p) {
+  wait_job *j = p;
+  j->rc = stoke_batch_wait_stream(j->b, 2);
+  return NULL;
+}
+
+/* Stream 2 names the calling thread's own stream: from a thread other than
+** the one next() lent the batch to it is refused (stoke fences only the
+** consumer thread's); from the consumer thread it is taken. */
+static void test_wait_stream_foreign_per_thread_refused(void **state) {
+  (void)state;
+  shim_open();
+  tu_cb *cb = tu_cb_new(40);
+  stoke_source *src = tu_cb_source(cb);
+  stoke_config c = fast_config(src, 2, 2, 1);
+  stoke_loader *l = tu_loader(&c);
+  stoke_batch *b;
+  TU_RC_L(l, stoke_loader_next(l, &b), STOKE_OK);
+  wait_job job = {b, -1};
+  pthread_t th;
+  assert_int_equal(pthread_create(&th, NULL, wait_ptd_thread, &job), 0);
+  assert_int_equal(pthread_join(th, NULL), 0);
+  TU_CHECK(job.rc == STOKE_EINVAL, "stream 2 from another thread: %d",
+           job.rc);
+  TU_CONTAINS(stoke_errmsg(l), "the per-thread default stream (2) of a "
+                               "thread other than the one next() lent");
+  TU_OK(stoke_batch_wait_stream(b, 2));
+  loader_still_serves(l, b);
+  stoke_loader_destroy(l);
+  shim_check_clean(0, 0);
+  stoke_source_destroy(src);
+  tu_cb_free(cb);
+}
+
 /* ---- bad samples on the device ------------------------------------------ */
 
 /* on_error SKIP and REPLACE through the device stage: the same batches as
@@ -1290,6 +1367,8 @@ int main(void) {
       cmocka_unit_test(test_step_sync_hook),
       cmocka_unit_test(test_destroy_while_lent),
       cmocka_unit_test(test_per_thread_stream_release_from_another_thread),
+      cmocka_unit_test(test_wait_stream_ninth_stream_refused),
+      cmocka_unit_test(test_wait_stream_foreign_per_thread_refused),
       cmocka_unit_test(test_failed_release_keeps_the_slot),
       cmocka_unit_test(test_device_sync_does_not_spin),
       cmocka_unit_test(test_close_push_failure_keeps_pinned_from_free),
