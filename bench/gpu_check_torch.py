@@ -12,6 +12,13 @@
 Each case prints one line: "ok" or "FAIL" with the first difference.  Exit
 status 0 when every case held.
 
+Every case reads each batch back to the host (.cpu(), or a synchronised
+stream) before it releases the batch, so what they check is the wait for
+the copy (the stream that reads a batch sees all of it), not that a slot
+is never refilled under a reader still running: nothing is left running on
+a released batch.  tests/unit/test_device.c checks that against the test
+driver's held streams.
+
 Without torch's CUDA (``--shim``, the test driver of tests/shim/ in
 STOKE_CUDA_LIBRARY) the same cases run on stoke's DLPack fields read back
 through the driver (a side stream made to wait, then the host-backed
