@@ -150,11 +150,12 @@ static void test_lines_on_the_exporters_thread(void **state) {
 ** it due, on the driving thread. */
 static void test_lines_without_the_thread(void **state) {
   (void)state;
-  char jsonl[300];
+  char jsonl[300], prom[300];
   snprintf(jsonl, sizeof jsonl, "%s/b.jsonl", dir);
+  snprintf(prom, sizeof prom, "%s/b.prom", dir);
   stoke__exporter e;
   owner o = {0};
-  init(&e, &o, jsonl, NULL, 0, 4);
+  init(&e, &o, jsonl, prom, 0, 4);
   for (int i = 0; i < 3; i++) stoke__exporter_step(&e);
   assert_int_equal(count_lines(jsonl), 0);
   stoke__exporter_step(&e);
@@ -162,8 +163,14 @@ static void test_lines_without_the_thread(void **state) {
   for (int i = 0; i < 8; i++) stoke__exporter_step(&e);
   assert_int_equal(count_lines(jsonl), 3);
   assert_int_equal(fills_elsewhere(&o), 0);
+  unsigned before = o.fills; /* no thread: nothing else fills */
   stoke__exporter_stop(&e, NULL);
-  stoke__exporter_stop(&e, NULL); /* idempotent */
+  unsigned after = o.fills;
+  assert_true(after > before); /* the stop's metrics took a snapshot */
+  /* Idempotent: a second stop writes neither lines nor metrics, so it
+  ** takes no snapshot at all. */
+  stoke__exporter_stop(&e, NULL);
+  assert_int_equal(o.fills, after);
   assert_int_equal(count_lines(jsonl), 3);
   stoke__exporter_free(&e, NULL);
   pthread_mutex_destroy(&o.mu);
