@@ -37,26 +37,32 @@ def main():
     clock = stoke.TwoClock(items, warmup=0)
     # The C type without the samples count (len() of the first tensor).
     uncounted_c = stoke._stoke.TwoClock(items, warmup=0, count_samples=False)
-    tmp = tempfile.mkdtemp(prefix="stoke-overhead-")
-    os.environ["XDG_RUNTIME_DIR"] = tmp  # the live file goes there
-    os.environ["STOKE_PUBLISH"] = "1"
-    exported = stoke.TwoClock(items, warmup=0,
-                              metrics_file=os.path.join(tmp, "o.prom"),
-                              log_jsonl=os.path.join(tmp, "o.jsonl"))
-    del os.environ["STOKE_PUBLISH"]
     bare, wrapped, nocount, exports = [], [], [], []
-    loop(items)
-    loop(clock)  # warm caches and the histogram's pages
-    loop(exported)
-    for _ in range(args.repeats):
-        bare.append(loop(items))
-        wrapped.append(loop(clock))
-        nocount.append(loop(uncounted_c))
-        exports.append(loop(exported))
-    del exported
-    for name in os.listdir(tmp):
-        if os.path.isfile(os.path.join(tmp, name)):
-            os.unlink(os.path.join(tmp, name))
+    # The caller's environment is put back as it was: the two variables
+    # are set only around the exporting clock's life.
+    saved = {k: os.environ.get(k) for k in ("XDG_RUNTIME_DIR", "STOKE_PUBLISH")}
+    with tempfile.TemporaryDirectory(prefix="stoke-overhead-") as tmp:
+        os.environ["XDG_RUNTIME_DIR"] = tmp  # the live file goes there
+        os.environ["STOKE_PUBLISH"] = "1"
+        try:
+            exported = stoke.TwoClock(items, warmup=0,
+                                      metrics_file=os.path.join(tmp, "o.prom"),
+                                      log_jsonl=os.path.join(tmp, "o.jsonl"))
+            loop(items)
+            loop(clock)  # warm caches and the histogram's pages
+            loop(exported)
+            for _ in range(args.repeats):
+                bare.append(loop(items))
+                wrapped.append(loop(clock))
+                nocount.append(loop(uncounted_c))
+                exports.append(loop(exported))
+            del exported  # its live file goes before the folder does
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
     res = {
         "steps": args.steps,
         "bare_ns_per_step": min(bare) / args.steps,

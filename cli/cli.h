@@ -3,9 +3,10 @@
 ** The tool is a thin client of include/stoke.h: it never sees the library's
 ** internals.  main.c holds the command table; each command lives in
 ** cmd_<name>.c; options.c parses options and values; run.c runs a loader
-** against a simulated consumer (shared by bench, profile and demo);
-** advice_words.c names the settings the advice proposes as flags.  What a
-** run is reported as (text, JSON, HTML) is the report library's
+** against a simulated consumer (shared by bench, profile and demo).  The
+** advice names its settings in the library's words, which are the tool's
+** flags ("-j 4"), so the tool passes no words of its own.  What a run is
+** reported as (text, JSON, HTML) is the report library's
 ** (report/report.h), shared with the Python module.
 **
 ** Conventions (STYLE.md section 8): messages go to stderr, lowercase, no
@@ -74,11 +75,6 @@ typedef struct top_window {
 /* now minus then (then == now: since the warm-up ended). */
 void top_window_make(const stoke_live *now, const stoke_live *then,
                      top_window *w);
-
-/* ---- the tool's words (advice_words.c) ---------------------------------- */
-
-/* The settings an advice or a deadline row names, as the tool's flags. */
-extern const stoke_advice_words cli_advice_words;
 
 /* ---- messages ----------------------------------------------------------- */
 

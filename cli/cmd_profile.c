@@ -192,14 +192,14 @@ int cmd_profile(int argc, char **argv) {
 
   if (!args.quiet) {
     report_print_report(out, "profile", spec, &res);
-    report_print_profile(out, &cli_advice_words, &res, &pr);
+    /* NULL words: the library's, which are the tool's flags ("-j 4"). */
+    report_print_profile(out, NULL, &res, &pr);
   }
   if (json) {
     cJSON *root = report_run_json(spec, &res);
     if (root) {
       cJSON_AddItemToObject(root, "diagnosis",
-                            report_diagnosis_json(&cli_advice_words, &res,
-                                                  &pr));
+                            report_diagnosis_json(NULL, &res, &pr));
     }
     rc = cli_write_json(json_path, json, root);
     cJSON_Delete(root);

@@ -78,6 +78,11 @@ uint64_t report_peak_rss_bytes(void) {
   return (uint64_t)ru.ru_maxrss * 1024; /* Linux reports KiB */
 }
 
+double report_online_cores(void) {
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? (double)n : 0;
+}
+
 cJSON *report_machine_json(void) {
   cJSON *m = cJSON_CreateObject();
   if (!m)
@@ -85,8 +90,7 @@ cJSON *report_machine_json(void) {
   char cpu[256];
   cpu_model(cpu, sizeof(cpu));
   cJSON_AddStringToObject(m, "cpu", cpu);
-  long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  cJSON_AddNumberToObject(m, "cores", cores > 0 ? (double)cores : 0);
+  cJSON_AddNumberToObject(m, "cores", report_online_cores());
   cJSON_AddNumberToObject(m, "memory_bytes", (double)memory_bytes());
   struct utsname u;
   if (uname(&u) == 0) {

@@ -109,9 +109,11 @@ bool report_outside_moved(const report_outside *o, double cores,
          moved >= REPORT_OUTSIDE_MOVED_SHARE * cores;
 }
 
+/* The cores the shift is measured against: 1 where the system does not
+** say (report_online_cores' 0), so that the share rule stays a rule. */
 static double online_cores(void) {
-  long n = sysconf(_SC_NPROCESSORS_ONLN);
-  return n > 0 ? (double)n : 1;
+  double n = report_online_cores();
+  return n > 0 ? n : 1;
 }
 
 cJSON *report_outside_json(const report_outside *o) {
@@ -122,8 +124,10 @@ cJSON *report_outside_json(const report_outside *o) {
   cJSON_AddNumberToObject(j, "windows", (double)o->windows);
   cJSON_AddNumberToObject(j, "window_s", REPORT_OUTSIDE_WINDOW_NS / 1e9);
   cJSON_AddNumberToObject(j, "mean_cores", report_outside_mean(o));
-  cJSON_AddNumberToObject(j, "min_cores", o->windows ? o->min_cores : 0);
-  cJSON_AddNumberToObject(j, "max_cores", o->windows ? o->max_cores : 0);
+  /* Before a window both are 0 (report_outside_start and cli_run clear
+  ** the struct). */
+  cJSON_AddNumberToObject(j, "min_cores", o->min_cores);
+  cJSON_AddNumberToObject(j, "max_cores", o->max_cores);
   cJSON_AddBoolToObject(j, "moved", moved);
   cJSON_AddNumberToObject(j, "shift_frac", moved ? shift : 0);
   return j;

@@ -55,6 +55,8 @@ const char *report_synth_kind_name(int kind);
 
 /* {cpu, cores, memory_bytes, kernel, arch, compiler, stoke_version}. */
 cJSON *report_machine_json(void);
+/* The online CPUs (sysconf), 0 if unknown. */
+double report_online_cores(void);
 /* Peak resident set of this process in bytes (getrusage), 0 if unknown. */
 uint64_t report_peak_rss_bytes(void);
 

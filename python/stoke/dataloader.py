@@ -39,7 +39,7 @@ import weakref
 
 from . import _stoke
 from ._util import deadline_kw, parse_price
-from .loader import _WORKER_POLICIES, loader_config
+from .loader import _WORKER_POLICIES, _is_path, loader_config
 
 _PROFILE_NAME = "enumerate(DataLoader)#stoke.DataLoader.__next__"
 _WORKER_TYPES = ("thread", "process", "auto")
@@ -227,18 +227,17 @@ def tune_spec(dataset, workers, max_workers, collate_fn=None,
             "label": f"Python dataset {type(dataset).__name__}"}
 
 
-def _export_config(metrics_file, metrics_every, log_jsonl, log_every):
-    """The metrics' and JSON lines' part of the C loader's configuration,
-    checked here so that a bad value names its argument."""
-    def path(v, name):
+def _check_exports(metrics_file, metrics_every, log_jsonl, log_every):
+    """The metrics' and JSON lines' arguments, checked when the loader is
+    made so that a bad value names its argument (loader_config builds their
+    fields later, and takes what Loader allows)."""
+    for v, name in ((metrics_file, "metrics_file"), (log_jsonl, "log_jsonl")):
         if v is None:
-            return None
-        if not isinstance(v, (str, bytes, os.PathLike)):
+            continue
+        if not _is_path(v):
             raise TypeError(f"{name}: expected a path, got {v!r}")
-        p = os.fsdecode(v)
-        if not p:
+        if not os.fsdecode(v):
             raise ValueError(f"{name}: expected a path, got ''")
-        return p
     if isinstance(metrics_every, bool) or \
             not isinstance(metrics_every, (int, float)) or \
             not metrics_every > 0:
@@ -248,11 +247,6 @@ def _export_config(metrics_file, metrics_every, log_jsonl, log_every):
             log_every < 1:
         raise ValueError(f"log_every: expected an integer >= 1, got "
                          f"{log_every!r}")
-    return {"metrics_path": path(metrics_file, "metrics_file"),
-            "metrics_every_ns": int(float(metrics_every) * 1e9),
-            "log_jsonl_path": path(log_jsonl, "log_jsonl"),
-            "log_every_steps": log_every,
-            "metrics_loader": "stoke.DataLoader"}
 
 
 class _DataLoader:
@@ -428,9 +422,8 @@ class _DataLoader:
                              "worker_type='process' a number of workers")
         self.worker_type = worker_type
         self.seed_per_sample = bool(seed_per_sample)
-        self._exports = _export_config(metrics_file, metrics_every,
-                                       log_jsonl, log_every)
-        if self._exports["metrics_path"] or self._exports["log_jsonl_path"]:
+        _check_exports(metrics_file, metrics_every, log_jsonl, log_every)
+        if metrics_file is not None or log_jsonl is not None:
             if self._processes():
                 raise ValueError("metrics_file and log_jsonl measure worker "
                                  "threads; worker_type='process' does not "
@@ -606,9 +599,11 @@ class _DataLoader:
             c_batch, num_workers=w, prefetch=prefetch, rank=0, world_size=1,
             out_of_order=not self.in_order, epoch_prefetch=False,
             warmup=self._warmup, trace=self._trace,
-            worker_policy=self._worker_policy)
+            worker_policy=self._worker_policy,
+            metrics_file=self.metrics_file, metrics_every=self.metrics_every,
+            log_jsonl=self.log_jsonl, log_every=self.log_every)
         config["order_given"] = 1
-        config.update(self._exports)
+        config["metrics_loader"] = "stoke.DataLoader"
         if self._autotune:
             config["autotune"] = 1
         ahead = prefetch + config["consumer_slots"] + 1

@@ -62,8 +62,7 @@ static word say(const stoke_advice_words *w, const stoke_advice *a,
                int setting, unsigned v) {
   word out;
   out.s[0] = '\0';
-  w->name(w->user, setting, v, a->n_workers, out.s, sizeof out.s);
-  out.s[sizeof out.s - 1] = '\0';
+  stoke_advice_name(w, setting, v, a->n_workers, out.s, sizeof out.s);
   return out;
 }
 

@@ -52,6 +52,7 @@
 #include "pipeline/feature.h"
 #include "pipeline/outlet.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -299,23 +300,19 @@ static inline int fill_plain(stoke_loader *l, stoke__worker *w,
   return rc;
 }
 
-/* The sample at position pos of b failed, or is known bad: the features'
-** policy decides (the bad samples'); with none listed, its error is the
-** loader's.  Returns 0 when the batch may go on. */
+/* The sample at position pos of b failed, or is known bad: the bad
+** samples' feature decides by on_error (stoke_loader_create always lists
+** it, stoke__bad_init, so there is no other policy here).  Returns 0 when
+** the batch may go on. */
 static int sample_failed(stoke_loader *l, stoke__worker *w, stoke_batch *b,
                          size_t pos, size_t index, bool known_bad,
                          bool timed) {
-  int rc;
-  if (stoke__features_fill_failed(&l->features, l, w, b, pos, index,
-                                  known_bad, timed, &rc))
-    return rc;
-  pthread_mutex_lock(&l->mu);
-  stoke__note_failed_batch(l, b);
-  stoke__fail_locked(l, STOKE_ESAMPLE, "sample %zu (epoch %llu, batch %zu) "
-                     "failed: %s", index, (unsigned long long)b->epoch,
-                     b->number, w->err[0] ? w->err : "no reason given");
-  pthread_mutex_unlock(&l->mu);
-  return STOKE_ESAMPLE;
+  int rc = STOKE_ESAMPLE;
+  bool handled = stoke__features_fill_failed(&l->features, l, w, b, pos,
+                                             index, known_bad, timed, &rc);
+  assert(handled && "the bad samples' feature is always listed");
+  (void)handled;
+  return rc;
 }
 
 /* Fill samples [off, off + n) of b.  Returns 0 (bad samples skipped or

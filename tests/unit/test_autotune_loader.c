@@ -217,17 +217,14 @@ static void test_forced_changes_keep_order(void **state) {
   for (int ep = 0; ep < EPOCHS; ep++)
     for (size_t i = 0; i < N; i++) assert_int_equal(tu_cb_calls(cb, ep, i), 1);
   assert_int_equal(atomic_load(&cb->bad), 0);
-  stoke_stats st;
-  memset(&st, 0, sizeof st);
-  st.struct_size = sizeof st;
-  TU_OK(stoke_loader_stats(l, &st));
+  stoke_stats st = tu_stats(l);
   assert_int_equal(st.autotune, 1);
   assert_int_equal(st.max_workers, 6);
   assert_int_equal(st.max_prefetch, 5);
   assert_true(st.n_workers >= 1 && st.n_workers <= 6);
   /* What was forced is in force (clamped to the most). */
   stoke__autotuner_force(l, 3, 9);
-  TU_OK(stoke_loader_stats(l, &st));
+  st = tu_stats(l);
   assert_int_equal(st.n_workers, 3);
   assert_int_equal(st.prefetch, 5);
   pair_free(&p);
@@ -264,10 +261,7 @@ static void test_controller_grows_and_logs(void **state) {
   TU_CONTAINS(ev.text, "workers, waiting");
   TU_CONTAINS(ev.text, "1 -> ");
   TU_RC(stoke_loader_autotune_event(l, n, &ev), STOKE_EINVAL);
-  stoke_stats st;
-  memset(&st, 0, sizeof st);
-  st.struct_size = sizeof st;
-  TU_OK(stoke_loader_stats(l, &st));
+  stoke_stats st = tu_stats(l);
   assert_true(st.autotune_changes >= 1);
   assert_true(st.n_workers > 1);
   assert_true(st.cpu_budget >= 1);
@@ -317,10 +311,7 @@ static void test_gates_bound_workers_and_slots(void **state) {
     assert_int_equal(e->n_samples, N);
   }
   assert_true(atomic_load(&cb->max_in_flight) <= 2);
-  stoke_stats st;
-  memset(&st, 0, sizeof st);
-  st.struct_size = sizeof st;
-  TU_OK(stoke_loader_stats(l, &st));
+  stoke_stats st = tu_stats(l);
   assert_true(st.steps > 0);
   for (int d = 2; d < 16; d++) assert_int_equal(st.queue_depth_hist[d], 0);
   stoke_loader_destroy(l);
@@ -354,10 +345,7 @@ static void test_config_errors_and_budget(void **state) {
   assert_int_equal(stoke_loader_n_autotune_events(l), 0);
   stoke_autotune_event ev;
   TU_RC(stoke_loader_autotune_event(l, 0, &ev), STOKE_EINVAL);
-  stoke_stats st;
-  memset(&st, 0, sizeof st);
-  st.struct_size = sizeof st;
-  TU_OK(stoke_loader_stats(l, &st));
+  stoke_stats st = tu_stats(l);
   assert_int_equal(st.autotune, 0);
   assert_int_equal(st.max_workers, 2);
   stoke_loader_destroy(l);
@@ -375,9 +363,7 @@ static void test_config_errors_and_budget(void **state) {
   TU_OK(stoke_host_ledger_compute(&small, &g));
   c.mem_budget_bytes = g.total_bytes;
   l = tu_loader(&c);
-  memset(&st, 0, sizeof st);
-  st.struct_size = sizeof st;
-  TU_OK(stoke_loader_stats(l, &st));
+  st = tu_stats(l);
   assert_true(st.max_prefetch <= 4);
   assert_true(stoke_loader_host_bytes(l) <= c.mem_budget_bytes);
   stoke_loader_destroy(l);
@@ -414,10 +400,7 @@ static void test_autotune_with_echo(void **state) {
   }
   for (int ep = 0; ep < EPOCHS; ep++)
     for (size_t i = 0; i < N; i++) assert_int_equal(tu_cb_calls(cb, ep, i), 1);
-  stoke_stats st;
-  memset(&st, 0, sizeof st);
-  st.struct_size = sizeof st;
-  TU_OK(stoke_loader_stats(l, &st));
+  stoke_stats st = tu_stats(l);
   assert_int_equal(st.autotune, 1);
   assert_true(st.n_workers >= 1 && st.n_workers <= st.max_workers);
   assert_true(stoke_loader_n_autotune_events(l) >= 1);
@@ -444,10 +427,7 @@ static void test_default_cap_fits_the_machine(void **state) {
   stoke_config c = config(src, 1);
   c.n_workers = STOKE_WORKERS_AUTO;
   stoke_loader *l = tu_loader(&c);
-  stoke_stats st;
-  memset(&st, 0, sizeof st);
-  st.struct_size = sizeof st;
-  TU_OK(stoke_loader_stats(l, &st));
+  stoke_stats st = tu_stats(l);
   assert_true(st.max_workers >= 1);
   assert_true(st.max_workers <=
               STOKE_AUTOTUNE_MAX_WORKERS(stoke__online_cpus()));
@@ -455,9 +435,7 @@ static void test_default_cap_fits_the_machine(void **state) {
   stoke_loader_destroy(l);
   c = config(src, 1); /* n_workers 6, as given */
   l = tu_loader(&c);
-  memset(&st, 0, sizeof st);
-  st.struct_size = sizeof st;
-  TU_OK(stoke_loader_stats(l, &st));
+  st = tu_stats(l);
   assert_int_equal(st.max_workers, 6);
   stoke_loader_destroy(l);
   stoke_source_destroy(src);

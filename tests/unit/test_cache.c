@@ -74,12 +74,6 @@ static stoke_config cache_cfg(stoke_source *src, const char *dir) {
   return c;
 }
 
-static stoke_stats stats_of(stoke_loader *l) {
-  stoke_stats st = {.struct_size = sizeof st};
-  TU_OK(stoke_loader_stats(l, &st));
-  return st;
-}
-
 /* Shard files under dir/<key>: complete ones (*.stoke) and leftovers. */
 static size_t count(const char *dir, const char *pattern) {
   char p[512];
@@ -117,16 +111,16 @@ static void test_fill_then_read(void **state) {
     stoke_config c = cache_cfg(src, dir);
     stoke_loader *l = tu_loader(&c);
     assert_int_equal(epoch_hash(l, NULL), want0);
-    stoke_stats st = stats_of(l);
+    stoke_stats st = tu_stats(l);
     assert_int_equal(st.cache_hits, 0);
     /* The writer has published it all. */
     stoke__cache_sync(stoke__packcache_of(l));
-    st = stats_of(l);
+    st = tu_stats(l);
     assert_int_equal(st.cache_samples, SMALL_DATASET_N);
     assert_int_equal(st.cache_written, SMALL_DATASET_N);
     TU_CHECK(st.cache_bytes > 0, "no bytes on disk");
     assert_int_equal(epoch_hash(l, NULL), want1);
-    st = stats_of(l);
+    st = tu_stats(l);
     assert_int_equal(st.cache_hits, SMALL_DATASET_N);
     stoke_loader_destroy(l);
     assert_int_equal(count(dir, "*.tmp"), 0);
@@ -135,7 +129,7 @@ static void test_fill_then_read(void **state) {
     /* A later loader reads the cache from its first epoch on. */
     l = tu_loader(&c);
     assert_int_equal(epoch_hash(l, NULL), want0);
-    st = stats_of(l);
+    st = tu_stats(l);
     assert_int_equal(st.cache_hits, SMALL_DATASET_N);
     assert_int_equal(st.cache_written, 0);
     stoke_loader_destroy(l);
@@ -180,7 +174,7 @@ static void test_changed_source(void **state) {
   c = cache_cfg(src, dir);
   l = tu_loader(&c);
   epoch_hash(l, NULL);
-  stoke_stats st = stats_of(l);
+  stoke_stats st = tu_stats(l);
   assert_int_equal(st.cache_hits, 0); /* nothing of the old key */
   stoke_loader_destroy(l);
   assert_int_equal(n_keys(dir), 2); /* the old and the new */
@@ -197,7 +191,7 @@ static void test_changed_source(void **state) {
   c = cache_cfg(src, dir);
   l = tu_loader(&c);
   epoch_hash(l, NULL);
-  assert_int_equal(stats_of(l).cache_hits, 0);
+  assert_int_equal(tu_stats(l).cache_hits, 0);
   stoke_loader_destroy(l);
   assert_int_equal(n_keys(dir), 3);
   stoke_source_destroy(src);
@@ -225,7 +219,7 @@ static void test_changed_tar(void **state) {
   c = cache_cfg(src, dir);
   l = tu_loader(&c);
   epoch_hash(l, NULL);
-  assert_int_equal(stats_of(l).cache_hits, 0); /* nothing of the old key */
+  assert_int_equal(tu_stats(l).cache_hits, 0); /* nothing of the old key */
   stoke_loader_destroy(l);
   stoke_source_destroy(src);
   assert_int_equal(n_keys(dir), 2);
@@ -284,7 +278,7 @@ static void test_interrupted(void **state) {
   stoke_loader *l = tu_loader(&c);
   assert_int_equal(count(dir, "*.stoke.tmp"), 0); /* its writer is gone */
   assert_int_equal(epoch_hash(l, NULL), want0);
-  assert_int_equal(stats_of(l).cache_hits, 0);
+  assert_int_equal(tu_stats(l).cache_hits, 0);
   stoke_loader_destroy(l);
   assert_int_equal(count(dir, "*.tmp"), 0);
   assert_int_equal(cached_samples_on_disk(dir), SMALL_DATASET_N);
@@ -403,9 +397,9 @@ static void test_ram_cache(void **state) {
   c.ram_cache_bytes = STOKE_RAM_CACHE_ALL;
   stoke_loader *l = tu_loader(&c);
   assert_int_equal(epoch_hash(l, NULL), want0);
-  assert_int_equal(stats_of(l).ram_cache_hits, 0);
+  assert_int_equal(tu_stats(l).ram_cache_hits, 0);
   assert_int_equal(epoch_hash(l, NULL), want1);
-  assert_int_equal(stats_of(l).ram_cache_hits, SMALL_DATASET_N);
+  assert_int_equal(tu_stats(l).ram_cache_hits, SMALL_DATASET_N);
   stoke_loader_destroy(l);
   /* Room for 3 samples: samples 0, 1, 2 are kept, whatever the timing. */
   size_t per = 3 * 16 * 16 * 4 + 8;
@@ -414,7 +408,7 @@ static void test_ram_cache(void **state) {
   assert_int_equal(stoke__ramcache_samples(l), 3);
   epoch_hash(l, NULL);
   epoch_hash(l, NULL);
-  assert_int_equal(stats_of(l).ram_cache_hits, 3);
+  assert_int_equal(tu_stats(l).ram_cache_hits, 3);
   /* The ledger counts it. */
   stoke_host_ledger g;
   TU_OK(stoke_loader_ledger(l, &g));

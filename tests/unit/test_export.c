@@ -12,7 +12,6 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include <dirent.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -151,11 +150,12 @@ static void test_lines_on_the_exporters_thread(void **state) {
 ** it due, on the driving thread. */
 static void test_lines_without_the_thread(void **state) {
   (void)state;
-  char jsonl[300];
+  char jsonl[300], prom[300];
   snprintf(jsonl, sizeof jsonl, "%s/b.jsonl", dir);
+  snprintf(prom, sizeof prom, "%s/b.prom", dir);
   stoke__exporter e;
   owner o = {0};
-  init(&e, &o, jsonl, NULL, 0, 4);
+  init(&e, &o, jsonl, prom, 0, 4);
   for (int i = 0; i < 3; i++) stoke__exporter_step(&e);
   assert_int_equal(count_lines(jsonl), 0);
   stoke__exporter_step(&e);
@@ -163,8 +163,14 @@ static void test_lines_without_the_thread(void **state) {
   for (int i = 0; i < 8; i++) stoke__exporter_step(&e);
   assert_int_equal(count_lines(jsonl), 3);
   assert_int_equal(fills_elsewhere(&o), 0);
+  unsigned before = o.fills; /* no thread: nothing else fills */
   stoke__exporter_stop(&e, NULL);
-  stoke__exporter_stop(&e, NULL); /* idempotent */
+  unsigned after = o.fills;
+  assert_true(after > before); /* the stop's metrics took a snapshot */
+  /* Idempotent: a second stop writes neither lines nor metrics, so it
+  ** takes no snapshot at all. */
+  stoke__exporter_stop(&e, NULL);
+  assert_int_equal(o.fills, after);
   assert_int_equal(count_lines(jsonl), 3);
   stoke__exporter_free(&e, NULL);
   pthread_mutex_destroy(&o.mu);
@@ -213,26 +219,6 @@ static void test_free_half_made(void **state) {
   pthread_mutex_destroy(&o.mu);
 }
 
-/* Threads of this process named `name`. */
-static int threads_named(const char *name) {
-  DIR *d = opendir("/proc/self/task");
-  assert_non_null(d);
-  int n = 0;
-  struct dirent *de;
-  while ((de = readdir(d))) {
-    if (de->d_name[0] == '.') continue;
-    char path[300], comm[64] = "";
-    snprintf(path, sizeof path, "/proc/self/task/%s/comm", de->d_name);
-    FILE *f = fopen(path, "r");
-    if (!f) continue;
-    if (fgets(comm, sizeof comm, f)) comm[strcspn(comm, "\n")] = 0;
-    fclose(f);
-    if (strcmp(comm, name) == 0) n++;
-  }
-  closedir(d);
-  return n;
-}
-
 /* A two-clock with JSON lines: its thread while it lives, none after; the
 ** lines of the steps, then the epoch's. */
 static void test_twoclock_exports_from_its_thread(void **state) {
@@ -250,8 +236,9 @@ static void test_twoclock_exports_from_its_thread(void **state) {
   stoke_twoclock *c;
   TU_OK(stoke_twoclock_create(&cfg, &c));
   /* The thread names itself once it runs: wait for it (a hang guard). */
-  for (int i = 0; i < 15000 && threads_named("stoke-export") == 0; i++) nap();
-  assert_int_equal(threads_named("stoke-export"), 1);
+  for (int i = 0; i < 15000 && tu_count_threads_now("stoke-export") == 0; i++)
+    nap();
+  assert_int_equal(tu_count_threads_now("stoke-export"), 1);
   for (int i = 0; i < 12; i++) {
     stoke_twoclock_enter(c);
     stoke_twoclock_leave(c, 2);
@@ -265,7 +252,8 @@ static void test_twoclock_exports_from_its_thread(void **state) {
   assert_int_equal(step[1], 10);
   assert_string_equal(kinds[2], "epoch");
   stoke_twoclock_destroy(c);
-  assert_int_equal(threads_named("stoke-export"), 0);
+  /* Joined, though /proc may list it a moment longer: the retrying census. */
+  assert_int_equal(tu_count_threads("stoke-export"), 0);
 }
 
 int main(void) {

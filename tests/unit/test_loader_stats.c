@@ -21,14 +21,6 @@
 /* Bytes of one tu_cb sample: idx 8 + rnd 16 + ep 8 + pat 16. */
 #define CB_SAMPLE_BYTES 48
 
-static stoke_stats get_stats(const stoke_loader *l) {
-  stoke_stats st;
-  memset(&st, 0xee, sizeof st);
-  st.struct_size = sizeof st;
-  TU_RC_L(l, stoke_loader_stats(l, &st), STOKE_OK);
-  return st;
-}
-
 /* Invariants of any snapshot: histogram totals, shares, means. */
 static void check_snapshot(const stoke_stats *st, unsigned K, unsigned W) {
   uint64_t hist = 0;
@@ -92,7 +84,7 @@ static void test_stats_before_first_next(void **state) {
   stoke_source *src = tu_cb_source(cb);
   stoke_config c = tu_config(src, 2, 2, 4);
   stoke_loader *l = tu_loader(&c);
-  stoke_stats st = get_stats(l);
+  stoke_stats st = tu_stats(l);
   assert_int_equal(st.steps, 0);
   assert_int_equal(st.samples, 0);
   assert_int_equal(st.epochs_done, 0);
@@ -126,7 +118,7 @@ static void stats_warmup_epochs(unsigned W, int pne) {
   tu_epoch *e = tu_epoch_new();
 
   tu_epoch_ok(l, cb, e, 1);
-  stoke_stats st = get_stats(l);
+  stoke_stats st = tu_stats(l);
   TU_CHECK(st.steps == 0 && st.samples == 0 && st.bytes == 0,
            "W %u: warm-up epoch counted: %llu steps %llu samples", W,
            (unsigned long long)st.steps, (unsigned long long)st.samples);
@@ -139,7 +131,7 @@ static void stats_warmup_epochs(unsigned W, int pne) {
     TU_RC_L(l, stoke_loader_next(l, &b), STOKE_OK);
     stoke_batch_release(b);
   }
-  st = get_stats(l);
+  st = tu_stats(l);
   assert_int_equal(st.steps, 3);
   assert_int_equal(st.samples, 12);
   assert_int_equal(st.epochs_done, 1);
@@ -149,7 +141,7 @@ static void stats_warmup_epochs(unsigned W, int pne) {
 
   l = tu_loader(&c);
   for (int ep = 0; ep < 3; ep++) tu_epoch_ok(l, cb, e, 1);
-  st = get_stats(l);
+  st = tu_stats(l);
   TU_CHECK(st.steps == 16, "W %u: steps %llu, want 16 (2 measured epochs of "
            "8)", W, (unsigned long long)st.steps);
   TU_CHECK(st.samples == 60, "W %u: samples %llu, want 60", W,
@@ -221,7 +213,7 @@ static void test_warmup_steps(void **state) {
     c.warmup_steps = 5;
     stoke_loader *l = tu_loader(&c);
     for (int ep = 0; ep < 2; ep++) tu_epoch_ok(l, cb, e, 1);
-    stoke_stats st = get_stats(l);
+    stoke_stats st = tu_stats(l);
     TU_CHECK(st.steps == 11, "W %u warmup_steps 5: steps %llu, want 11", W,
              (unsigned long long)st.steps);
     TU_CHECK(st.samples == 40, "W %u: samples %llu, want 40", W,
@@ -234,7 +226,7 @@ static void test_warmup_steps(void **state) {
     c.warmup_steps = 3;
     l = tu_loader(&c);
     for (int ep = 0; ep < 3; ep++) tu_epoch_ok(l, cb, e, 1);
-    st = get_stats(l);
+    st = tu_stats(l);
     TU_CHECK(st.steps == 13, "W %u 1 warm-up epoch + 3 steps: steps %llu, "
              "want 13", W, (unsigned long long)st.steps);
     TU_CHECK(st.samples == 48, "W %u: samples %llu, want 48", W,
@@ -267,7 +259,7 @@ static void test_warmup_ends_early(void **state) {
     c.warmup_end_ns = 0;
     stoke_loader *l = tu_loader(&c);
     for (int ep = 0; ep < 2; ep++) tu_epoch_ok(l, cb, e, 1);
-    stoke_stats st = get_stats(l);
+    stoke_stats st = tu_stats(l);
     TU_CHECK(st.steps == 13, "W %u early end after 3 steps: steps %llu, "
              "want 13", W, (unsigned long long)st.steps);
     TU_CHECK(st.samples == 48, "W %u: samples %llu, want 48", W,
@@ -302,7 +294,7 @@ static void test_chunks(void **state) {
     c.prefetch_next_epoch = 0;
     stoke_loader *l = tu_loader(&c);
     for (int ep = 0; ep < 2; ep++) tu_epoch_ok(l, cb, e, 1);
-    stoke_stats st = get_stats(l);
+    stoke_stats st = tu_stats(l);
     assert_int_equal(st.samples, 128);
     if (chunk[i] == 1)
       TU_CHECK(st.chunks == 128, "max_chunk 1: %llu claims for 128 samples",
@@ -366,7 +358,7 @@ static void test_stats_from_another_thread(void **state) {
   pthread_join(t, NULL);
   TU_CHECK(atomic_load(&p.bad) == 0, "concurrent stats reader saw 0x%x",
            atomic_load(&p.bad));
-  stoke_stats st = get_stats(l);
+  stoke_stats st = tu_stats(l);
   assert_int_equal(st.steps, 48);
   stoke_loader_destroy(l);
   free(e);
@@ -390,7 +382,7 @@ static void test_diagnose_starving(void **state) {
   int rc;
   while ((rc = stoke_loader_next(l, &b)) == STOKE_OK) stoke_batch_release(b);
   TU_RC_L(l, rc, STOKE_END);
-  stoke_stats st = get_stats(l);
+  stoke_stats st = tu_stats(l);
   assert_int_equal(st.steps, 40);
   check_snapshot(&st, 2, 0);
   TU_CHECK(st.queue_empty_frac == 1.0, "queue_empty_frac %f",
@@ -435,7 +427,7 @@ static void test_diagnose_busy(void **state) {
     stoke_batch_release(b);
   }
   TU_RC_L(l, rc, STOKE_END);
-  stoke_stats st = get_stats(l);
+  stoke_stats st = tu_stats(l);
   assert_int_equal(st.steps, 40);
   check_snapshot(&st, 2, 1);
   TU_CHECK(st.compute.p50_ns >= 4000000, "compute p50 %lld ns with a 5 ms "

@@ -518,6 +518,17 @@ static inline stoke_loader *tu_loader(const stoke_config *cfg) {
   return l;
 }
 
+/* l's stats now; a failure fails the test with l's errmsg.  The struct is
+** poisoned first, so that a field the library leaves unwritten shows (as
+** 0xee bytes) instead of passing as 0. */
+static inline stoke_stats tu_stats(const stoke_loader *l) {
+  stoke_stats st;
+  memset(&st, 0xee, sizeof st);
+  st.struct_size = sizeof st;
+  TU_RC_L(l, stoke_loader_stats(l, &st), STOKE_OK);
+  return st;
+}
+
 /* ---- epochs --------------------------------------------------------------- */
 
 #define TU_MAX_SAMPLES 2048
