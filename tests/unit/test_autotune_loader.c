@@ -283,9 +283,12 @@ static void test_controller_grows_and_logs(void **state) {
 }
 
 /* Gating is real: with 2 workers active at most 2 samples are filled at
-** once, and with prefetch 1 at most one batch is ready while the caller
-** holds one (slots in use <= prefetch + consumer_slots), whatever the
-** threads and slots made. */
+** once, and with prefetch 1 at most prefetch + consumer_slots = 2 slots
+** are in use, whatever the threads and slots made (prefetch 5: 6 slots).
+** A next() can meet 2 ready batches: between the release of one batch
+** and the next() the caller holds none, so its slot may be filled too (a
+** caller preempted there, as under TSan on a busy machine, meets it); it
+** can never meet 3. */
 static void test_gates_bound_workers_and_slots(void **state) {
   (void)state;
   tu_watchdog(TU_WATCHDOG_S);
@@ -313,7 +316,7 @@ static void test_gates_bound_workers_and_slots(void **state) {
   assert_true(atomic_load(&cb->max_in_flight) <= 2);
   stoke_stats st = tu_stats(l);
   assert_true(st.steps > 0);
-  for (int d = 2; d < 16; d++) assert_int_equal(st.queue_depth_hist[d], 0);
+  for (int d = 3; d < 16; d++) assert_int_equal(st.queue_depth_hist[d], 0);
   stoke_loader_destroy(l);
   stoke_source_destroy(src);
   tu_cb_free(cb);
