@@ -54,13 +54,31 @@ v, m = d["summary"]["verdict"], d["diagnosis"]["model"]
 with open(sys.argv[1].replace("d1/after.json", "demo.json")) as f:
     demo = json.load(f)
 b, a = demo["before"], demo["after"]
+# The knee was busy in tune because its workers made a batch faster than
+# the step.  The rerun may meet slower workers with no run delay either: a
+# neighbour on the other vCPU (its SMT sibling, or the cache) slows a
+# thread that is never queued (CI saw the knee of 1 worker wait 16%,
+# schedstat 0.15).  Then the own clocks of the rerun say its workers needed at
+# least 0.8 of the step a batch, which the test states; a loader that left
+# fast workers idle shows neither and fails.
+batch_ns = m["t_d_ns"] * m["batch_size"] / max(1, m["workers"])
 if v != "busy" or a["wait_ratio"] >= b["wait_ratio"]:
-    assert m["run_delay_frac"] > 1.0, ("not busy or waiting no less than 0 "
-                                       "workers on an uncontended machine",
-                                       v, a, b, m)
-    print("note: the knee read %s (waiting %.2f against %.2f) with its "
-          "workers queued for a core %.1f ns per ns run"
-          % (v, a["wait_ratio"], b["wait_ratio"], m["run_delay_frac"]))
+    queued = m["run_delay_frac"] > 1.0
+    slow = batch_ns >= 0.8 * m["t_c_ns"]
+    with open(sys.argv[1].replace("after.json", "tune.json")) as f:
+        tune = json.load(f)
+    k = tune["points"][tune["knee"]["index"]]
+    tune_ns = 1e9 * k.get("worker_cpu_s", 0) / max(1, k.get("samples", 1))
+    assert queued or slow, ("not busy or waiting no less than 0 workers, "
+                            "with workers neither queued for a core nor "
+                            "slower than the step", v, a, b, m, k)
+    print("note: the knee read %s (waiting %.2f against %.2f): its workers "
+          "were queued for a core %.2f ns per ns run, and needed %.1f ms a "
+          "batch against a %.1f ms step (%.2f ms a sample against %.2f ms "
+          "of CPU in tune)"
+          % (v, a["wait_ratio"], b["wait_ratio"], m["run_delay_frac"],
+             batch_ns / 1e6, m["t_c_ns"] / 1e6, m["t_d_ns"] / 1e6,
+             tune_ns / 1e6))
 '
 fi
 json_check "$TMP/d1/trace.json" '
