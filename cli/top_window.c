@@ -32,6 +32,31 @@ static void dist_diff(stoke_dist *d, const stoke_dist *a, const stoke_dist *b) {
   d->max_ns = a->max_ns;
 }
 
+/* Whether the totals started again between then and now: the warm-up
+** ended, and what the earlier snapshot counted since the loader began is
+** gone from the later.  Any total that went down says so; the steps alone
+** do not, since both snapshots may count none (the first measured step
+** not yet taken), while the workers' time went from the warm-up's to
+** almost nothing (top showed "busy -96%"). */
+static int totals_restarted(const stoke_live *now, const stoke_live *then) {
+  const stoke_stats *a = &now->stats, *b = &then->stats;
+  for (int k = 0; k < STOKE_LIVE_HIST; k++)
+    if (now->wait_hist[k] < then->wait_hist[k]) return 1;
+  if (a->steps < b->steps || a->samples < b->samples ||
+      a->fresh_samples < b->fresh_samples || a->bytes < b->bytes ||
+      a->worker_busy_ns < b->worker_busy_ns ||
+      a->worker_cpu_ns < b->worker_cpu_ns || a->chunks < b->chunks ||
+      a->wait.count < b->wait.count || a->compute.count < b->compute.count)
+    return 1;
+  for (int k = 0; k < STOKE_STAGE_COUNT; k++)
+    if (a->stage[k].count < b->stage[k].count ||
+        a->stage[k].total_ns < b->stage[k].total_ns)
+      return 1;
+  for (int k = 0; k < 16; k++)
+    if (a->queue_depth_hist[k] < b->queue_depth_hist[k]) return 1;
+  return 0;
+}
+
 void top_window_make(const stoke_live *now, const stoke_live *then,
                      top_window *w) {
   memset(w, 0, sizeof *w);
@@ -40,7 +65,7 @@ void top_window_make(const stoke_live *now, const stoke_live *then,
   memset(&zero, 0, sizeof zero);
   const stoke_stats *b = &then->stats;
   /* The warm-up ended between them (the totals restarted): from zero. */
-  w->restarted = a->steps < b->steps || now == then;
+  w->restarted = now == then || totals_restarted(now, then);
   if (w->restarted) b = &zero;
   w->seconds = (double)(now->time_ns -
                         (w->restarted ? now->created_ns : then->time_ns)) /
