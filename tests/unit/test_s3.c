@@ -193,6 +193,10 @@ static void test_listing_xml(void **state) {
       "<ListBucketResult><Contents><Key></Key></Contents>"
       "</ListBucketResult>",
       "<!DOCTYPE x [<!ENTITY e \"boom\">]><ListBucketResult/>",
+      /* Each alone, in a document otherwise clean. */
+      "<!DOCTYPE ListBucketResult><ListBucketResult/>",
+      "<ListBucketResult><Contents><Key>a<![CDATA[b]]>.stoke</Key>"
+      "</Contents></ListBucketResult>",
       "<ListBucketResult><Contents><Key><![CDATA[a.stoke]]></Key>"
       "</Contents></ListBucketResult>",
       "<ListBucketResult></ListBucketResult><ListBucketResult>"
