@@ -112,6 +112,9 @@ start_s3() {
   node=$(command -v node || true)
   { [ -n "$node" ] && [ -f "$S3RVER_MODULES/s3rver/package.json" ]; } ||
     { echo "node or s3rver missing (scripts/deps.sh installs them): skipped"; exit 77; }
+  # The server's SigV4 check against AWS's published examples first: a
+  # check that accepted anything would let every S3 test pass.
+  "$node" "$SERVERS_DIR/s3_server.js" --self-test || fail "s3_server.js: its SigV4 check fails AWS's examples"
   mkdir -p "$dir"
   rm -f "$TMP/s3.port"
   # --openssl-legacy-provider: s3rver makes its continuation tokens with
