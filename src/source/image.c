@@ -431,7 +431,12 @@ int stoke__source_create_images_list(const char *const *paths,
       any_s3 = true;
       any_prefix = any_prefix || stoke__s3_is_prefix(paths[k]);
     }
-  if (!any_s3 || !out || !cfg || cfg->struct_size != sizeof *cfg)
+  stoke_image_config def;
+  if (!cfg && any_s3) { /* stoke pack's NULL: the defaults, and S3 */
+    stoke_image_config_init(&def);
+    cfg = &def;
+  }
+  if (!any_s3 || !out || cfg->struct_size != sizeof *cfg)
     return create_images_list(paths, n_paths, cfg, sys, NULL, out);
   /* The S3 settings: read once, here, for this source's every request. */
   const stoke_allocator *a = cfg->alloc;

@@ -103,6 +103,18 @@ for spec in "$B/tars/" "$B/tars/shard-{0..2}.tar"; do
   done
 done
 
+say "inspect and pack read s3:// prefixes too"
+run_stoke inspect --verify "$B/packed/" --json "$TMP/i.json"
+[ "$rc" -eq 0 ] || fail "inspect exit $rc: $(cat "$TMP/err")"
+grep -q "^verified 12 samples .*0 bad, every CRC-32 checked" "$TMP/out" || fail "inspect: $(cat "$TMP/out")"
+outputs_clean "$TMP/i.json"
+run_stoke pack "$B/tars/" -o "$TMP/repacked/r" --json "$TMP/pk.json"
+[ "$rc" -eq 0 ] || fail "pack exit $rc: $(cat "$TMP/err")"
+outputs_clean "$TMP/pk.json"
+run_stoke "${BENCH[@]}" -j 1 "$TMP/repacked/r-*.stoke" --indices "$TMP/repacked.idx"
+[ "$rc" -eq 0 ] || fail "bench of the repacked shards exit $rc: $(cat "$TMP/err")"
+json_check "$TMP/pk.json" 'assert d["samples"] == 12, d'
+
 say "a prefix holding both kinds is an error naming it"
 run_stoke "${BENCH[@]}" -j 1 "$B/mixed/"
 [ "$rc" -ne 0 ] || fail "a mixed prefix was accepted"
