@@ -147,7 +147,7 @@ int stoke_verify(const stoke_source *src, const stoke_verify_config *cfg,
     stoke__s3_conf *s3 = NULL;
     int rc = 0;
     if (n && stoke__url_is_s3(paths[0])) {
-      s3 = malloc(sizeof *s3);
+      s3 = stoke__alloc(NULL, sizeof *s3);
       rc = s3 ? stoke__s3_conf_read(s3, err, sizeof err) : STOKE_ENOMEM;
       if (!s3) snprintf(err, sizeof err, "out of memory");
     }
@@ -159,7 +159,7 @@ int stoke_verify(const stoke_source *src, const stoke_verify_config *cfg,
     if (s3) {
       volatile char *v = (volatile char *)s3; /* the secret: not left */
       for (size_t i = 0; i < sizeof *s3; i++) v[i] = 0;
-      free(s3);
+      stoke__free(NULL, s3);
     }
     if (rc != 0) return stoke__set_tls_error(rc, "verify: %s", err);
     set = crc_set;

@@ -65,7 +65,16 @@ int stoke__s3_parse_list(const char *xml, size_t n,
                          void *arg, bool *truncated, char *token,
                          size_t token_cap, char *err, size_t cap);
 
-/* List every object under the prefix spec ("s3://bucket/prefix") through
+/* The s3:// URL of one ListObjectsV2 page into buf: bucket, prefix, the
+** continuation token (NULL or "": the first page) and max-keys (0: S3's),
+** the query in SigV4's canonical order and encoding.  False when it does
+** not fit. */
+bool stoke__s3_list_url(const char *bucket, size_t n_bucket,
+                        const char *prefix, size_t n_prefix,
+                        const char *token, unsigned max_keys, char *buf,
+                        size_t cap);
+
+/* s3_list.c: list every object under the prefix spec ("s3://bucket/prefix") through
 ** h, page after page, and keep those of one kind: *out (sorted, each
 ** "s3://bucket/key") and *kind (STOKE_IMAGES_PACKED or STOKE_IMAGES_TAR).
 ** An empty result, or one holding both kinds, is STOKE_EINVAL naming the

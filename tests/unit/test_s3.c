@@ -123,6 +123,24 @@ static void test_urls(void **state) {
   assert_false(stoke__s3_is_prefix("s3://b/t-{a,b.tar}"));
 }
 
+static void test_list_url(void **state) {
+  (void)state;
+  char buf[256];
+  /* Names sorted, values encoded ('/' too): the canonical query SigV4
+  ** signs, which libcurl 7.x signs as written. */
+  assert_true(stoke__s3_list_url("b", 1, "train/a b", 9, NULL, 0, buf,
+                                 sizeof buf));
+  assert_string_equal(buf, "s3://b/?list-type=2&prefix=train%2Fa%20b");
+  assert_true(stoke__s3_list_url("b", 1, "p/", 2, "1x+/=", 2, buf,
+                                 sizeof buf));
+  assert_string_equal(buf, "s3://b/?continuation-token=1x%2B%2F%3D&"
+                           "list-type=2&max-keys=2&prefix=p%2F");
+  assert_true(stoke__s3_list_url("b", 1, "", 0, "", 0, buf, sizeof buf));
+  assert_string_equal(buf, "s3://b/?list-type=2&prefix=");
+  assert_false(stoke__s3_list_url("b", 1, "p", 1, "a-long-token", 0, buf,
+                                  24));
+}
+
 typedef struct keys {
   char got[8][128];
   int n;
@@ -269,6 +287,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_settings),
       cmocka_unit_test(test_urls),
+      cmocka_unit_test(test_list_url),
       cmocka_unit_test(test_listing_xml),
       cmocka_unit_test(test_error_code),
   };
