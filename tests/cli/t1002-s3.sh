@@ -53,10 +53,11 @@ B="s3://$S3_BUCKET"
 BENCH=(bench -b 4 --epochs 2 --shuffle --seed 7)
 same_indices() { cmp -s "$1" "$2" || fail "different batches: $(diff "$1" "$2" | head -5)"; }
 # outputs_clean FILE...: neither the secret nor the token in stdout,
-# stderr or the files.
+# stderr or the files, nor a signature or an Authorization header.
 outputs_clean() {
-  ! cat "$TMP/out" "$TMP/err" "$@" 2>/dev/null | grep -q -e "$S3_SECRET" -e "$S3_TOKEN" ||
-    fail "the secret or the token shows in an output: $*"
+  ! cat "$TMP/out" "$TMP/err" "$@" 2>/dev/null |
+    grep -q -e "$S3_SECRET" -e "$S3_TOKEN" -e "Signature=" -e "AWS4-HMAC-SHA256" -e "Credential=" ||
+    fail "the secret, the token or a signature shows in an output: $*"
 }
 
 say "packed shards: local batches first"
