@@ -4,8 +4,8 @@
 ** short and long bodies, ignored ranges and a hostile object size are
 ** checked by counts, never by time; s3:// requests (signed headers, S3
 ** error Codes, hostile listings) through the same client.  The shown form
-** of URLs, and URL
-** patterns (braces expanded, '?' not a glob), without a server. */
+** of URLs, and URL patterns (braces expanded, '?' not a glob), without a
+** server. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdarg.h>
 #include <stddef.h>
