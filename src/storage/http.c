@@ -386,6 +386,8 @@ static int attempt_once(stoke__http *h, CURL *c, request *q, outcome *o) {
   k->status = 0;
   k->n_ebody = 0;
   k->ebody[0] = 0;
+  o->code = CURLE_OK; /* what fail() reads, should this attempt not start */
+  o->status = 0;
   o->curl_err[0] = 0;
   setup(h, c, q->target, k, o->curl_err);
   struct curl_slist *headers = NULL;
