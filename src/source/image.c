@@ -374,9 +374,9 @@ int stoke_source_create_images_list(const char *const *paths, size_t n_paths,
 }
 
 /* Each s3:// prefix among specs (after their braces) replaced by the
-** shards listed under it (s3.h), into *out (one block; the caller frees
-** it): then every spec names shards, and the kind is told from their
-** names as for any other list. */
+** shards listed under it (s3.h), into *out (the caller frees each string
+** and the array): then every spec names shards, and the kind is told from
+** their names as for any other list. */
 static int list_s3_prefixes(const char *const *specs, size_t n_specs,
                             const stoke__http_options *o,
                             const stoke_allocator *a, char ***out,
@@ -401,7 +401,7 @@ static int list_s3_prefixes(const char *const *specs, size_t n_specs,
     for (size_t j = 0; j < n_keys && rc == 0; j++)
       if (stoke__blob_strs_add(&all, a, keys[j], NULL))
         rc = stoke__errf(err, cap, STOKE_ENOMEM, "out of memory");
-    if (rc == 0) stoke__free(a, keys);
+    stoke__free(a, keys); /* NULL when the listing failed */
   }
   stoke__http_destroy(h);
   stoke__free(a, expanded);
