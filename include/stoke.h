@@ -422,8 +422,8 @@ STOKE_API const char *stoke_source_kind(const stoke_source *src);
 ** by "?..."; anything else unchanged.  buf[0..cap) is always
 ** NUL-terminated (cap > 0); the result is never longer than path. */
 STOKE_API void stoke_path_shown(const char *path, char *buf, size_t cap);
-/* 1 when path is a URL the remote storage reads (http:// or https://, any
-** case), else 0 (since 0.6). */
+/* 1 when path is a URL the remote storage reads (http://, https:// or
+** s3://, any case), else 0 (since 0.6). */
 STOKE_API int stoke_path_is_remote(const char *path);
 STOKE_API void stoke_source_describe(const stoke_source *src, size_t index,
                                      char *buf, size_t cap);

@@ -12,6 +12,7 @@ pkgs=(build-essential cmake pkg-config libcmocka-dev libcjson-dev
       libjpeg62-turbo-dev libspng-dev python3 python3-dev libdlpack-dev
       libcurl4-openssl-dev  # remote shards over HTTP(S) (src/storage/http.c)
       nginx-light           # the remote tests' HTTP(S) server (tests/remote)
+      curl                  # the S3 tests' uploads (tests/remote/servers.sh)
       python3-pytest python3-numpy python3-pil python3-torch
       python3-torchvision
       python3-venv python3-pip python3-setuptools python3-wheel python3-build # pip install ., the wheel
@@ -24,16 +25,36 @@ if [[ "${1:-}" == "--bench" ]]; then
   pkgs+=(plasma-workspace-wallpapers)
 fi
 
+# s3rver: the S3 tests' server (tests/remote/s3_server.js).  Debian has no
+# S3 server package (radosgw needs a Ceph cluster) and minio is in neither
+# Debian nor npm; s3rver is a small Node server, pinned, installed into a
+# fixed folder outside the repo, only when it is missing.
+S3RVER_DIR=/usr/local/lib/stoke-test-s3rver
+S3RVER_VERSION=3.7.1
+install_s3rver() {
+  [[ -f "$S3RVER_DIR/node_modules/s3rver/package.json" ]] &&
+    grep -q "\"version\": \"$S3RVER_VERSION\"" "$S3RVER_DIR/node_modules/s3rver/package.json" &&
+    return 0
+  echo "stoke: installing s3rver@$S3RVER_VERSION into $S3RVER_DIR" >&2
+  $SUDO mkdir -p "$S3RVER_DIR"
+  $SUDO npm install --prefix "$S3RVER_DIR" --no-audit --no-fund "s3rver@$S3RVER_VERSION"
+}
+
+SUDO=""
+[[ $(id -u) -eq 0 ]] || SUDO="sudo"
+
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" \
     || missing+=("$p")
 done
-[[ ${#missing[@]} -eq 0 ]] && exit 0
-
-echo "stoke: installing ${missing[*]}" >&2
-SUDO=""
-[[ $(id -u) -eq 0 ]] || SUDO="sudo"
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -q
-$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+# Node and npm for s3rver: by command, not by package, so that a machine
+# with another Node (NodeSource's bundles npm) keeps it.
+{ command -v node && command -v npm; } >/dev/null 2>&1 || missing+=(nodejs npm)
+if [[ ${#missing[@]} -gt 0 ]]; then
+  echo "stoke: installing ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -q
+  $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+install_s3rver

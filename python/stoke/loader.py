@@ -101,7 +101,7 @@ def _as_array(x, name):
 
 
 def _is_url(p):
-    return p.lower().startswith(("http://", "https://"))
+    return p.lower().startswith(("http://", "https://", "s3://"))
 
 
 def shown_path(p):
@@ -516,7 +516,10 @@ class Loader(_stoke.Loader):
     request and a ``retry_budget`` for the loader's life,
     ``connect_timeout``, ``stall_timeout`` and ``retry_backoff`` (seconds
     or ``"100ms"``).  A URL's user-info and query never appear in a
-    message, a report or a trace.
+    message, a report or a trace.  ``s3://bucket/key`` (braces as above)
+    and ``s3://bucket/prefix`` (listed) read S3 with the ``AWS_*``
+    environment's settings, signed with SigV4; the secret key and the
+    session token are never shown either.
 
     The storage and sample-cost rungs (docs/echo.md, docs/cache.md):
     ``shuffle="block"`` (or ``"block=64MiB"``, with ``block_window``

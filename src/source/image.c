@@ -27,6 +27,7 @@
 #include "storage/blob.h"
 #include "storage/cache.h"
 #include "storage/http.h"
+#include "storage/s3.h"
 #include "storage/url.h"
 #include "source/image.h"
 #include "source/scratch.h"
@@ -315,6 +316,21 @@ static const stoke__source_ops image_ops = {
     .class_name = image_class_name,
     .label = image_label};
 
+/* The remote client's options from the config (and the S3 settings). */
+static void image_remote_options(const stoke_image_config *cfg,
+                                 const stoke__s3_conf *s3,
+                                 stoke__http_options *o) {
+  *o = (stoke__http_options){.ca_path = cfg->tls_ca_path,
+                             .insecure = cfg->tls_insecure != 0,
+                             .io_concurrency = cfg->io_concurrency,
+                             .connect_timeout_ms = cfg->connect_timeout_ms,
+                             .stall_timeout_ms = cfg->stall_timeout_ms,
+                             .max_attempts = cfg->max_attempts,
+                             .retry_budget = cfg->retry_budget,
+                             .backoff_ms = cfg->retry_backoff_ms,
+                             .s3 = s3};
+}
+
 /* AUTO: a directory is an ImageFolder; a path or pattern ending in .tar is
 ** a set of tar shards, one ending in .stoke a set of packed shards.  0 for
 ** none of those, with the stat's errno in *stat_errno (0: it worked). */
@@ -357,11 +373,106 @@ int stoke_source_create_images_list(const char *const *paths, size_t n_paths,
   return stoke__source_create_images_list(paths, n_paths, cfg, NULL, out);
 }
 
+/* Each s3:// prefix among specs (after their braces) replaced by the
+** shards listed under it (s3.h), into *out (the caller frees each string
+** and the array): then every spec names shards, and the kind is told from
+** their names as for any other list. */
+static int list_s3_prefixes(const char *const *specs, size_t n_specs,
+                            const stoke__http_options *o,
+                            const stoke_allocator *a, char ***out,
+                            size_t *n_out, char *err, size_t cap) {
+  char **expanded = NULL;
+  size_t n_expanded = 0;
+  stoke__http *h = NULL;
+  stoke__blob_strs all = {0};
+  int rc = stoke__blob_expand(specs, n_specs, a, &expanded, &n_expanded, err,
+                              cap);
+  if (rc == 0) rc = stoke__http_create(o, a, &h, err, cap);
+  for (size_t k = 0; k < n_expanded && rc == 0; k++) {
+    if (!stoke__url_is_s3(expanded[k]) || !stoke__s3_is_prefix(expanded[k])) {
+      if (stoke__blob_strs_add(&all, a, expanded[k], NULL))
+        rc = stoke__errf(err, cap, STOKE_ENOMEM, "out of memory");
+      continue;
+    }
+    char **keys;
+    size_t n_keys;
+    int kind;
+    rc = stoke__s3_list(h, expanded[k], a, &keys, &n_keys, &kind, err, cap);
+    for (size_t j = 0; j < n_keys && rc == 0; j++)
+      if (stoke__blob_strs_add(&all, a, keys[j], NULL))
+        rc = stoke__errf(err, cap, STOKE_ENOMEM, "out of memory");
+    stoke__free(a, keys); /* NULL when the listing failed */
+  }
+  stoke__http_destroy(h);
+  stoke__free(a, expanded);
+  if (rc == 0) {
+    *out = all.s;
+    *n_out = all.n;
+    all.s = NULL; /* the caller frees each string and the array */
+    all.n = 0;
+  }
+  stoke__blob_strs_free(&all, a);
+  return rc;
+}
+
+static int create_images_list(const char *const *paths, size_t n_paths,
+                              const stoke_image_config *cfg,
+                              const stoke__sys *sys,
+                              const stoke__s3_conf *s3, stoke_source **out);
+
 int stoke__source_create_images_list(const char *const *paths,
                                      size_t n_paths,
                                      const stoke_image_config *cfg,
                                      const stoke__sys *sys,
                                      stoke_source **out) {
+  bool any_s3 = false, any_prefix = false;
+  for (size_t k = 0; paths && k < n_paths; k++)
+    if (stoke__url_is_s3(paths[k])) {
+      any_s3 = true;
+      any_prefix = any_prefix || stoke__s3_is_prefix(paths[k]);
+    }
+  stoke_image_config def;
+  if (!cfg && any_s3) { /* stoke pack's NULL: the defaults, and S3 */
+    stoke_image_config_init(&def);
+    cfg = &def;
+  }
+  if (!any_s3 || !out || cfg->struct_size != sizeof *cfg)
+    return create_images_list(paths, n_paths, cfg, sys, NULL, out);
+  /* The S3 settings: read once, here, for this source's every request. */
+  const stoke_allocator *a = cfg->alloc;
+  stoke__s3_conf *s3 = stoke__alloc(a, sizeof *s3);
+  if (!s3) return stoke__set_tls_error(STOKE_ENOMEM, "images: out of memory");
+  char err[STOKE__ERRMSG_CAP];
+  int rc = stoke__s3_conf_read(s3, err, sizeof err);
+  if (rc) {
+    stoke__free(a, s3);
+    return stoke__set_tls_error(rc, "images: %s", err);
+  }
+  char **listed = NULL;
+  size_t n_listed = 0;
+  if (any_prefix) {
+    stoke__http_options o;
+    image_remote_options(cfg, s3, &o);
+    rc = list_s3_prefixes(paths, n_paths, &o, a, &listed, &n_listed, err,
+                          sizeof err);
+    if (rc) stoke__set_tls_error(rc, "images: %s", err);
+  }
+  if (rc == 0)
+    rc = any_prefix ? create_images_list((const char *const *)listed,
+                                         n_listed, cfg, sys, s3, out)
+                    : create_images_list(paths, n_paths, cfg, sys, s3, out);
+  for (size_t k = 0; k < n_listed; k++) stoke__free(a, listed[k]);
+  stoke__free(a, listed);
+  volatile char *v = (volatile char *)s3; /* the secret: not left behind */
+  for (size_t i = 0; i < sizeof *s3; i++) v[i] = 0;
+  stoke__free(a, s3);
+  return rc;
+}
+
+static int create_images_list(const char *const *paths, size_t n_paths,
+                              const stoke_image_config *cfg,
+                              const stoke__sys *sys,
+                              const stoke__s3_conf *s3, stoke_source **out) {
   if (!out) return stoke__set_tls_error(STOKE_EINVAL, "images: out is NULL");
   *out = NULL;
   stoke_image_config def;
@@ -427,15 +538,8 @@ int stoke__source_create_images_list(const char *const *paths,
     im->cfg.transform = im->transform_text;
   }
   char err[STOKE__ERRMSG_CAP];
-  stoke__http_options remote = {
-      .ca_path = cfg->tls_ca_path,
-      .insecure = cfg->tls_insecure != 0,
-      .io_concurrency = cfg->io_concurrency,
-      .connect_timeout_ms = cfg->connect_timeout_ms,
-      .stall_timeout_ms = cfg->stall_timeout_ms,
-      .max_attempts = cfg->max_attempts,
-      .retry_budget = cfg->retry_budget,
-      .backoff_ms = cfg->retry_backoff_ms};
+  stoke__http_options remote;
+  image_remote_options(cfg, s3, &remote);
   if (rc == 0) {
     if (kind == STOKE_IMAGES_FOLDER)
       rc = stoke__blobset_open_folder(path, a, sys, &im->set, err,

@@ -3,6 +3,7 @@
 ** asked before a byte is believed. */
 #define _POSIX_C_SOURCE 200809L
 #include "storage/http.h"
+#include "storage/s3.h"
 #include "storage/url.h"
 
 #include <curl/curl.h>
@@ -18,11 +19,22 @@
 #define STALL_BYTES_PER_S 1024L /* below this for stall_timeout: stalled */
 #define MAX_BACKOFF_MS 10000u
 #define SHOWN_CAP 512
+#define TARGET_CAP 8192   /* the http(s) URL an s3:// URL maps to */
+#define ERROR_BODY_CAP 1024 /* of an error answer: S3's XML names its Code */
+/* An s3:// answer may be an error whose XML body is longer than the range
+** asked (a 64-byte header read): let one this large start, so that its
+** Code can be read; the body callback still bounds what lands. */
+#define S3_MIN_MAXFILESIZE (64u << 10)
+/* SHA-256 of an empty payload: S3 wants x-amz-content-sha256 signed, and
+** libcurl 7.x does not send it. */
+#define EMPTY_SHA256 \
+  "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
 struct stoke__http {
   const stoke_allocator *alloc;
   stoke__http_options o;
   char *ca_path;           /* owned copy of o.ca_path */
+  stoke__s3_conf *s3;      /* owned copy of *o.s3, or NULL */
   bool ca_is_dir;
   CURLSH *share;           /* DNS and TLS sessions of every handle */
   pthread_mutex_t share_lock[CURL_LOCK_DATA_LAST];
@@ -93,6 +105,12 @@ int stoke__http_create(const stoke__http_options *o, const stoke_allocator *a,
     size_t n = h->ca_path ? strlen(h->ca_path) : 0;
     h->ca_is_dir = n && h->ca_path[n - 1] == '/';
   }
+  if (rc == 0 && h->o.s3) {
+    h->s3 = stoke__alloc(a, sizeof *h->s3);
+    if (h->s3) *h->s3 = *h->o.s3;
+    else rc = STOKE_ENOMEM;
+    h->o.s3 = h->s3;
+  }
   h->pool = rc ? NULL : stoke__calloc(a, h->o.io_concurrency, sizeof(CURL *));
   h->share = h->pool ? curl_share_init() : NULL;
   if (!h->share) {
@@ -121,8 +139,18 @@ void stoke__http_destroy(stoke__http *h) {
   pthread_mutex_destroy(&h->pool_lock);
   stoke__free(h->alloc, h->pool);
   stoke__free(h->alloc, h->ca_path);
+  if (h->s3) {
+    /* The secret and the token do not outlive the client in its memory. */
+    volatile char *v = (volatile char *)h->s3;
+    for (size_t i = 0; i < sizeof *h->s3; i++) v[i] = 0;
+    stoke__free(h->alloc, h->s3);
+  }
   stoke__free(h->alloc, h);
   curl_global_cleanup();
+}
+
+unsigned stoke__http_s3_max_keys(const stoke__http *h) {
+  return h->s3 ? h->s3->max_keys : 0;
 }
 
 void stoke__http_counts_get(const stoke__http *h, stoke__http_counts *out) {
@@ -166,11 +194,24 @@ typedef struct sink {
   bool overflow;           /* the server sent more than cap */
   int io_errno;            /* a pwrite failed */
   uint64_t total;          /* Content-Range's size, or UINT64_MAX */
+  long status;             /* of the last status line seen */
+  char ebody[ERROR_BODY_CAP]; /* the start of an error answer's body */
+  size_t n_ebody;
 } sink;
 
 static size_t on_body(char *data, size_t size, size_t n, void *user) {
   sink *k = user;
   size_t bytes = size * n;
+  if (k->status >= 300) {
+    /* An error answer's body is kept apart (its start only), never in the
+    ** caller's buffer: it is a message, not the object. */
+    size_t room = sizeof k->ebody - 1 - k->n_ebody;
+    size_t m = bytes < room ? bytes : room;
+    memcpy(k->ebody + k->n_ebody, data, m);
+    k->n_ebody += m;
+    k->ebody[k->n_ebody] = 0;
+    return bytes;
+  }
   if (bytes > k->cap - k->got) {
     k->overflow = true;
     return 0; /* aborts the transfer: CURLE_WRITE_ERROR */
@@ -197,6 +238,12 @@ static size_t on_header(char *line, size_t size, size_t n, void *user) {
   sink *k = user;
   size_t bytes = size * n;
   static const char name[] = "content-range:";
+  /* "HTTP/1.1 403 Forbidden": each answer's (a redirect's too) first line. */
+  if (bytes > 9 && memcmp(line, "HTTP/", 5) == 0) {
+    const char *sp = memchr(line, ' ', bytes);
+    k->status = sp && sp + 1 < line + bytes ? strtol(sp + 1, NULL, 10) : 0;
+    k->n_ebody = 0;
+  }
   if (bytes > sizeof name && bytes < 256) {
     char t[256];
     memcpy(t, line, bytes);
@@ -281,7 +328,9 @@ static void backoff(const stoke__http *h, const char *url, uint64_t off,
 }
 
 typedef struct request {
-  const char *url;
+  const char *url;         /* as given: what messages show (redacted) */
+  const char *target;      /* what libcurl is given: url, or its mapping */
+  bool s3;
   uint64_t off, len;       /* range; len 0 = the whole object */
   sink k;
 } request;
@@ -293,6 +342,40 @@ typedef struct outcome {
   char curl_err[CURL_ERROR_SIZE];
 } outcome;
 
+/* An s3:// request: SigV4 by libcurl when there is a key (else unsigned,
+** for a public bucket).  The key id, the secret and the token go to
+** libcurl only.  False when the header list cannot be made. */
+static bool s3_sign(const stoke__http *h, CURL *c, const sink *k,
+                    struct curl_slist **headers) {
+  const stoke__s3_conf *s3 = h->s3;
+  if (k->cap < S3_MIN_MAXFILESIZE)
+    curl_easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE,
+                     (curl_off_t)S3_MIN_MAXFILESIZE);
+  if (!s3->key_id[0]) return true;
+  char provider[96], token[sizeof s3->token + 32];
+  snprintf(provider, sizeof provider, "aws:amz:%s:s3", s3->region);
+  curl_easy_setopt(c, CURLOPT_AWS_SIGV4, provider);
+  curl_easy_setopt(c, CURLOPT_USERNAME, s3->key_id);
+  curl_easy_setopt(c, CURLOPT_PASSWORD, s3->secret);
+  struct curl_slist *l =
+      curl_slist_append(NULL, "x-amz-content-sha256: " EMPTY_SHA256);
+  if (l && s3->token[0]) {
+    snprintf(token, sizeof token, "x-amz-security-token: %s", s3->token);
+    struct curl_slist *t = curl_slist_append(l, token);
+    volatile char *v = token; /* a copy of the token: not left on the stack */
+    for (size_t i = 0; i < sizeof token; i++) v[i] = 0;
+    if (!t) {
+      curl_slist_free_all(l);
+      return false;
+    }
+    l = t;
+  }
+  if (!l) return false;
+  curl_easy_setopt(c, CURLOPT_HTTPHEADER, l);
+  *headers = l;
+  return true;
+}
+
 /* One attempt: 0 done, 1 transient (retry), or a negative error. */
 static int attempt_once(stoke__http *h, CURL *c, request *q, outcome *o) {
   sink *k = &q->k;
@@ -300,8 +383,15 @@ static int attempt_once(stoke__http *h, CURL *c, request *q, outcome *o) {
   k->overflow = false;
   k->io_errno = 0;
   k->total = UINT64_MAX;
+  k->status = 0;
+  k->n_ebody = 0;
+  k->ebody[0] = 0;
+  o->code = CURLE_OK; /* what fail() reads, should this attempt not start */
+  o->status = 0;
   o->curl_err[0] = 0;
-  setup(h, c, q->url, k, o->curl_err);
+  setup(h, c, q->target, k, o->curl_err);
+  struct curl_slist *headers = NULL;
+  if (q->s3 && !s3_sign(h, c, k, &headers)) return STOKE_ENOMEM;
   char range[64];
   if (q->len) {
     snprintf(range, sizeof range, "%llu-%llu", (unsigned long long)q->off,
@@ -310,6 +400,7 @@ static int attempt_once(stoke__http *h, CURL *c, request *q, outcome *o) {
   }
   atomic_fetch_add(&h->requests, 1);
   o->code = curl_easy_perform(c);
+  curl_slist_free_all(headers);
   o->status = 0;
   curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &o->status);
   atomic_fetch_add(&h->bytes, k->got);
@@ -339,6 +430,9 @@ static int fail(const request *q, int code, const outcome *o,
              (unsigned long long)(q->off + q->len - 1));
   if (o->status) snprintf(status, sizeof status, "HTTP %ld", o->status);
   const char *why;
+  char s3_code[64] = "";
+  if (q->s3 && o->status >= 300)
+    stoke__s3_error_code(q->k.ebody, q->k.n_ebody, s3_code, sizeof s3_code);
   if (code == STOKE_EFORMAT && q->len && o->status == 200)
     why = "the server ignored the Range request (expected 206)";
   else if (code == STOKE_EFORMAT && q->k.overflow)
@@ -351,12 +445,16 @@ static int fail(const request *q, int code, const outcome *o,
     why = o->curl_err[0] ? o->curl_err : curl_easy_strerror(o->code);
   else if (o->status == 429 || o->status == 503)
     why = "throttled";
+  else if (s3_code[0])
+    why = s3_code; /* S3's Code: NoSuchKey, AccessDenied, ... */
   else if (o->status >= 300)
     why = "error answer";
   else
     why = "short body";
   /* curl's own text may quote the URL it was given: never show it. */
-  if (stoke__url_shows_secret(q->url, why)) why = curl_easy_strerror(o->code);
+  if (stoke__url_shows_secret(q->url, why) ||
+      stoke__url_shows_secret(q->target, why))
+    why = curl_easy_strerror(o->code);
   return stoke__errf(err, cap, code,
                      "GET %s%s: %s%s%s after %u attempt%s%s", shown, what,
                      status, status[0] ? ": " : "", why, attempts,
@@ -365,6 +463,20 @@ static int fail(const request *q, int code, const outcome *o,
 }
 
 static int perform(stoke__http *h, request *q, char *err, size_t cap) {
+  char target[TARGET_CAP];
+  q->target = q->url;
+  q->s3 = stoke__url_is_s3(q->url);
+  if (q->s3) {
+    char shown[SHOWN_CAP];
+    stoke__url_redact(q->url, shown, sizeof shown);
+    if (!h->s3)
+      return stoke__errf(err, cap, STOKE_EINVAL, "GET %s: no S3 settings "
+                         "for an s3:// URL", shown);
+    int rc = stoke__s3_http_url(h->s3, q->url, target, sizeof target, err,
+                                cap);
+    if (rc) return rc;
+    q->target = target;
+  }
   CURL *c = handle_take(h);
   if (!c)
     return stoke__errf(err, cap, STOKE_ENOMEM, "remote source: out of "
@@ -395,7 +507,7 @@ static int perform(stoke__http *h, request *q, char *err, size_t cap) {
 int stoke__http_get_range(stoke__http *h, const char *url, uint64_t off,
                           size_t len, void *buf, uint64_t *total, char *err,
                           size_t cap) {
-  request q = {url, off, len, {0}};
+  request q = {url, NULL, false, off, len, {0}};
   q.k.buf = buf;
   q.k.cap = len;
   int rc = perform(h, &q, err, cap);
@@ -406,12 +518,22 @@ int stoke__http_get_range(stoke__http *h, const char *url, uint64_t off,
 int stoke__http_get_file(stoke__http *h, const char *url,
                          const stoke__sys *sys, int fd, uint64_t max,
                          uint64_t *bytes, char *err, size_t cap) {
-  request q = {url, 0, 0, {0}};
+  request q = {url, NULL, false, 0, 0, {0}};
   q.k.sys = sys;
   q.k.fd = fd;
   q.k.cap = max;
   int rc = perform(h, &q, err, cap);
   *bytes = rc == 0 ? q.k.got : 0;
+  return rc;
+}
+
+int stoke__http_get_body(stoke__http *h, const char *url, void *buf,
+                         size_t cap, size_t *n, char *err, size_t ecap) {
+  request q = {url, NULL, false, 0, 0, {0}};
+  q.k.buf = buf;
+  q.k.cap = cap;
+  int rc = perform(h, &q, err, ecap);
+  *n = rc == 0 ? (size_t)q.k.got : 0;
   return rc;
 }
 

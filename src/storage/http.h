@@ -13,6 +13,10 @@
 ** What it gives up on is an error naming the URL in its shown form
 ** (url.h: never its user-info or query), the HTTP status and the attempts.
 **
+** An s3:// URL (s3.h) is sent to the http(s) URL it maps to, signed with
+** SigV4 by libcurl when the settings hold a key; its errors add S3's
+** error Code from the answer's XML body ("HTTP 403: SignatureDoesNotMatch").
+**
 ** Memory does not depend on the server: a range lands in the caller's
 ** buffer of the size asked, a body that would run past it fails the
 ** request, redirects stop at 5, and a transfer slower than 1 KiB/s for
@@ -35,6 +39,9 @@ typedef struct stoke__http_options {
   unsigned max_attempts;       /* per request, the first included; 0 = 5 */
   unsigned retry_budget;       /* retries for the client's life; 0 = 1000 */
   uint32_t backoff_ms;         /* before the first retry; 0 = 100 ms */
+  /* The S3 settings for s3:// URLs (s3.h), copied; NULL: an s3:// URL is
+  ** refused. */
+  const struct stoke__s3_conf *s3;
 } stoke__http_options;
 
 /* What a client did, for the stats and the tests. */
@@ -59,6 +66,14 @@ void stoke__http_destroy(stoke__http *h); /* NULL: no-op */
 int stoke__http_get_range(stoke__http *h, const char *url, uint64_t off,
                           size_t len, void *buf, uint64_t *total, char *err,
                           size_t cap);
+
+/* GET all of url into buf[0..cap) (*n: its size); more than cap is
+** STOKE_EFORMAT.  For S3's listings. */
+int stoke__http_get_body(stoke__http *h, const char *url, void *buf,
+                         size_t cap, size_t *n, char *err, size_t ecap);
+
+/* The S3 settings' listing page size (s3.h's test knob); 0 = S3's. */
+unsigned stoke__http_s3_max_keys(const stoke__http *h);
 
 /* GET all of url into fd from offset 0 (pwrite through sys), at most max
 ** bytes (more is STOKE_EFORMAT); *bytes = the object's size. */

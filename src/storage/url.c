@@ -16,7 +16,8 @@ static bool prefix_nocase(const char *s, const char *p) {
 
 bool stoke__url_is_remote(const char *spec) {
   return spec && (prefix_nocase(spec, "http://") ||
-                  prefix_nocase(spec, "https://"));
+                  prefix_nocase(spec, "https://") ||
+                  prefix_nocase(spec, "s3://"));
 }
 
 /* Where the authority ("user@host:port") of url starts and ends, or false

@@ -12,7 +12,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* An http:// or https:// URL (any case in the scheme). */
+/* An http://, https:// or s3:// URL (any case in the scheme).  An s3://
+** URL is read through the same client (http.c maps it, s3.h). */
 bool stoke__url_is_remote(const char *spec);
 
 /* The shown form of url into buf[0..cap) (always NUL-terminated when cap >

@@ -7,8 +7,14 @@
 #                       certificate $TMP/tls/cert.pem, made here), a
 #                       bandwidth cap of 256 KB/s on $NGINX_SLOW
 #   start_faults ROOT   the fault server (fault_server.py) on $FAULTS
+#   start_s3 DIR        an S3 server (s3rver behind s3_server.js's SigV4
+#                       check) on $S3_ENDPOINT, bucket $S3_BUCKET, key pair
+#                       $S3_KEY_ID / $S3_SECRET with token $S3_TOKEN, its
+#                       requests logged to $TMP/s3.log; s3_put FILE KEY
+#                       uploads (signed, by curl)
 #
-# A test without nginx-light or openssl exits 77 (skipped).
+# A test without nginx-light or openssl exits 77 (skipped), one without
+# node or s3rver too (scripts/deps.sh installs them all).
 
 SERVERS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 SERVER_LIFETIME=${SERVER_LIFETIME:-300}   # seconds; a hang guard only
@@ -92,6 +98,43 @@ start_faults() {
     "$TMP/faults.log" >"$TMP/faults.out" 2>&1 &
   SERVER_PIDS+=($!)
   wait_port "$FAULTS"
+}
+
+# s3rver 3.7.1 from npm, where scripts/deps.sh puts it (outside the repo).
+S3RVER_MODULES=${S3RVER_MODULES:-/usr/local/lib/stoke-test-s3rver/node_modules}
+S3_BUCKET=stoke-test
+S3_KEY_ID=STOKETESTKEYID0001
+S3_SECRET=Sekr1tS3Key/not+a+real+one
+S3_TOKEN=Tok3nS3ssion-not-a-real-one
+
+start_s3() {
+  local dir=$1 node
+  node=$(command -v node || true)
+  { [ -n "$node" ] && [ -f "$S3RVER_MODULES/s3rver/package.json" ]; } ||
+    { echo "node or s3rver missing (scripts/deps.sh installs them): skipped"; exit 77; }
+  # The server's SigV4 check against AWS's published examples first: a
+  # check that accepted anything would let every S3 test pass.
+  "$node" "$SERVERS_DIR/s3_server.js" --self-test || fail "s3_server.js: its SigV4 check fails AWS's examples"
+  mkdir -p "$dir"
+  rm -f "$TMP/s3.port"
+  # --openssl-legacy-provider: s3rver makes its continuation tokens with
+  # DES, which OpenSSL 3 keeps in its legacy provider only.
+  timeout "$SERVER_LIFETIME" "$node" --openssl-legacy-provider "$SERVERS_DIR/s3_server.js" \
+    "$S3RVER_MODULES" "$dir" "$S3_BUCKET" "$S3_KEY_ID" "$S3_SECRET" "$S3_TOKEN" \
+    "$TMP/s3.port" "$TMP/s3.log" >"$TMP/s3.out" 2>&1 &
+  SERVER_PIDS+=($!)
+  local i
+  for i in $(seq 200); do [ -s "$TMP/s3.port" ] && break; sleep 0.05; done
+  [ -s "$TMP/s3.port" ] || fail "s3 server did not start: $(cat "$TMP/s3.out")"
+  S3_ENDPOINT="http://127.0.0.1:$(cat "$TMP/s3.port")"
+  wait_port "$(cat "$TMP/s3.port")"
+}
+
+# s3_put FILE KEY: upload FILE as KEY into $S3_BUCKET, signed by curl.
+s3_put() {
+  curl -sS --fail -T "$1" --aws-sigv4 "aws:amz:us-east-1:s3" --user "$S3_KEY_ID:$S3_SECRET" \
+    -H "x-amz-content-sha256: UNSIGNED-PAYLOAD" -H "x-amz-security-token: $S3_TOKEN" \
+    "$S3_ENDPOINT/$S3_BUCKET/$2" >/dev/null || fail "upload of $2 failed"
 }
 
 # nginx_requests: requests nginx has logged so far.

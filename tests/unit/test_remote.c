@@ -2,8 +2,10 @@
 ** packed_remote.c) against a scripted HTTP server in this process: each
 ** connection gets the next canned answer, so that retries, the budget,
 ** short and long bodies, ignored ranges and a hostile object size are
-** checked by counts, never by time.  The shown form of URLs, and URL
-** patterns (braces expanded, '?' not a glob), without a server. */
+** checked by counts, never by time; s3:// requests (signed headers, S3
+** error Codes, hostile listings) through the same client.  The shown form
+** of URLs, and URL patterns (braces expanded, '?' not a glob), without a
+** server. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdarg.h>
 #include <stddef.h>
@@ -24,6 +26,7 @@
 #include "storage/blob.h"
 #include "storage/http.h"
 #include "storage/remote.h"
+#include "storage/s3.h"
 #include "storage/url.h"
 
 /* ---- the shown form ------------------------------------------------------ */
@@ -286,6 +289,137 @@ static void test_short_long_and_ignored(void **state) {
   server_stop(&s);
 }
 
+/* ---- s3:// through the same client ------------------------------------- */
+
+#define XML_ANSWER(status, body)                                             \
+  "HTTP/1.1 " status "\r\nContent-Type: application/xml\r\n"              \
+  "Connection: close\r\n\r\n" body
+
+static stoke__http *s3_client(const server *s, stoke__s3_conf *c) {
+  memset(c, 0, sizeof *c);
+  snprintf(c->endpoint, sizeof c->endpoint, "http://127.0.0.1:%d", s->port);
+  snprintf(c->region, sizeof c->region, "eu-west-1");
+  snprintf(c->key_id, sizeof c->key_id, "AKIDUNIT");
+  snprintf(c->secret, sizeof c->secret, "UnitS3cretValue");
+  snprintf(c->token, sizeof c->token, "UnitT0kenValue");
+  stoke__http_options o = {0};
+  o.max_attempts = 3;
+  o.backoff_ms = 1;
+  o.stall_timeout_ms = 2000;
+  o.connect_timeout_ms = 2000;
+  o.s3 = c;
+  stoke__http *h;
+  char err[256];
+  assert_int_equal(stoke__http_create(&o, NULL, &h, err, sizeof err), 0);
+  return h;
+}
+
+static void test_s3_signed_error_code_not_retried(void **state) {
+  (void)state;
+  /* A 403 whose XML body is longer than the 64 bytes asked, with its
+  ** Content-Length: its Code is read all the same (the answer is let in
+  ** past the range's size), and a 403 is not retried. */
+  const char *body =
+      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>"
+      "SignatureDoesNotMatch</Code><Message>The request signature we "
+      "calculated does not match the signature you provided.</Message>"
+      "<StringToSign>AWS4-HMAC-SHA256 ...</StringToSign></Error>";
+  char answer[1024];
+  snprintf(answer, sizeof answer, "HTTP/1.1 403 Forbidden\r\nContent-Type: "
+           "application/xml\r\nContent-Length: %zu\r\nConnection: "
+           "close\r\n\r\n%s", strlen(body), body);
+  const char *script[] = {answer};
+  server s;
+  server_start(&s, script, 1);
+  stoke__s3_conf c;
+  stoke__http *h = s3_client(&s, &c);
+  char err[512], buf[64];
+  int rc = stoke__http_get_range(h, "s3://bkt/dir/a b.stoke", 0, sizeof buf,
+                                 buf, NULL, err, sizeof err);
+  assert_int_equal(rc, STOKE_EIO);
+  assert_string_equal(err, "GET s3://bkt/dir/a b.stoke bytes 0-63: HTTP 403: "
+                           "SignatureDoesNotMatch after 1 attempt");
+  assert_int_equal(atomic_load(&s.served), 1);
+  /* Path-style, the key encoded, signed by libcurl with the payload hash
+  ** and the token; the secret itself never on the wire. */
+  const char *r = s.last_request;
+  assert_non_null(strstr(r, "GET /bkt/dir/a%20b.stoke HTTP/1.1"));
+  assert_non_null(strstr(r, "Authorization: AWS4-HMAC-SHA256 Credential="
+                            "AKIDUNIT/"));
+  assert_non_null(strstr(r, "/eu-west-1/s3/aws4_request"));
+  assert_non_null(strstr(r, "x-amz-content-sha256: e3b0c442"));
+  assert_non_null(strstr(r, "x-amz-security-token: UnitT0kenValue"));
+  assert_non_null(strstr(r, "Range: bytes=0-63"));
+  assert_null(strstr(r, "UnitS3cretValue"));
+  assert_null(strstr(err, "UnitS3cretValue"));
+  assert_null(strstr(err, "127.0.0.1"));
+  stoke__http_destroy(h);
+  server_stop(&s);
+}
+
+static void test_s3_listing_hostile(void **state) {
+  (void)state;
+  /* The same continuation token twice: refused, not listed forever. */
+  const char *loop[] = {
+      XML_ANSWER("200 OK", "<ListBucketResult><IsTruncated>true</IsTruncated>"
+                           "<NextContinuationToken>T</NextContinuationToken>"
+                           "<Contents><Key>p/a.stoke</Key></Contents>"
+                           "</ListBucketResult>"),
+      XML_ANSWER("200 OK", "<ListBucketResult><IsTruncated>true</IsTruncated>"
+                           "<NextContinuationToken>T</NextContinuationToken>"
+                           "<Contents><Key>p/b.stoke</Key></Contents>"
+                           "</ListBucketResult>")};
+  server s;
+  server_start(&s, loop, 2);
+  stoke__s3_conf c;
+  stoke__http *h = s3_client(&s, &c);
+  char err[512], **keys;
+  size_t n;
+  int kind;
+  int rc = stoke__s3_list(h, "s3://bkt/p/", NULL, &keys, &n, &kind, err,
+                          sizeof err);
+  assert_int_equal(rc, STOKE_EFORMAT);
+  assert_non_null(strstr(err, "listing s3://bkt/p/: the server gave the "
+                              "same continuation token twice"));
+  assert_non_null(strstr(s.last_request, "GET /bkt/?continuation-token=T&"
+                                         "list-type=2&prefix=p%2F "));
+  stoke__http_destroy(h);
+  server_stop(&s);
+  /* Two pages, keys out of order and of both kinds: sorted, then refused
+  ** as a mix; a README is no shard. */
+  const char *mixed[] = {
+      XML_ANSWER("200 OK", "<ListBucketResult><IsTruncated>true</IsTruncated>"
+                           "<NextContinuationToken>A+/=</NextContinuationToken>"
+                           "<Contents><Key>p/b.stoke</Key></Contents>"
+                           "<Contents><Key>p/README</Key></Contents>"
+                           "</ListBucketResult>"),
+      XML_ANSWER("200 OK", "<ListBucketResult><IsTruncated>false"
+                           "</IsTruncated><Contents><Key>p/a.stoke</Key>"
+                           "</Contents></ListBucketResult>"),
+      XML_ANSWER("200 OK", "<ListBucketResult><IsTruncated>false"
+                           "</IsTruncated><Contents><Key>p/a.stoke</Key>"
+                           "</Contents><Contents><Key>p/c.tar</Key>"
+                           "</Contents></ListBucketResult>")};
+  server_start(&s, mixed, 3);
+  h = s3_client(&s, &c);
+  rc = stoke__s3_list(h, "s3://bkt/p/", NULL, &keys, &n, &kind, err,
+                      sizeof err);
+  assert_int_equal(rc, 0);
+  assert_int_equal(n, 2);
+  assert_string_equal(keys[0], "s3://bkt/p/a.stoke");
+  assert_string_equal(keys[1], "s3://bkt/p/b.stoke");
+  assert_int_equal(kind, STOKE_IMAGES_PACKED);
+  assert_non_null(strstr(s.last_request, "continuation-token=A%2B%2F%3D&"));
+  free(keys);
+  rc = stoke__s3_list(h, "s3://bkt/p/", NULL, &keys, &n, &kind, err,
+                      sizeof err);
+  assert_int_equal(rc, STOKE_EINVAL);
+  assert_non_null(strstr(err, "s3://bkt/p/ holds both packed (.stoke) and "
+                              "tar (.tar) shards"));
+  stoke__http_destroy(h);
+  server_stop(&s);
+}
+
 static void test_hostile_object_size(void **state) {
   (void)state;
   /* A header answer that claims a 4 PiB object: refused before any
@@ -357,6 +491,8 @@ int main(void) {
       cmocka_unit_test(test_budget_is_shared),
       cmocka_unit_test(test_short_long_and_ignored),
       cmocka_unit_test(test_hostile_object_size),
+      cmocka_unit_test(test_s3_signed_error_code_not_retried),
+      cmocka_unit_test(test_s3_listing_hostile),
       cmocka_unit_test(test_parallel),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,295 @@
+/* test_s3.c — s3:// specs without a server (src/storage/s3.c): the AWS_*
+** settings, the mapping to path-style and virtual-hosted URLs, what is a
+** prefix, and the strict XML reader on S3's answers, crafted ones and
+** junk (the listing against a real server is tests/cli/t1002-s3.sh). */
+#define _POSIX_C_SOURCE 200809L
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "storage/s3.h"
+#include "storage/url.h"
+
+static void clear_env(void) {
+  static const char *const names[] = {
+      "AWS_ENDPOINT_URL",      "AWS_REGION",        "AWS_DEFAULT_REGION",
+      "AWS_ACCESS_KEY_ID",     "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
+      "STOKE_TEST_S3_MAX_KEYS"};
+  for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
+    unsetenv(names[k]);
+}
+
+static void test_settings(void **state) {
+  (void)state;
+  stoke__s3_conf c;
+  char err[256];
+  clear_env();
+  assert_int_equal(stoke__s3_conf_read(&c, err, sizeof err), 0);
+  assert_string_equal(c.region, "us-east-1");
+  assert_string_equal(c.endpoint, "");
+  assert_string_equal(c.key_id, "");
+  setenv("AWS_DEFAULT_REGION", "eu-west-3", 1);
+  assert_int_equal(stoke__s3_conf_read(&c, err, sizeof err), 0);
+  assert_string_equal(c.region, "eu-west-3");
+  setenv("AWS_REGION", "ap-south-1", 1); /* AWS_REGION first */
+  setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9000//", 1);
+  setenv("AWS_ACCESS_KEY_ID", "AKID", 1);
+  setenv("AWS_SECRET_ACCESS_KEY", "TopSecretValue", 1);
+  setenv("AWS_SESSION_TOKEN", "TokenValue", 1);
+  setenv("STOKE_TEST_S3_MAX_KEYS", "2", 1);
+  assert_int_equal(stoke__s3_conf_read(&c, err, sizeof err), 0);
+  assert_string_equal(c.region, "ap-south-1");
+  assert_string_equal(c.endpoint, "http://127.0.0.1:9000");
+  assert_string_equal(c.secret, "TopSecretValue");
+  assert_string_equal(c.token, "TokenValue");
+  assert_int_equal(c.max_keys, 2);
+  /* Half the credentials, a bad region, a bad knob: refused, and the
+  ** message never holds a value (it may be a secret). */
+  unsetenv("AWS_ACCESS_KEY_ID");
+  assert_int_equal(stoke__s3_conf_read(&c, err, sizeof err), STOKE_EINVAL);
+  assert_non_null(strstr(err, "come together"));
+  assert_null(strstr(err, "TopSecretValue"));
+  setenv("AWS_ACCESS_KEY_ID", "AKID", 1);
+  setenv("AWS_REGION", "eu west", 1);
+  assert_int_equal(stoke__s3_conf_read(&c, err, sizeof err), STOKE_EINVAL);
+  setenv("AWS_REGION", "us-east-2", 1);
+  setenv("STOKE_TEST_S3_MAX_KEYS", "0", 1);
+  assert_int_equal(stoke__s3_conf_read(&c, err, sizeof err), STOKE_EINVAL);
+  unsetenv("STOKE_TEST_S3_MAX_KEYS");
+  char big[5000];
+  memset(big, 'x', sizeof big - 1);
+  big[sizeof big - 1] = 0;
+  setenv("AWS_SESSION_TOKEN", big, 1);
+  assert_int_equal(stoke__s3_conf_read(&c, err, sizeof err), STOKE_EINVAL);
+  assert_non_null(strstr(err, "AWS_SESSION_TOKEN is longer"));
+  assert_null(strstr(err, "xxxx"));
+  setenv("AWS_SESSION_TOKEN", "t", 1);
+  setenv("AWS_ENDPOINT_URL", "ftp://host", 1);
+  assert_int_equal(stoke__s3_conf_read(&c, err, sizeof err), STOKE_EINVAL);
+  clear_env();
+}
+
+static void mapped(const stoke__s3_conf *c, const char *url,
+                   const char *want) {
+  char buf[512], err[256];
+  assert_int_equal(stoke__s3_http_url(c, url, buf, sizeof buf, err,
+                                      sizeof err), 0);
+  assert_string_equal(buf, want);
+}
+
+static void test_urls(void **state) {
+  (void)state;
+  stoke__s3_conf c;
+  memset(&c, 0, sizeof c);
+  snprintf(c.region, sizeof c.region, "eu-west-1");
+  /* Virtual-hosted without an endpoint; the key encoded as SigV4 signs
+  ** it ('/' kept, a space and '+' not). */
+  mapped(&c, "s3://my-bucket/train/a b+c.stoke",
+         "https://my-bucket.s3.eu-west-1.amazonaws.com/train/a%20b%2Bc.stoke");
+  mapped(&c, "s3://my-bucket/?list-type=2&prefix=x",
+         "https://my-bucket.s3.eu-west-1.amazonaws.com/?list-type=2&prefix=x");
+  snprintf(c.endpoint, sizeof c.endpoint, "http://127.0.0.1:9000");
+  mapped(&c, "s3://bkt/k/0.tar", "http://127.0.0.1:9000/bkt/k/0.tar");
+  mapped(&c, "S3://bkt/~x_y-z.stoke", "http://127.0.0.1:9000/bkt/~x_y-z.stoke");
+  char buf[64], err[256];
+  assert_int_equal(stoke__s3_http_url(&c, "s3:///key", buf, sizeof buf, err,
+                                      sizeof err), STOKE_EINVAL);
+  assert_int_equal(stoke__s3_http_url(&c, "s3://Bad_Bucket/k", buf,
+                                      sizeof buf, err, sizeof err),
+                   STOKE_EINVAL);
+  assert_int_equal(stoke__s3_http_url(&c, "s3://b/a-key-far-too-long-for-"
+                                      "a-buffer-of-64-bytes.stoke", buf,
+                                      sizeof buf, err, sizeof err),
+                   STOKE_EINVAL);
+  /* Remote, shown as written (an s3:// URL holds no secret). */
+  assert_true(stoke__url_is_remote("s3://b/k.stoke"));
+  assert_true(stoke__url_is_s3("S3://b/k.stoke"));
+  assert_false(stoke__url_is_s3("s3:/b"));
+  char shown[64];
+  stoke__url_redact("s3://b/train-0.stoke", shown, sizeof shown);
+  assert_string_equal(shown, "s3://b/train-0.stoke");
+  /* Prefixes: ending in '/' or in neither kind. */
+  assert_true(stoke__s3_is_prefix("s3://b/"));
+  assert_true(stoke__s3_is_prefix("s3://b/train"));
+  assert_true(stoke__s3_is_prefix("s3://b/x.stoke/"));
+  assert_false(stoke__s3_is_prefix("s3://b/train-0.stoke"));
+  assert_false(stoke__s3_is_prefix("s3://b/train-{0..3}.tar"));
+  assert_false(stoke__s3_is_prefix("s3://b/t-{a,b.tar}"));
+}
+
+static void test_list_url(void **state) {
+  (void)state;
+  char buf[256];
+  /* Names sorted, values encoded ('/' too): the canonical query SigV4
+  ** signs, which libcurl 7.x signs as written. */
+  assert_true(stoke__s3_list_url("b", 1, "train/a b", 9, NULL, 0, buf,
+                                 sizeof buf));
+  assert_string_equal(buf, "s3://b/?list-type=2&prefix=train%2Fa%20b");
+  assert_true(stoke__s3_list_url("b", 1, "p/", 2, "1x+/=", 2, buf,
+                                 sizeof buf));
+  assert_string_equal(buf, "s3://b/?continuation-token=1x%2B%2F%3D&"
+                           "list-type=2&max-keys=2&prefix=p%2F");
+  assert_true(stoke__s3_list_url("b", 1, "", 0, "", 0, buf, sizeof buf));
+  assert_string_equal(buf, "s3://b/?list-type=2&prefix=");
+  assert_false(stoke__s3_list_url("b", 1, "p", 1, "a-long-token", 0, buf,
+                                  24));
+}
+
+typedef struct keys {
+  char got[8][128];
+  int n;
+} keys;
+
+static int on_key(const char *key, void *arg) {
+  keys *k = arg;
+  if (k->n >= 8) return STOKE_EINVAL;
+  snprintf(k->got[k->n++], sizeof k->got[0], "%s", key);
+  return 0;
+}
+
+static int parse(const char *xml, keys *k, bool *truncated, char *token,
+                 char *err, size_t cap) {
+  memset(k, 0, sizeof *k);
+  return stoke__s3_parse_list(xml, strlen(xml), on_key, k, truncated, token,
+                              256, err, cap);
+}
+
+static void test_listing_xml(void **state) {
+  (void)state;
+  keys k;
+  bool tr;
+  char token[256], err[256];
+  /* S3's own shape: prolog, namespace, entities, keys in Contents only
+  ** (a Key elsewhere, in CommonPrefixes, is not a key of the listing). */
+  const char *page =
+      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+      "<ListBucketResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
+      "<Name>b</Name><Prefix>p/</Prefix><KeyCount>2</KeyCount>"
+      "<MaxKeys>2</MaxKeys><IsTruncated>true</IsTruncated>"
+      "<NextContinuationToken>1ab+/=&amp;</NextContinuationToken>"
+      "<Contents><Key>p/a&amp;b &lt;1&gt;.stoke</Key>"
+      "<ETag>&quot;6f59&quot;</ETag><Size>12</Size></Contents>"
+      "<!-- a comment -->"
+      "<Contents><Key>p/caf&#233;&#x2F;&apos;.tar</Key><Owner/></Contents>"
+      "<CommonPrefixes><Prefix>p/sub/</Prefix></CommonPrefixes>"
+      "</ListBucketResult>\n";
+  assert_int_equal(parse(page, &k, &tr, token, err, sizeof err), 0);
+  assert_int_equal(k.n, 2);
+  assert_string_equal(k.got[0], "p/a&b <1>.stoke");
+  assert_string_equal(k.got[1], "p/caf\xc3\xa9/'.tar");
+  assert_true(tr);
+  assert_string_equal(token, "1ab+/=&");
+  /* The last page. */
+  assert_int_equal(parse("<ListBucketResult><IsTruncated>false</IsTruncated>"
+                         "</ListBucketResult>", &k, &tr, token, err,
+                         sizeof err), 0);
+  assert_false(tr);
+  assert_int_equal(k.n, 0);
+  /* Junk and hostile answers: each refused, none read past its end. */
+  static const char *const bad[] = {
+      "",
+      "not xml at all",
+      "<ListBucketResult><Contents><Key>a.stoke</Key></Contents>",
+      "<ListBucketResult><Contents><Key>a.stoke</Contents></Key>"
+      "</ListBucketResult>",
+      "<ListBucketResult><IsTruncated>yes</IsTruncated></ListBucketResult>",
+      "<ListBucketResult><IsTruncated>true</IsTruncated></ListBucketResult>",
+      "<ListBucketResult><Contents><Key>&bogus;</Key></Contents>"
+      "</ListBucketResult>",
+      "<ListBucketResult><Contents><Key>&#0;</Key></Contents>"
+      "</ListBucketResult>",
+      "<ListBucketResult><Contents><Key>&#xD800;</Key></Contents>"
+      "</ListBucketResult>",
+      "<ListBucketResult><Contents><Key>&amp</Key></Contents>"
+      "</ListBucketResult>",
+      "<ListBucketResult><Contents><Key></Key></Contents>"
+      "</ListBucketResult>",
+      "<!DOCTYPE x [<!ENTITY e \"boom\">]><ListBucketResult/>",
+      /* Each alone, in a document otherwise clean. */
+      "<!DOCTYPE ListBucketResult><ListBucketResult/>",
+      "<ListBucketResult><Contents><Key>a<![CDATA[b]]>.stoke</Key>"
+      "</Contents></ListBucketResult>",
+      "<ListBucketResult><Contents><Key><![CDATA[a.stoke]]></Key>"
+      "</Contents></ListBucketResult>",
+      "<ListBucketResult></ListBucketResult><ListBucketResult>"
+      "</ListBucketResult>",
+      "<ListBucketResult>junk</ListBucketResult>trailing",
+      "<ListBucketResult x=\"<\"></ListBucketResult>",
+      "<ListBucketResult><Contents><Key>a.stoke</Key></Contents",
+      "<Error><Code>AccessDenied</Code></Error>",
+      "<ListBucketResult><a><b><c><d><e><f><g><h>x</h></g></f></e></d>"
+      "</c></b></a></ListBucketResult>",
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    err[0] = 0;
+    int rc = parse(bad[i], &k, &tr, token, err, sizeof err);
+    if (rc != STOKE_EFORMAT) fail_msg("accepted (%d): %s", rc, bad[i]);
+    assert_true(err[0] != 0);
+  }
+  /* A text longer than the bound is refused, not grown into. */
+  size_t n = 10000;
+  char *huge = malloc(n + 100);
+  assert_non_null(huge);
+  strcpy(huge, "<ListBucketResult><Contents><Key>");
+  size_t w = strlen(huge);
+  memset(huge + w, 'k', n);
+  strcpy(huge + w + n, "</Key></Contents></ListBucketResult>");
+  assert_int_equal(parse(huge, &k, &tr, token, err, sizeof err),
+                   STOKE_EFORMAT);
+  assert_non_null(strstr(err, "longer than"));
+  /* A name longer than the bound too. */
+  memset(huge, 0, n + 100);
+  huge[0] = '<';
+  memset(huge + 1, 'N', 200);
+  strcat(huge, "/>");
+  assert_int_equal(parse(huge, &k, &tr, token, err, sizeof err),
+                   STOKE_EFORMAT);
+  free(huge);
+  /* Not NUL-terminated: only n bytes are read. */
+  const char cut[] = "<ListBucketResult></ListBucketResult>GARBAGE";
+  memset(&k, 0, sizeof k);
+  assert_int_equal(stoke__s3_parse_list(cut, strlen(cut) - 7, on_key, &k,
+                                        &tr, token, 256, err, sizeof err),
+                   0);
+}
+
+static void test_error_code(void **state) {
+  (void)state;
+  char code[64];
+  const char *e = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>"
+                  "SignatureDoesNotMatch</Code><Message>The request "
+                  "signature we calculated does not match</Message>"
+                  "<StringToSign>AWS4-HMAC-SHA256...</StringToSign></Error>";
+  assert_true(stoke__s3_error_code(e, strlen(e), code, sizeof code));
+  assert_string_equal(code, "SignatureDoesNotMatch");
+  /* Cut off after its Code (the client keeps a body's start only). */
+  assert_true(stoke__s3_error_code(e, 80, code, sizeof code));
+  assert_string_equal(code, "SignatureDoesNotMatch");
+  const char *nginx = "<html><body>404 Not Found</body></html>";
+  assert_false(stoke__s3_error_code(nginx, strlen(nginx), code, sizeof code));
+  assert_string_equal(code, "");
+  /* A Code that is not a word is the server's text: not shown. */
+  const char *odd = "<Error><Code>x y; rm</Code></Error>";
+  assert_false(stoke__s3_error_code(odd, strlen(odd), code, sizeof code));
+  const char *nested = "<Error><Code><b>NoSuchKey</b></Code></Error>";
+  assert_false(stoke__s3_error_code(nested, strlen(nested), code,
+                                    sizeof code));
+  assert_false(stoke__s3_error_code("", 0, code, sizeof code));
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_settings),
+      cmocka_unit_test(test_urls),
+      cmocka_unit_test(test_list_url),
+      cmocka_unit_test(test_listing_xml),
+      cmocka_unit_test(test_error_code),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
