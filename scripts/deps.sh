@@ -37,7 +37,14 @@ install_s3rver() {
     return 0
   echo "stoke: installing s3rver@$S3RVER_VERSION into $S3RVER_DIR" >&2
   $SUDO mkdir -p "$S3RVER_DIR"
-  $SUDO npm install --prefix "$S3RVER_DIR" --no-audit --no-fund "s3rver@$S3RVER_VERSION"
+  # The registry is the one download here: when it cannot be reached, say
+  # so loudly and go on, so the build and every other test still run (the
+  # S3 tests then report themselves skipped, exit 77), instead of failing
+  # the whole command on the network.
+  $SUDO npm install --prefix "$S3RVER_DIR" --no-audit --no-fund \
+    "s3rver@$S3RVER_VERSION" ||
+    echo "stoke: WARNING: npm could not install s3rver; the S3 tests" \
+      "(cli/t1002-s3, python/test_stoke_s3) will be skipped" >&2
 }
 
 SUDO=""
