@@ -28,6 +28,7 @@
 #include "storage/blob.h"
 #include "storage/http.h"
 #include "storage/s3.h"
+#include "storage/url.h"
 #include "source/image.h"
 
 typedef struct verify_job {

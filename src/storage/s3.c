@@ -9,17 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-bool stoke__url_is_s3(const char *spec) {
-  if (!spec) return false;
-  static const char p[] = "s3://";
-  for (size_t i = 0; i + 1 < sizeof p; i++) {
-    char c = spec[i];
-    if (c >= 'A' && c <= 'Z') c = (char)(c - 'A' + 'a');
-    if (c != p[i]) return false;
-  }
-  return true;
-}
-
 /* ---- settings ------------------------------------------------------------ */
 
 static int env_copy(const char *name, char *dst, size_t cap, char *err,
@@ -53,7 +42,7 @@ int stoke__s3_conf_read(stoke__s3_conf *c, char *err, size_t cap) {
   if (!c->region[0]) snprintf(c->region, sizeof c->region, "us-east-1");
   size_t n = strlen(c->endpoint);
   while (n && c->endpoint[n - 1] == '/') c->endpoint[--n] = 0;
-  if (n && !stoke__url_is_remote(c->endpoint))
+  if (n && !stoke__url_is_http(c->endpoint))
     return stoke__errf(err, cap, STOKE_EINVAL, "s3: AWS_ENDPOINT_URL must "
                        "be an http:// or https:// URL");
   /* The region is part of a host name and of the signature's scope. */

@@ -30,9 +30,6 @@ typedef struct stoke__s3_conf {
                          page size, so that pagination happens); 0 = S3's */
 } stoke__s3_conf;
 
-/* An s3:// URL (any case in the scheme). */
-bool stoke__url_is_s3(const char *spec);
-
 /* Read the settings from the environment into *c.  STOKE_EINVAL (naming
 ** the variable, never its value) when one is too long or the key id comes
 ** without its secret. */

@@ -14,10 +14,17 @@ static bool prefix_nocase(const char *s, const char *p) {
   return true;
 }
 
-bool stoke__url_is_remote(const char *spec) {
+bool stoke__url_is_http(const char *spec) {
   return spec && (prefix_nocase(spec, "http://") ||
-                  prefix_nocase(spec, "https://") ||
-                  prefix_nocase(spec, "s3://"));
+                  prefix_nocase(spec, "https://"));
+}
+
+bool stoke__url_is_s3(const char *spec) {
+  return spec && prefix_nocase(spec, "s3://");
+}
+
+bool stoke__url_is_remote(const char *spec) {
+  return stoke__url_is_http(spec) || stoke__url_is_s3(spec);
 }
 
 /* Where the authority ("user@host:port") of url starts and ends, or false

@@ -15,6 +15,10 @@
 /* An http://, https:// or s3:// URL (any case in the scheme).  An s3://
 ** URL is read through the same client (http.c maps it, s3.h). */
 bool stoke__url_is_remote(const char *spec);
+/* An http:// or https:// URL: what libcurl is given. */
+bool stoke__url_is_http(const char *spec);
+/* An s3:// URL (s3.h): mapped to an http(s) one before a request. */
+bool stoke__url_is_s3(const char *spec);
 
 /* The shown form of url into buf[0..cap) (always NUL-terminated when cap >
 ** 0); never longer than url, so it may be written over url itself (buf ==

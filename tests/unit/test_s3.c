@@ -72,6 +72,11 @@ static void test_settings(void **state) {
   setenv("AWS_SESSION_TOKEN", "t", 1);
   setenv("AWS_ENDPOINT_URL", "ftp://host", 1);
   assert_int_equal(stoke__s3_conf_read(&c, err, sizeof err), STOKE_EINVAL);
+  /* An s3:// endpoint is remote but not what libcurl is given: refused
+  ** (it passed while the check was stoke__url_is_remote). */
+  setenv("AWS_ENDPOINT_URL", "s3://bucket", 1);
+  assert_int_equal(stoke__s3_conf_read(&c, err, sizeof err), STOKE_EINVAL);
+  assert_non_null(strstr(err, "AWS_ENDPOINT_URL must be an http://"));
   clear_env();
 }
 
