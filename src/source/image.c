@@ -374,8 +374,8 @@ int stoke_source_create_images_list(const char *const *paths, size_t n_paths,
 }
 
 /* Each s3:// prefix among specs (after their braces) replaced by the
-** shards listed under it (s3.h), into *out (the caller frees each string
-** and the array): then every spec names shards, and the kind is told from
+** shards listed under it (s3.h), into *out (one allocation, freed with
+** stoke__free): then every spec names shards, and the kind is told from
 ** their names as for any other list. */
 static int list_s3_prefixes(const char *const *specs, size_t n_specs,
                             const stoke__http_options *o,
@@ -406,10 +406,10 @@ static int list_s3_prefixes(const char *const *specs, size_t n_specs,
   stoke__http_destroy(h);
   stoke__free(a, expanded);
   if (rc == 0) {
-    *out = all.s;
-    *n_out = all.n;
-    all.s = NULL; /* the caller frees each string and the array */
-    all.n = 0;
+    if (stoke__blob_strs_pack(&all, a, out))
+      rc = stoke__errf(err, cap, STOKE_ENOMEM, "out of memory");
+    else
+      *n_out = all.n;
   }
   stoke__blob_strs_free(&all, a);
   return rc;
@@ -461,7 +461,6 @@ int stoke__source_create_images_list(const char *const *paths,
     rc = any_prefix ? create_images_list((const char *const *)listed,
                                          n_listed, cfg, sys, s3, out)
                     : create_images_list(paths, n_paths, cfg, sys, s3, out);
-  for (size_t k = 0; k < n_listed; k++) stoke__free(a, listed[k]);
   stoke__free(a, listed);
   volatile char *v = (volatile char *)s3; /* the secret: not left behind */
   for (size_t i = 0; i < sizeof *s3; i++) v[i] = 0;

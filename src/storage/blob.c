@@ -95,6 +95,23 @@ int stoke__blob_strs_add(stoke__blob_strs *l, const stoke_allocator *a,
   return 0;
 }
 
+int stoke__blob_strs_pack(const stoke__blob_strs *l, const stoke_allocator *a,
+                          char ***out) {
+  size_t bytes = l->n * sizeof(char *);
+  for (size_t j = 0; j < l->n; j++) bytes += strlen(l->s[j]) + 1;
+  char **block = stoke__alloc(a, bytes ? bytes : 1);
+  if (!block) return STOKE_ENOMEM;
+  char *str = (char *)(block + l->n);
+  for (size_t j = 0; j < l->n; j++) {
+    size_t n = strlen(l->s[j]) + 1;
+    memcpy(str, l->s[j], n);
+    block[j] = str;
+    str += n;
+  }
+  *out = block;
+  return 0;
+}
+
 void stoke__blob_strs_free(stoke__blob_strs *l, const stoke_allocator *a) {
   for (size_t i = 0; i < l->n; i++) stoke__free(a, l->s[i]);
   stoke__free(a, l->s);
@@ -475,23 +492,10 @@ int stoke__blob_expand(const char *const *specs, size_t n_specs,
   }
   stoke__blob_strs_free(&e.out, a);
   if (rc == 0) {
-    /* One block: the pointer array, then the strings. */
-    size_t bytes = all.n * sizeof(char *);
-    for (size_t j = 0; j < all.n; j++) bytes += strlen(all.s[j]) + 1;
-    char **block = stoke__alloc(a, bytes);
-    if (!block)
+    if (stoke__blob_strs_pack(&all, a, paths))
       rc = stoke__errf(err, cap, STOKE_ENOMEM, "out of memory");
-    else {
-      char *str = (char *)(block + all.n);
-      for (size_t j = 0; j < all.n; j++) {
-        size_t n = strlen(all.s[j]) + 1;
-        memcpy(str, all.s[j], n);
-        block[j] = str;
-        str += n;
-      }
-      *paths = block;
+    else
       *n_paths = all.n;
-    }
   }
   stoke__blob_strs_free(&all, a);
   return rc;

@@ -320,6 +320,11 @@ typedef struct stoke__blob_strs {
 int stoke__blob_strs_add(stoke__blob_strs *l, const stoke_allocator *a,
                          const char *text, const char *reason);
 void stoke__blob_strs_free(stoke__blob_strs *l, const stoke_allocator *a);
+/* The texts of l (not their reasons) as one allocation, the pointer array
+** then the strings, into *out (freed with stoke__free(a, *out)); l is
+** left as it was.  STOKE_ENOMEM. */
+int stoke__blob_strs_pack(const stoke__blob_strs *l, const stoke_allocator *a,
+                          char ***out);
 
 /* Wrap impl into a blobset: takes ownership of impl (destroyed on failure
 ** too), classes and skipped (emptied). */

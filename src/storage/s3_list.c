@@ -127,20 +127,9 @@ int stoke__s3_list(stoke__http *h, const char *spec, const stoke_allocator *a,
     /* S3 lists in UTF-8 byte order already; a server that does not must
     ** not change the shards' order (it decides the batches). */
     qsort(l.keys.s, l.keys.n, sizeof *l.keys.s, cmp_str);
-    size_t bytes = l.keys.n * sizeof(char *);
-    for (size_t j = 0; j < l.keys.n; j++) bytes += strlen(l.keys.s[j]) + 1;
-    char **block = stoke__alloc(a, bytes);
-    if (!block) {
+    if (stoke__blob_strs_pack(&l.keys, a, out)) {
       rc = stoke__errf(err, cap, STOKE_ENOMEM, "out of memory");
     } else {
-      char *str = (char *)(block + l.keys.n);
-      for (size_t j = 0; j < l.keys.n; j++) {
-        size_t n = strlen(l.keys.s[j]) + 1;
-        memcpy(str, l.keys.s[j], n);
-        block[j] = str;
-        str += n;
-      }
-      *out = block;
       *n_out = l.keys.n;
       *kind = l.n_stoke ? STOKE_IMAGES_PACKED : STOKE_IMAGES_TAR;
     }
