@@ -440,14 +440,10 @@ int stoke__source_create_images_list(const char *const *paths,
     return create_images_list(paths, n_paths, cfg, sys, NULL, out);
   /* The S3 settings: read once, here, for this source's every request. */
   const stoke_allocator *a = cfg->alloc;
-  stoke__s3_conf *s3 = stoke__alloc(a, sizeof *s3);
-  if (!s3) return stoke__set_tls_error(STOKE_ENOMEM, "images: out of memory");
+  stoke__s3_conf *s3;
   char err[STOKE__ERRMSG_CAP];
-  int rc = stoke__s3_conf_read(s3, err, sizeof err);
-  if (rc) {
-    stoke__free(a, s3);
-    return stoke__set_tls_error(rc, "images: %s", err);
-  }
+  int rc = stoke__s3_conf_new(a, &s3, err, sizeof err);
+  if (rc) return stoke__set_tls_error(rc, "images: %s", err);
   char **listed = NULL;
   size_t n_listed = 0;
   if (any_prefix) {
@@ -462,9 +458,7 @@ int stoke__source_create_images_list(const char *const *paths,
                                          n_listed, cfg, sys, s3, out)
                     : create_images_list(paths, n_paths, cfg, sys, s3, out);
   stoke__free(a, listed);
-  volatile char *v = (volatile char *)s3; /* the secret: not left behind */
-  for (size_t i = 0; i < sizeof *s3; i++) v[i] = 0;
-  stoke__free(a, s3);
+  stoke__s3_conf_free(a, s3); /* the secret: not left behind */
   return rc;
 }
 

@@ -147,21 +147,14 @@ int stoke_verify(const stoke_source *src, const stoke_verify_config *cfg,
     ** again here: this is an open of its own); other URLs need none. */
     stoke__s3_conf *s3 = NULL;
     int rc = 0;
-    if (n && stoke__url_is_s3(paths[0])) {
-      s3 = stoke__alloc(NULL, sizeof *s3);
-      rc = s3 ? stoke__s3_conf_read(s3, err, sizeof err) : STOKE_ENOMEM;
-      if (!s3) snprintf(err, sizeof err, "out of memory");
-    }
+    if (n && stoke__url_is_s3(paths[0]))
+      rc = stoke__s3_conf_new(NULL, &s3, err, sizeof err);
     stoke__http_options remote = {.s3 = s3};
     if (rc == 0)
       rc = stoke__blobset_open_packed_ex(paths, n, STOKE__PACK_VERIFY_CRC,
                                          &remote, NULL, NULL, &crc_set, err,
                                          sizeof err);
-    if (s3) {
-      volatile char *v = (volatile char *)s3; /* the secret: not left */
-      for (size_t i = 0; i < sizeof *s3; i++) v[i] = 0;
-      stoke__free(NULL, s3);
-    }
+    stoke__s3_conf_free(NULL, s3); /* the secret: not left */
     if (rc != 0) return stoke__set_tls_error(rc, "verify: %s", err);
     set = crc_set;
   }

@@ -139,12 +139,8 @@ void stoke__http_destroy(stoke__http *h) {
   pthread_mutex_destroy(&h->pool_lock);
   stoke__free(h->alloc, h->pool);
   stoke__free(h->alloc, h->ca_path);
-  if (h->s3) {
-    /* The secret and the token do not outlive the client in its memory. */
-    volatile char *v = (volatile char *)h->s3;
-    for (size_t i = 0; i < sizeof *h->s3; i++) v[i] = 0;
-    stoke__free(h->alloc, h->s3);
-  }
+  /* The secret and the token do not outlive the client in its memory. */
+  stoke__s3_conf_free(h->alloc, h->s3);
   stoke__free(h->alloc, h);
   curl_global_cleanup();
 }
@@ -362,8 +358,7 @@ static bool s3_sign(const stoke__http *h, CURL *c, const sink *k,
   if (l && s3->token[0]) {
     snprintf(token, sizeof token, "x-amz-security-token: %s", s3->token);
     struct curl_slist *t = curl_slist_append(l, token);
-    volatile char *v = token; /* a copy of the token: not left on the stack */
-    for (size_t i = 0; i < sizeof token; i++) v[i] = 0;
+    stoke__s3_wipe(token, sizeof token); /* not left on the stack */
     if (!t) {
       curl_slist_free_all(l);
       return false;

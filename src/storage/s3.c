@@ -66,6 +66,29 @@ int stoke__s3_conf_read(stoke__s3_conf *c, char *err, size_t cap) {
   return 0;
 }
 
+int stoke__s3_conf_new(const stoke_allocator *a, stoke__s3_conf **out,
+                       char *err, size_t cap) {
+  *out = stoke__alloc(a, sizeof **out);
+  if (!*out) return stoke__errf(err, cap, STOKE_ENOMEM, "out of memory");
+  int rc = stoke__s3_conf_read(*out, err, cap);
+  if (rc) {
+    stoke__s3_conf_free(a, *out);
+    *out = NULL;
+  }
+  return rc;
+}
+
+void stoke__s3_wipe(void *p, size_t n) {
+  volatile unsigned char *v = p;
+  for (size_t i = 0; i < n; i++) v[i] = 0;
+}
+
+void stoke__s3_conf_free(const stoke_allocator *a, stoke__s3_conf *c) {
+  if (!c) return;
+  stoke__s3_wipe(c, sizeof *c);
+  stoke__free(a, c);
+}
+
 /* ---- URLs ---------------------------------------------------------------- */
 
 static bool unreserved(unsigned char c) {
@@ -160,7 +183,7 @@ bool stoke__s3_is_prefix(const char *spec) {
 
 #define XML_DEPTH 8
 #define XML_NAME 64
-#define XML_TEXT 4096
+#define XML_TEXT STOKE__S3_XML_TEXT
 
 typedef struct xml {
   const char *s, *end;
@@ -368,6 +391,25 @@ static int xml_walk(xml *x) {
   return 0;
 }
 
+/* Walk text[0..n) with leaf(x, arg) at each leaf, the reader on the heap
+** (4 KiB of text: not on a caller's stack).  STOKE_ENOMEM, or the walk's
+** result. */
+static int xml_run(const char *text, size_t n,
+                   int (*leaf)(xml *x, void *arg), void *arg, char *err,
+                   size_t cap) {
+  xml *x = stoke__calloc(NULL, 1, sizeof *x);
+  if (!x) return stoke__errf(err, cap, STOKE_ENOMEM, "s3: out of memory");
+  x->s = text;
+  x->end = text + n;
+  x->leaf = leaf;
+  x->arg = arg;
+  x->err = err;
+  x->cap = cap;
+  int rc = xml_walk(x);
+  stoke__free(NULL, x);
+  return rc;
+}
+
 static bool at(const xml *x, const char *a, const char *b, const char *c) {
   int want = c ? 3 : 2;
   return x->depth == want && strcmp(x->path[0], a) == 0 &&
@@ -393,20 +435,11 @@ bool stoke__s3_error_code(const char *body, size_t n, char *code,
                           size_t cap) {
   if (cap) code[0] = 0;
   if (!body || n == 0 || cap == 0) return false;
-  xml *x = stoke__calloc(NULL, 1, sizeof *x); /* 4 KiB: not on a stack */
-  if (!x) return false;
   code_find f = {code, cap, false};
   char e[64];
-  x->s = body;
-  x->end = body + n;
-  x->leaf = code_leaf;
-  x->arg = &f;
-  x->err = e;
-  x->cap = sizeof e;
   /* A body cut off at the client's bound still names its Code, which
   ** comes first: keep what was found. */
-  (void)xml_walk(x);
-  stoke__free(NULL, x);
+  (void)xml_run(body, n, code_leaf, &f, e, sizeof e);
   /* A Code is a word: anything else is not shown (it is the server's). */
   for (const char *p = code; f.found && *p; p++)
     if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
@@ -458,17 +491,8 @@ int stoke__s3_parse_list(const char *xml_text, size_t n,
                          size_t token_cap, char *err, size_t cap) {
   *truncated = false;
   if (token_cap) token[0] = 0;
-  xml *x = stoke__calloc(NULL, 1, sizeof *x);
-  if (!x) return stoke__errf(err, cap, STOKE_ENOMEM, "s3: out of memory");
   list_page p = {on_key, arg, truncated, token, token_cap, false};
-  x->s = xml_text;
-  x->end = xml_text + n;
-  x->leaf = list_leaf;
-  x->arg = &p;
-  x->err = err;
-  x->cap = cap;
-  int rc = xml_walk(x);
-  stoke__free(NULL, x);
+  int rc = xml_run(xml_text, n, list_leaf, &p, err, cap);
   if (rc == 0 && *truncated && !token[0])
     rc = stoke__errf(err, cap, STOKE_EFORMAT, "s3: a truncated listing "
                      "without a NextContinuationToken");

@@ -35,6 +35,17 @@ typedef struct stoke__s3_conf {
 ** without its secret. */
 int stoke__s3_conf_read(stoke__s3_conf *c, char *err, size_t cap);
 
+/* The same into a copy allocated through a (*out; freed with
+** stoke__s3_conf_free).  STOKE_ENOMEM, or conf_read's errors. */
+int stoke__s3_conf_new(const stoke_allocator *a, stoke__s3_conf **out,
+                       char *err, size_t cap);
+/* c's bytes zeroed (the secret and the token are not left in freed
+** memory), then freed.  NULL: nothing. */
+void stoke__s3_conf_free(const stoke_allocator *a, stoke__s3_conf *c);
+/* Zero p[0..n) so that the compiler cannot drop it as a dead store: for
+** copies of a secret. */
+void stoke__s3_wipe(void *p, size_t n);
+
 /* The http(s) URL for s3url ("s3://bucket/key[?query]") into buf:
 ** path-style ENDPOINT/bucket/key with an endpoint, else virtual-hosted
 ** https://bucket.s3.REGION.amazonaws.com/key; the key percent-encoded
@@ -51,6 +62,10 @@ bool stoke__s3_is_prefix(const char *spec);
 ** into code (always NUL-terminated); false when body is not one. */
 bool stoke__s3_error_code(const char *body, size_t n, char *code,
                           size_t cap);
+
+/* The longest text of an XML element the reader keeps: a listed key
+** (S3's are at most 1024 bytes) fits. */
+#define STOKE__S3_XML_TEXT 4096
 
 /* One page of a ListObjectsV2 answer: on_key(key, arg) for each
 ** ListBucketResult/Contents/Key in document order (entity-decoded),

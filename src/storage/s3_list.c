@@ -15,7 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define XML_TEXT 4096 /* s3.c's bound on a key */
 #define URL_CAP 8192
 
 /* ---- listing a prefix ---------------------------------------------------- */
@@ -49,7 +48,8 @@ static int add_key(const char *key, void *arg) {
   if (l->keys.n >= MAX_KEYS)
     return stoke__errf(l->err, l->cap, STOKE_EINVAL, "s3: a listing of more "
                        "than %d shards", MAX_KEYS);
-  char url[5 + 64 + 1 + XML_TEXT + 1]; /* a bucket is at most 63 bytes */
+  /* "s3://", a bucket (at most 63 bytes), '/', a key (s3.h's bound). */
+  char url[5 + 64 + 1 + STOKE__S3_XML_TEXT + 1];
   snprintf(url, sizeof url, "s3://%.*s/%s", (int)l->n_bucket, l->bucket, key);
   int rc = stoke__blob_strs_add(&l->keys, l->a, url, NULL);
   return rc ? stoke__errf(l->err, l->cap, STOKE_ENOMEM, "out of memory") : 0;
