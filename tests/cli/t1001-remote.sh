@@ -11,27 +11,8 @@
 
 say "a dataset: packed shards and tar shards under one web root"
 make_jpeg_folder "$TMP/train" 4 ant bee cow
-mkdir -p "$TMP/www"
-run_stoke pack "$TMP/train" -o "$TMP/www/train" --shard-size 40KB --json "$TMP/pack.json"
-[ "$rc" -eq 0 ] || fail "pack exit $rc: $(cat "$TMP/err")"
-n_shards=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["shards"])' "$TMP/pack.json")
+make_shards "$TMP/www" 2
 [ "$n_shards" -ge 2 ] || fail "expected several shards, got $n_shards"
-last=$(printf '%05d' $((n_shards - 1)))
-"$PY" - "$TMP/train" "$TMP/www" <<'PYEOF'
-import os, sys, tarfile
-root, www = sys.argv[1], sys.argv[2]
-classes = sorted(os.listdir(root))
-for s in range(2):
-    with tarfile.open(os.path.join(www, "shard-%d.tar" % s), "w", format=tarfile.USTAR_FORMAT) as t:
-        for ci, c in enumerate(classes):
-            for f in sorted(os.listdir(os.path.join(root, c)))[s::2]:
-                key = "%s_%s" % (c, f.split(".")[0])
-                t.add(os.path.join(root, c, f), key + ".jpg")
-                cls = os.path.join(www, key + ".cls")
-                open(cls, "w").write(str(ci))
-                t.add(cls, key + ".cls")
-                os.remove(cls)
-PYEOF
 
 start_nginx "$TMP/www"
 start_faults "$TMP/www"

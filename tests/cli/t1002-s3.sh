@@ -13,27 +13,8 @@ command -v curl >/dev/null || { echo "curl missing"; exit 77; }
 
 say "a dataset: packed shards and tar shards, local, then uploaded"
 make_jpeg_folder "$TMP/train" 4 ant bee cow
-mkdir -p "$TMP/local"
-run_stoke pack "$TMP/train" -o "$TMP/local/train" --shard-size 40KB --json "$TMP/pack.json"
-[ "$rc" -eq 0 ] || fail "pack exit $rc: $(cat "$TMP/err")"
-n_shards=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["shards"])' "$TMP/pack.json")
+make_shards "$TMP/local" 3
 [ "$n_shards" -ge 3 ] || fail "expected at least 3 shards (pagination by 2), got $n_shards"
-last=$(printf '%05d' $((n_shards - 1)))
-"$PY" - "$TMP/train" "$TMP/local" <<'PYEOF'
-import os, sys, tarfile
-root, out = sys.argv[1], sys.argv[2]
-classes = sorted(os.listdir(root))
-for s in range(3):
-    with tarfile.open(os.path.join(out, "shard-%d.tar" % s), "w", format=tarfile.USTAR_FORMAT) as t:
-        for ci, c in enumerate(classes):
-            for f in sorted(os.listdir(os.path.join(root, c)))[s::3]:
-                key = "%s_%s" % (c, f.split(".")[0])
-                t.add(os.path.join(root, c, f), key + ".jpg")
-                cls = os.path.join(out, key + ".cls")
-                open(cls, "w").write(str(ci))
-                t.add(cls, key + ".cls")
-                os.remove(cls)
-PYEOF
 
 start_s3 "$TMP/s3data"
 for f in "$TMP"/local/train-*.stoke; do s3_put "$f" "packed/$(basename "$f")"; done

@@ -4,7 +4,6 @@ tests/remote/fault_server.py): the same batches, bit for bit, as the local
 shards at any worker count and io_concurrency; on_error="replace" for a
 sample the server keeps damaging; no secret of a URL in any output; bad
 options refused.  Each server runs under `timeout` and stops by itself."""
-import json
 import os
 import pathlib
 import shutil
@@ -14,7 +13,8 @@ import time
 
 import pytest
 
-from conftest import ROOT, STRICT, cli_path, make_image_folder
+from conftest import ROOT, STRICT, make_image_folder
+from remote_shards import KW, epochs, pack_shards, same
 
 stoke = pytest.importorskip("stoke")
 torch = pytest.importorskip("torch")
@@ -50,12 +50,7 @@ def served(tmp_path_factory):
     make_image_folder(tmp / "train", classes=3, per_class=6)
     www = tmp / "www"
     www.mkdir()
-    r = subprocess.run([cli_path(), "pack", str(tmp / "train"), "-o",
-                        str(www / "train"), "--shard-size", "12KB", "--json",
-                        str(tmp / "pack.json")], capture_output=True, text=True,
-                       timeout=120)
-    assert r.returncode == 0, r.stderr
-    shards = json.loads((tmp / "pack.json").read_text())["shards"]
+    shards = pack_shards(tmp / "train", www, tmp)
     assert shards >= 2
     d = tmp / "nginx"
     (d / "logs").mkdir(parents=True)
@@ -100,24 +95,6 @@ http {{
 
 def pattern(base, last):
     return f"{base}/train-{{00000..{last:05d}}}.stoke"
-
-
-def epochs(loader, n=2):
-    out = []
-    for _ in range(n):
-        for x, y in loader:
-            out.append((x.clone(), y.clone()))
-    return out
-
-
-def same(a, b):
-    assert len(a) == len(b)
-    for (xa, ya), (xb, yb) in zip(a, b):
-        assert torch.equal(xa, xb) and torch.equal(ya, yb)
-
-
-KW = dict(batch_size=4, shuffle=True, seed=3, output="torch",
-          transform="random-resized-crop=32,flip,chw,u8")
 
 
 def test_bit_identical_to_local_at_any_workers_and_concurrency(served):

@@ -6,9 +6,7 @@ tar, at 1 and 3 workers; a wrong secret is refused naming the s3:// URL,
 in the error, report() or save_json().  The server runs under `timeout`
 and stops by itself.  Without node or s3rver (scripts/deps.sh installs
 them) the module is skipped, as test_stoke_remote is without nginx."""
-import json
 import os
-import pathlib
 import shutil
 import subprocess
 import tarfile
@@ -23,7 +21,8 @@ TOOL_ENV = {k: v for k, v in os.environ.items()
             if k not in ("LD_PRELOAD", "ASAN_OPTIONS", "TSAN_OPTIONS",
                          "UBSAN_OPTIONS")}
 
-from conftest import ROOT, cli_path, make_image_folder
+from conftest import ROOT, make_image_folder
+from remote_shards import KW, epochs, pack_shards, same
 
 stoke = pytest.importorskip("stoke")
 torch = pytest.importorskip("torch")
@@ -56,12 +55,7 @@ def s3(tmp_path_factory):
     make_image_folder(tmp / "train", classes=3, per_class=6)
     local = tmp / "local"
     local.mkdir()
-    r = subprocess.run([cli_path(), "pack", str(tmp / "train"), "-o",
-                        str(local / "train"), "--shard-size", "12KB", "--json",
-                        str(tmp / "pack.json")], capture_output=True, text=True,
-                       timeout=120)
-    assert r.returncode == 0, r.stderr
-    shards = json.loads((tmp / "pack.json").read_text())["shards"]
+    shards = pack_shards(tmp / "train", local, tmp)
     assert shards >= 3
     classes = sorted(os.listdir(tmp / "train"))
     for s in range(2):
@@ -107,24 +101,6 @@ def aws(s3, monkeypatch):
                  "STOKE_TEST_S3_MAX_KEYS": "2"}.items():
         monkeypatch.setenv(k, v)
     return s3
-
-
-def epochs(loader, n=2):
-    out = []
-    for _ in range(n):
-        for x, y in loader:
-            out.append((x.clone(), y.clone()))
-    return out
-
-
-def same(a, b):
-    assert len(a) == len(b) and len(a) > 0
-    for (xa, ya), (xb, yb) in zip(a, b):
-        assert torch.equal(xa, xb) and torch.equal(ya, yb)
-
-
-KW = dict(batch_size=4, shuffle=True, seed=3, output="torch",
-          transform="random-resized-crop=32,flip,chw,u8")
 
 
 @pytest.mark.parametrize("workers,io", [(1, 1), (3, 8)])

@@ -138,4 +138,31 @@ s3_put() {
 }
 
 # nginx_requests: requests nginx has logged so far.
+# make_shards DIR N: the folder $TMP/train packed into DIR/train-*.stoke
+# (40 KB shards: $n_shards of them, the last one's number in $last) and cut
+# into N tar shards DIR/shard-K.tar (KEY.jpg and KEY.cls each, WebDataset's
+# layout), shard K holding every N-th file of each class from the K-th.
+make_shards() {
+  mkdir -p "$1"
+  run_stoke pack "$TMP/train" -o "$1/train" --shard-size 40KB --json "$TMP/pack.json"
+  [ "$rc" -eq 0 ] || fail "pack exit $rc: $(cat "$TMP/err")"
+  n_shards=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["shards"])' "$TMP/pack.json")
+  last=$(printf '%05d' $((n_shards - 1)))
+  "$PY" - "$TMP/train" "$1" "$2" <<'PYEOF'
+import os, sys, tarfile
+root, out, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+classes = sorted(os.listdir(root))
+for s in range(n):
+    with tarfile.open(os.path.join(out, "shard-%d.tar" % s), "w", format=tarfile.USTAR_FORMAT) as t:
+        for ci, c in enumerate(classes):
+            for f in sorted(os.listdir(os.path.join(root, c)))[s::n]:
+                key = "%s_%s" % (c, f.split(".")[0])
+                t.add(os.path.join(root, c, f), key + ".jpg")
+                cls = os.path.join(out, key + ".cls")
+                open(cls, "w").write(str(ci))
+                t.add(cls, key + ".cls")
+                os.remove(cls)
+PYEOF
+}
+
 nginx_requests() { wc -l <"$TMP/nginx/logs/access.log"; }
