@@ -458,7 +458,6 @@ typedef struct list_page {
   bool *truncated;
   char *token;
   size_t token_cap;
-  bool root_ok;
 } list_page;
 
 static int list_leaf(xml *x, void *arg) {
@@ -466,7 +465,6 @@ static int list_leaf(xml *x, void *arg) {
   if (strcmp(x->path[0], "ListBucketResult") != 0)
     return XBAD("s3: the listing is not a ListBucketResult (<%s>)",
                 x->path[0]);
-  p->root_ok = true;
   if (at(x, "ListBucketResult", "Contents", "Key")) {
     if (!x->text[0]) return XBAD("s3: an empty Key in the listing");
     return p->on_key(x->text, p->arg);
@@ -491,7 +489,7 @@ int stoke__s3_parse_list(const char *xml_text, size_t n,
                          size_t token_cap, char *err, size_t cap) {
   *truncated = false;
   if (token_cap) token[0] = 0;
-  list_page p = {on_key, arg, truncated, token, token_cap, false};
+  list_page p = {on_key, arg, truncated, token, token_cap};
   int rc = xml_run(xml_text, n, list_leaf, &p, err, cap);
   if (rc == 0 && *truncated && !token[0])
     rc = stoke__errf(err, cap, STOKE_EFORMAT, "s3: a truncated listing "
