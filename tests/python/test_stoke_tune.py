@@ -22,14 +22,35 @@ def test_synthetic_step_finds_the_knee():
     # cores) the 4-worker point was no faster than the 2-worker one and the
     # knee was, rightly, 2.  So the knee is held to 4 or 8 only where the
     # points scaled as the sleeps say.
-    rate = {p["workers"]: p["samples_per_s"] for p in knee["points"]}
-    if rate[4] >= 1.15 * rate[2]:
+    # The knee follows knee.c's rule over the points it returns, whatever
+    # the load did to them: the cheapest of the points within the tolerance
+    # of the best, busy ones only where any of those is busy.
+    pts = knee["points"]
+    best = max(p["samples_per_s"] for p in pts)
+    good = [p for p in pts
+            if p["samples_per_s"] >= (1 - knee["tolerance"]) * best]
+    busy = [p for p in good if p["verdict"] == "busy"]
+    expect = min(busy or good,
+                 key=lambda p: (p["workers"], p["host_bytes"],
+                                -p["samples_per_s"]))
+    assert knee["workers"] == expect["workers"], (knee, pts)
+    assert knee["stall_removed"] is bool(busy), knee
+    # 0 workers read inline: 16 ms of loading a batch before each 6 ms step.
+    assert {p["workers"]: p for p in pts}[0]["verdict"] == "starving", pts
+    # A batch costs 16 ms of sleeping against a 6 ms step: 4 workers (4 ms
+    # a batch) remove the stall with a margin, 2 (8 ms) do not, 8 buy
+    # nothing more.  (A 4 ms step put 4 workers at the balance, where a
+    # jitter of the load read "starving".)  Sleeps scale with threads only
+    # while a woken thread gets a core, and a point is 8 steps: beside busy
+    # processes one late wake-up can make the 4- or 8-worker point read
+    # starving (stress run, CI).  So the knee is held to 4 or 8 and busy
+    # only where one of those points measured busy and as fast as the best.
+    if busy:
         assert knee["workers"] in (4, 8) and knee["verdict"] == "busy", knee
-        assert knee["stall_removed"] is True
     else:
-        print(f"note: 4 workers ({rate[4]:.0f} samples/s) were not 1.15x 2 "
-              f"workers ({rate[2]:.0f}): the knee ({knee['workers']}) is "
-              "not held to 4 or 8")
+        rate = {p["workers"]: round(p["samples_per_s"]) for p in pts}
+        print(f"note: no point as fast as the best was busy (samples/s "
+              f"{rate}): the knee ({knee['workers']}) is not held to 4 or 8")
     dl = knee["dataloader_kwargs"]
     assert dl["num_workers"] == knee["workers"]
     assert dl["batch_size"] == 8 and dl["persistent_workers"] is True
