@@ -1,5 +1,6 @@
-/* s3.c — s3:// shard specs (s3.h): settings, URL mapping, a small strict
-** XML reader for S3's answers, and the listing of a prefix. */
+/* s3.c — s3:// shard specs (s3.h): URL mapping, a small strict XML reader
+** for S3's answers, and the listing of a prefix (the settings are
+** s3_conf.c's). */
 #define _POSIX_C_SOURCE 200809L
 #include "storage/s3.h"
 
@@ -8,86 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ---- settings ------------------------------------------------------------ */
-
-static int env_copy(const char *name, char *dst, size_t cap, char *err,
-                    size_t ecap) {
-  const char *v = getenv(name);
-  dst[0] = 0;
-  if (!v) return 0;
-  if (strlen(v) >= cap)
-    /* The name only: the value may be a secret. */
-    return stoke__errf(err, ecap, STOKE_EINVAL, "s3: %s is longer than %zu "
-                       "bytes", name, cap - 1);
-  memcpy(dst, v, strlen(v) + 1);
-  return 0;
-}
-
-int stoke__s3_conf_read(stoke__s3_conf *c, char *err, size_t cap) {
-  memset(c, 0, sizeof *c);
-  int rc = env_copy("AWS_ENDPOINT_URL", c->endpoint, sizeof c->endpoint,
-                    err, cap);
-  if (!rc) rc = env_copy("AWS_REGION", c->region, sizeof c->region, err, cap);
-  if (!rc && !c->region[0])
-    rc = env_copy("AWS_DEFAULT_REGION", c->region, sizeof c->region, err,
-                  cap);
-  if (!rc) rc = env_copy("AWS_ACCESS_KEY_ID", c->key_id, sizeof c->key_id,
-                         err, cap);
-  if (!rc) rc = env_copy("AWS_SECRET_ACCESS_KEY", c->secret,
-                         sizeof c->secret, err, cap);
-  if (!rc) rc = env_copy("AWS_SESSION_TOKEN", c->token, sizeof c->token, err,
-                         cap);
-  if (rc) return rc;
-  if (!c->region[0]) snprintf(c->region, sizeof c->region, "us-east-1");
-  size_t n = strlen(c->endpoint);
-  while (n && c->endpoint[n - 1] == '/') c->endpoint[--n] = 0;
-  if (n && !stoke__url_is_http(c->endpoint))
-    return stoke__errf(err, cap, STOKE_EINVAL, "s3: AWS_ENDPOINT_URL must "
-                       "be an http:// or https:// URL");
-  /* The region is part of a host name and of the signature's scope. */
-  for (const char *p = c->region; *p; p++)
-    if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-'))
-      return stoke__errf(err, cap, STOKE_EINVAL, "s3: the region \"%s\" is "
-                         "not a region name", c->region);
-  if (!c->key_id[0] != !c->secret[0])
-    return stoke__errf(err, cap, STOKE_EINVAL, "s3: AWS_ACCESS_KEY_ID and "
-                       "AWS_SECRET_ACCESS_KEY come together (set both, or "
-                       "neither for unsigned requests)");
-  const char *mk = getenv("STOKE_TEST_S3_MAX_KEYS");
-  if (mk && *mk) {
-    char *end;
-    unsigned long v = strtoul(mk, &end, 10);
-    if (*end || v == 0 || v > 1000)
-      return stoke__errf(err, cap, STOKE_EINVAL, "s3: STOKE_TEST_S3_MAX_KEYS "
-                         "must be 1..1000");
-    c->max_keys = (unsigned)v;
-  }
-  return 0;
-}
-
-int stoke__s3_conf_new(const stoke_allocator *a, stoke__s3_conf **out,
-                       char *err, size_t cap) {
-  *out = stoke__alloc(a, sizeof **out);
-  if (!*out) return stoke__errf(err, cap, STOKE_ENOMEM, "out of memory");
-  int rc = stoke__s3_conf_read(*out, err, cap);
-  if (rc) {
-    stoke__s3_conf_free(a, *out);
-    *out = NULL;
-  }
-  return rc;
-}
-
-void stoke__s3_wipe(void *p, size_t n) {
-  volatile unsigned char *v = p;
-  for (size_t i = 0; i < n; i++) v[i] = 0;
-}
-
-void stoke__s3_conf_free(const stoke_allocator *a, stoke__s3_conf *c) {
-  if (!c) return;
-  stoke__s3_wipe(c, sizeof *c);
-  stoke__free(a, c);
-}
 
 /* ---- URLs ---------------------------------------------------------------- */
 

@@ -18,21 +18,27 @@
 
 struct stoke__http;
 
-/* The environment's S3 settings, read once when a source is created and
-** copied by value into the http client (fixed arrays: nothing to own). */
+/* The S3 settings (the environment, then the AWS shared files), read once
+** when a source is created and copied by value into the http client
+** (fixed arrays: nothing to own). */
 typedef struct stoke__s3_conf {
-  char endpoint[512]; /* AWS_ENDPOINT_URL, no trailing '/'; "" = AWS */
-  char region[64];    /* AWS_REGION, else AWS_DEFAULT_REGION, else us-east-1 */
-  char key_id[256];   /* AWS_ACCESS_KEY_ID; "" = unsigned requests */
-  char secret[256];   /* AWS_SECRET_ACCESS_KEY */
-  char token[4096];   /* AWS_SESSION_TOKEN; "" = none */
+  char endpoint[512]; /* AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, else the
+                         profile's endpoint_url; no trailing '/'; "" = AWS */
+  char region[64];    /* AWS_REGION, AWS_DEFAULT_REGION, the profile's
+                         region, else us-east-1 */
+  char key_id[256];   /* AWS_ACCESS_KEY_ID, else the profile's; "" =
+                         unsigned requests */
+  char secret[256];   /* AWS_SECRET_ACCESS_KEY, else the profile's */
+  char token[4096];   /* AWS_SESSION_TOKEN, else the profile's; "" = none */
   unsigned max_keys;  /* STOKE_TEST_S3_MAX_KEYS (a test knob: a listing's
                          page size, so that pagination happens); 0 = S3's */
 } stoke__s3_conf;
 
-/* Read the settings from the environment into *c.  STOKE_EINVAL (naming
-** the variable, never its value) when one is too long or the key id comes
-** without its secret. */
+/* Read the settings from the environment into *c, then what it left
+** unset from the profile of the AWS shared files (s3_conf.c).
+** STOKE_EINVAL (naming the variable or the file and line, never a value)
+** when one is too long, the key id comes without its secret, or the
+** profile is missing or gets its keys in ways stoke does not follow. */
 int stoke__s3_conf_read(stoke__s3_conf *c, char *err, size_t cap);
 
 /* The same into a copy allocated through a (*out; freed with

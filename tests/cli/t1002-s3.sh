@@ -25,6 +25,9 @@ s3_put "$TMP/README" "packed/README"
 s3_put "$TMP/local/shard-0.tar" "mixed/a.tar"
 s3_put "$TMP/local/train-00000.stoke" "mixed/b.stoke"
 
+# Never the AWS files or profile of whoever runs the test.
+unset AWS_PROFILE AWS_DEFAULT_PROFILE AWS_ENDPOINT_URL_S3
+export AWS_SHARED_CREDENTIALS_FILE="$TMP/none/credentials" AWS_CONFIG_FILE="$TMP/none/config"
 export AWS_ENDPOINT_URL="$S3_ENDPOINT" AWS_REGION=us-east-1
 export AWS_ACCESS_KEY_ID="$S3_KEY_ID" AWS_SECRET_ACCESS_KEY="$S3_SECRET" AWS_SESSION_TOKEN="$S3_TOKEN"
 # A listing's page size of 2 keys (a test knob): pages follow each other
@@ -134,6 +137,32 @@ env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY -u AWS_SESSION_TOKEN \
 grep -q "HTTP 403: AccessDenied after 1 attempt$" "$TMP/err" || fail "unsigned: $(cat "$TMP/err")"
 AWS_SESSION_TOKEN=WrongToken run_stoke "${BENCH[@]}" -j 1 "$B/packed/train-00000.stoke"
 [ "$rc" -ne 0 ] && grep -q "HTTP 403: InvalidToken" "$TMP/err" || fail "token not sent as given: $(cat "$TMP/err")"
+
+say "the keys, region and endpoint from a profile of the shared files, as the AWS CLI reads them"
+mkdir -p "$TMP/aws"
+printf '[default]\naws_access_key_id = NOTTHIS\naws_secret_access_key = NotThis\n[ci]\naws_access_key_id = %s\naws_secret_access_key = %s\naws_session_token = %s\n' \
+  "$S3_KEY_ID" "$S3_SECRET" "$S3_TOKEN" >"$TMP/aws/credentials"
+printf '[profile ci]\nregion = us-east-1\nendpoint_url = %s\n[profile assumed]\nrole_arn = arn:aws:iam::1:role/r\nsource_profile = ci\n' \
+  "$S3_ENDPOINT" >"$TMP/aws/config"
+profile_env=(env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY -u AWS_SESSION_TOKEN -u AWS_ENDPOINT_URL -u AWS_REGION
+  AWS_SHARED_CREDENTIALS_FILE="$TMP/aws/credentials" AWS_CONFIG_FILE="$TMP/aws/config")
+"${profile_env[@]}" AWS_PROFILE=ci "$STOKE" "${BENCH[@]}" -j 2 "$B/packed/" --indices "$TMP/profile.idx" \
+  --json "$TMP/profile.json" >"$TMP/out" 2>"$TMP/err" || fail "profile ci: $(cat "$TMP/err")"
+same_indices "$TMP/local.idx" "$TMP/profile.idx"
+outputs_clean "$TMP/profile.json"
+# The default profile holds other keys: refused by the server, so the
+# profile named in AWS_PROFILE was the one read.
+"${profile_env[@]}" AWS_ENDPOINT_URL="$S3_ENDPOINT" "$STOKE" "${BENCH[@]}" -j 1 "$B/packed/train-00000.stoke" \
+  >"$TMP/out" 2>"$TMP/err" && fail "the default profile's keys were accepted"
+grep -q "HTTP 403: InvalidAccessKeyId" "$TMP/err" ||
+  fail "default profile: $(cat "$TMP/err")"
+"${profile_env[@]}" AWS_PROFILE=nosuch "$STOKE" "${BENCH[@]}" -j 1 "$B/packed/" >"$TMP/out" 2>"$TMP/err" &&
+  fail "a missing profile was accepted"
+grep -q 's3: the profile "nosuch" (AWS_PROFILE) is in neither' "$TMP/err" || fail "nosuch: $(cat "$TMP/err")"
+"${profile_env[@]}" AWS_PROFILE=assumed "$STOKE" "${BENCH[@]}" -j 1 "$B/packed/" >"$TMP/out" 2>"$TMP/err" &&
+  fail "a role profile was read unsigned"
+grep -q "takes its credentials from role_arn, which stoke does not follow" "$TMP/err" || fail "role: $(cat "$TMP/err")"
+outputs_clean
 
 say "a key id without its secret is refused before any request"
 env -u AWS_SECRET_ACCESS_KEY "$STOKE" "${BENCH[@]}" -j 1 "$B/packed/" >"$TMP/out" 2>"$TMP/err" && fail "half credentials accepted"

@@ -98,8 +98,13 @@ def aws(s3, monkeypatch):
     for k, v in {"AWS_ENDPOINT_URL": s3["endpoint"], "AWS_REGION": "us-east-1",
                  "AWS_ACCESS_KEY_ID": KEY_ID, "AWS_SECRET_ACCESS_KEY": SECRET,
                  "AWS_SESSION_TOKEN": TOKEN,
-                 "STOKE_TEST_S3_MAX_KEYS": "2"}.items():
+                 "STOKE_TEST_S3_MAX_KEYS": "2",
+                 # never the AWS files of whoever runs the tests
+                 "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent/credentials",
+                 "AWS_CONFIG_FILE": "/nonexistent/config"}.items():
         monkeypatch.setenv(k, v)
+    for k in ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_ENDPOINT_URL_S3"):
+        monkeypatch.delenv(k, raising=False)
     return s3
 
 

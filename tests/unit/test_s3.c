@@ -1,7 +1,8 @@
-/* test_s3.c — s3:// specs without a server (src/storage/s3.c): the AWS_*
-** settings, the mapping to path-style and virtual-hosted URLs, what is a
-** prefix, and the strict XML reader on S3's answers, crafted ones and
-** junk (the listing against a real server is tests/cli/t1002-s3.sh). */
+/* test_s3.c — s3:// specs without a server: the AWS_* settings and the
+** shared files' profiles (src/storage/s3_conf.c), the mapping to
+** path-style and virtual-hosted URLs, what is a prefix, and the strict XML
+** reader on S3's answers, crafted ones and junk (src/storage/s3.c; the
+** listing against a real server is tests/cli/t1002-s3.sh). */
 #define _POSIX_C_SOURCE 200809L
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "storage/s3.h"
 #include "storage/url.h"
@@ -20,9 +23,13 @@ static void clear_env(void) {
   static const char *const names[] = {
       "AWS_ENDPOINT_URL",      "AWS_REGION",        "AWS_DEFAULT_REGION",
       "AWS_ACCESS_KEY_ID",     "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
-      "STOKE_TEST_S3_MAX_KEYS"};
+      "STOKE_TEST_S3_MAX_KEYS", "AWS_ENDPOINT_URL_S3", "AWS_PROFILE",
+      "AWS_DEFAULT_PROFILE"};
   for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
     unsetenv(names[k]);
+  /* Never the files of whoever runs the tests. */
+  setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent/stoke/credentials", 1);
+  setenv("AWS_CONFIG_FILE", "/nonexistent/stoke/config", 1);
 }
 
 static void test_settings(void **state) {
@@ -76,7 +83,168 @@ static void test_settings(void **state) {
   ** (it passed while the check was stoke__url_is_remote). */
   setenv("AWS_ENDPOINT_URL", "s3://bucket", 1);
   assert_int_equal(stoke__s3_conf_read(&c, err, sizeof err), STOKE_EINVAL);
-  assert_non_null(strstr(err, "AWS_ENDPOINT_URL must be an http://"));
+  assert_non_null(strstr(err, "must be an http://"));
+  /* The service's own variable comes first. */
+  setenv("AWS_ENDPOINT_URL", "http://generic:1", 1);
+  setenv("AWS_ENDPOINT_URL_S3", "http://for-s3:2", 1);
+  assert_int_equal(stoke__s3_conf_read(&c, err, sizeof err), 0);
+  assert_string_equal(c.endpoint, "http://for-s3:2");
+  clear_env();
+}
+
+static char tmpdir[64];
+
+static void write_text(const char *name, const char *text, char *path,
+                       size_t cap) {
+  snprintf(path, cap, "%s/%s", tmpdir, name);
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs(text, f);
+  fclose(f);
+}
+
+static const char CREDENTIALS[] =
+    "# a comment\n"
+    "[default]\n"
+    "aws_access_key_id = DEFAULTKEY\n"
+    "aws_secret_access_key=DefaultSecret\n"
+    "\n"
+    "[work]\n"
+    "  ; indented: skipped\n"
+    "aws_access_key_id = WORKKEY\n"
+    "aws_secret_access_key = Work#Secret=x\n"
+    "aws_session_token = WorkToken\n"
+    "region = us-west-2\n" /* config's profile comes first */
+    "[half]\n"
+    "aws_access_key_id = HALFKEY\n";
+
+static const char CONFIG[] =
+    "[default]\n"
+    "region = eu-north-1\n"
+    "[profile work]\n"
+    "region = ap-east-1\n"
+    "endpoint_url = http://127.0.0.1:9000/\n"
+    "s3 =\n"
+    "  addressing_style = path\n"
+    "[profile cfgkeys]\n"
+    "aws_access_key_id = CFGKEY\n"
+    "aws_secret_access_key = CfgSecret\n"
+    "[profile role]\n"
+    "role_arn = arn:aws:iam::123:role/r\n"
+    "source_profile = default\n"
+    "[work]\n"
+    "region = us-west-1\n";
+
+static void test_profiles(void **state) {
+  (void)state;
+  stoke__s3_conf c;
+  char err[512], cred[128], conf[128];
+  snprintf(tmpdir, sizeof tmpdir, "/tmp/stoke-test-s3-XXXXXX");
+  assert_non_null(mkdtemp(tmpdir));
+  clear_env();
+  write_text("credentials", CREDENTIALS, cred, sizeof cred);
+  write_text("config", CONFIG, conf, sizeof conf);
+  setenv("AWS_SHARED_CREDENTIALS_FILE", cred, 1);
+  setenv("AWS_CONFIG_FILE", conf, 1);
+
+  /* The default profile: keys from credentials, region from config. */
+  assert_int_equal(stoke__s3_conf_read(&c, err, sizeof err), 0);
+  assert_string_equal(c.key_id, "DEFAULTKEY");
+  assert_string_equal(c.secret, "DefaultSecret");
+  assert_string_equal(c.token, "");
+  assert_string_equal(c.region, "eu-north-1");
+  assert_string_equal(c.endpoint, "");
+
+  /* A named one: "[profile work]" in config (not "[work]"); the value
+  ** keeps its '#' and '='; the nested s3 block is skipped; the
+  ** endpoint_url is trimmed of its '/'. */
+  setenv("AWS_PROFILE", "work", 1);
+  assert_int_equal(stoke__s3_conf_read(&c, err, sizeof err), 0);
+  assert_string_equal(c.key_id, "WORKKEY");
+  assert_string_equal(c.secret, "Work#Secret=x");
+  assert_string_equal(c.token, "WorkToken");
+  assert_string_equal(c.region, "ap-east-1");
+  assert_string_equal(c.endpoint, "http://127.0.0.1:9000");
+
+  /* The environment comes first, for each setting, and its key pair
+  ** whole: no token from the profile beside the environment's keys. */
+  setenv("AWS_REGION", "sa-east-1", 1);
+  setenv("AWS_ENDPOINT_URL", "http://10.0.0.5:9000", 1);
+  setenv("AWS_ACCESS_KEY_ID", "ENVKEY", 1);
+  setenv("AWS_SECRET_ACCESS_KEY", "EnvSecret", 1);
+  assert_int_equal(stoke__s3_conf_read(&c, err, sizeof err), 0);
+  assert_string_equal(c.key_id, "ENVKEY");
+  assert_string_equal(c.token, "");
+  assert_string_equal(c.region, "sa-east-1");
+  assert_string_equal(c.endpoint, "http://10.0.0.5:9000");
+  unsetenv("AWS_REGION");
+  unsetenv("AWS_ENDPOINT_URL");
+  unsetenv("AWS_ACCESS_KEY_ID");
+  unsetenv("AWS_SECRET_ACCESS_KEY");
+
+  /* AWS_DEFAULT_PROFILE when AWS_PROFILE is unset; keys in config. */
+  unsetenv("AWS_PROFILE");
+  setenv("AWS_DEFAULT_PROFILE", "cfgkeys", 1);
+  assert_int_equal(stoke__s3_conf_read(&c, err, sizeof err), 0);
+  assert_string_equal(c.key_id, "CFGKEY");
+  assert_string_equal(c.region, "us-east-1");
+  unsetenv("AWS_DEFAULT_PROFILE");
+
+  /* Refused, never naming a value: a missing profile, half a pair, a
+  ** role stoke does not assume, a broken line. */
+  setenv("AWS_PROFILE", "nosuch", 1);
+  assert_int_equal(stoke__s3_conf_read(&c, err, sizeof err), STOKE_EINVAL);
+  assert_non_null(strstr(err, "\"nosuch\" (AWS_PROFILE) is in neither"));
+  setenv("AWS_PROFILE", "half", 1);
+  assert_int_equal(stoke__s3_conf_read(&c, err, sizeof err), STOKE_EINVAL);
+  assert_non_null(strstr(err, "aws_access_key_id without "
+                              "aws_secret_access_key"));
+  assert_null(strstr(err, "HALFKEY"));
+  setenv("AWS_PROFILE", "role", 1);
+  assert_int_equal(stoke__s3_conf_read(&c, err, sizeof err), STOKE_EINVAL);
+  assert_non_null(strstr(err, "from role_arn"));
+  setenv("AWS_PROFILE", "work", 1);
+  write_text("credentials", "[work]\naws_secret_access_key BrokenSecret\n",
+             cred, sizeof cred);
+  assert_int_equal(stoke__s3_conf_read(&c, err, sizeof err), STOKE_EFORMAT);
+  assert_non_null(strstr(err, "credentials line 2"));
+  assert_null(strstr(err, "BrokenSecret"));
+  write_text("credentials", "[work\n", cred, sizeof cred);
+  assert_int_equal(stoke__s3_conf_read(&c, err, sizeof err), STOKE_EFORMAT);
+  assert_non_null(strstr(err, "line 1: a section header"));
+
+  /* No files at all: unsigned requests, the default region (a missing
+  ** default profile is no error). */
+  unsetenv("AWS_PROFILE");
+  unlink(cred);
+  unlink(conf);
+  assert_int_equal(stoke__s3_conf_read(&c, err, sizeof err), 0);
+  assert_string_equal(c.key_id, "");
+  assert_string_equal(c.region, "us-east-1");
+  /* "~/" is the home folder. */
+  char home_aws[128];
+  snprintf(home_aws, sizeof home_aws, "%s/.aws", tmpdir);
+  assert_int_equal(mkdir(home_aws, 0700), 0);
+  char path[160];
+  snprintf(path, sizeof path, "%s/.aws/creds", tmpdir);
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs("[default]\naws_access_key_id=HOMEKEY\naws_secret_access_key=s\n", f);
+  fclose(f);
+  char *old_home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
+  setenv("HOME", tmpdir, 1);
+  setenv("AWS_SHARED_CREDENTIALS_FILE", "~/.aws/creds", 1);
+  assert_int_equal(stoke__s3_conf_read(&c, err, sizeof err), 0);
+  assert_string_equal(c.key_id, "HOMEKEY");
+  if (old_home) {
+    setenv("HOME", old_home, 1);
+    free(old_home);
+  } else {
+    unsetenv("HOME");
+  }
+  unlink(path);
+  rmdir(home_aws);
+  rmdir(tmpdir);
   clear_env();
 }
 
@@ -291,6 +459,7 @@ static void test_error_code(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_settings),
+      cmocka_unit_test(test_profiles),
       cmocka_unit_test(test_urls),
       cmocka_unit_test(test_list_url),
       cmocka_unit_test(test_listing_xml),
