@@ -415,10 +415,13 @@ static int list_s3_prefixes(const char *const *specs, size_t n_specs,
   return rc;
 }
 
+/* path_flags: STOKE__BLOB_LITERAL when paths are listed keys, not
+** patterns. */
 static int create_images_list(const char *const *paths, size_t n_paths,
                               const stoke_image_config *cfg,
                               const stoke__sys *sys,
-                              const stoke__s3_conf *s3, stoke_source **out);
+                              const stoke__s3_conf *s3, unsigned path_flags,
+                              stoke_source **out);
 
 int stoke__source_create_images_list(const char *const *paths,
                                      size_t n_paths,
@@ -437,7 +440,7 @@ int stoke__source_create_images_list(const char *const *paths,
     cfg = &def;
   }
   if (!any_s3 || !out || cfg->struct_size != sizeof *cfg)
-    return create_images_list(paths, n_paths, cfg, sys, NULL, out);
+    return create_images_list(paths, n_paths, cfg, sys, NULL, 0, out);
   /* The S3 settings: read once, here, for this source's every request. */
   const stoke_allocator *a = cfg->alloc;
   stoke__s3_conf *s3;
@@ -454,9 +457,12 @@ int stoke__source_create_images_list(const char *const *paths,
     if (rc) stoke__set_tls_error(rc, "images: %s", err);
   }
   if (rc == 0)
+    /* The list is expanded already: a listed key's '{' is its own. */
     rc = any_prefix ? create_images_list((const char *const *)listed,
-                                         n_listed, cfg, sys, s3, out)
-                    : create_images_list(paths, n_paths, cfg, sys, s3, out);
+                                         n_listed, cfg, sys, s3,
+                                         STOKE__BLOB_LITERAL, out)
+                    : create_images_list(paths, n_paths, cfg, sys, s3, 0,
+                                         out);
   stoke__free(a, listed);
   stoke__s3_conf_free(a, s3); /* the secret: not left behind */
   return rc;
@@ -465,7 +471,8 @@ int stoke__source_create_images_list(const char *const *paths,
 static int create_images_list(const char *const *paths, size_t n_paths,
                               const stoke_image_config *cfg,
                               const stoke__sys *sys,
-                              const stoke__s3_conf *s3, stoke_source **out) {
+                              const stoke__s3_conf *s3, unsigned path_flags,
+                              stoke_source **out) {
   if (!out) return stoke__set_tls_error(STOKE_EINVAL, "images: out is NULL");
   *out = NULL;
   stoke_image_config def;
@@ -538,11 +545,13 @@ static int create_images_list(const char *const *paths, size_t n_paths,
       rc = stoke__blobset_open_folder(path, a, sys, &im->set, err,
                                       sizeof err);
     else if (kind == STOKE_IMAGES_TAR)
-      rc = stoke__blobset_open_tar_ex(paths, n_paths, &remote, a, sys,
+      rc = stoke__blobset_open_tar_ex(paths, n_paths, path_flags, &remote,
+                                      a, sys,
                                       &im->set, err, sizeof err);
     else
       rc = stoke__blobset_open_packed_ex(
-          paths, n_paths, cfg->verify_checksums ? STOKE__PACK_VERIFY_CRC : 0,
+          paths, n_paths,
+          path_flags | (cfg->verify_checksums ? STOKE__PACK_VERIFY_CRC : 0),
           &remote, a, sys, &im->set, err, sizeof err);
     if (rc != 0) stoke__set_tls_error(rc, "%s", err);
   }

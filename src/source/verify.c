@@ -151,9 +151,10 @@ int stoke_verify(const stoke_source *src, const stoke_verify_config *cfg,
       rc = stoke__s3_conf_new(NULL, &s3, err, sizeof err);
     stoke__http_options remote = {.s3 = s3};
     if (rc == 0)
-      rc = stoke__blobset_open_packed_ex(paths, n, STOKE__PACK_VERIFY_CRC,
-                                         &remote, NULL, NULL, &crc_set, err,
-                                         sizeof err);
+      /* The set's files are paths already: a '{' in one is its name. */
+      rc = stoke__blobset_open_packed_ex(
+          paths, n, STOKE__PACK_VERIFY_CRC | STOKE__BLOB_LITERAL, &remote,
+          NULL, NULL, &crc_set, err, sizeof err);
     stoke__s3_conf_free(NULL, s3); /* the secret: not left */
     if (rc != 0) return stoke__set_tls_error(rc, "verify: %s", err);
     set = crc_set;

@@ -440,6 +440,35 @@ static int expand_rec(expander *e, const char *s, int depth) {
 
 static bool has_glob(const char *s) { return strpbrk(s, "*?[") != NULL; }
 
+int stoke__blob_paths(const char *const *specs, size_t n_specs,
+                      unsigned flags, const stoke_allocator *a,
+                      char ***paths, size_t *n_paths, char *err, size_t cap) {
+  if (!(flags & STOKE__BLOB_LITERAL))
+    return stoke__blob_expand(specs, n_specs, a, paths, n_paths, err, cap);
+  *paths = NULL;
+  *n_paths = 0;
+  if (!specs || n_specs == 0)
+    return stoke__errf(err, cap, STOKE_EINVAL, "no paths given");
+  if (n_specs > MAX_EXPANDED)
+    return stoke__errf(err, cap, STOKE_EINVAL, "more than %d paths",
+                       MAX_EXPANDED);
+  stoke__blob_strs all = {0};
+  int rc = 0;
+  for (size_t k = 0; k < n_specs && rc == 0; k++)
+    if (!specs[k] || !specs[k][0])
+      rc = stoke__errf(err, cap, STOKE_EINVAL, "path %zu is empty", k);
+    else if (stoke__blob_strs_add(&all, a, specs[k], NULL))
+      rc = stoke__errf(err, cap, STOKE_ENOMEM, "out of memory");
+  if (rc == 0) {
+    if (stoke__blob_strs_pack(&all, a, paths))
+      rc = stoke__errf(err, cap, STOKE_ENOMEM, "out of memory");
+    else
+      *n_paths = all.n;
+  }
+  stoke__blob_strs_free(&all, a);
+  return rc;
+}
+
 int stoke__blob_expand(const char *const *specs, size_t n_specs,
                        const stoke_allocator *a, char ***paths,
                        size_t *n_paths, char *err, size_t cap) {

@@ -94,8 +94,10 @@ int stoke__blobset_open_tar(const char *const *specs, size_t n_specs,
 /* Packed shards (docs/packed-format.md), in the order given after
 ** expansion; sample indices run through the shards in that order.  Every
 ** shard is mapped and its header, index and footer validated before use.
-** flags: STOKE__PACK_VERIFY_CRC checks each sample's CRC-32 on read. */
+** flags: STOKE__PACK_VERIFY_CRC checks each sample's CRC-32 on read;
+** STOKE__BLOB_LITERAL takes specs as paths, unexpanded (blob_paths). */
 #define STOKE__PACK_VERIFY_CRC 1u
+#define STOKE__BLOB_LITERAL 2u
 int stoke__blobset_open_packed(const char *const *specs, size_t n_specs,
                                unsigned flags, const stoke_allocator *a,
                                const stoke__sys *sys, stoke__blobset **out,
@@ -114,6 +116,7 @@ int stoke__blobset_open_packed_ex(const char *const *specs, size_t n_specs,
                                   stoke__blobset **out, char *err,
                                   size_t cap);
 int stoke__blobset_open_tar_ex(const char *const *specs, size_t n_specs,
+                               unsigned flags, /* STOKE__BLOB_LITERAL */
                                const struct stoke__http_options *remote,
                                const stoke_allocator *a,
                                const stoke__sys *sys, stoke__blobset **out,
@@ -279,6 +282,14 @@ uint64_t stoke__pack_writer_bytes(const stoke__pack_writer *w);
 int stoke__blob_expand(const char *const *specs, size_t n_specs,
                        const stoke_allocator *a, char ***paths,
                        size_t *n_paths, char *err, size_t cap);
+
+/* The shard paths of specs: expanded (stoke__blob_expand), or, when
+** flags has STOKE__BLOB_LITERAL, copied as they are (one allocation, the
+** same limits): for names that are already paths, such as the keys an S3
+** listing gave, where a '{' is part of the name. */
+int stoke__blob_paths(const char *const *specs, size_t n_specs,
+                      unsigned flags, const stoke_allocator *a,
+                      char ***paths, size_t *n_paths, char *err, size_t cap);
 
 /* ---- for the kinds' implementations only (blob.c) ------------------------ */
 

@@ -645,7 +645,7 @@ int stoke__blobset_open_packed_ex(const char *const *specs, size_t n_specs,
                                   size_t cap) {
   *out = NULL;
   stoke__blob_strs classes = {0}; /* before any goto fail */
-  if (flags & ~STOKE__PACK_VERIFY_CRC)
+  if (flags & ~(STOKE__PACK_VERIFY_CRC | STOKE__BLOB_LITERAL))
     return stoke__errf(err, cap, STOKE_EINVAL,
                        "packed source: unknown flags %x", flags);
   packed_impl *p = stoke__calloc(a, 1, sizeof *p);
@@ -654,8 +654,8 @@ int stoke__blobset_open_packed_ex(const char *const *specs, size_t n_specs,
                        "packed source: out of memory");
   p->flags = flags;
   p->sys = sys = stoke__sys_or_real(sys);
-  int rc = stoke__blob_expand(specs, n_specs, a, &p->paths, &p->n_shards,
-                              err, cap);
+  int rc = stoke__blob_paths(specs, n_specs, flags, a, &p->paths,
+                             &p->n_shards, err, cap);
   if (rc) goto fail;
   p->n_paths = p->n_shards;
   p->shards = stoke__calloc(a, p->n_shards, sizeof *p->shards);

@@ -625,7 +625,7 @@ static int index_shard(indexer *x) {
 int stoke__blobset_open_tar(const char *const *specs, size_t n_specs,
                             const stoke_allocator *a, const stoke__sys *sys,
                             stoke__blobset **out, char *err, size_t cap) {
-  return stoke__blobset_open_tar_ex(specs, n_specs, NULL, a, sys, out, err,
+  return stoke__blobset_open_tar_ex(specs, n_specs, 0, NULL, a, sys, out, err,
                                     cap);
 }
 
@@ -658,6 +658,7 @@ static int spool_remote(tar_impl *t, const stoke__http_options *remote,
 }
 
 int stoke__blobset_open_tar_ex(const char *const *specs, size_t n_specs,
+                               unsigned flags,
                                const stoke__http_options *remote,
                                const stoke_allocator *a,
                                const stoke__sys *sys, stoke__blobset **out,
@@ -669,8 +670,13 @@ int stoke__blobset_open_tar_ex(const char *const *specs, size_t n_specs,
     return stoke__errf(err, cap, STOKE_ENOMEM,
                        "tar source: out of memory");
   t->sys = sys = stoke__sys_or_real(sys);
-  int rc = stoke__blob_expand(specs, n_specs, a, &t->paths, &t->n_shards,
-                              err, cap);
+  if (flags & ~STOKE__BLOB_LITERAL) {
+    stoke__free(a, t);
+    return stoke__errf(err, cap, STOKE_EINVAL, "tar source: unknown flags "
+                       "%x", flags);
+  }
+  int rc = stoke__blob_paths(specs, n_specs, flags, a, &t->paths,
+                             &t->n_shards, err, cap);
   if (rc) goto fail;
   if (t->n_shards > UINT32_MAX) {
     rc = stoke__errf(err, cap, STOKE_EINVAL, "tar source: too many "

@@ -100,6 +100,21 @@ run_stoke "${BENCH[@]}" -j 1 "$TMP/repacked/r-*.stoke" --indices "$TMP/repacked.
 [ "$rc" -eq 0 ] || fail "bench of the repacked shards exit $rc: $(cat "$TMP/err")"
 json_check "$TMP/pk.json" 'assert d["samples"] == 12, d'
 
+say "listed keys holding braces are names, not patterns"
+# The keys train-{a}.stoke and train-{1..2}.stoke hold shards 0 and 1; a
+# listing must read them as they are (before, the listing's keys were
+# expanded again: "{a}" was an error and "{1..2}" two keys that are not).
+s3_put "$TMP/local/train-00000.stoke" "braces/train-%7Ba%7D.stoke"
+s3_put "$TMP/local/train-00001.stoke" "braces/train-%7B1..2%7D.stoke"
+run_stoke "${BENCH[@]}" -j 1 "$TMP/local/train-0000{1,0}.stoke" --indices "$TMP/braces-local.idx"
+[ "$rc" -eq 0 ] || fail "local pair: $(cat "$TMP/err")"
+run_stoke "${BENCH[@]}" -j 2 "$B/braces/" --indices "$TMP/braces.idx" --json "$TMP/braces.json"
+[ "$rc" -eq 0 ] || fail "listed keys with braces: $(cat "$TMP/err")"
+same_indices "$TMP/braces-local.idx" "$TMP/braces.idx"
+json_check "$TMP/braces.json" 'assert d["config"]["samples"] > 0, d["config"]'
+run_stoke inspect "$B/braces/" --verify
+[ "$rc" -eq 0 ] || fail "inspect --verify of listed keys with braces: $(cat "$TMP/err")"
+
 say "a prefix holding both kinds is an error naming it"
 run_stoke "${BENCH[@]}" -j 1 "$B/mixed/"
 [ "$rc" -ne 0 ] || fail "a mixed prefix was accepted"

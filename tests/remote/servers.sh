@@ -134,7 +134,7 @@ start_s3() {
 s3_put() {
   curl -sS --fail -T "$1" --aws-sigv4 "aws:amz:us-east-1:s3" --user "$S3_KEY_ID:$S3_SECRET" \
     -H "x-amz-content-sha256: UNSIGNED-PAYLOAD" -H "x-amz-security-token: $S3_TOKEN" \
-    "$S3_ENDPOINT/$S3_BUCKET/$2" >/dev/null || fail "upload of $2 failed"
+    --globoff "$S3_ENDPOINT/$S3_BUCKET/$2" >/dev/null || fail "upload of $2 failed"
 }
 
 # nginx_requests: requests nginx has logged so far.

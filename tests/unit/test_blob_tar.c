@@ -505,7 +505,39 @@ static void test_expand(void **state) {
   free(dir);
 }
 
-
+/* Paths taken literally (an S3 listing's keys, a set's own files): copied
+** as they are, a brace and a glob character included; without the flag
+** the same names are patterns. */
+static void test_literal_paths(void **state) {
+  (void)state;
+  char **paths;
+  size_t n;
+  const char *names[] = {"s3://b/train-{a}.stoke", "x-{1..2}.tar", "y[*].tar"};
+  assert_int_equal(stoke__blob_paths(names, 3, STOKE__BLOB_LITERAL, NULL,
+                                     &paths, &n, errbuf, sizeof errbuf), 0);
+  assert_int_equal(n, 3);
+  for (size_t k = 0; k < 3; k++) assert_string_equal(paths[k], names[k]);
+  free(paths);
+  assert_int_equal(stoke__blob_paths(names, 1, 0, NULL, &paths, &n, errbuf,
+                                     sizeof errbuf), STOKE_EINVAL);
+  assert_non_null(strstr(errbuf, "is neither a list"));
+  assert_int_equal(stoke__blob_paths(&names[1], 1, 0, NULL, &paths, &n,
+                                     errbuf, sizeof errbuf), 0);
+  assert_int_equal(n, 2); /* x-1.tar, x-2.tar */
+  free(paths);
+  const char *empty[] = {"a", ""};
+  assert_int_equal(stoke__blob_paths(empty, 2, STOKE__BLOB_LITERAL, NULL,
+                                     &paths, &n, errbuf, sizeof errbuf),
+                   STOKE_EINVAL);
+  assert_null(paths);
+  assert_non_null(strstr(errbuf, "path 1 is empty"));
+  /* A tar set refuses flags it does not know. */
+  stoke__blobset *set = NULL;
+  assert_int_equal(stoke__blobset_open_tar_ex(names, 1, 8, NULL, NULL, NULL,
+                                              &set, errbuf, sizeof errbuf),
+                   STOKE_EINVAL);
+  assert_null(set);
+}
 
 static void test_tar_oom(void **state) {
   (void)state;
@@ -551,6 +583,7 @@ int main(void) {
   tu_watchdog(TU_WATCHDOG_S);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_expand),
+      cmocka_unit_test(test_literal_paths),
       cmocka_unit_test(test_tar_grouping),
       cmocka_unit_test(test_tar_concurrent),
       cmocka_unit_test(test_tar_errors),
