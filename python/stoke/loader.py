@@ -618,6 +618,9 @@ class Loader(_stoke.Loader):
             cpu_budget=cpu_budget, worker_policy=worker_policy,
             metrics_file=metrics_file, metrics_every=metrics_every,
             log_jsonl=log_jsonl, log_every=log_every)
+        if spec["kind"] == "images":  # remote shards cache below the source
+            spec["cache_dir"] = config["cache_dir"]
+            spec["cache_max_bytes"] = config["cache_max_bytes"]
         dev, stream = device_config(device, device_prefetch, pin_memory,
                                     device_normalize, cuda_library,
                                     cuda_stream)
