@@ -42,7 +42,7 @@ typedef struct image_impl {
   stoke_image_config cfg;
   char *transform_text;  /* owned copy of cfg.transform */
   stoke__scratch_bound scratch; /* the largest image, for the ledger */
-  bool remote_cached;    /* remote packed shards read through cfg.cache_dir
+  bool remote_cached;    /* remote shards read through cfg.cache_dir
                             (storage/rcache.h): the packing cache has
                             nothing to do */
 } image_impl;
@@ -550,7 +550,7 @@ static int create_images_list(const char *const *paths, size_t n_paths,
       rc = stoke__blobset_open_packed_ex(
           paths, n_paths, cfg->verify_checksums ? STOKE__PACK_VERIFY_CRC : 0,
           &remote, a, sys, &im->set, err, sizeof err);
-    for (size_t k = 0; k < n_paths && kind == STOKE_IMAGES_PACKED; k++)
+    for (size_t k = 0; k < n_paths && kind != STOKE_IMAGES_FOLDER; k++)
       if (cfg->cache_dir && stoke__url_is_remote(paths[k]))
         im->remote_cached = true;
     if (rc != 0) stoke__set_tls_error(rc, "%s", err);

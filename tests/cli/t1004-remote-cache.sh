@@ -113,6 +113,23 @@ run_stoke "${BENCH[@]}" "$URLS" --cache "$C" --cache-max 1GB
 [ "$rc" -eq 0 ] || fail "bench exit $rc: $(cat "$TMP/err")"
 [ ! -e "$C/remote/$name.tmp" ] || fail "the stale .tmp stayed"
 
+say "tar shards: fetched whole into the cache once, then read there"
+run_stoke "${BENCH[@]}" "$TMP/www/shard-{0..1}.tar" --indices "$TMP/tar-local.idx"
+[ "$rc" -eq 0 ] || fail "local tar exit $rc: $(cat "$TMP/err")"
+R="$TMP/tarcache"
+for pass in 1 2; do
+  mark=$(nginx_requests)
+  run_stoke "${BENCH[@]}" "$H/shard-{0..1}.tar" --cache "$R" --indices "$TMP/tar$pass.idx"
+  [ "$rc" -eq 0 ] || fail "cached tar exit $rc: $(cat "$TMP/err")"
+  same_indices "$TMP/tar-local.idx" "$TMP/tar$pass.idx"
+  want=$((pass == 1 ? 2 : 0))
+  [ "$(since "$mark" 200)" -eq "$want" ] || fail "pass $pass: $(since "$mark" 200) whole tar GETs, expected $want"
+done
+[ "$(find "$R/remote" -name 'r-*.tar' | wc -l)" -eq 2 ] || fail "not two tar entries: $(ls "$R/remote")"
+cmp -s "$(find "$R/remote" -name 'r-*.tar' | head -1)" "$TMP/www/shard-0.tar" ||
+  cmp -s "$(find "$R/remote" -name 'r-*.tar' | head -1)" "$TMP/www/shard-1.tar" ||
+  fail "a tar entry is none of the shards"
+
 say "a local packed set with --cache is still refused"
 run_stoke "${BENCH[@]}" "$TMP/www/train-00000.stoke" --cache "$C"
 [ "$rc" -ne 0 ] || fail "a local packed set was cached"
