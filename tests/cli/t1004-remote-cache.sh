@@ -130,6 +130,17 @@ cmp -s "$(find "$R/remote" -name 'r-*.tar' | head -1)" "$TMP/www/shard-0.tar" ||
   cmp -s "$(find "$R/remote" -name 'r-*.tar' | head -1)" "$TMP/www/shard-1.tar" ||
   fail "a tar entry is none of the shards"
 
+say "no secret of a URL in the cache's names or the output"
+SECRET=Sekr1tPassw0rd
+X="$TMP/secret"
+run_stoke "${BENCH[@]}" "http://user:$SECRET@127.0.0.1:$NGINX_HTTP/train-{00000..$last}.stoke?X-Amz-Signature=$SECRET" \
+  --cache "$X" --indices "$TMP/s.idx" --json "$TMP/s.json"
+[ "$rc" -eq 0 ] || fail "secret bench exit $rc: $(cat "$TMP/err")"
+same_indices "$TMP/local.idx" "$TMP/s.idx"
+[ "$(entries "$X")" -eq "$n_shards" ] || fail "$(entries "$X") entries for $n_shards shards"
+ls -a "$X/remote" | grep -q "$SECRET" && fail "a secret in a file name"
+grep -q "$SECRET" "$TMP/out" "$TMP/err" "$TMP/s.json" && fail "a secret in the output"
+
 say "a local packed set with --cache is still refused"
 run_stoke "${BENCH[@]}" "$TMP/www/train-00000.stoke" --cache "$C"
 [ "$rc" -ne 0 ] || fail "a local packed set was cached"
