@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,10 @@
 struct stoke__rcache {
   char *dir; /* owned: DIR/remote */
   uint64_t max;
+  /* The folder's bytes at the last trim plus what this cache fetched
+  ** since: a fetch lists the folder (a stat and a lock test per entry)
+  ** only when this says the budget may be passed, not every time. */
+  _Atomic uint64_t known;
   const stoke__sys *sys;
   const stoke_allocator *a;
 };
@@ -69,10 +74,11 @@ size_t stoke__rcache_victims(const stoke__rcache_entry *e, size_t n,
       order[k++] = r[j].i;
     }
   }
-  size_t w = k;
+  /* The victims are the first k not open in this order: the others
+  ** follow them. */
+  size_t w = k, free_seen = 0;
   for (size_t j = 0; j < n; j++) {
-    bool taken = false;
-    for (size_t v = 0; v < k && !taken; v++) taken = order[v] == r[j].i;
+    bool taken = !e[r[j].i].open && free_seen++ < k;
     if (!taken) order[w++] = r[j].i;
   }
   stoke__free(a, r);
@@ -92,13 +98,17 @@ int stoke__rcache_open(const char *dir, uint64_t max_bytes,
     return stoke__errf(err, cap, STOKE_ENOMEM, "remote cache: out of memory");
   }
   snprintf(d, n, "%s/remote", dir);
-  *c = (stoke__rcache){d, max_bytes, sys, a};
+  c->dir = d;
+  c->max = max_bytes;
+  c->sys = sys;
+  c->a = a;
   char e[STOKE__ERRMSG_CAP];
   int rc = stoke__private_mkdirs(sys, d, STOKE__PRIVATE_DIR_MODE, e, sizeof e);
   if (rc) {
     stoke__rcache_close(c);
     return stoke__errf(err, cap, rc, "remote cache: %s", e);
   }
+  stoke__rcache_trim(c, 0); /* what the folder holds: c->known */
   *out = c;
   return 0;
 }
@@ -201,8 +211,10 @@ int stoke__rcache_get(stoke__rcache *c, stoke__http *h, const char *url,
   int rc = 0;
   int f = open_entry(c, path, size);
   if (f < 0) {
-    stoke__rcache_trim(c, size);
+    if (c->max && atomic_load(&c->known) + size > c->max)
+      stoke__rcache_trim(c, size);
     rc = fetch(c, h, url, shown, size, tmp, path, err, cap);
+    if (rc == 0) atomic_fetch_add(&c->known, size);
     if (rc == 0 && (f = open_entry(c, path, size)) < 0)
       rc = stoke__errf(err, cap, STOKE_EIO, "remote cache: %s: the entry "
                        "just written in %s is gone", shown, c->dir);
@@ -319,6 +331,8 @@ void stoke__rcache_trim(stoke__rcache *c, uint64_t incoming) {
   sys->closedir(sys->user, d);
   size_t *order = ok && n ? stoke__calloc(c->a, n, sizeof *order) : NULL;
   size_t k = 0;
+  uint64_t total = 0;
+  for (size_t j = 0; ok && j < n; j++) total += e[j].size;
   if (order && c->max)
     k = stoke__rcache_victims(e, n, c->max, incoming, order, c->a);
   for (size_t j = 0; j < k; j++) {
@@ -328,8 +342,10 @@ void stoke__rcache_trim(stoke__rcache *c, uint64_t incoming) {
     if (path_of(c, names[order[j]].name, path) && take(c, path, &fd)) {
       sys->unlink(sys->user, path);
       sys->close(sys->user, fd);
+      total -= e[order[j]].size;
     }
   }
+  if (ok) atomic_store(&c->known, total);
   stoke__free(c->a, order);
   stoke__free(c->a, names);
   stoke__free(c->a, e);

@@ -17,7 +17,10 @@
 **  - the last use is the entry's mtime, set at each open: eviction takes
 **    the least recently used entries first until the rest fit the budget.
 ** The budget may be exceeded by the entries open at once (they are never
-** evicted); it is enforced again when the blobset closes. */
+** evicted) and, until this cache's next trim, by other processes' fetches
+** (a fetch trims only when the folder's bytes as this cache last counted
+** them, plus its own fetches, would pass it); it is enforced again when
+** the blobset closes. */
 #ifndef STOKE_STORAGE_RCACHE_H
 #define STOKE_STORAGE_RCACHE_H
 
