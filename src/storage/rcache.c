@@ -183,8 +183,19 @@ static int fetch(stoke__rcache *c, stoke__http *h, const char *url,
   if (rc == 0 && sys->rename(sys->user, tmp, path) != 0)
     rc = stoke__errf(err, cap, STOKE_EIO, "remote cache: %s: rename into "
                      "%s: %s", shown, c->dir, strerror(errno));
-  if (rc) sys->unlink(sys->user, tmp);
-  return rc;
+  if (rc) {
+    sys->unlink(sys->user, tmp);
+    return rc;
+  }
+  /* The rename itself made durable: else a crash could lose the entry
+  ** (never half of it) after its fetch lock went. */
+  int dfd = stoke__sys_open(sys, c->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC,
+                            0);
+  if (dfd >= 0) {
+    sys->fsync(sys->user, dfd);
+    sys->close(sys->user, dfd);
+  }
+  return 0;
 }
 
 int stoke__rcache_get(stoke__rcache *c, stoke__http *h, const char *url,
