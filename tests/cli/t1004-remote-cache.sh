@@ -106,6 +106,13 @@ same_indices "$TMP/local.idx" "$TMP/p1.idx"
 same_indices "$TMP/local.idx" "$TMP/p2.idx"
 [ "$(since "$mark" 200)" -eq "$n_shards" ] || fail "$(since "$mark" 200) whole GETs by two processes for $n_shards shards"
 
+say "threads of one process opening one shard at once fetch it once"
+W="$TMP/threads"
+mark=$(nginx_requests)
+run_stoke bench -b 4 -j 2 --epochs 2 "$H/train-{00000,00000,00000,00001}.stoke" --cache "$W" --io-concurrency 4
+[ "$rc" -eq 0 ] || fail "threads bench exit $rc: $(cat "$TMP/err")"
+[ "$(since "$mark" 200)" -eq 2 ] || fail "$(since "$mark" 200) whole GETs for 2 distinct shards"
+
 say "a crashed writer's .tmp is removed"
 name=$(basename "$(find "$C/remote" -name 'r-*.stoke' | head -1)" .stoke)
 echo partial >"$C/remote/$name.tmp"
