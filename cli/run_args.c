@@ -248,7 +248,7 @@ int cli_run_args_apply(cli_run_args *a, int id, const char *f,
       return -1;
     }
     return 0;
-  case RO_CACHE:
+  case RO_CACHE: /* the packing cache, and remote shards' (remote.md) */
     spec->cfg.cache_dir = v;
     return 0;
   case RO_CACHE_MAX:
@@ -413,6 +413,10 @@ int cli_run_args_finish(cli_run_args *a, const char *cmd) {
     a->spec.cfg.clock = STOKE_CLOCK_HOST;
   a->spec.data = a->src.data;
   a->spec.image = a->src.image;
+  /* One --cache folder: the packing cache's, and remote shards' below it
+  ** (docs/remote.md, "The cache"). */
+  a->spec.image.cache_dir = a->spec.cfg.cache_dir;
+  a->spec.image.cache_max_bytes = a->spec.cfg.cache_max_bytes;
   a->spec.synth = a->src.synth;
   a->spec.cfg.rank = a->rank;
   a->spec.cfg.world = a->world;

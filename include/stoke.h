@@ -365,6 +365,16 @@ typedef struct stoke_image_config {
   unsigned retry_budget;       /* retries for the source's life; 0 = 1000 */
   uint32_t retry_backoff_ms;   /* before the first retry, doubling with
                                   jitter; 0 = 100 ms */
+  /* Since 0.6: remote shards (http(s)://, s3://) kept whole in
+  ** cache_dir/remote/, fetched once per node (file locks between
+  ** processes) and read from there while the server's ETag and size stay
+  ** the same (docs/remote.md, "The cache").  NULL: none; copied.  The
+  ** loader's stoke_config.cache_dir is the same folder for the packing
+  ** cache of folder and tar sources; the CLI's --cache and Python's
+  ** cache= set both. */
+  const char *cache_dir;
+  uint64_t cache_max_bytes;    /* least recently used entries not open are
+                                  evicted past it; 0: unbounded */
 } stoke_image_config;
 
 /* Samples whose headers a folder or tar source reads at open to bound the

@@ -43,6 +43,16 @@ static int images_source(PyObject *spec, stoke_source **out) {
     return -1;
   }
   ic.tls_ca_path = ca;
+  /* The remote shards' cache (docs/remote.md, "The cache"); absent or
+  ** None: none. */
+  const char *cache_dir;
+  PyObject *cd_obj = sk_dict_str(spec, "cache_dir", &cache_dir);
+  if (!cd_obj) {
+    Py_DECREF(ca_obj);
+    Py_DECREF(tf);
+    return -1;
+  }
+  ic.cache_dir = cache_dir;
   unsigned connect_ms = 0, stall_ms = 0, backoff_ms = 0;
   int rc = sk_dict_int(spec, "image_kind", &ic.kind) ||
            sk_dict_u64(spec, "max_pixels", &ic.max_pixels) ||
@@ -55,7 +65,8 @@ static int images_source(PyObject *spec, stoke_source **out) {
            sk_dict_uint(spec, "retry_budget", &ic.retry_budget) ||
            sk_dict_uint(spec, "connect_timeout_ms", &connect_ms) ||
            sk_dict_uint(spec, "stall_timeout_ms", &stall_ms) ||
-           sk_dict_uint(spec, "retry_backoff_ms", &backoff_ms);
+           sk_dict_uint(spec, "retry_backoff_ms", &backoff_ms) ||
+           sk_dict_u64(spec, "cache_max_bytes", &ic.cache_max_bytes);
   ic.verify_checksums = verify;
   ic.connect_timeout_ms = connect_ms;
   ic.stall_timeout_ms = stall_ms;
@@ -84,6 +95,7 @@ static int images_source(PyObject *spec, stoke_source **out) {
     }
   }
   PyMem_Free(p);
+  Py_DECREF(cd_obj);
   Py_DECREF(ca_obj);
   Py_DECREF(tf);
   return rc;

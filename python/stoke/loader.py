@@ -530,7 +530,9 @@ class Loader(_stoke.Loader):
     random transform), the last resort when the producer cannot keep up;
     ``cache="DIR"`` packs a folder or tar dataset into DIR as the first
     epoch reads it, and reads it from there after (``cache_max`` bounds
-    the disk); ``ram_cache=True`` (or a size) keeps an evaluation
+    the disk); remote shards (URLs, ``s3://``) are instead fetched whole
+    once per node into DIR/remote/, keyed by URL and ETag, the least
+    recently used evicted past ``cache_max``; ``ram_cache=True`` (or a size) keeps an evaluation
     transform's samples (resize + center-crop) in RAM after their first
     epoch.  ``gpu_price`` (per hour: ``2.5`` or ``"2.50/h"``, ``"/min"``,
     ``"/s"``) turns the cost that :meth:`stats` and :meth:`report` give (time
@@ -618,6 +620,9 @@ class Loader(_stoke.Loader):
             cpu_budget=cpu_budget, worker_policy=worker_policy,
             metrics_file=metrics_file, metrics_every=metrics_every,
             log_jsonl=log_jsonl, log_every=log_every)
+        if spec["kind"] == "images":  # remote shards cache below the source
+            spec["cache_dir"] = config["cache_dir"]
+            spec["cache_max_bytes"] = config["cache_max_bytes"]
         dev, stream = device_config(device, device_prefetch, pin_memory,
                                     device_normalize, cuda_library,
                                     cuda_stream)

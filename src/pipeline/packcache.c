@@ -28,7 +28,7 @@ int stoke__packcache_create(stoke_loader *l, const stoke__sys *sys) {
   int rc = stoke__image_cache_open(l->src, l->cfg.cache_dir,
                                    l->cfg.cache_max_bytes, sys, l->alloc,
                                    &pc->cache);
-  if (rc != 0) {
+  if (rc != 0 || !pc->cache) { /* none: remote shards cached below */
     stoke__free(l->alloc, pc);
     return rc;
   }

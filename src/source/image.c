@@ -42,6 +42,9 @@ typedef struct image_impl {
   stoke_image_config cfg;
   char *transform_text;  /* owned copy of cfg.transform */
   stoke__scratch_bound scratch; /* the largest image, for the ledger */
+  bool remote_cached;    /* remote shards read through cfg.cache_dir
+                            (storage/rcache.h): the packing cache has
+                            nothing to do */
 } image_impl;
 
 typedef struct image_scratch {
@@ -328,7 +331,9 @@ static void image_remote_options(const stoke_image_config *cfg,
                              .max_attempts = cfg->max_attempts,
                              .retry_budget = cfg->retry_budget,
                              .backoff_ms = cfg->retry_backoff_ms,
-                             .s3 = s3};
+                             .s3 = s3,
+                             .cache_dir = cfg->cache_dir,
+                             .cache_max_bytes = cfg->cache_max_bytes};
 }
 
 /* AUTO: a directory is an ImageFolder; a path or pattern ending in .tar is
@@ -526,6 +531,7 @@ static int create_images_list(const char *const *paths, size_t n_paths,
   if (!im) return stoke__set_tls_error(STOKE_ENOMEM, "images: out of memory");
   im->alloc = a;
   im->cfg = *cfg;
+  im->cfg.cache_dir = NULL; /* read at open only, never kept */
   const char *text = cfg->transform ? cfg->transform : DEFAULT_TRANSFORM;
   int rc = stoke__tf_parse(text, &im->spec);
   im->spec_u8 = im->spec;
@@ -553,6 +559,9 @@ static int create_images_list(const char *const *paths, size_t n_paths,
           paths, n_paths,
           path_flags | (cfg->verify_checksums ? STOKE__PACK_VERIFY_CRC : 0),
           &remote, a, sys, &im->set, err, sizeof err);
+    for (size_t k = 0; k < n_paths && kind != STOKE_IMAGES_FOLDER; k++)
+      if (cfg->cache_dir && stoke__url_is_remote(paths[k]))
+        im->remote_cached = true;
     if (rc != 0) stoke__set_tls_error(rc, "%s", err);
   }
   if (rc == 0) rc = stoke__scratch_probe(im->set, cfg, a, &im->scratch);
@@ -686,6 +695,7 @@ int stoke__image_cache_open(const stoke_source *src, const char *dir,
   *out = NULL;
   const image_impl *im = image_of(src);
   const char *kind = im ? stoke__blobset_kind(im->set) : "";
+  if (im && im->remote_cached) return 0; /* cached under the blobset */
   if (!im || (strcmp(kind, "folder") != 0 && strcmp(kind, "tar") != 0))
     return stoke__set_tls_error(
         STOKE_EINVAL,

@@ -42,6 +42,10 @@ typedef struct stoke__http_options {
   /* The S3 settings for s3:// URLs (s3.h), copied; NULL: an s3:// URL is
   ** refused. */
   const struct stoke__s3_conf *s3;
+  /* The remote shard cache (rcache.h), read by the blobsets, never by the
+  ** client: a folder of whole shards keyed by URL and ETag; NULL: none. */
+  const char *cache_dir;
+  uint64_t cache_max_bytes; /* its budget; 0: unbounded */
 } stoke__http_options;
 
 /* What a client did, for the stats and the tests. */
@@ -66,6 +70,14 @@ void stoke__http_destroy(stoke__http *h); /* NULL: no-op */
 int stoke__http_get_range(stoke__http *h, const char *url, uint64_t off,
                           size_t len, void *buf, uint64_t *total, char *err,
                           size_t cap);
+
+/* The same, with the answer's ETag in etag[STOKE__HTTP_ETAG_CAP] ("" when
+** it sent none, or a longer one), for the remote cache (rcache.h). */
+#define STOKE__HTTP_ETAG_CAP 128
+int stoke__http_get_range_etag(stoke__http *h, const char *url,
+                               uint64_t off, size_t len, void *buf,
+                               uint64_t *total, char *etag, char *err,
+                               size_t cap);
 
 /* GET all of url into buf[0..cap) (*n: its size); more than cap is
 ** STOKE_EFORMAT.  For S3's listings. */

@@ -20,6 +20,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "storage/blob.h"
 #include "storage/prefetch.h"
+#include "storage/rcache.h"
 #include "storage/remote.h"
 #include "storage/url.h"
 
@@ -47,6 +48,9 @@ typedef struct pack_shard {
   const uint8_t *source_map; /* flag SOURCE_MAP: n u64, into map, or NULL */
   const char *url;       /* remote: the URL to fetch (owned by packed_impl.
                             urls), path being its shown form; or NULL */
+  int hold_fd;           /* a remote shard read from the cache (rcache.h):
+                            its entry, whose shared lock keeps eviction off
+                            it while mapped; or -1 */
 } pack_shard;
 
 /* Decoded samples' pages are given back to the page cache in bulk, once
@@ -73,16 +77,23 @@ typedef struct packed_impl {
   stoke__http *http;     /* owned; remote shards only, else NULL */
   stoke__prefetch *pf;   /* owned; remote shards' read-ahead, or NULL */
   char **urls;           /* owned, n_paths (each owned), remote only */
+  stoke__rcache *rcache; /* owned; remote shards with a cache_dir, or NULL */
 } packed_impl;
+
+static void shard_unmap(const packed_impl *p, pack_shard *s) {
+  if (s->map) p->sys->munmap(p->sys->user, (void *)s->map, s->map_len);
+  s->map = NULL;
+  if (s->hold_fd >= 0) p->sys->close(p->sys->user, s->hold_fd);
+  s->hold_fd = -1;
+}
 
 static void packed_destroy(void *impl, const stoke_allocator *a) {
   packed_impl *p = impl;
   if (!p) return;
   if (p->shards)
     for (size_t k = 0; k < p->n_shards; k++)
-      if (p->shards[k].map)
-        p->sys->munmap(p->sys->user, (void *)p->shards[k].map,
-                       p->shards[k].map_len);
+      shard_unmap(p, &p->shards[k]);
+  stoke__rcache_close(p->rcache); /* after the unmaps: it evicts */
   if (p->res) stoke__free(a, (void *)p->res->touched);
   stoke__free(a, p->res);
   stoke__free(a, p->shards);
@@ -590,12 +601,59 @@ static int map_local(packed_impl *p, pack_shard *s, char *err, size_t cap) {
   return 0;
 }
 
+/* A remote shard through the cache: its first 64 bytes ask the server
+** for its size and ETag (the key), then the entry is mapped as a local
+** shard's file and read with no request.  A server that sends no ETag
+** cannot tell a changed object: that shard is read remotely, uncached. */
+static int map_cached(packed_impl *p, pack_shard *s, char *e, size_t ecap) {
+  uint8_t head[STOKE__PACK_HEADER];
+  uint64_t total = UINT64_MAX;
+  char etag[STOKE__HTTP_ETAG_CAP];
+  int rc = stoke__http_get_range_etag(p->http, s->url, 0, sizeof head, head,
+                                      &total, etag, e, ecap);
+  if (rc) return rc;
+  if (!etag[0]) {
+    uint8_t *m;
+    size_t len;
+    rc = stoke__packed_remote_map(p->http, p->sys, s->url, s->path, &m, &len,
+                                  e, ecap);
+    if (rc == 0) {
+      s->map = m;
+      s->map_len = len;
+    }
+    return rc;
+  }
+  if (total == UINT64_MAX || total < STOKE__PACK_HEADER + STOKE__PACK_FOOTER ||
+      total > STOKE__REMOTE_MAX_OBJECT || total > SIZE_MAX)
+    return stoke__errf(e, ecap, STOKE_EFORMAT, "packed source: %s: the "
+                       "server says %llu bytes: not a packed shard", s->path,
+                       (unsigned long long)total);
+  int fd;
+  rc = stoke__rcache_get(p->rcache, p->http, s->url, s->path, ".stoke",
+                         total, etag, &fd, e, ecap);
+  if (rc) return rc;
+  void *m = p->sys->mmap(p->sys->user, (size_t)total, PROT_READ, MAP_PRIVATE,
+                         fd, 0);
+  if (m == MAP_FAILED) {
+    rc = stoke__errf(e, ecap, STOKE_EIO, "packed source: %s: mmap of its "
+                     "cache entry: %s", s->path, strerror(errno));
+    p->sys->close(p->sys->user, fd);
+    return rc;
+  }
+  s->map = m;
+  s->map_len = (size_t)total;
+  s->hold_fd = fd;
+  s->url = NULL; /* read as a local shard from here on */
+  return 0;
+}
+
 /* Remote shard k's map, one of those fetched side by side
 ** (stoke__http_parallel keeps the first error's message). */
 static int map_one(size_t k, void *arg, char *e, size_t ecap) {
   packed_impl *p = arg;
   pack_shard *s = &p->shards[k];
   if (!s->url) return 0;
+  if (p->rcache) return map_cached(p, s, e, ecap);
   uint8_t *m;
   size_t len;
   int rc = stoke__packed_remote_map(p->http, p->sys, s->url, s->path, &m,
@@ -614,6 +672,11 @@ static int open_remote(packed_impl *p, const stoke__http_options *remote,
                        const stoke_allocator *a, char *err, size_t cap) {
   int rc = stoke__http_create(remote, a, &p->http, err, cap);
   if (rc) return rc;
+  if (remote && remote->cache_dir) {
+    rc = stoke__rcache_open(remote->cache_dir, remote->cache_max_bytes,
+                            p->sys, a, &p->rcache, err, cap);
+    if (rc) return rc;
+  }
   p->urls = stoke__calloc(a, p->n_paths, sizeof *p->urls);
   if (!p->urls)
     return stoke__errf(err, cap, STOKE_ENOMEM, "packed source: out of "
@@ -664,14 +727,17 @@ int stoke__blobset_open_packed_ex(const char *const *specs, size_t n_specs,
                      "packed source: out of memory");
     goto fail;
   }
-  for (size_t k = 0; k < p->n_shards; k++) p->shards[k].path = p->paths[k];
+  for (size_t k = 0; k < p->n_shards; k++) {
+    p->shards[k].path = p->paths[k];
+    p->shards[k].hold_fd = -1;
+  }
   if (stoke__specs_remote(specs, n_specs)) {
     rc = open_remote(p, remote, a, err, cap);
     if (rc) goto fail;
   }
   for (size_t k = 0; k < p->n_shards; k++) {
     pack_shard *s = &p->shards[k];
-    if (!s->url) {
+    if (!s->url && !s->map) { /* a cached remote one is mapped already */
       rc = map_local(p, s, err, cap);
       if (rc) goto fail;
     }
@@ -694,8 +760,7 @@ int stoke__blobset_open_packed_ex(const char *const *specs, size_t n_specs,
   size_t w = 0;
   for (size_t k = 0; k < p->n_shards; k++) {
     if (p->shards[k].n == 0) {
-      sys->munmap(sys->user, (void *)p->shards[k].map,
-                  p->shards[k].map_len);
+      shard_unmap(p, &p->shards[k]);
       continue;
     }
     p->shards[w++] = p->shards[k];

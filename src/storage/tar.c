@@ -30,6 +30,7 @@
 ** shard: tar has no index, so reading its members means reading it all. */
 #define _POSIX_C_SOURCE 200809L
 #include "storage/blob.h"
+#include "storage/rcache.h"
 #include "storage/remote.h"
 #include "storage/url.h"
 
@@ -63,6 +64,8 @@ typedef struct tar_impl {
   size_t n_shards;
   tar_sample *v;    /* owned, n of cap */
   size_t n, cap;
+  stoke__rcache *rcache; /* owned; remote shards with a cache_dir, or NULL:
+                            their fds are then cache entries (rcache.h) */
 } tar_impl;
 
 static void tar_destroy(void *impl, const stoke_allocator *a) {
@@ -73,6 +76,7 @@ static void tar_destroy(void *impl, const stoke_allocator *a) {
   if (t->fds)
     for (size_t k = 0; k < t->n_shards; k++)
       if (t->fds[k] >= 0) t->sys->close(t->sys->user, t->fds[k]);
+  stoke__rcache_close(t->rcache); /* after the closes: it evicts */
   stoke__free(a, t->fds);
   stoke__free(a, t->paths);
   stoke__free(a, t);
@@ -636,10 +640,30 @@ typedef struct spool_all {
   stoke__http *http;
 } spool_all;
 
+/* A remote tar shard through the cache: one byte asks the server for its
+** size and ETag (the key); without an ETag it is spooled, uncached. */
+static int cached_one(spool_all *o, size_t k, char *e, size_t ecap) {
+  const char *url = o->t->paths[k];
+  uint8_t one;
+  uint64_t total = UINT64_MAX;
+  char etag[STOKE__HTTP_ETAG_CAP];
+  int rc = stoke__http_get_range_etag(o->http, url, 0, 1, &one, &total, etag,
+                                      e, ecap);
+  if (rc) return rc;
+  if (!etag[0] || total == UINT64_MAX || total > STOKE__REMOTE_MAX_OBJECT)
+    return stoke__tar_remote_spool(o->http, o->t->sys, url, &o->t->fds[k],
+                                   e, ecap);
+  char shown[4096]; /* the key's input: the whole shown form */
+  stoke__url_redact(url, shown, sizeof shown);
+  return stoke__rcache_get(o->t->rcache, o->http, url, shown, ".tar", total,
+                           etag, &o->t->fds[k], e, ecap);
+}
+
 static int spool_one(size_t k, void *arg, char *e, size_t ecap) {
   spool_all *o = arg;
   const char *url = o->t->paths[k];
   if (!stoke__url_is_remote(url)) return 0;
+  if (o->t->rcache) return cached_one(o, k, e, ecap);
   return stoke__tar_remote_spool(o->http, o->t->sys, url, &o->t->fds[k], e,
                                  ecap);
 }
@@ -647,7 +671,11 @@ static int spool_one(size_t k, void *arg, char *e, size_t ecap) {
 static int spool_remote(tar_impl *t, const stoke__http_options *remote,
                         const stoke_allocator *a, char *err, size_t cap) {
   spool_all o = {t, NULL};
-  int rc = stoke__http_create(remote, a, &o.http, err, cap);
+  int rc = 0;
+  if (remote && remote->cache_dir)
+    rc = stoke__rcache_open(remote->cache_dir, remote->cache_max_bytes,
+                            t->sys, a, &t->rcache, err, cap);
+  if (rc == 0) rc = stoke__http_create(remote, a, &o.http, err, cap);
   if (rc) return rc;
   rc = stoke__http_parallel(o.http, t->n_shards, spool_one, &o, err, cap);
   stoke__http_destroy(o.http);

@@ -66,6 +66,20 @@ assert c["data_kind"] == "packed" and c["samples"] == 12, c
 assert c["data"].startswith("s3://stoke-test/packed/"), c
 '
 
+say "--cache: S3 shards fetched whole once, then only their headers asked for"
+C="$TMP/cache"
+for pass in 1 2; do
+  mark=$(wc -l <"$TMP/s3.log")
+  run_stoke "${BENCH[@]}" -j 2 "$B/packed/train-{00000..$last}.stoke" --cache "$C" --indices "$TMP/c$pass.idx"
+  [ "$rc" -eq 0 ] || fail "cached s3 bench pass $pass exit $rc: $(cat "$TMP/err")"
+  same_indices "$TMP/local.idx" "$TMP/c$pass.idx"
+  whole=$(tail -n +"$((mark + 1))" "$TMP/s3.log" | awk '$3 == 200' | wc -l)
+  want=$((pass == 1 ? n_shards : 0))
+  [ "$whole" -eq "$want" ] || fail "pass $pass: $whole whole GETs, expected $want"
+done
+[ "$(find "$C/remote" -name 'r-*.stoke' | wc -l)" -eq "$n_shards" ] || fail "not $n_shards entries: $(ls "$C/remote")"
+ls -a "$C/remote" | grep -q -e "$S3_SECRET" -e stoke-test && fail "a bucket or secret in a file name"
+
 say "the listing went page after page (2 keys a page), signed"
 pages=$(grep -c "^GET /$S3_BUCKET/?continuation-token=.*&list-type=2&max-keys=2&prefix=packed%2F 200$" "$TMP/s3.log" || true)
 [ "$pages" -ge 1 ] || fail "no continued listing: $(grep list-type "$TMP/s3.log" | head -5)"

@@ -167,3 +167,32 @@ def test_bad_remote_options(served):
             stoke.Loader(url, **kw, **KW)
     with pytest.raises(TypeError):
         stoke.Loader(url, tls_verify="no", **KW)
+
+
+def whole_gets(served):
+    """Whole-object answers (status 200) nginx has logged so far."""
+    log = (served["tmp"] / "nginx" / "logs" / "access.log").read_text()
+    return sum(1 for line in log.splitlines() if line.split()[8] == "200")
+
+
+def test_cache_fetches_each_shard_once_and_reads_bit_identical(served,
+                                                                tmp_path):
+    local = epochs(stoke.Loader(pattern(served["www"], served["last"]),
+                                num_workers=2, **KW))
+    url = pattern(served["http"], served["last"])
+    cache = tmp_path / "cache"
+    before = whole_gets(served)
+    same(local, epochs(stoke.Loader(url, num_workers=2, cache=cache, **KW)))
+    entries = sorted((cache / "remote").glob("r-*.stoke"))
+    assert whole_gets(served) - before == served["last"] + 1
+    assert len(entries) == served["last"] + 1
+    before = whole_gets(served)
+    same(local, epochs(stoke.Loader(url, num_workers=2, cache=cache, **KW)))
+    assert whole_gets(served) == before  # read from the cache
+    # A budget of one shard: at the end only what fits stays.
+    small = tmp_path / "small"
+    size = entries[0].stat().st_size
+    same(local, epochs(stoke.Loader(url, num_workers=1, cache=small,
+                                    cache_max=size, io_concurrency=1, **KW)))
+    kept = sum(e.stat().st_size for e in (small / "remote").glob("r-*.stoke"))
+    assert kept <= size
