@@ -1255,6 +1255,27 @@ typedef struct stoke_stats {
   ** give.  Kept only with metrics_path or log_jsonl_path set (a
   ** histogram's memory), else zeros. */
   stoke_dist step;
+  /* Remote reads (since 0.6): the HTTP(S) requests of a source whose
+  ** shards are remote packed shards (docs/remote.md, "The fetch stage"),
+  ** counted from the loader's start (warm-up included: the read-ahead
+  ** fetches ahead of the steps, not per step); all zero when
+  ** fetch_remote is 0 (local shards, tar shards fetched whole at open).
+  ** requests counts attempts, retries included; throttled the 429 and
+  ** 503 answers among them; bytes the bodies received; bytes_per_s those
+  ** over the wall time since the start; the latencies are each attempt's
+  ** (connection, first byte and body); in_flight the mean number of
+  ** requests in flight (their summed latency over the wall time): at
+  ** most io_concurrency read-ahead requests plus one per worker. */
+  int fetch_remote;
+  uint64_t fetch_requests;
+  uint64_t fetch_retries;
+  uint64_t fetch_throttled;
+  uint64_t fetch_bytes;
+  double fetch_bytes_per_s;
+  double fetch_latency_p50_ms;
+  double fetch_latency_p95_ms;
+  double fetch_in_flight;
+  unsigned io_concurrency;  /* the client's, resolved */
 } stoke_stats;
 
 /* Snapshot of the statistics since warm-up ended.  Any thread. */
