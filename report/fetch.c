@@ -1,6 +1,8 @@
 /* fetch.c — the fetch stage of a run over remote shards (stoke_stats'
 ** fetch_* fields, docs/remote.md "The fetch stage"), in the text report
 ** and the JSON summary; absent for a local source. */
+#include <string.h>
+
 #include "report.h"
 
 void report_print_fetch(FILE *f, const report_result *res) {
@@ -15,6 +17,9 @@ void report_print_fetch(FILE *f, const report_result *res) {
           (double)st->fetch_bytes / 1e6, st->fetch_bytes_per_s / 1e6,
           st->fetch_latency_p50_ms, st->fetch_latency_p95_ms,
           st->fetch_in_flight, st->io_concurrency);
+  stoke_fetch_diagnosis d;
+  if (stoke_fetch_diagnose(st, &d) == 0 && d.verdict != STOKE_FETCH_NONE)
+    fprintf(f, "  fetch verdict %s\n", stoke_fetch_verdict_name(d.verdict));
 }
 
 cJSON *report_fetch_json(const report_result *res) {
@@ -30,5 +35,8 @@ cJSON *report_fetch_json(const report_result *res) {
   cJSON_AddNumberToObject(o, "latency_p95_ms", st->fetch_latency_p95_ms);
   cJSON_AddNumberToObject(o, "in_flight", st->fetch_in_flight);
   cJSON_AddNumberToObject(o, "io_concurrency", st->io_concurrency);
+  stoke_fetch_diagnosis d;
+  if (stoke_fetch_diagnose(st, &d) != 0) memset(&d, 0, sizeof d);
+  cJSON_AddStringToObject(o, "verdict", stoke_fetch_verdict_name(d.verdict));
   return o;
 }
