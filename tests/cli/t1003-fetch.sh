@@ -83,4 +83,10 @@ run_stoke profile -b 4 -j 2 --epochs 2 --seed 7 --compute sleep:5ms --io-concurr
 grep -q "fetch verdict latency-bound" "$TMP/out" || fail "no latency-bound verdict: $(cat "$TMP/out")"
 grep -q "latency-bound: .* --io-concurrency [0-9]* -j [0-9]*: predicted step" "$TMP/out" \
   || fail "no io_concurrency advice: $(cat "$TMP/out")"
+json_check "$TMP/slow.json" '
+f = d["summary"]["fetch"]
+assert f["verdict"] == "latency-bound", f
+# The server sleeps 100 ms before each answer: a floor, not a timing.
+assert f["latency_p50_ms"] >= 100, f
+'
 say "ok"
