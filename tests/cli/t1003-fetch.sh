@@ -89,4 +89,11 @@ assert f["verdict"] == "latency-bound", f
 # The server sleeps 100 ms before each answer: a floor, not a timing.
 assert f["latency_p50_ms"] >= 100, f
 '
+say "the HTML report shows the fetch stage of a remote run, none of a local one"
+run_stoke report "$TMP/slow.json" -o "$TMP/slow.html"
+[ "$rc" -eq 0 ] || fail "report exit $rc: $(cat "$TMP/err")"
+grep -q "<b>Fetch</b> .*latency-bound" "$TMP/slow.html" || fail "no fetch paragraph in the HTML report"
+run_stoke report "$TMP/local.json" -o "$TMP/local.html"
+[ "$rc" -eq 0 ] || fail "local report exit $rc: $(cat "$TMP/err")"
+grep -q "<b>Fetch</b>" "$TMP/local.html" && fail "a local run has a fetch paragraph"
 say "ok"
