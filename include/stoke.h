@@ -1265,6 +1265,27 @@ typedef struct stoke_stats {
   ** give.  Kept only with metrics_path or log_jsonl_path set (a
   ** histogram's memory), else zeros. */
   stoke_dist step;
+  /* Remote reads (since 0.6): the HTTP(S) requests of a source whose
+  ** shards are remote packed shards (docs/remote.md, "The fetch stage"),
+  ** counted from the loader's start (warm-up included: the read-ahead
+  ** fetches ahead of the steps, not per step); all zero when
+  ** fetch_remote is 0 (local shards, tar shards fetched whole at open).
+  ** requests counts attempts, retries included; throttled the 429 and
+  ** 503 answers among them; bytes the bodies received; bytes_per_s those
+  ** over the wall time since the start; the latencies are each attempt's
+  ** (connection, first byte and body); in_flight the mean number of
+  ** requests in flight (their summed latency over the wall time): at
+  ** most io_concurrency read-ahead requests plus one per worker. */
+  int fetch_remote;
+  uint64_t fetch_requests;
+  uint64_t fetch_retries;
+  uint64_t fetch_throttled;
+  uint64_t fetch_bytes;
+  double fetch_bytes_per_s;
+  double fetch_latency_p50_ms;
+  double fetch_latency_p95_ms;
+  double fetch_in_flight;
+  unsigned io_concurrency;  /* the client's, resolved */
 } stoke_stats;
 
 /* Snapshot of the statistics since warm-up ended.  Any thread. */
@@ -1821,6 +1842,46 @@ STOKE_API int stoke_diagnose_model(const stoke_stats *st,
                                    const stoke_model *m,
                                    stoke_diagnosis *out);
 
+/* Remote reads (since 0.6): what holds the fetch stage back when a run
+** over remote shards starves (stats.fetch_remote and wait_ratio above
+** STOKE_BUSY_WAIT_RATIO), from the stats' fetch_* fields alone
+** (docs/remote.md, "The fetch stage"):
+**   THROTTLED  more than STOKE_FETCH_THROTTLED_FRAC of the requests were
+**              answered 429 or 503: the server asks for fewer; half the
+**              in-flight requests proposed.
+**   LATENCY    the requests in flight are all busy (fetch_in_flight at
+**              least STOKE_FETCH_BUSY_FRAC of the smaller of the workers
+**              and io_concurrency) and p50 latency x requests per step /
+**              in flight explains at least half the measured step: more
+**              in flight, enough to fetch a step's requests within its
+**              computing time (at most STOKE_FETCH_MAX_CONCURRENCY).
+**   BANDWIDTH  reserved: bytes/s at a plateau that more concurrency did
+**              not raise needs two runs to see; not given yet.
+**   NONE       none of these, or not a remote run. */
+typedef enum stoke_fetch_verdict {
+  STOKE_FETCH_NONE = 0,
+  STOKE_FETCH_LATENCY = 1,
+  STOKE_FETCH_BANDWIDTH = 2,
+  STOKE_FETCH_THROTTLED = 3
+} stoke_fetch_verdict;
+#define STOKE_FETCH_THROTTLED_FRAC 0.03
+#define STOKE_FETCH_BUSY_FRAC 0.75
+#define STOKE_FETCH_MAX_CONCURRENCY 64u
+typedef struct stoke_fetch_diagnosis {
+  int verdict;                 /* stoke_fetch_verdict */
+  double requests_per_step;
+  double step_ms;              /* the measured step, wait + compute */
+  double fetch_step_ms;        /* p50 x requests_per_step / in flight */
+  double throttled_frac;
+  unsigned io_concurrency;     /* proposed: LATENCY more, THROTTLED fewer */
+  double predicted_step_ms;    /* LATENCY: with io_concurrency in flight */
+} stoke_fetch_diagnosis;
+/* Returns 0 (NONE for a local run), or STOKE_EINVAL. */
+STOKE_API int stoke_fetch_diagnose(const stoke_stats *st,
+                                   stoke_fetch_diagnosis *out);
+/* "none", "latency-bound", "bandwidth-bound", "throttled". */
+STOKE_API const char *stoke_fetch_verdict_name(int verdict);
+
 /* One line of advice, a rung of the escalation ladder. */
 typedef enum stoke_advice_kind {
   STOKE_ADVICE_MODEL = 1,     /* busy: the model is the cost */
@@ -1840,10 +1901,15 @@ typedef enum stoke_advice_kind {
   STOKE_ADVICE_PYTHON_OPS = 11,   /* python-bound: fewer Python operations
                                      per sample */
   STOKE_ADVICE_PROCESSES = 12,    /* python-bound: processes, last resort */
-  STOKE_ADVICE_PRESIZE = 13   /* decoding dominates and the stored images
+  STOKE_ADVICE_PRESIZE = 13,  /* decoding dominates and the stored images
                                  are much larger than the output: pre-resize
                                  them once (stoke pack --max-side; since
                                  0.3) */
+  /* Since 0.6, remote shards (stoke_fetch_diagnose): */
+  STOKE_ADVICE_IO_CONCURRENCY = 14, /* latency-bound: more requests in
+                                       flight (stoke_advice.io_concurrency) */
+  STOKE_ADVICE_FEWER_CONNECTIONS = 15 /* throttled: fewer requests in
+                                         flight */
 } stoke_advice_kind;
 
 typedef struct stoke_advice {
@@ -1862,6 +1928,8 @@ typedef struct stoke_advice {
                                 it its own way: stoke_advice_format */
   unsigned max_side;         /* PRESIZE: the --max-side it proposes (since
                                 0.3) */
+  unsigned io_concurrency;   /* IO_CONCURRENCY, FEWER_CONNECTIONS: the
+                                requests in flight it proposes (since 0.6) */
 } stoke_advice;
 
 #define STOKE_MAX_ADVICE 12
@@ -2198,6 +2266,15 @@ typedef struct stoke_advice_basis {
   double image_pixels_mean;  /* PRESIZE: the stored images */
   double image_side_mean;
   double pixels_kept_frac;   /* PRESIZE: the pixels decoding would read */
+  /* IO_CONCURRENCY, FEWER_CONNECTIONS (since 0.6): stoke_fetch_diagnosis's
+  ** numbers. */
+  double fetch_latency_ms;   /* p50 of a request */
+  double fetch_requests_per_step;
+  double fetch_in_flight;
+  double fetch_step_ms;      /* the requests of a step, fetched at
+                                fetch_in_flight at once */
+  double fetch_throttled_frac;
+  unsigned run_io_concurrency;
 } stoke_advice_basis;
 
 /* The settings an advice names.  A front end words each its own way: the
@@ -2214,8 +2291,10 @@ typedef enum stoke_setting {
                                         is pre-resized to, once */
   STOKE_SETTING_ONE_THREAD = 8,      /* one helper thread per worker (a
                                         threaded library's pool); no value */
-  STOKE_SETTING_C_TRANSFORMS = 9     /* stoke's C decode and transforms,
+  STOKE_SETTING_C_TRANSFORMS = 9,    /* stoke's C decode and transforms,
                                         which run without the GIL */
+  STOKE_SETTING_IO_CONCURRENCY = 10  /* value: remote requests in flight
+                                        (since 0.6) */
 } stoke_setting;
 
 /* How a front end names a setting: name() writes the words for `setting`

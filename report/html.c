@@ -424,9 +424,28 @@ static void write_header(FILE *f, const input *ins, size_t n) {
 
 /* ---- the verdict and the advice ------------------------------------------ */
 
+/* The fetch stage of a run over remote shards (summary.fetch since 0.6;
+** nothing for a local run or an older file). */
+static void fetch_block(FILE *f, const cJSON *s) {
+  const cJSON *x = obj(s, "fetch");
+  if (!x || !isfinite(num(x, "requests"))) return;
+  fputs("<p class=\"model\"><b>Fetch</b> ", f);
+  escf(f, "%.0f requests (%.0f retries, %.0f throttled), %.1f MB at %.1f "
+          "MB/s; latency p50 %.1f ms, p95 %.1f ms; %.1f in flight of "
+          "io_concurrency %.0f",
+       num(x, "requests"), num(x, "retries"), num(x, "throttled"),
+       num(x, "bytes") / 1e6, num(x, "bytes_per_s") / 1e6,
+       num(x, "latency_p50_ms"), num(x, "latency_p95_ms"),
+       num(x, "in_flight"), num(x, "io_concurrency"));
+  const char *v = str(x, "verdict");
+  if (v && strcmp(v, "none") != 0) escf(f, "; %s", v);
+  fputs(".</p>\n", f);
+}
+
 /* Echo's steps and fresh samples, and what the wait costs (bench and
 ** profile files since 0.3; nothing for older ones). */
 static void rungs_block(FILE *f, const cJSON *s) {
+  fetch_block(f, s);
   double echo = num(s, "echo");
   if (isfinite(echo) && echo > 1) {
     char st[32], fr[32];

@@ -172,6 +172,8 @@ cJSON *report_summary_json(const report_result *res) {
   ** verdict's figures may have moved with it (shift_frac). */
   cJSON_AddItemToObject(o, "outside_load", report_outside_json(&res->outside));
   report_rungs_json(o, res);
+  if (st->fetch_remote)
+    cJSON_AddItemToObject(o, "fetch", report_fetch_json(res));
   return o;
 }
 

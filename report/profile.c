@@ -240,6 +240,8 @@ static const char *advice_kind_name(int kind) {
   case STOKE_ADVICE_PYTHON_OPS: return "fewer_python_ops";
   case STOKE_ADVICE_PROCESSES: return "processes";
   case STOKE_ADVICE_PRESIZE: return "presize";
+  case STOKE_ADVICE_IO_CONCURRENCY: return "io_concurrency";
+  case STOKE_ADVICE_FEWER_CONNECTIONS: return "fewer_connections";
   }
   return "?";
 }
@@ -360,6 +362,9 @@ cJSON *report_diagnosis_json(const stoke_advice_words *words,
       cJSON_AddNumberToObject(e, "echo", a->echo);
     if (a->kind == STOKE_ADVICE_PRESIZE)
       cJSON_AddNumberToObject(e, "max_side", a->max_side);
+    if (a->kind == STOKE_ADVICE_IO_CONCURRENCY ||
+        a->kind == STOKE_ADVICE_FEWER_CONNECTIONS)
+      cJSON_AddNumberToObject(e, "io_concurrency", a->io_concurrency);
     cJSON_AddNumberToObject(e, "now_step_ns", (double)a->now_step_ns);
     cJSON_AddNumberToObject(e, "predicted_step_ns",
                             (double)a->predicted_step_ns);

@@ -255,6 +255,10 @@ cJSON *report_cost_json(const report_result *res);
 /* Into the summary object o: steps_per_s, fresh_samples_per_s, echo,
 ** echo_mode, and the caches' figures when there are caches. */
 void report_rungs_json(cJSON *o, const report_result *res);
+/* fetch.c: the fetch stage of a remote source (stats.fetch_remote): its
+** line in the text report (nothing for a local source), its JSON object. */
+void report_print_fetch(FILE *f, const report_result *res);
+cJSON *report_fetch_json(const report_result *res);
 
 /* ---- bad samples and resume (failures.c) --------------------------------- */
 

@@ -197,6 +197,7 @@ void report_print_summary(FILE *f, const report_result *res) {
   print_bytes(f, res->peak_rss_bytes);
   fprintf(f, "\n");
   report_print_rungs(f, res);
+  report_print_fetch(f, res);
 }
 
 void report_print_autotune(FILE *f, const report_result *res) {

@@ -54,6 +54,9 @@ static void python_words(void *user, int setting, unsigned v,
   case STOKE_SETTING_C_TRANSFORMS:
     snprintf(buf, n, "stoke.Loader(path, transform=...)");
     break;
+  case STOKE_SETTING_IO_CONCURRENCY:
+    snprintf(buf, n, "io_concurrency=%u", v);
+    break;
   default: snprintf(buf, n, "?");
   }
 }

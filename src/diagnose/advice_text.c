@@ -39,6 +39,9 @@ static void legacy_words(void *user, int setting, unsigned v,
   case STOKE_SETTING_C_TRANSFORMS:
     snprintf(buf, n, "stoke.Loader(path, transform=...)");
     break;
+  case STOKE_SETTING_IO_CONCURRENCY:
+    snprintf(buf, n, "--io-concurrency %u", v);
+    break;
   default: snprintf(buf, n, "?");
   }
 }
@@ -212,6 +215,27 @@ int stoke_advice_format(const stoke_advice *a, const stoke_advice_basis *b,
              ms(b->copy_ns), 100 * (1 - b->copy_overlap),
              ms(b->copy_mean_ns),
              say(w, a, STOKE_SETTING_DEVICE_PREFETCH, a->device_prefetch).s,
+             pred, now, a->speedup);
+    return 0;
+  case STOKE_ADVICE_FEWER_CONNECTIONS:
+    snprintf(buf, n,
+             "throttled: the server answered %.1f%% of %u-at-once requests "
+             "429 or 503 (slow down); %s asks less of it",
+             100 * b->fetch_throttled_frac, b->run_io_concurrency,
+             say(w, a, STOKE_SETTING_IO_CONCURRENCY, a->io_concurrency).s);
+    return 0;
+  case STOKE_ADVICE_IO_CONCURRENCY:
+    snprintf(buf, n,
+             "latency-bound: %.1f requests a step at %.1f ms each (p50), "
+             "%.1f in flight, take %.2f ms a step; %s%s%s: predicted step "
+             "%.2f ms (now %.2f ms), %.2fx",
+             b->fetch_requests_per_step, b->fetch_latency_ms,
+             b->fetch_in_flight, b->fetch_step_ms,
+             say(w, a, STOKE_SETTING_IO_CONCURRENCY, a->io_concurrency).s,
+             a->n_workers > b->run_workers ? " " : "",
+             a->n_workers > b->run_workers
+                 ? say(w, a, STOKE_SETTING_WORKERS, a->n_workers).s
+                 : "",
              pred, now, a->speedup);
     return 0;
   case STOKE_ADVICE_PRESIZE:

@@ -192,6 +192,43 @@ static void advise_python(ladder *l, const stoke_model *m,
 }
 
 /* The ladder into l: its rungs and their numbers, no text. */
+/* Remote shards whose fetch holds the run back (stoke_fetch_diagnose):
+** fewer requests when the server throttles, more when latency, not the
+** workers, is what the steps wait for. */
+static void advise_fetch(ladder *l, const stoke_stats *st) {
+  stoke_fetch_diagnosis fd;
+  if (stoke_fetch_diagnose(st, &fd) != 0 || fd.verdict == STOKE_FETCH_NONE)
+    return;
+  stoke_advice *a = NULL;
+  if (fd.verdict == STOKE_FETCH_THROTTLED)
+    a = add(l, STOKE_ADVICE_FEWER_CONNECTIONS, l->now);
+  else if (fd.verdict == STOKE_FETCH_LATENCY)
+    a = add(l, STOKE_ADVICE_IO_CONCURRENCY,
+            (int64_t)(fd.predicted_step_ms * 1e6));
+  if (!a) return;
+  a->io_concurrency = fd.io_concurrency;
+  /* Each worker holds one request at a time: where the workers are the
+  ** readers (no more in flight than them: no block read-ahead), as many
+  ** workers as requests. */
+  a->n_workers = st->n_workers;
+  if (fd.verdict == STOKE_FETCH_LATENCY &&
+      st->fetch_in_flight <= st->n_workers + 0.5 &&
+      st->n_workers < fd.io_concurrency)
+    a->n_workers = fd.io_concurrency;
+  /* The model's step is not the fetch's: the line compares measured steps. */
+  a->now_step_ns = (int64_t)(fd.step_ms * 1e6);
+  a->speedup = a->predicted_step_ns > 0
+                   ? (double)a->now_step_ns / (double)a->predicted_step_ns
+                   : 0.0;
+  stoke_advice_basis *b = basis_of(l, a);
+  b->fetch_latency_ms = st->fetch_latency_p50_ms;
+  b->fetch_requests_per_step = fd.requests_per_step;
+  b->fetch_in_flight = st->fetch_in_flight;
+  b->fetch_step_ms = fd.fetch_step_ms;
+  b->fetch_throttled_frac = fd.throttled_frac;
+  b->run_io_concurrency = st->io_concurrency;
+}
+
 static int climb(ladder *lp, const stoke_model *m, const stoke_stats *st) {
   ladder l = *lp;
   stoke_diagnosis dg;
@@ -238,6 +275,8 @@ static int climb(ladder *lp, const stoke_model *m, const stoke_stats *st) {
     lp->n = l.n;
     return 0;
   }
+
+  advise_fetch(&l, st);
 
   /* More workers, up to the knee. */
   unsigned w_adv = w;

@@ -413,6 +413,7 @@ int stoke__loader_create(const stoke_config *cfg, const stoke__sys *sys,
   if (!mem) mem = stoke__metrics_create(l);
   if (!mem) mem = stoke__tracks_create(l);
   if (!mem) mem = stoke__publish_create(l);
+  if (!mem) mem = stoke__fetch_create(l);
   if (mem && mem != STOKE_ENOMEM) {
     /* A source's per-worker state failed for its own reason (message set). */
     destroy_sync(l);

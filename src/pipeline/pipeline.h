@@ -353,6 +353,10 @@ int stoke__resume_create(stoke_loader *l);
 ** features when cfg.publish (or STOKE_PUBLISH) asks for it; it starts
 ** once the loader is whole.  0 or STOKE_ENOMEM. */
 int stoke__publish_create(stoke_loader *l);
+/* fetch_feature.c: at create, list the fetch statistics among the
+** features when the source reads through an HTTP client (remote packed
+** shards).  0 or STOKE_ENOMEM. */
+int stoke__fetch_create(stoke_loader *l);
 /* The source's fingerprint, computed once (not with mu held). */
 uint64_t stoke__loader_fingerprint(stoke_loader *l);
 

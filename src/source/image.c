@@ -208,6 +208,11 @@ static uint64_t image_held_bytes(const stoke_source *src) {
   return stoke__blobset_held_bytes(im->set);
 }
 
+static const struct stoke__http *image_http(const stoke_source *src) {
+  const image_impl *im = src->impl;
+  return stoke__blobset_http(im->set);
+}
+
 static void image_read_ahead(const stoke_source *src, size_t first,
                              size_t n) {
   const image_impl *im = src->impl;
@@ -317,7 +322,8 @@ static const stoke__source_ops image_ops = {
     .held_bytes = image_held_bytes,
     .n_classes = image_n_classes,
     .class_name = image_class_name,
-    .label = image_label};
+    .label = image_label,
+    .http = image_http};
 
 /* The remote client's options from the config (and the S3 settings). */
 static void image_remote_options(const stoke_image_config *cfg,

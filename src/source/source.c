@@ -322,3 +322,7 @@ int stoke_source_create_callback(size_t n_samples, size_t n_fields,
   cfg.user = user;
   return stoke_source_create_callback_ex(&cfg, out);
 }
+
+const struct stoke__http *stoke__source_http(const stoke_source *src) {
+  return src->ops->http ? src->ops->http(src) : NULL;
+}

@@ -9,6 +9,7 @@
 
 struct stoke__trace;
 struct stoke__cache;
+struct stoke__http;
 
 struct stoke_sample {
   size_t index;
@@ -113,6 +114,9 @@ typedef struct stoke__source_ops {
   size_t (*n_classes)(const stoke_source *src);
   const char *(*class_name)(const stoke_source *src, size_t c);
   int64_t (*label)(const stoke_source *src, size_t index);
+  /* Optional: the HTTP client the fills read through (remote packed
+  ** shards), for the loader's fetch statistics; NULL: none. */
+  const struct stoke__http *(*http)(const stoke_source *src);
 } stoke__source_ops;
 
 /* A float field the source can also write as u8 pixels for the device to
@@ -128,6 +132,8 @@ bool stoke__source_u8_form(const stoke_source *src,
 ** (a 4:3 image keeps it on its shorter side), rounded up to a multiple of
 ** 128; 0 for sources that are not images. */
 unsigned stoke__source_keep_side(const stoke_source *src);
+/* ops->http, or NULL: the source reads nothing remote while it runs. */
+const struct stoke__http *stoke__source_http(const stoke_source *src);
 
 struct stoke_source {
   atomic_long refs;          /* atomic, acq_rel: last release frees */

@@ -39,6 +39,18 @@ void stoke__hist_add_n(stoke__hist *h, uint64_t v, uint64_t n) {
     atomic_store_explicit(&h->max, v, memory_order_relaxed);
 }
 
+void stoke__hist_add_shared(stoke__hist *h, uint64_t v) {
+  atomic_fetch_add_explicit(&h->bucket[stoke__hist_bucket_of(v)], 1,
+                            memory_order_relaxed);
+  atomic_fetch_add_explicit(&h->count, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&h->sum, v, memory_order_relaxed);
+  uint64_t m = atomic_load_explicit(&h->max, memory_order_relaxed);
+  while (v > m && !atomic_compare_exchange_weak_explicit(
+                      &h->max, &m, v, memory_order_relaxed,
+                      memory_order_relaxed)) {
+  }
+}
+
 void stoke__hist_read(const stoke__hist *h, stoke__hist_snap *acc) {
   for (size_t i = 0; i < STOKE__HIST_BUCKETS; i++)
     acc->bucket[i] += stoke__counter_get(&h->bucket[i]);

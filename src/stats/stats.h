@@ -34,6 +34,9 @@ uint64_t stoke__hist_bucket_mid(size_t b);
 void stoke__hist_bucket_range(size_t b, uint64_t *lo, uint64_t *hi);
 void stoke__hist_add(stoke__hist *h, uint64_t v);       /* single writer */
 void stoke__hist_add_n(stoke__hist *h, uint64_t v, uint64_t n); /* n times */
+/* Any number of writers at once (atomic adds): the HTTP client's request
+** latencies, which every worker and read-ahead thread records. */
+void stoke__hist_add_shared(stoke__hist *h, uint64_t v);
 void stoke__hist_read(const stoke__hist *h, stoke__hist_snap *acc); /* += */
 void stoke__hist_sub(stoke__hist_snap *a, const stoke__hist_snap *b);
 /* Value at quantile q in [0, 1] (bucket midpoint, clamped to max). */

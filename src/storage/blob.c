@@ -252,6 +252,10 @@ uint64_t stoke__blobset_held_bytes(const stoke__blobset *s) {
   return s->ops->held_bytes ? s->ops->held_bytes(s->impl) : 0;
 }
 
+const struct stoke__http *stoke__blobset_http(const stoke__blobset *s) {
+  return s->ops->http ? s->ops->http(s->impl) : NULL;
+}
+
 void stoke__blobset_read_ahead(const stoke__blobset *s, size_t first,
                                size_t n) {
   if (!s->ops->read_ahead || first >= s->n_samples) return;

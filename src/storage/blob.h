@@ -34,6 +34,7 @@
 #include <stdint.h>
 
 typedef struct stoke__blobset stoke__blobset; /* opaque */
+struct stoke__http;                           /* storage/http.h */
 
 /* Format hint of a sample's bytes, from its extension (folder, tar) or the
 ** packed index.  UNKNOWN means: sniff the bytes.  Values are stored in
@@ -182,6 +183,9 @@ void stoke__blobset_done(const stoke__blobset *s, size_t i,
 uint64_t stoke__blobset_stored_bytes(const stoke__blobset *s, size_t i);
 /* ops->held_bytes (the host ledger's storage term), or 0. */
 uint64_t stoke__blobset_held_bytes(const stoke__blobset *s);
+/* ops->http: the client remote reads go through, or NULL (local shards,
+** and tar shards, which are fetched whole at open). */
+const struct stoke__http *stoke__blobset_http(const stoke__blobset *s);
 /* Ask the kernel to read samples [first, first + n) ahead, without
 ** waiting: packed shards madvise(MADV_WILLNEED) their mapped range, tar
 ** shards and folder files posix_fadvise(WILLNEED).  Advice only: a call
@@ -319,6 +323,9 @@ typedef struct stoke__blob_ops {
   ** open, beside any sample being read: a remote set's read-ahead buffer,
   ** at most its budget.  For the host ledger; 0 without it. */
   uint64_t (*held_bytes)(const void *impl);
+  /* Optional: the HTTP client the reads go through while the set is open
+  ** (remote packed shards), for the stats' fetch section; NULL: none. */
+  const struct stoke__http *(*http)(const void *impl);
 } stoke__blob_ops;
 
 /* Growable list of strings with optional reasons, for class names and

@@ -5,6 +5,7 @@
 #include "storage/http.h"
 #include "storage/s3.h"
 #include "storage/url.h"
+#include "os/os.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -44,6 +45,7 @@ struct stoke__http {
   size_t n_pool;
   atomic_uint budget;      /* retries left */
   atomic_uint_fast64_t requests, retries, throttled, bytes;
+  stoke__hist latency;     /* per attempt; ~29 KiB, one per client */
 };
 
 /* ---- the share's locks --------------------------------------------------- */
@@ -156,6 +158,12 @@ void stoke__http_counts_get(const stoke__http *h, stoke__http_counts *out) {
   out->retries = atomic_load(&m->retries);
   out->throttled = atomic_load(&m->throttled);
   out->bytes = atomic_load(&m->bytes);
+  out->busy_ns = stoke__counter_get(&m->latency.sum);
+  out->io_concurrency = h->o.io_concurrency;
+}
+
+void stoke__http_latency_read(const stoke__http *h, stoke__hist_snap *acc) {
+  stoke__hist_read(&h->latency, acc);
 }
 
 /* ---- handles ------------------------------------------------------------- */
@@ -412,7 +420,10 @@ static int attempt_once(stoke__http *h, CURL *c, request *q, outcome *o) {
     curl_easy_setopt(c, CURLOPT_RANGE, range);
   }
   atomic_fetch_add(&h->requests, 1);
+  int64_t t0 = stoke__now_ns();
   o->code = curl_easy_perform(c);
+  int64_t dt = stoke__now_ns() - t0;
+  stoke__hist_add_shared(&h->latency, dt > 0 ? (uint64_t)dt : 0);
   curl_slist_free_all(headers);
   o->status = 0;
   curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &o->status);

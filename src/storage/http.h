@@ -26,6 +26,7 @@
 
 #include "core/core.h"
 #include "os/syscalls.h"
+#include "stats/stats.h"
 
 #include <stdint.h>
 
@@ -54,6 +55,9 @@ typedef struct stoke__http_counts {
   uint64_t retries;
   uint64_t throttled; /* 429 and 503 answers */
   uint64_t bytes;     /* body bytes received */
+  uint64_t busy_ns;   /* the attempts' wall times summed: over a span of
+                         wall time, the mean number in flight */
+  unsigned io_concurrency; /* the client's, resolved (0 became 8) */
 } stoke__http_counts;
 
 typedef struct stoke__http stoke__http;
@@ -104,5 +108,8 @@ int stoke__http_parallel(const stoke__http *h, size_t n,
                          void *arg, char *err, size_t cap);
 
 void stoke__http_counts_get(const stoke__http *h, stoke__http_counts *out);
+/* Adds the attempts' latencies (ns, each curl_easy_perform's wall time,
+** retries each one) into *acc. */
+void stoke__http_latency_read(const stoke__http *h, stoke__hist_snap *acc);
 
 #endif /* STOKE_STORAGE_HTTP_H */

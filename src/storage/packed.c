@@ -351,13 +351,17 @@ static uint64_t packed_held_bytes(const void *impl) {
   return p->pf ? STOKE__REMOTE_PREFETCH_BYTES : 0;
 }
 
+static const struct stoke__http *packed_http(const void *impl) {
+  return ((const packed_impl *)impl)->http;
+}
+
 static const stoke__blob_ops packed_ops = {
     "packed",          packed_label,        packed_format,
     packed_dims,       packed_describe,     packed_read,
     packed_destroy,    packed_done,         packed_files,
     packed_bytes,      NULL,                packed_read_ahead,
     NULL,              packed_pack_info,    packed_source_index,
-    packed_held_bytes,
+    packed_held_bytes, packed_http,
 };
 
 /* ---- validation ---------------------------------------------------------- */

@@ -167,6 +167,7 @@ static const stoke__blob_ops tar_ops = {
     "tar", tar_label, tar_format, NULL, tar_describe, tar_read, tar_destroy,
     NULL, NULL, tar_bytes, NULL, tar_read_ahead, tar_content_key, NULL,
     NULL, NULL, /* remote shards are spooled to files, not held */
+    NULL,       /* nor read through a client once open */
 };
 
 /* ---- header fields ------------------------------------------------------- */

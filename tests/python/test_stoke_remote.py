@@ -196,3 +196,20 @@ def test_cache_fetches_each_shard_once_and_reads_bit_identical(served,
                                     cache_max=size, io_concurrency=1, **KW)))
     kept = sum(e.stat().st_size for e in (small / "remote").glob("r-*.stoke"))
     assert kept <= size
+
+
+def test_stats_fetch_section(served):
+    local = stoke.Loader(pattern(served["www"], served["last"]),
+                         num_workers=1, **KW)
+    epochs(local)
+    assert "fetch" not in local.stats()
+    remote = stoke.Loader(pattern(served["faults"] + "/ok", served["last"]),
+                          num_workers=2, io_concurrency=3, **KW)
+    epochs(remote)
+    f = remote.stats()["fetch"]
+    assert set(f) == {"requests", "retries", "throttled", "bytes",
+                      "bytes_per_s", "latency_p50_ms", "latency_p95_ms",
+                      "in_flight", "io_concurrency", "verdict"}, f
+    assert f["requests"] > 0 and f["bytes"] > 0, f
+    assert f["retries"] == 0 and f["throttled"] == 0, f
+    assert f["io_concurrency"] == 3, f

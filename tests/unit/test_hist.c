@@ -7,6 +7,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -161,6 +162,39 @@ static void test_quantile_rank_rounds_up(void **state) {
   free(s);
 }
 
+/* stoke__hist_add_shared from several threads at once (the HTTP client's
+** latencies): no add is lost, and the maximum is the largest value. */
+#define SHARED_THREADS 4
+#define SHARED_ADDS 20000
+
+static void *add_many(void *arg) {
+  stoke__hist *h = arg;
+  for (uint64_t i = 1; i <= SHARED_ADDS; i++) stoke__hist_add_shared(h, i);
+  return NULL;
+}
+
+static void test_shared_adds_from_threads(void **state) {
+  (void)state;
+  stoke__hist *h = calloc(1, sizeof *h);
+  stoke__hist_snap *s = calloc(1, sizeof *s);
+  assert_non_null(h);
+  assert_non_null(s);
+  pthread_t t[SHARED_THREADS];
+  for (int i = 0; i < SHARED_THREADS; i++)
+    assert_int_equal(pthread_create(&t[i], NULL, add_many, h), 0);
+  for (int i = 0; i < SHARED_THREADS; i++) pthread_join(t[i], NULL);
+  stoke__hist_read(h, s);
+  assert_int_equal(s->count, SHARED_THREADS * SHARED_ADDS);
+  uint64_t per = (uint64_t)SHARED_ADDS * (SHARED_ADDS + 1) / 2;
+  assert_int_equal(s->sum, SHARED_THREADS * per);
+  assert_int_equal(s->max, SHARED_ADDS);
+  uint64_t in_buckets = 0;
+  for (size_t b = 0; b < STOKE__HIST_BUCKETS; b++) in_buckets += s->bucket[b];
+  assert_int_equal(in_buckets, s->count);
+  free(s);
+  free(h);
+}
+
 int main(void) {
   tu_watchdog(TU_WATCHDOG_S);
   const struct CMUnitTest tests[] = {
@@ -171,6 +205,7 @@ int main(void) {
       cmocka_unit_test(test_empty_and_subtract),
       cmocka_unit_test(test_bucket_ranges_tile),
       cmocka_unit_test(test_counter_add),
+      cmocka_unit_test(test_shared_adds_from_threads),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

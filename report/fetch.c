@@ -1,0 +1,42 @@
+/* fetch.c — the fetch stage of a run over remote shards (stoke_stats'
+** fetch_* fields, docs/remote.md "The fetch stage"), in the text report
+** and the JSON summary; absent for a local source. */
+#include <string.h>
+
+#include "report.h"
+
+void report_print_fetch(FILE *f, const report_result *res) {
+  const stoke_stats *st = &res->stats;
+  if (!st->fetch_remote) return;
+  fprintf(f, "  fetch         %llu requests (%llu retries, %llu throttled), "
+             "%.1f MB at %.1f MB/s; latency p50 %.1f ms, p95 %.1f ms; "
+             "%.1f in flight, io_concurrency %u\n",
+          (unsigned long long)st->fetch_requests,
+          (unsigned long long)st->fetch_retries,
+          (unsigned long long)st->fetch_throttled,
+          (double)st->fetch_bytes / 1e6, st->fetch_bytes_per_s / 1e6,
+          st->fetch_latency_p50_ms, st->fetch_latency_p95_ms,
+          st->fetch_in_flight, st->io_concurrency);
+  stoke_fetch_diagnosis d;
+  if (stoke_fetch_diagnose(st, &d) == 0 && d.verdict != STOKE_FETCH_NONE)
+    fprintf(f, "  fetch verdict %s\n", stoke_fetch_verdict_name(d.verdict));
+}
+
+cJSON *report_fetch_json(const report_result *res) {
+  const stoke_stats *st = &res->stats;
+  cJSON *o = cJSON_CreateObject();
+  if (!o) return NULL;
+  cJSON_AddNumberToObject(o, "requests", (double)st->fetch_requests);
+  cJSON_AddNumberToObject(o, "retries", (double)st->fetch_retries);
+  cJSON_AddNumberToObject(o, "throttled", (double)st->fetch_throttled);
+  cJSON_AddNumberToObject(o, "bytes", (double)st->fetch_bytes);
+  cJSON_AddNumberToObject(o, "bytes_per_s", st->fetch_bytes_per_s);
+  cJSON_AddNumberToObject(o, "latency_p50_ms", st->fetch_latency_p50_ms);
+  cJSON_AddNumberToObject(o, "latency_p95_ms", st->fetch_latency_p95_ms);
+  cJSON_AddNumberToObject(o, "in_flight", st->fetch_in_flight);
+  cJSON_AddNumberToObject(o, "io_concurrency", st->io_concurrency);
+  stoke_fetch_diagnosis d;
+  if (stoke_fetch_diagnose(st, &d) != 0) memset(&d, 0, sizeof d);
+  cJSON_AddStringToObject(o, "verdict", stoke_fetch_verdict_name(d.verdict));
+  return o;
+}
