@@ -22,6 +22,7 @@
 #define MAX_BACKOFF_MS 10000u
 #define SHOWN_CAP 512
 #define TARGET_CAP 8192   /* the http(s) URL an s3:// URL maps to */
+#define MOVED_BUCKETS 16  /* buckets of one client known in other regions */
 #define ERROR_BODY_CAP 1024 /* of an error answer: S3's XML names its Code */
 /* An s3:// answer may be an error whose XML body is longer than the range
 ** asked (a 64-byte header read): let one this large start, so that its
@@ -46,6 +47,14 @@ struct stoke__http {
   atomic_uint budget;      /* retries left */
   atomic_uint_fast64_t requests, retries, throttled, bytes;
   stoke__hist latency;     /* per attempt; ~29 KiB, one per client */
+  /* The buckets S3 said live in another region than the settings' (an
+  ** answer's x-amz-bucket-region), so that each later request goes and
+  ** is signed there at once; a few buckets a source, under their lock. */
+  pthread_mutex_t moved_lock;
+  struct {
+    char bucket[64], region[64];
+  } moved[MOVED_BUCKETS];
+  size_t n_moved;
 };
 
 /* ---- the share's locks --------------------------------------------------- */
@@ -95,6 +104,7 @@ int stoke__http_create(const stoke__http_options *o, const stoke_allocator *a,
   for (int d = 0; d < CURL_LOCK_DATA_LAST; d++)
     pthread_mutex_init(&h->share_lock[d], NULL);
   pthread_mutex_init(&h->pool_lock, NULL);
+  pthread_mutex_init(&h->moved_lock, NULL);
   atomic_init(&h->budget, h->o.retry_budget);
   atomic_init(&h->requests, 0);
   atomic_init(&h->retries, 0);
@@ -140,6 +150,7 @@ void stoke__http_destroy(stoke__http *h) {
   for (int d = 0; d < CURL_LOCK_DATA_LAST; d++)
     pthread_mutex_destroy(&h->share_lock[d]);
   pthread_mutex_destroy(&h->pool_lock);
+  pthread_mutex_destroy(&h->moved_lock);
   stoke__free(h->alloc, h->pool);
   stoke__free(h->alloc, h->ca_path);
   /* The secret and the token do not outlive the client in its memory. */
@@ -203,6 +214,7 @@ typedef struct sink {
   char ebody[ERROR_BODY_CAP]; /* the start of an error answer's body */
   size_t n_ebody;
   char etag[STOKE__HTTP_ETAG_CAP]; /* the answer's ETag, or "" */
+  char bucket_region[64];  /* S3's x-amz-bucket-region, or "" */
 } sink;
 
 static size_t on_body(char *data, size_t size, size_t n, void *user) {
@@ -253,6 +265,22 @@ static void etag_header(sink *k, const char *line, size_t bytes) {
   k->etag[n] = 0;
 }
 
+/* "x-amz-bucket-region: eu-west-1": where S3 says the bucket is (on a
+** wrong region's 301 or 400); one that is no region name is not kept. */
+static void bucket_region_header(sink *k, const char *line, size_t bytes) {
+  static const char name[] = "x-amz-bucket-region:";
+  size_t m = sizeof name - 1;
+  if (bytes <= m || strncasecmp(line, name, m) != 0) return;
+  const char *v = line + m, *end = line + bytes;
+  while (v < end && (*v == ' ' || *v == '\t')) v++;
+  size_t n = 0;
+  while (v + n < end && v[n] != '\r' && v[n] != '\n' && v[n] != ' ') n++;
+  if (n == 0 || n >= sizeof k->bucket_region) return;
+  memcpy(k->bucket_region, v, n);
+  k->bucket_region[n] = 0;
+  if (!stoke__s3_region_ok(k->bucket_region)) k->bucket_region[0] = 0;
+}
+
 /* "Content-Range: bytes 0-63/123456": the size after the slash. */
 static size_t on_header(char *line, size_t size, size_t n, void *user) {
   sink *k = user;
@@ -279,6 +307,7 @@ static size_t on_header(char *line, size_t size, size_t n, void *user) {
       k->total = strtoull(slash + 1, NULL, 10);
   }
   etag_header(k, line, bytes);
+  bucket_region_header(k, line, bytes);
   return bytes;
 }
 
@@ -354,6 +383,7 @@ typedef struct request {
   bool s3;
   uint64_t off, len;       /* range; len 0 = the whole object */
   sink k;
+  char region[64];         /* an s3:// request's: where it goes, signed */
 } request;
 
 /* What the last attempt saw, for the message when it gives up. */
@@ -366,15 +396,16 @@ typedef struct outcome {
 /* An s3:// request: SigV4 by libcurl when there is a key (else unsigned,
 ** for a public bucket).  The key id, the secret and the token go to
 ** libcurl only.  False when the header list cannot be made. */
-static bool s3_sign(const stoke__http *h, CURL *c, const sink *k,
+static bool s3_sign(const stoke__http *h, CURL *c, const request *q,
                     struct curl_slist **headers) {
   const stoke__s3_conf *s3 = h->s3;
+  const sink *k = &q->k;
   if (k->cap < S3_MIN_MAXFILESIZE)
     curl_easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE,
                      (curl_off_t)S3_MIN_MAXFILESIZE);
   if (!s3->key_id[0]) return true;
   char provider[96], token[sizeof s3->token + 32];
-  snprintf(provider, sizeof provider, "aws:amz:%s:s3", s3->region);
+  snprintf(provider, sizeof provider, "aws:amz:%s:s3", q->region);
   curl_easy_setopt(c, CURLOPT_AWS_SIGV4, provider);
   curl_easy_setopt(c, CURLOPT_USERNAME, s3->key_id);
   curl_easy_setopt(c, CURLOPT_PASSWORD, s3->secret);
@@ -407,12 +438,13 @@ static int attempt_once(stoke__http *h, CURL *c, request *q, outcome *o) {
   k->n_ebody = 0;
   k->ebody[0] = 0;
   k->etag[0] = 0;
+  k->bucket_region[0] = 0;
   o->code = CURLE_OK; /* what fail() reads, should this attempt not start */
   o->status = 0;
   o->curl_err[0] = 0;
   setup(h, c, q->target, k, o->curl_err);
   struct curl_slist *headers = NULL;
-  if (q->s3 && !s3_sign(h, c, k, &headers)) return STOKE_ENOMEM;
+  if (q->s3 && !s3_sign(h, c, q, &headers)) return STOKE_ENOMEM;
   char range[64];
   if (q->len) {
     snprintf(range, sizeof range, "%llu-%llu", (unsigned long long)q->off,
@@ -486,8 +518,47 @@ static int fail(const request *q, int code, const outcome *o,
                      budget_spent ? " (the retry budget is spent)" : "");
 }
 
+/* ---- buckets in other regions ------------------------------------------- */
+
+/* The region bucket's requests go to: one S3 named for it, else the
+** settings'. */
+static void bucket_region(stoke__http *h, const char *bucket,
+                          char region[64]) {
+  snprintf(region, 64, "%s", h->s3->region);
+  pthread_mutex_lock(&h->moved_lock);
+  for (size_t k = 0; k < h->n_moved; k++)
+    if (!strcmp(h->moved[k].bucket, bucket))
+      snprintf(region, 64, "%s", h->moved[k].region);
+  pthread_mutex_unlock(&h->moved_lock);
+}
+
+/* Remember that bucket is in region (a full table forgets nothing: that
+** bucket's requests then each follow the answer again). */
+static void bucket_moved(stoke__http *h, const char *bucket,
+                         const char *region) {
+  pthread_mutex_lock(&h->moved_lock);
+  size_t k = 0;
+  while (k < h->n_moved && strcmp(h->moved[k].bucket, bucket)) k++;
+  if (k < MOVED_BUCKETS) {
+    snprintf(h->moved[k].bucket, sizeof h->moved[k].bucket, "%s", bucket);
+    snprintf(h->moved[k].region, sizeof h->moved[k].region, "%s", region);
+    if (k == h->n_moved) h->n_moved++;
+  }
+  pthread_mutex_unlock(&h->moved_lock);
+}
+
+/* Whether the answer says the bucket is in another region than the one
+** asked: S3 answers a wrong region's request with 301 PermanentRedirect
+** (virtual-hosted), 400 AuthorizationHeaderMalformed (the signature's
+** scope) or 307, each with x-amz-bucket-region. */
+static bool wrong_region(const request *q, const outcome *o) {
+  return q->s3 && (o->status == 301 || o->status == 307 ||
+                   o->status == 400) &&
+         q->k.bucket_region[0] && strcmp(q->k.bucket_region, q->region);
+}
+
 static int perform(stoke__http *h, request *q, char *err, size_t cap) {
-  char target[TARGET_CAP];
+  char target[TARGET_CAP], bucket[64] = "";
   q->target = q->url;
   q->s3 = stoke__url_is_s3(q->url);
   if (q->s3) {
@@ -496,8 +567,10 @@ static int perform(stoke__http *h, request *q, char *err, size_t cap) {
     if (!h->s3)
       return stoke__errf(err, cap, STOKE_EINVAL, "GET %s: no S3 settings "
                          "for an s3:// URL", shown);
-    int rc = stoke__s3_http_url(h->s3, q->url, target, sizeof target, err,
-                                cap);
+    stoke__s3_bucket_of(q->url, bucket);
+    bucket_region(h, bucket, q->region);
+    int rc = stoke__s3_http_url_in(h->s3, q->region, q->url, target,
+                                   sizeof target, err, cap);
     if (rc) return rc;
     q->target = target;
   }
@@ -508,7 +581,8 @@ static int perform(stoke__http *h, request *q, char *err, size_t cap) {
   outcome o;
   int rc = 1;
   unsigned attempt = 0;
-  bool spent = false;
+  bool spent = false, followed = false;
+again:
   while (rc == 1) {
     attempt++;
     rc = attempt_once(h, c, q, &o);
@@ -523,6 +597,22 @@ static int perform(stoke__http *h, request *q, char *err, size_t cap) {
     atomic_fetch_add(&h->retries, 1);
     backoff(h, q->url, q->off, attempt);
   }
+  /* A bucket in another region: once, to where S3 said (a redirect, not
+  ** a retry: the budget is not charged), and every later request of the
+  ** bucket goes there first. */
+  if (rc != 0 && !followed && wrong_region(q, &o)) {
+    followed = true;
+    snprintf(q->region, sizeof q->region, "%s", q->k.bucket_region);
+    bucket_moved(h, bucket, q->region);
+    rc = stoke__s3_http_url_in(h->s3, q->region, q->url, target,
+                               sizeof target, err, cap);
+    if (rc == 0) {
+      rc = 1;
+      goto again;
+    }
+    handle_give(h, c);
+    return rc;
+  }
   handle_give(h, c);
   if (rc == 0) return 0;
   return fail(q, rc == 1 ? STOKE_EIO : rc, &o, attempt, spent, err, cap);
@@ -531,7 +621,7 @@ static int perform(stoke__http *h, request *q, char *err, size_t cap) {
 int stoke__http_get_range(stoke__http *h, const char *url, uint64_t off,
                           size_t len, void *buf, uint64_t *total, char *err,
                           size_t cap) {
-  request q = {url, NULL, false, off, len, {0}};
+  request q = {url, NULL, false, off, len, {0}, ""};
   q.k.buf = buf;
   q.k.cap = len;
   int rc = perform(h, &q, err, cap);
@@ -543,7 +633,7 @@ int stoke__http_get_range_etag(stoke__http *h, const char *url,
                                uint64_t off, size_t len, void *buf,
                                uint64_t *total, char *etag, char *err,
                                size_t cap) {
-  request q = {url, NULL, false, off, len, {0}};
+  request q = {url, NULL, false, off, len, {0}, ""};
   q.k.buf = buf;
   q.k.cap = len;
   int rc = perform(h, &q, err, cap);
@@ -555,7 +645,7 @@ int stoke__http_get_range_etag(stoke__http *h, const char *url,
 int stoke__http_get_file(stoke__http *h, const char *url,
                          const stoke__sys *sys, int fd, uint64_t max,
                          uint64_t *bytes, char *err, size_t cap) {
-  request q = {url, NULL, false, 0, 0, {0}};
+  request q = {url, NULL, false, 0, 0, {0}, ""};
   q.k.sys = sys;
   q.k.fd = fd;
   q.k.cap = max;
@@ -566,7 +656,7 @@ int stoke__http_get_file(stoke__http *h, const char *url,
 
 int stoke__http_get_body(stoke__http *h, const char *url, void *buf,
                          size_t cap, size_t *n, char *err, size_t ecap) {
-  request q = {url, NULL, false, 0, 0, {0}};
+  request q = {url, NULL, false, 0, 0, {0}, ""};
   q.k.buf = buf;
   q.k.cap = cap;
   int rc = perform(h, &q, err, ecap);

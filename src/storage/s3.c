@@ -50,6 +50,31 @@ static bool put(char *buf, size_t cap, size_t *w, const char *s) {
 
 int stoke__s3_http_url(const stoke__s3_conf *c, const char *s3url,
                        char *buf, size_t cap, char *err, size_t ecap) {
+  return stoke__s3_http_url_in(c, c->region, s3url, buf, cap, err, ecap);
+}
+
+void stoke__s3_bucket_of(const char *s3url, char out[64]) {
+  out[0] = 0;
+  if (strncmp(s3url, "s3://", 5) != 0) return;
+  const char *b = s3url + 5;
+  size_t nb = strcspn(b, "/?#");
+  if (nb == 0 || nb > 63) return;
+  memcpy(out, b, nb);
+  out[nb] = 0;
+}
+
+bool stoke__s3_region_ok(const char *s) {
+  size_t n = strlen(s);
+  if (n == 0 || n > 63) return false;
+  for (const char *p = s; *p; p++)
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-'))
+      return false;
+  return true;
+}
+
+int stoke__s3_http_url_in(const stoke__s3_conf *c, const char *region,
+                          const char *s3url, char *buf, size_t cap,
+                          char *err, size_t ecap) {
   const char *b = s3url + 5; /* after "s3://" */
   size_t nb = strcspn(b, "/?#");
   const char *key = b[nb] == '/' ? b + nb + 1 : b + nb;
@@ -77,7 +102,7 @@ int stoke__s3_http_url(const stoke__s3_conf *c, const char *s3url,
          put_enc(buf, cap, &w, b, nb, false) && put(buf, cap, &w, "/");
   } else {
     ok = put(buf, cap, &w, "https://") && put_enc(buf, cap, &w, b, nb, false) &&
-         put(buf, cap, &w, ".s3.") && put(buf, cap, &w, c->region) &&
+         put(buf, cap, &w, ".s3.") && put(buf, cap, &w, region) &&
          put(buf, cap, &w, ".amazonaws.com/");
   }
   ok = ok && put_enc(buf, cap, &w, key, nk, true) && put(buf, cap, &w, query);

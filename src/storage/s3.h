@@ -59,6 +59,20 @@ void stoke__s3_wipe(void *p, size_t n);
 ** STOKE_EINVAL for a URL without a bucket or too long for buf. */
 int stoke__s3_http_url(const stoke__s3_conf *c, const char *s3url,
                        char *buf, size_t cap, char *err, size_t ecap);
+/* The same in region (a region name; c->region's form) instead of
+** c->region: for a bucket S3 said lives elsewhere (x-amz-bucket-region). */
+int stoke__s3_http_url_in(const stoke__s3_conf *c, const char *region,
+                          const char *s3url, char *buf, size_t cap,
+                          char *err, size_t ecap);
+
+/* The bucket of s3url into out (NUL-terminated; "" when there is none or
+** it is longer than 63 bytes, S3's limit). */
+void stoke__s3_bucket_of(const char *s3url, char out[64]);
+
+/* Whether s is a region name as the settings accept one ([a-z0-9-]+, at
+** most 63 bytes): what an answer's x-amz-bucket-region must be before it
+** is used in a host name or a signature's scope. */
+bool stoke__s3_region_ok(const char *s);
 
 /* Whether an s3:// spec names a prefix to list rather than an object: it
 ** ends in '/' or in neither ".stoke" nor ".tar". */

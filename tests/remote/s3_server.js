@@ -16,6 +16,10 @@
 //     a signature that does not match: 403 SignatureDoesNotMatch;
 //   - TOKEN other than "-": the request must carry x-amz-security-token
 //     TOKEN, signed (else 403 InvalidToken).
+// A second bucket, BUCKET-far, lives in FAR_REGION: a request to it signed
+// for another region gets what S3 answers then, 400
+// AuthorizationHeaderMalformed with x-amz-bucket-region: FAR_REGION (the
+// first bucket takes any region).
 // Port 0: the kernel picks; the port is written to PORT_FILE once it
 // listens.  Each request is logged to LOG as "METHOD URL STATUS".  The
 // caller runs this under `timeout`, so it stops by itself.
@@ -39,6 +43,7 @@ function enc(s, keepSlash) {
 const dec = s => decodeURIComponent(s.replace(/\+/g, '%20'));
 const sha256 = s => crypto.createHash('sha256').update(s).digest('hex');
 const hmac = (k, s) => crypto.createHmac('sha256', k).update(s).digest();
+const FAR_REGION = 'eu-west-3';
 
 // The SigV4 signature of a request (AWS's "Signature Calculations for the
 // Authorization Header"): the canonical request from the raw URL (path
@@ -111,6 +116,13 @@ function verify(req, res) {
   const [, id, day, region, signed, sig] = m;
   if (id !== keyId)
     return refuse(res, 403, 'InvalidAccessKeyId', 'no such key id');
+  const reqBucket = req.url.split('?')[0].split('/')[1];
+  if (reqBucket === bucket + '-far' && region !== FAR_REGION) {
+    res.setHeader('x-amz-bucket-region', FAR_REGION);
+    return refuse(res, 400, 'AuthorizationHeaderMalformed',
+                  "the region '" + region + "' is wrong; expecting '" +
+                  FAR_REGION + "'");
+  }
   const names = signed.split(';');
   for (const need of ['host', 'x-amz-date', 'x-amz-content-sha256'])
     if (!names.includes(need))
@@ -139,7 +151,7 @@ function main() {
     vhostBuckets: false, // path-style only: the tests set AWS_ENDPOINT_URL
     // The signature was checked above; s3rver's own check is SigV2-only.
     allowMismatchedSignatures: true,
-    configureBuckets: [{ name: bucket }],
+    configureBuckets: [{ name: bucket }, { name: bucket + '-far' }],
   });
   const serve = s3.callback();
   const log = fs.openSync(logFile, 'a');

@@ -130,11 +130,12 @@ start_s3() {
   wait_port "$(cat "$TMP/s3.port")"
 }
 
-# s3_put FILE KEY: upload FILE as KEY into $S3_BUCKET, signed by curl.
+# s3_put FILE KEY [BUCKET REGION]: upload FILE as KEY into BUCKET (default
+# $S3_BUCKET, in us-east-1), signed by curl.
 s3_put() {
-  curl -sS --fail -T "$1" --aws-sigv4 "aws:amz:us-east-1:s3" --user "$S3_KEY_ID:$S3_SECRET" \
+  curl -sS --fail -T "$1" --aws-sigv4 "aws:amz:${4:-us-east-1}:s3" --user "$S3_KEY_ID:$S3_SECRET" \
     -H "x-amz-content-sha256: UNSIGNED-PAYLOAD" -H "x-amz-security-token: $S3_TOKEN" \
-    --globoff "$S3_ENDPOINT/$S3_BUCKET/$2" >/dev/null || fail "upload of $2 failed"
+    --globoff "$S3_ENDPOINT/${3:-$S3_BUCKET}/$2" >/dev/null || fail "upload of $2 failed"
 }
 
 # nginx_requests: requests nginx has logged so far.

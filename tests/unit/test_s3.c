@@ -296,6 +296,34 @@ static void test_urls(void **state) {
   assert_false(stoke__s3_is_prefix("s3://b/t-{a,b.tar}"));
 }
 
+/* A bucket S3 said lives elsewhere: its URL in that region, the bucket of
+** a URL, and what may serve as a region (an answer's header). */
+static void test_other_region(void **state) {
+  (void)state;
+  stoke__s3_conf c;
+  memset(&c, 0, sizeof c);
+  snprintf(c.region, sizeof c.region, "us-east-1");
+  char buf[512], err[256], b[64];
+  assert_int_equal(stoke__s3_http_url_in(&c, "eu-west-3", "s3://bk/a/b.stoke",
+                                         buf, sizeof buf, err, sizeof err),
+                   0);
+  assert_string_equal(buf, "https://bk.s3.eu-west-3.amazonaws.com/a/b.stoke");
+  snprintf(c.endpoint, sizeof c.endpoint, "http://127.0.0.1:9000");
+  assert_int_equal(stoke__s3_http_url_in(&c, "eu-west-3", "s3://bk/a", buf,
+                                         sizeof buf, err, sizeof err), 0);
+  assert_string_equal(buf, "http://127.0.0.1:9000/bk/a"); /* path-style */
+  stoke__s3_bucket_of("s3://my-bucket/x/y?z", b);
+  assert_string_equal(b, "my-bucket");
+  stoke__s3_bucket_of("s3:///x", b);
+  assert_string_equal(b, "");
+  stoke__s3_bucket_of("https://h/x", b);
+  assert_string_equal(b, "");
+  assert_true(stoke__s3_region_ok("ap-southeast-2"));
+  assert_false(stoke__s3_region_ok(""));
+  assert_false(stoke__s3_region_ok("evil.example.com/"));
+  assert_false(stoke__s3_region_ok("EU-WEST-1"));
+}
+
 static void test_list_url(void **state) {
   (void)state;
   char buf[256];
@@ -461,6 +489,7 @@ int main(void) {
       cmocka_unit_test(test_settings),
       cmocka_unit_test(test_profiles),
       cmocka_unit_test(test_urls),
+      cmocka_unit_test(test_other_region),
       cmocka_unit_test(test_list_url),
       cmocka_unit_test(test_listing_xml),
       cmocka_unit_test(test_error_code),
