@@ -43,6 +43,7 @@ void stoke__rcache_name(const char *shown, const char *etag, uint64_t size,
 typedef struct ranked {
   int64_t used_ns;
   size_t i;
+  bool victim;
 } ranked;
 
 static int by_use(const void *x, const void *y) {
@@ -58,29 +59,24 @@ size_t stoke__rcache_victims(const stoke__rcache_entry *e, size_t n,
   uint64_t total = incoming;
   for (size_t i = 0; i < n; i++) {
     total += e[i].size;
-    if (r) r[i] = (ranked){e[i].used_ns, i};
+    if (r) r[i] = (ranked){e[i].used_ns, i, false};
   }
   if (!r) { /* out of memory, or nothing: evict nothing, in index order */
     for (size_t i = 0; i < n; i++) order[i] = i;
     return 0;
   }
   qsort(r, n, sizeof *r, by_use);
-  /* Victims first, in LRU order; the kept after them. */
+  /* Victims first, in LRU order, until the rest fit; the kept after. */
   size_t k = 0;
-  for (size_t j = 0; j < n; j++) {
-    const stoke__rcache_entry *x = &e[r[j].i];
-    if (total > max && !x->open) {
-      total -= x->size;
+  for (size_t j = 0; j < n; j++)
+    if (total > max && !e[r[j].i].open) {
+      total -= e[r[j].i].size;
+      r[j].victim = true;
       order[k++] = r[j].i;
     }
-  }
-  /* The victims are the first k not open in this order: the others
-  ** follow them. */
-  size_t w = k, free_seen = 0;
-  for (size_t j = 0; j < n; j++) {
-    bool taken = !e[r[j].i].open && free_seen++ < k;
-    if (!taken) order[w++] = r[j].i;
-  }
+  size_t w = k;
+  for (size_t j = 0; j < n; j++)
+    if (!r[j].victim) order[w++] = r[j].i;
   stoke__free(a, r);
   return k;
 }
