@@ -416,12 +416,7 @@ static int list_s3_prefixes(const char *const *specs, size_t n_specs,
   }
   stoke__http_destroy(h);
   stoke__free(a, expanded);
-  if (rc == 0) {
-    if (stoke__blob_strs_pack(&all, a, out))
-      rc = stoke__errf(err, cap, STOKE_ENOMEM, "out of memory");
-    else
-      *n_out = all.n;
-  }
+  if (rc == 0) rc = stoke__blob_strs_hand_out(&all, a, out, n_out, err, cap);
   stoke__blob_strs_free(&all, a);
   return rc;
 }
@@ -565,9 +560,9 @@ static int create_images_list(const char *const *paths, size_t n_paths,
           paths, n_paths,
           path_flags | (cfg->verify_checksums ? STOKE__PACK_VERIFY_CRC : 0),
           &remote, a, sys, &im->set, err, sizeof err);
-    for (size_t k = 0; k < n_paths && kind != STOKE_IMAGES_FOLDER; k++)
-      if (cfg->cache_dir && stoke__url_is_remote(paths[k]))
-        im->remote_cached = true;
+    for (size_t k = 0; cfg->cache_dir && kind != STOKE_IMAGES_FOLDER &&
+                       k < n_paths && !im->remote_cached; k++)
+      im->remote_cached = stoke__url_is_remote(paths[k]);
     if (rc != 0) stoke__set_tls_error(rc, "%s", err);
   }
   if (rc == 0) rc = stoke__scratch_probe(im->set, cfg, a, &im->scratch);

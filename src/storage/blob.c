@@ -112,6 +112,15 @@ int stoke__blob_strs_pack(const stoke__blob_strs *l, const stoke_allocator *a,
   return 0;
 }
 
+int stoke__blob_strs_hand_out(const stoke__blob_strs *l,
+                              const stoke_allocator *a, char ***out,
+                              size_t *n, char *err, size_t cap) {
+  if (stoke__blob_strs_pack(l, a, out))
+    return stoke__errf(err, cap, STOKE_ENOMEM, "out of memory");
+  *n = l->n;
+  return 0;
+}
+
 void stoke__blob_strs_free(stoke__blob_strs *l, const stoke_allocator *a) {
   for (size_t i = 0; i < l->n; i++) stoke__free(a, l->s[i]);
   stoke__free(a, l->s);
@@ -463,12 +472,8 @@ int stoke__blob_paths(const char *const *specs, size_t n_specs,
       rc = stoke__errf(err, cap, STOKE_EINVAL, "path %zu is empty", k);
     else if (stoke__blob_strs_add(&all, a, specs[k], NULL))
       rc = stoke__errf(err, cap, STOKE_ENOMEM, "out of memory");
-  if (rc == 0) {
-    if (stoke__blob_strs_pack(&all, a, paths))
-      rc = stoke__errf(err, cap, STOKE_ENOMEM, "out of memory");
-    else
-      *n_paths = all.n;
-  }
+  if (rc == 0)
+    rc = stoke__blob_strs_hand_out(&all, a, paths, n_paths, err, cap);
   stoke__blob_strs_free(&all, a);
   return rc;
 }
@@ -524,12 +529,8 @@ int stoke__blob_expand(const char *const *specs, size_t n_specs,
     stoke__blob_strs_free(&e.out, a);
   }
   stoke__blob_strs_free(&e.out, a);
-  if (rc == 0) {
-    if (stoke__blob_strs_pack(&all, a, paths))
-      rc = stoke__errf(err, cap, STOKE_ENOMEM, "out of memory");
-    else
-      *n_paths = all.n;
-  }
+  if (rc == 0)
+    rc = stoke__blob_strs_hand_out(&all, a, paths, n_paths, err, cap);
   stoke__blob_strs_free(&all, a);
   return rc;
 }

@@ -343,6 +343,12 @@ void stoke__blob_strs_free(stoke__blob_strs *l, const stoke_allocator *a);
 ** left as it was.  STOKE_ENOMEM. */
 int stoke__blob_strs_pack(const stoke__blob_strs *l, const stoke_allocator *a,
                           char ***out);
+/* The same, with the count into *n and an error message: what a function
+** that hands out a list of paths ends with (l is still the caller's to
+** free). */
+int stoke__blob_strs_hand_out(const stoke__blob_strs *l,
+                              const stoke_allocator *a, char ***out,
+                              size_t *n, char *err, size_t cap);
 
 /* Wrap impl into a blobset: takes ownership of impl (destroyed on failure
 ** too), classes and skipped (emptied). */

@@ -127,12 +127,8 @@ int stoke__s3_list(stoke__http *h, const char *spec, const stoke_allocator *a,
     /* S3 lists in UTF-8 byte order already; a server that does not must
     ** not change the shards' order (it decides the batches). */
     qsort(l.keys.s, l.keys.n, sizeof *l.keys.s, cmp_str);
-    if (stoke__blob_strs_pack(&l.keys, a, out)) {
-      rc = stoke__errf(err, cap, STOKE_ENOMEM, "out of memory");
-    } else {
-      *n_out = l.keys.n;
-      *kind = l.n_stoke ? STOKE_IMAGES_PACKED : STOKE_IMAGES_TAR;
-    }
+    rc = stoke__blob_strs_hand_out(&l.keys, a, out, n_out, err, cap);
+    if (rc == 0) *kind = l.n_stoke ? STOKE_IMAGES_PACKED : STOKE_IMAGES_TAR;
   }
   stoke__blob_strs_free(&l.keys, a);
   return rc;
