@@ -41,6 +41,11 @@ for ((run = 1; run <= n; run++)); do
   else
     echo "stress: run $run/$n FAILED ($(( $(date +%s) - start )) s); the failing tests:"
     sed -n '/The following tests FAILED/,$p' "$log"
+    # CI keeps only what is printed here, not the log: each failing test's
+    # own output (its last 150 lines), so that a flake can be diagnosed.
+    awk '/^ *[0-9]+\/[0-9]+ Test +#[0-9]+: .*\*\*\*/ { keep = 1; n = 0; print "---- " $0; next }
+         /^ *[0-9]+\/[0-9]+ Test +#|^ +Start +[0-9]+:|tests passed, [0-9]+ tests failed/ { keep = 0 }
+         keep && n++ < 150' "$log"
     echo "stress: full log in $log"
     echo "stress: $passed passed, 1 failed"
     exit 1

@@ -77,19 +77,29 @@ void stoke__live_file_init(void *map, long pid, uint64_t start_ticks) {
   atomic_store_explicit(&f->h.magic, LIVE_MAGIC, memory_order_release);
 }
 
-void stoke__live_write(void *map, const stoke_live *s, uint64_t *buf) {
+void stoke__live_write_begin(void *map) {
   live_file *f = map;
-  buf[PAYLOAD_WORDS - 1] = 0; /* the padding after the struct, if any */
-  memcpy(buf, s, sizeof *s);
-  buf[PAYLOAD_WORDS] = stoke__crc32(0, buf, PAYLOAD_WORDS * 8);
   uint64_t seq = atomic_load_explicit(&f->h.seq, memory_order_relaxed);
   atomic_store_explicit(&f->h.seq, seq + 1, memory_order_relaxed);
   /* The odd number is seen before any word changes. */
   atomic_thread_fence(memory_order_release);
+}
+
+void stoke__live_write_finish(void *map, const stoke_live *s, uint64_t *buf) {
+  live_file *f = map;
+  buf[PAYLOAD_WORDS - 1] = 0; /* the padding after the struct, if any */
+  memcpy(buf, s, sizeof *s);
+  buf[PAYLOAD_WORDS] = stoke__crc32(0, buf, PAYLOAD_WORDS * 8);
   for (size_t i = 0; i < FILE_WORDS; i++)
     atomic_store_explicit(&f->word[i], buf[i], memory_order_relaxed);
   /* Release: the words are seen before the even number. */
-  atomic_store_explicit(&f->h.seq, seq + 2, memory_order_release);
+  uint64_t seq = atomic_load_explicit(&f->h.seq, memory_order_relaxed);
+  atomic_store_explicit(&f->h.seq, seq + 1, memory_order_release);
+}
+
+void stoke__live_write(void *map, const stoke_live *s, uint64_t *buf) {
+  stoke__live_write_begin(map);
+  stoke__live_write_finish(map, s, buf);
 }
 
 static bool header_ok(const live_file *f, size_t bytes) {
@@ -115,9 +125,22 @@ int stoke__live_read(const void *map, size_t bytes, stoke_live *out) {
   live_file *f = (live_file *)map;
   if (!header_ok(f, bytes)) return EINVAL;
   uint64_t buf[FILE_WORDS];
-  /* A write takes microseconds every 200 ms: a few retries always find a
-  ** quiet moment unless the writer is stopped half way (killed). */
-  for (int tries = 0; tries < 1000; tries++) {
+  /* A write takes microseconds every 200 ms, but on a loaded machine the
+  ** writer can lose its core half way for a scheduler slice or more: a
+  ** reader that gave up after a fixed number of yields then missed a
+  ** living loader (`stoke top PID` said "publishes no loader" beside CPU
+  ** hogs).  So the reader waits by time: yields first, then short sleeps,
+  ** for up to STOKE__LIVE_READ_WAIT_NS; only a writer stopped half way
+  ** (killed, or frozen by a debugger) outlasts that. */
+  int64_t deadline = 0;
+  for (unsigned tries = 0;; tries++) {
+    if (tries >= 64) {
+      int64_t now = stoke__now_ns();
+      if (deadline == 0) deadline = now + STOKE__LIVE_READ_WAIT_NS;
+      else if (now >= deadline) return EAGAIN;
+      struct timespec nap = {0, 200 * 1000};
+      nanosleep(&nap, NULL);
+    }
     uint64_t s1 = atomic_load_explicit(&f->h.seq, memory_order_acquire);
     if (s1 == 0) return EAGAIN; /* nothing written yet */
     if (s1 & 1) {
@@ -135,7 +158,6 @@ int stoke__live_read(const void *map, size_t bytes, stoke_live *out) {
     memcpy(out, buf, sizeof *out);
     return 0;
   }
-  return EAGAIN;
 }
 
 void stoke__live_rebin(const stoke_hist_bucket *b, size_t n,

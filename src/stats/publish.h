@@ -45,13 +45,20 @@ void stoke__live_file_init(void *map, long pid, uint64_t start_ticks);
 /* Write snapshot s under the sequence lock (one writer per file); buf has
 ** room for the payload's words (stoke__live_file_bytes). */
 void stoke__live_write(void *map, const stoke_live *s, uint64_t *buf);
+/* The write in its two halves (stoke__live_write is begin then finish):
+** begin makes the sequence number odd, finish writes the words and makes
+** it even.  Apart only so that a test can stop a writer half way. */
+void stoke__live_write_begin(void *map);
+void stoke__live_write_finish(void *map, const stoke_live *s, uint64_t *buf);
 /* Whose file it is: 0, or EINVAL when it is not (yet) a snapshot file of
 ** this version. */
 int stoke__live_owner(const void *map, size_t bytes, long *pid,
                       uint64_t *start_ticks);
-/* Read the latest snapshot: 0; EAGAIN when none is written yet or the
-** writer kept it busy through every retry; EINVAL when the file is not of
-** this version or its checksum is wrong. */
+/* How long a reader waits for a write in progress to end. */
+#define STOKE__LIVE_READ_WAIT_NS (2 * 1000000000LL)
+/* Read the latest snapshot: 0; EAGAIN when none is written yet or a write
+** stayed half done for STOKE__LIVE_READ_WAIT_NS; EINVAL when the file is
+** not of this version or its checksum is wrong. */
 int stoke__live_read(const void *map, size_t bytes, stoke_live *out);
 
 #endif /* STOKE_STATS_PUBLISH_H */

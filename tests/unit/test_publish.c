@@ -142,6 +142,62 @@ static void test_reader_never_sees_a_torn_snapshot(void **state) {
   free(map);
 }
 
+/* A writer that lost its core half way through a write: the sequence
+** number odd for far longer than a write takes. */
+typedef struct slow_writer {
+  void *map;
+  int64_t pause_ns;
+} slow_writer;
+
+static void *slow_writer_main(void *p) {
+  slow_writer *w = p;
+  stoke_live s;
+  uint64_t *buf = malloc(stoke__live_file_bytes());
+  snapshot_k(&s, 2);
+  struct timespec nap = {(time_t)(w->pause_ns / 1000000000),
+                         (long)(w->pause_ns % 1000000000)};
+  nanosleep(&nap, NULL);
+  stoke__live_write_finish(w->map, &s, buf);
+  free(buf);
+  return NULL;
+}
+
+/* The reader waits out a write held up for 300 ms (stress CI: `stoke top
+** PID` said "publishes no loader" of a living one, its reader having given
+** up after a fixed count of yields), and gives up on one never finished
+** (its writer killed half way) after STOKE__LIVE_READ_WAIT_NS, not never. */
+static void test_reader_waits_out_a_preempted_writer(void **state) {
+  (void)state;
+  void *map = aligned_alloc(64, (stoke__live_file_bytes() + 63) / 64 * 64);
+  assert_non_null(map);
+  memset(map, 0, stoke__live_file_bytes());
+  stoke__live_file_init(map, 1234, 99);
+  uint64_t *buf = malloc(stoke__live_file_bytes());
+  stoke_live s, got;
+  snapshot_k(&s, 1);
+  stoke__live_write(map, &s, buf);
+  /* The write begun here, finished by the thread 300 ms on. */
+  stoke__live_write_begin(map);
+  slow_writer w = {.map = map, .pause_ns = 300 * 1000000LL};
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, slow_writer_main, &w), 0);
+  assert_int_equal(stoke__live_read(map, stoke__live_file_bytes(), &got), 0);
+  assert_int_equal(got.publishes, 2);
+  assert_true(whole(&got));
+  pthread_join(t, NULL);
+  /* Half way for good: EAGAIN, after the wait. */
+  stoke__live_write_begin(map);
+  int64_t t0 = stoke__now_ns();
+  assert_int_equal(stoke__live_read(map, stoke__live_file_bytes(), &got),
+                   EAGAIN);
+  assert_true(stoke__now_ns() - t0 >= STOKE__LIVE_READ_WAIT_NS);
+  stoke__live_write_finish(map, &s, buf);
+  assert_int_equal(stoke__live_read(map, stoke__live_file_bytes(), &got), 0);
+  assert_int_equal(got.publishes, 1);
+  free(buf);
+  free(map);
+}
+
 static void test_checksum_and_header_guard(void **state) {
   (void)state;
   size_t bytes = stoke__live_file_bytes();
@@ -415,6 +471,7 @@ int main(void) {
   tu_watchdog(120);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_reader_never_sees_a_torn_snapshot),
+      cmocka_unit_test(test_reader_waits_out_a_preempted_writer),
       cmocka_unit_test(test_checksum_and_header_guard),
       cmocka_unit_test(test_rebin),
       cmocka_unit_test_setup_teardown(test_stale_files_are_skipped_and_removed,
