@@ -24,7 +24,8 @@ def load_photos(tool, hint=""):
     photos = sorted(glob.glob(PHOTOS))
     if not photos:
         sys.exit("%s: no photos under %s; install "
-                 "plasma-workspace-wallpapers%s" % (tool, PHOTOS, hint))
+                 "plasma-workspace-wallpapers (scripts/deps.sh --bench "
+                 "does)%s" % (tool, PHOTOS, hint))
     return [Image.open(p).convert("RGB") for p in photos]
 
 
