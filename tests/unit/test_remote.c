@@ -284,9 +284,12 @@ static void test_short_long_and_ignored(void **state) {
   assert_int_equal(stoke__http_get_range(h, url, 0, 4, buf, NULL, err,
                                          sizeof err), STOKE_EIO);
   assert_non_null(strstr(err, "HTTP 404: error answer after 1 attempt"));
-  assert_int_equal(atomic_load(&s.served), 5);
+  /* The server counts an answer after writing it, so the client can have
+  ** read the last one before it is counted (seen under load: 4 != 5):
+  ** the count is final once the server's thread is joined. */
   stoke__http_destroy(h);
   server_stop(&s);
+  assert_int_equal(atomic_load(&s.served), 5);
 }
 
 /* ---- s3:// through the same client ------------------------------------- */
@@ -339,6 +342,7 @@ static void test_s3_signed_error_code_not_retried(void **state) {
   assert_int_equal(rc, STOKE_EIO);
   assert_string_equal(err, "GET s3://bkt/dir/a b.stoke bytes 0-63: HTTP 403: "
                            "SignatureDoesNotMatch after 1 attempt");
+  server_stop(&s); /* joined: its count and last request are final */
   assert_int_equal(atomic_load(&s.served), 1);
   /* Path-style, the key encoded, signed by libcurl with the payload hash
   ** and the token; the secret itself never on the wire. */
@@ -354,7 +358,6 @@ static void test_s3_signed_error_code_not_retried(void **state) {
   assert_null(strstr(err, "UnitS3cretValue"));
   assert_null(strstr(err, "127.0.0.1"));
   stoke__http_destroy(h);
-  server_stop(&s);
 }
 
 static void test_s3_listing_hostile(void **state) {
