@@ -435,6 +435,7 @@ class _DataLoader:
         self._gpu_price = parse_price(gpu_price, "gpu_price")
         self._engine = None
         self._engine_failed = False
+        self._pstats = None      # process mode's clocks (_procstats.py)
         self._iterator = None
         self._IterableDataset_len_called = None
         self.__initialized = True
@@ -611,11 +612,21 @@ class _DataLoader:
         _live.add(self._engine)
         return self._engine
 
+    def _proc_stats(self):
+        """Process mode's clocks: the workers' stage block and the
+        consumer's clock, made at the first iter() and kept across epochs
+        and worker pools."""
+        if self._pstats is None:
+            from ._procstats import ProcStats
+            self._pstats = ProcStats(self)
+        return self._pstats
+
     def _need_engine(self):
         if self._processes():
-            raise _stoke.Error("stats(), diagnose() and the reports measure "
-                               "worker threads; worker_type='process' does "
-                               "not have them yet")
+            if self._pstats is None:
+                raise _stoke.Error("no epoch has run yet: iterate the "
+                                   "loader first")
+            return self._pstats
         if self._engine is None:
             raise _stoke.Error("no epoch has run yet: iterate the loader "
                                "first")
