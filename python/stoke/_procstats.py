@@ -68,6 +68,7 @@ class ProcStats:
             warmup_end=wc["warmup_end_ns"] / 1e9, num_workers=w,
             prefetch=ahead, trace=trace, info=info, count_samples=False)
         self.clock._attach_stages(self._view, True)
+        self._tracing = trace > 0
         self._left = None        # (wall, CPU) when the last step was handed out
         self._compute_ns = 0     # computing spans, summed
         self._compute_cpu_ns = 0  # the main process's CPU time in them
@@ -120,6 +121,12 @@ class ProcStats:
             path, cores, self._consumer_cpu(consumer_cpu), **kw)
 
     def save_trace(self, path):
+        """The consumer's spans (waiting, computing); the workers are other
+        processes, with no track here."""
+        if not self._tracing:
+            # thread mode's words (the TwoClock's name trace=N otherwise)
+            raise _stoke.ConfigError("tracing is off: create the loader with "
+                                     "trace=True (or trace=N spans kept)")
         self.clock.save_trace(path)
 
     def autotune(self):

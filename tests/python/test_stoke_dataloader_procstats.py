@@ -110,6 +110,10 @@ def test_before_any_epoch_says_so():
     with pytest.raises(stoke.Error, match="no epoch has run yet"):
         loader.stats()
     assert "processes" in repr(loader)
+    run(loader, 1, 0)
+    # As thread mode: no trace unless asked for, in its words.
+    with pytest.raises(stoke.ConfigError, match="loader with trace=True"):
+        loader.save_trace("unused.json")
 
 
 def test_a_sleeping_dataset_is_starving():
