@@ -53,8 +53,12 @@ class ProcStats:
                 "gpu_price_per_hour": float(loader._gpu_price or 0.0)}
         if isinstance(loader.batch_size, int):
             info["batch_size"] = loader.batch_size
-        for key, f in (("length", lambda: len(loader.dataset)),
-                       ("batches", lambda: len(loader))):
+        # (len(loader) of an IterableDataset counts as torch's call of it:
+        # not made here.)
+        sizes = () if loader._iterable else (
+            ("length", lambda: len(loader.dataset)),
+            ("batches", lambda: len(loader)))
+        for key, f in sizes:
             try:
                 info[key] = int(f())
             except TypeError:

@@ -27,9 +27,11 @@ What threads change, and what stoke does about it (docs/dataloader.md):
     torch), and worker_init_fn runs once per thread;
   - multiprocessing_context has no effect (it is checked as torch checks
     it).
-worker_type="process" runs a map-style dataset on worker processes
-instead (python/stoke/_procs.py): torch's semantics, samples shared out
-through shared-memory atomics in the same order, per-sample reseeding."""
+worker_type="process" runs the dataset on worker processes instead: a
+map-style one (python/stoke/_procs.py) with torch's semantics, samples
+shared out through shared-memory atomics in the same order, per-sample
+reseeding; an IterableDataset (python/stoke/_iterprocs.py) as torch
+shards it, a stream per worker."""
 
 import atexit
 import copy as _copy
@@ -265,7 +267,7 @@ class _DataLoader:
     threads run under SCHED_BATCH, so that one woken to make a sample never
     takes the core of the thread running the training step; ``"normal"``:
     the OS default), ``worker_type`` (``"thread"``, the default;
-    ``"process"``: worker processes for a map-style dataset; ``"auto"``:
+    ``"process"``: worker processes; ``"auto"``:
     threads until the measured switch exists) and ``seed_per_sample``
     (process mode: reseed torch, random and NumPy before each sample from
     (base seed, epoch, key); default True).  ``metrics_file=PATH`` writes
@@ -504,10 +506,8 @@ class _DataLoader:
         return len(self._index_sampler)
 
     def _processes(self):
-        """Worker processes ("auto" is threads until its switch exists; an
-        IterableDataset runs on threads for now)."""
-        return self.worker_type == "process" and self.num_workers > 0 and \
-            not self._iterable
+        """Worker processes ("auto" is threads until its switch exists)."""
+        return self.worker_type == "process" and self.num_workers > 0
 
     def __iter__(self):
         if self.persistent_workers and self.num_workers > 0:
@@ -521,6 +521,9 @@ class _DataLoader:
     def _get_iterator(self):
         # torch's own too: code that calls it gets stoke's iterator, never
         # torch's worker processes.
+        if self._processes() and self._iterable:
+            from ._iterprocs import IterableProcessIterator
+            return IterableProcessIterator(self)
         if self._processes():
             from ._procs import ProcessIterator
             return ProcessIterator(self)
