@@ -30,7 +30,7 @@ import time
 import weakref
 
 from . import _stoke
-from ._procs import _POLL_S, _seed_worker, _live
+from ._procs import _POLL_S, _seed_worker, _live, record_unit
 
 _NO_TASK = -1
 
@@ -76,6 +76,7 @@ def _iter_worker_main(worker_id, job):
         results.join_thread()   # the message must reach the main process
         return
     stream, stream_epoch, ended = None, None, False
+    cpu_was = cpu_clock()   # once a task: see _procs._worker_main
     while True:
         msg = tasks.get()
         if msg is None:
@@ -88,7 +89,7 @@ def _iter_worker_main(worker_id, job):
             results.put((epoch, task, "stop", worker_id, None))
             continue
         _stoke.shared_store(held, worker_id, task)
-        times, t, cpu = [], clock(), cpu_clock()
+        times, t = [], clock()
         try:
             if stream is None:
                 stream = iter(job.dataset)
@@ -101,9 +102,9 @@ def _iter_worker_main(worker_id, job):
                     ended = True
                     break
                 finally:
-                    t2, cpu2 = clock(), cpu_clock()
-                    times.append((t2 - t, cpu2 - cpu))
-                    t, cpu = t2, cpu2
+                    t2 = clock()
+                    times.append((0, t2 - t))
+                    t = t2
             if ended and (not items or not job.auto_collation or
                           job.drop_last):
                 kind, data = "stop", None
@@ -117,15 +118,12 @@ def _iter_worker_main(worker_id, job):
             kind = "error"
             data = ExceptionWrapper(
                 where=f"in DataLoader worker process {worker_id}")
-        co, co_cpu = clock() - t, cpu_clock() - cpu
+        co = clock() - t
         if ended and times:
-            times.pop()   # the next() that found the end made no item
-        last = len(times) - 1
-        for i, (py, c) in enumerate(times):
-            if i == last:
-                record(stages, worker_id, 0, py, co, py + co, c + co_cpu)
-            else:
-                record(stages, worker_id, 0, py, 0, py, c)
+            co += times.pop()[1]   # the next() that found the end: no item
+        cpu = cpu_clock()
+        record_unit(record, stages, worker_id, times, co, cpu - cpu_was)
+        cpu_was = cpu
         _stoke.shared_store(held, worker_id, _NO_TASK)
         results.put((epoch, task, kind, worker_id, data))
         items = data = None

@@ -159,6 +159,10 @@ def _worker_main(worker_id, job):
         return
     held = _HELD + worker_id
     cap = ring.shape[0]
+    # The thread's CPU clock is a system call (~3 us on a VM, 20 times the
+    # wall clock's): read once a unit, at its end.  Waiting for the next
+    # claim uses none, so one unit's end is the next one's start.
+    cpu_was = cpu_clock()
     arena = _slots.WorkerArena(worker_id, job.rows)
     while True:
         job.sem.acquire()
@@ -168,7 +172,6 @@ def _worker_main(worker_id, job):
             results.cancel_join_thread()
             return
         t = clock()     # a sample's clock starts at its claim
-        cpu = cpu_clock()
         unit = _stoke.shared_fetch_add(ctl, _CLAIM, 1)
         row = ring[unit % cap]
         n, pos, epoch, base = (int(row[_N]), int(row[_POS]), int(row[_EP]),
@@ -177,20 +180,19 @@ def _worker_main(worker_id, job):
             keys = [int(k) for k in row[_KEYS:_KEYS + n]]
         else:   # keys that are not ints: pickled beside the row
             keys = pickle.loads(key_bytes[unit % cap, :-n].tobytes())
-        times = []      # per sample: read, python, CPU (ns)
+        times = []      # per sample: read, python (ns)
         try:
             samples = []
             for k in keys:
+                t0 = t
                 ik = k if isinstance(k, int) else _key_number(k)
                 _stoke.shared_store(ctl, held, ik)
                 if job.seed_per_sample:
                     _reseed(_mix(base, epoch, ik))
                 t1 = clock()
                 samples.append(job.dataset[k])
-                t2 = clock()
-                cpu2 = cpu_clock()
-                times.append((t1 - t, t2 - t1, cpu2 - cpu))
-                t, cpu = t2, cpu2
+                t = clock()
+                times.append((t1 - t0, t - t1))
             if job.collate is not None:
                 data = _apply(job, samples)
                 kind = "batch"
@@ -205,17 +207,30 @@ def _worker_main(worker_id, job):
                 where=f"in DataLoader worker process {worker_id}")
         # Recorded before the result goes: the main process sees a sample's
         # stages no later than the sample.  The collation (a row, or the
-        # whole batch) is the last sample's, as a thread's collate_fn is.
-        co, co_cpu = clock() - t, cpu_clock() - cpu
-        last = len(times) - 1
-        for i, (rd, py, c) in enumerate(times):
-            if i == last:
-                record(stages, worker_id, rd, py, co, rd + py + co, c + co_cpu)
-            else:
-                record(stages, worker_id, rd, py, 0, rd + py, c)
+        # whole batch) is the last sample's, as a thread's collate_fn is;
+        # the unit's CPU time is shared out in proportion to wall time.
+        co = clock() - t
+        cpu = cpu_clock()
+        record_unit(record, stages, worker_id, times, co, cpu - cpu_was)
+        cpu_was = cpu
         _stoke.shared_store(ctl, held, _NO_KEY)
         results.put((epoch, unit, kind, pos, data))
         samples = data = None
+
+
+def record_unit(record, stages, worker_id, times, collate_ns, cpu_ns):
+    """A unit's samples into the worker's part of the stage block: each its
+    (read, python) times, the last also the unit's collation, and the
+    unit's CPU time shared out in proportion to each sample's wall time."""
+    if not times:
+        return
+    wall = [rd + py for rd, py in times]
+    wall[-1] += collate_ns
+    total = sum(wall) or 1
+    last = len(times) - 1
+    for i, (rd, py) in enumerate(times):
+        record(stages, worker_id, rd, py, collate_ns if i == last else 0,
+               wall[i], cpu_ns * wall[i] // total)
 
 
 def _key_number(key):

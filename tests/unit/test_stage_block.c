@@ -12,6 +12,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -174,12 +175,44 @@ static void test_given_depth(void **state) {
   stoke_twoclock_destroy(c);
 }
 
+/* One producer records while the consumer's side reads (the live view's
+** publisher reads from its own thread): no lock between them, every sample
+** counted once it is recorded (TSan checks the rest). */
+#define RACE_SAMPLES 20000
+static void *producer(void *mem) {
+  for (int i = 0; i < RACE_SAMPLES; i++) sample(mem, 1, 1000 + i % 7, 500);
+  return NULL;
+}
+
+static void test_reads_beside_a_writer(void **state) {
+  (void)state;
+  size_t bytes;
+  void *mem = block_new(2, &bytes);
+  stoke_twoclock *c = make(0, 2);
+  TU_OK(stoke_twoclock_attach_stages(c, mem, 1));
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, producer, mem), 0);
+  uint64_t last = 0;
+  for (int i = 0; i < 200; i++) {
+    stoke_stats st = stats_of(c);
+    assert_true(st.stage[STOKE_STAGE_PYTHON].count >= last); /* never back */
+    last = st.stage[STOKE_STAGE_PYTHON].count;
+  }
+  pthread_join(t, NULL);
+  stoke_stats st = stats_of(c);
+  assert_int_equal(st.stage[STOKE_STAGE_PYTHON].count, RACE_SAMPLES);
+  assert_int_equal(st.chunks, RACE_SAMPLES);
+  stoke_twoclock_destroy(c);
+  free(mem);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_block_checks),
       cmocka_unit_test(test_stages_after_warmup),
       cmocka_unit_test(test_attach_counts_from_now),
       cmocka_unit_test(test_given_depth),
+      cmocka_unit_test(test_reads_beside_a_writer),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
