@@ -205,7 +205,9 @@ static void note_verdict(follow *fw, int verdict, int64_t now_ns) {
 static void producer_lines(const stoke_live *s, const top_window *w,
                            frame *f) {
   const stoke_stats *st = &w->stats;
-  if (s->kind == STOKE_LIVE_TWOCLOCK) {
+  /* A two-clock sees no producer, unless its caller fed it the stages
+  ** (stoke.DataLoader's worker processes). */
+  if (s->kind == STOKE_LIVE_TWOCLOCK && !st->worker_processes) {
     add(f, "producer: not seen (a two-clock times another loader's loop)");
     return;
   }
@@ -215,7 +217,9 @@ static void producer_lines(const stoke_live *s, const top_window *w,
   else
     add(f, "workers %u%s: busy %.0f%%, waiting for a slot %.0f%%, idle "
            "%.0f%%",
-        st->n_workers, st->autotune ? " (autotuned)" : "",
+        st->n_workers,
+        st->autotune ? " (autotuned)"
+                     : st->worker_processes ? " (processes)" : "",
         100 * w->busy_frac, 100 * w->slot_wait_frac, 100 * w->idle_frac);
   char text[TOP_COLS * 2] = "per sample:";
   size_t len = strlen(text);

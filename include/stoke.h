@@ -1286,6 +1286,11 @@ typedef struct stoke_stats {
   double fetch_latency_p95_ms;
   double fetch_in_flight;
   unsigned io_concurrency;  /* the client's, resolved */
+  /* Since 0.7: the producers are this many worker processes, each with
+  ** its own GIL (stoke.DataLoader(worker_type="process"), whose stages come
+  ** from a stoke_stage_block): the doctor then never says python-bound,
+  ** since more processes do run more Python.  0: threads (or unknown). */
+  unsigned worker_processes;
 } stoke_stats;
 
 /* Snapshot of the statistics since warm-up ended.  Any thread. */
@@ -1623,6 +1628,61 @@ STOKE_API int stoke_twoclock_epoch_stats(const stoke_twoclock *c, size_t i,
 ** > 0).  0, STOKE_EINVAL or STOKE_EIO (message in stoke_errmsg(NULL)). */
 STOKE_API int stoke_twoclock_write_trace(const stoke_twoclock *c,
                                          const char *path);
+
+/* ------------------------------------------------------------------------ */
+/* Stages measured elsewhere (since 0.7)                                     */
+
+/* A stage block holds what a loader's worker threads measure per sample
+** (the stages' histograms, busy and CPU time, samples made) for producers
+** that are not the library's threads: worker processes, above all
+** (stoke.DataLoader(worker_type="process") puts one in shared memory
+** beside its slots).  The memory is the caller's: counters only, no
+** pointers, so that processes may map it at different addresses.
+**
+** Each producer w in [0, n_producers) writes only its own part, one
+** writer at a time and no lock (relaxed lock-free atomics, as the
+** loader's workers' counters); any thread or process may read it
+** meanwhile.  Attached to a stoke_twoclock that times the consumer, it
+** makes the clock's stoke_stats a loader's: the stages since the warm-up
+** ended, worker_busy_ns, worker_cpu_ns, chunks, so that stoke_diagnose,
+** the queue model and the reports read them as a loader's.
+**
+**   size_t n = stoke_stage_block_bytes(W);      // mmap(MAP_SHARED) n bytes
+**   stoke_stage_block_init(mem, n, W);
+**   // in producer w, per sample (-1: stage not timed):
+**   int64_t ns[STOKE_STAGE_COUNT] = {...};
+**   stoke_stage_block_record(mem, w, ns, busy_ns, cpu_ns);
+**   // on the consumer's side:
+**   stoke_twoclock_attach_stages(tc, mem, 1); */
+
+/* The bytes a block for n_producers takes (0 when n_producers is 0 or
+** too large).  Pure. */
+STOKE_API size_t stoke_stage_block_bytes(unsigned n_producers);
+/* Zero the block at mem (8-byte aligned, bytes from stoke_stage_block_bytes
+** or more) for n_producers.  0, or STOKE_EINVAL (NULL, misaligned, too
+** small).  Before any producer or reader uses it. */
+STOKE_API int stoke_stage_block_init(void *mem, size_t bytes,
+                                     unsigned n_producers);
+/* Producer w made one sample: stage_ns[s] is its time in stage s (a
+** negative value: the stage was not timed and is not counted), busy_ns
+** its wall time, cpu_ns the CPU time it took.  0, or STOKE_EINVAL (not an
+** initialised block, w out of range).  Only producer w's writer. */
+STOKE_API int stoke_stage_block_record(void *mem, unsigned w,
+                                       const int64_t stage_ns[STOKE_STAGE_COUNT],
+                                       int64_t busy_ns, int64_t cpu_ns);
+/* The stages of c's stoke_stats from now on come from the block at mem
+** (borrowed: it must outlive c or the next attach), counted from the end
+** of c's warm-up (or from now, when it already ended); processes nonzero:
+** the producers are processes (stats.worker_processes is their number).  NULL detaches.  0, STOKE_EINVAL (not an
+** initialised block) or STOKE_ENOMEM.  The driving thread. */
+STOKE_API int stoke_twoclock_attach_stages(stoke_twoclock *c, const void *mem,
+                                           int processes);
+/* The consumer sees its producer's ready queue: the step being asked for
+** found `depth` batches complete and not yet handed out.  Call it between
+** enter() and leave(); that step then counts this depth instead of one
+** inferred from its wait (ready_wait_ns, round_steps).  0 or STOKE_EINVAL.
+** The driving thread. */
+STOKE_API int stoke_twoclock_depth(stoke_twoclock *c, size_t depth);
 
 /* ------------------------------------------------------------------------ */
 /* Diagnosis                                                                 */

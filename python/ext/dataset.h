@@ -139,5 +139,10 @@ PyObject *sk_set_thread_intraop(PyObject *mod, PyObject *arg);
 PyObject *sk_shared_fetch_add(PyObject *mod, PyObject *args);
 PyObject *sk_shared_load(PyObject *mod, PyObject *args);
 PyObject *sk_shared_store(PyObject *mod, PyObject *args);
+/* The stage block of worker processes (stoke_stage_block, in a shared
+** buffer): its size, its initialisation, one sample's record. */
+PyObject *sk_stage_block_bytes(PyObject *mod, PyObject *args);
+PyObject *sk_stage_block_init(PyObject *mod, PyObject *args);
+PyObject *sk_stage_record(PyObject *mod, PyObject *args);
 
 #endif

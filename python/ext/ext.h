@@ -202,6 +202,9 @@ typedef struct sk_TwoClock {
   PyObject *info;       /* dict: name, loader configuration for reports */
   int count_samples;    /* leave(len(first field)) */
   int entered;          /* iter() started the epoch's first wait */
+  Py_buffer stages;     /* the attached stage block's memory (held while
+                           attached: the library borrows it) */
+  int has_stages;
   PyObject *weakrefs;
 } sk_TwoClock;
 
@@ -213,6 +216,13 @@ PyObject *sk_twoclock_report(sk_TwoClock *self);
 PyObject *sk_twoclock_deadline(sk_TwoClock *self, PyObject *args,
                                PyObject *kw);
 enum { SK_JSON_SUMMARY = 0, SK_JSON_DOCUMENT = 1, SK_JSON_DIAGNOSIS = 2 };
+/* A TwoClock with worker processes' stages attached, reported as a loader
+** (stoke.DataLoader(worker_type="process")): stats, diagnose, report,
+** save_json with the Loader methods' arguments. */
+PyObject *sk_procs_stats(sk_TwoClock *self, PyObject *noargs);
+PyObject *sk_procs_diagnose(sk_TwoClock *self, PyObject *args, PyObject *kw);
+PyObject *sk_procs_report(sk_TwoClock *self, PyObject *args, PyObject *kw);
+PyObject *sk_procs_save_json(sk_TwoClock *self, PyObject *args, PyObject *kw);
 
 /* ---- tune.c --------------------------------------------------------------- */
 

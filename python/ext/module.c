@@ -166,6 +166,14 @@ static PyMethodDef methods[] = {
      "shared_load(buf, k): the int64 at slot k (atomic)."},
     {"shared_store", sk_shared_store, METH_VARARGS,
      "shared_store(buf, k, v): set the int64 at slot k (atomic)."},
+    {"stage_block_bytes", sk_stage_block_bytes, METH_VARARGS,
+     "stage_block_bytes(n): the bytes of a stage block for n workers."},
+    {"stage_block_init", sk_stage_block_init, METH_VARARGS,
+     "stage_block_init(buf, n): make buf a stage block for n workers."},
+    {"stage_record", sk_stage_record, METH_VARARGS,
+     "stage_record(buf, w, read_ns, python_ns, collate_ns, busy_ns, cpu_ns):"
+     " worker w made a sample (its gil_wait is 0: a process has its own "
+     "GIL)."},
     {"worker_info", sk_worker_info, METH_NOARGS,
      "The calling stoke worker thread's WorkerInfo, or None."},
     {"on_worker_thread", sk_on_worker_thread, METH_NOARGS,

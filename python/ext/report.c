@@ -25,7 +25,12 @@ typedef struct sk_run {
   report_spec spec;
   report_result res;
   PyObject *hold;       /* keeps the strings the spec points into */
+  int64_t cpu0_ns;      /* process CPU when measuring began (the
+                           consumer's CPU share); -1: not known */
 } sk_run;
+
+/* Fill a run from what measured it: a Loader, or a process-mode clock. */
+typedef int (*collect_fn)(PyObject *self, sk_run *r);
 
 static void run_free(sk_run *r) {
   report_result_free(&r->res);
@@ -75,8 +80,10 @@ static int kind_is(PyObject *spec, const char *want) {
   return s && strcmp(s, want) == 0;
 }
 
-static int collect(sk_Loader *self, sk_run *r) {
+static int loader_collect(PyObject *o, sk_run *r) {
+  sk_Loader *self = (sk_Loader *)o;
   memset(r, 0, sizeof *r);
+  r->cpu0_ns = self->cpu0_ns;
   stoke_loader *l = sk_loader_get(self);
   if (!l || describe_source(self, r) < 0) return -1;
   r->spec.compute_label = "the Python loop";
@@ -115,9 +122,9 @@ static int64_t process_cpu_ns(void) {
 ** process's CPU time since measuring began, less what stoke's producers
 ** used, over the computing clock.  A training step on the CPU (torch's
 ** threads included) reads about its thread count; a GPU step near 0. */
-static double measured_consumer_cpu(sk_Loader *self, const stoke_stats *st) {
-  if (self->cpu0_ns < 0 || st->compute.total_ns <= 0) return 0.0;
-  double used = (double)(process_cpu_ns() - self->cpu0_ns) -
+static double measured_consumer_cpu(int64_t cpu0_ns, const stoke_stats *st) {
+  if (cpu0_ns < 0 || st->compute.total_ns <= 0) return 0.0;
+  double used = (double)(process_cpu_ns() - cpu0_ns) -
                 (double)st->worker_cpu_ns;
   double c = used / (double)st->compute.total_ns;
   return c < 0 ? 0.0 : c;
@@ -136,8 +143,8 @@ typedef struct analysis_args {
 
 /* The profile's analysis of the run (NULL when there are no measured
 ** steps: then *why says so). */
-static stoke_profile *analyse(sk_Loader *self, sk_run *r,
-                            const analysis_args *a, double *used_cpu) {
+static stoke_profile *analyse(sk_run *r, const analysis_args *a,
+                              double *used_cpu) {
   PyObject *consumer_cpu = a->ccpu;
   if (!r->res.stats.steps) return NULL;
   double ccpu;
@@ -145,7 +152,7 @@ static stoke_profile *analyse(sk_Loader *self, sk_run *r,
     ccpu = PyFloat_AsDouble(consumer_cpu);
     if (ccpu == -1.0 && PyErr_Occurred()) return NULL;
   } else {
-    ccpu = measured_consumer_cpu(self, &r->res.stats);
+    ccpu = measured_consumer_cpu(r->cpu0_ns, &r->res.stats);
   }
   *used_cpu = ccpu;
   stoke_profile *pr = PyMem_Calloc(1, sizeof *pr);
@@ -186,7 +193,7 @@ static cJSON *summary_with_stages(const sk_run *r) {
   return s;
 }
 
-PyObject *sk_loader_stats(sk_Loader *self, PyObject *noargs) {
+static PyObject *run_stats(PyObject *self, collect_fn collect) {
   sk_run r;
   if (collect(self, &r) < 0) {
     run_free(&r);
@@ -247,10 +254,10 @@ static int parse_analysis_args(PyObject *args, PyObject *kw, analysis_args *a,
 
 /* The "diagnosis" object, or a short one when nothing was measured; with
 ** out, the analysis too (the caller frees it with PyMem_Free). */
-static cJSON *diagnosis(sk_Loader *self, sk_run *r, const analysis_args *a,
+static cJSON *diagnosis(sk_run *r, const analysis_args *a,
                         stoke_profile **out) {
   double used = 0;
-  stoke_profile *pr = analyse(self, r, a, &used);
+  stoke_profile *pr = analyse(r, a, &used);
   if (!pr && PyErr_Occurred()) return NULL;
   cJSON *d;
   if (pr) {
@@ -276,7 +283,8 @@ static cJSON *diagnosis(sk_Loader *self, sk_run *r, const analysis_args *a,
   return d;
 }
 
-PyObject *sk_loader_diagnose(sk_Loader *self, PyObject *args, PyObject *kw) {
+static PyObject *run_diagnose(PyObject *self, collect_fn collect,
+                              PyObject *args, PyObject *kw) {
   analysis_args a;
   if (parse_analysis_args(args, kw, &a, NULL) < 0) return NULL;
   sk_run r;
@@ -285,7 +293,7 @@ PyObject *sk_loader_diagnose(sk_Loader *self, PyObject *args, PyObject *kw) {
     return NULL;
   }
   stoke_profile *pr = NULL;
-  cJSON *d = diagnosis(self, &r, &a, &pr);
+  cJSON *d = diagnosis(&r, &a, &pr);
   run_free(&r);
   PyObject *o = d ? json_of(d) : NULL;
   /* Each advice keeps its structure, to be worded again (text_for). */
@@ -326,7 +334,8 @@ static void print_loader_report(FILE *f, void *p) {
                "are left out)\n");
 }
 
-PyObject *sk_loader_report(sk_Loader *self, PyObject *args, PyObject *kw) {
+static PyObject *run_report(PyObject *self, collect_fn collect,
+                            PyObject *args, PyObject *kw) {
   analysis_args a;
   if (parse_analysis_args(args, kw, &a, NULL) < 0) return NULL;
   sk_run r;
@@ -335,7 +344,7 @@ PyObject *sk_loader_report(sk_Loader *self, PyObject *args, PyObject *kw) {
     return NULL;
   }
   double used;
-  report_ctx c = {&r, analyse(self, &r, &a, &used), a.words};
+  report_ctx c = {&r, analyse(&r, &a, &used), a.words};
   PyObject *s = PyErr_Occurred() ? NULL : text_of(print_loader_report, &c);
   PyMem_Free(c.pr);
   run_free(&r);
@@ -357,14 +366,15 @@ static PyObject *write_json_file(const char *path, cJSON *root) {
   Py_RETURN_NONE;
 }
 
-PyObject *sk_loader_save_json(sk_Loader *self, PyObject *args, PyObject *kw) {
+static PyObject *run_save_json(PyObject *self, collect_fn collect,
+                               PyObject *args, PyObject *kw) {
   analysis_args a;
   PyObject *path = NULL;
   if (parse_analysis_args(args, kw, &a, &path) < 0) return NULL;
   sk_run r;
   PyObject *res = NULL;
   if (collect(self, &r) == 0) {
-    cJSON *d = diagnosis(self, &r, &a, NULL);
+    cJSON *d = diagnosis(&r, &a, NULL);
     cJSON *root = d ? report_run_json(&r.spec, &r.res) : NULL;
     if (root) {
       cJSON_AddItemToObject(root, "diagnosis", d);
@@ -377,6 +387,22 @@ PyObject *sk_loader_save_json(sk_Loader *self, PyObject *args, PyObject *kw) {
   run_free(&r);
   Py_DECREF(path);
   return res;
+}
+
+PyObject *sk_loader_stats(sk_Loader *self, PyObject *noargs) {
+  return run_stats((PyObject *)self, loader_collect);
+}
+
+PyObject *sk_loader_diagnose(sk_Loader *self, PyObject *args, PyObject *kw) {
+  return run_diagnose((PyObject *)self, loader_collect, args, kw);
+}
+
+PyObject *sk_loader_report(sk_Loader *self, PyObject *args, PyObject *kw) {
+  return run_report((PyObject *)self, loader_collect, args, kw);
+}
+
+PyObject *sk_loader_save_json(sk_Loader *self, PyObject *args, PyObject *kw) {
+  return run_save_json((PyObject *)self, loader_collect, args, kw);
 }
 
 /* ---- a TwoClock's run --------------------------------------------------------- */
@@ -551,6 +577,67 @@ PyObject *sk_twoclock_deadline(sk_TwoClock *self, PyObject *args,
   }
   run_free(&r);
   return out;
+}
+
+/* ---- worker processes' run ------------------------------------------------ */
+
+/* stoke.DataLoader(worker_type="process"): a TwoClock that the iterator
+** drives, with the workers' stages attached from shared memory, read as a
+** loader's run: the configuration from its info (batch_size, num_workers,
+** prefetch, label, length, gpu_price_per_hour), the queue model built from
+** the stages, and then the same summary, diagnosis, text and file as a
+** Loader's. */
+static int procs_collect(PyObject *o, sk_run *r) {
+  sk_TwoClock *self = (sk_TwoClock *)o;
+  if (twoclock_collect(self, r) < 0) return -1;
+  r->cpu0_ns = -1; /* the package gives consumer_cpu, measured per step */
+  PyObject *name = r->hold;
+  r->hold = PyList_New(0);
+  if (!r->hold || PyList_Append(r->hold, name) < 0) {
+    Py_DECREF(name);
+    return -1;
+  }
+  Py_DECREF(name);
+  const char *label = NULL;
+  PyObject *lab = sk_dict_str(self->info, "label", &label);
+  if (!lab || PyList_Append(r->hold, lab) < 0) {
+    Py_XDECREF(lab);
+    return -1;
+  }
+  Py_DECREF(lab);
+  if (label) r->spec.source_label = label;
+  report_result *res = &r->res;
+  snprintf(res->source_kind, sizeof res->source_kind, "dataset");
+  size_t n = 0;
+  if (sk_dict_size(self->info, "length", &n) < 0) return -1;
+  if (n) res->source_samples = n;
+  if (sk_dict_size(self->info, "batches", &n) < 0) return -1;
+  if (n) res->n_batches = n;
+  if (sk_dict_double(self->info, "gpu_price_per_hour",
+                     &r->spec.gpu_price_per_h) < 0)
+    return -1;
+  res->gpu_price_per_h = r->spec.gpu_price_per_h;
+  res->eff.prefetch_next_epoch = 0; /* each epoch's order starts at iter() */
+  r->spec.cfg = res->eff;
+  if (res->stats.steps)
+    stoke_model_init(&res->model, &res->stats, &res->eff, 0);
+  return 0;
+}
+
+PyObject *sk_procs_stats(sk_TwoClock *self, PyObject *noargs) {
+  return run_stats((PyObject *)self, procs_collect);
+}
+
+PyObject *sk_procs_diagnose(sk_TwoClock *self, PyObject *args, PyObject *kw) {
+  return run_diagnose((PyObject *)self, procs_collect, args, kw);
+}
+
+PyObject *sk_procs_report(sk_TwoClock *self, PyObject *args, PyObject *kw) {
+  return run_report((PyObject *)self, procs_collect, args, kw);
+}
+
+PyObject *sk_procs_save_json(sk_TwoClock *self, PyObject *args, PyObject *kw) {
+  return run_save_json((PyObject *)self, procs_collect, args, kw);
 }
 
 /* ---- the HTML page (`stoke report`'s) ---------------------------------------------- */

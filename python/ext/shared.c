@@ -6,7 +6,11 @@
 ** its NumPy view): the next unit of work to claim, and what each worker
 ** holds.  A claim must be one atomic fetch-and-add, so that every unit is
 ** made exactly once and in the order the main process published them,
-** whichever process asks first. */
+** whichever process asks first.
+**
+** Beside them, the stage block (stoke_stage_block): what each worker
+** measured of its samples, which the main process's clock reads
+** (python/stoke/_procstats.py). */
 #include "ext.h"
 
 #include <stdatomic.h>
@@ -66,5 +70,63 @@ PyObject *sk_shared_store(PyObject *mod, PyObject *args) {
   if (!p) return NULL;
   atomic_store_explicit(p, (int64_t)v, memory_order_release);
   PyBuffer_Release(&view);
+  Py_RETURN_NONE;
+}
+
+/* stage_block_bytes(n) -> the bytes (0: n is 0 or too large). */
+PyObject *sk_stage_block_bytes(PyObject *mod, PyObject *args) {
+  unsigned n;
+  if (!PyArg_ParseTuple(args, "I", &n)) return NULL;
+  return PyLong_FromSize_t(stoke_stage_block_bytes(n));
+}
+
+/* stage_block_init(buf, n): zero buf as a block for n workers. */
+PyObject *sk_stage_block_init(PyObject *mod, PyObject *args) {
+  PyObject *buf;
+  unsigned n;
+  if (!PyArg_ParseTuple(args, "OI", &buf, &n)) return NULL;
+  Py_buffer view;
+  if (PyObject_GetBuffer(buf, &view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0)
+    return NULL;
+  int rc = stoke_stage_block_init(view.buf, (size_t)view.len, n);
+  PyBuffer_Release(&view);
+  if (rc != 0)
+    return PyErr_Format(PyExc_ValueError,
+                        "stage block: %zd bytes at %p cannot hold %u workers",
+                        view.len, view.buf, n);
+  Py_RETURN_NONE;
+}
+
+/* stage_record(buf, w, read_ns, python_ns, collate_ns, busy_ns, cpu_ns):
+** the stages of one sample made by worker w, in the stages' order of a
+** thread's Python sample; its gil_wait is 0 (the process's GIL is its
+** own).  The hot path of every sample: no lock, no allocation. */
+PyObject *sk_stage_record(PyObject *mod, PyObject *args) {
+  PyObject *buf;
+  unsigned w;
+  long long rd, py, co, busy, cpu;
+  if (!PyArg_ParseTuple(args, "OILLLLL", &buf, &w, &rd, &py, &co, &busy,
+                        &cpu))
+    return NULL;
+  int64_t ns[STOKE_STAGE_COUNT];
+  for (int s = 0; s < STOKE_STAGE_COUNT; s++) ns[s] = -1;
+  ns[STOKE_STAGE_READ] = rd;
+  ns[STOKE_STAGE_PYTHON] = py;
+  ns[STOKE_STAGE_GIL_WAIT] = 0;
+  ns[STOKE_STAGE_COLLATE] = co;
+  Py_buffer view;
+  if (PyObject_GetBuffer(buf, &view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0)
+    return NULL;
+  /* The block's header says how many workers it has; the buffer must
+  ** hold them all (a header alone could claim more). */
+  size_t need = stoke_stage_block_bytes(w + 1);
+  int rc = need && (size_t)view.len >= need
+               ? stoke_stage_block_record(view.buf, w, ns, busy, cpu)
+               : STOKE_EINVAL;
+  PyBuffer_Release(&view);
+  if (rc != 0)
+    return PyErr_Format(PyExc_ValueError,
+                        "stage block: worker %u outside it, or not a block",
+                        w);
   Py_RETURN_NONE;
 }

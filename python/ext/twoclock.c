@@ -99,6 +99,7 @@ static void twoclock_dealloc(sk_TwoClock *self) {
   Py_CLEAR(self->sync);
   Py_CLEAR(self->info);
   stoke_twoclock_destroy(self->c);
+  if (self->has_stages) PyBuffer_Release(&self->stages); /* after: borrowed */
   Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -218,6 +219,64 @@ static PyObject *twoclock_record(sk_TwoClock *self, PyObject *args) {
   Py_RETURN_NONE;
 }
 
+/* _attach_stages(buf, processes): the producers' stages come from the
+** stage block in buf (shared memory the worker processes write); the
+** buffer is held until the clock goes or another is attached. */
+static PyObject *twoclock_attach_stages(sk_TwoClock *self, PyObject *args) {
+  PyObject *buf;
+  int processes = 1;
+  if (!ready(self) || !PyArg_ParseTuple(args, "O|p", &buf, &processes))
+    return NULL;
+  Py_buffer view;
+  if (PyObject_GetBuffer(buf, &view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0)
+    return NULL;
+  int rc = stoke_twoclock_attach_stages(self->c, view.buf, processes);
+  if (rc != 0) {
+    PyBuffer_Release(&view);
+    return sk_raise(rc, "not a stage block (stage_block_init makes one)");
+  }
+  if (self->has_stages) PyBuffer_Release(&self->stages);
+  self->stages = view;
+  self->has_stages = 1;
+  Py_RETURN_NONE;
+}
+
+/* _enter() and _leave(n_samples, depth=-1): the clock driven by hand, by
+** an iterator that is not the wrapped one (process mode's); depth >= 0 is
+** the ready queue that step found. */
+static PyObject *twoclock_enter_m(sk_TwoClock *self, PyObject *noargs) {
+  if (!ready(self)) return NULL;
+  stoke_twoclock_enter(self->c);
+  Py_RETURN_NONE;
+}
+
+static PyObject *twoclock_leave_m(sk_TwoClock *self, PyObject *args) {
+  Py_ssize_t n = 0, depth = -1;
+  if (!ready(self) || !PyArg_ParseTuple(args, "n|n", &n, &depth)) return NULL;
+  if (depth >= 0) stoke_twoclock_depth(self->c, (size_t)depth);
+  stoke_twoclock_leave(self->c, n < 0 ? 0 : (size_t)n);
+  Py_RETURN_NONE;
+}
+
+static PyObject *twoclock_pstats(sk_TwoClock *self, PyObject *noargs) {
+  return ready(self) ? sk_procs_stats(self, noargs) : NULL;
+}
+
+static PyObject *twoclock_pdiagnose(sk_TwoClock *self, PyObject *args,
+                                    PyObject *kw) {
+  return ready(self) ? sk_procs_diagnose(self, args, kw) : NULL;
+}
+
+static PyObject *twoclock_preport(sk_TwoClock *self, PyObject *args,
+                                  PyObject *kw) {
+  return ready(self) ? sk_procs_report(self, args, kw) : NULL;
+}
+
+static PyObject *twoclock_psave_json(sk_TwoClock *self, PyObject *args,
+                                     PyObject *kw) {
+  return ready(self) ? sk_procs_save_json(self, args, kw) : NULL;
+}
+
 /* The samples in a batch, as __next__ counts them. */
 static PyObject *twoclock_batch_len(PyObject *mod, PyObject *item) {
   return PyLong_FromSize_t(batch_len(item));
@@ -285,6 +344,17 @@ static PyMethodDef twoclock_methods[] = {
     {"end_epoch", (PyCFunction)twoclock_end_epoch, METH_NOARGS,
      "Record the epoch in progress now (iter() does it after a break)."},
     {"_record", (PyCFunction)twoclock_record, METH_VARARGS, NULL},
+    {"_attach_stages", (PyCFunction)twoclock_attach_stages, METH_VARARGS,
+     NULL},
+    {"_enter", (PyCFunction)twoclock_enter_m, METH_NOARGS, NULL},
+    {"_leave", (PyCFunction)twoclock_leave_m, METH_VARARGS, NULL},
+    {"_procs_stats", (PyCFunction)twoclock_pstats, METH_NOARGS, NULL},
+    {"_procs_diagnose", (PyCFunction)(void (*)(void))twoclock_pdiagnose,
+     METH_VARARGS | METH_KEYWORDS, NULL},
+    {"_procs_report", (PyCFunction)(void (*)(void))twoclock_preport,
+     METH_VARARGS | METH_KEYWORDS, NULL},
+    {"_procs_save_json", (PyCFunction)(void (*)(void))twoclock_psave_json,
+     METH_VARARGS | METH_KEYWORDS, NULL},
     {"_batch_len", (PyCFunction)twoclock_batch_len, METH_O | METH_STATIC,
      NULL},
     {"_summary", (PyCFunction)twoclock_summary, METH_NOARGS, NULL},

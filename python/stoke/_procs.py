@@ -25,7 +25,12 @@ failing batch the next one.  With seed_per_sample (the default) each
 sample's draws from torch, random and NumPy are reseeded from (base seed,
 epoch, key) before its __getitem__: the same for any number of workers and
 any timing.  A worker that dies is a RuntimeError naming its pid, the
-signal or exit code and the sample it held."""
+signal or exit code and the sample it held.
+
+The doctor (stats(), diagnose(), report(), save_json(), save_trace(), the
+live view): each worker records its samples' stages in a stage block in
+shared memory, the iterator drives the consumer's clock in the main
+process (python/stoke/_procstats.py)."""
 
 import atexit
 import heapq
@@ -33,6 +38,7 @@ import pickle
 import multiprocessing as _mp
 import queue as _queue
 import signal
+import time
 import weakref
 
 from . import _slots, _stoke
@@ -101,7 +107,7 @@ class _Job:
     spawn and forkserver, as torch pickles its dataset)."""
 
     def __init__(self, loader, ctl, ring, key_bytes, sem, results,
-                 base_seed):
+                 base_seed, stages):
         self.dataset = loader.dataset
         self.num_workers = loader.num_workers
         self.worker_init_fn = loader.worker_init_fn
@@ -112,6 +118,7 @@ class _Job:
         self.ctl, self.ring, self.key_bytes = ctl, ring, key_bytes
         self.sem, self.results = sem, results
         self.base_seed = base_seed
+        self.stages = stages     # the stage block (_procstats.py)
 
 
 def _in_worker_collate(loader):
@@ -133,6 +140,9 @@ def _worker_main(worker_id, job):
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the main process decides
     ctl = job.ctl.numpy()
     ring = job.ring.numpy()
+    stages = job.stages.numpy()
+    clock, cpu_clock = time.perf_counter_ns, time.thread_time_ns
+    record = _stoke.stage_record
     key_bytes = job.key_bytes.numpy()
     seed = _seed_worker(job.base_seed, worker_id)
     tw._worker_info = tw.WorkerInfo(id=worker_id, num_workers=job.num_workers,
@@ -149,6 +159,10 @@ def _worker_main(worker_id, job):
         return
     held = _HELD + worker_id
     cap = ring.shape[0]
+    # The thread's CPU clock is a system call (~3 us on a VM, 20 times the
+    # wall clock's): read once a unit, at its end.  Waiting for the next
+    # claim uses none, so one unit's end is the next one's start.
+    cpu_was = cpu_clock()
     arena = _slots.WorkerArena(worker_id, job.rows)
     while True:
         job.sem.acquire()
@@ -157,6 +171,7 @@ def _worker_main(worker_id, job):
             # still queued: it no longer wants it.
             results.cancel_join_thread()
             return
+        t = clock()     # a sample's clock starts at its claim
         unit = _stoke.shared_fetch_add(ctl, _CLAIM, 1)
         row = ring[unit % cap]
         n, pos, epoch, base = (int(row[_N]), int(row[_POS]), int(row[_EP]),
@@ -165,14 +180,19 @@ def _worker_main(worker_id, job):
             keys = [int(k) for k in row[_KEYS:_KEYS + n]]
         else:   # keys that are not ints: pickled beside the row
             keys = pickle.loads(key_bytes[unit % cap, :-n].tobytes())
+        times = []      # per sample: read, python (ns)
         try:
             samples = []
             for k in keys:
+                t0 = t
                 ik = k if isinstance(k, int) else _key_number(k)
                 _stoke.shared_store(ctl, held, ik)
                 if job.seed_per_sample:
                     _reseed(_mix(base, epoch, ik))
+                t1 = clock()
                 samples.append(job.dataset[k])
+                t = clock()
+                times.append((t1 - t0, t - t1))
             if job.collate is not None:
                 data = _apply(job, samples)
                 kind = "batch"
@@ -185,9 +205,32 @@ def _worker_main(worker_id, job):
             kind = "error"
             data = ExceptionWrapper(
                 where=f"in DataLoader worker process {worker_id}")
+        # Recorded before the result goes: the main process sees a sample's
+        # stages no later than the sample.  The collation (a row, or the
+        # whole batch) is the last sample's, as a thread's collate_fn is;
+        # the unit's CPU time is shared out in proportion to wall time.
+        co = clock() - t
+        cpu = cpu_clock()
+        record_unit(record, stages, worker_id, times, co, cpu - cpu_was)
+        cpu_was = cpu
         _stoke.shared_store(ctl, held, _NO_KEY)
         results.put((epoch, unit, kind, pos, data))
         samples = data = None
+
+
+def record_unit(record, stages, worker_id, times, collate_ns, cpu_ns):
+    """A unit's samples into the worker's part of the stage block: each its
+    (read, python) times, the last also the unit's collation, and the
+    unit's CPU time shared out in proportion to each sample's wall time."""
+    if not times:
+        return
+    wall = [rd + py for rd, py in times]
+    wall[-1] += collate_ns
+    total = sum(wall) or 1
+    last = len(times) - 1
+    for i, (rd, py) in enumerate(times):
+        record(stages, worker_id, rd, py, collate_ns if i == last else 0,
+               wall[i], cpu_ns * wall[i] // total)
 
 
 def _key_number(key):
@@ -237,7 +280,7 @@ class _Pool:
     the results queue.  Units are numbered across epochs: a ring row is
     reused only once its unit came back."""
 
-    def __init__(self, loader, base_seed, ahead):
+    def __init__(self, loader, base_seed, ahead, stages):
         import torch
         ctx = loader.multiprocessing_context or _mp.get_context("fork")
         w = loader.num_workers
@@ -263,7 +306,7 @@ class _Pool:
         self.sem = ctx.Semaphore(0)
         self.results = ctx.Queue()
         job = _Job(loader, self.ctl, self.ring, self.key_bytes, self.sem,
-                   self.results, base_seed)
+                   self.results, base_seed, stages)
         # Rows per worker: its share of the samples in flight, and two
         # more (a sample that finds none free crosses whole instead): the
         # rows cost no more shared memory than torch's batches in flight.
@@ -369,11 +412,14 @@ class ProcessIterator:
             generator=loader.generator).item()
         w = loader.num_workers
         ahead = (loader.prefetch_factor or 2) * w
+        # The loader's clocks: an epoch left early ends here.
+        self._stats = loader._proc_stats()
+        self._stats.end_epoch()
         pool = getattr(self, "_pool", None)
         if pool is None or pool.closed or not loader.persistent_workers:
             if pool is not None:
                 pool.shutdown()
-            pool = _Pool(loader, base_seed, ahead)
+            pool = _Pool(loader, base_seed, ahead, self._stats.block)
         for entry in getattr(self, "_pending", {}).values():
             if pool is getattr(self, "_pool", None):
                 self._free_rows(entry[1])   # batches of an epoch left early
@@ -396,6 +442,7 @@ class ProcessIterator:
         self._units_of = {}      # unit -> batch
         self._num_yielded = 0
         self._failed = None
+        self._done = False       # StopIteration given: the epoch ended
 
     def __iter__(self):
         return self
@@ -417,7 +464,7 @@ class ProcessIterator:
             b = self._next_batch
             self._next_batch += 1
             units = [keys] if self._per_batch else [[k] for k in keys]
-            self._pending[b] = [len(units), {}, {}]
+            self._pending[b] = [len(units), {}, {}, len(keys)]
             for pos, unit_keys in enumerate(units):
                 while not pool.room():
                     self._receive(block=True)
@@ -480,6 +527,14 @@ class ProcessIterator:
             exc.reraise()
         raise exc
 
+    def _depth(self):
+        """The ready queue a step finds: batches complete and not yet
+        handed out (what came back so far is taken in first)."""
+        while self._receive(block=False):
+            pass
+        return sum(1 for e in self._pending.values()
+                   if len(e[1]) + len(e[2]) == e[0])
+
     def _ready(self):
         """The next batch to hand out, complete, or None."""
         order = [self._next_out] if self._in_order else sorted(self._pending)
@@ -499,11 +554,20 @@ class ProcessIterator:
                 loader._proc_epoch != self._epoch:
             raise RuntimeError("stoke.DataLoader: this iterator was replaced "
                                "by a newer iter(loader)")
+        if self._done:
+            # Ended: StopIteration again, as torch's (its workers may be
+            # gone: that is no death), and no step for the clock.
+            raise StopIteration
         # As torch: a worker that died is an error at the next call, even
         # when the others could finish the epoch without it.
         why = self._pool.dead()
         if why is not None:
             self._fail(RuntimeError(why))
+        # The consumer's clock: waiting from here to the return (a step
+        # that raises is counted in neither clock).
+        self._stats.enter()
+        self._top_up()
+        depth = self._depth()
         while True:
             self._top_up()
             b = self._ready()
@@ -515,7 +579,7 @@ class ProcessIterator:
             self._receive(block=True)
             while self._receive(block=False):
                 pass
-        units, got, errors = self._pending.pop(b)
+        units, got, errors, n_keys = self._pending.pop(b)
         if self._in_order:
             self._next_out += 1
             while self._next_out < self._next_batch and \
@@ -539,6 +603,7 @@ class ProcessIterator:
         if self._pin:
             from torch.utils.data._utils.pin_memory import pin_memory
             data = pin_memory(data)
+        self._stats.leave(n_keys, depth)
         return data
 
     def _free_rows(self, got):
@@ -547,6 +612,8 @@ class ProcessIterator:
                 self._pool.arenas.free(x)
 
     def _end(self):
+        self._done = True
+        self._stats.end_epoch()
         loader = self._loader_ref()
         if loader is None or not loader.persistent_workers:
             self._pool.shutdown()

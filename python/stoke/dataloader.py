@@ -27,9 +27,11 @@ What threads change, and what stoke does about it (docs/dataloader.md):
     torch), and worker_init_fn runs once per thread;
   - multiprocessing_context has no effect (it is checked as torch checks
     it).
-worker_type="process" runs a map-style dataset on worker processes
-instead (python/stoke/_procs.py): torch's semantics, samples shared out
-through shared-memory atomics in the same order, per-sample reseeding."""
+worker_type="process" runs the dataset on worker processes instead: a
+map-style one (python/stoke/_procs.py) with torch's semantics, samples
+shared out through shared-memory atomics in the same order, per-sample
+reseeding; an IterableDataset (python/stoke/_iterprocs.py) as torch
+shards it, a stream per worker."""
 
 import atexit
 import copy as _copy
@@ -265,7 +267,7 @@ class _DataLoader:
     threads run under SCHED_BATCH, so that one woken to make a sample never
     takes the core of the thread running the training step; ``"normal"``:
     the OS default), ``worker_type`` (``"thread"``, the default;
-    ``"process"``: worker processes for a map-style dataset; ``"auto"``:
+    ``"process"``: worker processes; ``"auto"``:
     threads until the measured switch exists) and ``seed_per_sample``
     (process mode: reseed torch, random and NumPy before each sample from
     (base seed, epoch, key); default True).  ``metrics_file=PATH`` writes
@@ -435,6 +437,7 @@ class _DataLoader:
         self._gpu_price = parse_price(gpu_price, "gpu_price")
         self._engine = None
         self._engine_failed = False
+        self._pstats = None      # process mode's clocks (_procstats.py)
         self._iterator = None
         self._IterableDataset_len_called = None
         self.__initialized = True
@@ -503,10 +506,8 @@ class _DataLoader:
         return len(self._index_sampler)
 
     def _processes(self):
-        """Worker processes ("auto" is threads until its switch exists; an
-        IterableDataset runs on threads for now)."""
-        return self.worker_type == "process" and self.num_workers > 0 and \
-            not self._iterable
+        """Worker processes ("auto" is threads until its switch exists)."""
+        return self.worker_type == "process" and self.num_workers > 0
 
     def __iter__(self):
         if self.persistent_workers and self.num_workers > 0:
@@ -520,6 +521,9 @@ class _DataLoader:
     def _get_iterator(self):
         # torch's own too: code that calls it gets stoke's iterator, never
         # torch's worker processes.
+        if self._processes() and self._iterable:
+            from ._iterprocs import IterableProcessIterator
+            return IterableProcessIterator(self)
         if self._processes():
             from ._procs import ProcessIterator
             return ProcessIterator(self)
@@ -611,11 +615,21 @@ class _DataLoader:
         _live.add(self._engine)
         return self._engine
 
+    def _proc_stats(self):
+        """Process mode's clocks: the workers' stage block and the
+        consumer's clock, made at the first iter() and kept across epochs
+        and worker pools."""
+        if self._pstats is None:
+            from ._procstats import ProcStats
+            self._pstats = ProcStats(self)
+        return self._pstats
+
     def _need_engine(self):
         if self._processes():
-            raise _stoke.Error("stats(), diagnose() and the reports measure "
-                               "worker threads; worker_type='process' does "
-                               "not have them yet")
+            if self._pstats is None:
+                raise _stoke.Error("no epoch has run yet: iterate the "
+                                   "loader first")
+            return self._pstats
         if self._engine is None:
             raise _stoke.Error("no epoch has run yet: iterate the loader "
                                "first")

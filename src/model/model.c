@@ -96,6 +96,12 @@ static void python_model(stoke_model *m, const stoke_stats *st) {
   if (py <= 0 || m->t_d_ns <= 0) return;
   m->gil_wait_frac =
       (double)m->stage_ns[STOKE_STAGE_GIL_WAIT] / (double)py;
+  /* Worker processes have a GIL each: none is shared, none can cap them
+  ** (their CPU per step says nothing about a lock). */
+  if (st->struct_size >= offsetof(stoke_stats, worker_processes) +
+                             sizeof st->worker_processes &&
+      st->worker_processes)
+    return;
   double step = st->steps ? (double)(st->wait.total_ns + st->compute.total_ns) /
                                 (double)st->steps
                           : 0.0;

@@ -119,6 +119,14 @@ void stoke__stats_step_dist(const stoke__consumer_stats *c,
 /* Fill the public view from a snapshot (struct_size already checked). */
 void stoke__stats_publish(const stoke__stats_snap *s, stoke_stats *out);
 
+/* ---- stages measured elsewhere (stage_block.c) --------------------------- */
+
+/* The producers of the stoke_stage_block at mem; 0 when it is not one. */
+unsigned stoke__stage_block_producers(const void *mem);
+/* Its producers' counters added into acc (as stoke__stats_snap_producer);
+** false when mem is not a block. */
+bool stoke__stage_block_read(const void *mem, stoke__stats_snap *acc);
+
 /* ---- trace (trace.c) ----------------------------------------------------- */
 
 /* Event kinds: the stages (stoke_stage values), then the consumer's. */

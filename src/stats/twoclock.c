@@ -19,7 +19,13 @@
 ** wait, then W - 1 batches made beside the waited one are "ready" although
 ** nothing was made ahead; with round_steps = W a round that waited at all
 ** is one empty queue (PyTorch's DataLoader at 4 workers: every round
-** waits 160 ms, 1 step in 4). */
+** waits 160 ms, 1 step in 4).
+**
+** A caller that does see its producer (stoke.DataLoader's worker
+** processes) gives what it sees: the ready queue at each step
+** (stoke_twoclock_depth) and the producers' stages in a stage block
+** (stage_block.c, stoke_twoclock_attach_stages), which the statistics then
+** count from the end of the warm-up as a loader counts its workers'. */
 #include "os/os.h"
 #include "stats/cclock.h"
 #include "stats/publish.h"
@@ -48,6 +54,17 @@ struct stoke_twoclock {
   stoke__trace *trace;          /* NULL when cfg.trace_events is 0 */
   stoke__publisher *pub;        /* the live view (cfg.publish), or NULL */
   stoke__exporter ex;           /* metrics and JSON lines (export.h) */
+  /* Stages measured elsewhere: the block (borrowed) and its counters when
+  ** the warm-up ended, subtracted from every snapshot; protected by mu
+  ** (attach and the warm-up's end write them, readers read them). */
+  const void *stages;
+  unsigned stages_processes;    /* stats.worker_processes */
+  bool stages_counting;         /* base taken: the warm-up is over */
+  stoke__stats_snap *stages_base;
+  /* The ready queue the step in progress found (stoke_twoclock_depth);
+  ** the driving thread only. */
+  bool depth_known;
+  size_t depth;
 };
 
 void stoke_twoclock_config_init(stoke_twoclock_config *cfg) {
@@ -166,6 +183,7 @@ void stoke_twoclock_destroy(stoke_twoclock *c) {
     stoke__free(c->alloc, c->trace);
   }
   pthread_mutex_destroy(&c->mu);
+  stoke__free(c->alloc, c->stages_base);
   stoke__free(c->alloc, c->epochs.v);
   stoke__cclock_free(&c->clock, c->alloc);
   stoke__free(c->alloc, c);
@@ -193,11 +211,36 @@ static void start_epoch(stoke_twoclock *c, int64_t now) {
   c->step_number = 0;
 }
 
+/* The attached block's counters now become the base the statistics
+** subtract: what the producers made during the warm-up is left out.
+** Under mu. */
+static void stages_start(stoke_twoclock *c) {
+  memset(c->stages_base, 0, sizeof *c->stages_base);
+  stoke__stage_block_read(c->stages, c->stages_base);
+  c->stages_counting = true;
+}
+
 /* Whether this step counts: not in a warm-up epoch, and past the first
-** warmup_steps (which it counts). */
+** warmup_steps (which it counts).  The step that ends the warm-up starts
+** the attached stages' count. */
 static bool step_measured(stoke_twoclock *c) {
-  bool ended = false; /* nothing of ours to leave out when warm-up ends */
-  return stoke__cclock_measure(&c->clock, &ended);
+  bool ended = false;
+  bool measured = stoke__cclock_measure(&c->clock, &ended);
+  if (ended) {
+    pthread_mutex_lock(&c->mu);
+    if (c->stages) stages_start(c);
+    pthread_mutex_unlock(&c->mu);
+  }
+  return measured;
+}
+
+/* A measured step's queue: the depth the caller gave, else the round's
+** inference from its wait. */
+static void step_depth(stoke_twoclock *c, int64_t wait_ns) {
+  if (c->depth_known)
+    stoke__cclock_depth(&c->clock, c->depth);
+  else
+    round_step(c, wait_ns);
 }
 
 int64_t stoke_twoclock_enter(stoke_twoclock *c) {
@@ -214,7 +257,8 @@ int64_t stoke_twoclock_leave(stoke_twoclock *c, size_t n_samples) {
   int64_t enter = c->enter_ns;
   c->enter_ns = 0;
   bool measured = step_measured(c);
-  if (measured) round_step(c, now - enter);
+  if (measured) step_depth(c, now - enter);
+  c->depth_known = false;
   stoke__cclock_step(&c->clock, enter, now, c->step_number, n_samples,
                      measured);
   c->step_number++;
@@ -227,7 +271,8 @@ int stoke_twoclock_record(stoke_twoclock *c, int64_t wait_ns,
   if (!c || wait_ns < 0 || compute_ns < 0) return STOKE_EINVAL;
   start_epoch(c, stoke__now_ns());
   bool measured = step_measured(c);
-  if (measured) round_step(c, wait_ns);
+  if (measured) step_depth(c, wait_ns);
+  c->depth_known = false;
   stoke__cclock_record(&c->clock, wait_ns, compute_ns, n_samples, measured);
   c->step_number++;
   stoke__exporter_step(&c->ex);
@@ -256,15 +301,24 @@ int stoke_twoclock_stats(const stoke_twoclock *c, stoke_stats *out) {
   stoke__stats_snap *snap = stoke__calloc(c->alloc, 1, sizeof *snap);
   if (!snap) return STOKE_ENOMEM;
   stoke__stats_snap_consumer(c->clock.cs, snap);
+  stoke_twoclock *mc = (stoke_twoclock *)c; /* the lock is not state */
+  pthread_mutex_lock(&mc->mu);
+  unsigned processes = c->stages ? c->stages_processes : 0;
+  if (c->stages && c->stages_counting) {
+    /* The producers' side, since the warm-up ended (a snapshot of the
+    ** consumer's side holds no producer counters to mix with). */
+    stoke__stage_block_read(c->stages, snap);
+    stoke__stats_snap_sub(snap, c->stages_base);
+  }
+  size_t epochs_done = c->epochs.n;
+  pthread_mutex_unlock(&mc->mu);
   stoke_stats full;
   full.struct_size = sizeof full;
   stoke__stats_publish(snap, &full);
   stoke__stats_step_dist(c->clock.cs, c->alloc, &full.step);
   stoke__free(c->alloc, snap);
-  stoke_twoclock *mc = (stoke_twoclock *)c; /* the lock is not state */
-  pthread_mutex_lock(&mc->mu);
-  full.epochs_done = c->epochs.n;
-  pthread_mutex_unlock(&mc->mu);
+  full.epochs_done = epochs_done;
+  full.worker_processes = processes;
   full.n_workers = c->cfg.n_workers;
   full.prefetch = c->cfg.prefetch;
   size_t n = STOKE__MIN(out->struct_size, sizeof full);
@@ -322,5 +376,30 @@ int stoke_twoclock_write_trace(const stoke_twoclock *c, const char *path) {
   if (rc != 0)
     return stoke__set_tls_error(rc, "cannot write trace %s: %s", path,
                                 stoke_strerror(rc));
+  return 0;
+}
+
+int stoke_twoclock_attach_stages(stoke_twoclock *c, const void *mem,
+                                 int processes) {
+  unsigned n = mem ? stoke__stage_block_producers(mem) : 0;
+  if (!c || (mem && !n)) return STOKE_EINVAL;
+  if (mem && !c->stages_base) {
+    c->stages_base = stoke__calloc(c->alloc, 1, sizeof *c->stages_base);
+    if (!c->stages_base) return STOKE_ENOMEM;
+  }
+  pthread_mutex_lock(&c->mu);
+  c->stages = mem;
+  c->stages_processes = processes ? n : 0;
+  c->stages_counting = false;
+  /* Already measuring (no warm-up, or it is over): count from now. */
+  if (mem && c->clock.measuring) stages_start(c);
+  pthread_mutex_unlock(&c->mu);
+  return 0;
+}
+
+int stoke_twoclock_depth(stoke_twoclock *c, size_t depth) {
+  if (!c) return STOKE_EINVAL;
+  c->depth_known = true;
+  c->depth = depth;
   return 0;
 }

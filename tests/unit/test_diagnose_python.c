@@ -235,6 +235,31 @@ static void test_sleeper_and_pil_are_not(void **state) {
 }
 
 /* Helper threads queueing for the cores get their advice, first. */
+/* Worker processes have a GIL each: the burner's and the long samples'
+** figures on processes are starving (more workers help), never
+** python-bound, and the model puts no GIL bound on them. */
+static void test_processes_are_never_python_bound(void **state) {
+  (void)state;
+  stoke_stats runs[] = {burner(), long_python()};
+  for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+    stoke_stats st = runs[i];
+    st.worker_processes = st.n_workers;
+    stoke_diagnosis d;
+    assert_int_equal(stoke_diagnose_ex(&st, NULL, 2, &d), 0);
+    if (d.verdict != STOKE_VERDICT_STARVING)
+      fail_msg("run %zu on processes: verdict %s (%s)", i,
+               stoke_verdict_name(d.verdict), d.reason);
+    assert_true(d.bound != STOKE_BOUND_GIL);
+    stoke_model m;
+    assert_int_equal(stoke_model_init(&m, &st, NULL, 2), 0);
+    assert_int_equal(m.t_gil_ns, 0);
+    stoke_advice a[STOKE_MAX_ADVICE];
+    size_t n = 0;
+    assert_int_equal(stoke_advise_model(&m, &st, a, STOKE_MAX_ADVICE, &n), 0);
+    assert_false(has_advice(a, n, STOKE_ADVICE_PROCESSES));
+  }
+}
+
 static void test_threads_advice(void **state) {
   (void)state;
   stoke_stats st = py_snap(2, 4 * MS, 100 * US, 50 * US, 1 * MS, 1 * MS,
@@ -272,6 +297,7 @@ int main(void) {
       cmocka_unit_test(test_long_samples_saturate_the_gil),
       cmocka_unit_test(test_sleeper_and_pil_are_not),
       cmocka_unit_test(test_threads_advice),
+      cmocka_unit_test(test_processes_are_never_python_bound),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,138 @@
+"""The doctor of stoke.DataLoader(worker_type="process"): one set of clocks
+across the worker processes.
+
+Two halves, measured where they happen and judged by the same C code as
+thread mode's (python/ext/report.c, the library's queue model and
+diagnose):
+  - the producers' stages: each worker process times each sample it makes
+    (read: its keys out of the ring and the reseeding; python: the
+    __getitem__; collate: the sample into its row, or a whole batch through
+    a collate_fn in the worker; gil_wait: 0, the process's GIL is its own)
+    with its busy and CPU time, and records them in its own part of a stage
+    block (stoke_stage_block) in shared memory: single-writer counters,
+    no lock, nothing sent;
+  - the consumer's clock, in the main process: a stoke_twoclock driven by
+    the iterator (waiting = inside __next__, computing = from its return to
+    the next call), told the ready queue each step found (the batches
+    complete and not yet handed out), with the block attached, so that its
+    statistics are a loader's: stages since the warm-up ended, the verdict,
+    the queue model, the advice.
+
+The block belongs to the loader, not to its worker processes: it outlives
+a pool that stops at an epoch's end, and one whose worker was killed (a
+killed worker leaves at most its last sample half counted).  The
+consumer's CPU share (the cores the model leaves to the workers) is
+measured here, over the computing spans: the main process's CPU time there
+is the training step's."""
+
+import time
+
+from . import _stoke
+from .loader import warmup_config
+
+_TRACE_EVENTS = 16384   # trace=True: spans kept, as stoke.Loader's
+
+
+class ProcStats:
+    """The stage block and the consumer's clock of one loader."""
+
+    def __init__(self, loader):
+        import torch
+        w = loader.num_workers
+        n = _stoke.stage_block_bytes(w)
+        # torch's shared memory, as the ring's: its segment is unlinked at
+        # once and goes with the last process that maps it.
+        self.block = torch.zeros((n,), dtype=torch.uint8).share_memory_()
+        self._view = self.block.numpy()
+        _stoke.stage_block_init(self._view, w)
+        ahead = (loader.prefetch_factor or 2) * w
+        info = {"name": "stoke.DataLoader", "num_workers": w,
+                "prefetch": ahead,
+                "label": f"Python dataset {type(loader.dataset).__name__} "
+                         f"on {w} worker process{'es' if w != 1 else ''}",
+                "gpu_price_per_hour": float(loader._gpu_price or 0.0)}
+        if isinstance(loader.batch_size, int):
+            info["batch_size"] = loader.batch_size
+        # (len(loader) of an IterableDataset counts as torch's call of it:
+        # not made here.)
+        sizes = () if loader._iterable else (
+            ("length", lambda: len(loader.dataset)),
+            ("batches", lambda: len(loader)))
+        for key, f in sizes:
+            try:
+                info[key] = int(f())
+            except TypeError:
+                pass
+        wc = warmup_config(loader._warmup, None)
+        trace = _TRACE_EVENTS if loader._trace is True else \
+            int(loader._trace or 0)
+        self.clock = _stoke.TwoClock(
+            (), warmup=wc["warmup_epochs"], warmup_steps=wc["warmup_steps"],
+            warmup_end_steps=wc["warmup_end_steps"],
+            warmup_end=wc["warmup_end_ns"] / 1e9, num_workers=w,
+            prefetch=ahead, trace=trace, info=info, count_samples=False)
+        self.clock._attach_stages(self._view, True)
+        self._tracing = trace > 0
+        self._left = None        # (wall, CPU) when the last step was handed out
+        self._compute_ns = 0     # computing spans, summed
+        self._compute_cpu_ns = 0  # the main process's CPU time in them
+
+    # ---- driven by the iterator -------------------------------------------
+
+    def enter(self):
+        """__next__ was called: the step's compute ends, its wait starts."""
+        left = self._left
+        if left is not None:
+            self._compute_ns += time.perf_counter_ns() - left[0]
+            self._compute_cpu_ns += time.process_time_ns() - left[1]
+            self._left = None
+        self.clock._enter()
+
+    def leave(self, n_samples, depth):
+        """A batch of n_samples is handed out; depth batches were ready."""
+        self.clock._leave(n_samples, depth)
+        self._left = (time.perf_counter_ns(), time.process_time_ns())
+
+    def end_epoch(self):
+        if self._left is not None:
+            self._compute_ns += time.perf_counter_ns() - self._left[0]
+            self._compute_cpu_ns += time.process_time_ns() - self._left[1]
+            self._left = None
+        self.clock.end_epoch()
+
+    # ---- what the loader's doctor methods call (thread mode's engine) ----
+
+    def _consumer_cpu(self, given):
+        if given is not None:
+            return given
+        if self._compute_ns <= 0:
+            return 0.0
+        return self._compute_cpu_ns / self._compute_ns
+
+    def stats(self):
+        return self.clock._procs_stats()
+
+    def diagnose(self, cores=0, consumer_cpu=None, **kw):
+        return self.clock._procs_diagnose(
+            cores, self._consumer_cpu(consumer_cpu), **kw)
+
+    def report(self, cores=0, consumer_cpu=None, **kw):
+        return self.clock._procs_report(
+            cores, self._consumer_cpu(consumer_cpu), **kw)
+
+    def save_json(self, path, cores=0, consumer_cpu=None, **kw):
+        return self.clock._procs_save_json(
+            path, cores, self._consumer_cpu(consumer_cpu), **kw)
+
+    def save_trace(self, path):
+        """The consumer's spans (waiting, computing); the workers are other
+        processes, with no track here."""
+        if not self._tracing:
+            # thread mode's words (the TwoClock's name trace=N otherwise)
+            raise _stoke.ConfigError("tracing is off: create the loader with "
+                                     "trace=True (or trace=N spans kept)")
+        self.clock.save_trace(path)
+
+    def autotune(self):
+        # num_workers="auto" is refused in process mode: nothing tunes.
+        return None
