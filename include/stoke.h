@@ -1286,7 +1286,7 @@ typedef struct stoke_stats {
   double fetch_latency_p95_ms;
   double fetch_in_flight;
   unsigned io_concurrency;  /* the client's, resolved */
-  /* Since 0.7: the producers are this many worker processes, each with
+  /* Since 0.6: the producers are this many worker processes, each with
   ** its own GIL (stoke.DataLoader(worker_type="process"), whose stages come
   ** from a stoke_stage_block): the doctor then never says python-bound,
   ** since more processes do run more Python.  0: threads (or unknown). */
@@ -1630,7 +1630,7 @@ STOKE_API int stoke_twoclock_write_trace(const stoke_twoclock *c,
                                          const char *path);
 
 /* ------------------------------------------------------------------------ */
-/* Stages measured elsewhere (since 0.7)                                     */
+/* Stages measured elsewhere (since 0.6)                                     */
 
 /* A stage block holds what a loader's worker threads measure per sample
 ** (the stages' histograms, busy and CPU time, samples made) for producers
