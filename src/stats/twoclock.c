@@ -267,6 +267,7 @@ int stoke_twoclock_stats(const stoke_twoclock *c, stoke_stats *out) {
   pthread_mutex_unlock(&mc->mu);
   full.n_workers = c->cfg.n_workers;
   full.prefetch = c->cfg.prefetch;
+  stoke__outside_stats(&c->clock.outside, stoke__online_cpus(), &full);
   size_t n = STOKE__MIN(out->struct_size, sizeof full);
   full.struct_size = n;
   memcpy(out, &full, n);
