@@ -57,16 +57,24 @@ if not o["moved"] and o["min_cores"] >= 0.2:
     sys.exit(0)
 assert o["moved"], ("the busy loop was not seen", o)
 ds = doc["autotune"]["decisions"]
+for d in ds:  # the record, for whoever reads a failure
+    print("%6.2f s %s" % (d["time_s"], d["text"]), file=sys.stderr)
 inside = [d for d in ds if on <= d["time_s"] <= off + 0.5]
 held = [d for d in inside if d["kind"] == "outside"]
 assert held, ("no decision names the outside load", ds)
 for d in held:
     assert "the machine" + chr(39) + "s other load" in d["text"], d
-# No worker count changed while the loop came and went: what it did to
-# the step was not taken for the step.
-moves = [d for d in inside if d["from_workers"] != d["to_workers"]]
-assert not moves, ("worker changes while the busy loop came and went",
-                   moves)
+# What the loop did to the step was not taken for the step: no churn
+# while it came and went.  At most one change (a window the loop came in
+# only part of may be below the move threshold; a change made on it is
+# then judged at the quiet load and kept or not), and nothing rolled
+# back.  Chasing it (the rule off) makes a change and its rollback, at
+# least, on the first stall it brings.
+changes = [d for d in inside if d["kind"] in
+           ("grow", "shrink", "deeper", "shallower", "rollback")]
+assert len(changes) <= 1 and not any(d["kind"] == "rollback"
+                                     for d in changes), \
+    ("changes while the busy loop came and went", changes)
 print("ok", len(held), len(ds))
 PY
 ) || fail "autotune beside the busy loop: $verdict"
