@@ -302,8 +302,10 @@ static void window_start(stoke_loader *l, int64_t now) {
       0)
     at->base_run = -1;
   /* The machine's busy time beside this process's: the window's other
-  ** load (two small file reads a window). */
-  at->have_outside = stoke__outside_read(&at->base_outside) == 0;
+  ** load (one small file read a window: the last window's end reading,
+  ** when there is one, starts the next). */
+  if (!at->have_outside)
+    at->have_outside = stoke__outside_read(&at->base_outside) == 0;
 }
 
 /* Consumer thread, mu held: a step's compute. */
@@ -412,6 +414,9 @@ static void step(stoke_loader *l, void *state, int64_t wait_ns, bool empty) {
     w->outside_on = true;
     w->outside_cores = stoke__outside_cores(&at->base_outside, &o);
     w->machine_cores = stoke__outside_busy_cores(&at->base_outside, &o);
+    at->base_outside = o;
+  } else {
+    at->have_outside = false; /* read again at the next window's start */
   }
   stoke__atc_decision d;
   stoke__atc_decide(&at->st, &at->lim, w, &d);
