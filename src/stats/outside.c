@@ -9,8 +9,9 @@
 ** STOKE__OUTSIDE_MOVED_CORES (and STOKE__OUTSIDE_MOVED_SHARE of the cores)
 ** is said in the verdict and the JSON (report/), with how far it may have
 ** moved the figures: the cores it took or gave back against those the run
-** had at the quietest window.  A window costs two small file reads; the
-** clock is read only every STOKE__OUTSIDE_EVERY measured steps.
+** had at the quietest window.  A window costs two small file reads; a
+** step, a compare with the time the consumer clock already read (a step
+** timed by someone else: a clock read every STOKE__OUTSIDE_EVERY steps).
 ** (Moved here from report/, and the readings to os/outside.c, so that
 ** every front end gets the figures from the library and the live
 ** autotuner, below report/, takes the same readings.) */
@@ -52,9 +53,13 @@ void stoke__outside_start(stoke__outside *o) {
   o->on = stoke__outside_read(&o->open) == 0;
 }
 
-void stoke__outside_tick(stoke__outside *o) {
-  if (!o->on || ++o->ticks % STOKE__OUTSIDE_EVERY != 0) return;
-  if (stoke__now_ns() - o->open.t_ns < STOKE__OUTSIDE_WINDOW_NS) return;
+void stoke__outside_tick_slow(stoke__outside *o, int64_t now_ns) {
+  if (!o->on) return;
+  if (!now_ns) {
+    if (++o->ticks % STOKE__OUTSIDE_EVERY != 0) return;
+    now_ns = stoke__now_ns();
+  }
+  if (now_ns - o->open.t_ns < STOKE__OUTSIDE_WINDOW_NS) return;
   stoke__outside_reading now;
   if (stoke__outside_read(&now) != 0) {
     o->on = false;
