@@ -246,7 +246,8 @@ int main(int argc, char **argv) {
     for (; seen_ev < n_ev; seen_ev++) {
       stoke_autotune_event ev;
       stoke_loader_autotune_event(l, seen_ev, &ev);
-      if (ev.kind != STOKE_AUTOTUNE_LIMIT && ev.kind != STOKE_AUTOTUNE_STEP)
+      if (ev.kind != STOKE_AUTOTUNE_LIMIT && ev.kind != STOKE_AUTOTUNE_STEP &&
+          ev.kind != STOKE_AUTOTUNE_OUTSIDE)
         changes++;
       printf("{\"event\":{\"kind\":\"%s\",\"epoch\":%llu,\"step\":%llu,"
              "\"from_workers\":%u,\"to_workers\":%u,\"from_prefetch\":%u,"

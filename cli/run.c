@@ -277,10 +277,8 @@ int cli_run(const report_spec *spec, report_result *res) {
   int64_t delay0 = -1;
   for (uint64_t e = res->start_epoch; e < spec->epochs && !res->stopped;
        e++) {
-    if (e - res->start_epoch == cfg.warmup_epochs) {
+    if (e - res->start_epoch == cfg.warmup_epochs)
       delay0 = thread_run_delay_ns();
-      report_outside_start(&res->outside);
-    }
     for (;;) {
       stoke_batch *b;
       rc = stoke_loader_next(l, &b);
@@ -296,7 +294,6 @@ int cli_run(const report_spec *spec, report_result *res) {
       stoke_batch_release(b);
       if (rc < 0)
         goto fail;
-      report_outside_tick(&res->outside);
       res->batches_run++;
       res->stopped = spec->stop_after && res->batches_run == spec->stop_after;
       if (spec->save_every && res->batches_run % spec->save_every == 0 &&
@@ -311,7 +308,6 @@ int cli_run(const report_spec *spec, report_result *res) {
   if (rc < 0)
     goto fail;
   int64_t delay1 = thread_run_delay_ns();
-  report_outside_end(&res->outside);
   if (spec->save_state_path && save_state(spec, l, res) != CLI_OK)
     goto fail_quiet;
   if (!spec->save_state_path)

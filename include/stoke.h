@@ -1291,6 +1291,24 @@ typedef struct stoke_stats {
   ** from a stoke_stage_block): the doctor then never says python-bound,
   ** since more processes do run more Python.  0: threads (or unknown). */
   unsigned worker_processes;
+  /* The machine's other load while measuring (since 0.6; the loader's and
+  ** stoke_twoclock's consumer clock, docs/diagnosis.md): the CPU the rest
+  ** of the machine kept busy (/proc/stat's busy time less this process's
+  ** CPU), in cores, over windows of outside_window_s from the end of the
+  ** warm-up; the mean, the lightest and the heaviest window.  It moved
+  ** when those two differ by 0.5 cores and 15% of the online CPUs; then
+  ** outside_shift_frac says how far the figures may be off (the cores it
+  ** took or gave back over those the run had at its quietest), else 0.
+  ** outside_windows 0: not measured (yet, or no /proc/stat).  The job's
+  ** own worker processes count as its own where their stage block is
+  ** attached (stoke_twoclock_attach_stages: stoke.DataLoader's process
+  ** mode); other processes of the job (a torch DataLoader's workers under
+  ** the doctor) count as outside. */
+  unsigned outside_windows;
+  double outside_window_s;
+  double outside_mean_cores, outside_min_cores, outside_max_cores;
+  int outside_moved;
+  double outside_shift_frac;
 } stoke_stats;
 
 /* Snapshot of the statistics since warm-up ended.  Any thread. */
@@ -1307,10 +1325,15 @@ typedef enum stoke_autotune_kind {
                                   known-good configuration */
   STOKE_AUTOTUNE_LIMIT = 6,    /* still waiting, but a budget (CPU, memory,
                                   threads) allows no more */
-  STOKE_AUTOTUNE_STEP = 7      /* the consumer's step changed: search again */
+  STOKE_AUTOTUNE_STEP = 7,     /* the consumer's step changed: search again */
+  STOKE_AUTOTUNE_OUTSIDE = 8   /* since 0.6: the machine's other load moved
+                                  between the measurements: no decision on
+                                  them (a trial waits for the load to come
+                                  back), or it stayed: search again */
 } stoke_autotune_kind;
 
-/* "grow", "shrink", "deeper", "shallower", "rollback", "limit", "step". */
+/* "grow", "shrink", "deeper", "shallower", "rollback", "limit", "step",
+** "outside". */
 STOKE_API const char *stoke_autotune_kind_name(int kind);
 
 typedef struct stoke_autotune_event {

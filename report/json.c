@@ -170,7 +170,7 @@ cJSON *report_summary_json(const report_result *res) {
   cJSON_AddStringToObject(o, "verdict_reason", res->diag.reason);
   /* The machine's other load while it measured: when it moved, the
   ** verdict's figures may have moved with it (shift_frac). */
-  cJSON_AddItemToObject(o, "outside_load", report_outside_json(&res->outside));
+  cJSON_AddItemToObject(o, "outside_load", report_outside_json(&res->stats));
   report_rungs_json(o, res);
   if (st->fetch_remote)
     cJSON_AddItemToObject(o, "fetch", report_fetch_json(res));

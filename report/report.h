@@ -62,38 +62,13 @@ uint64_t report_peak_rss_bytes(void);
 
 /* ---- the machine's other load while a run measures (outside_load.c) ---- */
 
-#define REPORT_OUTSIDE_WINDOW_NS 500000000LL /* a window: 0.5 s */
-#define REPORT_OUTSIDE_EVERY 4               /* steps between clock reads */
-#define REPORT_OUTSIDE_MOVED_CORES 0.5       /* moved: by this many cores */
-#define REPORT_OUTSIDE_MOVED_SHARE 0.15      /* and this share of them */
-
-typedef struct report_outside {
-  bool on;                     /* sampling (the files could be read) */
-  uint64_t ticks;
-  int64_t t_ns, busy_ns, self_ns; /* the open window's start */
-  unsigned windows;            /* closed windows */
-  double min_cores, max_cores; /* the other load of the lightest and the
-                                  heaviest window, in cores */
-  double sum_cores, sum_wall;  /* cores x ns, ns: the mean */
-} report_outside;
-
-/* Start measuring (the warm-up is over); tick once a step; end with the
-** run.  The consumer's thread. */
-void report_outside_start(report_outside *o);
-void report_outside_tick(report_outside *o);
-void report_outside_end(report_outside *o);
-double report_outside_mean(const report_outside *o);
-/* Whether it moved while measuring; *shift (may be NULL): by how much
-** the figures may have moved, a fraction (the cores it took or gave back
-** over those the run had at its quietest). */
-bool report_outside_moved(const report_outside *o, double cores,
-                          double *shift);
-/* {windows, window_s, mean_cores, min_cores, max_cores, moved,
+/* The loader's or the clock's measurement (stoke_stats.outside_*, taken
+** by the library's consumer clock: src/stats/outside.c) as the JSON's
+** {windows, window_s, mean_cores, min_cores, max_cores, moved,
 ** shift_frac}. */
-cJSON *report_outside_json(const report_outside *o);
+cJSON *report_outside_json(const stoke_stats *st);
 /* The verdict's note when it moved; nothing otherwise. */
-void report_outside_print(FILE *f, const report_outside *o);
-
+void report_outside_print(FILE *f, const stoke_stats *st);
 
 /* ---- a measured run (run.c) --------------------------------------------- */
 
@@ -158,7 +133,6 @@ typedef struct report_result {
   ** cores; -1 when unknown. */
   int64_t consumer_run_delay_ns;
   /* The machine's other load while it measured (the CLI's runs). */
-  report_outside outside;
   /* stoke_model_init(stats, eff, 0) while the workers were alive, so that
   ** it holds their scheduler statistics (run_delay_frac). */
   stoke_model model;

@@ -38,7 +38,7 @@ void report_print_report(FILE *f, const char *cmd, const report_spec *spec,
   report_print_autotune(f, res);
   report_print_failures(f, res);
   report_print_verdict(f, "", &res->diag);
-  report_outside_print(f, &res->outside);
+  report_outside_print(f, &res->stats);
   if (res->stopped)
     fprintf(f, "stopped after %llu batches (--stop-after): the state is at "
                "batch %llu of epoch %llu%s%s\n",

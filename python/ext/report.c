@@ -279,6 +279,10 @@ static cJSON *diagnosis(sk_run *r, const analysis_args *a,
               : "unknown: no epoch has run yet");
     }
   }
+  /* The machine's other load beside the verdict: when it moved, the
+  ** verdict's figures may have moved with it (as the CLI's note). */
+  if (d) cJSON_AddItemToObject(d, "outside_load",
+                               report_outside_json(&r->res.stats));
   if (!d) PyErr_NoMemory();
   return d;
 }
@@ -469,6 +473,7 @@ static cJSON *twoclock_diagnosis(const report_result *res) {
   if (!o) return NULL;
   cJSON_AddStringToObject(o, "limits", twoclock_limits);
   cJSON_AddArrayToObject(o, "advice");
+  cJSON_AddItemToObject(o, "outside_load", report_outside_json(&res->stats));
   return o;
 }
 
@@ -510,6 +515,7 @@ static void print_twoclock_report(FILE *f, void *p) {
   report_print_summary(f, &r->res);
   report_print_verdict(f, "", &r->res.diag);
   fprintf(f, "  (%s)\n", twoclock_limits);
+  report_outside_print(f, &r->res.stats);
 }
 
 PyObject *sk_twoclock_report(sk_TwoClock *self) {

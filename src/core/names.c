@@ -68,6 +68,7 @@ const char *stoke_autotune_kind_name(int kind) {
   case STOKE_AUTOTUNE_ROLLBACK: return "rollback";
   case STOKE_AUTOTUNE_LIMIT: return "limit";
   case STOKE_AUTOTUNE_STEP: return "step";
+  case STOKE_AUTOTUNE_OUTSIDE: return "outside";
   default: return "?";
   }
 }

@@ -9,6 +9,13 @@
 **
 ** One window, one decision, in this order:
 **   1. a window right after a change is discarded (the queue refills);
+**      1b. so is one whose machine's other load (os/outside.c) moved
+**      away from the level the decisions were measured at (a quarter
+**      of a core, the whole machine busier or idler with it), and the
+**      one on which it came back (recorded once per move, OUTSIDE): a
+**      hog that comes and goes is not chased, and a trial is judged only
+**      on a window at the load its "before" had; a load that stays 3 s
+**      at its new level is the machine's now: search again;
 **   2. the change on trial is judged on the next one: a grow that did not
 **      make the step at least 3% faster, a shrink or a shallower prefetch
 **      that waits over 3% or adds waiting of 3% of the step, a deeper
@@ -240,6 +247,104 @@ static void rollback(stoke__atc_state *st, stoke__atc_decision *out,
            ms(step), 100 * before_wait, 100 * wait);
 }
 
+/* Did the other load move from (o0, m0) to (o1, m1), each (its cores,
+** the whole machine's busy cores)?  By STOKE__ATC_OUTSIDE_CORES (and
+** _SHARE of the cores), and the whole machine by half that the same way:
+** on a full machine, cores this loader takes are cores other jobs lose,
+** which is no move of theirs. */
+static bool outside_moved(double o0, double m0, double o1, double m1,
+                          double cores) {
+  double d = o1 - o0, dm = m1 - m0;
+  double thr = STOKE__ATC_OUTSIDE_CORES;
+  if (STOKE__ATC_OUTSIDE_SHARE * cores > thr)
+    thr = STOKE__ATC_OUTSIDE_SHARE * cores;
+  return fabs(d) >= thr && d * dm > 0 && fabs(dm) >= thr / 2;
+}
+
+static double lim_cores(const stoke__atc_limits *lim) {
+  return lim->cores >= 1 ? lim->cores : 1;
+}
+
+/* Is the window's other load away from the decisions' level? */
+static bool outside_is_away(const stoke__atc_state *st,
+                            const stoke__atc_limits *lim,
+                            const stoke__atc_window *win) {
+  return win->outside_on && st->have_outside &&
+         outside_moved(st->outside_ref, st->machine_ref, win->outside_cores,
+                       win->machine_cores, lim_cores(lim));
+}
+
+/* Step 1b: true when the window is held (out may carry an OUTSIDE record:
+** the first window away, or the new level kept).  A window away from the
+** level decides nothing, a pending trial included: its "before" was
+** measured at the level, and so must its "after" be.  The window on
+** which the load is back is held too (it may hold part of the move).
+** Once the load stayed at a new level for STOKE__ATC_OUTSIDE_SETTLE_NS,
+** that is the machine now: the trial is kept unjudged and the search
+** starts again, as when the step changes. */
+static bool outside_held(stoke__atc_state *st, const stoke__atc_limits *lim,
+                         const stoke__atc_window *win,
+                         stoke__atc_decision *out) {
+  if (!win->outside_on) return false;
+  double now = win->outside_cores, mnow = win->machine_cores;
+  double cores = lim_cores(lim);
+  if (!st->have_outside) {
+    st->have_outside = true;
+    st->outside_ref = now;
+    st->machine_ref = mnow;
+    return false;
+  }
+  if (!outside_is_away(st, lim, win)) {
+    bool was = st->outside_away;
+    st->outside_away = false;
+    return was;
+  }
+  char trial[96] = "";
+  if (st->pending)
+    snprintf(trial, sizeof trial, "; the %s to %u workers, prefetch %u %s",
+             stoke_autotune_kind_name(st->pending), st->workers,
+             st->prefetch,
+             st->outside_away ? "is kept unjudged" : "waits for it");
+  if (!st->outside_away ||
+      outside_moved(st->outside_new, st->machine_new, now, mnow, cores)) {
+    bool first = !st->outside_away;
+    st->outside_away = true;
+    st->outside_new = now;
+    st->machine_new = mnow;
+    st->outside_new_ns = 0;
+    if (first) {
+      out->kind = STOKE_AUTOTUNE_OUTSIDE;
+      snprintf(out->reason, sizeof out->reason,
+               "the machine's other load moved %.1f -> %.1f cores (of "
+               "%.0f): nothing decided on it%s",
+               st->outside_ref, now, cores, trial);
+    }
+    return true;
+  }
+  st->outside_new_ns += win->wall_ns;
+  if (st->outside_new_ns < STOKE__ATC_OUTSIDE_SETTLE_NS) return true;
+  out->kind = STOKE_AUTOTUNE_OUTSIDE;
+  snprintf(out->reason, sizeof out->reason,
+           "the machine's other load went %.1f -> %.1f cores (of %.0f) and "
+           "stayed %.1f s: searching again%s",
+           st->outside_ref, st->outside_new, cores,
+           (double)st->outside_new_ns / 1e9, trial);
+  st->outside_ref = st->outside_new;
+  st->machine_ref = st->machine_new;
+  st->outside_away = false;
+  st->pending = 0;
+  st->good_workers = st->workers;
+  st->good_prefetch = st->prefetch;
+  st->floor_workers = 1;
+  st->ceil_workers = 0;
+  st->floor_prefetch = 1;
+  st->ceil_prefetch = 0;
+  st->limited = false;
+  /* Costs measured at the old load are not this machine's. */
+  st->cost_cpu_ns = st->cost_io_ns = st->cost_n = 0;
+  return true;
+}
+
 void stoke__atc_decide(stoke__atc_state *st, const stoke__atc_limits *lim,
                       const stoke__atc_window *win, stoke__atc_decision *out) {
   memset(out, 0, sizeof *out);
@@ -255,15 +360,21 @@ void stoke__atc_decide(stoke__atc_state *st, const stoke__atc_limits *lim,
   out->wait_now = wait;
   out->step_now_ns = step;
   out->compute_ns = tc;
-  /* Every window's producer clocks count, a settling one's too. */
-  stoke_model m;
-  bool have_model = smoothed_model(st, lim, win, &m);
-
-  /* 1. Right after a change: the queue is still refilling. */
+  /* 1. Right after a change: the queue is still refilling.  Its producer
+  ** clocks count (every window's do), unless the machine's other load
+  ** had moved: those are another machine's costs. */
   if (st->settle) {
     st->settle = false;
+    stoke_model unused;
+    if (!outside_is_away(st, lim, win)) smoothed_model(st, lim, win, &unused);
     return;
   }
+  /* 1b. The machine's other load moved away from the level the decisions
+  ** are measured at: nothing is decided on this window (nor are its costs
+  ** kept), until it comes back or stays. */
+  if (outside_held(st, lim, win, out)) return;
+  stoke_model m;
+  bool have_model = smoothed_model(st, lim, win, &m);
   /* The compute moved past the threshold in this window and, the same
   ** way, in the one before: the step changed (one window alone is often a
   ** loaded machine's noise: a sleeping step woken late). */

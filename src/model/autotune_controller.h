@@ -37,6 +37,20 @@
 #define STOKE__ATC_MODEL_MAX_WORKERS 4096
 /* The most one grow multiplies the workers by (the model's error). */
 #define STOKE__ATC_MAX_GROW_FACTOR 8
+/* The machine's other load that moved away from the level the decisions
+** were measured at (by STOKE__ATC_OUTSIDE_CORES) holds them; once it stayed at
+** its new level this long, that level is the machine's and the search
+** starts again.  Longer than a passing job (a hog that comes and goes),
+** short against a training run. */
+#define STOKE__ATC_OUTSIDE_SETTLE_NS 3000000000LL
+/* The move that holds: a quarter of a core and a tenth of the cores, half
+** the reports' (stats/outside.h), so that a window the load moved only in
+** part of (its other cores the fraction) cannot stall the consumer by the
+** 5% that grows; and the whole machine busier or idler by half that, the
+** same way, so that cores this loader took from (or gave back to) other
+** jobs on a full machine are not taken for them moving. */
+#define STOKE__ATC_OUTSIDE_CORES 0.25
+#define STOKE__ATC_OUTSIDE_SHARE 0.10
 
 /* What the glue measured over one window of steps. */
 typedef struct stoke__atc_window {
@@ -52,6 +66,12 @@ typedef struct stoke__atc_window {
   ** unknown.  It tells a worker queueing for a core (CPU-bound on a busy
   ** machine) from one waiting on I/O, which its CPU clock cannot. */
   int64_t sched_run_ns, sched_delay_ns;
+  /* The cores the rest of the machine kept busy over the window
+  ** (os/outside.c); outside_on false: unknown (the rule is off). */
+  bool outside_on;
+  double outside_cores;
+  double machine_cores;    /* the whole machine's busy cores, this
+                              process included */
 } stoke__atc_window;
 
 /* What the controller may choose from (frozen at create). */
@@ -93,6 +113,14 @@ typedef struct stoke__atc_state {
   /* The per-sample costs (CPU, off a core, ns) summed over the recent
   ** windows, and the samples they sum: see STOKE__ATC_COST_WINDOWS. */
   double cost_cpu_ns, cost_io_ns, cost_n;
+  /* The machine's other load: the level the decisions are measured at
+  ** (have_outside false: none yet), and, while a window's load is away
+  ** from it, the level it moved to and for how long it stayed there. */
+  bool have_outside;
+  double outside_ref, machine_ref;
+  bool outside_away;                 /* held: the load is not at ref */
+  double outside_new, machine_new;
+  int64_t outside_new_ns;
 } stoke__atc_state;
 
 typedef struct stoke__atc_decision {

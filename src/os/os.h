@@ -72,6 +72,28 @@ int stoke__schedstat_window(const stoke__sched_thread *base, size_t n_base,
                             const stoke__sched_thread *now, size_t n_now,
                             int64_t *run_ns, int64_t *delay_ns);
 
+/* ---- the machine's other load (outside.c) ------------------------------- */
+
+/* One reading: the machine's busy CPU time (every core, /proc/stat's states
+** but idle and iowait), this process's CPU time (every thread), and when. */
+typedef struct stoke__outside_reading {
+  int64_t t_ns, busy_ns, self_ns;
+} stoke__outside_reading;
+
+/* Take a reading: 0, or -1 where /proc/stat cannot be read (then the
+** outside load is unknown).  Two small file reads' cost. */
+int stoke__outside_read(stoke__outside_reading *r);
+/* The cores the rest of the machine kept busy between readings a and b
+** (never negative: the kernel's ticks round against the process clock). */
+double stoke__outside_cores(const stoke__outside_reading *a,
+                            const stoke__outside_reading *b);
+/* The cores the whole machine kept busy between them, this process
+** included: with the other load it tells another job's arrival (the
+** machine busier) from this process taking or giving back cores that
+** other jobs then used (the machine as busy). */
+double stoke__outside_busy_cores(const stoke__outside_reading *a,
+                                 const stoke__outside_reading *b);
+
 /* ---- a simulated consumer (busy.c) ---------------------------------------- */
 
 /* The calling thread's run delay in ns from /proc/thread-self/schedstat,

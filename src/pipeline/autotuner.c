@@ -47,6 +47,8 @@ typedef struct stoke__autotuner {
   int64_t base_busy, base_cpu;
   int64_t base_run, base_delay; /* the stoke-w* threads' schedstat; run
                                    -1: unknown */
+  stoke__outside_reading base_outside; /* the machine's CPU at its start */
+  bool have_outside;           /* base_outside was read */
   uint64_t steps;              /* all steps since create */
   char mem_note[128];
   /* Protected by the loader's stats_mu. */
@@ -197,7 +199,11 @@ static void event_text(stoke_autotune_event *e, const char *reason) {
   snprintf(e->text, sizeof e->text, "epoch %llu, step %llu: %s%s%s, %s%s; %s",
            (unsigned long long)e->epoch, (unsigned long long)e->step,
            e->kind == STOKE_AUTOTUNE_ROLLBACK ? "rollback, " : "",
-           e->kind == STOKE_AUTOTUNE_LIMIT ? "held at " : "", what, wait,
+           e->kind == STOKE_AUTOTUNE_LIMIT ||
+                   e->kind == STOKE_AUTOTUNE_OUTSIDE
+               ? "held at "
+               : "",
+           what, wait,
            pred, reason);
 }
 
@@ -223,7 +229,8 @@ static void record(stoke_loader *l, const stoke__atc_decision *d,
   e.compute_ns = d->compute_ns;
   event_text(&e, d->reason);
   bool change = d->kind != STOKE_AUTOTUNE_LIMIT &&
-                d->kind != STOKE_AUTOTUNE_STEP;
+                d->kind != STOKE_AUTOTUNE_STEP &&
+                d->kind != STOKE_AUTOTUNE_OUTSIDE;
   pthread_mutex_lock(&l->stats_mu);
   if (change) {
     at->changes++;
@@ -294,6 +301,11 @@ static void window_start(stoke_loader *l, int64_t now) {
   if (stoke__schedstat_threads("stoke-w", &at->base_run, &at->base_delay) <
       0)
     at->base_run = -1;
+  /* The machine's busy time beside this process's: the window's other
+  ** load (one small file read a window: the last window's end reading,
+  ** when there is one, starts the next). */
+  if (!at->have_outside)
+    at->have_outside = stoke__outside_read(&at->base_outside) == 0;
 }
 
 /* Consumer thread, mu held: a step's compute. */
@@ -396,6 +408,15 @@ static void step(stoke_loader *l, void *state, int64_t wait_ns, bool empty) {
       run > at->base_run && delay >= at->base_delay) {
     w->sched_run_ns = run - at->base_run;
     w->sched_delay_ns = delay - at->base_delay;
+  }
+  stoke__outside_reading o;
+  if (at->have_outside && stoke__outside_read(&o) == 0) {
+    w->outside_on = true;
+    w->outside_cores = stoke__outside_cores(&at->base_outside, &o);
+    w->machine_cores = stoke__outside_busy_cores(&at->base_outside, &o);
+    at->base_outside = o;
+  } else {
+    at->have_outside = false; /* read again at the next window's start */
   }
   stoke__atc_decision d;
   stoke__atc_decide(&at->st, &at->lim, w, &d);

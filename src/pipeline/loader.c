@@ -562,6 +562,7 @@ int stoke_loader_stats(const stoke_loader *l, stoke_stats *out) {
   full.workers_policy_applied = atomic_load_explicit(
       &ml->run.workers_policy_applied, memory_order_relaxed);
   full.image_keep_side = stoke__source_keep_side(l->src);
+  stoke__outside_stats(&l->cclock.outside, stoke__online_cpus(), &full);
   stoke__free(l->alloc, snap);
   /* A caller built against an older, smaller stoke_stats gets its prefix. */
   size_t n = STOKE__MIN(out->struct_size, sizeof full);

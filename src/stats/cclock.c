@@ -103,6 +103,16 @@ bool stoke__cclock_measure(stoke__cclock *c, bool *warmup_ended) {
   return true;
 }
 
+/* A measured step: the other load's windows go on (or start). */
+static void outside_step(stoke__cclock *c, int64_t now) {
+  if (c->outside_started) {
+    stoke__outside_tick(&c->outside, now);
+    return;
+  }
+  c->outside_started = true;
+  stoke__outside_start(&c->outside);
+}
+
 void stoke__cclock_step(stoke__cclock *c, int64_t enter, int64_t leave,
                         uint64_t number, size_t n_samples, bool measured) {
   int64_t wait = leave - enter;
@@ -115,6 +125,7 @@ void stoke__cclock_step(stoke__cclock *c, int64_t enter, int64_t leave,
     stoke__hist_add(c->events ? &cs->host_wait : &cs->wait, (uint64_t)wait);
     stoke__counter_add(&cs->steps, 1);
     stoke__counter_add(&cs->samples, n_samples);
+    outside_step(c, leave);
   }
   c->last_number = number;
   c->last_measured = measured;
@@ -138,6 +149,7 @@ void stoke__cclock_record(stoke__cclock *c, int64_t wait_ns,
     if (cs->step) stoke__hist_add(cs->step, (uint64_t)(wait_ns + compute_ns));
     stoke__counter_add(&cs->steps, 1);
     stoke__counter_add(&cs->samples, n_samples);
+    outside_step(c, 0);
   }
 }
 

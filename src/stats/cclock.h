@@ -15,13 +15,16 @@
 **     its stoke_epoch_stats record;
 **   - a pending step: a timed next() that gave up keeps its start, depth
 **     and warm-up decision, so that the retry measures the step once;
-**   - the consumer's trace track (wait and compute spans).
+**   - the consumer's trace track (wait and compute spans);
+**   - the machine's other load over the measured steps (outside.h), from
+**     the first measured step on.
 **
 ** Thread-safety: one consumer thread at a time; the statistics in `cs`
 ** are counters and histograms, readable from any thread. */
 #ifndef STOKE_STATS_CCLOCK_H
 #define STOKE_STATS_CCLOCK_H
 
+#include "stats/outside.h"
 #include "stats/stats.h"
 
 typedef struct stoke__cclock {
@@ -55,6 +58,10 @@ typedef struct stoke__cclock {
   bool epoch_warmup_ended;     /* the warm-up ended early in it */
   int64_t epoch_start_ns, epoch_wait_ns, epoch_compute_ns;
   uint64_t epoch_batches, epoch_samples;
+  /* The machine's other load (outside.h): started at the first measured
+  ** step. */
+  bool outside_started;
+  stoke__outside outside;
 } stoke__cclock;
 
 /* Zeroed statistics; measuring from the start when there is no warm-up at

@@ -87,6 +87,14 @@ int stoke_stage_block_record(void *mem, unsigned w,
   return 0;
 }
 
+int64_t stoke__stage_block_cpu_ns(const void *mem) {
+  unsigned n = producers(mem);
+  uint64_t sum = 0;
+  for (unsigned w = 0; w < n; w++)
+    sum += stoke__counter_get(&producer(mem, w)->cpu_ns);
+  return (int64_t)sum;
+}
+
 bool stoke__stage_block_read(const void *mem, stoke__stats_snap *acc) {
   unsigned n = producers(mem);
   for (unsigned w = 0; w < n; w++)

@@ -126,6 +126,8 @@ unsigned stoke__stage_block_producers(const void *mem);
 /* Its producers' counters added into acc (as stoke__stats_snap_producer);
 ** false when mem is not a block. */
 bool stoke__stage_block_read(const void *mem, stoke__stats_snap *acc);
+/* The CPU time its producers recorded so far (0 when it is not one). */
+int64_t stoke__stage_block_cpu_ns(const void *mem);
 
 /* ---- trace (trace.c) ----------------------------------------------------- */
 

@@ -321,6 +321,7 @@ int stoke_twoclock_stats(const stoke_twoclock *c, stoke_stats *out) {
   full.worker_processes = processes;
   full.n_workers = c->cfg.n_workers;
   full.prefetch = c->cfg.prefetch;
+  stoke__outside_stats(&c->clock.outside, stoke__online_cpus(), &full);
   size_t n = STOKE__MIN(out->struct_size, sizeof full);
   full.struct_size = n;
   memcpy(out, &full, n);
@@ -390,6 +391,9 @@ int stoke_twoclock_attach_stages(stoke_twoclock *c, const void *mem,
   pthread_mutex_lock(&c->mu);
   c->stages = mem;
   c->stages_processes = processes ? n : 0;
+  /* Worker processes' CPU is the job's, not the machine's other load. */
+  atomic_store_explicit(&c->clock.outside.job, processes ? mem : NULL,
+                        memory_order_release);
   c->stages_counting = false;
   /* Already measuring (no warm-up, or it is over): count from now. */
   if (mem && c->clock.measuring) stages_start(c);

@@ -394,6 +394,131 @@ static void test_fit_memory(void **state) {
   assert_int_equal(k, 1);
 }
 
+/* The window w with the machine's other load at `cores` beside it (and
+** this process using one core: the machine is busier by the same). */
+static stoke__atc_window loaded(stoke__atc_window w, double cores) {
+  w.outside_on = true;
+  w.outside_cores = cores;
+  w.machine_cores = 1.0 + cores;
+  return w;
+}
+
+/* A hog that comes and goes between a grow's before and after: the trial
+** is not judged on the hog's window (which, judged, rolls it back: the
+** control below), nothing grows while the load is away, the window on
+** which it comes back is held too, and the next one at the decisions'
+** load judges the trial.  The one record names the outside load. */
+static void test_outside_load_holds_the_trial(void **state) {
+  (void)state;
+  stoke__atc_limits lim = limits(32, 64, 2);
+  for (int control = 0; control < 2; control++) {
+    stoke__atc_state st;
+    stoke__atc_init(&st, &lim);
+    stoke__atc_window one = window(&lim, 1, 5 * MS, 20 * US, 12 * MS);
+    stoke__atc_window eight = window(&lim, 8, 5 * MS, 20 * US, 12 * MS);
+    stoke__atc_window w = loaded(one, 0.1);
+    stoke__atc_decision d = decide(&st, &lim, &w);
+    assert_int_equal(d.kind, STOKE_AUTOTUNE_GROW);
+    assert_int_equal(d.to_workers, 8);
+    w = loaded(eight, 0.1);
+    d = decide(&st, &lim, &w); /* settling */
+    assert_int_equal(d.kind, 0);
+    /* The trial's window: the hog took a core and the step is as slow
+    ** as before the grow. */
+    w = control ? one : loaded(one, 1.2);
+    d = decide(&st, &lim, &w);
+    if (control) {
+      assert_int_equal(d.kind, STOKE_AUTOTUNE_ROLLBACK);
+      continue;
+    }
+    assert_int_equal(d.kind, STOKE_AUTOTUNE_OUTSIDE);
+    assert_false(d.evaluated);
+    assert_int_equal(d.to_workers, 8);
+    assert_non_null(strstr(d.reason, "other load moved 0.1 -> 1.2 cores"));
+    assert_non_null(strstr(d.reason, "the grow to 8 workers"));
+    assert_int_equal(st.pending, STOKE_AUTOTUNE_GROW);
+    /* Still away, stalled: no grow, no rollback, no second record. */
+    w = loaded(one, 1.3);
+    d = decide(&st, &lim, &w);
+    assert_int_equal(d.kind, 0);
+    assert_int_equal(st.workers, 8);
+    /* Back: that window may hold part of the move; held. */
+    w = loaded(one, 0.3);
+    d = decide(&st, &lim, &w);
+    assert_int_equal(d.kind, 0);
+    assert_false(d.evaluated);
+    assert_int_equal(st.pending, STOKE_AUTOTUNE_GROW);
+    /* At the decisions' load: judged (kept), and on as before. */
+    w = loaded(eight, 0.1);
+    d = decide(&st, &lim, &w);
+    assert_true(d.evaluated);
+    assert_int_equal(d.kind, STOKE_AUTOTUNE_GROW);
+    assert_int_equal(d.to_workers, 14);
+    assert_null(strstr(d.reason, "other load"));
+  }
+}
+
+/* A load that moves and stays is the machine's: held for
+** STOKE__ATC_OUTSIDE_SETTLE_NS of windows, then recorded and searched
+** again at it; small moves, and others' use that moved only because this
+** loader's did (the machine as busy), hold nothing. */
+static void test_outside_load_that_stays(void **state) {
+  (void)state;
+  stoke__atc_limits lim = limits(32, 64, 2);
+  stoke__atc_state st;
+  stoke__atc_init(&st, &lim);
+  stoke__atc_window w = loaded(window(&lim, 1, 5 * MS, 20 * US, 12 * MS), 0);
+  stoke__atc_decision d = decide(&st, &lim, &w);
+  assert_int_equal(d.kind, STOKE_AUTOTUNE_GROW);
+  stoke__atc_window eight = window(&lim, 8, 5 * MS, 20 * US, 12 * MS);
+  w = loaded(eight, 0.2);
+  d = decide(&st, &lim, &w); /* settling */
+  /* A fifth of a core is no move; nor is 0.8 cores more of others' use
+  ** on a machine as busy as before (this loader gave them its cores).
+  ** Judged. */
+  w = loaded(eight, 0.8);
+  w.machine_cores = 1.0;
+  d = decide(&st, &lim, &w);
+  assert_true(d.evaluated);
+  assert_int_equal(d.kind, STOKE_AUTOTUNE_GROW);
+  assert_int_equal(d.to_workers, 14);
+  stoke__atc_window f = window(&lim, 14, 5 * MS, 20 * US, 12 * MS);
+  w = loaded(f, 0);
+  d = decide(&st, &lim, &w); /* settling */
+  /* A second job takes a core and keeps it; the windows stall (the
+  ** 8-worker numbers). */
+  int64_t held_ns = 0;
+  int records = 0, i;
+  for (i = 0; i < 100; i++) {
+    w = loaded(eight, 1.0);
+    d = decide(&st, &lim, &w);
+    if (d.kind) {
+      assert_int_equal(d.kind, STOKE_AUTOTUNE_OUTSIDE);
+      if (++records == 2) break;
+      assert_non_null(strstr(d.reason, "nothing decided on it"));
+      assert_non_null(strstr(d.reason, "grow to 14 workers"));
+      continue;
+    }
+    held_ns += w.wall_ns;
+    assert_int_equal(st.workers, 14);
+  }
+  assert_int_equal(records, 2);
+  /* Kept on the window whose time made the 3 s (the first away window
+  ** starts the count). */
+  assert_true(held_ns < STOKE__ATC_OUTSIDE_SETTLE_NS);
+  assert_true(held_ns + w.wall_ns >= STOKE__ATC_OUTSIDE_SETTLE_NS);
+  assert_non_null(strstr(d.reason, "0.0 -> 1.0 cores"));
+  assert_non_null(strstr(d.reason, "searching again"));
+  assert_int_equal(st.pending, 0);
+  /* At the new level, decisions again. */
+  w = loaded(eight, 1.1);
+  d = decide(&st, &lim, &w);
+  assert_true(d.kind == STOKE_AUTOTUNE_GROW ||
+              d.kind == STOKE_AUTOTUNE_SHRINK ||
+              d.kind == STOKE_AUTOTUNE_LIMIT ||
+              d.kind == STOKE_AUTOTUNE_DEEPER);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_fit_memory),
@@ -408,6 +533,8 @@ int main(void) {
       cmocka_unit_test(test_one_heavy_window_does_not_grow),
       cmocka_unit_test(test_limit_names_memory),
       cmocka_unit_test(test_pure),
+      cmocka_unit_test(test_outside_load_holds_the_trial),
+      cmocka_unit_test(test_outside_load_that_stays),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

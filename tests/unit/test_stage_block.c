@@ -3,9 +3,11 @@
 ** stages counted from the end of the warm-up as a loader counts its
 ** workers', the ready queue the caller gives, and worker processes in the
 ** stats.  What stoke.DataLoader(worker_type="process") stands on
-** (tests/python/test_stoke_dataloader_procstats.py runs it live).  Nothing
-** here is timed: every duration is a recorded number. */
-#define _POSIX_C_SOURCE 200809L
+** (tests/python/test_stoke_dataloader_procstats.py runs it live), and the
+** workers' CPU counted as the job's own in the machine's other load.
+** Nothing here is timed: every duration is a recorded number, or CPU
+** time the kernel accounts. */
+#define _GNU_SOURCE /* MAP_ANONYMOUS */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -17,6 +19,12 @@
 #include <string.h>
 
 #include "test_util.h"
+
+#include <sys/mman.h>
+#include <sys/wait.h>
+
+#include "os/os.h"
+#include "stats/outside.h"
 
 #define MS 1000000LL
 
@@ -206,6 +214,73 @@ static void test_reads_beside_a_writer(void **state) {
   free(mem);
 }
 
+/* The machine's other load leaves out the job's own worker processes: a
+** child that burns CPU and records it in the block, as a worker process
+** does, is the job's own for a window that has the block attached, and
+** other load for one that has not.  Both windows read /proc/stat at the
+** same moments, so whatever else the machine does counts alike in both:
+** they differ by the child's recorded CPU (the attached one floored at 0).
+** The child burns a given CPU time, not a wall time, so the claim holds
+** on a loaded machine too. */
+static void test_worker_cpu_is_the_jobs_own(void **state) {
+  (void)state;
+  size_t bytes = stoke_stage_block_bytes(1);
+  void *mem = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  assert_true(mem != MAP_FAILED);
+  TU_OK(stoke_stage_block_init(mem, bytes, 1));
+  stoke__outside with, without;
+  memset(&with, 0, sizeof with);
+  memset(&without, 0, sizeof without);
+  atomic_store(&with.job, (const void *)mem);
+  stoke__outside_start(&with);
+  stoke__outside_start(&without);
+  assert_true(with.on && without.on); /* /proc/stat is there */
+  int64_t t0 = stoke__now_ns();
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    struct timespec ts;
+    int64_t cpu = 0;
+    volatile uint64_t x = 0;
+    while (cpu < 400 * MS && stoke__now_ns() - t0 < 10000 * MS) {
+      for (int i = 0; i < 100000; i++) x += (uint64_t)i;
+      clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+      cpu = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    }
+    int64_t ns[STOKE_STAGE_COUNT];
+    for (int k = 0; k < STOKE_STAGE_COUNT; k++) ns[k] = -1;
+    ns[STOKE_STAGE_PYTHON] = cpu;
+    _exit(stoke_stage_block_record(mem, 0, ns, cpu, cpu) == 0 ? 0 : 1);
+  }
+  int status = 0;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  int64_t cpu = stoke__stage_block_cpu_ns(mem);
+  assert_true(cpu >= 400 * MS);
+  /* Close both windows at once, past STOKE__OUTSIDE_WINDOW_NS. */
+  while (stoke__now_ns() - t0 < STOKE__OUTSIDE_WINDOW_NS + 50 * MS)
+    tu_sleep_ns(10 * MS);
+  int64_t now = stoke__now_ns();
+  stoke__outside_tick_slow(&with, now);
+  stoke__outside_tick_slow(&without, now);
+  stoke_stats a, b;
+  memset(&a, 0, sizeof a);
+  memset(&b, 0, sizeof b);
+  stoke__outside_stats(&with, 2, &a);
+  stoke__outside_stats(&without, 2, &b);
+  assert_int_equal(a.outside_windows, 1);
+  assert_int_equal(b.outside_windows, 1);
+  double child = (double)cpu / (double)(now - t0); /* cores */
+  print_message("child %.2f cores; other load %.2f attached, %.2f not\n",
+                child, a.outside_mean_cores, b.outside_mean_cores);
+  /* without = rest + child, with = max(0, rest) (rest: everything else,
+  ** alike in both): they differ by the child, less /proc/stat's rounding
+  ** (a tick, 10 ms, of a window of at least 0.55 s). */
+  assert_true(b.outside_mean_cores - a.outside_mean_cores >= 0.8 * child);
+  munmap(mem, bytes);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_block_checks),
@@ -213,6 +288,7 @@ int main(void) {
       cmocka_unit_test(test_attach_counts_from_now),
       cmocka_unit_test(test_given_depth),
       cmocka_unit_test(test_reads_beside_a_writer),
+      cmocka_unit_test(test_worker_cpu_is_the_jobs_own),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,61 @@
+/* outside.h — the machine's other load while a run measures
+** (stats/outside.c), in windows, and the one rule that says when it moved:
+** used by the consumer clock (cclock.c: the loader's and stoke_twoclock's
+** stoke_stats.outside_*).  The live autotuner takes the same readings
+** (os/outside.c) per window of its own and holds its decisions on a finer
+** threshold (model/autotune_controller.c).  Nothing here is API. */
+#ifndef STOKE_STATS_OUTSIDE_H
+#define STOKE_STATS_OUTSIDE_H
+
+#include "os/os.h"
+#include "stats/stats.h"
+
+#define STOKE__OUTSIDE_WINDOW_NS 500000000LL /* a window: 0.5 s */
+#define STOKE__OUTSIDE_EVERY 4               /* steps between clock reads */
+#define STOKE__OUTSIDE_MOVED_CORES 0.5       /* moved: by this many cores */
+#define STOKE__OUTSIDE_MOVED_SHARE 0.15      /* and this share of them */
+
+/* Do two loads (in cores, of `cores` online) differ enough to have moved
+** a run's figures?  By STOKE__OUTSIDE_MOVED_CORES and by
+** STOKE__OUTSIDE_MOVED_SHARE of the cores: a tick's noise on a window of
+** a large machine is not a move. */
+bool stoke__outside_differs(double a, double b, double cores);
+
+/* The windows of one run.  The open window and the tick count are the
+** consumer thread's; the closed windows' summary is written by it and read
+** by stats from any thread (atomic, relaxed: stats only; a reader may see
+** one window's minimum beside the previous one's maximum). */
+typedef struct stoke__outside {
+  bool on;                        /* sampling: started and /proc readable */
+  uint64_t ticks;
+  stoke__outside_reading open;    /* the open window's start */
+  /* A stage block whose producers are this job's worker processes
+  ** (stoke_twoclock_attach_stages), or NULL: their CPU is the job's own,
+  ** not the machine's other load.  Set by any thread; open_job is the
+  ** block the open window's reading counted. */
+  _Atomic(const void *) job;
+  const void *open_job;
+  atomic_uint_least64_t windows;  /* closed windows */
+  atomic_uint_least64_t min_bits, max_bits; /* doubles' bits: cores */
+  atomic_uint_least64_t sum_bits, wall_bits; /* cores x ns, ns: the mean */
+} stoke__outside;
+
+/* Start measuring (the warm-up is over).  Consumer thread. */
+void stoke__outside_start(stoke__outside *o);
+/* A measured step handed out at now_ns (the consumer clock's own reading;
+** 0: none, then the clock is read every STOKE__OUTSIDE_EVERY steps): a
+** window of STOKE__OUTSIDE_WINDOW_NS is closed once it is over.  Consumer
+** thread. */
+void stoke__outside_tick_slow(stoke__outside *o, int64_t now_ns);
+/* Inline: on most steps a compare and nothing else. */
+static inline void stoke__outside_tick(stoke__outside *o, int64_t now_ns) {
+  if (o->on && (!now_ns || now_ns - o->open.t_ns >= STOKE__OUTSIDE_WINDOW_NS))
+    stoke__outside_tick_slow(o, now_ns);
+}
+
+/* What it measured so far, as stoke_stats' outside_* (cores: the online
+** CPUs the move is judged against).  Any thread. */
+void stoke__outside_stats(const stoke__outside *o, double cores,
+                          stoke_stats *st);
+
+#endif /* STOKE_STATS_OUTSIDE_H */
