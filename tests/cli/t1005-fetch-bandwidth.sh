@@ -75,6 +75,32 @@ kinds = [a["kind"] for a in d["diagnosis"]["advice"]]
 assert "io_concurrency" in kinds and "remote_cache" not in kinds, kinds
 '
 
+say "the fault server's shared cap (/cap50/, bench/remote.sh): two connections share one 50 kB/s link"
+# A floor, by construction: the server sleeps each chunk's share of the
+# link before sending it, so two ranges of 50 kB at once cannot both
+# arrive before 100 kB / 50 kB/s; a cap per connection would let them
+# arrive in 1 s.
+"$PY" - "$FAULTS" <<'PYEOF' || fail "the shared cap let two connections through faster than its rate"
+import sys, threading, time, urllib.request
+port, n = sys.argv[1], 50000
+got = {}
+def get(i):
+    req = urllib.request.Request("http://127.0.0.1:%s/cap50/big/train-00000.stoke" % port,
+                                 headers={"Range": "bytes=%d-%d" % (i * n, i * n + n - 1)})
+    with urllib.request.urlopen(req) as r:
+        got[i] = len(r.read())
+t0 = time.monotonic()
+ts = [threading.Thread(target=get, args=(i,)) for i in range(2)]
+for t in ts: t.start()
+for t in ts: t.join()
+dt = time.monotonic() - t0
+assert got == {0: n, 1: n}, got
+# Shared: at least 2 n / 50 kB/s = 2 s (less a chunk each, 1.34 s); per
+# connection it would be 1 s.
+floor = (2 * n - 2 * 16384) / 50000.0
+assert dt >= floor, (dt, floor)
+PYEOF
+
 say "the HTML report shows the body share and the verdict"
 run_stoke report "$TMP/bw.json" -o "$TMP/bw.html"
 [ "$rc" -eq 0 ] || fail "report exit $rc: $(cat "$TMP/err")"
