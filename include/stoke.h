@@ -1309,6 +1309,12 @@ typedef struct stoke_stats {
   double outside_mean_cores, outside_min_cores, outside_max_cores;
   int outside_moved;
   double outside_shift_frac;
+  /* Of the attempts' summed time, the share after their first byte:
+  ** receiving bodies, rather than connecting, sending and waiting for the
+  ** server to answer (curl's total time less its start-transfer time, per
+  ** attempt).  Near 1 where the link's rate is the limit, near 0 where
+  ** the round trip is (STOKE_FETCH_BANDWIDTH against LATENCY). */
+  double fetch_body_frac;
 } stoke_stats;
 
 /* Snapshot of the statistics since warm-up ended.  Any thread. */
@@ -1938,8 +1944,14 @@ STOKE_API int stoke_diagnose_model(const stoke_stats *st,
 **              in flight explains at least half the measured step: more
 **              in flight, enough to fetch a step's requests within its
 **              computing time (at most STOKE_FETCH_MAX_CONCURRENCY).
-**   BANDWIDTH  reserved: bytes/s at a plateau that more concurrency did
-**              not raise needs two runs to see; not given yet.
+**   BANDWIDTH  the same readers all busy and the same step explained, but
+**              receiving the bodies takes at least STOKE_FETCH_BODY_FRAC
+**              of the requests' time (fetch_body_frac): bytes/s, not
+**              round trips, are the limit, so more requests in flight
+**              share the same rate.  The advice: the remote cache
+**              (--cache), and fewer bytes a sample (stoke pack
+**              --max-side), each priced from bytes_per_s and the bytes a
+**              step (since 0.6).
 **   NONE       none of these, or not a remote run. */
 typedef enum stoke_fetch_verdict {
   STOKE_FETCH_NONE = 0,
@@ -1950,6 +1962,7 @@ typedef enum stoke_fetch_verdict {
 #define STOKE_FETCH_THROTTLED_FRAC 0.03
 #define STOKE_FETCH_BUSY_FRAC 0.75
 #define STOKE_FETCH_MAX_CONCURRENCY 64u
+#define STOKE_FETCH_BODY_FRAC 0.5
 typedef struct stoke_fetch_diagnosis {
   int verdict;                 /* stoke_fetch_verdict */
   double requests_per_step;
@@ -1958,6 +1971,11 @@ typedef struct stoke_fetch_diagnosis {
   double throttled_frac;
   unsigned io_concurrency;     /* proposed: LATENCY more, THROTTLED fewer */
   double predicted_step_ms;    /* LATENCY: with io_concurrency in flight */
+  double body_frac;            /* stats.fetch_body_frac */
+  double bytes_per_step;       /* bytes fetched a step (ratio of rates) */
+  double link_step_ms;         /* BANDWIDTH: bytes_per_step at the
+                                  measured bytes/s, the step's floor while
+                                  the bytes cross the link */
 } stoke_fetch_diagnosis;
 /* Returns 0 (NONE for a local run), or STOKE_EINVAL. */
 STOKE_API int stoke_fetch_diagnose(const stoke_stats *st,
@@ -1991,8 +2009,12 @@ typedef enum stoke_advice_kind {
   /* Since 0.6, remote shards (stoke_fetch_diagnose): */
   STOKE_ADVICE_IO_CONCURRENCY = 14, /* latency-bound: more requests in
                                        flight (stoke_advice.io_concurrency) */
-  STOKE_ADVICE_FEWER_CONNECTIONS = 15 /* throttled: fewer requests in
-                                         flight */
+  STOKE_ADVICE_FEWER_CONNECTIONS = 15, /* throttled: fewer requests in
+                                          flight */
+  STOKE_ADVICE_REMOTE_CACHE = 16 /* bandwidth-bound: keep the remote shards
+                                    on the node (--cache DIR); PRESIZE
+                                    with basis.variant 1 is its other
+                                    rung, fewer bytes a sample */
 } stoke_advice_kind;
 
 typedef struct stoke_advice {
@@ -2328,7 +2350,9 @@ typedef struct stoke_advice_basis {
                                 (the knee is enough), 1 oversubscribed;
                                 PIN_COPY 0 pageable copies, 1 an exposed
                                 copy without the device stage; CHEAPER 0 a
-                                stage, 1 the device copy */
+                                stage, 1 the device copy; PRESIZE 0 the
+                                decode, 1 the bytes over a saturated link
+                                (since 0.6) */
   unsigned run_workers;      /* the run's W and K */
   unsigned run_prefetch;
   double cores;              /* the cores the workers may use */
@@ -2358,6 +2382,11 @@ typedef struct stoke_advice_basis {
                                 fetch_in_flight at once */
   double fetch_throttled_frac;
   unsigned run_io_concurrency;
+  /* REMOTE_CACHE, PRESIZE variant 1 (bandwidth-bound, since 0.6). */
+  double fetch_bytes_per_s;
+  double fetch_bytes_per_sample;
+  double fetch_body_frac;
+  double fetch_link_step_ms; /* a step's bytes at fetch_bytes_per_s */
 } stoke_advice_basis;
 
 /* The settings an advice names.  A front end words each its own way: the
@@ -2376,8 +2405,11 @@ typedef enum stoke_setting {
                                         threaded library's pool); no value */
   STOKE_SETTING_C_TRANSFORMS = 9,    /* stoke's C decode and transforms,
                                         which run without the GIL */
-  STOKE_SETTING_IO_CONCURRENCY = 10  /* value: remote requests in flight
+  STOKE_SETTING_IO_CONCURRENCY = 10, /* value: remote requests in flight
                                         (since 0.6) */
+  STOKE_SETTING_CACHE = 11           /* the remote shard cache, a folder
+                                        named by the user; no value (since
+                                        0.6) */
 } stoke_setting;
 
 /* How a front end names a setting: name() writes the words for `setting`

@@ -10,13 +10,14 @@ void report_print_fetch(FILE *f, const report_result *res) {
   if (!st->fetch_remote) return;
   fprintf(f, "  fetch         %llu requests (%llu retries, %llu throttled), "
              "%.1f MB at %.1f MB/s; latency p50 %.1f ms, p95 %.1f ms; "
-             "%.1f in flight, io_concurrency %u\n",
+             "%.1f in flight, io_concurrency %u; %.0f%% receiving bodies\n",
           (unsigned long long)st->fetch_requests,
           (unsigned long long)st->fetch_retries,
           (unsigned long long)st->fetch_throttled,
           (double)st->fetch_bytes / 1e6, st->fetch_bytes_per_s / 1e6,
           st->fetch_latency_p50_ms, st->fetch_latency_p95_ms,
-          st->fetch_in_flight, st->io_concurrency);
+          st->fetch_in_flight, st->io_concurrency,
+          100 * st->fetch_body_frac);
   stoke_fetch_diagnosis d;
   if (stoke_fetch_diagnose(st, &d) == 0 && d.verdict != STOKE_FETCH_NONE)
     fprintf(f, "  fetch verdict %s\n", stoke_fetch_verdict_name(d.verdict));
@@ -35,6 +36,7 @@ cJSON *report_fetch_json(const report_result *res) {
   cJSON_AddNumberToObject(o, "latency_p95_ms", st->fetch_latency_p95_ms);
   cJSON_AddNumberToObject(o, "in_flight", st->fetch_in_flight);
   cJSON_AddNumberToObject(o, "io_concurrency", st->io_concurrency);
+  cJSON_AddNumberToObject(o, "body_frac", st->fetch_body_frac);
   stoke_fetch_diagnosis d;
   if (stoke_fetch_diagnose(st, &d) != 0) memset(&d, 0, sizeof d);
   cJSON_AddStringToObject(o, "verdict", stoke_fetch_verdict_name(d.verdict));

@@ -437,6 +437,9 @@ static void fetch_block(FILE *f, const cJSON *s) {
        num(x, "bytes") / 1e6, num(x, "bytes_per_s") / 1e6,
        num(x, "latency_p50_ms"), num(x, "latency_p95_ms"),
        num(x, "in_flight"), num(x, "io_concurrency"));
+  /* body_frac since the bandwidth-bound verdict: absent in older files. */
+  if (isfinite(num(x, "body_frac")))
+    escf(f, "; %.0f%% receiving bodies", 100 * num(x, "body_frac"));
   const char *v = str(x, "verdict");
   if (v && strcmp(v, "none") != 0) escf(f, "; %s", v);
   fputs(".</p>\n", f);

@@ -242,6 +242,7 @@ static const char *advice_kind_name(int kind) {
   case STOKE_ADVICE_PRESIZE: return "presize";
   case STOKE_ADVICE_IO_CONCURRENCY: return "io_concurrency";
   case STOKE_ADVICE_FEWER_CONNECTIONS: return "fewer_connections";
+  case STOKE_ADVICE_REMOTE_CACHE: return "remote_cache";
   }
   return "?";
 }

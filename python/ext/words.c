@@ -57,6 +57,7 @@ static void python_words(void *user, int setting, unsigned v,
   case STOKE_SETTING_IO_CONCURRENCY:
     snprintf(buf, n, "io_concurrency=%u", v);
     break;
+  case STOKE_SETTING_CACHE: snprintf(buf, n, "cache=\"DIR\""); break;
   default: snprintf(buf, n, "?");
   }
 }

@@ -42,6 +42,7 @@ static void legacy_words(void *user, int setting, unsigned v,
   case STOKE_SETTING_IO_CONCURRENCY:
     snprintf(buf, n, "--io-concurrency %u", v);
     break;
+  case STOKE_SETTING_CACHE: snprintf(buf, n, "--cache DIR"); break;
   default: snprintf(buf, n, "?");
   }
 }
@@ -238,7 +239,30 @@ int stoke_advice_format(const stoke_advice *a, const stoke_advice_basis *b,
                  : "",
              pred, now, a->speedup);
     return 0;
+  case STOKE_ADVICE_REMOTE_CACHE:
+    snprintf(buf, n,
+             "bandwidth-bound: the requests spend %.0f%% of their time "
+             "receiving bodies, %.1f MB/s for %.1f KB a sample, %.1f in "
+             "flight; %s keeps the shards on this node after the first "
+             "epoch: predicted step %.2f ms (now %.2f ms), %.2fx",
+             100 * b->fetch_body_frac, b->fetch_bytes_per_s / 1e6,
+             b->fetch_bytes_per_sample / 1e3, b->fetch_in_flight,
+             say(w, a, STOKE_SETTING_CACHE, 0).s, pred, now, a->speedup);
+    return 0;
   case STOKE_ADVICE_PRESIZE:
+    if (b->variant == 1) {
+      snprintf(buf, n,
+               "bandwidth-bound: %s: images of %.0f px (longer side) keep "
+               "%.0f%% of %.1f KB a sample; a step's bytes then take %.2f "
+               "ms at %.1f MB/s: predicted step %.2f ms (now %.2f ms), %.2fx",
+               say(w, a, STOKE_SETTING_MAX_SIDE, a->max_side).s,
+               b->image_side_mean, 100 * b->pixels_kept_frac,
+               b->fetch_bytes_per_sample / 1e3,
+               b->fetch_link_step_ms * b->pixels_kept_frac,
+               b->fetch_bytes_per_s / 1e6, pred, now,
+               a->speedup);
+      return 0;
+    }
     snprintf(buf, n,
              "pre-resize once: %s: the images average %.1f MP (longer side "
              "%.0f px) and the transform keeps %u px; decoding %.1f%% of the "

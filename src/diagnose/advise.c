@@ -192,20 +192,89 @@ static void advise_python(ladder *l, const stoke_model *m,
 }
 
 /* The ladder into l: its rungs and their numbers, no text. */
+/* A saturated link (STOKE_FETCH_BANDWIDTH): more requests share the same
+** bytes/s, so the rungs change the bytes.
+**   cache    --cache DIR: after the first epoch (which fetches each shard
+**            whole, at about the rate measured) the shards are local; the
+**            model's step with the read stage gone (a local shard's read
+**            taken as free) is the prediction;
+**   presize  stoke pack --max-side: stored images larger than the
+**            transform keeps carry bytes it throws away; a JPEG's bytes
+**            taken as proportional to its pixels, a step then needs
+**            r x its bytes at the measured bytes/s (r the pixels kept),
+**            the rest of the step as it is. */
+static void advise_bandwidth(ladder *l, const stoke_model *m,
+                             const stoke_stats *st,
+                             const stoke_fetch_diagnosis *fd, unsigned k) {
+  int64_t now = (int64_t)(fd->step_ms * 1e6);
+  double batch = st->steps ? (double)st->samples / (double)st->steps : 0;
+  stoke_model local = *m;
+  int64_t read_ns = m->stage_ns[STOKE_STAGE_READ];
+  local.stage_ns[STOKE_STAGE_READ] = 0;
+  local.t_d_ns = m->t_d_ns > read_ns ? m->t_d_ns - read_ns : 0;
+  local.t_io_ns = m->t_io_ns > read_ns ? m->t_io_ns - read_ns : 0;
+  int64_t local_step = step_of(&local, m->n_workers, k);
+  int64_t keep_now = l->now;
+  l->now = now; /* the lines compare measured steps, as the fetch's do */
+  stoke_advice *cands[2] = {NULL, NULL};
+  if (local_step < INT64_MAX &&
+      (double)local_step < (double)now * (1 - GAIN_MIN))
+    cands[0] = add(l, STOKE_ADVICE_REMOTE_CACHE, local_step);
+  unsigned side = st->image_keep_side;
+  if (st->images > 0 && side > 0 && st->image_side_mean > side) {
+    double r = (double)side / st->image_side_mean;
+    r *= r;
+    double link_ms = fd->link_step_ms * r;
+    double other_ms = fd->step_ms - fd->link_step_ms;
+    if (other_ms < 0) other_ms = 0;
+    int64_t s = (int64_t)((link_ms + other_ms) * 1e6);
+    if (s < local_step) s = local_step;
+    if ((double)s < (double)now * (1 - GAIN_MIN) &&
+        (cands[1] = add(l, STOKE_ADVICE_PRESIZE, s))) {
+      cands[1]->max_side = side;
+      stoke_advice_basis *b = basis_of(l, cands[1]);
+      b->variant = 1;
+      b->image_side_mean = st->image_side_mean;
+      b->pixels_kept_frac = r;
+    }
+  }
+  l->now = keep_now;
+  for (int i = 0; i < 2; i++) {
+    stoke_advice *a = cands[i];
+    if (!a) continue;
+    a->n_workers = st->n_workers;
+    a->prefetch = k;
+    stoke_advice_basis *b = basis_of(l, a);
+    b->run_workers = st->n_workers;
+    b->fetch_bytes_per_s = st->fetch_bytes_per_s;
+    b->fetch_bytes_per_sample = batch > 0 ? fd->bytes_per_step / batch : 0;
+    b->fetch_body_frac = fd->body_frac;
+    b->fetch_link_step_ms = fd->link_step_ms;
+    b->fetch_in_flight = st->fetch_in_flight;
+    b->run_io_concurrency = st->io_concurrency;
+  }
+}
+
 /* Remote shards whose fetch holds the run back (stoke_fetch_diagnose):
 ** fewer requests when the server throttles, more when latency, not the
-** workers, is what the steps wait for. */
-static void advise_fetch(ladder *l, const stoke_stats *st) {
+** workers, is what the steps wait for, and fewer bytes when the link's
+** rate is. */
+static int advise_fetch(ladder *l, const stoke_model *m,
+                        const stoke_stats *st, unsigned k) {
   stoke_fetch_diagnosis fd;
   if (stoke_fetch_diagnose(st, &fd) != 0 || fd.verdict == STOKE_FETCH_NONE)
-    return;
+    return STOKE_FETCH_NONE;
+  if (fd.verdict == STOKE_FETCH_BANDWIDTH) {
+    advise_bandwidth(l, m, st, &fd, k);
+    return fd.verdict;
+  }
   stoke_advice *a = NULL;
   if (fd.verdict == STOKE_FETCH_THROTTLED)
     a = add(l, STOKE_ADVICE_FEWER_CONNECTIONS, l->now);
   else if (fd.verdict == STOKE_FETCH_LATENCY)
     a = add(l, STOKE_ADVICE_IO_CONCURRENCY,
             (int64_t)(fd.predicted_step_ms * 1e6));
-  if (!a) return;
+  if (!a) return fd.verdict;
   a->io_concurrency = fd.io_concurrency;
   /* Each worker holds one request at a time: where the workers are the
   ** readers (no more in flight than them: no block read-ahead), as many
@@ -227,6 +296,7 @@ static void advise_fetch(ladder *l, const stoke_stats *st) {
   b->fetch_step_ms = fd.fetch_step_ms;
   b->fetch_throttled_frac = fd.throttled_frac;
   b->run_io_concurrency = st->io_concurrency;
+  return fd.verdict;
 }
 
 static int climb(ladder *lp, const stoke_model *m, const stoke_stats *st) {
@@ -276,11 +346,15 @@ static int climb(ladder *lp, const stoke_model *m, const stoke_stats *st) {
     return 0;
   }
 
-  advise_fetch(&l, st);
+  /* A saturated link: more workers are more requests sharing its rate,
+  ** which the queue model, reading the fetch as a wait per sample, does
+  ** not know; the bandwidth rungs stand instead. */
+  bool saturated = advise_fetch(&l, m, st, k) == STOKE_FETCH_BANDWIDTH;
 
   /* More workers, up to the knee. */
   unsigned w_adv = w;
-  if (w_knee > w && (double)knee_step < (double)l.now * (1 - GAIN_MIN) &&
+  if (!saturated && w_knee > w &&
+      (double)knee_step < (double)l.now * (1 - GAIN_MIN) &&
       (a = add(&l, STOKE_ADVICE_WORKERS, knee_step))) {
     a->n_workers = w_adv = w_knee;
     a->prefetch = k;

@@ -1,6 +1,14 @@
 /* fetch.c — the fetch stage's verdict (stoke_fetch_diagnose, stoke.h):
-** throttled, latency-bound, from the stats' fetch_* numbers alone, so
-** that a test can hand it numbers and a report can explain them. */
+** throttled, latency-bound, bandwidth-bound, from the stats' fetch_*
+** numbers alone, so that a test can hand it numbers and a report can
+** explain them.
+**
+** Latency and bandwidth are told apart within one run, per request: where
+** the readers are all busy and their requests explain the step, what each
+** request spends its time on decides.  Waiting for the first byte (the
+** round trip, the server's think time) is hidden by more requests in
+** flight; receiving the body at the link's rate is not, since the
+** requests share that rate.  No verdict compares runs. */
 #include "core/core.h"
 
 #include <math.h>
@@ -47,8 +55,18 @@ int stoke_fetch_diagnose(const stoke_stats *st, stoke_fetch_diagnosis *out) {
   if (io < readers) readers = io;
   bool busy = st->fetch_in_flight >= STOKE_FETCH_BUSY_FRAC * readers;
   if (!busy || out->fetch_step_ms < 0.5 * out->step_ms) return 0;
-  out->verdict = STOKE_FETCH_LATENCY;
   double compute_ms = (double)st->compute.total_ns / 1e6 / (double)st->steps;
+  out->body_frac = st->fetch_body_frac;
+  out->bytes_per_step = st->fetch_bytes_per_s / steps_per_s;
+  if (st->fetch_body_frac >= STOKE_FETCH_BODY_FRAC) {
+    out->verdict = STOKE_FETCH_BANDWIDTH;
+    /* While the bytes cross the link, a step takes at least its bytes at
+    ** the rate the link gave; the advice prices what changes the bytes
+    ** (advise.c). */
+    out->link_step_ms = 1e3 * out->bytes_per_step / st->fetch_bytes_per_s;
+    return 0;
+  }
+  out->verdict = STOKE_FETCH_LATENCY;
   double want = compute_ms > 0
                     ? ceil(st->fetch_in_flight * out->fetch_step_ms / compute_ms)
                     : STOKE_FETCH_MAX_CONCURRENCY;

@@ -36,6 +36,11 @@ static void fill_stats(const stoke_loader *l, const void *state,
     st->fetch_bytes_per_s = (double)st->fetch_bytes / wall_s;
     st->fetch_in_flight = (double)(c.busy_ns - f->base.busy_ns) / 1e9 / wall_s;
   }
+  /* Per request, not per run: each attempt's body time is its own (curl's
+  ** first byte to its last), so the share holds at any concurrency. */
+  uint64_t busy = c.busy_ns - f->base.busy_ns;
+  if (busy > 0)
+    st->fetch_body_frac = (double)(c.body_ns - f->base.body_ns) / (double)busy;
   /* The histogram is ~29 KiB: off the stack, and no quantiles when there
   ** is no memory for it (the counts above still stand). */
   stoke__hist_snap *h = stoke__calloc(l->alloc, 1, sizeof *h);

@@ -46,6 +46,11 @@ struct stoke__http {
   size_t n_pool;
   atomic_uint budget;      /* retries left */
   atomic_uint_fast64_t requests, retries, throttled, bytes;
+  /* The attempts' time after their first byte (curl's total less its
+  ** start-transfer time), summed: of latency.sum, the share spent
+  ** receiving bodies rather than connecting and waiting for the server,
+  ** which tells a saturated link from a slow answer. */
+  atomic_uint_fast64_t body_ns;
   stoke__hist latency;     /* per attempt; ~29 KiB, one per client */
   /* The buckets S3 said live in another region than the settings' (an
   ** answer's x-amz-bucket-region), so that each later request goes and
@@ -110,6 +115,7 @@ int stoke__http_create(const stoke__http_options *o, const stoke_allocator *a,
   atomic_init(&h->retries, 0);
   atomic_init(&h->throttled, 0);
   atomic_init(&h->bytes, 0);
+  atomic_init(&h->body_ns, 0);
   int rc = 0;
   if (h->o.ca_path) {
     h->ca_path = stoke__strdup(a, h->o.ca_path);
@@ -170,6 +176,7 @@ void stoke__http_counts_get(const stoke__http *h, stoke__http_counts *out) {
   out->throttled = atomic_load(&m->throttled);
   out->bytes = atomic_load(&m->bytes);
   out->busy_ns = stoke__counter_get(&m->latency.sum);
+  out->body_ns = atomic_load(&m->body_ns);
   out->io_concurrency = h->o.io_concurrency;
 }
 
@@ -456,6 +463,17 @@ static int attempt_once(stoke__http *h, CURL *c, request *q, outcome *o) {
   o->code = curl_easy_perform(c);
   int64_t dt = stoke__now_ns() - t0;
   stoke__hist_add_shared(&h->latency, dt > 0 ? (uint64_t)dt : 0);
+  curl_off_t first_us = 0, total_us = 0;
+  if (curl_easy_getinfo(c, CURLINFO_STARTTRANSFER_TIME_T, &first_us) ==
+          CURLE_OK &&
+      curl_easy_getinfo(c, CURLINFO_TOTAL_TIME_T, &total_us) == CURLE_OK &&
+      first_us > 0 && total_us > first_us) {
+    /* Never more than the attempt's own wall time (curl's clock is its
+    ** own): the share stays a share. */
+    uint64_t body = (uint64_t)(total_us - first_us) * 1000u;
+    if (dt > 0 && body > (uint64_t)dt) body = (uint64_t)dt;
+    atomic_fetch_add(&h->body_ns, body);
+  }
   curl_slist_free_all(headers);
   o->status = 0;
   curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &o->status);

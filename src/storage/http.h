@@ -57,6 +57,8 @@ typedef struct stoke__http_counts {
   uint64_t bytes;     /* body bytes received */
   uint64_t busy_ns;   /* the attempts' wall times summed: over a span of
                          wall time, the mean number in flight */
+  uint64_t body_ns;   /* of busy_ns, the time after each attempt's first
+                         byte (receiving its body), summed */
   unsigned io_concurrency; /* the client's, resolved (0 became 8) */
 } stoke__http_counts;
 

@@ -209,7 +209,9 @@ def test_stats_fetch_section(served):
     f = remote.stats()["fetch"]
     assert set(f) == {"requests", "retries", "throttled", "bytes",
                       "bytes_per_s", "latency_p50_ms", "latency_p95_ms",
-                      "in_flight", "io_concurrency", "verdict"}, f
+                      "in_flight", "io_concurrency", "body_frac",
+                      "verdict"}, f
     assert f["requests"] > 0 and f["bytes"] > 0, f
+    assert 0 <= f["body_frac"] <= 1, f
     assert f["retries"] == 0 and f["throttled"] == 0, f
     assert f["io_concurrency"] == 3, f

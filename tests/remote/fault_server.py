@@ -9,6 +9,10 @@ limits meet each fault on purpose:
   /resetx2/F       ... a closed connection without an answer
   /shortx2/F       ... a body cut off halfway (Content-Length says all)
   /slow50/F        50 ms before each answer (latency)
+  /cap8000/F       the body through one link of 8000 kB/s that every
+                   connection shares (a bandwidth cap on the server's
+                   side, unlike nginx's limit_rate, which is per connection
+                   and sends each answer's first second at once)
   /always503/F     503, always
   /stall/F         headers, then silence (for the stall timeout)
   /huge/F          a Content-Length of 2**60 and endless bytes
@@ -37,6 +41,24 @@ def count(key):
     with lock:
         seen[key] = seen.get(key, 0) + 1
         return seen[key]
+
+
+# The one link of /capN/: the time it is next free.  Each chunk takes its
+# bytes / rate of the link's time, first come first served, so that all
+# connections together get the rate, and an idle link saves no credit.
+link = {"free": 0.0}
+LINK_CHUNK = 16384
+
+
+def link_send(wfile, body, rate):
+    for i in range(0, len(body), LINK_CHUNK):
+        chunk = body[i:i + LINK_CHUNK]
+        with lock:
+            now = time.monotonic()
+            link["free"] = max(now, link["free"]) + len(chunk) / rate
+            wait = link["free"] - now
+        time.sleep(wait)
+        wfile.write(chunk)
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -78,24 +100,28 @@ class Handler(http.server.BaseHTTPRequestHandler):
         path = os.path.join(ROOT, name)
         if not os.path.isfile(path):
             return self.answer(404, b"no such file\n")
-        data = open(path, "rb").read()
+        # Only the range is read: a benchmark's shards are megabytes, its
+        # ranges kilobytes (bench/remote.sh).
+        size = os.path.getsize(path)
         rng = self.headers.get("Range")
         m = re.fullmatch(r"bytes=(\d+)-(\d*)", rng or "")
-        lo, hi = 0, len(data) - 1
+        lo, hi = 0, size - 1
         if m:
             lo = int(m.group(1))
-            hi = min(int(m.group(2)) if m.group(2) else hi, len(data) - 1)
+            hi = min(int(m.group(2)) if m.group(2) else hi, size - 1)
             if lo > hi:
-                return self.answer(416, b"", [("Content-Range", f"bytes */{len(data)}")])
-        body = data[lo:hi + 1]
+                return self.answer(416, b"", [("Content-Range", f"bytes */{size}")])
         partial = m is not None and mode != "norange"
         if mode == "norange":
-            body = data
+            lo, hi = 0, size - 1
+        with open(path, "rb") as f:
+            f.seek(lo)
+            body = f.read(hi - lo + 1)
         n = count((mode, name, rng))
         fault = re.fullmatch(r"(503|429|reset|short|flip)x(\d+)", mode)
         # A flip damages sample data only: a packed header or index has no
         # second chance (it is the shard's own description).
-        if fault and fault.group(1) == "flip" and not (64 < lo and hi < len(data) - 1):
+        if fault and fault.group(1) == "flip" and not (64 < lo and hi < size - 1):
             fault = None
         if mode == "always503" or (fault and n <= int(fault.group(2))):
             kind = "503" if mode == "always503" else fault.group(1)
@@ -110,7 +136,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 self.log("short")
                 self.send_response(206 if partial else 200)
                 if partial:
-                    self.send_header("Content-Range", f"bytes {lo}-{hi}/{len(data)}")
+                    self.send_header("Content-Range", f"bytes {lo}-{hi}/{size}")
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body[:len(body) // 2])
@@ -143,7 +169,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 pass
             self.close_connection = True
             return
-        headers = [("Content-Range", f"bytes {lo}-{hi}/{len(data)}")] if partial else []
+        headers = [("Content-Range", f"bytes {lo}-{hi}/{size}")] if partial else []
+        cap = re.fullmatch(r"cap(\d+)", mode)
+        if cap:
+            self.log(206 if partial else 200)
+            self.send_response(206 if partial else 200)
+            for k, v in headers:
+                self.send_header(k, v)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.flush()
+            return link_send(self.wfile, body, int(cap.group(1)) * 1000)
         self.answer(206 if partial else 200, body, headers)
 
 

@@ -5,7 +5,11 @@
 #
 #   start_nginx ROOT    http $NGINX_HTTP, https $NGINX_HTTPS (self-signed
 #                       certificate $TMP/tls/cert.pem, made here), a
-#                       bandwidth cap of 256 KB/s on $NGINX_SLOW
+#                       bandwidth cap of $NGINX_SLOW_RATE (nginx's
+#                       limit_rate, default 256k) per connection on
+#                       $NGINX_SLOW.  nginx sends the first second's worth
+#                       of each answer at once (its limit is rate x
+#                       (seconds + 1)): only what is past that is paced
 #   start_faults ROOT   the fault server (fault_server.py) on $FAULTS
 #   start_s3 DIR        an S3 server (s3rver behind s3_server.js's SigV4
 #                       check) on $S3_ENDPOINT, bucket $S3_BUCKET, key pair
@@ -82,7 +86,7 @@ http {
     ssl_certificate_key $TMP/tls/key.pem;
     root $root;
   }
-  server { listen 127.0.0.1:$NGINX_SLOW; root $root; limit_rate 256k; }
+  server { listen 127.0.0.1:$NGINX_SLOW; root $root; limit_rate ${NGINX_SLOW_RATE:-256k}; }
 }
 CONF
   timeout "$SERVER_LIFETIME" "$nginx" -p "$d" -c "$d/nginx.conf" -e "$d/logs/error.log" \
