@@ -314,21 +314,27 @@ static bool outside_held(stoke__atc_state *st, const stoke__atc_limits *lim,
     st->outside_new_ns = 0;
     if (first) {
       out->kind = STOKE_AUTOTUNE_OUTSIDE;
-      snprintf(out->reason, sizeof out->reason,
-               "the machine's other load moved %.1f -> %.1f cores (of "
-               "%.0f): nothing decided on it%s",
-               st->outside_ref, now, cores, trial);
+      /* A long trial is cut off: the reason is a note, whole or not. */
+      if (snprintf(out->reason, sizeof out->reason,
+                   "the machine's other load moved %.1f -> %.1f cores (of "
+                   "%.0f): nothing decided on it%s",
+                   st->outside_ref, now, cores,
+                   trial) >= (int)sizeof out->reason) {
+      }
     }
     return true;
   }
   st->outside_new_ns += win->wall_ns;
   if (st->outside_new_ns < STOKE__ATC_OUTSIDE_SETTLE_NS) return true;
   out->kind = STOKE_AUTOTUNE_OUTSIDE;
-  snprintf(out->reason, sizeof out->reason,
-           "the machine's other load went %.1f -> %.1f cores (of %.0f) and "
-           "stayed %.1f s: searching again%s",
-           st->outside_ref, st->outside_new, cores,
-           (double)st->outside_new_ns / 1e9, trial);
+  if (snprintf(out->reason, sizeof out->reason,
+               "the machine's other load went %.1f -> %.1f cores (of %.0f) "
+               "and stayed %.1f s: searching again%s",
+               st->outside_ref, st->outside_new, cores,
+               (double)st->outside_new_ns / 1e9,
+               trial) >= (int)sizeof out->reason) {
+    /* cut off, as above */
+  }
   st->outside_ref = st->outside_new;
   st->machine_ref = st->machine_new;
   st->outside_away = false;
