@@ -15,6 +15,9 @@
 BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(dirname "$BENCH_DIR")
 STOKE_BUILD_DIR=${STOKE_BUILD_DIR:-$ROOT/build}
+# What a program linked with libstoke.a needs beside it (the static
+# library records no dependencies: libcurl came with the remote shards).
+STOKE_STATIC_LIBS="-ljpeg -lspng -lcurl -lm -lpthread"
 STOKE=${STOKE:-$STOKE_BUILD_DIR/stoke}
 PY=${BENCH_PYTHON:-/usr/bin/python3}
 OUT=${BENCH_OUT:-$BENCH_DIR/out}
