@@ -18,7 +18,7 @@ BENCH_NO_TORCH=1 bench_init autotune
 lib=$STOKE_BUILD_DIR/libstoke.a
 [ -f "$lib" ] || bench_die "no $lib (build first)"
 cc -O2 -I"$ROOT/include" -I"$STOKE_BUILD_DIR/include" -o "$RAW/autotune" "$BENCH_DIR/autotune.c" "$lib" \
-  $STOKE_STATIC_LIBS
+  $(stoke_static_libs)
 # name | scenario options | max workers of the sweep
 scenarios=(
   "sleep-1ms-b16-step2|--sleep-us 1000 -b 16 --step-ms 2|12"

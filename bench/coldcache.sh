@@ -25,7 +25,7 @@ BENCH_NO_TORCH=1 bench_init coldcache
 lib=$STOKE_BUILD_DIR/libstoke.a
 [ -f "$lib" ] || bench_die "no $lib (build first)"
 cc -O2 -I"$ROOT/include" -I"$STOKE_BUILD_DIR/include" -o "$RAW/coldcache" "$BENCH_DIR/coldcache.c" \
-  "$lib" $STOKE_STATIC_LIBS
+  "$lib" $(stoke_static_libs)
 corpus=${IMAGES_CORPUS:-$OUT/corpus}
 . "$BENCH_DIR/corpus.sh"
 corpus_ready "$corpus"

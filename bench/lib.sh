@@ -15,9 +15,6 @@
 BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(dirname "$BENCH_DIR")
 STOKE_BUILD_DIR=${STOKE_BUILD_DIR:-$ROOT/build}
-# What a program linked with libstoke.a needs beside it (the static
-# library records no dependencies: libcurl came with the remote shards).
-STOKE_STATIC_LIBS="-ljpeg -lspng -lcurl -lm -lpthread"
 STOKE=${STOKE:-$STOKE_BUILD_DIR/stoke}
 PY=${BENCH_PYTHON:-/usr/bin/python3}
 OUT=${BENCH_OUT:-$BENCH_DIR/out}
@@ -99,4 +96,13 @@ torch_run() {
 bench_combine() {
   cat /proc/loadavg >"$RAW/loadavg_end.txt" 2>/dev/null || true
   "$PY" "$BENCH_DIR/combine.py" "$BENCH_NAME" "$RAW" "$OUT/$BENCH_NAME.json"
+}
+
+# What a program linked with libstoke.a needs beside it: the build's own
+# pkg-config file says it (Libs.private, Requires.private), so a library
+# the build gains (libcurl did, with the remote shards) is not missed here.
+stoke_static_libs() {
+  local pc=$STOKE_BUILD_DIR/stoke.pc
+  [ -f "$pc" ] || bench_die "no $pc (build first)"
+  pkg-config --static --libs-only-l "$pc" | sed 's/-lstoke //'
 }

@@ -11,7 +11,7 @@ BENCH_NO_TORCH=1 bench_init soak
 lib=$STOKE_BUILD_DIR/libstoke.a
 [ -f "$lib" ] || bench_die "no $lib (build first)"
 cc -O2 -I"$ROOT/include" -I"$STOKE_BUILD_DIR/include" -o "$RAW/soak" "$BENCH_DIR/soak.c" "$lib" \
-  $STOKE_STATIC_LIBS
+  $(stoke_static_libs)
 batches=${SOAK_BATCHES:-1000000}
 epochs=${SOAK_IMAGE_EPOCHS:-200}
 tol=${SOAK_TOL_MIB:-4}
