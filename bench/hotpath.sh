@@ -13,6 +13,14 @@
 # medians, the ratio new/old with the target beside W=0's (>= 0.97x, every
 # feature off), the machine and the load average before and after.
 #
+# --case overhead runs bench/overhead.sh's case instead, the pipeline's own
+# cost per empty sample with workers (W=1 and W=2 by default):
+#
+#   stoke bench --synthetic spin:0 --samples 262144 --shape 1 -b 256 -j W \
+#               --compute none --epochs 20
+#
+# (a quarter of overhead.sh's epoch, so that --callgrind fits in minutes).
+#
 # --callgrind instead counts instructions per sample under valgrind, which
 # the load cannot change: two runs per side, 5 and 25 epochs, and their
 # difference, so that start-up and the report are left out.  It prints the
@@ -27,6 +35,7 @@
 #
 # Usage: bench/hotpath.sh [--old COMMIT] [--new COMMIT | --new-tree DIR]
 #                         [--runs N] [--epochs N] [--callgrind] [--keep]
+#                         [--case tensor|overhead]
 #   --old COMMIT     the reference (default b09aa3a)
 #   --new COMMIT     measure a commit instead of the working tree
 #   --new-tree DIR   measure another checkout as it is (built out of it)
@@ -34,6 +43,7 @@
 #   --epochs N       epochs per timed run (default 200)
 #   --callgrind      instructions per sample instead of samples/s
 #   --keep           keep the worktrees and builds (reused by the next run)
+#   --case NAME      tensor (default) or overhead (the empty sample)
 #
 # Environment: BENCH_OUT (default bench/out), HOTPATH_WORK (where the
 # builds go, default $BENCH_OUT/hotpath), HOTPATH_WORKERS (default "0 2"),
@@ -46,7 +56,8 @@ ROOT=$(dirname "$BENCH_DIR")
 OUT=${BENCH_OUT:-$BENCH_DIR/out}
 PY=${BENCH_PYTHON_STDLIB:-/usr/bin/python3}
 
-old_rev=b09aa3a new_rev="" new_tree="" runs=3 epochs=200 callgrind=0 keep=0
+old_rev=b09aa3a new_rev="" new_tree="" runs=3 epochs="" callgrind=0 keep=0
+case_name=tensor
 while [ $# -gt 0 ]; do
   case $1 in
     --old) old_rev=$2; shift 2 ;;
@@ -56,6 +67,7 @@ while [ $# -gt 0 ]; do
     --epochs) epochs=$2; shift 2 ;;
     --callgrind) callgrind=1; shift ;;
     --keep) keep=1; shift ;;
+    --case) case_name=$2; shift 2 ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "hotpath: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
@@ -64,6 +76,7 @@ done
   { echo "hotpath: --new and --new-tree exclude each other" >&2; exit 2; }
 
 die() { echo "hotpath: $*" >&2; exit 1; }
+case $case_name in tensor|overhead) ;; *) die "unknown --case $case_name (tensor or overhead)" ;; esac
 say() { echo "hotpath: $*" >&2; }
 
 old_sha=$(git -C "$ROOT" rev-parse --verify "$old_rev^{commit}") ||
@@ -71,7 +84,8 @@ old_sha=$(git -C "$ROOT" rev-parse --verify "$old_rev^{commit}") ||
 WORK=${HOTPATH_WORK:-$OUT/hotpath}
 # The two modes keep their results apart: hotpath, hotpath-callgrind.
 name=hotpath
-[ "$callgrind" = 1 ] && name=hotpath-callgrind
+[ "$case_name" = tensor ] || name=$name-$case_name
+[ "$callgrind" = 1 ] && name=$name-callgrind
 RAW=$OUT/raw/$name
 mkdir -p "$WORK"
 rm -rf "$RAW"
@@ -149,8 +163,18 @@ fi
 build "$new_src" "$new_dir"
 NEW=$new_dir/stoke
 
-CASE=(--synthetic tensor --samples 4096 --shape 32 -b 256)
-workers=${HOTPATH_WORKERS:-0 2}
+case $case_name in
+  tensor)
+    epoch_samples=4096
+    CASE=(--synthetic tensor --samples $epoch_samples --shape 32 -b 256)
+    workers=${HOTPATH_WORKERS:-0 2} epochs=${epochs:-200} ;;
+  overhead)
+    epoch_samples=262144
+    CASE=(--synthetic spin:0 --samples $epoch_samples --shape 1 -b 256
+          --compute none)
+    workers=${HOTPATH_WORKERS:-1 2} epochs=${epochs:-20} ;;
+  *) die "unknown --case $case_name (tensor or overhead)" ;;
+esac
 top=${HOTPATH_TOP:-15}
 summary=$OUT/$name.json
 rm -f "$summary"
@@ -177,7 +201,8 @@ if [ "$callgrind" = 1 ]; then
     die "cannot build $BENCH_DIR/hotpath_clock.c"
   export HOTPATH_CLOCK_DIV=${HOTPATH_CLOCK_DIV:-1000}
   short=5 long=25
-  dsamples=$(((long - short) * 4096))
+  [ "$case_name" = overhead ] && short=2 long=6
+  dsamples=$(((long - short) * epoch_samples))
   for w in $workers; do
     echo
     echo "callgrind, W=$w: ${CASE[*]} -j $w, $long - $short epochs" \

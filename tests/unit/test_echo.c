@@ -180,6 +180,73 @@ static void test_example_echo(void **state) {
   tu_cb_free(cb);
 }
 
+/* The synthetic source: copy 0 of example echo is, byte for byte, the
+** sample a plain fill gives (synth_fill writes from the sample's own
+** stream, synth_fill_copies copy 0 from stoke__copy_rng(stream, 0)), and
+** the other copies differ; a stored tensor's copies are all the same. */
+#define SX 4 /* floats in "x" */
+static void synth_epoch(int kind, unsigned echo, float *out, size_t *idx) {
+  stoke_synthetic_config sc;
+  stoke_synthetic_config_init(&sc);
+  sc.kind = kind;
+  sc.cost_ns = 0;
+  sc.n_samples = N;
+  sc.ndim = 1;
+  sc.shape[0] = SX;
+  sc.seed = 5;
+  stoke_source *src;
+  TU_OK(stoke_source_create_synthetic(&sc, &src));
+  stoke_config c = echo_cfg(src, 2, 2, echo, STOKE_ECHO_EXAMPLE);
+  stoke_loader *l = tu_loader(&c);
+  stoke_batch *b;
+  int rc;
+  size_t k = 0;
+  while ((rc = stoke_loader_next(l, &b)) == STOKE_OK) {
+    stoke_tensor t;
+    TU_OK(stoke_batch_field(b, 0, &t));
+    size_t n = stoke_batch_size(b);
+    TU_CHECK(k + n <= N * echo, "more than %u samples", N * echo);
+    memcpy(out + k * SX, t.data, n * SX * sizeof(float));
+    memcpy(idx + k, stoke_batch_indices(b), n * sizeof *idx);
+    k += n;
+    stoke_batch_release(b);
+  }
+  TU_RC_L(l, rc, STOKE_END);
+  assert_int_equal(k, N * echo);
+  stoke_loader_destroy(l);
+  stoke_source_destroy(src);
+}
+
+static void test_example_echo_synthetic(void **state) {
+  (void)state;
+  const int kinds[] = {STOKE_SYNTH_SPIN, STOKE_SYNTH_TENSOR};
+  for (size_t ki = 0; ki < 2; ki++) {
+    float plain[N * SX], echoed[N * E * SX];
+    size_t pidx[N], eidx[N * E];
+    synth_epoch(kinds[ki], 1, plain, pidx);
+    synth_epoch(kinds[ki], E, echoed, eidx);
+    /* Step k * E + j is copy j of batch k: its samples sit at offset
+    ** (batch start) * E + j * (batch size). */
+    for (size_t k = 0, start = 0; start < N; k++, start += B) {
+      size_t n = start + B <= N ? B : N - start;
+      for (unsigned j = 0; j < E; j++)
+        for (size_t i = 0; i < n; i++) {
+          size_t at = start * E + j * n + i;
+          assert_int_equal(eidx[at], pidx[start + i]);
+          const float *got = echoed + at * SX, *want = plain + (start + i) * SX;
+          if (j == 0 || kinds[ki] == STOKE_SYNTH_TENSOR)
+            TU_CHECK(!memcmp(got, want, SX * sizeof(float)),
+                     "kind %d batch %zu copy %u sample %zu: not the plain "
+                     "fill's bytes", kinds[ki], k, j, i);
+          else
+            TU_CHECK(memcmp(got, want, SX * sizeof(float)) != 0,
+                     "kind %d batch %zu copy %u sample %zu: the plain "
+                     "fill's bytes", kinds[ki], k, j, i);
+        }
+    }
+  }
+}
+
 /* Images: the copies decode once, and copy j has the pixels a fill of its
 ** own with copy j's stream gives. */
 static void test_example_echo_images(void **state) {
@@ -388,6 +455,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_batch_echo),
       cmocka_unit_test(test_example_echo),
+      cmocka_unit_test(test_example_echo_synthetic),
       cmocka_unit_test(test_example_echo_images),
       cmocka_unit_test(test_releases),
       cmocka_unit_test(test_resume),
