@@ -22,22 +22,6 @@ corpus_ready() {
   fi
   if [ ! -f "$corpus/tar/train-0000.tar" ]; then
     # WebDataset layout: key.jpg + key.cls, 500 samples a shard.
-    "$PY" - "$corpus" <<'PY'
-import glob, io, os, sys, tarfile
-root = sys.argv[1]
-files = sorted(glob.glob(os.path.join(root, "train", "*", "*.jpg")))
-classes = sorted({os.path.basename(os.path.dirname(f)) for f in files})
-os.makedirs(os.path.join(root, "tar"), exist_ok=True)
-for s in range(0, len(files), 500):
-    with tarfile.open(os.path.join(root, "tar", "train-%04d.tar" % (s // 500)),
-                      "w", format=tarfile.USTAR_FORMAT) as t:
-        for i, f in enumerate(files[s:s + 500], s):
-            key = "%06d" % i
-            t.add(f, arcname=key + ".jpg")
-            cls = str(classes.index(os.path.basename(os.path.dirname(f))))
-            info = tarfile.TarInfo(key + ".cls")
-            info.size = len(cls)
-            t.addfile(info, io.BytesIO(cls.encode()))
-PY
+    "$PY" "$BENCH_DIR/make_tars.py" "$corpus/train" "$corpus/tar" 500
   fi
 }

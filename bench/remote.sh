@@ -48,22 +48,7 @@ if [ ! -f "$corpus/pack.json" ]; then
   "$STOKE" pack "$corpus/train" -o "$corpus/www/packed/train" --shard-size 8MB -q \
     --json "$corpus/pack.json.tmp"
   # WebDataset layout for the torch side: key.jpg + key.cls, 128 a shard.
-  "$PY" - "$corpus" <<'PY'
-import glob, io, os, sys, tarfile
-root = sys.argv[1]
-files = sorted(glob.glob(os.path.join(root, "train", "*", "*.jpg")))
-classes = sorted({os.path.basename(os.path.dirname(f)) for f in files})
-for s in range(0, len(files), 128):
-    with tarfile.open(os.path.join(root, "www", "tar", "train-%04d.tar" % (s // 128)),
-                      "w", format=tarfile.USTAR_FORMAT) as t:
-        for i, f in enumerate(files[s:s + 128], s):
-            key = "%06d" % i
-            t.add(f, arcname=key + ".jpg")
-            cls = str(classes.index(os.path.basename(os.path.dirname(f))))
-            info = tarfile.TarInfo(key + ".cls")
-            info.size = len(cls)
-            t.addfile(info, io.BytesIO(cls.encode()))
-PY
+  "$PY" "$BENCH_DIR/make_tars.py" "$corpus/train" "$corpus/www/tar" 128
   mv "$corpus/pack.json.tmp" "$corpus/pack.json"
 fi
 n_packed=$(ls "$corpus"/www/packed/train-*.stoke | wc -l)
