@@ -297,7 +297,9 @@ cJSON *report_tune_knee_json(const stoke_tune_point *pts,
 
 
 /* The knee as the tool's flags ("-j 4 --prefetch 2", with "-b N" when the
-** batch size was swept) and as a PyTorch DataLoader(...) call. */
+** batch size was swept, "--io-concurrency N" when the point was a remote
+** run: stoke_tune_point.io_concurrency) and as a PyTorch DataLoader(...)
+** call. */
 void report_tune_flags(char *buf, size_t n, const stoke_tune_point *k,
                        int batch_swept);
 void report_tune_pytorch(char *buf, size_t n, const stoke_tune_point *k);
