@@ -1315,6 +1315,21 @@ typedef struct stoke_stats {
   ** attempt).  Near 1 where the link's rate is the limit, near 0 where
   ** the round trip is (STOKE_FETCH_BANDWIDTH against LATENCY). */
   double fetch_body_frac;
+  /* Since 0.6: the remote shard cache (cache_dir with http(s):// or s3://
+  ** shards; docs/remote.md, "The cache"), counted since the source was
+  ** created: its shards are found in the cache or fetched into it when it
+  ** opens, before any loader runs.  rcache_used is 1 only for a source
+  ** opened with a cache; all zero otherwise.  hits: shards found there
+  ** (one this process waited for while another fetched it counts too: it
+  ** fetched nothing); misses: shards fetched whole into it; uncached:
+  ** shards the server gave no ETag, so read remotely, uncached;
+  ** bytes_cached / bytes_fetched: the hits' and the misses' sizes (what
+  ** the cache spared the network, and what it cost); evicted: entries the
+  ** source's own trims removed (the budget), with their bytes. */
+  int rcache_used;
+  uint64_t rcache_hits, rcache_misses, rcache_uncached;
+  uint64_t rcache_bytes_cached, rcache_bytes_fetched;
+  uint64_t rcache_evicted, rcache_bytes_evicted;
 } stoke_stats;
 
 /* Snapshot of the statistics since warm-up ended.  Any thread. */

@@ -233,6 +233,11 @@ void report_rungs_json(cJSON *o, const report_result *res);
 ** line in the text report (nothing for a local source), its JSON object. */
 void report_print_fetch(FILE *f, const report_result *res);
 cJSON *report_fetch_json(const report_result *res);
+/* The remote shard cache's counts (stoke_stats.rcache_*): a line of the
+** text report and the JSON summary's "remote_cache", only for a source
+** opened with a cache. */
+void report_print_rcache(FILE *f, const report_result *res);
+cJSON *report_rcache_json(const report_result *res);
 
 /* ---- bad samples and resume (failures.c) --------------------------------- */
 

@@ -357,13 +357,21 @@ static const struct stoke__http *packed_http(const void *impl) {
   return p->remote_reads ? p->http : NULL;
 }
 
+static bool packed_rcache_counts(const void *impl,
+                                 stoke__rcache_counts *out) {
+  const packed_impl *p = impl;
+  if (!p->rcache) return false;
+  stoke__rcache_counts_get(p->rcache, out);
+  return true;
+}
+
 static const stoke__blob_ops packed_ops = {
     "packed",          packed_label,        packed_format,
     packed_dims,       packed_describe,     packed_read,
     packed_destroy,    packed_done,         packed_files,
     packed_bytes,      NULL,                packed_read_ahead,
     NULL,              packed_pack_info,    packed_source_index,
-    packed_held_bytes, packed_http,
+    packed_held_bytes, packed_http,         packed_rcache_counts,
 };
 
 /* ---- validation ---------------------------------------------------------- */
@@ -619,6 +627,7 @@ static int map_cached(packed_impl *p, pack_shard *s, char *e, size_t ecap) {
                                       &total, etag, e, ecap);
   if (rc) return rc;
   if (!etag[0]) {
+    stoke__rcache_note_uncached(p->rcache);
     uint8_t *m;
     size_t len;
     rc = stoke__packed_remote_map(p->http, p->sys, s->url, s->path, &m, &len,
