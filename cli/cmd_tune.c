@@ -329,7 +329,7 @@ static void print_table(FILE *f, stoke_tune_point *const *rows, size_t n,
 /* The plot (svg_write_tune), the knee labelled with the flags to use. */
 static int write_svg(const char *path, FILE *f, const stoke_tune_point *pts,
                      size_t n, const stoke_tune_knee *k, int have_knee,
-                     const char *subtitle) {
+                     const char *subtitle, unsigned io_knee) {
   svg_tune_point *sp = malloc((n + 1) * sizeof *sp);
   if (!sp) {
     cli_error("%s", stoke_strerror(STOKE_ENOMEM));
@@ -348,13 +348,12 @@ static int write_svg(const char *path, FILE *f, const stoke_tune_point *pts,
   }
   char mark[160] = "";
   if (have_knee) {
-    const stoke_tune_point *p = &pts[k->index];
-    if (batch_varies)
-      snprintf(mark, sizeof mark, "knee: -j %u --prefetch %u -b %zu",
-               p->n_workers, p->prefetch, p->batch_size);
-    else
-      snprintf(mark, sizeof mark, "knee: -j %u --prefetch %u", p->n_workers,
-               p->prefetch);
+    /* The flags to paste, with the io sweep's knee when there was one. */
+    stoke_tune_point p = pts[k->index];
+    if (io_knee) p.io_concurrency = io_knee;
+    char flags[128];
+    report_tune_flags(flags, sizeof flags, &p, batch_varies);
+    snprintf(mark, sizeof mark, "knee: %s", flags);
   }
   int bad = svg_write_tune(f, sp, n, have_knee ? k->index : n,
                            "stoke tune: throughput and waiting against "
@@ -795,8 +794,9 @@ int cmd_tune(int argc, char **argv) {
       exit_rc = CLI_ERROR;
     cJSON_Delete(root);
   }
-  if (svg && write_svg(svg_path, svg, pts, done, &knee, have_knee,
-                       subtitle) != CLI_OK &&
+  if (svg && write_svg(svg_path, svg, pts, done, &knee, have_knee, subtitle,
+                       io.have_knee ? io.pts[io.knee.index].io_concurrency
+                                    : 0) != CLI_OK &&
       exit_rc == CLI_OK)
     exit_rc = CLI_ERROR;
   free(pts);

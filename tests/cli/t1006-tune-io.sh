@@ -28,7 +28,7 @@ SHARDS="train-{00000..$(printf '%05d' $((n - 1)))}.stoke"
 TUNE=(tune -b 4 -j 2 --prefetch 2 --seed 7 --shuffle=block=2KB --compute sleep:40ms --retry-backoff 5ms)
 
 say "remote packed shards, 40 ms before each answer: io_concurrency swept at the worker knee"
-run_stoke "${TUNE[@]}" "$F/slow40/$SHARDS" --json "$TMP/slow.json"
+run_stoke "${TUNE[@]}" "$F/slow40/$SHARDS" --json "$TMP/slow.json" --svg "$TMP/slow.svg"
 [ "$rc" -eq 0 ] || fail "tune exit $rc: $(cat "$TMP/err")"
 grep -q "^io_concurrency at the knee (2 workers, prefetch 2, batch 4)" "$TMP/out" ||
   fail "no io_concurrency table: $(cat "$TMP/out")"
@@ -70,6 +70,8 @@ grep -q "^  stoke flags  -j 2 --prefetch 2 --io-concurrency $(cat "$TMP/knee")$"
   fail "no ready-to-paste --io-concurrency: $(cat "$TMP/out")"
 grep -q "^io knee: .*io_concurrency $(cat "$TMP/knee") (2 workers, prefetch 2)" "$TMP/out" ||
   fail "no io knee line: $(cat "$TMP/out")"
+grep -q ">knee: -j 2 --prefetch 2 --io-concurrency $(cat "$TMP/knee")<" "$TMP/slow.svg" ||
+  fail "the SVG does not mark the knee with its io_concurrency: $(grep -o "knee: [^<]*" "$TMP/slow.svg")"
 
 say "--io-sweep LIST: those values, in order; --io-concurrency sets the worker sweep's"
 run_stoke "${TUNE[@]}" "$F/slow40/$SHARDS" --io-concurrency 3 --io-sweep 2,6 --json "$TMP/list.json"
