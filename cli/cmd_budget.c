@@ -44,6 +44,10 @@ const char cmd_budget_usage[] =
     "                         allocates: its most workers and prefetch 8)\n"
     "  --prefetch K           batches prepared ahead (2)\n"
     "  --mem-budget SIZE      host bytes the loader may use\n"
+    "  --cache DIR, --cache-max SIZE\n"
+    "                         as for bench: remote shards kept whole in\n"
+    "                         DIR/remote/ (fetched there at open, so a\n"
+    "                         source all in the cache has no read-ahead)\n"
     "\n"
     "  --json FILE            write both ledgers as JSON ('-' = stdout; the\n"
     "                         tables then go to stderr)\n";
@@ -58,6 +62,8 @@ enum {
   O_WORKERS,
   O_PREFETCH,
   O_MEM_BUDGET,
+  O_CACHE,
+  O_CACHE_MAX,
   O_JSON,
   O_HELP,
   O_LAST
@@ -71,6 +77,8 @@ static const cli_opt budget_own_opts[] = {{"fixed", 0, 1, O_FIXED},
                                           {"workers", 'j', 1, O_WORKERS},
                                           {"prefetch", 0, 1, O_PREFETCH},
                                           {"mem-budget", 0, 1, O_MEM_BUDGET},
+                                          {"cache", 0, 1, O_CACHE},
+                                          {"cache-max", 0, 1, O_CACHE_MAX},
                                           {"json", 0, 1, O_JSON},
                                           {"help", 'h', 0, O_HELP},
                                           {NULL, 0, 0, 0}};
@@ -307,7 +315,7 @@ int cmd_budget(int argc, char **argv) {
     int bad = 0;
     /* Options that shape a source or a loader need a source. */
     if ((id > CLI_SRC_SYNTHETIC && id < CLI_SRC_TRANSFORM) ||
-        (id >= O_BATCH && id <= O_MEM_BUDGET))
+        (id >= O_BATCH && id <= O_CACHE_MAX))
       have_loader_opt = 1;
     switch (id) {
     case CLI_OPT_ERROR:
@@ -360,6 +368,14 @@ int cmd_budget(int argc, char **argv) {
       break;
     case O_MEM_BUDGET:
       bad = cli_parse_bytes(f, v, &cfg.mem_budget_bytes);
+      break;
+    case O_CACHE: /* as bench's: the packing cache, and remote shards' */
+      cfg.cache_dir = v;
+      src_args.image.cache_dir = v;
+      break;
+    case O_CACHE_MAX:
+      bad = cli_parse_bytes(f, v, &cfg.cache_max_bytes);
+      src_args.image.cache_max_bytes = cfg.cache_max_bytes;
       break;
     case O_JSON:
       json_path = v;

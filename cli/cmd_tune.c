@@ -20,6 +20,7 @@
 
 #include "cli.h"
 #include "tune_chart.h"
+#include "tune_io.h"
 
 const char cmd_tune_usage[] =
     "usage: stoke tune DATA|--synthetic KIND [options]\n"
@@ -45,6 +46,7 @@ const char cmd_tune_usage[] =
     "  --io-concurrency N, --tls-ca, --tls-insecure, --connect-timeout,\n"
     "  --stall-timeout, --http-attempts, --retry-budget, --retry-backoff\n"
     "                         for DATA as URLs: as 'stoke help bench'\n"
+    "                         (--io-concurrency: the worker sweep's)\n"
     "  --synthetic KIND       sleep:5ms, spin:2ms or tensor; KIND+sleep:WAIT\n"
     "                         adds a wait (spin:0.3ms+sleep:4ms: a CPU-\n"
     "                         burning decode, then a waiting read)\n"
@@ -63,7 +65,15 @@ const char cmd_tune_usage[] =
     "  -b, --batch-size N     samples per batch (32)\n"
     "  --batch-sizes LIST     sweep batch sizes too, e.g. 32,64,128\n"
     "  --mem-budget SIZE      skip points whose host ledger exceeds SIZE\n"
-    "  --shuffle, --seed N    as for bench\n"
+    "  --shuffle[=MODE], --seed N\n"
+    "                         as for bench (uniform, block[=SIZE], none)\n"
+    "  --cache DIR, --cache-max SIZE\n"
+    "                         as for bench: the packing cache, and remote\n"
+    "                         shards kept whole on this node\n"
+    "  --io-sweep LIST|off    remote packed shards: after the worker knee,\n"
+    "                         sweep io_concurrency at it, each point a source\n"
+    "                         of its own (default: 1, 2, 4, ... up to 64\n"
+    "                         while a doubling still gains; off: none)\n"
     "\n"
     "measurement\n"
     "  --compute STEP         the training step: sleep:12ms, spin:12ms or\n"
@@ -107,6 +117,9 @@ enum {
   O_ON_ERROR,
   O_MAX_FAILURES,
   O_QUARANTINE,
+  O_IO_SWEEP,
+  O_CACHE,
+  O_CACHE_MAX,
   O_HELP,
   O_LAST
 };
@@ -118,7 +131,8 @@ static const cli_opt tune_own_opts[] = {{"workers", 'j', 1, O_WORKERS},
                                         {"batch-size", 'b', 1, O_BATCH},
                                         {"batch-sizes", 0, 1, O_BATCH_SIZES},
                                         {"mem-budget", 0, 1, O_MEM_BUDGET},
-                                        {"shuffle", 0, 0, O_SHUFFLE},
+                                        {"shuffle", 0, CLI_ARG_OPTIONAL,
+                                         O_SHUFFLE},
                                         {"seed", 0, 1, O_SEED},
                                         {"compute", 0, 1, O_COMPUTE},
                                         {"epochs", 0, 1, O_EPOCHS},
@@ -131,6 +145,9 @@ static const cli_opt tune_own_opts[] = {{"workers", 'j', 1, O_WORKERS},
                                         {"max-failures", 0, 1,
                                          O_MAX_FAILURES},
                                         {"quarantine", 0, 1, O_QUARANTINE},
+                                        {"io-sweep", 0, 1, O_IO_SWEEP},
+                                        {"cache", 0, 1, O_CACHE},
+                                        {"cache-max", 0, 1, O_CACHE_MAX},
                                         {"help", 'h', 0, O_HELP},
                                         {NULL, 0, 0, 0}};
 
@@ -312,7 +329,7 @@ static void print_table(FILE *f, stoke_tune_point *const *rows, size_t n,
 /* The plot (svg_write_tune), the knee labelled with the flags to use. */
 static int write_svg(const char *path, FILE *f, const stoke_tune_point *pts,
                      size_t n, const stoke_tune_knee *k, int have_knee,
-                     const char *subtitle) {
+                     const char *subtitle, unsigned io_knee) {
   svg_tune_point *sp = malloc((n + 1) * sizeof *sp);
   if (!sp) {
     cli_error("%s", stoke_strerror(STOKE_ENOMEM));
@@ -331,13 +348,12 @@ static int write_svg(const char *path, FILE *f, const stoke_tune_point *pts,
   }
   char mark[160] = "";
   if (have_knee) {
-    const stoke_tune_point *p = &pts[k->index];
-    if (batch_varies)
-      snprintf(mark, sizeof mark, "knee: -j %u --prefetch %u -b %zu",
-               p->n_workers, p->prefetch, p->batch_size);
-    else
-      snprintf(mark, sizeof mark, "knee: -j %u --prefetch %u", p->n_workers,
-               p->prefetch);
+    /* The flags to paste, with the io sweep's knee when there was one. */
+    stoke_tune_point p = pts[k->index];
+    if (io_knee) p.io_concurrency = io_knee;
+    char flags[128];
+    report_tune_flags(flags, sizeof flags, &p, batch_varies);
+    snprintf(mark, sizeof mark, "knee: %s", flags);
   }
   int bad = svg_write_tune(f, sp, n, have_knee ? k->index : n,
                            "stoke tune: throughput and waiting against "
@@ -363,6 +379,9 @@ int cmd_tune(int argc, char **argv) {
   stoke_tune_config_init(&tc);
   unsigned workers[MAX_LIST], prefetch[MAX_LIST], bs_list[MAX_LIST];
   size_t n_workers = 0, n_prefetch = 0, n_bs = 0;
+  unsigned io_list[MAX_LIST];
+  size_t n_io = 0;
+  int io_off = 0;
   size_t batch_sizes[MAX_LIST];
   unsigned max_workers = 0, cpu_budget = 0, epochs = 1;
   int64_t min_time_ns = 0;
@@ -411,7 +430,21 @@ int cmd_tune(int argc, char **argv) {
       }
       break;
     case O_SHUFFLE:
-      tc.base.shuffle = 1;
+      bad = cli_parse_shuffle(f, v, &tc.base) != 0;
+      break;
+    case O_CACHE: /* as bench's: the packing cache, and remote shards' */
+      tc.base.cache_dir = v;
+      src_args.image.cache_dir = v;
+      break;
+    case O_CACHE_MAX:
+      bad = cli_parse_bytes(f, v, &tc.base.cache_max_bytes);
+      src_args.image.cache_max_bytes = tc.base.cache_max_bytes;
+      break;
+    case O_IO_SWEEP:
+      if (strcmp(v, "off") == 0)
+        io_off = 1;
+      else
+        bad = parse_list(f, v, 1, STOKE_IO_CONCURRENCY_MAX, io_list, &n_io);
       break;
     case O_SEED:
       bad = cli_parse_u64(f, v, &tc.base.seed);
@@ -591,6 +624,27 @@ int cmd_tune(int argc, char **argv) {
                                        t.compute_kind != REPORT_COMPUTE_NONE,
                                        &knee) == 0;
   int batch_swept = n_bs > 0;
+  /* io_concurrency as its own dimension, at the worker knee of a remote
+  ** run (tune_io.c): each point a source of its own. */
+  tune_io io;
+  memset(&io, 0, sizeof io);
+  if (have_knee && !io_off && sweep_rc >= 0 && !was_interrupted) {
+    sigaction(SIGINT, &sa, NULL);
+    int io_rc = tune_io_run(&io, &tc, &pts[knee.index], data, image,
+                            n_io ? io_list : NULL, n_io,
+                            t.compute_kind != REPORT_COMPUTE_NONE);
+    sigaction(SIGINT, &old_sa, NULL);
+    close_line(&t);
+    if (io_rc < 0) {
+      cli_error("tune: io_concurrency sweep: %s", io.msg);
+      exit_rc = CLI_ERROR;
+    } else if (interrupted) {
+      was_interrupted = 1;
+      cli_error("tune: interrupted in the io_concurrency sweep; reporting "
+                "what was measured");
+      exit_rc = 128 + SIGINT;
+    }
+  }
   char src_text[1100], step[64], subtitle[1400], budget[32] = "none";
   char data_shown[1024] = ""; /* a URL without its user-info and query */
   if (data) stoke_path_shown(data, data_shown, sizeof data_shown);
@@ -636,9 +690,12 @@ int cmd_tune(int argc, char **argv) {
     if (done < n && !tc_adaptive)
       fprintf(table, "%zu point%s not run\n", n - done,
               n - done == 1 ? "" : "s");
+    tune_io_print(table, &io);
     if (have_knee) {
-      const stoke_tune_point *k = &pts[knee.index];
-      char flags[96], py[256];
+      /* The worker knee, at the io knee's requests in flight when swept. */
+      const stoke_tune_point *k =
+          io.have_knee ? &io.pts[io.knee.index] : &pts[knee.index];
+      char flags[128], py[256];
       report_tune_flags(flags, sizeof flags, k, batch_swept);
       report_tune_pytorch(py, sizeof py, k);
       fprintf(table, "\nknee: %s\n", knee.reason);
@@ -699,6 +756,14 @@ int cmd_tune(int argc, char **argv) {
         cJSON_AddNumberToObject(c, "min_time_s", (double)min_time_ns / 1e9);
         cJSON_AddNumberToObject(c, "tolerance", tolerance);
         cJSON_AddBoolToObject(c, "shuffle", tc.base.shuffle);
+        cJSON_AddStringToObject(c, "shuffle_mode",
+                                tc.base.shuffle == STOKE_SHUFFLE_BLOCK
+                                    ? "block"
+                                : tc.base.shuffle ? "uniform"
+                                                  : "none");
+        if (data && image->io_concurrency)
+          cJSON_AddNumberToObject(c, "io_concurrency",
+                                  image->io_concurrency);
         cJSON_AddNumberToObject(c, "seed", (double)tc.base.seed);
         cJSON_AddStringToObject(c, "on_error",
                                 stoke_on_error_name(tc.base.on_error));
@@ -707,11 +772,14 @@ int cmd_tune(int argc, char **argv) {
       cJSON *arr = cJSON_AddArrayToObject(root, "points");
       for (size_t i = 0; arr && i < done; i++)
         cJSON_AddItemToArray(arr, report_tune_point_json(&pts[i]));
-      if (have_knee)
-        cJSON_AddItemToObject(root, "knee",
-                              report_tune_knee_json(pts, &knee, batch_swept));
-      else
+      cJSON *knee_json = NULL;
+      if (have_knee) {
+        knee_json = report_tune_knee_json(pts, &knee, batch_swept);
+        cJSON_AddItemToObject(root, "knee", knee_json);
+      } else {
         cJSON_AddNullToObject(root, "knee");
+      }
+      tune_io_json(root, knee_json, &io, batch_swept);
       cJSON_AddNumberToObject(root, "points_planned", (double)n);
       cJSON_AddNumberToObject(root, "points_done", (double)done);
       cJSON_AddNumberToObject(root, "points_skipped", (double)n_skipped);
@@ -726,8 +794,9 @@ int cmd_tune(int argc, char **argv) {
       exit_rc = CLI_ERROR;
     cJSON_Delete(root);
   }
-  if (svg && write_svg(svg_path, svg, pts, done, &knee, have_knee,
-                       subtitle) != CLI_OK &&
+  if (svg && write_svg(svg_path, svg, pts, done, &knee, have_knee, subtitle,
+                       io.have_knee ? io.pts[io.knee.index].io_concurrency
+                                    : 0) != CLI_OK &&
       exit_rc == CLI_OK)
     exit_rc = CLI_ERROR;
   free(pts);

@@ -1315,6 +1315,21 @@ typedef struct stoke_stats {
   ** attempt).  Near 1 where the link's rate is the limit, near 0 where
   ** the round trip is (STOKE_FETCH_BANDWIDTH against LATENCY). */
   double fetch_body_frac;
+  /* Since 0.6: the remote shard cache (cache_dir with http(s):// or s3://
+  ** shards; docs/remote.md, "The cache"), counted since the source was
+  ** created: its shards are found in the cache or fetched into it when it
+  ** opens, before any loader runs.  rcache_used is 1 only for a source
+  ** opened with a cache; all zero otherwise.  hits: shards found there
+  ** (one this process waited for while another fetched it counts too: it
+  ** fetched nothing); misses: shards fetched whole into it; uncached:
+  ** shards the server gave no ETag, so read remotely, uncached;
+  ** bytes_cached / bytes_fetched: the hits' and the misses' sizes (what
+  ** the cache spared the network, and what it cost); evicted: entries the
+  ** source's own trims removed (the budget), with their bytes. */
+  int rcache_used;
+  uint64_t rcache_hits, rcache_misses, rcache_uncached;
+  uint64_t rcache_bytes_cached, rcache_bytes_fetched;
+  uint64_t rcache_evicted, rcache_bytes_evicted;
 } stoke_stats;
 
 /* Snapshot of the statistics since warm-up ended.  Any thread. */
@@ -2193,6 +2208,10 @@ typedef struct stoke_tune_point {
   ** ..."), or "". */
   double predicted_samples_per_s;
   char note[160];
+  /* Since 0.6: the remote client's io_concurrency while it was measured
+  ** (stoke_stats.io_concurrency) when the source reads remote packed
+  ** shards as it runs (stoke_stats.fetch_remote), else 0. */
+  unsigned io_concurrency;
 } stoke_tune_point;
 
 /* The knee of a sweep. */
@@ -2330,6 +2349,71 @@ STOKE_API int stoke_tune_grid(const stoke_tune_config *cfg,
 STOKE_API int stoke_tune_sweep(const stoke_tune_config *cfg,
                                stoke_tune_point *pts, size_t cap,
                                size_t *n_done);
+
+/* ---- io_concurrency as its own dimension (since 0.6) ---------------------
+** For a source over remote packed shards (docs/remote.md), the requests in
+** flight are a knob apart from the workers, fixed when the source's HTTP
+** client is made.  So each point of this sweep makes its own source at
+** its io_concurrency (through a callback: only the caller knows how the
+** source was made), at one loader configuration (the worker sweep's knee,
+** typically), and measures it as stoke_tune_sweep measures a point.
+** docs/tuning.md, "io_concurrency". */
+
+/* The most requests in flight a remote source takes (its client's bound). */
+#define STOKE_IO_CONCURRENCY_MAX 64
+
+/* Make *out, the tuned source at io_concurrency (the caller's to own
+** until the sweep destroys it after its point).  0 or a STOKE_E* code
+** with the thread's message set. */
+typedef int (*stoke_tune_source_fn)(void *user, unsigned io_concurrency,
+                                    stoke_source **out);
+
+typedef struct stoke_tune_io_config {
+  size_t struct_size;            /* set by stoke_tune_io_config_init() */
+  const stoke_tune_config *tune; /* base (its source unused), warm-up,
+                                    epochs, min time, step, progress,
+                                    cancel and tolerance, as for
+                                    stoke_tune_sweep; required */
+  unsigned n_workers, prefetch;  /* the loader of every point */
+  size_t batch_size;             /* 0: tune->base.batch_size */
+  /* The values, in order, or NULL: the ladder 1, 2, 4, ... up to
+  ** STOKE_IO_CONCURRENCY_MAX, doubling while a rung still raises the best
+  ** throughput by tolerance / 2 (a rung that does not ends it, as the
+  ** worker ladder's). */
+  const unsigned *values;
+  size_t n_values;
+  stoke_tune_source_fn source;   /* required */
+  void *source_user;
+} stoke_tune_io_config;
+
+STOKE_API void stoke_tune_io_config_init(stoke_tune_io_config *cfg);
+
+/* The most points stoke_tune_io_sweep records for cfg (what pts must
+** hold); 0 for a bad config. */
+STOKE_API size_t stoke_tune_io_bound(const stoke_tune_io_config *cfg);
+
+/* Sweep io_concurrency: for each value, make the source, measure one
+** loader on it (warm-up, then measured epochs, through the step), destroy
+** both, and record the point (io_concurrency set from the run; its note
+** "ladder" or "list").  When the first point's run reads nothing remote
+** (io_concurrency 0: local or cached shards, tar shards fetched whole at
+** open), io_concurrency cannot matter: the sweep stops there, the point's
+** note saying so.  *n_done: the points recorded.  0 (also when cancelled
+** or stopped by progress), STOKE_EINVAL, or a source's or loader's error
+** (the points before it stay valid).  Blocks the calling thread. */
+STOKE_API int stoke_tune_io_sweep(const stoke_tune_io_config *cfg,
+                                  stoke_tune_point *pts, size_t cap,
+                                  size_t *n_done);
+
+/* The knee of an io_concurrency sweep, by the rule of
+** stoke_tune_knee_find with io_concurrency as the cost: among the
+** MEASURED points within tolerance of the best throughput (the busy ones,
+** if have_consumer and any is), the fewest requests in flight, then the
+** higher throughput.  Points whose io_concurrency is 0 are ignored.
+** 0, or STOKE_EINVAL for no such point or bad arguments.  Pure. */
+STOKE_API int stoke_tune_io_knee_find(const stoke_tune_point *pts, size_t n,
+                                      double tolerance, int have_consumer,
+                                      stoke_tune_knee *out);
 
 /* The PyTorch DataLoader arguments closest to W workers and prefetch K:
 ** num_workers = W; prefetch_factor = ceil(K / W) (PyTorch counts batches

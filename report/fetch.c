@@ -1,6 +1,7 @@
 /* fetch.c — the fetch stage of a run over remote shards (stoke_stats'
-** fetch_* fields, docs/remote.md "The fetch stage"), in the text report
-** and the JSON summary; absent for a local source. */
+** fetch_* fields, docs/remote.md "The fetch stage") and the remote shard
+** cache's counts (rcache_*, "The cache"), in the text report and the JSON
+** summary; absent for a local source, the cache's without a cache. */
 #include <string.h>
 
 #include "report.h"
@@ -40,5 +41,42 @@ cJSON *report_fetch_json(const report_result *res) {
   stoke_fetch_diagnosis d;
   if (stoke_fetch_diagnose(st, &d) != 0) memset(&d, 0, sizeof d);
   cJSON_AddStringToObject(o, "verdict", stoke_fetch_verdict_name(d.verdict));
+  return o;
+}
+
+void report_print_rcache(FILE *f, const report_result *res) {
+  const stoke_stats *st = &res->stats;
+  if (!st->rcache_used) return;
+  fprintf(f, "  remote cache  %llu shard%s from the cache (%.1f MB), %llu "
+             "fetched into it (%.1f MB)",
+          (unsigned long long)st->rcache_hits,
+          st->rcache_hits == 1 ? "" : "s",
+          (double)st->rcache_bytes_cached / 1e6,
+          (unsigned long long)st->rcache_misses,
+          (double)st->rcache_bytes_fetched / 1e6);
+  if (st->rcache_uncached)
+    fprintf(f, ", %llu read remotely (no ETag)",
+            (unsigned long long)st->rcache_uncached);
+  if (st->rcache_evicted)
+    fprintf(f, ", %llu evicted (%.1f MB)",
+            (unsigned long long)st->rcache_evicted,
+            (double)st->rcache_bytes_evicted / 1e6);
+  fputc('\n', f);
+}
+
+cJSON *report_rcache_json(const report_result *res) {
+  const stoke_stats *st = &res->stats;
+  cJSON *o = cJSON_CreateObject();
+  if (!o) return NULL;
+  cJSON_AddNumberToObject(o, "hits", (double)st->rcache_hits);
+  cJSON_AddNumberToObject(o, "misses", (double)st->rcache_misses);
+  cJSON_AddNumberToObject(o, "uncached", (double)st->rcache_uncached);
+  cJSON_AddNumberToObject(o, "bytes_cached",
+                          (double)st->rcache_bytes_cached);
+  cJSON_AddNumberToObject(o, "bytes_fetched",
+                          (double)st->rcache_bytes_fetched);
+  cJSON_AddNumberToObject(o, "evicted", (double)st->rcache_evicted);
+  cJSON_AddNumberToObject(o, "bytes_evicted",
+                          (double)st->rcache_bytes_evicted);
   return o;
 }

@@ -174,6 +174,8 @@ cJSON *report_summary_json(const report_result *res) {
   report_rungs_json(o, res);
   if (st->fetch_remote)
     cJSON_AddItemToObject(o, "fetch", report_fetch_json(res));
+  if (st->rcache_used)
+    cJSON_AddItemToObject(o, "remote_cache", report_rcache_json(res));
   return o;
 }
 

@@ -233,6 +233,11 @@ void report_rungs_json(cJSON *o, const report_result *res);
 ** line in the text report (nothing for a local source), its JSON object. */
 void report_print_fetch(FILE *f, const report_result *res);
 cJSON *report_fetch_json(const report_result *res);
+/* The remote shard cache's counts (stoke_stats.rcache_*): a line of the
+** text report and the JSON summary's "remote_cache", only for a source
+** opened with a cache. */
+void report_print_rcache(FILE *f, const report_result *res);
+cJSON *report_rcache_json(const report_result *res);
 
 /* ---- bad samples and resume (failures.c) --------------------------------- */
 
@@ -297,7 +302,9 @@ cJSON *report_tune_knee_json(const stoke_tune_point *pts,
 
 
 /* The knee as the tool's flags ("-j 4 --prefetch 2", with "-b N" when the
-** batch size was swept) and as a PyTorch DataLoader(...) call. */
+** batch size was swept, "--io-concurrency N" when the point was a remote
+** run: stoke_tune_point.io_concurrency) and as a PyTorch DataLoader(...)
+** call. */
 void report_tune_flags(char *buf, size_t n, const stoke_tune_point *k,
                        int batch_swept);
 void report_tune_pytorch(char *buf, size_t n, const stoke_tune_point *k);

@@ -198,6 +198,7 @@ void report_print_summary(FILE *f, const report_result *res) {
   fprintf(f, "\n");
   report_print_rungs(f, res);
   report_print_fetch(f, res);
+  report_print_rcache(f, res);
 }
 
 void report_print_autotune(FILE *f, const report_result *res) {

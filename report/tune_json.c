@@ -21,11 +21,16 @@ static const char *status_name(int s) {
 
 void report_tune_flags(char *buf, size_t n, const stoke_tune_point *k,
                        int batch_swept) {
+  /* A remote run's requests in flight are part of what was measured:
+  ** pasting the flags without them would run another configuration. */
+  char io[40] = "";
+  if (k->io_concurrency)
+    snprintf(io, sizeof io, " --io-concurrency %u", k->io_concurrency);
   if (batch_swept)
-    snprintf(buf, n, "-j %u --prefetch %u -b %zu", k->n_workers, k->prefetch,
-             k->batch_size);
+    snprintf(buf, n, "-j %u --prefetch %u -b %zu%s", k->n_workers,
+             k->prefetch, k->batch_size, io);
   else
-    snprintf(buf, n, "-j %u --prefetch %u", k->n_workers, k->prefetch);
+    snprintf(buf, n, "-j %u --prefetch %u%s", k->n_workers, k->prefetch, io);
 }
 
 void report_tune_pytorch(char *buf, size_t n, const stoke_tune_point *k) {
@@ -50,6 +55,8 @@ cJSON *report_tune_point_json(const stoke_tune_point *p) {
   cJSON_AddNumberToObject(o, "batch_size", (double)p->batch_size);
   cJSON_AddStringToObject(o, "status", status_name(p->status));
   cJSON_AddNumberToObject(o, "host_bytes", (double)p->host_bytes);
+  if (p->io_concurrency)
+    cJSON_AddNumberToObject(o, "io_concurrency", p->io_concurrency);
   if (p->note[0]) cJSON_AddStringToObject(o, "note", p->note);
   if (p->predicted_samples_per_s > 0)
     cJSON_AddNumberToObject(o, "predicted_samples_per_s",
@@ -79,6 +86,8 @@ cJSON *report_tune_knee_json(const stoke_tune_point *pts,
   cJSON_AddNumberToObject(o, "workers", p->n_workers);
   cJSON_AddNumberToObject(o, "prefetch", p->prefetch);
   cJSON_AddNumberToObject(o, "batch_size", (double)p->batch_size);
+  if (p->io_concurrency)
+    cJSON_AddNumberToObject(o, "io_concurrency", p->io_concurrency);
   cJSON_AddNumberToObject(o, "samples_per_s", p->samples_per_s);
   cJSON_AddNumberToObject(o, "best_samples_per_s",
                           pts[k->best].samples_per_s);

@@ -100,7 +100,7 @@ typedef struct stoke__feature {
 } stoke__feature;
 
 /* Room for every feature there is; a loader lists the ones that are on. */
-#define STOKE__MAX_FEATURES 12
+#define STOKE__MAX_FEATURES 16
 
 typedef struct stoke__features {
   stoke__feature f[STOKE__MAX_FEATURES];

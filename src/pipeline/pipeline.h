@@ -357,6 +357,10 @@ int stoke__publish_create(stoke_loader *l);
 ** features when the source reads through an HTTP client (remote packed
 ** shards).  0 or STOKE_ENOMEM. */
 int stoke__fetch_create(stoke_loader *l);
+/* rcache_feature.c: at create, list the remote cache's statistics among
+** the features when the source opened its remote shards through a cache.
+** 0. */
+int stoke__rcache_stats_create(stoke_loader *l);
 /* The source's fingerprint, computed once (not with mu held). */
 uint64_t stoke__loader_fingerprint(stoke_loader *l);
 

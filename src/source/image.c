@@ -213,6 +213,12 @@ static const struct stoke__http *image_http(const stoke_source *src) {
   return stoke__blobset_http(im->set);
 }
 
+static bool image_rcache_counts(const stoke_source *src,
+                                struct stoke__rcache_counts *out) {
+  const image_impl *im = src->impl;
+  return stoke__blobset_rcache_counts(im->set, out);
+}
+
 static void image_read_ahead(const stoke_source *src, size_t first,
                              size_t n) {
   const image_impl *im = src->impl;
@@ -323,7 +329,8 @@ static const stoke__source_ops image_ops = {
     .n_classes = image_n_classes,
     .class_name = image_class_name,
     .label = image_label,
-    .http = image_http};
+    .http = image_http,
+    .rcache_counts = image_rcache_counts};
 
 /* The remote client's options from the config (and the S3 settings). */
 static void image_remote_options(const stoke_image_config *cfg,

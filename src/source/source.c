@@ -326,3 +326,8 @@ int stoke_source_create_callback(size_t n_samples, size_t n_fields,
 const struct stoke__http *stoke__source_http(const stoke_source *src) {
   return src->ops->http ? src->ops->http(src) : NULL;
 }
+
+bool stoke__source_rcache_counts(const stoke_source *src,
+                                 struct stoke__rcache_counts *out) {
+  return src->ops->rcache_counts && src->ops->rcache_counts(src, out);
+}

@@ -10,6 +10,7 @@
 struct stoke__trace;
 struct stoke__cache;
 struct stoke__http;
+struct stoke__rcache_counts;
 
 struct stoke_sample {
   size_t index;
@@ -117,6 +118,10 @@ typedef struct stoke__source_ops {
   /* Optional: the HTTP client the fills read through (remote packed
   ** shards), for the loader's fetch statistics; NULL: none. */
   const struct stoke__http *(*http)(const stoke_source *src);
+  /* Optional: the remote shard cache's counts since the source opened
+  ** (storage/rcache.h), for the loader's stats; false: no remote cache. */
+  bool (*rcache_counts)(const stoke_source *src,
+                        struct stoke__rcache_counts *out);
 } stoke__source_ops;
 
 /* A float field the source can also write as u8 pixels for the device to
@@ -134,6 +139,9 @@ bool stoke__source_u8_form(const stoke_source *src,
 unsigned stoke__source_keep_side(const stoke_source *src);
 /* ops->http, or NULL: the source reads nothing remote while it runs. */
 const struct stoke__http *stoke__source_http(const stoke_source *src);
+/* ops->rcache_counts into *out, or false: the source has no remote cache. */
+bool stoke__source_rcache_counts(const stoke_source *src,
+                                 struct stoke__rcache_counts *out);
 
 struct stoke_source {
   atomic_long refs;          /* atomic, acq_rel: last release frees */

@@ -265,6 +265,11 @@ const struct stoke__http *stoke__blobset_http(const stoke__blobset *s) {
   return s->ops->http ? s->ops->http(s->impl) : NULL;
 }
 
+bool stoke__blobset_rcache_counts(const stoke__blobset *s,
+                                  struct stoke__rcache_counts *out) {
+  return s->ops->rcache_counts && s->ops->rcache_counts(s->impl, out);
+}
+
 void stoke__blobset_read_ahead(const stoke__blobset *s, size_t first,
                                size_t n) {
   if (!s->ops->read_ahead || first >= s->n_samples) return;

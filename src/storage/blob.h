@@ -35,6 +35,7 @@
 
 typedef struct stoke__blobset stoke__blobset; /* opaque */
 struct stoke__http;                           /* storage/http.h */
+struct stoke__rcache_counts;                  /* storage/rcache.h */
 
 /* Format hint of a sample's bytes, from its extension (folder, tar) or the
 ** packed index.  UNKNOWN means: sniff the bytes.  Values are stored in
@@ -186,6 +187,9 @@ uint64_t stoke__blobset_held_bytes(const stoke__blobset *s);
 /* ops->http: the client remote reads go through, or NULL (local shards,
 ** and tar shards, which are fetched whole at open). */
 const struct stoke__http *stoke__blobset_http(const stoke__blobset *s);
+/* ops->rcache_counts into *out, or false (no remote cache). */
+bool stoke__blobset_rcache_counts(const stoke__blobset *s,
+                                  struct stoke__rcache_counts *out);
 /* Ask the kernel to read samples [first, first + n) ahead, without
 ** waiting: packed shards madvise(MADV_WILLNEED) their mapped range, tar
 ** shards and folder files posix_fadvise(WILLNEED).  Advice only: a call
@@ -326,6 +330,10 @@ typedef struct stoke__blob_ops {
   /* Optional: the HTTP client the reads go through while the set is open
   ** (remote packed shards), for the stats' fetch section; NULL: none. */
   const struct stoke__http *(*http)(const void *impl);
+  /* Optional: the remote shard cache's counts (storage/rcache.h) when the
+  ** set's remote shards were opened through one; false: none. */
+  bool (*rcache_counts)(const void *impl,
+                        struct stoke__rcache_counts *out);
 } stoke__blob_ops;
 
 /* Growable list of strings with optional reasons, for class names and

@@ -565,14 +565,24 @@ static void bucket_moved(stoke__http *h, const char *bucket,
   pthread_mutex_unlock(&h->moved_lock);
 }
 
-/* Whether the answer says the bucket is in another region than the one
-** asked: S3 answers a wrong region's request with 301 PermanentRedirect
-** (virtual-hosted), 400 AuthorizationHeaderMalformed (the signature's
-** scope) or 307, each with x-amz-bucket-region. */
-static bool wrong_region(const request *q, const outcome *o) {
-  return q->s3 && (o->status == 301 || o->status == 307 ||
-                   o->status == 400) &&
-         q->k.bucket_region[0] && strcmp(q->k.bucket_region, q->region);
+/* Where the answer says the bucket is, when that is another region than
+** the one asked: S3 answers a wrong region's request with 301
+** PermanentRedirect (virtual-hosted), 400 AuthorizationHeaderMalformed
+** (the signature's scope) or 307, with x-amz-bucket-region, or (when it
+** sends no such header) the region named only in the XML body's
+** <Region>, read from the error body's start the client keeps
+** (ERROR_BODY_CAP bytes: S3's error bodies are a few hundred).  Into
+** region; false when it names none, or the one asked. */
+static bool wrong_region(const request *q, const outcome *o,
+                         char region[64]) {
+  region[0] = 0;
+  if (!q->s3 || !(o->status == 301 || o->status == 307 || o->status == 400))
+    return false;
+  if (q->k.bucket_region[0])
+    snprintf(region, 64, "%s", q->k.bucket_region);
+  else
+    (void)stoke__s3_error_region(q->k.ebody, q->k.n_ebody, region);
+  return region[0] && strcmp(region, q->region) != 0;
 }
 
 static int perform(stoke__http *h, request *q, char *err, size_t cap) {
@@ -618,9 +628,10 @@ again:
   /* A bucket in another region: once, to where S3 said (a redirect, not
   ** a retry: the budget is not charged), and every later request of the
   ** bucket goes there first. */
-  if (rc != 0 && !followed && wrong_region(q, &o)) {
+  char moved_to[64];
+  if (rc != 0 && !followed && wrong_region(q, &o, moved_to)) {
     followed = true;
-    snprintf(q->region, sizeof q->region, "%s", q->k.bucket_region);
+    snprintf(q->region, sizeof q->region, "%s", moved_to);
     bucket_moved(h, bucket, q->region);
     rc = stoke__s3_http_url_in(h->s3, q->region, q->url, target,
                                sizeof target, err, cap);

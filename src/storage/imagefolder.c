@@ -177,7 +177,7 @@ static const stoke__blob_ops folder_ops = {
     "folder", folder_label, folder_format, NULL,
     folder_describe, folder_read, folder_destroy, NULL, NULL, NULL,
     folder_stored_bytes, folder_read_ahead, folder_content_key, NULL, NULL,
-    NULL, NULL,
+    NULL, NULL, NULL,
 };
 
 /* ---- the walk ------------------------------------------------------------ */

@@ -78,6 +78,7 @@ typedef struct packed_impl {
   stoke__prefetch *pf;   /* owned; remote shards' read-ahead, or NULL */
   char **urls;           /* owned, n_paths (each owned), remote only */
   stoke__rcache *rcache; /* owned; remote shards with a cache_dir, or NULL */
+  bool remote_reads;     /* a shard is read remotely (not all cached) */
 } packed_impl;
 
 static void shard_unmap(const packed_impl *p, pack_shard *s) {
@@ -352,7 +353,16 @@ static uint64_t packed_held_bytes(const void *impl) {
 }
 
 static const struct stoke__http *packed_http(const void *impl) {
-  return ((const packed_impl *)impl)->http;
+  const packed_impl *p = impl;
+  return p->remote_reads ? p->http : NULL;
+}
+
+static bool packed_rcache_counts(const void *impl,
+                                 stoke__rcache_counts *out) {
+  const packed_impl *p = impl;
+  if (!p->rcache) return false;
+  stoke__rcache_counts_get(p->rcache, out);
+  return true;
 }
 
 static const stoke__blob_ops packed_ops = {
@@ -361,7 +371,7 @@ static const stoke__blob_ops packed_ops = {
     packed_destroy,    packed_done,         packed_files,
     packed_bytes,      NULL,                packed_read_ahead,
     NULL,              packed_pack_info,    packed_source_index,
-    packed_held_bytes, packed_http,
+    packed_held_bytes, packed_http,         packed_rcache_counts,
 };
 
 /* ---- validation ---------------------------------------------------------- */
@@ -617,6 +627,7 @@ static int map_cached(packed_impl *p, pack_shard *s, char *e, size_t ecap) {
                                       &total, etag, e, ecap);
   if (rc) return rc;
   if (!etag[0]) {
+    stoke__rcache_note_uncached(p->rcache);
     uint8_t *m;
     size_t len;
     rc = stoke__packed_remote_map(p->http, p->sys, s->url, s->path, &m, &len,
@@ -700,7 +711,18 @@ static int open_remote(packed_impl *p, const stoke__http_options *remote,
                              a, &p->pf))
     return stoke__errf(err, cap, STOKE_ETHREAD, "packed source: cannot "
                        "start the remote read-ahead threads");
-  return stoke__http_parallel(p->http, p->n_shards, map_one, p, err, cap);
+  rc = stoke__http_parallel(p->http, p->n_shards, map_one, p, err, cap);
+  if (rc) return rc;
+  /* Every shard in the cache: nothing is read remotely while the set is
+  ** open, so no read-ahead (its threads and its buffer in the ledger) and
+  ** no fetch section, as for local shards. */
+  for (size_t k = 0; k < p->n_shards; k++)
+    if (p->shards[k].url) p->remote_reads = true;
+  if (!p->remote_reads) {
+    stoke__prefetch_destroy(p->pf);
+    p->pf = NULL;
+  }
+  return 0;
 }
 
 int stoke__blobset_open_packed_ex(const char *const *specs, size_t n_specs,

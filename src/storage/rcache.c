@@ -22,6 +22,10 @@ struct stoke__rcache {
   ** since: a fetch lists the folder (a stat and a lock test per entry)
   ** only when this says the budget may be passed, not every time. */
   _Atomic uint64_t known;
+  /* stoke__rcache_counts, each added to by the thread that did it (the
+  ** shards are opened side by side). */
+  _Atomic uint64_t hits, misses, uncached, evicted;
+  _Atomic uint64_t bytes_hit, bytes_fetched, bytes_evicted;
   const stoke__sys *sys;
   const stoke_allocator *a;
 };
@@ -217,11 +221,20 @@ int stoke__rcache_get(stoke__rcache *c, stoke__http *h, const char *url,
   }
   int rc = 0;
   int f = open_entry(c, path, size);
-  if (f < 0) {
+  if (f >= 0) {
+    /* There already (another process's or thread's download included:
+    ** this one waited for it on the lock, and fetched nothing). */
+    atomic_fetch_add(&c->hits, 1);
+    atomic_fetch_add(&c->bytes_hit, size);
+  } else {
     if (c->max && atomic_load(&c->known) + size > c->max)
       stoke__rcache_trim(c, size);
     rc = fetch(c, h, url, shown, size, tmp, path, err, cap);
-    if (rc == 0) atomic_fetch_add(&c->known, size);
+    if (rc == 0) {
+      atomic_fetch_add(&c->known, size);
+      atomic_fetch_add(&c->misses, 1);
+      atomic_fetch_add(&c->bytes_fetched, size);
+    }
     if (rc == 0 && (f = open_entry(c, path, size)) < 0)
       rc = stoke__errf(err, cap, STOKE_EIO, "remote cache: %s: the entry "
                        "just written in %s is gone", shown, c->dir);
@@ -327,6 +340,22 @@ static bool list(const stoke__rcache *c, DIR *d, listed **names,
   return true;
 }
 
+void stoke__rcache_counts_get(const stoke__rcache *c,
+                              stoke__rcache_counts *out) {
+  stoke__rcache *m = (stoke__rcache *)c; /* atomics are read, not changed */
+  out->hits = atomic_load(&m->hits);
+  out->misses = atomic_load(&m->misses);
+  out->uncached = atomic_load(&m->uncached);
+  out->evicted = atomic_load(&m->evicted);
+  out->bytes_hit = atomic_load(&m->bytes_hit);
+  out->bytes_fetched = atomic_load(&m->bytes_fetched);
+  out->bytes_evicted = atomic_load(&m->bytes_evicted);
+}
+
+void stoke__rcache_note_uncached(stoke__rcache *c) {
+  atomic_fetch_add(&c->uncached, 1);
+}
+
 void stoke__rcache_trim(stoke__rcache *c, uint64_t incoming) {
   const stoke__sys *sys = c->sys;
   DIR *d = sys->opendir(sys->user, c->dir);
@@ -350,6 +379,8 @@ void stoke__rcache_trim(stoke__rcache *c, uint64_t incoming) {
       sys->unlink(sys->user, path);
       sys->close(sys->user, fd);
       total -= e[order[j]].size;
+      atomic_fetch_add(&c->evicted, 1);
+      atomic_fetch_add(&c->bytes_evicted, e[order[j]].size);
     }
   }
   if (ok) atomic_store(&c->known, total);

@@ -73,6 +73,20 @@ int stoke__rcache_get(stoke__rcache *c, stoke__http *h, const char *url,
                       const char *shown, const char *ext, uint64_t size,
                       const char *etag, int *fd, char *err, size_t cap);
 
+/* What this cache did since it was opened (the source's open, and its
+** close's trim): entries found and fetched, with their bytes, shards the
+** cache could not keep (no ETag), entries evicted. */
+typedef struct stoke__rcache_counts {
+  uint64_t hits, misses, uncached, evicted;
+  uint64_t bytes_hit, bytes_fetched, bytes_evicted;
+} stoke__rcache_counts;
+
+void stoke__rcache_counts_get(const stoke__rcache *c,
+                              stoke__rcache_counts *out);
+/* A shard that could not be cached (the server sent no ETag): read
+** remotely instead. */
+void stoke__rcache_note_uncached(stoke__rcache *c);
+
 /* Evict least recently used entries not open until the rest plus
 ** incoming fit the budget; remove .tmp files whose writer is gone.  Best
 ** effort: an entry that cannot be looked at is left. */

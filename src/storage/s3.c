@@ -363,6 +363,7 @@ static bool at(const xml *x, const char *a, const char *b, const char *c) {
 }
 
 typedef struct code_find {
+  const char *name; /* the element of Error whose text is wanted */
   char *code;
   size_t cap;
   bool found;
@@ -370,29 +371,46 @@ typedef struct code_find {
 
 static int code_leaf(xml *x, void *arg) {
   code_find *f = arg;
-  if (!f->found && at(x, "Error", "Code", NULL)) {
+  if (!f->found && at(x, "Error", f->name, NULL)) {
     snprintf(f->code, f->cap, "%s", x->text);
     f->found = true;
   }
   return 0;
 }
 
+/* Error/NAME's text into out; a body cut off at the client's bound still
+** names what came before the cut: keep what was found. */
+static bool error_field(const char *body, size_t n, const char *name,
+                        char *out, size_t cap) {
+  if (cap) out[0] = 0;
+  if (!body || n == 0 || cap == 0) return false;
+  code_find f = {name, out, cap, false};
+  char e[64];
+  (void)xml_run(body, n, code_leaf, &f, e, sizeof e);
+  return f.found;
+}
+
 bool stoke__s3_error_code(const char *body, size_t n, char *code,
                           size_t cap) {
-  if (cap) code[0] = 0;
-  if (!body || n == 0 || cap == 0) return false;
-  code_find f = {code, cap, false};
-  char e[64];
-  /* A body cut off at the client's bound still names its Code, which
-  ** comes first: keep what was found. */
-  (void)xml_run(body, n, code_leaf, &f, e, sizeof e);
+  bool found = error_field(body, n, "Code", code, cap);
   /* A Code is a word: anything else is not shown (it is the server's). */
-  for (const char *p = code; f.found && *p; p++)
+  for (const char *p = code; found && *p; p++)
     if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
           (*p >= '0' && *p <= '9') || *p == '.' || *p == '_'))
-      f.found = false;
-  if (!f.found || !code[0]) {
-    code[0] = 0;
+      found = false;
+  if (!found || !code[0]) {
+    if (cap) code[0] = 0;
+    return false;
+  }
+  return true;
+}
+
+bool stoke__s3_error_region(const char *body, size_t n, char region[64]) {
+  /* A region goes into a host name and a signature's scope: only a
+  ** region name is kept (stoke__s3_region_ok), as for the header. */
+  if (!error_field(body, n, "Region", region, 64) ||
+      !stoke__s3_region_ok(region)) {
+    region[0] = 0;
     return false;
   }
   return true;

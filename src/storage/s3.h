@@ -83,6 +83,12 @@ bool stoke__s3_is_prefix(const char *spec);
 bool stoke__s3_error_code(const char *body, size_t n, char *code,
                           size_t cap);
 
+/* The region S3 names in an error body's <Region> (a wrong region's 400
+** AuthorizationHeaderMalformed or 301 PermanentRedirect, when it sends no
+** x-amz-bucket-region header) into region; false, and "", when there is
+** none or it is not a region name (stoke__s3_region_ok). */
+bool stoke__s3_error_region(const char *body, size_t n, char region[64]);
+
 /* The longest text of an XML element the reader keeps: a listed key
 ** (S3's are at most 1024 bytes) fits. */
 #define STOKE__S3_XML_TEXT 4096

@@ -163,11 +163,14 @@ static int tar_content_key(const void *impl, uint64_t *key, char *err,
   return 0;
 }
 
+static bool tar_rcache_counts(const void *impl, stoke__rcache_counts *out);
+
 static const stoke__blob_ops tar_ops = {
     "tar", tar_label, tar_format, NULL, tar_describe, tar_read, tar_destroy,
     NULL, NULL, tar_bytes, NULL, tar_read_ahead, tar_content_key, NULL,
     NULL, NULL, /* remote shards are spooled to files, not held */
     NULL,       /* nor read through a client once open */
+    tar_rcache_counts,
 };
 
 /* ---- header fields ------------------------------------------------------- */
@@ -651,9 +654,11 @@ static int cached_one(spool_all *o, size_t k, char *e, size_t ecap) {
   int rc = stoke__http_get_range_etag(o->http, url, 0, 1, &one, &total, etag,
                                       e, ecap);
   if (rc) return rc;
-  if (!etag[0] || total == UINT64_MAX || total > STOKE__REMOTE_MAX_OBJECT)
+  if (!etag[0] || total == UINT64_MAX || total > STOKE__REMOTE_MAX_OBJECT) {
+    stoke__rcache_note_uncached(o->t->rcache);
     return stoke__tar_remote_spool(o->http, o->t->sys, url, &o->t->fds[k],
                                    e, ecap);
+  }
   char shown[4096]; /* the key's input: the whole shown form */
   stoke__url_redact(url, shown, sizeof shown);
   return stoke__rcache_get(o->t->rcache, o->http, url, shown, ".tar", total,
@@ -761,4 +766,12 @@ fail:
   tar_destroy(t, a);
   stoke__blob_strs_free(&skipped, a);
   return rc;
+}
+
+/* The remote cache's counts, when remote shards were opened through one. */
+static bool tar_rcache_counts(const void *impl, stoke__rcache_counts *out) {
+  const tar_impl *t = impl;
+  if (!t->rcache) return false;
+  stoke__rcache_counts_get(t->rcache, out);
+  return true;
 }

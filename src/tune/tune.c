@@ -245,6 +245,8 @@ static int measure(void *user, const stoke_tune_config *c,
   p->worker_cpu_s =
       n_measured ? (double)st.worker_cpu_ns / 1e9 / n_measured : 0;
   p->verdict = d.verdict;
+  /* The requests in flight of a remote run (io_sweep.c sweeps them). */
+  p->io_concurrency = st.fetch_remote ? st.io_concurrency : 0;
   p->status = STOKE_TUNE_MEASURED;
   stoke_loader_destroy(l);
   return 0;

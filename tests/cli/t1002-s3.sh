@@ -129,23 +129,31 @@ json_check "$TMP/braces.json" 'assert d["config"]["samples"] > 0, d["config"]'
 run_stoke inspect "$B/braces/" --verify
 [ "$rc" -eq 0 ] || fail "inspect --verify of listed keys with braces: $(cat "$TMP/err")"
 
-say "a bucket in another region: followed where S3 says (x-amz-bucket-region), then asked there first"
-for f in "$TMP"/local/train-*.stoke; do s3_put "$f" "packed/$(basename "$f")" "$S3_BUCKET-far" eu-west-3; done
-start_line=$(($(wc -l <"$TMP/s3.log") + 1))
-run_stoke "${BENCH[@]}" -j 3 --io-concurrency 4 "s3://$S3_BUCKET-far/packed/" --indices "$TMP/far.idx"
-[ "$rc" -eq 0 ] || fail "a bucket in another region: $(cat "$TMP/err")"
-same_indices "$TMP/local.idx" "$TMP/far.idx"
-tail -n "+$start_line" "$TMP/s3.log" >"$TMP/far.log"
-moved=$(grep -c " 400$" "$TMP/far.log" || true)
-good=$(grep -c " 20[06]$" "$TMP/far.log" || true)
-# Each of the run's two clients pays: the listing's once (its pages come
-# one after another), the source's at most once per request in flight at
-# open (4: they start before the first answer is known); none later.
-[ "$moved" -ge 2 ] || fail "no wrong-region answer: $(head -3 "$TMP/far.log")"
-[ "$moved" -le 5 ] && [ "$good" -ge $((3 * moved)) ] ||
-  fail "later requests went to the wrong region again: $moved answers 400, $good good"
-grep -v " 20[06]$\| 400$" "$TMP/far.log" && fail "other answers from the far bucket"
-say "  $moved wrong-region answers, then $good requests served"
+# Three ways S3 names the bucket's region (tests/remote/s3_server.js): the
+# x-amz-bucket-region header on a 400; a 400 AuthorizationHeaderMalformed
+# naming it only in its XML body (<Region>); a 301 PermanentRedirect
+# naming it only in its body.  Each bucket in a region of its own, so that
+# a run served at all was signed for the region that answer named.
+for far in "far eu-west-3 400" "far-body ap-south-1 400" "far-moved sa-east-1 301"; do
+  set -- $far
+  say "a bucket in another region ($1, answered $3): followed where S3 says, then asked there first"
+  for f in "$TMP"/local/train-*.stoke; do s3_put "$f" "packed/$(basename "$f")" "$S3_BUCKET-$1" "$2"; done
+  start_line=$(($(wc -l <"$TMP/s3.log") + 1))
+  run_stoke "${BENCH[@]}" -j 3 --io-concurrency 4 "s3://$S3_BUCKET-$1/packed/" --indices "$TMP/far.idx"
+  [ "$rc" -eq 0 ] || fail "a bucket in another region ($1): $(cat "$TMP/err")"
+  same_indices "$TMP/local.idx" "$TMP/far.idx"
+  tail -n "+$start_line" "$TMP/s3.log" >"$TMP/far.log"
+  moved=$(grep -c " $3$" "$TMP/far.log" || true)
+  good=$(grep -c " 20[06]$" "$TMP/far.log" || true)
+  # Each of the run's two clients pays: the listing's once (its pages come
+  # one after another), the source's at most once per request in flight at
+  # open (4: they start before the first answer is known); none later.
+  [ "$moved" -ge 2 ] || fail "$1: no wrong-region answer: $(head -3 "$TMP/far.log")"
+  [ "$moved" -le 5 ] && [ "$good" -ge $((3 * moved)) ] ||
+    fail "$1: later requests went to the wrong region again: $moved answers $3, $good good"
+  grep -v " 20[06]$\| $3$" "$TMP/far.log" && fail "$1: other answers from the far bucket"
+  say "  $moved wrong-region answers, then $good requests served"
+done
 
 say "a prefix holding both kinds is an error naming it"
 run_stoke "${BENCH[@]}" -j 1 "$B/mixed/"

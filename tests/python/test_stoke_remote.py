@@ -182,13 +182,24 @@ def test_cache_fetches_each_shard_once_and_reads_bit_identical(served,
     url = pattern(served["http"], served["last"])
     cache = tmp_path / "cache"
     before = whole_gets(served)
-    same(local, epochs(stoke.Loader(url, num_workers=2, cache=cache, **KW)))
+    first = stoke.Loader(url, num_workers=2, cache=cache, **KW)
+    same(local, epochs(first))
     entries = sorted((cache / "remote").glob("r-*.stoke"))
-    assert whole_gets(served) - before == served["last"] + 1
-    assert len(entries) == served["last"] + 1
+    n = served["last"] + 1
+    assert whole_gets(served) - before == n
+    assert len(entries) == n
+    size_all = sum(e.stat().st_size for e in entries)
+    # The cache's counts in stats(): every shard fetched into it, and
+    # nothing read remotely while it ran (no fetch section).
+    c = first.stats()["remote_cache"]
+    assert (c["hits"], c["misses"], c["bytes_fetched"]) == (0, n, size_all), c
+    assert "fetch" not in first.stats()
     before = whole_gets(served)
-    same(local, epochs(stoke.Loader(url, num_workers=2, cache=cache, **KW)))
+    second = stoke.Loader(url, num_workers=2, cache=cache, **KW)
+    same(local, epochs(second))
     assert whole_gets(served) == before  # read from the cache
+    c = second.stats()["remote_cache"]
+    assert (c["hits"], c["misses"], c["bytes_cached"]) == (n, 0, size_all), c
     # A budget of one shard: at the end only what fits stays.
     small = tmp_path / "small"
     size = entries[0].stat().st_size
@@ -203,6 +214,7 @@ def test_stats_fetch_section(served):
                          num_workers=1, **KW)
     epochs(local)
     assert "fetch" not in local.stats()
+    assert "remote_cache" not in local.stats()
     remote = stoke.Loader(pattern(served["faults"] + "/ok", served["last"]),
                           num_workers=2, io_concurrency=3, **KW)
     epochs(remote)

@@ -4,6 +4,8 @@ first segment of the path says, so that a client's retries, timeouts and
 limits meet each fault on purpose:
 
   /ok/F            the file, as a plain server would
+  /etag/F          the same with an ETag (its size and mtime, as nginx
+                   makes one), so that the remote cache keeps it
   /503x2/F         the first 2 requests for each (file, range) get 503,
   /429x2/F         ... 429 (SlowDown), then the file
   /resetx2/F       ... a closed connection without an answer
@@ -170,6 +172,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.close_connection = True
             return
         headers = [("Content-Range", f"bytes {lo}-{hi}/{size}")] if partial else []
+        if mode == "etag":
+            st = os.stat(path)
+            headers.append(("ETag", '"%x-%x"' % (int(st.st_mtime), st.st_size)))
         cap = re.fullmatch(r"cap(\d+)", mode)
         if cap:
             self.log(206 if partial else 200)

@@ -16,10 +16,16 @@
 //     a signature that does not match: 403 SignatureDoesNotMatch;
 //   - TOKEN other than "-": the request must carry x-amz-security-token
 //     TOKEN, signed (else 403 InvalidToken).
-// A second bucket, BUCKET-far, lives in FAR_REGION: a request to it signed
-// for another region gets what S3 answers then, 400
-// AuthorizationHeaderMalformed with x-amz-bucket-region: FAR_REGION (the
-// first bucket takes any region).
+// Three more buckets live in other regions (FAR below), each answering a
+// request signed for another region as S3 does, one way each (the first
+// bucket takes any region):
+//   BUCKET-far        400 AuthorizationHeaderMalformed with the header
+//                     x-amz-bucket-region: eu-west-3;
+//   BUCKET-far-body   400 AuthorizationHeaderMalformed, no header: the
+//                     region only in the XML body, <Region>ap-south-1</Region>
+//                     (what S3 sends when it omits the header);
+//   BUCKET-far-moved  301 PermanentRedirect, no header: the region only in
+//                     the body, <Region>sa-east-1</Region>.
 // Port 0: the kernel picks; the port is written to PORT_FILE once it
 // listens.  Each request is logged to LOG as "METHOD URL STATUS".  The
 // caller runs this under `timeout`, so it stops by itself.
@@ -43,7 +49,12 @@ function enc(s, keepSlash) {
 const dec = s => decodeURIComponent(s.replace(/\+/g, '%20'));
 const sha256 = s => crypto.createHash('sha256').update(s).digest('hex');
 const hmac = (k, s) => crypto.createHmac('sha256', k).update(s).digest();
-const FAR_REGION = 'eu-west-3';
+// bucket suffix -> [region, how a wrong region is answered]
+const FAR = {
+  '-far': ['eu-west-3', 'header'],
+  '-far-body': ['ap-south-1', 'body'],
+  '-far-moved': ['sa-east-1', 'moved'],
+};
 
 // The SigV4 signature of a request (AWS's "Signature Calculations for the
 // Authorization Header"): the canonical request from the raw URL (path
@@ -101,11 +112,36 @@ function selfTest() {
   process.exit(bad ? 1 : 0);
 }
 
-function refuse(res, status, code, message) {
+function refuse(res, status, code, message, more) {
   res.writeHead(status, { 'Content-Type': 'application/xml' });
   res.end('<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>' + code +
-          '</Code><Message>' + message + '</Message></Error>');
+          '</Code><Message>' + message + '</Message>' + (more || '') +
+          '</Error>');
   return false;
+}
+
+// A request for a bucket of FAR signed for another region: S3's answer,
+// the way that bucket answers; undefined when the region is right.
+function wrongRegion(res, reqBucket, region) {
+  const far = Object.keys(FAR).find(s => reqBucket === bucket + s);
+  if (!far) return undefined;
+  const [where, how] = FAR[far];
+  if (region === where) return undefined;
+  // As S3 writes them: RequestId and HostId after the region, so that the
+  // client reads a body of realistic length.
+  const ids = '<RequestId>4442587FB7D0A2F9</RequestId><HostId>' +
+    'Uuag1LuByRx9e6j5Onimru9pO4ZVKnJ2Qz7/C1NPcfTWAtRPfTaOFg==</HostId>';
+  if (how === 'header') res.setHeader('x-amz-bucket-region', where);
+  if (how === 'moved')
+    return refuse(res, 301, 'PermanentRedirect',
+                  'The bucket you are attempting to access must be addressed ' +
+                  'using the specified endpoint.',
+                  '<Bucket>' + reqBucket + '</Bucket><Region>' + where +
+                  '</Region>' + ids);
+  return refuse(res, 400, 'AuthorizationHeaderMalformed',
+                "The authorization header is malformed; the region '" +
+                region + "' is wrong; expecting '" + where + "'",
+                how === 'body' ? '<Region>' + where + '</Region>' + ids : ids);
 }
 
 function verify(req, res) {
@@ -117,12 +153,8 @@ function verify(req, res) {
   if (id !== keyId)
     return refuse(res, 403, 'InvalidAccessKeyId', 'no such key id');
   const reqBucket = req.url.split('?')[0].split('/')[1];
-  if (reqBucket === bucket + '-far' && region !== FAR_REGION) {
-    res.setHeader('x-amz-bucket-region', FAR_REGION);
-    return refuse(res, 400, 'AuthorizationHeaderMalformed',
-                  "the region '" + region + "' is wrong; expecting '" +
-                  FAR_REGION + "'");
-  }
+  const moved = wrongRegion(res, reqBucket, region);
+  if (moved !== undefined) return moved;
   const names = signed.split(';');
   for (const need of ['host', 'x-amz-date', 'x-amz-content-sha256'])
     if (!names.includes(need))
@@ -151,7 +183,8 @@ function main() {
     vhostBuckets: false, // path-style only: the tests set AWS_ENDPOINT_URL
     // The signature was checked above; s3rver's own check is SigV2-only.
     allowMismatchedSignatures: true,
-    configureBuckets: [{ name: bucket }, { name: bucket + '-far' }],
+    configureBuckets: [{ name: bucket }].concat(
+      Object.keys(FAR).map(s => ({ name: bucket + s }))),
   });
   const serve = s3.callback();
   const log = fs.openSync(logFile, 'a');

@@ -144,6 +144,16 @@ static void test_trim(void **state) {
   assert_false(there(dir, "r-e.tmp"));
   assert_true(there(dir, "r-f.tmp"));
   assert_true(there(dir, "other.txt"));
+  /* The evictions are counted, with their bytes (the stats' rcache_*);
+  ** nothing was found or fetched. */
+  stoke__rcache_counts n;
+  stoke__rcache_counts_get(c, &n);
+  assert_int_equal(n.evicted, 2);
+  assert_int_equal(n.bytes_evicted, 2000);
+  assert_int_equal(n.hits + n.misses + n.uncached, 0);
+  stoke__rcache_note_uncached(c);
+  stoke__rcache_counts_get(c, &n);
+  assert_int_equal(n.uncached, 1);
   /* Closed, a is the least recently used: at close it goes. */
   close(held);
   close(writer);

@@ -360,6 +360,87 @@ static void test_s3_signed_error_code_not_retried(void **state) {
   stoke__http_destroy(h);
 }
 
+/* A wrong region's answer naming the bucket's region only in its XML
+** body (no x-amz-bucket-region header): 301 PermanentRedirect, then 400
+** AuthorizationHeaderMalformed; each followed once, signed for the region
+** the body names, and the bucket's next request goes there at once. */
+static void test_s3_region_in_body(void **state) {
+  (void)state;
+  static const char moved[] =
+      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>"
+      "PermanentRedirect</Code><Message>The bucket you are attempting to "
+      "access must be addressed using the specified endpoint.</Message>"
+      "<Bucket>bkt</Bucket><Region>sa-east-1</Region><RequestId>4442587F"
+      "</RequestId></Error>";
+  static const char malformed[] =
+      "<Error><Code>AuthorizationHeaderMalformed</Code><Message>the region "
+      "'eu-west-1' is wrong; expecting 'ap-south-1'</Message><Region>"
+      "ap-south-1</Region></Error>";
+  char a301[1024], a400[1024];
+  snprintf(a301, sizeof a301, "HTTP/1.1 301 Moved Permanently\r\n"
+           "Content-Type: application/xml\r\nContent-Length: %zu\r\n"
+           "Connection: close\r\n\r\n%s", strlen(moved), moved);
+  snprintf(a400, sizeof a400, "HTTP/1.1 400 Bad Request\r\n"
+           "Content-Type: application/xml\r\nContent-Length: %zu\r\n"
+           "Connection: close\r\n\r\n%s", strlen(malformed), malformed);
+  const char *script[] = {a301, R206("0-3", "10", 4) "abcd",
+                          R206("4-7", "10", 4) "efgh", a400,
+                          R206("0-3", "10", 4) "wxyz"};
+  server s;
+  server_start(&s, script, 5);
+  stoke__s3_conf c;
+  stoke__http *h = s3_client(&s, &c);
+  char err[512], buf[4];
+  assert_int_equal(stoke__http_get_range(h, "s3://bkt/a.stoke", 0, 4, buf,
+                                         NULL, err, sizeof err), 0);
+  assert_memory_equal(buf, "abcd", 4);
+  assert_non_null(strstr(s.last_request, "/sa-east-1/s3/aws4_request"));
+  /* The bucket's next request: there first, no second 301. */
+  assert_int_equal(stoke__http_get_range(h, "s3://bkt/b.stoke", 4, 4, buf,
+                                         NULL, err, sizeof err), 0);
+  assert_memory_equal(buf, "efgh", 4);
+  assert_non_null(strstr(s.last_request, "/sa-east-1/s3/aws4_request"));
+  /* Another bucket is asked in the settings' region, and follows its own
+  ** answer's body. */
+  assert_int_equal(stoke__http_get_range(h, "s3://other/a.stoke", 0, 4, buf,
+                                         NULL, err, sizeof err), 0);
+  assert_memory_equal(buf, "wxyz", 4);
+  assert_non_null(strstr(s.last_request, "/ap-south-1/s3/aws4_request"));
+  stoke__http_counts n;
+  stoke__http_counts_get(h, &n);
+  assert_int_equal(n.retries, 0); /* a redirect is not a retry */
+  stoke__http_destroy(h);
+  server_stop(&s);
+  assert_int_equal(atomic_load(&s.served), 5);
+}
+
+/* A wrong region's answer whose body names no region, or one that is no
+** region name, is the error it is: not followed. */
+static void test_s3_region_in_body_refused(void **state) {
+  (void)state;
+  static const char bad[] =
+      "<Error><Code>PermanentRedirect</Code><Region>evil.example.com/x"
+      "</Region></Error>";
+  char a301[512];
+  snprintf(a301, sizeof a301, "HTTP/1.1 301 Moved Permanently\r\n"
+           "Content-Length: %zu\r\nConnection: close\r\n\r\n%s",
+           strlen(bad), bad);
+  const char *script[] = {a301};
+  server s;
+  server_start(&s, script, 1);
+  stoke__s3_conf c;
+  stoke__http *h = s3_client(&s, &c);
+  char err[512], buf[4];
+  assert_int_equal(stoke__http_get_range(h, "s3://bkt/a.stoke", 0, 4, buf,
+                                         NULL, err, sizeof err), STOKE_EIO);
+  assert_string_equal(err, "GET s3://bkt/a.stoke bytes 0-3: HTTP 301: "
+                           "PermanentRedirect after 1 attempt");
+  assert_null(strstr(err, "evil"));
+  stoke__http_destroy(h);
+  server_stop(&s);
+  assert_int_equal(atomic_load(&s.served), 1);
+}
+
 static void test_s3_listing_hostile(void **state) {
   (void)state;
   /* The same continuation token twice: refused, not listed forever. */
@@ -495,6 +576,8 @@ int main(void) {
       cmocka_unit_test(test_short_long_and_ignored),
       cmocka_unit_test(test_hostile_object_size),
       cmocka_unit_test(test_s3_signed_error_code_not_retried),
+      cmocka_unit_test(test_s3_region_in_body),
+      cmocka_unit_test(test_s3_region_in_body_refused),
       cmocka_unit_test(test_s3_listing_hostile),
       cmocka_unit_test(test_parallel),
   };

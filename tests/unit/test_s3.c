@@ -484,6 +484,51 @@ static void test_error_code(void **state) {
   assert_false(stoke__s3_error_code("", 0, code, sizeof code));
 }
 
+/* The region a wrong-region answer names in its body only (S3's 400
+** AuthorizationHeaderMalformed, 301 PermanentRedirect without the
+** x-amz-bucket-region header). */
+static void test_error_region(void **state) {
+  (void)state;
+  char region[64];
+  const char *e = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>"
+                  "AuthorizationHeaderMalformed</Code><Message>The "
+                  "authorization header is malformed; the region "
+                  "'us-east-1' is wrong; expecting 'eu-west-1'</Message>"
+                  "<Region>eu-west-1</Region><RequestId>4442587FB7D0A2F9"
+                  "</RequestId></Error>";
+  assert_true(stoke__s3_error_region(e, strlen(e), region));
+  assert_string_equal(region, "eu-west-1");
+  /* Cut off after the Region (the client keeps a body's start only). */
+  const char *r = strstr(e, "</Region>") + strlen("</Region>");
+  assert_true(stoke__s3_error_region(e, (size_t)(r - e), region));
+  assert_string_equal(region, "eu-west-1");
+  /* Cut off inside it: no region (never a prefix of one). */
+  assert_false(stoke__s3_error_region(e, (size_t)(r - e) - 12, region));
+  assert_string_equal(region, "");
+  const char *moved = "<Error><Code>PermanentRedirect</Code><Bucket>b"
+                      "</Bucket><Region>ap-south-1</Region></Error>";
+  assert_true(stoke__s3_error_region(moved, strlen(moved), region));
+  assert_string_equal(region, "ap-south-1");
+  /* No Region: nothing to follow. */
+  const char *none = "<Error><Code>AccessDenied</Code></Error>";
+  assert_false(stoke__s3_error_region(none, strlen(none), region));
+  /* A Region that is no region name goes into no host name or scope. */
+  const char *host = "<Error><Code>PermanentRedirect</Code><Region>"
+                     "evil.example.com/x</Region></Error>";
+  assert_false(stoke__s3_error_region(host, strlen(host), region));
+  assert_string_equal(region, "");
+  const char *upper = "<Error><Region>EU-WEST-1</Region></Error>";
+  assert_false(stoke__s3_error_region(upper, strlen(upper), region));
+  /* Only Error's own Region, not one nested deeper or under another root. */
+  const char *deep = "<Error><Details><Region>eu-west-1</Region></Details>"
+                     "</Error>";
+  assert_false(stoke__s3_error_region(deep, strlen(deep), region));
+  const char *other = "<Result><Region>eu-west-1</Region></Result>";
+  assert_false(stoke__s3_error_region(other, strlen(other), region));
+  assert_false(stoke__s3_error_region("", 0, region));
+  assert_false(stoke__s3_error_region(NULL, 0, region));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_settings),
@@ -493,6 +538,7 @@ int main(void) {
       cmocka_unit_test(test_list_url),
       cmocka_unit_test(test_listing_xml),
       cmocka_unit_test(test_error_code),
+      cmocka_unit_test(test_error_region),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -143,11 +143,123 @@ static void test_advice_is_the_knee(void **state) {
   assert_true(odd > 0); /* the grid reaches knees the old ladder skipped */
 }
 
+/* The io_concurrency knee: the rule of stoke_tune_knee_find with the
+** requests in flight as the cost, on hand-made points. */
+static stoke_tune_point io_pt(unsigned io, double sps, int verdict) {
+  stoke_tune_point p;
+  memset(&p, 0, sizeof p);
+  p.n_workers = 2;
+  p.prefetch = 2;
+  p.batch_size = 4;
+  p.io_concurrency = io;
+  p.status = STOKE_TUNE_MEASURED;
+  p.samples_per_s = sps;
+  p.verdict = verdict;
+  return p;
+}
+
+static void test_io_knee(void **state) {
+  (void)state;
+  const int S = STOKE_VERDICT_STARVING, B = STOKE_VERDICT_BUSY;
+  stoke_tune_knee k;
+  /* Without a step: the fewest requests within 5% of the best (16). */
+  stoke_tune_point a[] = {io_pt(1, 25, S), io_pt(2, 50, S), io_pt(4, 90, S),
+                          io_pt(8, 170, S), io_pt(16, 236, S),
+                          io_pt(32, 245, S), io_pt(64, 150, S)};
+  assert_int_equal(stoke_tune_io_knee_find(a, 7, 0.05, 0, &k), 0);
+  assert_int_equal(k.index, 4);
+  assert_int_equal(k.best, 5);
+  assert_int_equal(k.stall_removed, -1);
+  assert_non_null(strstr(k.reason, "io_concurrency 16 (2 workers"));
+  /* Exactly 95% is in: 8 at 95.0 of 100. */
+  stoke_tune_point b[] = {io_pt(4, 80, S), io_pt(8, 95, S), io_pt(16, 100, S)};
+  assert_int_equal(stoke_tune_io_knee_find(b, 3, 0.05, 0, &k), 0);
+  assert_int_equal(k.index, 1);
+  /* With a step: busy ones first, even when a starving one is cheaper
+  ** and as fast. */
+  stoke_tune_point c[] = {io_pt(2, 99, S), io_pt(4, 100, B), io_pt(8, 98, B)};
+  assert_int_equal(stoke_tune_io_knee_find(c, 3, 0.05, 1, &k), 0);
+  assert_int_equal(k.index, 1);
+  assert_int_equal(k.stall_removed, 1);
+  /* None busy: the cheapest of the fastest, stall not removed. */
+  c[1].verdict = c[2].verdict = S;
+  assert_int_equal(stoke_tune_io_knee_find(c, 3, 0.05, 1, &k), 0);
+  assert_int_equal(k.index, 0);
+  assert_int_equal(k.stall_removed, 0);
+  /* Points of a local run (io_concurrency 0) and unmeasured ones are not
+  ** candidates; none left is EINVAL. */
+  stoke_tune_point d[] = {io_pt(0, 500, B), io_pt(4, 60, S), io_pt(8, 90, S)};
+  d[2].status = STOKE_TUNE_PENDING;
+  assert_int_equal(stoke_tune_io_knee_find(d, 3, 0.05, 1, &k), 0);
+  assert_int_equal(k.index, 1);
+  assert_int_equal(k.best, 1);
+  d[1].io_concurrency = 0;
+  assert_int_equal(stoke_tune_io_knee_find(d, 3, 0.05, 1, &k), STOKE_EINVAL);
+  assert_int_equal(stoke_tune_io_knee_find(a, 7, 1.0, 0, &k), STOKE_EINVAL);
+  assert_int_equal(stoke_tune_io_knee_find(NULL, 0, 0.05, 0, &k),
+                   STOKE_EINVAL);
+}
+
+/* A source that reads nothing remotely while the loader runs (synthetic
+** here; local, cached or tar shards in use): the sweep measures its first
+** point, says io_concurrency cannot matter, and stops; a bad config is
+** refused before any source is made. */
+static int made;
+
+static int synthetic_at(void *user, unsigned io, stoke_source **out) {
+  (void)user;
+  (void)io;
+  made++;
+  stoke_synthetic_config sc;
+  stoke_synthetic_config_init(&sc);
+  sc.n_samples = 16;
+  return stoke_source_create_synthetic(&sc, out);
+}
+
+static void test_io_sweep_not_remote(void **state) {
+  (void)state;
+  stoke_tune_config tc;
+  stoke_tune_config_init(&tc);
+  tc.base.batch_size = 4;
+  stoke_tune_io_config c;
+  stoke_tune_io_config_init(&c);
+  c.tune = &tc;
+  c.n_workers = 1;
+  c.prefetch = 1;
+  c.source = synthetic_at;
+  assert_int_equal(stoke_tune_io_bound(&c), 7); /* 1, 2, ..., 64 */
+  stoke_tune_point pts[7];
+  size_t n = 99;
+  made = 0;
+  assert_int_equal(stoke_tune_io_sweep(&c, pts, 7, &n), 0);
+  assert_int_equal(n, 1);
+  assert_int_equal(made, 1);
+  assert_int_equal(pts[0].status, STOKE_TUNE_MEASURED);
+  assert_int_equal(pts[0].io_concurrency, 0);
+  assert_int_equal(pts[0].samples, 16);
+  assert_non_null(strstr(pts[0].note, "io_concurrency cannot matter"));
+  assert_int_equal(stoke_tune_io_sweep(&c, pts, 6, &n), STOKE_EINVAL);
+  unsigned bad[] = {4, 65};
+  c.values = bad;
+  c.n_values = 2;
+  assert_int_equal(stoke_tune_io_sweep(&c, pts, 7, &n), STOKE_EINVAL);
+  assert_int_equal(stoke_tune_io_bound(&c), 0);
+  c.values = NULL;
+  c.prefetch = 0;
+  assert_int_equal(stoke_tune_io_sweep(&c, pts, 7, &n), STOKE_EINVAL);
+  c.prefetch = 1;
+  c.source = NULL;
+  assert_int_equal(stoke_tune_io_sweep(&c, pts, 7, &n), STOKE_EINVAL);
+  assert_int_equal(made, 1);
+}
+
 int main(void) {
   tu_watchdog(TU_WATCHDOG_S);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_model_knee_to_one_worker),
       cmocka_unit_test(test_advice_is_the_knee),
+      cmocka_unit_test(test_io_knee),
+      cmocka_unit_test(test_io_sweep_not_remote),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
