@@ -233,6 +233,9 @@ def main():
                             "cross_epoch_s": cross.get((w, k)),
                             "outside_cores": out.get("mean_cores"),
                             "outside_moved": bool(out.get("moved")),
+                            # Fewer than two windows (a measuring under
+                            # 0.1 s): a move could not have been seen.
+                            "outside_windows": out.get("windows", 0),
                             "outside_shift": out.get("shift_frac", 0),
                         })
     os.unlink(tmp)
@@ -265,6 +268,9 @@ def main():
              sum(r["truth"] == r["verdict"] for r in steady), len(steady),
              100.0 * sum(r["truth"] == r["verdict"] for r in steady) /
              max(1, len(steady))))
+    short = [r for r in rows if r["outside_windows"] < 2]
+    print("points too short to tell whether it moved (under two windows: "
+          "measured under 0.1 s): %d of %d" % (len(short), len(rows)))
     for t, (n, ok) in sorted(by_truth.items()):
         print("  %-9s %d/%d (%.1f%%; target >= 98%%)"
               % (t, ok, n, 100.0 * ok / max(1, n)))

@@ -76,6 +76,17 @@ typedef struct top_window {
 void top_window_make(const stoke_live *now, const stoke_live *then,
                      top_window *w);
 
+/* The frame's line on the machine's other load beside the loader (its
+** stoke_stats.outside_*, since the warm-up: the cores of `cores` online,
+** the lightest and heaviest window, steady or moved and by how much the
+** figures may be off), into buf. */
+void top_outside_line(const stoke_stats *st, long cores, char *buf,
+                      size_t cap);
+/* The frame's line on the remote fetch stage (its fetch_*, since the
+** loader's start: bytes/s, the requests' p50 and p95, retries, throttled
+** answers), into buf: 1, or 0 (buf untouched) without remote shards. */
+int top_fetch_line(const stoke_stats *st, char *buf, size_t cap);
+
 /* ---- messages ----------------------------------------------------------- */
 
 /* "stoke: <message>\n" on stderr. */

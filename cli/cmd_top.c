@@ -31,8 +31,10 @@ const char cmd_top_usage[] =
     "with STOKE_PUBLISH=1.  With PID, follow that process's loader (ID\n"
     "picks one of several): over the last --window seconds, the\n"
     "waiting/computing split, the wait's p50 and p95, the ready queue, the\n"
-    "time per stage, the workers busy and waiting, the verdict as it goes\n"
-    "and the autotuner's decisions.\n"
+    "time per stage, the workers busy and waiting, the machine's other\n"
+    "load beside it (since the warm-up), the remote fetch stage (bytes/s,\n"
+    "request p50 and p95, retries, throttled answers, since the start),\n"
+    "the verdict as it goes and the autotuner's decisions.\n"
     "\n"
     "On a terminal it redraws every --interval seconds until q or Ctrl-C;\n"
     "with --once, or when the output is not a terminal, it prints one\n"
@@ -243,6 +245,16 @@ static void producer_lines(const stoke_live *s, const top_window *w,
   if (any) add(f, "%s", text);
 }
 
+/* The machine's other load beside the loader, moved or not (a frame's
+** figures hold for the cores the loader had), and the remote fetch stage
+** where there is one (top_window.c). */
+static void outside_and_fetch_lines(const stoke_stats *st, frame *f) {
+  char text[TOP_COLS * 2];
+  top_outside_line(st, sysconf(_SC_NPROCESSORS_ONLN), text, sizeof text);
+  add(f, "%s", text);
+  if (top_fetch_line(st, text, sizeof text)) add(f, "%s", text);
+}
+
 static void follow_frame(const follow *fw, const top_window *w,
                          int64_t now_ns, frame *f) {
   const stoke_live *s = &fw->ring[fw->n - 1];
@@ -272,6 +284,7 @@ static void follow_frame(const follow *fw, const top_window *w,
         st->queue_mean_depth, st->prefetch, 100 * st->queue_empty_frac);
   }
   producer_lines(s, w, f);
+  outside_and_fetch_lines(&s->stats, f);
   add_wrapped(f, "verdict: ", w->diagnosis.reason, 2);
   if (fw->n_changes > 1) {
     char text[TOP_COLS * 2] = "verdict so far:";

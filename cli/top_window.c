@@ -6,6 +6,7 @@
 ** the warm-up ends between the two the totals start again from zero: the
 ** later snapshot alone is then the window. */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
@@ -118,4 +119,56 @@ void top_window_make(const stoke_live *now, const stoke_live *then,
   w->idle_frac = 1 - w->busy_frac - w->slot_wait_frac;
   if (w->idle_frac < 0) w->idle_frac = 0;
   stoke_diagnose(s, &w->diagnosis);
+}
+
+void top_outside_line(const stoke_stats *st, long cores, char *buf,
+                      size_t cap) {
+  if (cores < 1) cores = 1;
+  if (st->outside_windows == 0)
+    snprintf(buf, cap,
+             "other load: not measured yet (it is, from the warm-up's end)");
+  else if (st->outside_moved)
+    snprintf(buf, cap,
+             "other load: %.1f of %ld cores (%.1f-%.1f): moved, figures off "
+             "by up to %.0f%%",
+             st->outside_mean_cores, cores, st->outside_min_cores,
+             st->outside_max_cores, 100 * st->outside_shift_frac);
+  else
+    snprintf(buf, cap,
+             "other load: %.1f of %ld cores (%.1f-%.1f over %u windows): "
+             "steady",
+             st->outside_mean_cores, cores, st->outside_min_cores,
+             st->outside_max_cores, st->outside_windows);
+}
+
+/* "850 B/s", "12.3 MB/s", "1.5 GB/s"; "21.5 ms", "12.3 s". */
+static void fmt_rate(double bps, char *buf, size_t cap) {
+  const char *unit[] = {"B/s", "kB/s", "MB/s", "GB/s", "TB/s"};
+  int u = 0;
+  while (bps >= 1000 && u < 4) {
+    bps /= 1000;
+    u++;
+  }
+  snprintf(buf, cap, "%.3g %s", bps, unit[u]);
+}
+
+static void fmt_ms(double ms, char *buf, size_t cap) {
+  if (ms < 1000)
+    snprintf(buf, cap, "%.3g ms", ms);
+  else
+    snprintf(buf, cap, "%.3g s", ms / 1e3);
+}
+
+int top_fetch_line(const stoke_stats *st, char *buf, size_t cap) {
+  if (!st->fetch_remote) return 0;
+  char rate[24], p50[24], p95[24];
+  fmt_rate(st->fetch_bytes_per_s, rate, sizeof rate);
+  fmt_ms(st->fetch_latency_p50_ms, p50, sizeof p50);
+  fmt_ms(st->fetch_latency_p95_ms, p95, sizeof p95);
+  snprintf(buf, cap,
+           "fetch: %s, p50 %s, p95 %s, %llu retr%s, %llu throttled",
+           rate, p50, p95, (unsigned long long)st->fetch_retries,
+           st->fetch_retries == 1 ? "y" : "ies",
+           (unsigned long long)st->fetch_throttled);
+  return 1;
 }

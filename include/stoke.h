@@ -1295,7 +1295,9 @@ typedef struct stoke_stats {
   ** stoke_twoclock's consumer clock, docs/diagnosis.md): the CPU the rest
   ** of the machine kept busy (/proc/stat's busy time less this process's
   ** CPU), in cores, over windows of outside_window_s from the end of the
-  ** warm-up; the mean, the lightest and the heaviest window.  It moved
+  ** warm-up (the first ones shorter, from 50 ms up, and the open
+  ** one counted at the snapshot from 50 ms: a run that measured 0.1 s has
+  ** two); the mean, the lightest and the heaviest window.  It moved
   ** when those two differ by 0.5 cores and 15% of the online CPUs; then
   ** outside_shift_frac says how far the figures may be off (the cores it
   ** took or gave back over those the run had at its quietest), else 0.

@@ -15,7 +15,15 @@
 **      one on which it came back (recorded once per move, OUTSIDE): a
 **      hog that comes and goes is not chased, and a trial is judged only
 **      on a window at the load its "before" had; a load that stays 3 s
-**      at its new level is the machine's now: search again;
+**      at its new level is the machine's now: search again.  The job's
+**      own step change (3) lifts the hold: one that the other load cannot
+**      explain (the other way, or by more than twice a fair share of the
+**      cores it took or gave back);
+**   2a. a trial whose window saw the other load move against the window
+**      it was decided on (as in 1b, or, on a full machine, the way the
+**      change itself cannot move it: others' use up while this loader
+**      took more) is discarded, once: back to what it replaced, no
+**      direction closed, tried again later (OUTSIDE);
 **   2. the change on trial is judged on the next one: a grow that did not
 **      make the step at least 3% faster, a shrink or a shallower prefetch
 **      that waits over 3% or adds waiting of 3% of the step, a deeper
@@ -181,8 +189,12 @@ static bool smoothed_model(stoke__atc_state *st, const stoke__atc_limits *lim,
 }
 
 static void set_change(stoke__atc_state *st, stoke__atc_decision *out, int kind,
-                       unsigned w, unsigned k, int64_t step, double wait) {
+                       unsigned w, unsigned k, int64_t step, double wait,
+                       const stoke__atc_window *win) {
   out->kind = kind;
+  st->before_outside_on = win->outside_on;
+  st->before_outside = win->outside_cores;
+  st->before_machine = win->machine_cores;
   out->to_workers = w;
   out->to_prefetch = k;
   st->pending = kind;
@@ -351,6 +363,81 @@ static bool outside_held(stoke__atc_state *st, const stoke__atc_limits *lim,
   return true;
 }
 
+/* Step 2a: did the machine's other load move between the window the
+** change on trial was decided on and the one that would judge it?  By
+** the rule above (the whole machine with it), or, on a full machine
+** where the whole cannot move, the way the change itself cannot have
+** moved it: others' use rising while this loader took more (a grow, a
+** deeper prefetch) or falling while it gave some back (a shrink, a
+** shallower prefetch).  A hog that starts beside CPU-bound workers on
+** full cores shows so: others' use up, the machine as busy. */
+static bool trial_disturbed(const stoke__atc_state *st,
+                            const stoke__atc_limits *lim,
+                            const stoke__atc_window *win) {
+  if (!win->outside_on || !st->before_outside_on) return false;
+  if (st->discarded_kind == st->pending &&
+      st->discarded_workers == st->workers &&
+      st->discarded_prefetch == st->prefetch)
+    return false; /* discarded once: judged now */
+  double cores = lim_cores(lim);
+  if (outside_moved(st->before_outside, st->before_machine,
+                    win->outside_cores, win->machine_cores, cores))
+    return true;
+  double d = win->outside_cores - st->before_outside;
+  double thr = STOKE__ATC_OUTSIDE_CORES;
+  if (STOKE__ATC_OUTSIDE_SHARE * cores > thr)
+    thr = STOKE__ATC_OUTSIDE_SHARE * cores;
+  bool more = st->pending == STOKE_AUTOTUNE_GROW ||
+              st->pending == STOKE_AUTOTUNE_DEEPER;
+  return more ? d >= thr : d <= -thr;
+}
+
+/* The trial is discarded: back to what it replaced, no direction closed,
+** nothing counted against it; it is decided again on later windows. */
+static void discard_trial(stoke__atc_state *st, const stoke__atc_limits *lim,
+                          const stoke__atc_window *win,
+                          stoke__atc_decision *out) {
+  int was = st->pending;
+  unsigned tried_w = st->workers, tried_k = st->prefetch;
+  st->discarded_kind = was;
+  st->discarded_workers = tried_w;
+  st->discarded_prefetch = tried_k;
+  st->pending = 0;
+  st->workers = st->before_workers;
+  st->prefetch = st->before_prefetch;
+  st->good_workers = st->workers;
+  st->good_prefetch = st->prefetch;
+  st->settle = true;
+  st->changes++;
+  out->kind = STOKE_AUTOTUNE_OUTSIDE;
+  out->to_workers = st->workers;
+  out->to_prefetch = st->prefetch;
+  if (snprintf(out->reason, sizeof out->reason,
+               "the %s to %u workers, prefetch %u was measured while the "
+               "machine's other load moved %.1f -> %.1f cores (of %.0f): "
+               "discarded, to be tried again",
+               stoke_autotune_kind_name(was), tried_w, tried_k,
+               st->before_outside, win->outside_cores,
+               lim_cores(lim)) >= (int)sizeof out->reason) {
+    /* cut off: a note */
+  }
+}
+
+/* While the other load holds the decisions, is a changed step (two
+** windows past STOKE__ATC_STEP_CHANGE, ratio r of the step it replaced)
+** the job's own?  Other load that came can slow a CPU-bound step, at a
+** fair share of the cores by 1 + its cores / the cores, and one that went
+** can speed it up as much; twice that leaves room for a sleeping step
+** woken late (its wake-up waits for a core too).  A step that moved the
+** other way, or further, is not the other load's doing. */
+static bool own_step(const stoke__atc_state *st, const stoke__atc_limits *lim,
+                     const stoke__atc_window *win, double r) {
+  double d = win->outside_cores - st->outside_ref;
+  double bound = 1 + 2 * fabs(d) / lim_cores(lim);
+  if ((d > 0 && r < 1) || (d < 0 && r > 1)) return true;
+  return r > bound || r < 1 / bound;
+}
+
 void stoke__atc_decide(stoke__atc_state *st, const stoke__atc_limits *lim,
                       const stoke__atc_window *win, stoke__atc_decision *out) {
   memset(out, 0, sizeof *out);
@@ -375,29 +462,54 @@ void stoke__atc_decide(stoke__atc_state *st, const stoke__atc_limits *lim,
     if (!outside_is_away(st, lim, win)) smoothed_model(st, lim, win, &unused);
     return;
   }
-  /* 1b. The machine's other load moved away from the level the decisions
-  ** are measured at: nothing is decided on this window (nor are its costs
-  ** kept), until it comes back or stays. */
-  if (outside_held(st, lim, win, out)) return;
-  stoke_model m;
-  bool have_model = smoothed_model(st, lim, win, &m);
   /* The compute moved past the threshold in this window and, the same
   ** way, in the one before: the step changed (one window alone is often a
-  ** loaded machine's noise: a sleeping step woken late). */
+  ** loaded machine's noise: a sleeping step woken late).  Judged on the
+  ** held windows too (1b), so that the job's own change is seen there. */
   int moved = 0;
+  double r = 1;
   if (st->ref_compute_ns > 0) {
-    double r = (double)tc / (double)st->ref_compute_ns;
+    r = (double)tc / (double)st->ref_compute_ns;
     moved = r > 1 + STOKE__ATC_STEP_CHANGE ? 1
             : r < 1 - STOKE__ATC_STEP_CHANGE ? -1
                                             : 0;
+  } else {
+    st->ref_compute_ns = tc;
   }
   bool step_moved = moved != 0 && moved == st->step_suspect;
   st->step_suspect = step_moved ? 0 : moved;
+  /* 1b. The machine's other load moved away from the level the decisions
+  ** are measured at: nothing is decided on this window (nor are its costs
+  ** kept), until it comes back or stays, or the job's own step changed:
+  ** the hold only keeps the tuner from chasing what came from outside.
+  ** Then the load now is the level, the trial is kept unjudged, and the
+  ** search starts again (3). */
+  char lifted[96] = "";
+  if (outside_held(st, lim, win, out)) {
+    if (!step_moved || !own_step(st, lim, win, r)) return;
+    snprintf(lifted, sizeof lifted,
+             " (the machine's other load moved too, %.1f -> %.1f cores: "
+             "the hold is lifted)",
+             st->outside_ref, win->outside_cores);
+    st->outside_ref = win->outside_cores;
+    st->machine_ref = win->machine_cores;
+    st->outside_away = false;
+    st->pending = 0;
+    st->cost_cpu_ns = st->cost_io_ns = st->cost_n = 0;
+  }
+  stoke_model m;
+  bool have_model = smoothed_model(st, lim, win, &m);
 
   /* 2. The change on trial: judged by the whole step, so that a change
   ** that slows the consumer itself (workers taking its cores) is undone
   ** too. */
   if (st->pending) {
+    /* 2a. Its window saw the other load move: no verdict on it. */
+    if (!step_moved && trial_disturbed(st, lim, win)) {
+      discard_trial(st, lim, win, out);
+      return;
+    }
+    st->discarded_kind = 0;
     if (trial_failed(st, step, wait)) {
       rollback(st, out, step, wait);
       return;
@@ -416,12 +528,16 @@ void stoke__atc_decide(stoke__atc_state *st, const stoke__atc_limits *lim,
   st->good_step_ns = step;
 
   /* 3. The consumer's step changed: search again, both ways. */
-  if (st->ref_compute_ns == 0) st->ref_compute_ns = tc;
   if (step_moved) {
     out->kind = STOKE_AUTOTUNE_STEP;
-    snprintf(out->reason, sizeof out->reason,
-             "the step's compute went %.1f -> %.1f ms: searching again",
-             ms(st->ref_compute_ns), ms(tc));
+    if (snprintf(out->reason, sizeof out->reason,
+                 "the step's compute went %.1f -> %.1f ms: searching "
+                 "again%s",
+                 ms(st->ref_compute_ns), ms(tc),
+                 lifted) >= (int)sizeof out->reason) {
+      /* cut off: a note */
+    }
+    st->discarded_kind = 0;
     st->ref_compute_ns = tc;
     st->floor_workers = 1;
     st->ceil_workers = 0;
@@ -451,7 +567,7 @@ void stoke__atc_decide(stoke__atc_state *st, const stoke__atc_limits *lim,
     target = STOKE__MIN(target, w * STOKE__ATC_MAX_GROW_FACTOR);
     if (target > w) {
       out->wait_predicted = pred;
-      set_change(st, out, STOKE_AUTOTUNE_GROW, target, k, step, wait);
+      set_change(st, out, STOKE_AUTOTUNE_GROW, target, k, step, wait, win);
       snprintf(out->reason, sizeof out->reason,
                "waiting %.0f%%: a sample takes %.2f ms (%.0f%% on a core), "
                "the step computes %.1f ms: the model needs %u workers",
@@ -466,7 +582,7 @@ void stoke__atc_decide(stoke__atc_state *st, const stoke__atc_limits *lim,
     bool room_k = covered && k < lim->max_prefetch &&
                   (!st->ceil_prefetch || k < st->ceil_prefetch);
     if (room_k && (empty < 0.5 || w >= top)) {
-      set_change(st, out, STOKE_AUTOTUNE_DEEPER, w, k + 1, step, wait);
+      set_change(st, out, STOKE_AUTOTUNE_DEEPER, w, k + 1, step, wait, win);
       snprintf(out->reason, sizeof out->reason,
                "waiting %.0f%% with %u workers, enough for the mean: the "
                "queue was empty at %.0f%% of steps; the spread wants "
@@ -475,7 +591,7 @@ void stoke__atc_decide(stoke__atc_state *st, const stoke__atc_limits *lim,
       return;
     }
     if (covered && w < top) {
-      set_change(st, out, STOKE_AUTOTUNE_GROW, w + 1, k, step, wait);
+      set_change(st, out, STOKE_AUTOTUNE_GROW, w + 1, k, step, wait, win);
       snprintf(out->reason, sizeof out->reason,
                "waiting %.0f%% with %u workers, which the model thought "
                "enough: one more",
@@ -513,7 +629,7 @@ void stoke__atc_decide(stoke__atc_state *st, const stoke__atc_limits *lim,
   unsigned lo = STOKE__MAX(need, st->floor_workers);
   if (need && enough && lo < w) {
     out->wait_predicted = pred;
-    set_change(st, out, STOKE_AUTOTUNE_SHRINK, lo, k, step, wait);
+    set_change(st, out, STOKE_AUTOTUNE_SHRINK, lo, k, step, wait, win);
     snprintf(out->reason, sizeof out->reason,
              "waiting %.0f%%: %u workers make a batch with %.0f%% to spare "
              "(a sample %.2f ms, the step computes %.1f ms)",
@@ -522,7 +638,7 @@ void stoke__atc_decide(stoke__atc_state *st, const stoke__atc_limits *lim,
     return;
   }
   if (k > st->floor_prefetch && k > 1 && empty < STOKE__ATC_QUIET) {
-    set_change(st, out, STOKE_AUTOTUNE_SHALLOWER, w, k - 1, step, wait);
+    set_change(st, out, STOKE_AUTOTUNE_SHALLOWER, w, k - 1, step, wait, win);
     snprintf(out->reason, sizeof out->reason,
              "waiting %.0f%%, the queue empty at %.0f%% of steps: one batch "
              "of prefetch less",

@@ -96,6 +96,15 @@ typedef struct stoke__atc_state {
   unsigned before_workers, before_prefetch;
   int64_t before_step_ns;
   double before_wait;
+  /* The machine's other load on the window the change was decided on
+  ** (before_outside_on false: unknown), and the trial last discarded
+  ** because it moved (kind 0: none): a trial is discarded once, then
+  ** judged, so that a change that itself moves others' use (its workers
+  ** thrash, others take the cores it frees) cannot be retried forever. */
+  bool before_outside_on;
+  double before_outside, before_machine;
+  int discarded_kind;
+  unsigned discarded_workers, discarded_prefetch;
   bool settle;                       /* the next window follows a change:
                                         it is discarded (the queue refills) */
   unsigned floor_workers;            /* no shrink below (a stall was seen

@@ -74,10 +74,14 @@ int stoke__schedstat_window(const stoke__sched_thread *base, size_t n_base,
 
 /* ---- the machine's other load (outside.c) ------------------------------- */
 
-/* One reading: the machine's busy CPU time (every core, /proc/stat's states
-** but idle and iowait), this process's CPU time (every thread), and when. */
+/* One reading: the machine's busy CPU time (every core, all but idle and
+** iowait: the online CPUs' time less /proc/uptime's idle, to 10 ms in
+** all, or else /proc/stat's busy states, to a tick per core and state),
+** this process's CPU time (every thread), and when.  Two readings of
+** different kinds (precise) are not compared. */
 typedef struct stoke__outside_reading {
   int64_t t_ns, busy_ns, self_ns;
+  bool precise;                  /* busy_ns from /proc/uptime */
 } stoke__outside_reading;
 
 /* Take a reading: 0, or -1 where /proc/stat cannot be read (then the

@@ -1,5 +1,6 @@
 /* outside.c — what the rest of the machine is doing: the busy CPU time of
-** every core (/proc/stat) and this process's own CPU time, the two readings
+** every core (from /proc/uptime's idle time, else /proc/stat's busy
+** ticks) and this process's own CPU time, the two readings
 ** whose difference over a window is the machine's other load
 ** (stats/outside.c keeps the windows). */
 #define _POSIX_C_SOURCE 200809L
@@ -9,8 +10,9 @@
 #include <time.h>
 #include <unistd.h>
 
-/* The machine's busy CPU time so far (all cores), or -1. */
-static int64_t machine_busy_ns(void) {
+/* /proc/stat's first line: the machine's busy CPU time so far (all
+** cores, all but idle and iowait) and its iowait, or -1. */
+static int64_t stat_busy_ns(int64_t *iowait_ns) {
   FILE *f = fopen("/proc/stat", "r");
   if (!f) return -1;
   unsigned long long v[8] = {0};
@@ -19,25 +21,53 @@ static int64_t machine_busy_ns(void) {
   fclose(f);
   long tck = sysconf(_SC_CLK_TCK);
   if (n < 4 || tck <= 0) return -1;
+  unsigned long long unit = 1000000000ULL / (unsigned long long)tck;
+  *iowait_ns = n >= 5 ? (int64_t)(v[4] * unit) : 0;
   /* user nice system idle iowait irq softirq steal: all but idle, iowait */
   unsigned long long busy = v[0] + v[1] + v[2] + v[5] + v[6] + v[7];
-  return (int64_t)(busy * (1000000000ULL / (unsigned long long)tck));
+  return (int64_t)(busy * unit);
+}
+
+/* The idle time of every CPU so far, /proc/uptime's second field: summed
+** by the kernel in ns from the idle entries and exits, and rounded to
+** 10 ms once, where /proc/stat's busy fields are ticks sampled per core
+** and rounded per core and field (a fifth of a core and more on a 0.1 s
+** window of 2 cores: too coarse for the short windows of a short run).
+** -1 where it cannot be read. */
+static int64_t uptime_idle_ns(void) {
+  FILE *f = fopen("/proc/uptime", "r");
+  if (!f) return -1;
+  unsigned long long s = 0, cs = 0;
+  int n = fscanf(f, "%*s %llu.%2llu", &s, &cs);
+  fclose(f);
+  if (n != 2) return -1;
+  return (int64_t)(s * 1000000000ULL + cs * 10000000ULL);
 }
 
 int stoke__outside_read(stoke__outside_reading *r) {
   struct timespec ts;
-  r->busy_ns = machine_busy_ns();
-  if (r->busy_ns < 0 || clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) != 0)
+  int64_t idle = uptime_idle_ns();
+  int64_t now = stoke__now_ns();
+  int64_t iowait = 0;
+  int64_t busy = stat_busy_ns(&iowait);
+  if (busy < 0 || clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) != 0)
     return -1;
+  r->precise = idle >= 0;
+  /* The busy time from the idle time: the online CPUs' time less their
+  ** idle and iowait (iowait is /proc/stat's, per core, but mostly still:
+  ** a process waiting on a disk is no load). */
+  r->busy_ns = r->precise
+                   ? (int64_t)stoke__online_cpus() * now - idle - iowait
+                   : busy;
   r->self_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-  r->t_ns = stoke__now_ns();
+  r->t_ns = now;
   return 0;
 }
 
 double stoke__outside_cores(const stoke__outside_reading *a,
                             const stoke__outside_reading *b) {
   double wall = (double)(b->t_ns - a->t_ns);
-  if (!(wall > 0)) return 0;
+  if (!(wall > 0) || a->precise != b->precise) return 0;
   double other = ((double)(b->busy_ns - a->busy_ns) -
                   (double)(b->self_ns - a->self_ns)) / wall;
   return other > 0 ? other : 0; /* the jiffies' rounding against our clock */
@@ -46,7 +76,7 @@ double stoke__outside_cores(const stoke__outside_reading *a,
 double stoke__outside_busy_cores(const stoke__outside_reading *a,
                                  const stoke__outside_reading *b) {
   double wall = (double)(b->t_ns - a->t_ns);
-  if (!(wall > 0)) return 0;
+  if (!(wall > 0) || a->precise != b->precise) return 0;
   double busy = (double)(b->busy_ns - a->busy_ns) / wall;
   return busy > 0 ? busy : 0;
 }

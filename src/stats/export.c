@@ -99,6 +99,50 @@ int stoke__metrics_print(FILE *f, const stoke_stats *st,
     head(f, "stoke_workers", "gauge", "Worker threads in use.");
     sample(f, "stoke_workers", "", lb, NULL, (double)st->n_workers);
   }
+  if (st->outside_windows) {
+    /* The machine's other load (docs/diagnosis.md): beside the loader's
+    ** own figures, so that a dashboard shows when they were disturbed. */
+    head(f, "stoke_outside_load_cores", "gauge",
+         "Cores the rest of the machine kept busy while measuring (mean "
+         "since the warm-up).");
+    sample(f, "stoke_outside_load_cores", "", lb, NULL,
+           st->outside_mean_cores);
+    head(f, "stoke_outside_load_moved", "gauge",
+         "1 when the other load moved enough to shift the figures, else 0.");
+    sample(f, "stoke_outside_load_moved", "", lb, NULL,
+           st->outside_moved ? 1.0 : 0.0);
+  }
+  if (st->fetch_remote) {
+    /* The remote fetch stage (docs/remote.md), counted from the loader's
+    ** start.  The latencies' quantiles are gauges, not a summary: the
+    ** attempts' summed latency is not kept. */
+    head(f, "stoke_fetch_requests_total", "counter",
+         "HTTP(S) attempts of the remote shards, retries included.");
+    sample(f, "stoke_fetch_requests_total", "", lb, NULL,
+           (double)st->fetch_requests);
+    head(f, "stoke_fetch_retries_total", "counter",
+         "Attempts that were retries.");
+    sample(f, "stoke_fetch_retries_total", "", lb, NULL,
+           (double)st->fetch_retries);
+    head(f, "stoke_fetch_throttled_total", "counter",
+         "Attempts answered 429 or 503.");
+    sample(f, "stoke_fetch_throttled_total", "", lb, NULL,
+           (double)st->fetch_throttled);
+    head(f, "stoke_fetch_bytes_total", "counter", "Body bytes received.");
+    sample(f, "stoke_fetch_bytes_total", "", lb, NULL,
+           (double)st->fetch_bytes);
+    head(f, "stoke_fetch_latency_p50_seconds", "gauge",
+         "Median latency of an attempt (connection, first byte and body).");
+    sample(f, "stoke_fetch_latency_p50_seconds", "", lb, NULL,
+           st->fetch_latency_p50_ms / 1e3);
+    head(f, "stoke_fetch_latency_p95_seconds", "gauge",
+         "95th percentile latency of an attempt.");
+    sample(f, "stoke_fetch_latency_p95_seconds", "", lb, NULL,
+           st->fetch_latency_p95_ms / 1e3);
+    head(f, "stoke_fetch_in_flight", "gauge",
+         "Mean number of requests in flight.");
+    sample(f, "stoke_fetch_in_flight", "", lb, NULL, st->fetch_in_flight);
+  }
   return ferror(f) ? STOKE_EIO : 0;
 }
 

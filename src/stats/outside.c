@@ -3,9 +3,11 @@
 ** The run's figures (the producer's times, the queue model's what-ifs)
 ** hold for the cores the run had; another job starting or ending on the
 ** machine meanwhile moves them.  So the consumer clock samples, in windows
-** of STOKE__OUTSIDE_WINDOW_NS from the end of the warm-up, the CPU the
-** machine spent less the CPU of this process (os/outside.c): what the rest
-** of the machine used, in cores.  Load that moved between windows by
+** of STOKE__OUTSIDE_WINDOW_NS from the end of the warm-up (the first ones
+** shorter, from STOKE__OUTSIDE_FIRST_NS, and the open one counted at a
+** snapshot: a short run has windows too), the CPU the machine spent less
+** the CPU of this process (os/outside.c): what the rest of the machine
+** used, in cores.  Load that moved between windows by
 ** STOKE__OUTSIDE_MOVED_CORES (and STOKE__OUTSIDE_MOVED_SHARE of the cores)
 ** is said in the verdict and the JSON (report/), with how far it may have
 ** moved the figures: the cores it took or gave back against those the run
@@ -43,23 +45,97 @@ static void put(atomic_uint_least64_t *a, double v) {
   atomic_store_explicit(a, bits(v), memory_order_relaxed);
 }
 
-/* A reading, with the job's worker processes' CPU counted as its own. */
-static int read_job(stoke__outside *o, stoke__outside_reading *r,
-                    const void **job) {
-  if (stoke__outside_read(r) != 0) return -1;
-  *job = atomic_load_explicit(&o->job, memory_order_acquire);
-  if (*job) r->self_ns += stoke__stage_block_cpu_ns(*job);
-  return 0;
+/* The job's worker processes' CPU counted as its own in a reading. */
+static void add_job(const void *job, stoke__outside_reading *r) {
+  if (job) r->self_ns += stoke__stage_block_cpu_ns(job);
 }
 
-void stoke__outside_start(stoke__outside *o) {
+/* The open window's start, for a snapshot's tail on another thread. */
+static void publish_open(stoke__outside *o) {
+  uint64_t seq = stoke__counter_get(&o->pub_seq);
+  atomic_store_explicit(&o->pub_seq, seq + 1, memory_order_relaxed);
+  atomic_thread_fence(memory_order_release);
+  atomic_store_explicit(&o->pub_t, o->open.t_ns, memory_order_relaxed);
+  atomic_store_explicit(&o->pub_busy, o->open.busy_ns, memory_order_relaxed);
+  atomic_store_explicit(&o->pub_self, o->open.self_ns, memory_order_relaxed);
+  atomic_store_explicit(&o->pub_want, o->want_ns, memory_order_relaxed);
+  atomic_store_explicit(&o->pub_precise, o->open.precise,
+                        memory_order_relaxed);
+  atomic_store_explicit(&o->pub_job, o->open_job, memory_order_relaxed);
+  atomic_store_explicit(&o->pub_seq, seq + 2, memory_order_release);
+}
+
+/* A new window opens at o->open: as long as the measuring before it,
+** between STOKE__OUTSIDE_FIRST_NS and STOKE__OUTSIDE_WINDOW_NS. */
+static void open_window(stoke__outside *o) {
+  int64_t want = o->open.t_ns - o->start_ns;
+  if (want < STOKE__OUTSIDE_FIRST_NS) want = STOKE__OUTSIDE_FIRST_NS;
+  if (want > STOKE__OUTSIDE_WINDOW_NS) want = STOKE__OUTSIDE_WINDOW_NS;
+  o->want_ns = want;
+  publish_open(o);
+}
+
+void stoke__outside_start_at(stoke__outside *o,
+                             const stoke__outside_reading *r) {
   o->ticks = 0;
   atomic_store_explicit(&o->windows, 0, memory_order_relaxed);
   put(&o->min_bits, 0);
   put(&o->max_bits, 0);
   put(&o->sum_bits, 0);
   put(&o->wall_bits, 0);
-  o->on = read_job(o, &o->open, &o->open_job) == 0;
+  o->on = r != NULL;
+  if (!o->on) {
+    o->want_ns = 0; /* published: no tail */
+    publish_open(o);
+    return;
+  }
+  o->open = *r;
+  o->open_job = atomic_load_explicit(&o->job, memory_order_acquire);
+  add_job(o->open_job, &o->open);
+  o->start_ns = o->open.t_ns;
+  open_window(o);
+}
+
+void stoke__outside_start(stoke__outside *o) {
+  stoke__outside_reading r;
+  stoke__outside_start_at(o, stoke__outside_read(&r) == 0 ? &r : NULL);
+}
+
+/* One window's load (cores) over wall ns into the closed windows. */
+static void close_window(stoke__outside *o, double other, double wall) {
+  uint64_t n = stoke__counter_get(&o->windows);
+  if (n == 0 || other < value(&o->min_bits)) put(&o->min_bits, other);
+  if (n == 0 || other > value(&o->max_bits)) put(&o->max_bits, other);
+  put(&o->sum_bits, value(&o->sum_bits) + other * wall);
+  put(&o->wall_bits, value(&o->wall_bits) + wall);
+  stoke__counter_add(&o->windows, 1);
+}
+
+void stoke__outside_tick_at(stoke__outside *o,
+                            const stoke__outside_reading *r) {
+  if (!o->on) return;
+  if (!r) {
+    o->on = false;
+    o->want_ns = 0;
+    publish_open(o);
+    return;
+  }
+  if (r->t_ns - o->open.t_ns < o->want_ns) return;
+  stoke__outside_reading now = *r;
+  const void *job = atomic_load_explicit(&o->job, memory_order_acquire);
+  add_job(job, &now);
+  if (job != o->open_job) {
+    /* Worker processes attached (or gone) within the window: its two
+    ** readings count different CPU as the job's, so it is no window. */
+    o->open = now;
+    o->open_job = job;
+    open_window(o);
+    return;
+  }
+  close_window(o, stoke__outside_cores(&o->open, &now),
+               (double)(now.t_ns - o->open.t_ns));
+  o->open = now;
+  open_window(o);
 }
 
 void stoke__outside_tick_slow(stoke__outside *o, int64_t now_ns) {
@@ -68,40 +144,65 @@ void stoke__outside_tick_slow(stoke__outside *o, int64_t now_ns) {
     if (++o->ticks % STOKE__OUTSIDE_EVERY != 0) return;
     now_ns = stoke__now_ns();
   }
-  if (now_ns - o->open.t_ns < STOKE__OUTSIDE_WINDOW_NS) return;
+  if (now_ns - o->open.t_ns < o->want_ns) return;
   stoke__outside_reading now;
-  const void *job;
-  if (read_job(o, &now, &job) != 0) {
-    o->on = false;
-    return;
-  }
-  if (job != o->open_job) {
-    /* Worker processes attached (or gone) within the window: its two
-    ** readings count different CPU as the job's, so it is no window. */
-    o->open = now;
-    o->open_job = job;
-    return;
-  }
-  double other = stoke__outside_cores(&o->open, &now);
-  double wall = (double)(now.t_ns - o->open.t_ns);
-  uint64_t n = stoke__counter_get(&o->windows);
-  if (n == 0 || other < value(&o->min_bits)) put(&o->min_bits, other);
-  if (n == 0 || other > value(&o->max_bits)) put(&o->max_bits, other);
-  put(&o->sum_bits, value(&o->sum_bits) + other * wall);
-  put(&o->wall_bits, value(&o->wall_bits) + wall);
-  stoke__counter_add(&o->windows, 1);
-  o->open = now;
+  stoke__outside_tick_at(o, stoke__outside_read(&now) == 0 ? &now : NULL);
 }
 
-void stoke__outside_stats(const stoke__outside *o, double cores,
-                          stoke_stats *st) {
+/* The open window's start, length and job as published (false: being
+** written on every try, or sampling never started). */
+static bool read_open(const stoke__outside *o, stoke__outside_reading *r,
+                      int64_t *want, const void **job) {
+  stoke__outside *m = (stoke__outside *)o; /* atomics: read only */
+  for (int tries = 0; tries < 8; tries++) {
+    uint64_t s1 = atomic_load_explicit(&m->pub_seq, memory_order_acquire);
+    if (s1 == 0) return false;
+    if (s1 & 1) continue;
+    r->t_ns = atomic_load_explicit(&m->pub_t, memory_order_relaxed);
+    r->busy_ns = atomic_load_explicit(&m->pub_busy, memory_order_relaxed);
+    r->self_ns = atomic_load_explicit(&m->pub_self, memory_order_relaxed);
+    *want = atomic_load_explicit(&m->pub_want, memory_order_relaxed);
+    r->precise =
+        atomic_load_explicit(&m->pub_precise, memory_order_relaxed);
+    *job = atomic_load_explicit(&m->pub_job, memory_order_relaxed);
+    atomic_thread_fence(memory_order_acquire);
+    if (atomic_load_explicit(&m->pub_seq, memory_order_relaxed) == s1)
+      return true;
+  }
+  return false;
+}
+
+void stoke__outside_stats_at(const stoke__outside *o, double cores,
+                             const stoke__outside_reading *now,
+                             stoke_stats *st) {
   uint64_t n = stoke__counter_get(&o->windows);
   double lo = value(&o->min_bits), hi = value(&o->max_bits);
-  double wall = value(&o->wall_bits);
+  double wall = value(&o->wall_bits), sum = value(&o->sum_bits);
   if (cores < 1) cores = 1;
+  /* The tail: the open window so far, when it is long enough to say
+  ** something and not longer than it would have been (the steps went on
+  ** until lately).  A run shorter than a window, or the end of one
+  ** after its last whole window, is measured too. */
+  stoke__outside_reading open, end;
+  int64_t want;
+  const void *job;
+  if (now && read_open(o, &open, &want, &job)) {
+    end = *now;
+    add_job(job, &end);
+    int64_t span = end.t_ns - open.t_ns;
+    if (span >= STOKE__OUTSIDE_TAIL_NS && span <= want &&
+        job == atomic_load_explicit(&o->job, memory_order_acquire)) {
+      double other = stoke__outside_cores(&open, &end);
+      if (n == 0 || other < lo) lo = other;
+      if (n == 0 || other > hi) hi = other;
+      sum += other * (double)span;
+      wall += (double)span;
+      n++;
+    }
+  }
   st->outside_windows = (unsigned)n;
   st->outside_window_s = STOKE__OUTSIDE_WINDOW_NS / 1e9;
-  st->outside_mean_cores = wall > 0 ? value(&o->sum_bits) / wall : 0;
+  st->outside_mean_cores = wall > 0 ? sum / wall : 0;
   st->outside_min_cores = n ? lo : 0;
   st->outside_max_cores = n ? hi : 0;
   st->outside_moved = n >= 2 && stoke__outside_differs(lo, hi, cores);
@@ -111,4 +212,13 @@ void stoke__outside_stats(const stoke__outside *o, double cores,
   if (had < 1) had = 1;
   double shift = (hi - lo) / had;
   st->outside_shift_frac = st->outside_moved ? (shift > 1 ? 1 : shift) : 0;
+}
+
+void stoke__outside_stats(const stoke__outside *o, double cores,
+                          stoke_stats *st) {
+  stoke__outside_reading now;
+  bool have = atomic_load_explicit(&((stoke__outside *)o)->pub_seq,
+                                   memory_order_acquire) != 0 &&
+              stoke__outside_read(&now) == 0;
+  stoke__outside_stats_at(o, cores, have ? &now : NULL, st);
 }

@@ -11,6 +11,19 @@
 #include "stats/stats.h"
 
 #define STOKE__OUTSIDE_WINDOW_NS 500000000LL /* a window: 0.5 s */
+/* The first windows are shorter, each as long as the measuring before it
+** but at least this (0.05, 0.05, 0.1, 0.2, 0.4 s, then 0.5 s), so that a
+** run that measures 0.1 s has two windows to compare: the truth grid's
+** points measure 0.03-0.3 s, and a load that moved within one must be
+** seen.  A window's reading is rounded to 10 ms of CPU in all
+** (os/outside.c: /proc/uptime), a fifth of a core on 50 ms: below the
+** move's 0.5 cores even where both windows err the opposite ways. */
+#define STOKE__OUTSIDE_FIRST_NS 50000000LL
+/* The open window, from the last closed one to a snapshot, counts as a
+** window of its own when it spans at least this (the shortest window)
+** and no more than its whole length (longer: the steps stopped, and the
+** time since is not the run's). */
+#define STOKE__OUTSIDE_TAIL_NS 50000000LL
 #define STOKE__OUTSIDE_EVERY 4               /* steps between clock reads */
 #define STOKE__OUTSIDE_MOVED_CORES 0.5       /* moved: by this many cores */
 #define STOKE__OUTSIDE_MOVED_SHARE 0.15      /* and this share of them */
@@ -29,6 +42,14 @@ typedef struct stoke__outside {
   bool on;                        /* sampling: started and /proc readable */
   uint64_t ticks;
   stoke__outside_reading open;    /* the open window's start */
+  int64_t start_ns;               /* when the measuring started */
+  int64_t want_ns;                /* the open window's length */
+  /* The open window's start and length again, for a snapshot's tail
+  ** (any thread): a seqlock, odd while the consumer writes them. */
+  atomic_uint_least64_t pub_seq;
+  atomic_int_least64_t pub_t, pub_busy, pub_self, pub_want;
+  atomic_bool pub_precise;
+  _Atomic(const void *) pub_job;
   /* A stage block whose producers are this job's worker processes
   ** (stoke_twoclock_attach_stages), or NULL: their CPU is the job's own,
   ** not the machine's other load.  Set by any thread; open_job is the
@@ -42,6 +63,10 @@ typedef struct stoke__outside {
 
 /* Start measuring (the warm-up is over).  Consumer thread. */
 void stoke__outside_start(stoke__outside *o);
+/* The same from a reading taken by the caller (r NULL: none, /proc/stat
+** unreadable): the unit tests drive the windows with made-up readings. */
+void stoke__outside_start_at(stoke__outside *o,
+                             const stoke__outside_reading *r);
 /* A measured step handed out at now_ns (the consumer clock's own reading;
 ** 0: none, then the clock is read every STOKE__OUTSIDE_EVERY steps): a
 ** window of STOKE__OUTSIDE_WINDOW_NS is closed once it is over.  Consumer
@@ -49,13 +74,24 @@ void stoke__outside_start(stoke__outside *o);
 void stoke__outside_tick_slow(stoke__outside *o, int64_t now_ns);
 /* Inline: on most steps a compare and nothing else. */
 static inline void stoke__outside_tick(stoke__outside *o, int64_t now_ns) {
-  if (o->on && (!now_ns || now_ns - o->open.t_ns >= STOKE__OUTSIDE_WINDOW_NS))
+  if (o->on && (!now_ns || now_ns - o->open.t_ns >= o->want_ns))
     stoke__outside_tick_slow(o, now_ns);
 }
+/* Close the open window on a reading taken by the caller, if it is over
+** (r NULL: /proc/stat became unreadable; sampling stops).  Consumer
+** thread. */
+void stoke__outside_tick_at(stoke__outside *o,
+                            const stoke__outside_reading *r);
 
 /* What it measured so far, as stoke_stats' outside_* (cores: the online
-** CPUs the move is judged against).  Any thread. */
+** CPUs the move is judged against), the open window included as a tail
+** where it spans STOKE__OUTSIDE_TAIL_NS and at most its length (a reading
+** taken now).  Any thread. */
 void stoke__outside_stats(const stoke__outside *o, double cores,
                           stoke_stats *st);
+/* The same with the tail ending at the caller's reading (NULL: no tail). */
+void stoke__outside_stats_at(const stoke__outside *o, double cores,
+                             const stoke__outside_reading *now,
+                             stoke_stats *st);
 
 #endif /* STOKE_STATS_OUTSIDE_H */

@@ -74,7 +74,7 @@ ls "$LIVE" | grep -qx "$bp-0.live" || fail "no file $bp-0.live: $(ls -la "$LIVE"
 
 # A frame may come before the bench's warm-up has ended, or count no
 # measured step in its window yet: it says so and shows no wait figures
-# (stress CI met one).  Follow until a frame has measured steps; the loop
+# (stress CI met one), and "other load: not measured yet".  Follow until a frame has measured steps; the loop
 # is a hang guard.  Every frame, warm-up or not, shows shares in 0..100%.
 for _ in $(seq 300); do
   run_stoke top "$bp" --once --interval 0.3
@@ -82,7 +82,10 @@ for _ in $(seq 300); do
   grep -oE "(busy|slot|idle) -?[0-9]+%" "$TMP/out" | grep -oE -- "-?[0-9]+" |
     awk '$1 < 0 || $1 > 100 { bad = 1 } END { exit !bad }' &&
     fail "a share out of 0..100%: $(cat "$TMP/out")"
-  grep -q "wait p50" "$TMP/out" && break
+  # (the other load is measured in windows from the warm-up's end: the
+  # first one closes 50 ms later)
+  grep -q "wait p50" "$TMP/out" && grep -q "^other load: [0-9]" "$TMP/out" &&
+    break
   sleep 0.1
 done
 for want in "stoke top: pid $bp, loader 0" "bench --synthetic sleep:1ms" \
@@ -91,6 +94,10 @@ for want in "stoke top: pid $bp, loader 0" "bench --synthetic sleep:1ms" \
   "per sample: read" "verdict: "; do
   grep -qF "$want" "$TMP/out" || fail "no '$want': $(cat "$TMP/out")"
 done
+# The machine's other load beside it, moved or not (its figures hold for
+# the cores the loader had): the cores, the lightest and heaviest windows.
+grep -qE "^other load: [0-9]+\.[0-9] of $(nproc) cores \([0-9]+\.[0-9]-[0-9]+\.[0-9]( over [0-9]+ windows\): steady|\): moved, figures off by up to [0-9]+%)$" \
+  "$TMP/out" || fail "no other load line: $(cat "$TMP/out")"
 grep -q "q quits" "$TMP/out" && fail "not a terminal, yet 'q quits'"
 fits
 # Two samples at 1 ms on 2 workers make 1 ms per sample, 8 per batch: the

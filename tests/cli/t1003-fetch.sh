@@ -92,6 +92,39 @@ assert f["verdict"] == "latency-bound", f
 # The server sleeps 100 ms before each answer: a floor, not a timing.
 assert f["latency_p50_ms"] >= 100, f
 '
+say "the metrics file and stoke top carry the fetch stage of a remote run"
+run_stoke "${BENCH[@]}" "$F/ok/$SHARDS" --json "$TMP/m.json" \
+  --metrics-file "$TMP/m.prom"
+[ "$rc" -eq 0 ] || fail "metrics bench exit $rc: $(cat "$TMP/err")"
+for name in requests_total retries_total throttled_total bytes_total \
+  latency_p50_seconds latency_p95_seconds in_flight; do
+  grep -qE "^stoke_fetch_${name}\{rank=\"0\",loader=\"[^\"]*\"\} [0-9.e+-]+$" \
+    "$TMP/m.prom" || fail "no stoke_fetch_$name: $(cat "$TMP/m.prom")"
+done
+grep -qE "^stoke_fetch_requests_total\{[^}]*\} 0$" "$TMP/m.prom" &&
+  fail "no request counted: $(cat "$TMP/m.prom")"
+if command -v promtool >/dev/null; then
+  promtool check metrics <"$TMP/m.prom" >"$TMP/promtool.out" 2>&1 ||
+    fail "promtool: $(cat "$TMP/promtool.out")"
+fi
+# A publishing bench over the same server, followed by stoke top: its
+# frame has the fetch line (the loop is a hang guard).
+export XDG_RUNTIME_DIR=$TMP/run
+mkdir -m 700 "$XDG_RUNTIME_DIR"
+STOKE_PUBLISH=1 "$STOKE" bench -b 4 -j 2 --epochs 100000 --seed 7 \
+  --compute sleep:5ms "$F/ok/$SHARDS" >"$TMP/pub.out" 2>&1 &
+bp=$!
+trap 'kill "$bp" 2>/dev/null || true; stop_servers; rm -rf "$TMP"' EXIT
+for _ in $(seq 300); do
+  "$STOKE" top "$bp" --once --interval 0.2 >"$TMP/top.out" 2>&1 || true
+  grep -q "^fetch: " "$TMP/top.out" && break
+  kill -0 "$bp" 2>/dev/null || fail "bench ended: $(cat "$TMP/pub.out")"
+  sleep 0.1
+done
+kill "$bp" 2>/dev/null; wait "$bp" 2>/dev/null || true
+grep -qE "^fetch: [0-9.]+ [kMGT]?B/s, p50 [0-9.]+ m?s, p95 [0-9.]+ m?s, [0-9]+ retr(y|ies), [0-9]+ throttled$" \
+  "$TMP/top.out" || fail "no fetch line in top: $(cat "$TMP/top.out")"
+
 say "the HTML report shows the fetch stage of a remote run, none of a local one"
 run_stoke report "$TMP/slow.json" -o "$TMP/slow.html"
 [ "$rc" -eq 0 ] || fail "report exit $rc: $(cat "$TMP/err")"

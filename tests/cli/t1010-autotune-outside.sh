@@ -47,7 +47,8 @@ run_stoke bench --synthetic spin:2ms --samples 400 -b 8 -j auto --epochs 22 \
   --compute sleep:10ms --json "$TMP/hog.json"
 wait "$hog" 2>/dev/null || true
 [ "$rc" -eq 0 ] || fail "exit $rc: $(cat "$TMP/err")"
-verdict=$("$PY" - "$TMP/hog.json" "$hog_on" "$hog_off" <<'PY'
+# (its stderr, the decisions and a failed assertion, goes into the message)
+verdict=$("$PY" - "$TMP/hog.json" "$hog_on" "$hog_off" 2>&1 <<'PY'
 import json, sys
 doc = json.load(open(sys.argv[1]))
 on, off = float(sys.argv[2]), float(sys.argv[3])

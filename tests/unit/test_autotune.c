@@ -473,11 +473,9 @@ static void test_outside_load_that_stays(void **state) {
   stoke__atc_window eight = window(&lim, 8, 5 * MS, 20 * US, 12 * MS);
   w = loaded(eight, 0.2);
   d = decide(&st, &lim, &w); /* settling */
-  /* A fifth of a core is no move; nor is 0.8 cores more of others' use
-  ** on a machine as busy as before (this loader gave them its cores).
-  ** Judged. */
-  w = loaded(eight, 0.8);
-  w.machine_cores = 1.0;
+  /* A fifth of a core is no move.  Judged.  (Others' use that moved
+  ** only because this loader's did: test_outside_load_on_a_full_machine.) */
+  w = loaded(eight, 0.2);
   d = decide(&st, &lim, &w);
   assert_true(d.evaluated);
   assert_int_equal(d.kind, STOKE_AUTOTUNE_GROW);
@@ -519,6 +517,141 @@ static void test_outside_load_that_stays(void **state) {
               d.kind == STOKE_AUTOTUNE_DEEPER);
 }
 
+/* The window w with others' use at `cores` on a machine kept full (both
+** cores busy whatever they do: the whole machine cannot show a move). */
+static stoke__atc_window full(stoke__atc_window w, double cores) {
+  w.outside_on = true;
+  w.outside_cores = cores;
+  w.machine_cores = 2.0;
+  return w;
+}
+
+/* bench/autotune.sh's spin-300us miss: a grow tried while a hog took the
+** second core of a full machine.  Others' use rose while this loader took
+** more (which a grow cannot cause): the trial is discarded, not rolled
+** back, no ceiling is set, and the grow is tried again at the new load;
+** the same trial disturbed a second time is judged (it may be the trial's
+** own doing).  And the control: others' use rising while this loader gave
+** cores back (a shrink) is the shrink's doing, judged. */
+static void test_outside_load_on_a_full_machine(void **state) {
+  (void)state;
+  stoke__atc_limits lim = limits(32, 64, 2);
+  stoke__atc_state st;
+  stoke__atc_init(&st, &lim);
+  stoke__atc_window one = window(&lim, 1, 5 * MS, 20 * US, 12 * MS);
+  stoke__atc_window eight = window(&lim, 8, 5 * MS, 20 * US, 12 * MS);
+  stoke__atc_window w = full(one, 0.0);
+  stoke__atc_decision d = decide(&st, &lim, &w);
+  assert_int_equal(d.kind, STOKE_AUTOTUNE_GROW);
+  assert_int_equal(d.to_workers, 8);
+  w = full(eight, 0.0);
+  decide(&st, &lim, &w); /* settling */
+  /* The hog came: others' use 0 -> 0.7 cores, the machine as full, and
+  ** the step as slow as before the grow. */
+  w = full(one, 0.7);
+  d = decide(&st, &lim, &w);
+  assert_int_equal(d.kind, STOKE_AUTOTUNE_OUTSIDE);
+  assert_int_equal(d.to_workers, 1);
+  assert_int_equal(st.workers, 1);
+  assert_int_equal(st.rollbacks, 0);
+  assert_int_equal(st.ceil_workers, 0);
+  assert_int_equal(st.pending, 0);
+  assert_non_null(strstr(d.reason, "the grow to 8 workers"));
+  assert_non_null(strstr(d.reason, "0.0 -> 0.7 cores"));
+  assert_non_null(strstr(d.reason, "discarded, to be tried again"));
+  w = full(one, 0.7);
+  d = decide(&st, &lim, &w); /* settling */
+  assert_int_equal(d.kind, 0);
+  /* Tried again, at the hog's load. */
+  d = decide(&st, &lim, &w);
+  assert_int_equal(d.kind, STOKE_AUTOTUNE_GROW);
+  assert_int_equal(d.to_workers, 8);
+  w = full(eight, 0.7);
+  decide(&st, &lim, &w); /* settling */
+  /* Disturbed again the same way: judged this time (slower: rolled
+  ** back, the direction closed). */
+  w = full(one, 1.4);
+  d = decide(&st, &lim, &w);
+  assert_int_equal(d.kind, STOKE_AUTOTUNE_ROLLBACK);
+  assert_int_equal(st.ceil_workers, 1);
+
+  /* The control: a shrink, after which others use the cores it freed. */
+  stoke__atc_init(&st, &lim);
+  st.workers = st.good_workers = 10;
+  stoke__atc_window ten = window(&lim, 10, 1 * MS, 20 * US, 12 * MS);
+  w = full(ten, 0.2);
+  d = decide(&st, &lim, &w);
+  assert_int_equal(d.kind, STOKE_AUTOTUNE_SHRINK);
+  assert_int_equal(d.to_workers, 4);
+  decide(&st, &lim, &w); /* settle */
+  w = full(ten, 0.9);
+  w.wait_ns = w.compute_ns / 2; /* and the consumer waits */
+  d = decide(&st, &lim, &w);
+  assert_int_equal(d.kind, STOKE_AUTOTUNE_ROLLBACK);
+  assert_int_equal(st.floor_workers, 10);
+}
+
+/* bench/autotune.sh's step-change miss: an outside hold must not hide the
+** job's own step change.  While a second job holds a core (held, as in
+** test_outside_load_that_stays), the step's compute goes from 50 ms to
+** 12 ms (the other way from what a hog does to a step) or to 120 ms
+** (slower than the hog can make it: twice a fair share, 1 + 2 x 1 / 2):
+** the hold is lifted, the search starts again (at 12 ms the tuner grows
+** at once).  A step the hog can explain (80 ms) leaves the hold on. */
+static void test_own_step_change_lifts_the_hold(void **state) {
+  (void)state;
+  stoke__atc_limits lim = limits(32, 64, 2);
+  const int64_t tcs[] = {12 * MS, 80 * MS, 120 * MS};
+  for (int c = 0; c < 3; c++) {
+    bool explained = c == 1;
+    stoke__atc_state st;
+    stoke__atc_init(&st, &lim);
+    /* Settled at 4 workers on a 50 ms step (160 / 4 = 40 ms). */
+    for (int i = 0; i < 12; i++) {
+      stoke__atc_window w =
+          loaded(window(&lim, st.workers, 5 * MS, 20 * US, 50 * MS), 0.0);
+      decide(&st, &lim, &w);
+    }
+    assert_int_equal(st.workers, 4);
+    assert_int_equal(st.pending, 0);
+    /* A hog: held. */
+    stoke__atc_window w =
+        loaded(window(&lim, 4, 5 * MS, 20 * US, 50 * MS), 1.0);
+    stoke__atc_decision d = decide(&st, &lim, &w);
+    assert_int_equal(d.kind, STOKE_AUTOTUNE_OUTSIDE);
+    int steps = 0, grows = 0;
+    int64_t held_ns = 0;
+    for (int i = 0; i < 3; i++) {
+      w = loaded(window(&lim, st.workers, 5 * MS, 20 * US, tcs[c]), 1.0);
+      d = decide(&st, &lim, &w);
+      if (d.kind == STOKE_AUTOTUNE_STEP) {
+        steps++;
+        assert_int_equal(i, 1); /* the second window of the new step */
+        assert_non_null(strstr(d.reason, "the hold is lifted"));
+        assert_non_null(strstr(d.reason, "0.0 -> 1.0 cores"));
+        assert_false(st.outside_away);
+      }
+      grows += d.kind == STOKE_AUTOTUNE_GROW;
+      held_ns += w.wall_ns;
+    }
+    if (explained) {
+      /* Shorter than the 3 s that settle a load at its new level. */
+      assert_true(held_ns < STOKE__ATC_OUTSIDE_SETTLE_NS);
+      assert_int_equal(steps, 0);
+      assert_int_equal(grows, 0);
+      assert_true(st.outside_away);
+      assert_int_equal(st.workers, 4);
+    } else {
+      assert_int_equal(steps, 1);
+      assert_int_equal(st.ref_compute_ns, tcs[c]);
+    }
+    if (c == 0) {
+      assert_int_equal(grows, 1);
+      assert_true(st.workers > 4);
+    }
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_fit_memory),
@@ -535,6 +668,8 @@ int main(void) {
       cmocka_unit_test(test_pure),
       cmocka_unit_test(test_outside_load_holds_the_trial),
       cmocka_unit_test(test_outside_load_that_stays),
+      cmocka_unit_test(test_outside_load_on_a_full_machine),
+      cmocka_unit_test(test_own_step_change_lifts_the_hold),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -202,6 +202,69 @@ static void test_metrics_on_the_timer(void **state) {
   pthread_mutex_destroy(&o.mu);
 }
 
+/* The metrics of a loader over remote shards on a machine whose other
+** load moved: the fetch stage's counters and gauges and the other load,
+** named by Prometheus' conventions (promtool, where installed, accepts
+** them); without remote shards or a window of other load, none of them. */
+static void test_metrics_fetch_and_outside(void **state) {
+  (void)state;
+  stoke_stats st;
+  memset(&st, 0, sizeof st);
+  st.struct_size = sizeof st;
+  stoke__export_labels lb = {.rank = 0, .loader = "t"};
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  assert_non_null(f);
+  TU_OK(stoke__metrics_print(f, &st, &lb));
+  fclose(f);
+  assert_null(strstr(text, "stoke_fetch"));
+  assert_null(strstr(text, "stoke_outside"));
+  free(text);
+  st.fetch_remote = 1;
+  st.fetch_requests = 120;
+  st.fetch_retries = 3;
+  st.fetch_throttled = 2;
+  st.fetch_bytes = 123456789;
+  st.fetch_latency_p50_ms = 21.5;
+  st.fetch_latency_p95_ms = 80;
+  st.fetch_in_flight = 3.5;
+  st.outside_windows = 9;
+  st.outside_mean_cores = 0.75;
+  st.outside_moved = 1;
+  f = open_memstream(&text, &len);
+  assert_non_null(f);
+  TU_OK(stoke__metrics_print(f, &st, &lb));
+  fclose(f);
+  TU_CONTAINS(text, "stoke_fetch_requests_total{rank=\"0\",loader=\"t\"} 120\n");
+  TU_CONTAINS(text, "stoke_fetch_retries_total{rank=\"0\",loader=\"t\"} 3\n");
+  TU_CONTAINS(text, "stoke_fetch_throttled_total{rank=\"0\",loader=\"t\"} 2\n");
+  TU_CONTAINS(text, "stoke_fetch_bytes_total{rank=\"0\",loader=\"t\"} 123456789\n");
+  TU_CONTAINS(text, "stoke_fetch_latency_p50_seconds{rank=\"0\",loader=\"t\"} 0.0215\n");
+  TU_CONTAINS(text, "stoke_fetch_latency_p95_seconds{rank=\"0\",loader=\"t\"} 0.08\n");
+  TU_CONTAINS(text, "stoke_fetch_in_flight{rank=\"0\",loader=\"t\"} 3.5\n");
+  TU_CONTAINS(text, "stoke_outside_load_cores{rank=\"0\",loader=\"t\"} 0.75\n");
+  TU_CONTAINS(text, "stoke_outside_load_moved{rank=\"0\",loader=\"t\"} 1\n");
+  if (access("/usr/bin/promtool", X_OK) == 0) {
+    char path[300], cmd[1024];
+    snprintf(path, sizeof path, "%s/fetch.prom", dir);
+    FILE *out = fopen(path, "w");
+    assert_non_null(out);
+    fputs(text, out);
+    fclose(out);
+    snprintf(cmd, sizeof cmd,
+             "/usr/bin/promtool check metrics < '%s' > '%s.log' 2>&1", path,
+             path);
+    int rc = system(cmd);
+    if (rc != 0) {
+      snprintf(cmd, sizeof cmd, "cat '%s.log' >&2", path);
+      (void)system(cmd);
+    }
+    assert_int_equal(rc, 0);
+  }
+  free(text);
+}
+
 /* Free without start or stop (a create that failed half way): nothing
 ** written past the first metrics, nothing leaked (LeakSanitizer). */
 static void test_free_half_made(void **state) {
@@ -261,6 +324,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_lines_on_the_exporters_thread,
                                       setup, teardown),
       cmocka_unit_test_setup_teardown(test_lines_without_the_thread, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_metrics_fetch_and_outside, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_metrics_on_the_timer, setup,
                                       teardown),

@@ -110,6 +110,62 @@ static void test_one_snapshot_is_since_the_warm_up(void **state) {
   assert_fracs_sane(&w);
 }
 
+/* The other load's line: not measured, steady, moved (with how far the
+** figures may be off); within 79 columns on a large machine too.  And the
+** fetch stage's, only over remote shards. */
+static void test_outside_and_fetch_lines(void **state) {
+  (void)state;
+  stoke_live now = snap(4, 2, 30);
+  top_window w;
+  top_window_make(&now, &now, &w);
+  char line[160];
+  top_outside_line(&w.stats, 2, line, sizeof line);
+  assert_string_equal(line, "other load: not measured yet (it is, from the "
+                            "warm-up's end)");
+  now.stats.outside_windows = 12;
+  now.stats.outside_mean_cores = 0.12;
+  now.stats.outside_min_cores = 0.04;
+  now.stats.outside_max_cores = 0.2;
+  top_window_make(&now, &now, &w);
+  top_outside_line(&w.stats, 2, line, sizeof line);
+  assert_string_equal(line, "other load: 0.1 of 2 cores (0.0-0.2 over 12 "
+                            "windows): steady");
+  now.stats.outside_moved = 1;
+  now.stats.outside_max_cores = 1.04;
+  now.stats.outside_shift_frac = 0.51;
+  top_window_make(&now, &now, &w);
+  top_outside_line(&w.stats, 2, line, sizeof line);
+  assert_string_equal(line, "other load: 0.1 of 2 cores (0.0-1.0): moved, "
+                            "figures off by up to 51%");
+  now.stats.outside_mean_cores = 100.25;
+  now.stats.outside_min_cores = 10.5;
+  now.stats.outside_max_cores = 190.5;
+  now.stats.outside_shift_frac = 1;
+  top_outside_line(&now.stats, 256, line, sizeof line);
+  assert_true(strlen(line) <= 79);
+
+  assert_int_equal(top_fetch_line(&w.stats, line, sizeof line), 0);
+  now.stats.fetch_remote = 1;
+  now.stats.fetch_bytes_per_s = 12.3e6;
+  now.stats.fetch_latency_p50_ms = 21.5;
+  now.stats.fetch_latency_p95_ms = 80;
+  now.stats.fetch_retries = 1;
+  now.stats.fetch_throttled = 2;
+  top_window_make(&now, &now, &w);
+  assert_int_equal(top_fetch_line(&w.stats, line, sizeof line), 1);
+  assert_string_equal(line, "fetch: 12.3 MB/s, p50 21.5 ms, p95 80 ms, 1 "
+                            "retry, 2 throttled");
+  now.stats.fetch_bytes_per_s = 1.5e9;
+  now.stats.fetch_latency_p50_ms = 12345;
+  now.stats.fetch_latency_p95_ms = 98765;
+  now.stats.fetch_retries = 1234567;
+  now.stats.fetch_throttled = 1234567;
+  top_fetch_line(&now.stats, line, sizeof line);
+  assert_string_equal(line, "fetch: 1.5 GB/s, p50 12.3 s, p95 98.8 s, "
+                            "1234567 retries, 1234567 throttled");
+  assert_true(strlen(line) <= 79);
+}
+
 int main(void) {
   tu_watchdog(TU_WATCHDOG_S);
   const struct CMUnitTest tests[] = {
@@ -117,6 +173,7 @@ int main(void) {
       cmocka_unit_test(test_the_warm_up_ends_before_the_first_measured_step),
       cmocka_unit_test(test_inside_the_warm_up_totals_only_grow),
       cmocka_unit_test(test_one_snapshot_is_since_the_warm_up),
+      cmocka_unit_test(test_outside_and_fetch_lines),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
