@@ -131,32 +131,44 @@ def _in_worker_collate(loader):
     return None
 
 
-def _worker_main(worker_id, job):
-    """A worker process: claim units until told to stop."""
+def worker_setup(worker_id, job):
+    """A worker process's start, as torch's _worker_loop: its torch
+    threads, SIGINT left to the main process, torch's seeds and
+    get_worker_info(), worker_init_fn.  False when worker_init_fn raised
+    (its error is sent, and the worker must leave)."""
     import torch
     from torch._utils import ExceptionWrapper
     from torch.utils.data._utils import worker as tw
     torch.set_num_threads(int(job.torch_threads or 1))
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the main process decides
+    seed = _seed_worker(job.base_seed, worker_id)
+    tw._worker_info = tw.WorkerInfo(id=worker_id, num_workers=job.num_workers,
+                                    seed=seed, dataset=job.dataset)
+    try:
+        if job.worker_init_fn is not None:
+            job.worker_init_fn(worker_id)
+    except Exception:
+        job.results.put((-1, -1, "init", worker_id, ExceptionWrapper(
+            where=f"in DataLoader worker process {worker_id}")))
+        job.results.close()
+        job.results.join_thread()   # the message must reach the main process
+        return False
+    return True
+
+
+def _worker_main(worker_id, job):
+    """A worker process: claim units until told to stop."""
+    import torch
+    from torch._utils import ExceptionWrapper
+    if not worker_setup(worker_id, job):
+        return
     ctl = job.ctl.numpy()
     ring = job.ring.numpy()
     stages = job.stages.numpy()
     clock, cpu_clock = time.perf_counter_ns, time.thread_time_ns
     record = _stoke.stage_record
     key_bytes = job.key_bytes.numpy()
-    seed = _seed_worker(job.base_seed, worker_id)
-    tw._worker_info = tw.WorkerInfo(id=worker_id, num_workers=job.num_workers,
-                                    seed=seed, dataset=job.dataset)
     results = job.results
-    try:
-        if job.worker_init_fn is not None:
-            job.worker_init_fn(worker_id)
-    except Exception:
-        results.put((-1, -1, "init", worker_id, ExceptionWrapper(
-            where=f"in DataLoader worker process {worker_id}")))
-        results.close()
-        results.join_thread()   # the message must reach the main process
-        return
     held = _HELD + worker_id
     cap = ring.shape[0]
     # The thread's CPU clock is a system call (~3 us on a VM, 20 times the
@@ -259,23 +271,170 @@ def _stop_all():
         pool.shutdown()
 
 
-def _death(proc, key):
-    """torch's words for a worker that died, and the sample it held."""
+def _how(proc):
+    """torch's words for how a worker process ended."""
     code = proc.exitcode
     if code is not None and code < 0:
         try:
             name = signal.Signals(-code).name
         except ValueError:
             name = f"signal {-code}"
-        how = f"is killed by signal: {name}"
-    else:
-        how = f"exited unexpectedly with exit code {code}"
+        return f"is killed by signal: {name}"
+    return f"exited unexpectedly with exit code {code}"
+
+
+def _death(proc, key):
+    """torch's words for a worker that died, and the sample it held."""
     held = "no sample" if key < 0 else f"dataset[{key}]"
-    return (f"DataLoader worker (pid {proc.pid}) {how}; it held {held} "
+    return (f"DataLoader worker (pid {proc.pid}) {_how(proc)}; it held {held} "
             f"(stoke.DataLoader, worker_type='process')")
 
 
-class _Pool:
+def wait_result(pool, block, timeout, fail):
+    """One message off pool.results, or None when not block and none is
+    there.  Waiting, the workers are watched (fail(RuntimeError) for one
+    that died: it raises) and the timeout is kept.  Shared by the map and
+    the iterable iterators."""
+    waited = 0.0
+    while True:
+        try:
+            return pool.results.get(timeout=_POLL_S) if block else \
+                pool.results.get(block=False)
+        except _queue.Empty:
+            if not block:
+                return None
+            why = pool.dead()
+            if why is not None:
+                fail(RuntimeError(why))
+            waited += _POLL_S
+            if timeout and waited >= timeout:
+                raise RuntimeError("DataLoader timed out after {} "
+                                   "seconds".format(timeout))
+
+
+class PoolBase:
+    """What both pools share: starting the worker processes, and stopping
+    them (after the subclass's _signal_stop has told them to leave)."""
+
+    procs = ()
+    closed = False
+
+    def _start(self, ctx, target, job, w):
+        self.procs = []
+        self.closed = False
+        _live.add(self)
+        try:
+            for i in range(w):
+                p = ctx.Process(target=target, args=(i, job),
+                                daemon=True, name=f"stoke-p{i}")
+                p.start()
+                self.procs.append(p)
+        except BaseException:
+            self.shutdown()
+            raise
+
+    def _signal_stop(self):
+        raise NotImplementedError
+
+    def pids(self):
+        """The worker processes' pids (those started)."""
+        return [p.pid for p in self.procs]
+
+    def shutdown(self):
+        if self.closed:
+            return
+        self.closed = True
+        _live.discard(self)
+        try:
+            self._signal_stop()
+        except Exception:
+            pass
+        for p in self.procs:
+            p.join(timeout=5)   # a hang guard: a worker leaves at once
+        for p in self.procs:
+            if p.exitcode is None:
+                p.kill()
+                p.join()
+        try:
+            self.results.cancel_join_thread()
+            self.results.close()
+        except Exception:
+            pass
+
+
+class IteratorBase:
+    """What both iterators share: the checks at the top of __next__, a
+    failure that stops the pool, the epoch's end, and the pool's end with
+    the iterator."""
+
+    def __iter__(self):
+        return self
+
+    def _receive_msg(self, block):
+        return wait_result(self._pool, block, self._timeout, self._fail)
+
+    def _check_next(self):
+        """Raise what __next__ must raise before it waits: an earlier
+        error, a newer iter(loader), an ended epoch, a dead worker."""
+        if self._failed is not None:
+            raise RuntimeError("stoke.DataLoader: this iteration stopped at "
+                               "an earlier error; start a new one with "
+                               "iter(loader)")
+        loader = self._loader_ref()
+        if loader is not None and loader.persistent_workers and \
+                loader._proc_epoch != self._epoch:
+            raise RuntimeError("stoke.DataLoader: this iterator was replaced "
+                               "by a newer iter(loader)")
+        if self._done:
+            # Ended: StopIteration again, as torch's (its workers may be
+            # gone: that is no death), and no step for the clock.
+            raise StopIteration
+        # As torch: a worker that died is an error at the next call, even
+        # when the others could finish the epoch without it.
+        why = self._pool.dead()
+        if why is not None:
+            self._fail(RuntimeError(why))
+
+    def _fail(self, exc):
+        """The pool cannot go on: stop it and raise (torch's wrapper is
+        re-raised as the worker's exception)."""
+        self._pool.shutdown()
+        self._failed = exc
+        self._raise(exc)
+
+    @staticmethod
+    def _raise(exc):
+        from torch._utils import ExceptionWrapper
+        if isinstance(exc, ExceptionWrapper):
+            exc.reraise()
+        raise exc
+
+    def _pin_data(self, data):
+        if self._pin:
+            from torch.utils.data._utils.pin_memory import pin_memory
+            data = pin_memory(data)
+        return data
+
+    def _end(self):
+        self._done = True
+        self._stats.end_epoch()
+        loader = self._loader_ref()
+        if loader is None or not loader.persistent_workers:
+            self._pool.shutdown()
+
+    def __getstate__(self):
+        raise NotImplementedError("{} cannot be pickled",
+                                  self.__class__.__name__)
+
+    def __del__(self):
+        pool = getattr(self, "_pool", None)
+        loader = self._loader_ref() if hasattr(self, "_loader_ref") else None
+        if pool is not None and (loader is None or
+                                 not loader.persistent_workers):
+            pool.shutdown()
+
+
+class _Pool(PoolBase):
     """The worker processes of a loader, its shared counters and ring, and
     the results queue.  Units are numbered across epochs: a ring row is
     reused only once its unit came back."""
@@ -312,21 +471,10 @@ class _Pool:
         # rows cost no more shared memory than torch's batches in flight.
         job.rows = -(-units_ahead // max(w, 1)) + 2
         self.arenas = _slots.MainArenas()
-        self.procs = []
         self.published = 0
         self.outstanding = []    # heap of units published, not come back
         self.back = set()        # units come back, above the heap's top
-        self.closed = False
-        _live.add(self)
-        try:
-            for i in range(w):
-                p = ctx.Process(target=_worker_main, args=(i, job),
-                                daemon=True, name=f"stoke-p{i}")
-                p.start()
-                self.procs.append(p)
-        except BaseException:
-            self.shutdown()
-            raise
+        self._start(ctx, _worker_main, job, w)
 
     def room(self):
         """Can one more unit be published without overwriting a row whose
@@ -372,31 +520,13 @@ class _Pool:
                 return _death(p, _stoke.shared_load(self._ctl, _HELD + i))
         return None
 
-    def shutdown(self):
-        if self.closed:
-            return
-        self.closed = True
-        _live.discard(self)
-        try:
-            _stoke.shared_store(self._ctl, _STOP, 1)
-            for _ in self.procs:
-                self.sem.release()
-        except Exception:
-            pass
-        for p in self.procs:
-            p.join(timeout=5)   # a hang guard: a worker leaves at once
-        for p in self.procs:
-            if p.exitcode is None:
-                p.kill()
-                p.join()
-        try:
-            self.results.cancel_join_thread()
-            self.results.close()
-        except Exception:
-            pass
+    def _signal_stop(self):
+        _stoke.shared_store(self._ctl, _STOP, 1)
+        for _ in self.procs:
+            self.sem.release()
 
 
-class ProcessIterator:
+class ProcessIterator(IteratorBase):
     """One epoch of a stoke.DataLoader on worker processes (the
     counterpart of dataloader._Iterator)."""
 
@@ -444,9 +574,6 @@ class ProcessIterator:
         self._failed = None
         self._done = False       # StopIteration given: the epoch ended
 
-    def __iter__(self):
-        return self
-
     def __len__(self):
         return len(self._index_sampler)
 
@@ -480,23 +607,10 @@ class ProcessIterator:
     def _receive(self, block):
         """Take one result off the queue (waiting, with the workers watched
         and the timeout kept, when block); False when none was there."""
+        msg = self._receive_msg(block)
+        if msg is None:
+            return False
         pool = self._pool
-        waited = 0.0
-        while True:
-            try:
-                msg = pool.results.get(timeout=_POLL_S) if block else \
-                    pool.results.get(block=False)
-                break
-            except _queue.Empty:
-                if not block:
-                    return False
-                why = pool.dead()
-                if why is not None:
-                    self._fail(RuntimeError(why))
-                waited += _POLL_S
-                if self._timeout and waited >= self._timeout:
-                    raise RuntimeError("DataLoader timed out after {} "
-                                       "seconds".format(self._timeout))
         epoch, unit, kind, pos, data = msg
         if kind == "init":
             self._fail(data)
@@ -512,20 +626,6 @@ class ProcessIterator:
         if entry is not None:
             (entry[2] if kind == "error" else entry[1])[pos] = data
         return True
-
-    def _fail(self, exc):
-        """The pool cannot go on: stop it and raise (torch's wrapper is
-        re-raised as the worker's exception)."""
-        self._pool.shutdown()
-        self._failed = exc
-        self._raise(exc)
-
-    @staticmethod
-    def _raise(exc):
-        from torch._utils import ExceptionWrapper
-        if isinstance(exc, ExceptionWrapper):
-            exc.reraise()
-        raise exc
 
     def _depth(self):
         """The ready queue a step finds: batches complete and not yet
@@ -545,24 +645,7 @@ class ProcessIterator:
         return None
 
     def __next__(self):
-        if self._failed is not None:
-            raise RuntimeError("stoke.DataLoader: this iteration stopped at "
-                               "an earlier error; start a new one with "
-                               "iter(loader)")
-        loader = self._loader_ref()
-        if loader is not None and loader.persistent_workers and \
-                loader._proc_epoch != self._epoch:
-            raise RuntimeError("stoke.DataLoader: this iterator was replaced "
-                               "by a newer iter(loader)")
-        if self._done:
-            # Ended: StopIteration again, as torch's (its workers may be
-            # gone: that is no death), and no step for the clock.
-            raise StopIteration
-        # As torch: a worker that died is an error at the next call, even
-        # when the others could finish the epoch without it.
-        why = self._pool.dead()
-        if why is not None:
-            self._fail(RuntimeError(why))
+        self._check_next()
         # The consumer's clock: waiting from here to the return (a step
         # that raises is counted in neither clock).
         self._stats.enter()
@@ -600,9 +683,7 @@ class ProcessIterator:
                     else got[p] for p in range(units)])
             finally:
                 self._free_rows(got)   # the batch is a copy of its rows
-        if self._pin:
-            from torch.utils.data._utils.pin_memory import pin_memory
-            data = pin_memory(data)
+        data = self._pin_data(data)
         self._stats.leave(n_keys, depth)
         return data
 
@@ -610,25 +691,6 @@ class ProcessIterator:
         for x in got.values():
             if type(x) is _slots.Row:
                 self._pool.arenas.free(x)
-
-    def _end(self):
-        self._done = True
-        self._stats.end_epoch()
-        loader = self._loader_ref()
-        if loader is None or not loader.persistent_workers:
-            self._pool.shutdown()
-
-    def __getstate__(self):
-        raise NotImplementedError("{} cannot be pickled",
-                                  self.__class__.__name__)
-
-    def __del__(self):
-        pool = getattr(self, "_pool", None)
-        loader = self._loader_ref() if hasattr(self, "_loader_ref") else None
-        if pool is not None and (loader is None or
-                                 not loader.persistent_workers):
-            pool.shutdown()
-
 
 def _main_collate():
     """torch's default_collate, run in the main process over the samples
