@@ -185,6 +185,7 @@ class IterableProcessIterator(IteratorBase):
         self._timeout = float(loader.timeout or 0)
         self._failed = None
         self._done = False
+        self._closed = False
         self._top_up()
 
     def _top_up(self):

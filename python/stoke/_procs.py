@@ -367,6 +367,8 @@ class IteratorBase:
     failure that stops the pool, the epoch's end, and the pool's end with
     the iterator."""
 
+    _closed = False     # loader.close() stopped it
+
     def __iter__(self):
         return self
 
@@ -376,6 +378,9 @@ class IteratorBase:
     def _check_next(self):
         """Raise what __next__ must raise before it waits: an earlier
         error, a newer iter(loader), an ended epoch, a dead worker."""
+        if self._closed:
+            raise RuntimeError("stoke.DataLoader: the loader was closed; "
+                               "start a new iteration with iter(loader)")
         if self._failed is not None:
             raise RuntimeError("stoke.DataLoader: this iteration stopped at "
                                "an earlier error; start a new one with "
@@ -394,6 +399,13 @@ class IteratorBase:
         why = self._pool.dead()
         if why is not None:
             self._fail(RuntimeError(why))
+
+    def _close(self):
+        """loader.close(): the workers stop, and this iteration with them
+        (its clocks go with the loader's reference to them)."""
+        self._closed = True
+        self._pool.shutdown()
+        self._stats = None
 
     def _fail(self, exc):
         """The pool cannot go on: stop it and raise (torch's wrapper is
@@ -573,6 +585,7 @@ class ProcessIterator(IteratorBase):
         self._num_yielded = 0
         self._failed = None
         self._done = False       # StopIteration given: the epoch ended
+        self._closed = False
 
     def __len__(self):
         return len(self._index_sampler)
@@ -691,6 +704,7 @@ class ProcessIterator(IteratorBase):
         for x in got.values():
             if type(x) is _slots.Row:
                 self._pool.arenas.free(x)
+
 
 def _main_collate():
     """torch's default_collate, run in the main process over the samples

@@ -25,12 +25,29 @@ consumer's CPU share (the cores the model leaves to the workers) is
 measured here, over the computing spans: the main process's CPU time there
 is the training step's."""
 
+import os
 import time
 
 from . import _stoke
 from .loader import warmup_config
 
 _TRACE_EVENTS = 16384   # trace=True: spans kept, as stoke.Loader's
+
+
+def _exports(loader):
+    """The TwoClock's metrics and JSON lines arguments from the loader's
+    (rank 0 as in thread mode's loader_config; labelled with the info's
+    name, "stoke.DataLoader")."""
+    kw = {}
+    if loader.metrics_file is not None:
+        kw["metrics_file"] = os.fsdecode(loader.metrics_file)
+        kw["metrics_every"] = float(loader.metrics_every)
+    if loader.log_jsonl is not None:
+        kw["log_jsonl"] = os.fsdecode(loader.log_jsonl)
+        kw["log_every"] = int(loader.log_every)
+    if kw:
+        kw["rank"] = 0
+    return kw
 
 
 class ProcStats:
@@ -70,7 +87,10 @@ class ProcStats:
             (), warmup=wc["warmup_epochs"], warmup_steps=wc["warmup_steps"],
             warmup_end_steps=wc["warmup_end_steps"],
             warmup_end=wc["warmup_end_ns"] / 1e9, num_workers=w,
-            prefetch=ahead, trace=trace, info=info, count_samples=False)
+            prefetch=ahead, trace=trace, info=info, count_samples=False,
+            # metrics_file= and log_jsonl=: the clock's own writers (the
+            # library's exporter, as a loader's), from these statistics.
+            **_exports(loader))
         self.clock._attach_stages(self._view, True)
         self._tracing = trace > 0
         self._left = None        # (wall, CPU) when the last step was handed out

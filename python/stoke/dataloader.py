@@ -425,11 +425,6 @@ class _DataLoader:
         self.worker_type = worker_type
         self.seed_per_sample = bool(seed_per_sample)
         _check_exports(metrics_file, metrics_every, log_jsonl, log_every)
-        if metrics_file is not None or log_jsonl is not None:
-            if self._processes():
-                raise ValueError("metrics_file and log_jsonl measure worker "
-                                 "threads; worker_type='process' does not "
-                                 "have them yet")
         self.metrics_file = metrics_file
         self.metrics_every = metrics_every
         self.log_jsonl = log_jsonl
@@ -521,12 +516,18 @@ class _DataLoader:
     def _get_iterator(self):
         # torch's own too: code that calls it gets stoke's iterator, never
         # torch's worker processes.
-        if self._processes() and self._iterable:
-            from ._iterprocs import IterableProcessIterator
-            return IterableProcessIterator(self)
         if self._processes():
-            from ._procs import ProcessIterator
-            return ProcessIterator(self)
+            if self._iterable:
+                from ._iterprocs import IterableProcessIterator as cls
+            else:
+                from ._procs import ProcessIterator as cls
+            it = cls(self)
+            # close() stops them (weakly held: an iterator dropped stops
+            # its workers itself).
+            if getattr(self, "_proc_iters", None) is None:
+                self._proc_iters = weakref.WeakSet()
+            self._proc_iters.add(it)
+            return it
         return _Iterator(self)
 
     def check_worker_number_rationality(self):
@@ -638,10 +639,15 @@ class _DataLoader:
     def close(self):
         """Stop the worker threads now (they also stop once the loader and
         its iterators are gone, and at exit); iterators of it then stop.  A
-        later iter() starts new threads."""
+        later iter() starts new threads.  Process mode: the same for its
+        worker processes, and its clocks go (with the last metrics_file
+        written, as thread mode's engine writes it when it closes)."""
         eng, self._engine = self._engine, None
         _drop_on_a_good_thread(eng, close=True)
         _drop_deferred()
+        for it in list(getattr(self, "_proc_iters", ())):
+            it._close()
+        self._pstats = None
 
     def __del__(self):
         _drop_on_a_good_thread(getattr(self, "_engine", None))
