@@ -142,6 +142,10 @@ class _IterPool(PoolBase):
                         f"worker_type='process', IterableDataset)")
         return None
 
+    def shared_segments(self):
+        from ._procmem import tensor_bytes
+        return {"ring": tensor_bytes(self.held)}
+
     def _signal_stop(self):
         for q in self.tasks:
             try:
@@ -171,6 +175,7 @@ class IterableProcessIterator(IteratorBase):
             if pool is not None:
                 pool.shutdown()
             pool = _IterPool(loader, base_seed, self._stats.block)
+        self._stats.ledger.attach(pool)
         self._pool = pool
         loader._proc_epoch = getattr(loader, "_proc_epoch", -1) + 1
         self._epoch = loader._proc_epoch

@@ -318,6 +318,7 @@ class PoolBase:
 
     procs = ()
     closed = False
+    ledger = None       # the loader's memory ledger (_procmem.py)
 
     def _start(self, ctx, target, job, w):
         self.procs = []
@@ -340,11 +341,20 @@ class PoolBase:
         """The worker processes' pids (those started)."""
         return [p.pid for p in self.procs]
 
+    def shared_segments(self):
+        """The pool's shared memory, by name: bytes (for the ledger)."""
+        return {}
+
     def shutdown(self):
         if self.closed:
             return
         self.closed = True
         _live.discard(self)
+        if self.ledger is not None:
+            try:
+                self.ledger.stopping(self)   # the workers' last reading
+            except Exception:
+                pass
         try:
             self._signal_stop()
         except Exception:
@@ -532,6 +542,12 @@ class _Pool(PoolBase):
                 return _death(p, _stoke.shared_load(self._ctl, _HELD + i))
         return None
 
+    def shared_segments(self):
+        from ._procmem import tensor_bytes
+        return {"ring": tensor_bytes(self.ctl) + tensor_bytes(self.ring) +
+                tensor_bytes(self.key_bytes),
+                "arenas": self.arenas.shared_bytes()}
+
     def _signal_stop(self):
         _stoke.shared_store(self._ctl, _STOP, 1)
         for _ in self.procs:
@@ -562,6 +578,7 @@ class ProcessIterator(IteratorBase):
             if pool is not None:
                 pool.shutdown()
             pool = _Pool(loader, base_seed, ahead, self._stats.block)
+        self._stats.ledger.attach(pool)
         for entry in getattr(self, "_pending", {}).values():
             if pool is getattr(self, "_pool", None):
                 self._free_rows(entry[1])   # batches of an epoch left early

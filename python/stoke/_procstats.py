@@ -92,6 +92,8 @@ class ProcStats:
             # library's exporter, as a loader's), from these statistics.
             **_exports(loader))
         self.clock._attach_stages(self._view, True)
+        from ._procmem import Ledger
+        self.ledger = Ledger(n)
         self._tracing = trace > 0
         self._left = None        # (wall, CPU) when the last step was handed out
         self._compute_ns = 0     # computing spans, summed
@@ -137,8 +139,19 @@ class ProcStats:
             cores, self._consumer_cpu(consumer_cpu), **kw)
 
     def report(self, cores=0, consumer_cpu=None, **kw):
-        return self.clock._procs_report(
+        text = self.clock._procs_report(
             cores, self._consumer_cpu(consumer_cpu), **kw)
+        # The memory ledger under the peak RSS line (the main process's
+        # alone), or at the end.
+        from ._procmem import report_lines
+        lines = text.split("\n")
+        at = next((i + 1 for i, x in enumerate(lines)
+                   if x.lstrip().startswith("peak RSS")), len(lines))
+        lines[at:at] = report_lines(self.memory())
+        return "\n".join(lines)
+
+    def memory(self):
+        return self.ledger.read()
 
     def save_json(self, path, cores=0, consumer_cpu=None, **kw):
         return self.clock._procs_save_json(

@@ -200,6 +200,11 @@ class MainArenas:
             return x
         return build(row.tree)
 
+    def shared_bytes(self):
+        """The arenas' shared memory (rows and flags), each once."""
+        return sum(a.numel() * a.element_size() + f.numel() * f.element_size()
+                   for a, _, f in self.arenas.values())
+
     def free(self, row):
         entry = self.arenas.get((row.worker, row.arena_id))
         if entry is not None:

@@ -699,6 +699,23 @@ class _DataLoader:
                                       words="dataloader",
                                       **deadline_kw(train_epochs, deadline))
 
+    def memory(self):
+        """The memory ledger: ``shared_bytes`` (process mode: the slots,
+        ring and stage block in shared memory, counted once; ``shared``
+        by segment), ``main_bytes`` (the main process's own: its
+        proportional share of anonymous and file pages), ``workers``
+        (process mode: each worker process's ``id``, ``pid`` and
+        ``own_bytes``, read now, or as they stopped: ``workers_alive``)
+        and ``total_bytes``, their sum.  Threads: one process, whose own
+        memory holds the slots."""
+        if self._processes():
+            return self._need_engine().memory()
+        from ._procmem import own_bytes
+        main = own_bytes(os.getpid()) or 0
+        return {"shared_bytes": 0, "shared": {}, "main_bytes": main,
+                "workers": [], "workers_alive": self._engine is not None,
+                "total_bytes": main}
+
     def save_trace(self, path):
         """A Chrome/Perfetto trace of the spans kept (create with
         trace=True)."""
