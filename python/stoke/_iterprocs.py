@@ -24,10 +24,11 @@ the batch's collation the `collate` of its last item, recorded in the
 loader's stage block (python/stoke/_procstats.py)."""
 
 import multiprocessing as _mp
+import os
 import time
 import weakref
 
-from . import _stoke
+from . import _proctrace, _stoke
 from ._procs import (IteratorBase, PoolBase, _how, record_unit,
                      worker_setup)
 
@@ -48,6 +49,7 @@ class _IterJob:
         self.collate = loader.collate_fn
         self.tasks, self.results, self.held = tasks, results, held
         self.base_seed, self.stages = base_seed, stages
+        self.spans = None        # trace=True: the span rings (_proctrace.py)
 
 
 def _iter_worker_main(worker_id, job):
@@ -57,6 +59,7 @@ def _iter_worker_main(worker_id, job):
         return
     held = job.held.numpy()
     stages = job.stages.numpy()
+    spans = _proctrace.start_worker(job.spans, worker_id, os.getpid())
     clock, cpu_clock = time.perf_counter_ns, time.thread_time_ns
     record = _stoke.stage_record
     results, tasks = job.results, job.tasks[worker_id]
@@ -75,6 +78,7 @@ def _iter_worker_main(worker_id, job):
             continue
         _stoke.shared_store(held, worker_id, task)
         times, t = [], clock()
+        start = t
         try:
             if stream is None:
                 stream = iter(job.dataset)
@@ -108,6 +112,8 @@ def _iter_worker_main(worker_id, job):
             co += times.pop()[1]   # the next() that found the end: no item
         cpu = cpu_clock()
         record_unit(record, stages, worker_id, times, co, cpu - cpu_was)
+        if spans is not None:
+            _proctrace.write_unit(spans, start, times, co, [task] * len(times))
         cpu_was = cpu
         _stoke.shared_store(held, worker_id, _NO_TASK)
         results.put((epoch, task, kind, worker_id, data))
@@ -118,7 +124,7 @@ class _IterPool(PoolBase):
     """An iterable loader's worker processes: a task queue each, one
     results queue, and the task each is making (for a death's message)."""
 
-    def __init__(self, loader, base_seed, stages):
+    def __init__(self, loader, base_seed, stages, spans=None):
         import torch
         ctx = loader.multiprocessing_context or _mp.get_context("fork")
         w = loader.num_workers
@@ -129,6 +135,7 @@ class _IterPool(PoolBase):
         self.results = ctx.Queue()
         job = _IterJob(loader, self.tasks, self.results, self.held,
                        base_seed, stages)
+        job.spans = spans
         self._start(ctx, _iter_worker_main, job, w)
 
     def dead(self):
@@ -174,7 +181,8 @@ class IterableProcessIterator(IteratorBase):
         if pool is None or pool.closed or not loader.persistent_workers:
             if pool is not None:
                 pool.shutdown()
-            pool = _IterPool(loader, base_seed, self._stats.block)
+            pool = _IterPool(loader, base_seed, self._stats.block,
+                             self._stats.spans)
         self._stats.ledger.attach(pool)
         self._pool = pool
         loader._proc_epoch = getattr(loader, "_proc_epoch", -1) + 1

@@ -34,6 +34,7 @@ process (python/stoke/_procstats.py)."""
 
 import atexit
 import heapq
+import os
 import pickle
 import multiprocessing as _mp
 import queue as _queue
@@ -41,7 +42,7 @@ import signal
 import time
 import weakref
 
-from . import _slots, _stoke
+from . import _proctrace, _slots, _stoke
 
 # ctl: the shared int64 counters.
 _CLAIM = 0      # the next unit to claim (global number in the epoch's ring)
@@ -119,6 +120,7 @@ class _Job:
         self.sem, self.results = sem, results
         self.base_seed = base_seed
         self.stages = stages     # the stage block (_procstats.py)
+        self.spans = None        # trace=True: the span rings (_proctrace.py)
 
 
 def _in_worker_collate(loader):
@@ -169,6 +171,7 @@ def _worker_main(worker_id, job):
     record = _stoke.stage_record
     key_bytes = job.key_bytes.numpy()
     results = job.results
+    spans = _proctrace.start_worker(job.spans, worker_id, os.getpid())
     held = _HELD + worker_id
     cap = ring.shape[0]
     # The thread's CPU clock is a system call (~3 us on a VM, 20 times the
@@ -183,7 +186,7 @@ def _worker_main(worker_id, job):
             # still queued: it no longer wants it.
             results.cancel_join_thread()
             return
-        t = clock()     # a sample's clock starts at its claim
+        t = start = clock()     # a sample's clock starts at its claim
         unit = _stoke.shared_fetch_add(ctl, _CLAIM, 1)
         row = ring[unit % cap]
         n, pos, epoch, base = (int(row[_N]), int(row[_POS]), int(row[_EP]),
@@ -224,6 +227,10 @@ def _worker_main(worker_id, job):
         co = clock() - t
         cpu = cpu_clock()
         record_unit(record, stages, worker_id, times, co, cpu - cpu_was)
+        if spans is not None:
+            _proctrace.write_unit(spans, start, times, co,
+                                  [k if isinstance(k, int) else _key_number(k)
+                                   for k in keys])
         cpu_was = cpu
         _stoke.shared_store(ctl, held, _NO_KEY)
         results.put((epoch, unit, kind, pos, data))
@@ -461,7 +468,7 @@ class _Pool(PoolBase):
     the results queue.  Units are numbered across epochs: a ring row is
     reused only once its unit came back."""
 
-    def __init__(self, loader, base_seed, ahead, stages):
+    def __init__(self, loader, base_seed, ahead, stages, spans=None):
         import torch
         ctx = loader.multiprocessing_context or _mp.get_context("fork")
         w = loader.num_workers
@@ -488,6 +495,7 @@ class _Pool(PoolBase):
         self.results = ctx.Queue()
         job = _Job(loader, self.ctl, self.ring, self.key_bytes, self.sem,
                    self.results, base_seed, stages)
+        job.spans = spans
         # Rows per worker: its share of the samples in flight, and two
         # more (a sample that finds none free crosses whole instead): the
         # rows cost no more shared memory than torch's batches in flight.
@@ -577,7 +585,8 @@ class ProcessIterator(IteratorBase):
         if pool is None or pool.closed or not loader.persistent_workers:
             if pool is not None:
                 pool.shutdown()
-            pool = _Pool(loader, base_seed, ahead, self._stats.block)
+            pool = _Pool(loader, base_seed, ahead, self._stats.block,
+                         self._stats.spans)
         self._stats.ledger.attach(pool)
         for entry in getattr(self, "_pending", {}).values():
             if pool is getattr(self, "_pool", None):

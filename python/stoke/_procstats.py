@@ -95,6 +95,12 @@ class ProcStats:
         from ._procmem import Ledger
         self.ledger = Ledger(n)
         self._tracing = trace > 0
+        # The workers' span rings (their trace tracks), beside the block.
+        from . import _proctrace
+        self.spans = _proctrace.make_rings(w, trace) if trace > 0 else None
+        self._iterable = loader._iterable
+        self._entered = None     # the step in progress's enter() (ns)
+        self._last_enter = None  # the last step handed out's
         self._left = None        # (wall, CPU) when the last step was handed out
         self._compute_ns = 0     # computing spans, summed
         self._compute_cpu_ns = 0  # the main process's CPU time in them
@@ -108,11 +114,12 @@ class ProcStats:
             self._compute_ns += time.perf_counter_ns() - left[0]
             self._compute_cpu_ns += time.process_time_ns() - left[1]
             self._left = None
-        self.clock._enter()
+        self._entered = self.clock._enter()
 
     def leave(self, n_samples, depth):
         """A batch of n_samples is handed out; depth batches were ready."""
         self.clock._leave(n_samples, depth)
+        self._last_enter = self._entered
         self._left = (time.perf_counter_ns(), time.process_time_ns())
 
     def end_epoch(self):
@@ -158,13 +165,17 @@ class ProcStats:
             path, cores, self._consumer_cpu(consumer_cpu), **kw)
 
     def save_trace(self, path):
-        """The consumer's spans (waiting, computing); the workers are other
-        processes, with no track here."""
+        """The consumer's spans (waiting, computing) and a track per worker
+        process with its samples' stages (python/stoke/_proctrace.py)."""
         if not self._tracing:
             # thread mode's words (the TwoClock's name trace=N otherwise)
             raise _stoke.ConfigError("tracing is off: create the loader with "
                                      "trace=True (or trace=N spans kept)")
+        from . import _proctrace
         self.clock.save_trace(path)
+        t0 = _proctrace.consumer_t0(path, self._last_enter)
+        if t0 is not None:
+            _proctrace.add_tracks(path, self.spans, t0, self._iterable)
 
     def autotune(self):
         # num_workers="auto" is refused in process mode: nothing tunes.

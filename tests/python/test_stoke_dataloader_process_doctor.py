@@ -92,3 +92,73 @@ def test_memory_in_thread_mode_is_one_process():
     assert m["workers"] == [] and m["shared_bytes"] == 0
     assert m["total_bytes"] == m["main_bytes"] > 0
     dl.close()
+
+
+class Small(Dataset):
+    def __len__(self):
+        return 64
+
+    def __getitem__(self, i):
+        return torch.tensor([float(i)]), os.getpid()
+
+
+def test_trace_has_a_track_per_worker_process(tmp_path):
+    dl = stoke.DataLoader(Small(), batch_size=8, num_workers=2,
+                          worker_type="process", persistent_workers=True,
+                          trace=True)
+    makers = set()
+    for _ in range(2):
+        for _, pids in dl:
+            makers |= set(pids.tolist())
+    path = tmp_path / "t.json"
+    dl.save_trace(path)
+    events = json.loads(path.read_text())["traceEvents"]
+    names = {e["tid"]: e["args"]["name"] for e in events
+             if e.get("ph") == "M" and e["name"] == "thread_name"}
+    assert set(names) == {0, 1, 2}
+    track_pids = {int(names[t].split("pid ")[1].rstrip(")")) for t in (1, 2)}
+    assert names[1].startswith("stoke-p0") and names[2].startswith("stoke-p1")
+    assert makers <= track_pids and os.getpid() not in track_pids
+    spans = [e for e in events if e.get("ph") == "X" and e["tid"] in (1, 2)]
+    py = {}
+    for e in spans:
+        if e["name"] == "python":
+            py.setdefault(e["args"]["sample"], []).append(e)
+    # Every sample made once an epoch, on a worker's track.
+    assert sorted(py) == list(range(64))
+    assert all(len(v) == 2 for v in py.values())
+    assert {e["name"] for e in spans} <= {"read", "python", "collate"}
+    # The tracks are on the consumer's clock: a sample's python span ends
+    # before the wait for its batch does (it was made before the batch was
+    # handed out), whatever the load.
+    waits = [e for e in events if e.get("name") == "wait" and e["tid"] == 0]
+    assert len(waits) == 16
+    for k, made in py.items():
+        for epoch, e in enumerate(sorted(made, key=lambda e: e["ts"])):
+            w = waits[epoch * 8 + k // 8]
+            assert e["ts"] >= 0
+            assert e["ts"] + e["dur"] <= w["ts"] + w["dur"] + 0.01, (k, epoch)
+    dl.close()
+
+
+def test_trace_of_an_iterable_dataset_has_the_workers_tracks(tmp_path):
+    from torch.utils.data import IterableDataset, get_worker_info
+
+    class Stream(IterableDataset):
+        def __iter__(self):
+            info = get_worker_info()
+            for i in range(info.id, 32, info.num_workers):
+                yield torch.tensor([float(i)])
+
+    dl = stoke.DataLoader(Stream(), batch_size=4, num_workers=2,
+                          worker_type="process", trace=True)
+    assert sum(1 for _ in dl) == 8
+    path = tmp_path / "i.json"
+    dl.save_trace(path)
+    events = json.loads(path.read_text())["traceEvents"]
+    for tid in (1, 2):
+        mine = [e for e in events if e.get("ph") == "X" and e["tid"] == tid
+                and e["name"] == "python"]
+        # 16 items and the next() that found the end, over 4 or 5 tasks
+        assert len(mine) >= 16
+        assert {e["args"]["batch"] for e in mine} <= set(range(10))
