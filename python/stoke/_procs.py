@@ -47,7 +47,12 @@ from . import _proctrace, _slots, _stoke
 # ctl: the shared int64 counters.
 _CLAIM = 0      # the next unit to claim (global number in the epoch's ring)
 _STOP = 1       # 1: workers leave
-_HELD = 2       # + worker id: the key the worker is making, or -1
+_GATE = 2       # workers with an id at or above it leave (num_workers="auto")
+_HELD = 3       # + worker id: the key the worker is making, or -1
+# then, per worker (W = loader.num_workers), its totals so far: busy
+# (wall) ns at _HELD + W + id, samples at _HELD + 2W + id, CPU ns at
+# _HELD + 3W + id (single writer each: num_workers="auto" reads them)
+_RETIRED = -2   # held: the worker left at the gate, as asked
 # ring rows (one per unit, int64): its keys and where it goes
 _N, _BATCH, _POS, _EP, _BASE, _KEYS = range(6)
 _KEY_BYTES = 4096  # a unit's keys, pickled, when they are not all ints
@@ -173,6 +178,11 @@ def _worker_main(worker_id, job):
     results = job.results
     spans = _proctrace.start_worker(job.spans, worker_id, os.getpid())
     held = _HELD + worker_id
+    nw = job.num_workers
+    at_busy, at_samples, at_cpu = (_HELD + nw + worker_id,
+                                   _HELD + 2 * nw + worker_id,
+                                   _HELD + 3 * nw + worker_id)
+    tot_busy = tot_samples = tot_cpu = 0
     cap = ring.shape[0]
     # The thread's CPU clock is a system call (~3 us on a VM, 20 times the
     # wall clock's): read once a unit, at its end.  Waiting for the next
@@ -185,6 +195,12 @@ def _worker_main(worker_id, job):
             # Leaving must not wait for the main process to read what is
             # still queued: it no longer wants it.
             results.cancel_join_thread()
+            return
+        if worker_id >= _stoke.shared_load(ctl, _GATE):
+            # num_workers="auto" shrank: the token is another worker's.
+            # Leaving flushes what this worker sent (no cancel here).
+            job.sem.release()
+            _stoke.shared_store(ctl, held, _RETIRED)
             return
         t = start = clock()     # a sample's clock starts at its claim
         unit = _stoke.shared_fetch_add(ctl, _CLAIM, 1)
@@ -227,6 +243,12 @@ def _worker_main(worker_id, job):
         co = clock() - t
         cpu = cpu_clock()
         record_unit(record, stages, worker_id, times, co, cpu - cpu_was)
+        tot_busy += t + co - start
+        tot_samples += len(times)
+        tot_cpu += cpu - cpu_was
+        _stoke.shared_store(ctl, at_busy, tot_busy)
+        _stoke.shared_store(ctl, at_samples, tot_samples)
+        _stoke.shared_store(ctl, at_cpu, tot_cpu)
         if spans is not None:
             _proctrace.write_unit(spans, start, times, co,
                                   [k if isinstance(k, int) else _key_number(k)
@@ -330,16 +352,25 @@ class PoolBase:
     def _start(self, ctx, target, job, w):
         self.procs = []
         self.closed = False
+        self._how_to_start = (ctx, target, job)
         _live.add(self)
         try:
             for i in range(w):
-                p = ctx.Process(target=target, args=(i, job),
-                                daemon=True, name=f"stoke-p{i}")
-                p.start()
-                self.procs.append(p)
+                self._spawn(i)
         except BaseException:
             self.shutdown()
             raise
+
+    def _spawn(self, i):
+        """Start worker i (again, when it left: num_workers="auto")."""
+        ctx, target, job = self._how_to_start
+        p = ctx.Process(target=target, args=(i, job), daemon=True,
+                        name=f"stoke-p{i}")
+        p.start()
+        if i < len(self.procs):
+            self.procs[i] = p
+        else:
+            self.procs.append(p)
 
     def _signal_stop(self):
         raise NotImplementedError
@@ -478,9 +509,15 @@ class _Pool(PoolBase):
         units_ahead = ahead * (1 if per_unit > 1 or not loader._auto_collation
                                else loader._max_batch)
         self.cap = units_ahead + w + 1
-        self.ctl = torch.full((_HELD + w,), _NO_KEY, dtype=torch.int64)
+        self.ctl = torch.full((_HELD + 4 * w,), _NO_KEY, dtype=torch.int64)
         self.ctl[_CLAIM] = 0
         self.ctl[_STOP] = 0
+        self.ctl[_HELD + w:] = 0
+        # num_workers="auto": the tuner's count of workers (the others are
+        # started when it grows); else all of them.
+        tuner = getattr(loader._pstats, "tuner", None)
+        start = tuner.active if tuner is not None else w
+        self.ctl[_GATE] = start
         self.ctl.share_memory_()
         self.ring = torch.zeros((self.cap, _KEYS + per_unit),
                                 dtype=torch.int64).share_memory_()
@@ -504,7 +541,28 @@ class _Pool(PoolBase):
         self.published = 0
         self.outstanding = []    # heap of units published, not come back
         self.back = set()        # units come back, above the heap's top
-        self._start(ctx, _worker_main, job, w)
+        self._start(ctx, _worker_main, job, start)
+
+    def set_active(self, n):
+        """num_workers="auto": n workers from now on; those above leave
+        at their next claim, those below that are not running start."""
+        _stoke.shared_store(self._ctl, _GATE, n)
+        for i in range(n):
+            if i >= len(self.procs) or self._retired(i):
+                _stoke.shared_store(self._ctl, _HELD + i, _NO_KEY)
+                self._spawn(i)
+
+    def _retired(self, i):
+        p = self.procs[i]
+        return p.exitcode == 0 and \
+            _stoke.shared_load(self._ctl, _HELD + i) == _RETIRED
+
+    def worker_totals(self):
+        """The workers' (busy ns, samples, CPU ns) so far, summed."""
+        w = self.workers
+        c = self._ctl
+        return tuple(int(c[_HELD + k * w:_HELD + (k + 1) * w].sum())
+                     for k in (1, 2, 3))
 
     def room(self):
         """Can one more unit be published without overwriting a row whose
@@ -545,8 +603,14 @@ class _Pool(PoolBase):
 
     def dead(self):
         """The message for a worker that died, or None."""
+        gate = _stoke.shared_load(self._ctl, _GATE)
         for i, p in enumerate(self.procs):
             if p.exitcode is not None:
+                if self._retired(i):
+                    if i < gate:     # it left as the count grew back
+                        _stoke.shared_store(self._ctl, _HELD + i, _NO_KEY)
+                        self._spawn(i)
+                    continue
                 return _death(p, _stoke.shared_load(self._ctl, _HELD + i))
         return None
 
@@ -594,6 +658,8 @@ class ProcessIterator(IteratorBase):
         self._pool = pool
         loader._proc_epoch = getattr(loader, "_proc_epoch", -1) + 1
         self._epoch = loader._proc_epoch
+        if self._stats.tuner is not None:
+            self._stats.tuner.attach(pool, self._epoch)
         self._base_seed = base_seed
         self._order = it
         self._order_ended = False

@@ -95,6 +95,12 @@ class ProcStats:
         from ._procmem import Ledger
         self.ledger = Ledger(n)
         self._tracing = trace > 0
+        # num_workers="auto": the processes' tuner (_procauto.py).
+        self.tuner = None
+        if loader._autotune:
+            from ._procauto import ProcTuner
+            self.tuner = ProcTuner(w)
+        self._step_compute = 0   # the compute before the step in progress
         # The workers' span rings (their trace tracks), beside the block.
         from . import _proctrace
         self.spans = _proctrace.make_rings(w, trace) if trace > 0 else None
@@ -110,8 +116,10 @@ class ProcStats:
     def enter(self):
         """__next__ was called: the step's compute ends, its wait starts."""
         left = self._left
+        self._step_compute = 0
         if left is not None:
-            self._compute_ns += time.perf_counter_ns() - left[0]
+            self._step_compute = time.perf_counter_ns() - left[0]
+            self._compute_ns += self._step_compute
             self._compute_cpu_ns += time.process_time_ns() - left[1]
             self._left = None
         self._entered = self.clock._enter()
@@ -121,6 +129,9 @@ class ProcStats:
         self.clock._leave(n_samples, depth)
         self._last_enter = self._entered
         self._left = (time.perf_counter_ns(), time.process_time_ns())
+        if self.tuner is not None:
+            self.tuner.on_step(self._left[0] - self._entered,
+                               self._step_compute, n_samples)
 
     def end_epoch(self):
         if self._left is not None:
@@ -178,5 +189,4 @@ class ProcStats:
             _proctrace.add_tracks(path, self.spans, t0, self._iterable)
 
     def autotune(self):
-        # num_workers="auto" is refused in process mode: nothing tunes.
-        return None
+        return None if self.tuner is None else self.tuner.summary()

@@ -419,9 +419,6 @@ class _DataLoader:
         if worker_type not in _WORKER_TYPES:
             raise ValueError(f"worker_type: expected 'thread', 'process' or "
                              f"'auto', got {worker_type!r}")
-        if worker_type == "process" and self._autotune:
-            raise ValueError("num_workers='auto' tunes worker threads; give "
-                             "worker_type='process' a number of workers")
         self.worker_type = worker_type
         self.seed_per_sample = bool(seed_per_sample)
         _check_exports(metrics_file, metrics_every, log_jsonl, log_every)

@@ -162,3 +162,72 @@ def test_trace_of_an_iterable_dataset_has_the_workers_tracks(tmp_path):
         # 16 items and the next() that found the end, over 4 or 5 tasks
         assert len(mine) >= 16
         assert {e["args"]["batch"] for e in mine} <= set(range(10))
+
+
+class Slow(Dataset):
+    """Samples that sleep (no CPU): a consumer that computes nothing waits
+    on one worker, whatever the load, so the tuner must grow."""
+
+    def __init__(self, n):
+        self.n = n
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        import time
+        time.sleep(0.0005)
+        return torch.tensor([float(i)]), i
+
+
+def batches(loader, epochs):
+    return [[y.tolist() for _, y in loader] for _ in range(epochs)]
+
+
+def test_auto_grows_the_worker_processes_and_keeps_the_batches():
+    kw = dict(batch_size=8, shuffle=True, worker_type="process")
+    auto = stoke.DataLoader(Slow(96), num_workers="auto",
+                            persistent_workers=True,
+                            generator=torch.Generator().manual_seed(5), **kw)
+    fixed = stoke.DataLoader(Slow(96), num_workers=2,
+                             generator=torch.Generator().manual_seed(5), **kw)
+    got, want = batches(auto, 2), batches(fixed, 2)
+    assert got == want
+    assert sorted(sum(got[0], [])) == list(range(96))
+    a = auto.autotune()
+    assert a is not None and a["worker_type"] == "process"
+    assert a["max_workers"] >= 8 and auto.num_workers == a["max_workers"]
+    first = a["decisions"][0]
+    assert first["kind"] == "grow" and first["from_workers"] == 1
+    assert first["to_workers"] > 1 and "processes" in first["text"]
+    # The processes it grew to are running (persistent workers).
+    assert len(auto.memory()["workers"]) == a["workers"] > 1
+    assert fixed.autotune() is None
+    auto.close()
+
+
+def test_auto_shrinks_and_grows_again_without_losing_a_sample():
+    # The pool's gate, moved by hand at fixed steps (the tuner moves it
+    # from its windows): workers above it leave at their next claim, and
+    # come back as new processes when it rises again.
+    # 480 samples: the ring runs 16 batches ahead, so workers still claim
+    # after the gate falls (and leave), and after it rises.
+    dl = stoke.DataLoader(Slow(480), batch_size=8, num_workers="auto",
+                          worker_type="process")
+    it = iter(dl)
+    it._stats.tuner.on_step = lambda *a: None   # the gate is the test's
+    pool = it._pool
+    seen = []
+    for step in range(60):
+        if step == 2:
+            pool.set_active(3)
+        elif step == 8:
+            pool.set_active(1)
+        elif step == 40:
+            pool.set_active(2)
+        _, y = next(it)
+        seen += y.tolist()
+    with pytest.raises(StopIteration):
+        next(it)
+    assert seen == list(range(480))
+    assert len(pool.procs) == 3
