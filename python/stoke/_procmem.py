@@ -63,6 +63,7 @@ class Ledger:
 
     def __init__(self, block_bytes):
         self.block_bytes = int(block_bytes)
+        self.span_bytes = 0   # trace=True: the workers' span rings
         self._pool = None
         self._last = None     # (shared dict, workers list) as they stopped
 
@@ -85,6 +86,8 @@ class Ledger:
             shared, workers, alive = {}, [], False
         shared = dict(shared)
         shared["stage_block"] = self.block_bytes
+        if self.span_bytes:
+            shared["span_rings"] = self.span_bytes
         main = own_bytes(os.getpid()) or 0
         shared_total = sum(shared.values())
         return {

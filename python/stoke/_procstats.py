@@ -104,6 +104,8 @@ class ProcStats:
         # The workers' span rings (their trace tracks), beside the block.
         from . import _proctrace
         self.spans = _proctrace.make_rings(w, trace) if trace > 0 else None
+        from ._procmem import tensor_bytes
+        self.ledger.span_bytes = tensor_bytes(self.spans)
         self._iterable = loader._iterable
         self._entered = None     # the step in progress's enter() (ns)
         self._last_enter = None  # the last step handed out's

@@ -274,7 +274,8 @@ class _DataLoader:
     Prometheus text (node_exporter's textfile collector) atomically every
     ``metrics_every`` seconds and at the end; ``log_jsonl=PATH`` appends a
     JSON line per epoch and every ``log_every`` steps, as
-    :class:`stoke.Loader` does (docs/metrics.md; worker threads only).  See
+    :class:`stoke.Loader` does (docs/metrics.md).  :meth:`memory`: the
+    memory ledger.  See
     the module's documentation for what running on threads changes."""
 
     __initialized = False
@@ -295,7 +296,8 @@ class _DataLoader:
                                       RandomSampler, SequentialSampler)
         from torch.utils.data._utils import collate as _tc
         # num_workers="auto": stoke's online autotuner, up to
-        # AUTO_MAX_WORKERS threads (each with its copy of the dataset).
+        # auto_max_workers() threads (each with its copy of the dataset);
+        # worker_type="process": as many processes, by _procauto.py.
         self._autotune = num_workers == "auto"
         if self._autotune:
             num_workers = auto_max_workers()
@@ -659,8 +661,8 @@ class _DataLoader:
 
     def autotune(self):
         """num_workers="auto": the autotuner's workers and prefetch in force,
-        its limits and every decision with its reason and numbers; None
-        otherwise."""
+        its limits and every decision with its reason and numbers (worker
+        processes: their tuner's, without prefetch); None otherwise."""
         return self._need_engine().autotune()
 
     def diagnose(self, cores=0, consumer_cpu=None, *, train_epochs=None,

@@ -112,6 +112,8 @@ def test_trace_has_a_track_per_worker_process(tmp_path):
             makers |= set(pids.tolist())
     path = tmp_path / "t.json"
     dl.save_trace(path)
+    # 2 workers x 16384 spans x 4 int64 + 2 words each, counted once
+    assert dl.memory()["shared"]["span_rings"] == 2 * (16384 * 4 + 2) * 8
     events = json.loads(path.read_text())["traceEvents"]
     names = {e["tid"]: e["args"]["name"] for e in events
              if e.get("ph") == "M" and e["name"] == "thread_name"}
