@@ -166,20 +166,9 @@ def test_trace_of_an_iterable_dataset_has_the_workers_tracks(tmp_path):
         assert {e["args"]["batch"] for e in mine} <= set(range(10))
 
 
-class Slow(Dataset):
-    """Samples that sleep (no CPU): a consumer that computes nothing waits
-    on one worker, whatever the load, so the tuner must grow."""
-
-    def __init__(self, n):
-        self.n = n
-
-    def __len__(self):
-        return self.n
-
-    def __getitem__(self, i):
-        import time
-        time.sleep(0.0005)
-        return torch.tensor([float(i)]), i
+# Samples that sleep (no CPU): a consumer that computes nothing waits on
+# one worker, whatever the load, so the tuner must grow.
+from test_stoke_autotune import Slow  # noqa: E402
 
 
 def batches(loader, epochs):
