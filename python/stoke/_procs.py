@@ -664,6 +664,7 @@ class ProcessIterator(IteratorBase):
         self._order = it
         self._order_ended = False
         self._ahead = ahead
+        self._pf = loader.prefetch_factor or 2
         self._per_batch = _in_worker_collate(loader) is not None
         self._auto = loader._auto_collation
         self._collate = None if self._per_batch else _main_collate()
@@ -682,10 +683,17 @@ class ProcessIterator(IteratorBase):
     def __len__(self):
         return len(self._index_sampler)
 
+    def _ahead_now(self):
+        """Batches given out ahead: prefetch_factor per worker, as torch;
+        num_workers="auto": per worker in use (each worker's arena has
+        rows for its share of that), the ring holding the most's."""
+        tuner = self._stats.tuner
+        return self._ahead if tuner is None else self._pf * tuner.active
+
     def _top_up(self):
         pool = self._pool
         while not self._order_ended and \
-                self._next_batch - self._num_yielded < self._ahead:
+                self._next_batch - self._num_yielded < self._ahead_now():
             keys = None
             try:
                 item = next(self._order)

@@ -14,8 +14,8 @@ overwrites its oldest, as the library's).  ts is CLOCK_MONOTONIC
 (time.perf_counter_ns), the clock the consumer's spans are taken on, so
 the tracks line up.  save_trace writes the consumer's trace (the
 library's, through the TwoClock) and adds a track per worker process,
-"stoke-p<w> (pid N)", with its read, python and collate spans, each
-naming its sample (a map-style dataset's key; an IterableDataset's task,
+"stoke-p<w> (pid N)" (a worker id never started has none), with its
+read, python and collate spans, each naming its sample (a map-style dataset's key; an IterableDataset's task,
 the batch of its stream).
 
 A span being written while the trace is read may come out torn: the
@@ -96,7 +96,9 @@ def add_tracks(path, rings, t0_ns, iterable):
         row = view[w]
         tid = 1 + w
         pid = int(row[_PID])
-        name = f"stoke-p{w} (pid {pid})" if pid else f"stoke-p{w}"
+        if not pid:
+            continue    # never started (num_workers="auto" stayed below)
+        name = f"stoke-p{w} (pid {pid})"
         events.append({"name": "thread_name", "ph": "M", "pid": 1,
                        "tid": tid, "args": {"name": name}})
         spans, lost_w = _read(row)

@@ -201,8 +201,8 @@ def test_auto_shrinks_and_grows_again_without_losing_a_sample():
     # The pool's gate, moved by hand at fixed steps (the tuner moves it
     # from its windows): workers above it leave at their next claim, and
     # come back as new processes when it rises again.
-    # 480 samples: the ring runs 16 batches ahead, so workers still claim
-    # after the gate falls (and leave), and after it rises.
+    # 480 samples: enough that workers still claim after the gate falls
+    # (and leave), and after it rises.
     dl = stoke.DataLoader(Slow(480), batch_size=8, num_workers="auto",
                           worker_type="process")
     it = iter(dl)
