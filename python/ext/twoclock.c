@@ -246,8 +246,9 @@ static PyObject *twoclock_attach_stages(sk_TwoClock *self, PyObject *args) {
 ** the ready queue that step found. */
 static PyObject *twoclock_enter_m(sk_TwoClock *self, PyObject *noargs) {
   if (!ready(self)) return NULL;
-  stoke_twoclock_enter(self->c);
-  Py_RETURN_NONE;
+  /* The timestamp (CLOCK_MONOTONIC ns): process mode lines its workers'
+  ** trace tracks up with the consumer's spans by it. */
+  return PyLong_FromLongLong((long long)stoke_twoclock_enter(self->c));
 }
 
 static PyObject *twoclock_leave_m(sk_TwoClock *self, PyObject *args) {

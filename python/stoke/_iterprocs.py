@@ -24,13 +24,13 @@ the batch's collation the `collate` of its last item, recorded in the
 loader's stage block (python/stoke/_procstats.py)."""
 
 import multiprocessing as _mp
-import queue as _queue
-import signal
+import os
 import time
 import weakref
 
-from . import _stoke
-from ._procs import _POLL_S, _seed_worker, _live, record_unit
+from . import _proctrace, _stoke
+from ._procs import (IteratorBase, PoolBase, _how, record_unit,
+                     worker_setup)
 
 _NO_TASK = -1
 
@@ -49,32 +49,20 @@ class _IterJob:
         self.collate = loader.collate_fn
         self.tasks, self.results, self.held = tasks, results, held
         self.base_seed, self.stages = base_seed, stages
+        self.spans = None        # trace=True: the span rings (_proctrace.py)
 
 
 def _iter_worker_main(worker_id, job):
     """A worker process: one batch of its own stream per task."""
-    import torch
     from torch._utils import ExceptionWrapper
-    from torch.utils.data._utils import worker as tw
-    torch.set_num_threads(int(job.torch_threads or 1))
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the main process decides
+    if not worker_setup(worker_id, job):
+        return
     held = job.held.numpy()
     stages = job.stages.numpy()
+    spans = _proctrace.start_worker(job.spans, worker_id, os.getpid())
     clock, cpu_clock = time.perf_counter_ns, time.thread_time_ns
     record = _stoke.stage_record
-    seed = _seed_worker(job.base_seed, worker_id)
-    tw._worker_info = tw.WorkerInfo(id=worker_id, num_workers=job.num_workers,
-                                    seed=seed, dataset=job.dataset)
     results, tasks = job.results, job.tasks[worker_id]
-    try:
-        if job.worker_init_fn is not None:
-            job.worker_init_fn(worker_id)
-    except Exception:
-        results.put((-1, -1, "init", worker_id, ExceptionWrapper(
-            where=f"in DataLoader worker process {worker_id}")))
-        results.close()
-        results.join_thread()   # the message must reach the main process
-        return
     stream, stream_epoch, ended = None, None, False
     cpu_was = cpu_clock()   # once a task: see _procs._worker_main
     while True:
@@ -90,6 +78,7 @@ def _iter_worker_main(worker_id, job):
             continue
         _stoke.shared_store(held, worker_id, task)
         times, t = [], clock()
+        start = t
         try:
             if stream is None:
                 stream = iter(job.dataset)
@@ -123,17 +112,19 @@ def _iter_worker_main(worker_id, job):
             co += times.pop()[1]   # the next() that found the end: no item
         cpu = cpu_clock()
         record_unit(record, stages, worker_id, times, co, cpu - cpu_was)
+        if spans is not None:
+            _proctrace.write_unit(spans, start, times, co, [task] * len(times))
         cpu_was = cpu
         _stoke.shared_store(held, worker_id, _NO_TASK)
         results.put((epoch, task, kind, worker_id, data))
         items = data = None
 
 
-class _IterPool:
+class _IterPool(PoolBase):
     """An iterable loader's worker processes: a task queue each, one
     results queue, and the task each is making (for a death's message)."""
 
-    def __init__(self, loader, base_seed, stages):
+    def __init__(self, loader, base_seed, stages, spans=None):
         import torch
         ctx = loader.multiprocessing_context or _mp.get_context("fork")
         w = loader.num_workers
@@ -144,63 +135,33 @@ class _IterPool:
         self.results = ctx.Queue()
         job = _IterJob(loader, self.tasks, self.results, self.held,
                        base_seed, stages)
-        self.procs = []
-        self.closed = False
-        _live.add(self)
-        try:
-            for i in range(w):
-                p = ctx.Process(target=_iter_worker_main, args=(i, job),
-                                daemon=True, name=f"stoke-p{i}")
-                p.start()
-                self.procs.append(p)
-        except BaseException:
-            self.shutdown()
-            raise
+        job.spans = spans
+        self._start(ctx, _iter_worker_main, job, w)
 
     def dead(self):
         for i, p in enumerate(self.procs):
             if p.exitcode is not None:
-                code = p.exitcode
-                if code < 0:
-                    try:
-                        name = signal.Signals(-code).name
-                    except ValueError:
-                        name = f"signal {-code}"
-                    how = f"is killed by signal: {name}"
-                else:
-                    how = f"exited unexpectedly with exit code {code}"
                 task = _stoke.shared_load(self._held, i)
                 held = "no batch" if task < 0 else \
                     f"batch {task} of its stream's epoch"
-                return (f"DataLoader worker (pid {p.pid}) {how}; it was "
+                return (f"DataLoader worker (pid {p.pid}) {_how(p)}; it was "
                         f"making {held} (stoke.DataLoader, "
                         f"worker_type='process', IterableDataset)")
         return None
 
-    def shutdown(self):
-        if self.closed:
-            return
-        self.closed = True
-        _live.discard(self)
+    def shared_segments(self):
+        from ._procmem import tensor_bytes
+        return {"ring": tensor_bytes(self.held)}
+
+    def _signal_stop(self):
         for q in self.tasks:
             try:
                 q.put(None)
             except Exception:
                 pass
-        for p in self.procs:
-            p.join(timeout=5)   # a hang guard: a worker leaves at once
-        for p in self.procs:
-            if p.exitcode is None:
-                p.kill()
-                p.join()
-        try:
-            self.results.cancel_join_thread()
-            self.results.close()
-        except Exception:
-            pass
 
 
-class IterableProcessIterator:
+class IterableProcessIterator(IteratorBase):
     """One epoch of a stoke.DataLoader over an IterableDataset on worker
     processes (torch's task order: round robin over the active workers)."""
 
@@ -220,7 +181,9 @@ class IterableProcessIterator:
         if pool is None or pool.closed or not loader.persistent_workers:
             if pool is not None:
                 pool.shutdown()
-            pool = _IterPool(loader, base_seed, self._stats.block)
+            pool = _IterPool(loader, base_seed, self._stats.block,
+                             self._stats.spans)
+        self._stats.ledger.attach(pool)
         self._pool = pool
         loader._proc_epoch = getattr(loader, "_proc_epoch", -1) + 1
         self._epoch = loader._proc_epoch
@@ -235,10 +198,8 @@ class IterableProcessIterator:
         self._timeout = float(loader.timeout or 0)
         self._failed = None
         self._done = False
+        self._closed = False
         self._top_up()
-
-    def __iter__(self):
-        return self
 
     def _top_up(self):
         """Ask the active workers, in turn, until _ahead tasks are out."""
@@ -253,23 +214,9 @@ class IterableProcessIterator:
             self._sent += 1
 
     def _receive(self, block):
-        pool = self._pool
-        waited = 0.0
-        while True:
-            try:
-                msg = pool.results.get(timeout=_POLL_S) if block else \
-                    pool.results.get(block=False)
-                break
-            except _queue.Empty:
-                if not block:
-                    return False
-                why = pool.dead()
-                if why is not None:
-                    self._fail(RuntimeError(why))
-                waited += _POLL_S
-                if self._timeout and waited >= self._timeout:
-                    raise RuntimeError("DataLoader timed out after {} "
-                                       "seconds".format(self._timeout))
+        msg = self._receive_msg(block)
+        if msg is None:
+            return False
         epoch, task, kind, wk, data = msg
         if kind == "init":
             self._fail(data)
@@ -281,18 +228,6 @@ class IterableProcessIterator:
         self._got[task] = (kind, data)
         return True
 
-    def _fail(self, exc):
-        self._pool.shutdown()
-        self._failed = exc
-        self._raise(exc)
-
-    @staticmethod
-    def _raise(exc):
-        from torch._utils import ExceptionWrapper
-        if isinstance(exc, ExceptionWrapper):
-            exc.reraise()
-        raise exc
-
     def _depth(self):
         """Batches come back and not yet handed out (stops not counted)."""
         while self._receive(block=False):
@@ -300,20 +235,7 @@ class IterableProcessIterator:
         return sum(1 for k, _ in self._got.values() if k != "stop")
 
     def __next__(self):
-        if self._failed is not None:
-            raise RuntimeError("stoke.DataLoader: this iteration stopped at "
-                               "an earlier error; start a new one with "
-                               "iter(loader)")
-        loader = self._loader_ref()
-        if loader is not None and loader.persistent_workers and \
-                loader._proc_epoch != self._epoch:
-            raise RuntimeError("stoke.DataLoader: this iterator was replaced "
-                               "by a newer iter(loader)")
-        if self._done:
-            raise StopIteration
-        why = self._pool.dead()
-        if why is not None:
-            self._fail(RuntimeError(why))
+        self._check_next()
         self._stats.enter()
         depth = self._depth()
         while True:
@@ -332,26 +254,6 @@ class IterableProcessIterator:
         self._top_up()
         if kind == "error":
             self._raise(data)
-        if self._pin:
-            from torch.utils.data._utils.pin_memory import pin_memory
-            data = pin_memory(data)
+        data = self._pin_data(data)
         self._stats.leave(_stoke.TwoClock._batch_len(data), depth)
         return data
-
-    def _end(self):
-        self._done = True
-        self._stats.end_epoch()
-        loader = self._loader_ref()
-        if loader is None or not loader.persistent_workers:
-            self._pool.shutdown()
-
-    def __getstate__(self):
-        raise NotImplementedError("{} cannot be pickled",
-                                  self.__class__.__name__)
-
-    def __del__(self):
-        pool = getattr(self, "_pool", None)
-        loader = self._loader_ref() if hasattr(self, "_loader_ref") else None
-        if pool is not None and (loader is None or
-                                 not loader.persistent_workers):
-            pool.shutdown()

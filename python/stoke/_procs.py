@@ -34,6 +34,7 @@ process (python/stoke/_procstats.py)."""
 
 import atexit
 import heapq
+import os
 import pickle
 import multiprocessing as _mp
 import queue as _queue
@@ -41,12 +42,17 @@ import signal
 import time
 import weakref
 
-from . import _slots, _stoke
+from . import _proctrace, _slots, _stoke
 
 # ctl: the shared int64 counters.
 _CLAIM = 0      # the next unit to claim (global number in the epoch's ring)
 _STOP = 1       # 1: workers leave
-_HELD = 2       # + worker id: the key the worker is making, or -1
+_GATE = 2       # workers with an id at or above it leave (num_workers="auto")
+_HELD = 3       # + worker id: the key the worker is making, or -1
+# then, per worker (W = loader.num_workers), its totals so far: busy
+# (wall) ns at _HELD + W + id, samples at _HELD + 2W + id, CPU ns at
+# _HELD + 3W + id (single writer each: num_workers="auto" reads them)
+_RETIRED = -2   # held: the worker left at the gate, as asked
 # ring rows (one per unit, int64): its keys and where it goes
 _N, _BATCH, _POS, _EP, _BASE, _KEYS = range(6)
 _KEY_BYTES = 4096  # a unit's keys, pickled, when they are not all ints
@@ -119,6 +125,7 @@ class _Job:
         self.sem, self.results = sem, results
         self.base_seed = base_seed
         self.stages = stages     # the stage block (_procstats.py)
+        self.spans = None        # trace=True: the span rings (_proctrace.py)
 
 
 def _in_worker_collate(loader):
@@ -131,33 +138,51 @@ def _in_worker_collate(loader):
     return None
 
 
-def _worker_main(worker_id, job):
-    """A worker process: claim units until told to stop."""
+def worker_setup(worker_id, job):
+    """A worker process's start, as torch's _worker_loop: its torch
+    threads, SIGINT left to the main process, torch's seeds and
+    get_worker_info(), worker_init_fn.  False when worker_init_fn raised
+    (its error is sent, and the worker must leave)."""
     import torch
     from torch._utils import ExceptionWrapper
     from torch.utils.data._utils import worker as tw
     torch.set_num_threads(int(job.torch_threads or 1))
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the main process decides
+    seed = _seed_worker(job.base_seed, worker_id)
+    tw._worker_info = tw.WorkerInfo(id=worker_id, num_workers=job.num_workers,
+                                    seed=seed, dataset=job.dataset)
+    try:
+        if job.worker_init_fn is not None:
+            job.worker_init_fn(worker_id)
+    except Exception:
+        job.results.put((-1, -1, "init", worker_id, ExceptionWrapper(
+            where=f"in DataLoader worker process {worker_id}")))
+        job.results.close()
+        job.results.join_thread()   # the message must reach the main process
+        return False
+    return True
+
+
+def _worker_main(worker_id, job):
+    """A worker process: claim units until told to stop."""
+    import torch
+    from torch._utils import ExceptionWrapper
+    if not worker_setup(worker_id, job):
+        return
     ctl = job.ctl.numpy()
     ring = job.ring.numpy()
     stages = job.stages.numpy()
     clock, cpu_clock = time.perf_counter_ns, time.thread_time_ns
     record = _stoke.stage_record
     key_bytes = job.key_bytes.numpy()
-    seed = _seed_worker(job.base_seed, worker_id)
-    tw._worker_info = tw.WorkerInfo(id=worker_id, num_workers=job.num_workers,
-                                    seed=seed, dataset=job.dataset)
     results = job.results
-    try:
-        if job.worker_init_fn is not None:
-            job.worker_init_fn(worker_id)
-    except Exception:
-        results.put((-1, -1, "init", worker_id, ExceptionWrapper(
-            where=f"in DataLoader worker process {worker_id}")))
-        results.close()
-        results.join_thread()   # the message must reach the main process
-        return
+    spans = _proctrace.start_worker(job.spans, worker_id, os.getpid())
     held = _HELD + worker_id
+    nw = job.num_workers
+    at_busy, at_samples, at_cpu = (_HELD + nw + worker_id,
+                                   _HELD + 2 * nw + worker_id,
+                                   _HELD + 3 * nw + worker_id)
+    tot_busy = tot_samples = tot_cpu = 0
     cap = ring.shape[0]
     # The thread's CPU clock is a system call (~3 us on a VM, 20 times the
     # wall clock's): read once a unit, at its end.  Waiting for the next
@@ -171,7 +196,13 @@ def _worker_main(worker_id, job):
             # still queued: it no longer wants it.
             results.cancel_join_thread()
             return
-        t = clock()     # a sample's clock starts at its claim
+        if worker_id >= _stoke.shared_load(ctl, _GATE):
+            # num_workers="auto" shrank: the token is another worker's.
+            # Leaving flushes what this worker sent (no cancel here).
+            job.sem.release()
+            _stoke.shared_store(ctl, held, _RETIRED)
+            return
+        t = start = clock()     # a sample's clock starts at its claim
         unit = _stoke.shared_fetch_add(ctl, _CLAIM, 1)
         row = ring[unit % cap]
         n, pos, epoch, base = (int(row[_N]), int(row[_POS]), int(row[_EP]),
@@ -212,6 +243,16 @@ def _worker_main(worker_id, job):
         co = clock() - t
         cpu = cpu_clock()
         record_unit(record, stages, worker_id, times, co, cpu - cpu_was)
+        tot_busy += t + co - start
+        tot_samples += len(times)
+        tot_cpu += cpu - cpu_was
+        _stoke.shared_store(ctl, at_busy, tot_busy)
+        _stoke.shared_store(ctl, at_samples, tot_samples)
+        _stoke.shared_store(ctl, at_cpu, tot_cpu)
+        if spans is not None:
+            _proctrace.write_unit(spans, start, times, co,
+                                  [k if isinstance(k, int) else _key_number(k)
+                                   for k in keys])
         cpu_was = cpu
         _stoke.shared_store(ctl, held, _NO_KEY)
         results.put((epoch, unit, kind, pos, data))
@@ -259,28 +300,206 @@ def _stop_all():
         pool.shutdown()
 
 
-def _death(proc, key):
-    """torch's words for a worker that died, and the sample it held."""
+def _how(proc):
+    """torch's words for how a worker process ended."""
     code = proc.exitcode
     if code is not None and code < 0:
         try:
             name = signal.Signals(-code).name
         except ValueError:
             name = f"signal {-code}"
-        how = f"is killed by signal: {name}"
-    else:
-        how = f"exited unexpectedly with exit code {code}"
+        return f"is killed by signal: {name}"
+    return f"exited unexpectedly with exit code {code}"
+
+
+def _death(proc, key):
+    """torch's words for a worker that died, and the sample it held."""
     held = "no sample" if key < 0 else f"dataset[{key}]"
-    return (f"DataLoader worker (pid {proc.pid}) {how}; it held {held} "
+    return (f"DataLoader worker (pid {proc.pid}) {_how(proc)}; it held {held} "
             f"(stoke.DataLoader, worker_type='process')")
 
 
-class _Pool:
+def wait_result(pool, block, timeout, fail):
+    """One message off pool.results, or None when not block and none is
+    there.  Waiting, the workers are watched (fail(RuntimeError) for one
+    that died: it raises) and the timeout is kept.  Shared by the map and
+    the iterable iterators."""
+    waited = 0.0
+    while True:
+        try:
+            return pool.results.get(timeout=_POLL_S) if block else \
+                pool.results.get(block=False)
+        except _queue.Empty:
+            if not block:
+                return None
+            why = pool.dead()
+            if why is not None:
+                fail(RuntimeError(why))
+            waited += _POLL_S
+            if timeout and waited >= timeout:
+                raise RuntimeError("DataLoader timed out after {} "
+                                   "seconds".format(timeout))
+
+
+class PoolBase:
+    """What both pools share: starting the worker processes, and stopping
+    them (after the subclass's _signal_stop has told them to leave)."""
+
+    procs = ()
+    closed = False
+    ledger = None       # the loader's memory ledger (_procmem.py)
+
+    def _start(self, ctx, target, job, w):
+        self.procs = []
+        self.closed = False
+        self._how_to_start = (ctx, target, job)
+        _live.add(self)
+        try:
+            for i in range(w):
+                self._spawn(i)
+        except BaseException:
+            self.shutdown()
+            raise
+
+    def _spawn(self, i):
+        """Start worker i (again, when it left: num_workers="auto")."""
+        ctx, target, job = self._how_to_start
+        p = ctx.Process(target=target, args=(i, job), daemon=True,
+                        name=f"stoke-p{i}")
+        p.start()
+        if i < len(self.procs):
+            self.procs[i] = p
+        else:
+            self.procs.append(p)
+
+    def _signal_stop(self):
+        raise NotImplementedError
+
+    def pids(self):
+        """The worker processes' pids (those started)."""
+        return [p.pid for p in self.procs]
+
+    def shared_segments(self):
+        """The pool's shared memory, by name: bytes (for the ledger)."""
+        return {}
+
+    def shutdown(self):
+        if self.closed:
+            return
+        self.closed = True
+        _live.discard(self)
+        if self.ledger is not None:
+            try:
+                self.ledger.stopping(self)   # the workers' last reading
+            except Exception:
+                pass
+        try:
+            self._signal_stop()
+        except Exception:
+            pass
+        for p in self.procs:
+            p.join(timeout=5)   # a hang guard: a worker leaves at once
+        for p in self.procs:
+            if p.exitcode is None:
+                p.kill()
+                p.join()
+        try:
+            self.results.cancel_join_thread()
+            self.results.close()
+        except Exception:
+            pass
+
+
+class IteratorBase:
+    """What both iterators share: the checks at the top of __next__, a
+    failure that stops the pool, the epoch's end, and the pool's end with
+    the iterator."""
+
+    _closed = False     # loader.close() stopped it
+
+    def __iter__(self):
+        return self
+
+    def _receive_msg(self, block):
+        return wait_result(self._pool, block, self._timeout, self._fail)
+
+    def _check_next(self):
+        """Raise what __next__ must raise before it waits: an earlier
+        error, a newer iter(loader), an ended epoch, a dead worker."""
+        if self._closed:
+            raise RuntimeError("stoke.DataLoader: the loader was closed; "
+                               "start a new iteration with iter(loader)")
+        if self._failed is not None:
+            raise RuntimeError("stoke.DataLoader: this iteration stopped at "
+                               "an earlier error; start a new one with "
+                               "iter(loader)")
+        loader = self._loader_ref()
+        if loader is not None and loader.persistent_workers and \
+                loader._proc_epoch != self._epoch:
+            raise RuntimeError("stoke.DataLoader: this iterator was replaced "
+                               "by a newer iter(loader)")
+        if self._done:
+            # Ended: StopIteration again, as torch's (its workers may be
+            # gone: that is no death), and no step for the clock.
+            raise StopIteration
+        # As torch: a worker that died is an error at the next call, even
+        # when the others could finish the epoch without it.
+        why = self._pool.dead()
+        if why is not None:
+            self._fail(RuntimeError(why))
+
+    def _close(self):
+        """loader.close(): the workers stop, and this iteration with them
+        (its clocks go with the loader's reference to them)."""
+        self._closed = True
+        self._pool.shutdown()
+        self._stats = None
+
+    def _fail(self, exc):
+        """The pool cannot go on: stop it and raise (torch's wrapper is
+        re-raised as the worker's exception)."""
+        self._pool.shutdown()
+        self._failed = exc
+        self._raise(exc)
+
+    @staticmethod
+    def _raise(exc):
+        from torch._utils import ExceptionWrapper
+        if isinstance(exc, ExceptionWrapper):
+            exc.reraise()
+        raise exc
+
+    def _pin_data(self, data):
+        if self._pin:
+            from torch.utils.data._utils.pin_memory import pin_memory
+            data = pin_memory(data)
+        return data
+
+    def _end(self):
+        self._done = True
+        self._stats.end_epoch()
+        loader = self._loader_ref()
+        if loader is None or not loader.persistent_workers:
+            self._pool.shutdown()
+
+    def __getstate__(self):
+        raise NotImplementedError("{} cannot be pickled",
+                                  self.__class__.__name__)
+
+    def __del__(self):
+        pool = getattr(self, "_pool", None)
+        loader = self._loader_ref() if hasattr(self, "_loader_ref") else None
+        if pool is not None and (loader is None or
+                                 not loader.persistent_workers):
+            pool.shutdown()
+
+
+class _Pool(PoolBase):
     """The worker processes of a loader, its shared counters and ring, and
     the results queue.  Units are numbered across epochs: a ring row is
     reused only once its unit came back."""
 
-    def __init__(self, loader, base_seed, ahead, stages):
+    def __init__(self, loader, base_seed, ahead, stages, spans=None):
         import torch
         ctx = loader.multiprocessing_context or _mp.get_context("fork")
         w = loader.num_workers
@@ -290,9 +509,15 @@ class _Pool:
         units_ahead = ahead * (1 if per_unit > 1 or not loader._auto_collation
                                else loader._max_batch)
         self.cap = units_ahead + w + 1
-        self.ctl = torch.full((_HELD + w,), _NO_KEY, dtype=torch.int64)
+        self.ctl = torch.full((_HELD + 4 * w,), _NO_KEY, dtype=torch.int64)
         self.ctl[_CLAIM] = 0
         self.ctl[_STOP] = 0
+        self.ctl[_HELD + w:] = 0
+        # num_workers="auto": the tuner's count of workers (the others are
+        # started when it grows); else all of them.
+        tuner = getattr(loader._pstats, "tuner", None)
+        start = tuner.active if tuner is not None else w
+        self.ctl[_GATE] = start
         self.ctl.share_memory_()
         self.ring = torch.zeros((self.cap, _KEYS + per_unit),
                                 dtype=torch.int64).share_memory_()
@@ -307,26 +532,37 @@ class _Pool:
         self.results = ctx.Queue()
         job = _Job(loader, self.ctl, self.ring, self.key_bytes, self.sem,
                    self.results, base_seed, stages)
+        job.spans = spans
         # Rows per worker: its share of the samples in flight, and two
         # more (a sample that finds none free crosses whole instead): the
         # rows cost no more shared memory than torch's batches in flight.
         job.rows = -(-units_ahead // max(w, 1)) + 2
         self.arenas = _slots.MainArenas()
-        self.procs = []
         self.published = 0
         self.outstanding = []    # heap of units published, not come back
         self.back = set()        # units come back, above the heap's top
-        self.closed = False
-        _live.add(self)
-        try:
-            for i in range(w):
-                p = ctx.Process(target=_worker_main, args=(i, job),
-                                daemon=True, name=f"stoke-p{i}")
-                p.start()
-                self.procs.append(p)
-        except BaseException:
-            self.shutdown()
-            raise
+        self._start(ctx, _worker_main, job, start)
+
+    def set_active(self, n):
+        """num_workers="auto": n workers from now on; those above leave
+        at their next claim, those below that are not running start."""
+        _stoke.shared_store(self._ctl, _GATE, n)
+        for i in range(n):
+            if i >= len(self.procs) or self._retired(i):
+                _stoke.shared_store(self._ctl, _HELD + i, _NO_KEY)
+                self._spawn(i)
+
+    def _retired(self, i):
+        p = self.procs[i]
+        return p.exitcode == 0 and \
+            _stoke.shared_load(self._ctl, _HELD + i) == _RETIRED
+
+    def worker_totals(self):
+        """The workers' (busy ns, samples, CPU ns) so far, summed."""
+        w = self.workers
+        c = self._ctl
+        return tuple(int(c[_HELD + k * w:_HELD + (k + 1) * w].sum())
+                     for k in (1, 2, 3))
 
     def room(self):
         """Can one more unit be published without overwriting a row whose
@@ -367,36 +603,30 @@ class _Pool:
 
     def dead(self):
         """The message for a worker that died, or None."""
+        gate = _stoke.shared_load(self._ctl, _GATE)
         for i, p in enumerate(self.procs):
             if p.exitcode is not None:
+                if self._retired(i):
+                    if i < gate:     # it left as the count grew back
+                        _stoke.shared_store(self._ctl, _HELD + i, _NO_KEY)
+                        self._spawn(i)
+                    continue
                 return _death(p, _stoke.shared_load(self._ctl, _HELD + i))
         return None
 
-    def shutdown(self):
-        if self.closed:
-            return
-        self.closed = True
-        _live.discard(self)
-        try:
-            _stoke.shared_store(self._ctl, _STOP, 1)
-            for _ in self.procs:
-                self.sem.release()
-        except Exception:
-            pass
-        for p in self.procs:
-            p.join(timeout=5)   # a hang guard: a worker leaves at once
-        for p in self.procs:
-            if p.exitcode is None:
-                p.kill()
-                p.join()
-        try:
-            self.results.cancel_join_thread()
-            self.results.close()
-        except Exception:
-            pass
+    def shared_segments(self):
+        from ._procmem import tensor_bytes
+        return {"ring": tensor_bytes(self.ctl) + tensor_bytes(self.ring) +
+                tensor_bytes(self.key_bytes),
+                "arenas": self.arenas.shared_bytes()}
+
+    def _signal_stop(self):
+        _stoke.shared_store(self._ctl, _STOP, 1)
+        for _ in self.procs:
+            self.sem.release()
 
 
-class ProcessIterator:
+class ProcessIterator(IteratorBase):
     """One epoch of a stoke.DataLoader on worker processes (the
     counterpart of dataloader._Iterator)."""
 
@@ -419,17 +649,22 @@ class ProcessIterator:
         if pool is None or pool.closed or not loader.persistent_workers:
             if pool is not None:
                 pool.shutdown()
-            pool = _Pool(loader, base_seed, ahead, self._stats.block)
+            pool = _Pool(loader, base_seed, ahead, self._stats.block,
+                         self._stats.spans)
+        self._stats.ledger.attach(pool)
         for entry in getattr(self, "_pending", {}).values():
             if pool is getattr(self, "_pool", None):
                 self._free_rows(entry[1])   # batches of an epoch left early
         self._pool = pool
         loader._proc_epoch = getattr(loader, "_proc_epoch", -1) + 1
         self._epoch = loader._proc_epoch
+        if self._stats.tuner is not None:
+            self._stats.tuner.attach(pool, self._epoch)
         self._base_seed = base_seed
         self._order = it
         self._order_ended = False
         self._ahead = ahead
+        self._pf = loader.prefetch_factor or 2
         self._per_batch = _in_worker_collate(loader) is not None
         self._auto = loader._auto_collation
         self._collate = None if self._per_batch else _main_collate()
@@ -443,17 +678,22 @@ class ProcessIterator:
         self._num_yielded = 0
         self._failed = None
         self._done = False       # StopIteration given: the epoch ended
-
-    def __iter__(self):
-        return self
+        self._closed = False
 
     def __len__(self):
         return len(self._index_sampler)
 
+    def _ahead_now(self):
+        """Batches given out ahead: prefetch_factor per worker, as torch;
+        num_workers="auto": per worker in use (each worker's arena has
+        rows for its share of that), the ring holding the most's."""
+        tuner = self._stats.tuner
+        return self._ahead if tuner is None else self._pf * tuner.active
+
     def _top_up(self):
         pool = self._pool
         while not self._order_ended and \
-                self._next_batch - self._num_yielded < self._ahead:
+                self._next_batch - self._num_yielded < self._ahead_now():
             keys = None
             try:
                 item = next(self._order)
@@ -480,23 +720,10 @@ class ProcessIterator:
     def _receive(self, block):
         """Take one result off the queue (waiting, with the workers watched
         and the timeout kept, when block); False when none was there."""
+        msg = self._receive_msg(block)
+        if msg is None:
+            return False
         pool = self._pool
-        waited = 0.0
-        while True:
-            try:
-                msg = pool.results.get(timeout=_POLL_S) if block else \
-                    pool.results.get(block=False)
-                break
-            except _queue.Empty:
-                if not block:
-                    return False
-                why = pool.dead()
-                if why is not None:
-                    self._fail(RuntimeError(why))
-                waited += _POLL_S
-                if self._timeout and waited >= self._timeout:
-                    raise RuntimeError("DataLoader timed out after {} "
-                                       "seconds".format(self._timeout))
         epoch, unit, kind, pos, data = msg
         if kind == "init":
             self._fail(data)
@@ -512,20 +739,6 @@ class ProcessIterator:
         if entry is not None:
             (entry[2] if kind == "error" else entry[1])[pos] = data
         return True
-
-    def _fail(self, exc):
-        """The pool cannot go on: stop it and raise (torch's wrapper is
-        re-raised as the worker's exception)."""
-        self._pool.shutdown()
-        self._failed = exc
-        self._raise(exc)
-
-    @staticmethod
-    def _raise(exc):
-        from torch._utils import ExceptionWrapper
-        if isinstance(exc, ExceptionWrapper):
-            exc.reraise()
-        raise exc
 
     def _depth(self):
         """The ready queue a step finds: batches complete and not yet
@@ -545,24 +758,7 @@ class ProcessIterator:
         return None
 
     def __next__(self):
-        if self._failed is not None:
-            raise RuntimeError("stoke.DataLoader: this iteration stopped at "
-                               "an earlier error; start a new one with "
-                               "iter(loader)")
-        loader = self._loader_ref()
-        if loader is not None and loader.persistent_workers and \
-                loader._proc_epoch != self._epoch:
-            raise RuntimeError("stoke.DataLoader: this iterator was replaced "
-                               "by a newer iter(loader)")
-        if self._done:
-            # Ended: StopIteration again, as torch's (its workers may be
-            # gone: that is no death), and no step for the clock.
-            raise StopIteration
-        # As torch: a worker that died is an error at the next call, even
-        # when the others could finish the epoch without it.
-        why = self._pool.dead()
-        if why is not None:
-            self._fail(RuntimeError(why))
+        self._check_next()
         # The consumer's clock: waiting from here to the return (a step
         # that raises is counted in neither clock).
         self._stats.enter()
@@ -600,9 +796,7 @@ class ProcessIterator:
                     else got[p] for p in range(units)])
             finally:
                 self._free_rows(got)   # the batch is a copy of its rows
-        if self._pin:
-            from torch.utils.data._utils.pin_memory import pin_memory
-            data = pin_memory(data)
+        data = self._pin_data(data)
         self._stats.leave(n_keys, depth)
         return data
 
@@ -610,24 +804,6 @@ class ProcessIterator:
         for x in got.values():
             if type(x) is _slots.Row:
                 self._pool.arenas.free(x)
-
-    def _end(self):
-        self._done = True
-        self._stats.end_epoch()
-        loader = self._loader_ref()
-        if loader is None or not loader.persistent_workers:
-            self._pool.shutdown()
-
-    def __getstate__(self):
-        raise NotImplementedError("{} cannot be pickled",
-                                  self.__class__.__name__)
-
-    def __del__(self):
-        pool = getattr(self, "_pool", None)
-        loader = self._loader_ref() if hasattr(self, "_loader_ref") else None
-        if pool is not None and (loader is None or
-                                 not loader.persistent_workers):
-            pool.shutdown()
 
 
 def _main_collate():

@@ -25,12 +25,29 @@ consumer's CPU share (the cores the model leaves to the workers) is
 measured here, over the computing spans: the main process's CPU time there
 is the training step's."""
 
+import os
 import time
 
 from . import _stoke
 from .loader import warmup_config
 
 _TRACE_EVENTS = 16384   # trace=True: spans kept, as stoke.Loader's
+
+
+def _exports(loader):
+    """The TwoClock's metrics and JSON lines arguments from the loader's
+    (rank 0 as in thread mode's loader_config; labelled with the info's
+    name, "stoke.DataLoader")."""
+    kw = {}
+    if loader.metrics_file is not None:
+        kw["metrics_file"] = os.fsdecode(loader.metrics_file)
+        kw["metrics_every"] = float(loader.metrics_every)
+    if loader.log_jsonl is not None:
+        kw["log_jsonl"] = os.fsdecode(loader.log_jsonl)
+        kw["log_every"] = int(loader.log_every)
+    if kw:
+        kw["rank"] = 0
+    return kw
 
 
 class ProcStats:
@@ -70,9 +87,28 @@ class ProcStats:
             (), warmup=wc["warmup_epochs"], warmup_steps=wc["warmup_steps"],
             warmup_end_steps=wc["warmup_end_steps"],
             warmup_end=wc["warmup_end_ns"] / 1e9, num_workers=w,
-            prefetch=ahead, trace=trace, info=info, count_samples=False)
+            prefetch=ahead, trace=trace, info=info, count_samples=False,
+            # metrics_file= and log_jsonl=: the clock's own writers (the
+            # library's exporter, as a loader's), from these statistics.
+            **_exports(loader))
         self.clock._attach_stages(self._view, True)
+        from ._procmem import Ledger
+        self.ledger = Ledger(n)
         self._tracing = trace > 0
+        # num_workers="auto": the processes' tuner (_procauto.py).
+        self.tuner = None
+        if loader._autotune:
+            from ._procauto import ProcTuner
+            self.tuner = ProcTuner(w)
+        self._step_compute = 0   # the compute before the step in progress
+        # The workers' span rings (their trace tracks), beside the block.
+        from . import _proctrace
+        self.spans = _proctrace.make_rings(w, trace) if trace > 0 else None
+        from ._procmem import tensor_bytes
+        self.ledger.span_bytes = tensor_bytes(self.spans)
+        self._iterable = loader._iterable
+        self._entered = None     # the step in progress's enter() (ns)
+        self._last_enter = None  # the last step handed out's
         self._left = None        # (wall, CPU) when the last step was handed out
         self._compute_ns = 0     # computing spans, summed
         self._compute_cpu_ns = 0  # the main process's CPU time in them
@@ -82,16 +118,22 @@ class ProcStats:
     def enter(self):
         """__next__ was called: the step's compute ends, its wait starts."""
         left = self._left
+        self._step_compute = 0
         if left is not None:
-            self._compute_ns += time.perf_counter_ns() - left[0]
+            self._step_compute = time.perf_counter_ns() - left[0]
+            self._compute_ns += self._step_compute
             self._compute_cpu_ns += time.process_time_ns() - left[1]
             self._left = None
-        self.clock._enter()
+        self._entered = self.clock._enter()
 
     def leave(self, n_samples, depth):
         """A batch of n_samples is handed out; depth batches were ready."""
         self.clock._leave(n_samples, depth)
+        self._last_enter = self._entered
         self._left = (time.perf_counter_ns(), time.process_time_ns())
+        if self.tuner is not None:
+            self.tuner.on_step(self._left[0] - self._entered,
+                               self._step_compute, n_samples)
 
     def end_epoch(self):
         if self._left is not None:
@@ -117,22 +159,36 @@ class ProcStats:
             cores, self._consumer_cpu(consumer_cpu), **kw)
 
     def report(self, cores=0, consumer_cpu=None, **kw):
-        return self.clock._procs_report(
+        text = self.clock._procs_report(
             cores, self._consumer_cpu(consumer_cpu), **kw)
+        # The memory ledger under the peak RSS line (the main process's
+        # alone), or at the end.
+        from ._procmem import report_lines
+        lines = text.split("\n")
+        at = next((i + 1 for i, x in enumerate(lines)
+                   if x.lstrip().startswith("peak RSS")), len(lines))
+        lines[at:at] = report_lines(self.memory())
+        return "\n".join(lines)
+
+    def memory(self):
+        return self.ledger.read()
 
     def save_json(self, path, cores=0, consumer_cpu=None, **kw):
         return self.clock._procs_save_json(
             path, cores, self._consumer_cpu(consumer_cpu), **kw)
 
     def save_trace(self, path):
-        """The consumer's spans (waiting, computing); the workers are other
-        processes, with no track here."""
+        """The consumer's spans (waiting, computing) and a track per worker
+        process with its samples' stages (python/stoke/_proctrace.py)."""
         if not self._tracing:
             # thread mode's words (the TwoClock's name trace=N otherwise)
             raise _stoke.ConfigError("tracing is off: create the loader with "
                                      "trace=True (or trace=N spans kept)")
+        from . import _proctrace
         self.clock.save_trace(path)
+        t0 = _proctrace.consumer_t0(path, self._last_enter)
+        if t0 is not None:
+            _proctrace.add_tracks(path, self.spans, t0, self._iterable)
 
     def autotune(self):
-        # num_workers="auto" is refused in process mode: nothing tunes.
-        return None
+        return None if self.tuner is None else self.tuner.summary()

@@ -15,6 +15,8 @@ A sample that does not fit (another kind of leaf, larger than a row, or
 every row still in use) crosses whole, as before: nothing waits for a row.
 """
 
+import os
+
 import numpy as np
 
 from . import _stoke
@@ -120,7 +122,10 @@ class WorkerArena:
         self.worker_id, self.rows = worker_id, rows
         self.arena = None      # uint8 (rows, row_bytes), shared
         self.flags = None      # int64 (rows,), shared: FREE / BUSY
-        self.arena_id = -1
+        # Unique to the process: a worker id whose process left
+        # (num_workers="auto" shrank) and came back makes arenas anew
+        # while the old one's rows may still be in the main process.
+        self.arena_id = (os.getpid() << 20) - 1
         self.sent = False
 
     def _make(self, nbytes, torch):
@@ -199,6 +204,11 @@ class MainArenas:
                 return tuple(build(v) for v in x)
             return x
         return build(row.tree)
+
+    def shared_bytes(self):
+        """The arenas' shared memory (rows and flags), each once."""
+        return sum(a.numel() * a.element_size() + f.numel() * f.element_size()
+                   for a, _, f in self.arenas.values())
 
     def free(self, row):
         entry = self.arenas.get((row.worker, row.arena_id))

@@ -274,7 +274,8 @@ class _DataLoader:
     Prometheus text (node_exporter's textfile collector) atomically every
     ``metrics_every`` seconds and at the end; ``log_jsonl=PATH`` appends a
     JSON line per epoch and every ``log_every`` steps, as
-    :class:`stoke.Loader` does (docs/metrics.md; worker threads only).  See
+    :class:`stoke.Loader` does (docs/metrics.md).  :meth:`memory`: the
+    memory ledger.  See
     the module's documentation for what running on threads changes."""
 
     __initialized = False
@@ -295,7 +296,8 @@ class _DataLoader:
                                       RandomSampler, SequentialSampler)
         from torch.utils.data._utils import collate as _tc
         # num_workers="auto": stoke's online autotuner, up to
-        # AUTO_MAX_WORKERS threads (each with its copy of the dataset).
+        # auto_max_workers() threads (each with its copy of the dataset);
+        # worker_type="process": as many processes, by _procauto.py.
         self._autotune = num_workers == "auto"
         if self._autotune:
             num_workers = auto_max_workers()
@@ -419,17 +421,9 @@ class _DataLoader:
         if worker_type not in _WORKER_TYPES:
             raise ValueError(f"worker_type: expected 'thread', 'process' or "
                              f"'auto', got {worker_type!r}")
-        if worker_type == "process" and self._autotune:
-            raise ValueError("num_workers='auto' tunes worker threads; give "
-                             "worker_type='process' a number of workers")
         self.worker_type = worker_type
         self.seed_per_sample = bool(seed_per_sample)
         _check_exports(metrics_file, metrics_every, log_jsonl, log_every)
-        if metrics_file is not None or log_jsonl is not None:
-            if self._processes():
-                raise ValueError("metrics_file and log_jsonl measure worker "
-                                 "threads; worker_type='process' does not "
-                                 "have them yet")
         self.metrics_file = metrics_file
         self.metrics_every = metrics_every
         self.log_jsonl = log_jsonl
@@ -521,12 +515,18 @@ class _DataLoader:
     def _get_iterator(self):
         # torch's own too: code that calls it gets stoke's iterator, never
         # torch's worker processes.
-        if self._processes() and self._iterable:
-            from ._iterprocs import IterableProcessIterator
-            return IterableProcessIterator(self)
         if self._processes():
-            from ._procs import ProcessIterator
-            return ProcessIterator(self)
+            if self._iterable:
+                from ._iterprocs import IterableProcessIterator as cls
+            else:
+                from ._procs import ProcessIterator as cls
+            it = cls(self)
+            # close() stops them (weakly held: an iterator dropped stops
+            # its workers itself).
+            if getattr(self, "_proc_iters", None) is None:
+                self._proc_iters = weakref.WeakSet()
+            self._proc_iters.add(it)
+            return it
         return _Iterator(self)
 
     def check_worker_number_rationality(self):
@@ -638,10 +638,15 @@ class _DataLoader:
     def close(self):
         """Stop the worker threads now (they also stop once the loader and
         its iterators are gone, and at exit); iterators of it then stop.  A
-        later iter() starts new threads."""
+        later iter() starts new threads.  Process mode: the same for its
+        worker processes, and its clocks go (with the last metrics_file
+        written, as thread mode's engine writes it when it closes)."""
         eng, self._engine = self._engine, None
         _drop_on_a_good_thread(eng, close=True)
         _drop_deferred()
+        for it in list(getattr(self, "_proc_iters", ())):
+            it._close()
+        self._pstats = None
 
     def __del__(self):
         _drop_on_a_good_thread(getattr(self, "_engine", None))
@@ -656,8 +661,8 @@ class _DataLoader:
 
     def autotune(self):
         """num_workers="auto": the autotuner's workers and prefetch in force,
-        its limits and every decision with its reason and numbers; None
-        otherwise."""
+        its limits and every decision with its reason and numbers (worker
+        processes: their tuner's, without prefetch); None otherwise."""
         return self._need_engine().autotune()
 
     def diagnose(self, cores=0, consumer_cpu=None, *, train_epochs=None,
@@ -692,6 +697,23 @@ class _DataLoader:
         self._need_engine().save_json(os.fspath(path), cores, consumer_cpu,
                                       words="dataloader",
                                       **deadline_kw(train_epochs, deadline))
+
+    def memory(self):
+        """The memory ledger: ``shared_bytes`` (process mode: the slots,
+        ring and stage block in shared memory, counted once; ``shared``
+        by segment), ``main_bytes`` (the main process's own: its
+        proportional share of anonymous and file pages), ``workers``
+        (process mode: each worker process's ``id``, ``pid`` and
+        ``own_bytes``, read now, or as they stopped: ``workers_alive``)
+        and ``total_bytes``, their sum.  Threads: one process, whose own
+        memory holds the slots."""
+        if self._processes():
+            return self._need_engine().memory()
+        from ._procmem import own_bytes
+        main = own_bytes(os.getpid()) or 0
+        return {"shared_bytes": 0, "shared": {}, "main_bytes": main,
+                "workers": [], "workers_alive": self._engine is not None,
+                "total_bytes": main}
 
     def save_trace(self, path):
         """A Chrome/Perfetto trace of the spans kept (create with

@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 import torch
-from torch.utils.data import Dataset
+from torch.utils.data import Dataset, IterableDataset, get_worker_info
 
 import stoke
 
@@ -139,8 +139,53 @@ def test_dataloader_unwritable_path_fails_at_first_iter(tmp_path):
         next(iter(dl))
 
 
-def test_dataloader_process_workers_refuse_them(tmp_path):
-    with pytest.raises(ValueError, match="worker_type='process'"):
-        stoke.DataLoader(Squares(), batch_size=4, num_workers=2,
-                         worker_type="process",
-                         log_jsonl=tmp_path / "p.jsonl")
+class Stream(IterableDataset):
+    """48 items, shared out by worker id: 12 batches of 4 at any W."""
+
+    def __iter__(self):
+        info = get_worker_info()
+        w, n = (0, 1) if info is None else (info.id, info.num_workers)
+        for i in range(w, 48, n):
+            yield torch.tensor([float(i * i)]), i
+
+
+@pytest.mark.parametrize("dataset", [Squares, Stream])
+def test_dataloader_process_workers_write_them(tmp_path, dataset):
+    # Process mode: the same files, from the consumer's clock and the
+    # workers' stage block (the TwoClock's writers), labelled as thread
+    # mode's; the last metrics written when the loader closes.
+    prom, lines = tmp_path / "p.prom", tmp_path / "p.jsonl"
+    dl = stoke.DataLoader(dataset(), batch_size=4, num_workers=2,
+                          worker_type="process", metrics_file=prom,
+                          metrics_every=0.5, log_jsonl=lines, log_every=5)
+    for _ in range(2):
+        assert sum(1 for _ in dl) == 12
+    check_schema(lines, "stoke.DataLoader", 5, 2, 12)
+    assert {json.loads(x)["workers"] for x in lines.read_text().splitlines()
+            if json.loads(x)["kind"] == "steps"} == {2}
+    dl.close()
+    gc.collect()
+    check_metrics(prom, "stoke.DataLoader")
+    assert 'stoke_epochs_total{rank="0",loader="stoke.DataLoader"} 2' in \
+        prom.read_text()
+    assert not [p for p in tmp_path.iterdir() if ".tmp." in p.name]
+
+
+def test_dataloader_process_close_stops_its_iteration(tmp_path):
+    dl = stoke.DataLoader(Squares(), batch_size=4, num_workers=2,
+                          worker_type="process", persistent_workers=True,
+                          log_jsonl=tmp_path / "c.jsonl")
+    it = iter(dl)
+    next(it)
+    dl.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        next(it)
+    assert sum(1 for _ in dl) == 12   # a new iteration, new workers
+
+
+def test_dataloader_process_unwritable_path_fails_at_first_iter(tmp_path):
+    dl = stoke.DataLoader(Squares(), batch_size=4, num_workers=2,
+                          worker_type="process",
+                          log_jsonl=tmp_path / "no" / "such" / "x.jsonl")
+    with pytest.raises(Exception, match="x.jsonl"):
+        next(iter(dl))

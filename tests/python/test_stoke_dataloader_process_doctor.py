@@ -1,0 +1,224 @@
+"""stoke.DataLoader(worker_type="process"): what thread mode has besides
+the batches, on worker processes: the memory ledger (memory(): the shared
+slots counted once, each worker process's own memory beside them), the
+workers' tracks in the Chrome trace (save_trace), and num_workers="auto".
+
+Short (a few hundred samples at most) and never timed: the assertions are
+on counts, names and sums, which no load on the machine changes."""
+
+import gc
+import json
+import os
+
+import pytest
+import torch
+from torch.utils.data import Dataset
+
+import stoke
+
+
+class Big(Dataset):
+    """Samples of 64 KiB (a row each in the workers' arenas) that name the
+    process that made them."""
+
+    def __len__(self):
+        return 64
+
+    def __getitem__(self, i):
+        return torch.full((16384,), float(i)), os.getpid()
+
+
+@pytest.fixture(autouse=True)
+def collected():
+    gc.collect()
+    yield
+    gc.collect()
+
+
+def rss(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError(f"no VmRSS for {pid}")
+
+
+def test_memory_ledger_counts_the_slots_once_and_each_worker():
+    dl = stoke.DataLoader(Big(), batch_size=8, num_workers=2,
+                          worker_type="process", persistent_workers=True)
+    it = iter(dl)
+    makers = set()
+    for _ in range(4):
+        _, pids = next(it)
+        makers |= set(pids.tolist())
+    m = dl.memory()
+    assert m["workers_alive"]
+    workers = m["workers"]
+    assert sorted(w["id"] for w in workers) == [0, 1]
+    pids = {w["pid"] for w in workers}
+    assert len(pids) == 2 and os.getpid() not in pids
+    assert makers <= pids                  # the processes that made samples
+    assert all(w["own_bytes"] > 0 for w in workers)
+    shared = m["shared"]
+    assert set(shared) == {"ring", "arenas", "stage_block"}
+    assert shared["arenas"] >= 16384 * 4   # at least one row of one arena
+    assert shared["ring"] > 0 and shared["stage_block"] > 0
+    assert m["shared_bytes"] == sum(shared.values())
+    assert m["total_bytes"] == m["shared_bytes"] + m["main_bytes"] + \
+        sum(w["own_bytes"] for w in workers)
+    # Each process's RSS, added up, counts torch's pages (shared with the
+    # workers since fork) once per process: the ledger counts them once.
+    naive = rss(os.getpid()) + sum(rss(p) for p in pids)
+    assert m["total_bytes"] < naive
+    text = dl.report()
+    assert "counted once" in text and "2 worker processes' own" in text
+    dl.close()
+
+
+def test_memory_ledger_keeps_the_workers_as_they_stopped():
+    dl = stoke.DataLoader(Big(), batch_size=8, num_workers=2,
+                          worker_type="process")
+    assert sum(1 for _ in dl) == 8
+    m = dl.memory()     # the epoch ended: its workers are gone
+    assert not m["workers_alive"]
+    assert sorted(w["id"] for w in m["workers"]) == [0, 1]
+    assert m["shared"]["arenas"] > 0
+
+
+def test_memory_in_thread_mode_is_one_process():
+    dl = stoke.DataLoader(Big(), batch_size=8, num_workers=2)
+    assert sum(1 for _ in dl) == 8
+    m = dl.memory()
+    assert m["workers"] == [] and m["shared_bytes"] == 0
+    assert m["total_bytes"] == m["main_bytes"] > 0
+    dl.close()
+
+
+class Small(Dataset):
+    def __len__(self):
+        return 64
+
+    def __getitem__(self, i):
+        return torch.tensor([float(i)]), os.getpid()
+
+
+def test_trace_has_a_track_per_worker_process(tmp_path):
+    dl = stoke.DataLoader(Small(), batch_size=8, num_workers=2,
+                          worker_type="process", persistent_workers=True,
+                          trace=True)
+    makers = set()
+    for _ in range(2):
+        for _, pids in dl:
+            makers |= set(pids.tolist())
+    path = tmp_path / "t.json"
+    dl.save_trace(path)
+    # 2 workers x 16384 spans x 4 int64 + 2 words each, counted once
+    assert dl.memory()["shared"]["span_rings"] == 2 * (16384 * 4 + 2) * 8
+    events = json.loads(path.read_text())["traceEvents"]
+    names = {e["tid"]: e["args"]["name"] for e in events
+             if e.get("ph") == "M" and e["name"] == "thread_name"}
+    assert set(names) == {0, 1, 2}
+    track_pids = {int(names[t].split("pid ")[1].rstrip(")")) for t in (1, 2)}
+    assert names[1].startswith("stoke-p0") and names[2].startswith("stoke-p1")
+    assert makers <= track_pids and os.getpid() not in track_pids
+    spans = [e for e in events if e.get("ph") == "X" and e["tid"] in (1, 2)]
+    py = {}
+    for e in spans:
+        if e["name"] == "python":
+            py.setdefault(e["args"]["sample"], []).append(e)
+    # Every sample made once an epoch, on a worker's track.
+    assert sorted(py) == list(range(64))
+    assert all(len(v) == 2 for v in py.values())
+    assert {e["name"] for e in spans} <= {"read", "python", "collate"}
+    # The tracks are on the consumer's clock: a sample's python span ends
+    # before the wait for its batch does (it was made before the batch was
+    # handed out), whatever the load.
+    waits = [e for e in events if e.get("name") == "wait" and e["tid"] == 0]
+    assert len(waits) == 16
+    for k, made in py.items():
+        for epoch, e in enumerate(sorted(made, key=lambda e: e["ts"])):
+            w = waits[epoch * 8 + k // 8]
+            assert e["ts"] >= 0
+            assert e["ts"] + e["dur"] <= w["ts"] + w["dur"] + 0.01, (k, epoch)
+    dl.close()
+
+
+def test_trace_of_an_iterable_dataset_has_the_workers_tracks(tmp_path):
+    from torch.utils.data import IterableDataset, get_worker_info
+
+    class Stream(IterableDataset):
+        def __iter__(self):
+            info = get_worker_info()
+            for i in range(info.id, 32, info.num_workers):
+                yield torch.tensor([float(i)])
+
+    dl = stoke.DataLoader(Stream(), batch_size=4, num_workers=2,
+                          worker_type="process", trace=True)
+    assert sum(1 for _ in dl) == 8
+    path = tmp_path / "i.json"
+    dl.save_trace(path)
+    events = json.loads(path.read_text())["traceEvents"]
+    for tid in (1, 2):
+        mine = [e for e in events if e.get("ph") == "X" and e["tid"] == tid
+                and e["name"] == "python"]
+        # 16 items and the next() that found the end, over 4 or 5 tasks
+        assert len(mine) >= 16
+        assert {e["args"]["batch"] for e in mine} <= set(range(10))
+
+
+# Samples that sleep (no CPU): a consumer that computes nothing waits on
+# one worker, whatever the load, so the tuner must grow.
+from test_stoke_autotune import Slow  # noqa: E402
+
+
+def batches(loader, epochs):
+    return [[y.tolist() for _, y in loader] for _ in range(epochs)]
+
+
+def test_auto_grows_the_worker_processes_and_keeps_the_batches():
+    kw = dict(batch_size=8, shuffle=True, worker_type="process")
+    auto = stoke.DataLoader(Slow(96), num_workers="auto",
+                            persistent_workers=True,
+                            generator=torch.Generator().manual_seed(5), **kw)
+    fixed = stoke.DataLoader(Slow(96), num_workers=2,
+                             generator=torch.Generator().manual_seed(5), **kw)
+    got, want = batches(auto, 2), batches(fixed, 2)
+    assert got == want
+    assert sorted(sum(got[0], [])) == list(range(96))
+    a = auto.autotune()
+    assert a is not None and a["worker_type"] == "process"
+    assert a["max_workers"] >= 8 and auto.num_workers == a["max_workers"]
+    first = a["decisions"][0]
+    assert first["kind"] == "grow" and first["from_workers"] == 1
+    assert first["to_workers"] > 1 and "processes" in first["text"]
+    # The processes it grew to are running (persistent workers).
+    assert len(auto.memory()["workers"]) == a["workers"] > 1
+    assert fixed.autotune() is None
+    auto.close()
+
+
+def test_auto_shrinks_and_grows_again_without_losing_a_sample():
+    # The pool's gate, moved by hand at fixed steps (the tuner moves it
+    # from its windows): workers above it leave at their next claim, and
+    # come back as new processes when it rises again.
+    # 480 samples: enough that workers still claim after the gate falls
+    # (and leave), and after it rises.
+    dl = stoke.DataLoader(Slow(480), batch_size=8, num_workers="auto",
+                          worker_type="process")
+    it = iter(dl)
+    it._stats.tuner.on_step = lambda *a: None   # the gate is the test's
+    pool = it._pool
+    seen = []
+    for step in range(60):
+        if step == 2:
+            pool.set_active(3)
+        elif step == 8:
+            pool.set_active(1)
+        elif step == 40:
+            pool.set_active(2)
+        _, y = next(it)
+        seen += y.tolist()
+    with pytest.raises(StopIteration):
+        next(it)
+    assert seen == list(range(480))
+    assert len(pool.procs) == 3
