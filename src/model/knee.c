@@ -31,9 +31,15 @@ static bool cheaper(const stoke_tune_point *a, const stoke_tune_point *b) {
   return a->samples_per_s > b->samples_per_s;
 }
 
-int stoke_tune_knee_find(const stoke_tune_point *pts, size_t n,
-                         double tolerance, int have_consumer,
-                         stoke_tune_knee *out) {
+static bool any_point(const stoke_tune_point *p) {
+  (void)p;
+  return true;
+}
+
+int stoke__knee_pick(const stoke_tune_point *pts, size_t n, double tolerance,
+                     int have_consumer, stoke__knee_eligible eligible,
+                     stoke__knee_cheaper cheaper_than, const char *none,
+                     stoke_tune_knee *out) {
   if (!pts || !out)
     return stoke__set_tls_error(STOKE_EINVAL, "tune: NULL argument");
   memset(out, 0, sizeof *out);
@@ -43,15 +49,14 @@ int stoke_tune_knee_find(const stoke_tune_point *pts, size_t n,
                                 tolerance);
   size_t best = n;
   for (size_t i = 0; i < n; i++) {
-    if (pts[i].status != STOKE_TUNE_MEASURED) continue;
+    if (pts[i].status != STOKE_TUNE_MEASURED || !eligible(&pts[i])) continue;
     if (best == n || pts[i].samples_per_s > pts[best].samples_per_s) best = i;
   }
-  if (best == n)
-    return stoke__set_tls_error(STOKE_EINVAL, "tune: no measured point");
+  if (best == n) return stoke__set_tls_error(STOKE_EINVAL, "tune: %s", none);
   double floor_tp = (1.0 - tolerance) * pts[best].samples_per_s;
   bool any_busy = false;
   for (size_t i = 0; i < n; i++)
-    if (pts[i].status == STOKE_TUNE_MEASURED &&
+    if (pts[i].status == STOKE_TUNE_MEASURED && eligible(&pts[i]) &&
         pts[i].samples_per_s >= floor_tp &&
         pts[i].verdict == STOKE_VERDICT_BUSY)
       any_busy = true;
@@ -59,14 +64,25 @@ int stoke_tune_knee_find(const stoke_tune_point *pts, size_t n,
   size_t knee = n;
   for (size_t i = 0; i < n; i++) {
     const stoke_tune_point *p = &pts[i];
-    if (p->status != STOKE_TUNE_MEASURED || p->samples_per_s < floor_tp)
+    if (p->status != STOKE_TUNE_MEASURED || !eligible(p) ||
+        p->samples_per_s < floor_tp)
       continue;
     if (need_busy && p->verdict != STOKE_VERDICT_BUSY) continue;
-    if (knee == n || cheaper(p, &pts[knee])) knee = i;
+    if (knee == n || cheaper_than(p, &pts[knee])) knee = i;
   }
   out->index = knee;
   out->best = best;
   out->stall_removed = !have_consumer ? -1 : need_busy ? 1 : 0;
+  return 0;
+}
+
+int stoke_tune_knee_find(const stoke_tune_point *pts, size_t n,
+                         double tolerance, int have_consumer,
+                         stoke_tune_knee *out) {
+  int rc = stoke__knee_pick(pts, n, tolerance, have_consumer, any_point,
+                            cheaper, "no measured point", out);
+  if (rc != 0) return rc;
+  size_t knee = out->index, best = out->best;
   const stoke_tune_point *k = &pts[knee];
   double share = pts[best].samples_per_s > 0
                      ? 100.0 * k->samples_per_s / pts[best].samples_per_s

@@ -31,4 +31,20 @@ int stoke__tune_predicted_point(const stoke_model *m, unsigned workers,
 ** Returns 0 or STOKE_EINVAL (w_lo > w_hi, a bad model).  It lives in
 ** knee.c with stoke_tune_knee_find, the one rule both apply. */
 
+/* The knee rule itself (steps 1-3 of knee.c's DESIGN) over the points
+** eligible() accepts, the cheapest by cheaper(a, b) ("a is cheaper than
+** b"): out->index, out->best and out->stall_removed set, out->reason left
+** empty for the caller's own words.  stoke_tune_knee_find (fewest
+** workers) and stoke_tune_io_knee_find (fewest requests in flight,
+** src/tune/io_sweep.c) are this with their own cost.  Returns 0, or
+** STOKE_EINVAL (NULL, a tolerance outside [0, 1), or no eligible measured
+** point: "tune: <none>"). */
+typedef bool (*stoke__knee_eligible)(const stoke_tune_point *p);
+typedef bool (*stoke__knee_cheaper)(const stoke_tune_point *a,
+                                    const stoke_tune_point *b);
+int stoke__knee_pick(const stoke_tune_point *pts, size_t n, double tolerance,
+                     int have_consumer, stoke__knee_eligible eligible,
+                     stoke__knee_cheaper cheaper, const char *none,
+                     stoke_tune_knee *out);
+
 #endif

@@ -126,47 +126,24 @@ int stoke_tune_io_sweep(const stoke_tune_io_config *c, stoke_tune_point *pts,
   return 0;
 }
 
+/* Only the points of the sweep (io_concurrency set); the fewest requests
+** in flight, then the faster. */
+static bool io_point(const stoke_tune_point *p) { return p->io_concurrency; }
+static bool fewer_requests(const stoke_tune_point *a,
+                           const stoke_tune_point *b) {
+  if (a->io_concurrency != b->io_concurrency)
+    return a->io_concurrency < b->io_concurrency;
+  return a->samples_per_s > b->samples_per_s;
+}
+
 int stoke_tune_io_knee_find(const stoke_tune_point *pts, size_t n,
                             double tolerance, int have_consumer,
                             stoke_tune_knee *out) {
-  if (!pts || !out)
-    return stoke__set_tls_error(STOKE_EINVAL, "tune: NULL argument");
-  if (!(tolerance >= 0.0 && tolerance < 1.0))
-    return stoke__set_tls_error(STOKE_EINVAL,
-                                "tune: tolerance %g is outside [0, 1)",
-                                tolerance);
-  size_t best = n;
-  for (size_t i = 0; i < n; i++) {
-    if (pts[i].status != STOKE_TUNE_MEASURED || !pts[i].io_concurrency)
-      continue;
-    if (best == n || pts[i].samples_per_s > pts[best].samples_per_s) best = i;
-  }
-  if (best == n)
-    return stoke__set_tls_error(STOKE_EINVAL,
-                                "tune: no measured io_concurrency point");
-  double floor_tp = (1.0 - tolerance) * pts[best].samples_per_s;
-  bool any_busy = false;
-  for (size_t i = 0; i < n; i++)
-    if (pts[i].status == STOKE_TUNE_MEASURED && pts[i].io_concurrency &&
-        pts[i].samples_per_s >= floor_tp &&
-        pts[i].verdict == STOKE_VERDICT_BUSY)
-      any_busy = true;
-  bool need_busy = have_consumer && any_busy;
-  size_t knee = n;
-  for (size_t i = 0; i < n; i++) {
-    const stoke_tune_point *p = &pts[i];
-    if (p->status != STOKE_TUNE_MEASURED || !p->io_concurrency ||
-        p->samples_per_s < floor_tp)
-      continue;
-    if (need_busy && p->verdict != STOKE_VERDICT_BUSY) continue;
-    if (knee == n || p->io_concurrency < pts[knee].io_concurrency ||
-        (p->io_concurrency == pts[knee].io_concurrency &&
-         p->samples_per_s > pts[knee].samples_per_s))
-      knee = i;
-  }
-  out->index = knee;
-  out->best = best;
-  out->stall_removed = !have_consumer ? -1 : need_busy ? 1 : 0;
+  int rc = stoke__knee_pick(pts, n, tolerance, have_consumer, io_point,
+                            fewer_requests, "no measured io_concurrency point",
+                            out);
+  if (rc != 0) return rc;
+  size_t knee = out->index, best = out->best;
   const stoke_tune_point *k = &pts[knee];
   double share = pts[best].samples_per_s > 0
                      ? 100.0 * k->samples_per_s / pts[best].samples_per_s
