@@ -54,14 +54,16 @@ static void add_job(const void *job, stoke__outside_reading *r) {
 static void publish_open(stoke__outside *o) {
   uint64_t seq = stoke__counter_get(&o->pub_seq);
   atomic_store_explicit(&o->pub_seq, seq + 1, memory_order_relaxed);
-  atomic_thread_fence(memory_order_release);
-  atomic_store_explicit(&o->pub_t, o->open.t_ns, memory_order_relaxed);
-  atomic_store_explicit(&o->pub_busy, o->open.busy_ns, memory_order_relaxed);
-  atomic_store_explicit(&o->pub_self, o->open.self_ns, memory_order_relaxed);
-  atomic_store_explicit(&o->pub_want, o->want_ns, memory_order_relaxed);
+  /* The odd number is seen before any word changes: each word is stored
+  ** with release and read_open loads each with acquire (no fence: gcc's
+  ** TSan does not support atomic_thread_fence, -Wtsan). */
+  atomic_store_explicit(&o->pub_t, o->open.t_ns, memory_order_release);
+  atomic_store_explicit(&o->pub_busy, o->open.busy_ns, memory_order_release);
+  atomic_store_explicit(&o->pub_self, o->open.self_ns, memory_order_release);
+  atomic_store_explicit(&o->pub_want, o->want_ns, memory_order_release);
   atomic_store_explicit(&o->pub_precise, o->open.precise,
-                        memory_order_relaxed);
-  atomic_store_explicit(&o->pub_job, o->open_job, memory_order_relaxed);
+                        memory_order_release);
+  atomic_store_explicit(&o->pub_job, o->open_job, memory_order_release);
   atomic_store_explicit(&o->pub_seq, seq + 2, memory_order_release);
 }
 
@@ -158,14 +160,15 @@ static bool read_open(const stoke__outside *o, stoke__outside_reading *r,
     uint64_t s1 = atomic_load_explicit(&m->pub_seq, memory_order_acquire);
     if (s1 == 0) return false;
     if (s1 & 1) continue;
-    r->t_ns = atomic_load_explicit(&m->pub_t, memory_order_relaxed);
-    r->busy_ns = atomic_load_explicit(&m->pub_busy, memory_order_relaxed);
-    r->self_ns = atomic_load_explicit(&m->pub_self, memory_order_relaxed);
-    *want = atomic_load_explicit(&m->pub_want, memory_order_relaxed);
+    /* Acquire: each word is read before the number is read again (no
+    ** fence, which gcc's TSan does not support). */
+    r->t_ns = atomic_load_explicit(&m->pub_t, memory_order_acquire);
+    r->busy_ns = atomic_load_explicit(&m->pub_busy, memory_order_acquire);
+    r->self_ns = atomic_load_explicit(&m->pub_self, memory_order_acquire);
+    *want = atomic_load_explicit(&m->pub_want, memory_order_acquire);
     r->precise =
-        atomic_load_explicit(&m->pub_precise, memory_order_relaxed);
-    *job = atomic_load_explicit(&m->pub_job, memory_order_relaxed);
-    atomic_thread_fence(memory_order_acquire);
+        atomic_load_explicit(&m->pub_precise, memory_order_acquire);
+    *job = atomic_load_explicit(&m->pub_job, memory_order_acquire);
     if (atomic_load_explicit(&m->pub_seq, memory_order_relaxed) == s1)
       return true;
   }
