@@ -91,6 +91,11 @@ static void shard_unmap(const packed_impl *p, pack_shard *s) {
 static void packed_destroy(void *impl, const stoke_allocator *a) {
   packed_impl *p = impl;
   if (!p) return;
+  /* The read-ahead threads first: a request in flight reads its shard's
+  ** URL (p->urls) and the shard table, which are freed below (TSan saw
+  ** the URL freed under a running fetch, t1006). */
+  stoke__prefetch_destroy(p->pf);
+  p->pf = NULL;
   if (p->shards)
     for (size_t k = 0; k < p->n_shards; k++)
       shard_unmap(p, &p->shards[k]);
@@ -102,8 +107,7 @@ static void packed_destroy(void *impl, const stoke_allocator *a) {
   if (p->urls)
     for (size_t k = 0; k < p->n_paths; k++) stoke__free(a, p->urls[k]);
   stoke__free(a, p->urls);
-  stoke__prefetch_destroy(p->pf); /* its threads use http */
-  stoke__http_destroy(p->http);
+  stoke__http_destroy(p->http); /* after the read-ahead, which uses it */
   stoke__free(a, p);
 }
 
