@@ -8,11 +8,6 @@
 #include "pipeline/pipeline.h"
 #include "storage/rcache.h"
 
-static void destroy(stoke_loader *l, void *state) {
-  (void)l;
-  (void)state;
-}
-
 static void fill_stats(const stoke_loader *l, const void *state,
                        stoke_stats *st) {
   (void)state;
@@ -30,16 +25,14 @@ static void fill_stats(const stoke_loader *l, const void *state,
 
 static const stoke__feature_ops rcache_feature = {
     .name = "remote cache stats",
-    .destroy = destroy,
     .stats = fill_stats,
 };
 
 int stoke__rcache_stats_create(stoke_loader *l) {
   stoke__rcache_counts c;
   if (!stoke__source_rcache_counts(l->src, &c)) return 0;
-  /* No state of its own: the source (alive as long as the loader) has the
-  ** counts.  A non-NULL state, as a feature's is. */
-  static const char none;
-  stoke__feature_add(&l->features, &rcache_feature, (void *)&none);
+  /* No state of its own (NULL, nothing to destroy): the source, alive as
+  ** long as the loader, has the counts. */
+  stoke__feature_add(&l->features, &rcache_feature, NULL);
   return 0;
 }
