@@ -76,17 +76,20 @@ int stoke__knee_pick(const stoke_tune_point *pts, size_t n, double tolerance,
   return 0;
 }
 
+double stoke__knee_share(const stoke_tune_point *pts,
+                         const stoke_tune_knee *k) {
+  double best = pts[k->best].samples_per_s;
+  return best > 0 ? 100.0 * pts[k->index].samples_per_s / best : 100.0;
+}
+
 int stoke_tune_knee_find(const stoke_tune_point *pts, size_t n,
                          double tolerance, int have_consumer,
                          stoke_tune_knee *out) {
   int rc = stoke__knee_pick(pts, n, tolerance, have_consumer, any_point,
                             cheaper, "no measured point", out);
   if (rc != 0) return rc;
-  size_t knee = out->index, best = out->best;
-  const stoke_tune_point *k = &pts[knee];
-  double share = pts[best].samples_per_s > 0
-                     ? 100.0 * k->samples_per_s / pts[best].samples_per_s
-                     : 100.0;
+  const stoke_tune_point *k = &pts[out->index];
+  double share = stoke__knee_share(pts, out);
   const char *why = out->stall_removed == 1
                         ? "the cheapest busy configuration"
                     : out->stall_removed == 0

@@ -46,5 +46,9 @@ int stoke__knee_pick(const stoke_tune_point *pts, size_t n, double tolerance,
                      int have_consumer, stoke__knee_eligible eligible,
                      stoke__knee_cheaper cheaper, const char *none,
                      stoke_tune_knee *out);
+/* The knee's throughput in percent of the best's (100 when the best is
+** 0), for the reasons' words. */
+double stoke__knee_share(const stoke_tune_point *pts,
+                         const stoke_tune_knee *k);
 
 #endif

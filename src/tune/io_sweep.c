@@ -145,9 +145,7 @@ int stoke_tune_io_knee_find(const stoke_tune_point *pts, size_t n,
   if (rc != 0) return rc;
   size_t knee = out->index, best = out->best;
   const stoke_tune_point *k = &pts[knee];
-  double share = pts[best].samples_per_s > 0
-                     ? 100.0 * k->samples_per_s / pts[best].samples_per_s
-                     : 100.0;
+  double share = stoke__knee_share(pts, out);
   const char *why = out->stall_removed == 1
                         ? "the fewest requests in flight that are busy"
                     : out->stall_removed == 0
