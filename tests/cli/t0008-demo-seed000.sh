@@ -24,17 +24,32 @@ assert ws == [0, 1, 2, 4, 8, 16, 32][:len(ws)], ws
 for r in runs:
     for k in ("epoch_s", "wait_s", "compute_s", "wait_ratio", "verdict"):
         assert k in r, k
-# only the last run may be busy: the demo stops at the first busy one
+# only the last run may be busy: the demo stops at the first busy one, and
+# runs the whole ladder only when none was
 assert all(r["verdict"] != "busy" for r in runs[:-1]), runs
-assert runs[-1]["verdict"] == "busy", runs[-1]
-assert d["final_verdict"] == "busy" and d["final_workers"] == ws[-1]
+assert len(runs) == 7 or runs[-1]["verdict"] == "busy", runs
+assert d["final_verdict"] == runs[-1]["verdict"]
+assert d["final_workers"] == ws[-1]
 assert d["speedup"] > 0
 '
+
+# That a worker count reaches busy is a claim about the build's speed.
+# Under TSan every worker's atomics and locks cost 5-20x, unevenly: CI saw
+# the 32-worker run wait 14.6% of its measured epoch on one 15.8 ms step
+# (p50 0.03 ms), which the doctor rightly calls variance.  So the sanitizer
+# suites check the ladder's logic above, and plain builds the outcome.
+if [ -n "${STOKE_TEST_SANITIZE:-}" ]; then
+  echo "note: reaching busy is not checked under $STOKE_TEST_SANITIZE"
+else
+  json_check "$TMP/demo.json" '
+assert d["final_verdict"] == "busy", d["runs"][-1]
+'
+  grep -q '^  verdict: busy' "$TMP/out" || fail "no busy verdict"
+fi
 
 say "the text: the W = 0 verdict, the table and the speed-up"
 grep -q "^workers 0 (PyTorch's default)" "$TMP/out" || fail "no W=0 line"
 grep -q '^  verdict: starving' "$TMP/out" || fail "no starving verdict"
-grep -q '^  verdict: busy' "$TMP/out" || fail "no busy verdict"
 grep -q '^    W   epoch s  waiting s  computing s  verdict$' "$TMP/out" ||
   fail "no before/after table"
 grep -Eq '^ +0 +[0-9.]+ +[0-9.]+ +[0-9.]+  starving$' "$TMP/out" ||
