@@ -319,6 +319,27 @@ def _death(proc, key):
             f"(stoke.DataLoader, worker_type='process')")
 
 
+# What unpickling a message raises when its sender died before handing
+# over a shared file descriptor (multiprocessing's resource sharer).
+_LOST_SENDER = (ConnectionError, EOFError, FileNotFoundError)
+_REAP_S = 5.0   # how long a reset sender may take to be seen as ended
+
+
+def _death_after(pool, error):
+    """The message for the worker whose death broke a message off, waiting
+    up to _REAP_S for its end to be seen (a reset socket comes before the
+    exit code).  No worker dead by then: the error was something else, and
+    goes on up."""
+    deadline = time.monotonic() + _REAP_S
+    while True:
+        why = pool.dead()
+        if why is not None:
+            return why
+        if time.monotonic() >= deadline:
+            raise error
+        time.sleep(_POLL_S / 10)
+
+
 def wait_result(pool, block, timeout, fail):
     """One message off pool.results, or None when not block and none is
     there.  Waiting, the workers are watched (fail(RuntimeError) for one
@@ -329,6 +350,14 @@ def wait_result(pool, block, timeout, fail):
         try:
             return pool.results.get(timeout=_POLL_S) if block else \
                 pool.results.get(block=False)
+        except _LOST_SENDER as e:
+            # A tensor's storage travels as a file descriptor that the
+            # sending worker hands over when the message is unpickled; a
+            # worker killed between its put and this get leaves a reset
+            # connection, not a message.  Name the dead worker, as torch's
+            # loader does, rather than let the socket error through.
+            why = _death_after(pool, e)
+            fail(RuntimeError(why))
         except _queue.Empty:
             if not block:
                 return None

@@ -119,6 +119,49 @@ def test_a_dead_worker_is_named():
                                       batch_size=2))) == 4
 
 
+class _ResetQueue:
+    """A results queue whose message lost its sender: unpickling a tensor
+    whose fd the killed worker never handed over (what CI's stress run hit
+    in test_a_dead_worker_is_named)."""
+
+    def get(self, block=True, timeout=None):
+        raise ConnectionResetError(104, "Connection reset by peer")
+
+
+class _DyingPool:
+    """A pool whose worker is seen dead only at the third look, as a reset
+    socket comes before the exit code."""
+
+    def __init__(self, seen_at=3):
+        self.results, self.looks, self.seen_at = _ResetQueue(), 0, seen_at
+
+    def dead(self):
+        self.looks += 1
+        return "DataLoader worker (pid 7) is killed by signal: SIGKILL" \
+            if self.looks >= self.seen_at else None
+
+
+def test_a_message_whose_sender_died_names_the_worker():
+    from stoke import _procs
+
+    def fail(exc):
+        raise exc
+    for block in (True, False):
+        pool = _DyingPool()
+        with pytest.raises(RuntimeError, match=r"pid 7.*SIGKILL") as got:
+            _procs.wait_result(pool, block, 0, fail)
+        assert pool.looks == 3 and \
+            not isinstance(got.value, ConnectionResetError)
+
+
+def test_a_reset_with_no_dead_worker_is_not_hidden(monkeypatch):
+    from stoke import _procs
+    monkeypatch.setattr(_procs, "_REAP_S", 0.05)
+    with pytest.raises(ConnectionResetError):
+        _procs.wait_result(_DyingPool(seen_at=10**9), True, 0,
+                           lambda exc: None)
+
+
 def test_the_doctor_counts_each_item():
     loader = ProcessDataLoader(Shards(40), num_workers=2, batch_size=4,
                                warmup=0, persistent_workers=True)
