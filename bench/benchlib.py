@@ -4,6 +4,7 @@ Used by the torch_*.py scripts (run with /usr/bin/python3, Debian's
 python3-torch) and by combine.py.  Nothing here imports torch.
 """
 
+import glob
 import json
 import math
 import os
@@ -121,6 +122,7 @@ def run_epochs(make_iter, warmup=1, measured=None, min_seconds=None,
                 break
         wait = compute = 0.0
         batches = samples = 0
+        first = None
         t0 = clock()
         it = make_iter()
         mark = clock()
@@ -131,6 +133,8 @@ def run_epochs(make_iter, warmup=1, measured=None, min_seconds=None,
                 wait += clock() - mark
                 break
             now = clock()
+            if first is None:
+                first = now - t0
             w = now - mark
             wait += w
             if not is_warm:
@@ -145,7 +149,8 @@ def run_epochs(make_iter, warmup=1, measured=None, min_seconds=None,
         seconds = clock() - t0
         epochs.append({"index": index, "warmup": is_warm, "seconds": seconds,
                        "wait_s": wait, "compute_s": compute,
-                       "batches": batches, "samples": samples})
+                       "batches": batches, "samples": samples,
+                       "first_batch_s": first})
         if not is_warm:
             n_measured += 1
             measured_time += seconds
@@ -178,6 +183,56 @@ def summarize(epochs, waits, peak_rss_bytes=None):
         "peak_rss_bytes": peak_rss_bytes,
         "verdict": None,
     }
+
+
+def descendants(pid):
+    """The pids below pid (its children, theirs, ...), from
+    /proc/PID/task/*/children; [] where the kernel does not list them."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        for task in glob.glob("/proc/%d/task/*/children" % p):
+            for c in _read(task).split():
+                out.append(int(c))
+                todo.append(int(c))
+    return out
+
+
+class PeakMemory:
+    """The peak, over a run, of the proportional set size of this process
+    and every process below it (worker processes included; shared pages
+    split fairly, so shared slots count once), sampled every period_s by a
+    thread.  A sample falls between peaks: a lower bound, the same for
+    every loader measured with it."""
+
+    def __init__(self, period_s=0.2):
+        import threading
+        self.peak = None
+        self._stop = threading.Event()
+        self._period = period_s
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _sample(self):
+        me = os.getpid()
+        total = 0
+        for pid in [me] + descendants(me):
+            v = pss_bytes([pid])
+            total += v or 0   # one that ended between list and read: 0
+        self.peak = total if self.peak is None else max(self.peak, total)
+
+    def _run(self):
+        while not self._stop.wait(self._period):
+            self._sample()
+
+    def __enter__(self):
+        self._sample()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+        self._sample()
 
 
 def self_peak_rss_bytes():

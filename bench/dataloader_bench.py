@@ -16,11 +16,21 @@ Workloads (--workload):
   c-images  the same images through stoke.Loader(path, transform=
             "random-resized-crop=224,flip,chw,u8"): the route the
             python-bound advice points to
+  pure      a pure-Python sample: --pure-iters turns of a bytecode loop
+            (dataloader.sh calibrates them to about 2 ms on the machine),
+            1024 samples, batch 32: what threads cannot share out
+
+stoke.DataLoader's --worker-type is thread, process or auto.  Every run
+also records the time to its first batch (the warm-up epoch's: worker
+start included) and the peak proportional set size of the main process
+and every process below it (benchlib.PeakMemory).
 
   PYTHONPATH=build/python /usr/bin/python3 bench/dataloader_bench.py \\
       --loader stoke --workload seed000 --workers 4 --json /tmp/s.json
 """
 import argparse
+import sys
+import time
 import warnings
 
 import torch
@@ -41,10 +51,27 @@ class Trivial(Dataset):
         return idx, idx
 
 
-def images(corpus):
+class PurePython(Dataset):
+    """Each sample runs `iters` turns of a loop that never leaves the
+    interpreter (no call that releases the GIL)."""
+
+    def __init__(self, n, iters):
+        self.n, self.iters = n, iters
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, idx):
+        acc = idx
+        for k in range(self.iters):
+            acc = (acc * 31 + k) % 1000003
+        return idx, acc
+
+
+def images(corpus, transform=None):
     import torchvision.transforms as T
     from torchvision.datasets import ImageFolder
-    return ImageFolder(corpus, transform=T.Compose([
+    return ImageFolder(corpus, transform=transform or T.Compose([
         T.RandomResizedCrop(224), T.RandomHorizontalFlip(), T.PILToTensor()]))
 
 
@@ -62,11 +89,35 @@ def stoke_summary(loader):
             "advice": [a["text"] for a in d.get("advice", [])][:3]}
 
 
+def calibrate_pure(ms):
+    """The loop turns that make one pure sample cost about ms on this
+    machine (best of 5, one process, nothing else running in it)."""
+    probe = 200000
+    ds = PurePython(1, probe)
+    best = float("inf")
+    for _ in range(5):
+        t0 = time.perf_counter()
+        ds[0]
+        best = min(best, time.perf_counter() - t0)
+    return max(1, round(ms / 1e3 / (best / probe)))
+
+
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--calibrate-pure":
+        print(calibrate_pure(float(sys.argv[2])))
+        return
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--loader", choices=("torch", "stoke"), required=True)
     ap.add_argument("--workload", required=True,
-                    choices=("seed000", "images", "trivial", "c-images"))
+                    choices=("seed000", "images", "trivial", "c-images",
+                             "pure"))
+    ap.add_argument("--worker-type", default="thread",
+                    choices=("thread", "process", "auto"),
+                    help="stoke.DataLoader's worker_type (thread)")
+    ap.add_argument("--batch", type=int,
+                    help="batch size (default: the workload's)")
+    ap.add_argument("--pure-iters", type=int, default=20000,
+                    help="the pure workload's loop turns per sample")
     ap.add_argument("--workers", "-j", type=int, default=0)
     ap.add_argument("--corpus")
     ap.add_argument("--warmup", type=int, default=1)
@@ -88,6 +139,10 @@ def main():
         kw.update(batch_size=32, shuffle=False)
         extra = {"cost_ms": 5.0, "samples": 256,
                  "ideal_epoch_s": 256 * 0.005 / max(w, 1)}
+    elif args.workload == "pure":
+        ds = PurePython(1024, args.pure_iters)
+        kw.update(batch_size=32, shuffle=False)
+        extra = {"samples": 1024, "pure_iters": args.pure_iters}
     elif args.workload == "trivial":
         ds = Trivial(65536)
         kw.update(batch_size=256, shuffle=False)
@@ -98,27 +153,35 @@ def main():
         ds = images(args.corpus) if args.workload == "images" else None
         kw.update(batch_size=256, shuffle=True)
         extra = {"corpus": args.corpus}
+    if args.batch:
+        kw["batch_size"] = args.batch
 
     import stoke
     if args.workload == "c-images":
-        loader = stoke.Loader(args.corpus, 256, num_workers=w, shuffle=True,
+        loader = stoke.Loader(args.corpus, kw["batch_size"], num_workers=w,
+                              shuffle=True,
                               transform="random-resized-crop=224,flip,chw,u8",
                               warmup=args.warmup)
         impl = "stoke.Loader"
     elif args.loader == "stoke":
         loader = stoke.DataLoader(ds, warmup=args.warmup,
-                                  worker_policy=args.worker_policy, **kw)
+                                  worker_policy=args.worker_policy,
+                                  worker_type=args.worker_type, **kw)
         impl = "stoke.DataLoader"
+        extra["worker_type"] = args.worker_type
     else:
         from torch.utils.data import DataLoader
         loader = DataLoader(ds, **kw)
         impl = "torch"
     load_before = benchlib.loadavg()
-    epochs, waits = benchlib.run_epochs(lambda: iter(loader),
-                                        warmup=args.warmup,
-                                        measured=args.measured)
+    with benchlib.PeakMemory() as mem:
+        epochs, waits = benchlib.run_epochs(lambda: iter(loader),
+                                            warmup=args.warmup,
+                                            measured=args.measured)
     summary = benchlib.summarize(epochs, waits,
                                  peak_rss_bytes=benchlib.self_peak_rss_bytes())
+    summary["peak_pss_total_bytes"] = mem.peak
+    summary["first_batch_s"] = epochs[0]["first_batch_s"] if epochs else None
     doc = {"config": dict({"benchmark": "dataloader-" + args.workload,
                            "impl": impl, "workers": w,
                            "warmup_epochs": args.warmup,

@@ -2,7 +2,10 @@
 """The dataloader benchmark's tables from its raw JSON (bench/dataloader.sh):
 seed 000 against the ideal epoch, the images against torch's best with the
 GIL-wait share, stoke.Loader's C transforms on the same images, and the
-per-sample overhead.  Writes the combined JSON.
+per-sample overhead; then the process section: worker_type thread,
+process and auto against torch (samples/s, time to the first batch, peak
+PSS of main + workers), seed 000 and the overhead on processes.  Writes
+the combined JSON.
 
   /usr/bin/python3 bench/dataloader_table.py bench/out/raw/dataloader OUT.json
 """
@@ -17,7 +20,8 @@ import benchlib
 def load(raw):
     runs = {}
     for path in sorted(glob.glob(os.path.join(raw, "*.json"))):
-        m = re.match(r"(torch|stoke|c)_(seed000|images|trivial)_w(\d+)\.json$",
+        m = re.match(r"(torch|stoke|c|ptorch|thread|process|auto)_"
+                     r"(seed000|images64|images|trivial|pure)_w(\d+)\.json$",
                      os.path.basename(path))
         if m:
             runs[(m[1], m[2], int(m[3]))] = benchlib.read_json(path)
@@ -26,6 +30,102 @@ def load(raw):
 
 def f(v, fmt):
     return fmt % v if v is not None else "-"
+
+
+MODES = (("ptorch", "torch"), ("thread", "thread"), ("process", "process"),
+         ("auto", "auto"))
+
+
+def mode_rows(runs, workload, title):
+    """One row per W: each mode's samples/s, time to the first batch and
+    peak PSS (main + workers), and the ratios the issue's targets name."""
+    ws = sorted({w for (s, k, w) in runs if k == workload})
+    rows = []
+    if not ws:
+        return rows
+    print(f"\n{title}")
+    print("   W  mode      samples/s  x torch  x thread  first batch s  "
+          "peak PSS MiB")
+    for w in ws:
+        got = {name: runs.get((tag, workload, w)) for tag, name in MODES}
+        sps = {n: benchlib.get(r, "summary.samples_per_s")
+               for n, r in got.items()}
+        row = {"workers": w}
+        for name, r in got.items():
+            if r is None:
+                continue
+            v = sps[name]
+            pss = benchlib.get(r, "summary.peak_pss_total_bytes")
+            row[name] = {
+                "samples_per_s": v,
+                "x_torch": v / sps["torch"] if v and sps.get("torch") else
+                None,
+                "x_thread": v / sps["thread"] if v and sps.get("thread") else
+                None,
+                "first_batch_s": benchlib.get(r, "summary.first_batch_s"),
+                "peak_pss_total_bytes": pss}
+            c = row[name]
+            print(f"  {w:2d}  {name:8s} {f(v, '%10.0f')} "
+                  f"{f(c['x_torch'], '%7.2fx')} {f(c['x_thread'], '%8.2fx')} "
+                  f"{f(c['first_batch_s'], '%14.3f')} "
+                  f"{f(pss / 2**20 if pss else None, '%13.0f')}")
+        rows.append(row)
+    return rows
+
+
+def process_section(raw, runs, doc):
+    """worker_type thread / process / auto against torch (dataloader.sh's
+    process section)."""
+    iters = benchlib._read(os.path.join(raw, "pure_iters.txt")).strip()
+    doc["pure"] = mode_rows(
+        runs, "pure", f"pure Python: {iters or '?'} bytecode turns per sample "
+        "(about 2 ms here), 1024 samples, batch 32")
+    doc["images64"] = mode_rows(
+        runs, "images64", "images on processes: ImageFolder + "
+        "RandomResizedCrop(224) + flip + PILToTensor, batch 64")
+    if doc["images64"]:
+        best = {}
+        for row in doc["images64"]:
+            for name in ("torch", "thread", "process", "auto"):
+                v = benchlib.get(row, name + ".samples_per_s")
+                if v:
+                    best[name] = max(best.get(name, 0), v)
+        doc["images64_best"] = best
+        sb = max((best.get(n, 0) for n in ("thread", "process", "auto")),
+                 default=0)
+        if best.get("torch") and sb:
+            print(f"  best: stoke {sb:.0f} vs torch {best['torch']:.0f} "
+                  f"images/s = {sb / best['torch']:.2f}x")
+    ws = sorted({w for (s, k, w) in runs if s == "process" and
+                 k == "seed000"})
+    doc["seed000_process"] = []
+    if ws:
+        print("\nseed 000 on worker processes (epoch seconds; ratio to the "
+              "ideal 1.28 s / W)")
+        for w in ws:
+            r = runs[("process", "seed000", w)]
+            es = benchlib.get(r, "summary.epoch_s")
+            ideal = 256 * 0.005 / max(w, 1)
+            doc["seed000_process"].append({"workers": w, "epoch_s": es,
+                                           "x_ideal": es / ideal if es else
+                                           None})
+            print(f"  {w:2d}  {f(es, '%8.3f')}  "
+                  f"{f(es / ideal if es else None, '%6.2fx')}")
+    ws = sorted({w for (s, k, w) in runs if s == "process" and
+                 k == "trivial"})
+    doc["trivial_process"] = []
+    if ws:
+        print("\nper-sample overhead on worker processes (us per sample)")
+        for w in ws:
+            v = benchlib.get(runs[("process", "trivial", w)],
+                             "summary.samples_per_s")
+            t = benchlib.get(runs.get(("torch", "trivial", w)),
+                             "summary.samples_per_s")
+            doc["trivial_process"].append(
+                {"workers": w, "process_us": 1e6 / v if v else None,
+                 "torch_us": 1e6 / t if t else None})
+            print(f"  {w:2d}  process {f(1e6 / v if v else None, '%8.2f')}"
+                  f"   torch {f(1e6 / t if t else None, '%8.2f')}")
 
 
 def main():
@@ -108,6 +208,7 @@ def main():
             doc["trivial"].append(row)
             print(f"  {w:2d}  {f(row['torch_us'], '%8.2f')}  "
                   f"{f(row['stoke_us'], '%16.2f')}")
+    process_section(raw, runs, doc)
     print(f"\nload average at start {' '.join(doc['loadavg_start'])}, at end "
           f"{' '.join(doc['loadavg_end'])}")
     benchlib.write_json(out, doc)
