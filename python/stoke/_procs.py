@@ -51,7 +51,9 @@ _GATE = 2       # workers with an id at or above it leave (num_workers="auto")
 _HELD = 3       # + worker id: the key the worker is making, or -1
 # then, per worker (W = loader.num_workers), its totals so far: busy
 # (wall) ns at _HELD + W + id, samples at _HELD + 2W + id, CPU ns at
-# _HELD + 3W + id (single writer each: num_workers="auto" reads them)
+# _HELD + 3W + id (single writer each: num_workers="auto" reads them), and
+# at _HELD + 4W + id the results of worker id that the main process has
+# taken in (its single writer; a worker leaving at the gate waits for it)
 _RETIRED = -2   # held: the worker left at the gate, as asked
 # ring rows (one per unit, int64): its keys and where it goes
 _N, _BATCH, _POS, _EP, _BASE, _KEYS = range(6)
@@ -182,6 +184,11 @@ def _worker_main(worker_id, job):
     at_busy, at_samples, at_cpu = (_HELD + nw + worker_id,
                                    _HELD + 2 * nw + worker_id,
                                    _HELD + 3 * nw + worker_id)
+    at_taken = _HELD + 4 * nw + worker_id
+    # A process started again in a retired one's place counts on from what
+    # its predecessor sent (all of it taken in before that one left).
+    sent = int(_stoke.shared_load(ctl, at_taken))
+    parent = os.getppid()
     tot_busy = tot_samples = tot_cpu = 0
     cap = ring.shape[0]
     # The thread's CPU clock is a system call (~3 us on a VM, 20 times the
@@ -198,8 +205,13 @@ def _worker_main(worker_id, job):
             return
         if worker_id >= _stoke.shared_load(ctl, _GATE):
             # num_workers="auto" shrank: the token is another worker's.
-            # Leaving flushes what this worker sent (no cancel here).
             job.sem.release()
+            how = _leave_when_taken(ctl, at_taken, sent, worker_id, parent)
+            if how == "stay":
+                continue
+            if how == "stop":
+                results.cancel_join_thread()
+                return
             _stoke.shared_store(ctl, held, _RETIRED)
             return
         t = start = clock()     # a sample's clock starts at its claim
@@ -255,8 +267,28 @@ def _worker_main(worker_id, job):
                                    for k in keys])
         cpu_was = cpu
         _stoke.shared_store(ctl, held, _NO_KEY)
-        results.put((epoch, unit, kind, pos, data))
+        results.put((epoch, unit, kind, pos, data, worker_id))
+        sent += 1
         samples = data = None
+
+
+def _leave_when_taken(ctl, at_taken, sent, worker_id, parent):
+    """A worker asked to leave at the gate waits until the main process
+    has taken in the `sent` results it put: a batch or sample that
+    crosses as a tensor has its storage's file descriptor fetched from
+    this process when the main process unpickles it, so a sender that has
+    left turns that result into a refused connection (CI's
+    test_auto_shrinks_and_grows_again_without_losing_a_sample).  Returns
+    "leave"; "stay" when the gate rose above it again meanwhile (it works
+    on, nothing lost); "stop" when the loader stops or its process is
+    gone."""
+    while _stoke.shared_load(ctl, at_taken) < sent:
+        if _stoke.shared_load(ctl, _STOP) or os.getppid() != parent:
+            return "stop"
+        if worker_id < _stoke.shared_load(ctl, _GATE):
+            return "stay"
+        time.sleep(0.001)
+    return "leave"
 
 
 def record_unit(record, stages, worker_id, times, collate_ns, cpu_ns):
@@ -538,7 +570,7 @@ class _Pool(PoolBase):
         units_ahead = ahead * (1 if per_unit > 1 or not loader._auto_collation
                                else loader._max_batch)
         self.cap = units_ahead + w + 1
-        self.ctl = torch.full((_HELD + 4 * w,), _NO_KEY, dtype=torch.int64)
+        self.ctl = torch.full((_HELD + 5 * w,), _NO_KEY, dtype=torch.int64)
         self.ctl[_CLAIM] = 0
         self.ctl[_STOP] = 0
         self.ctl[_HELD + w:] = 0
@@ -624,6 +656,14 @@ class _Pool(PoolBase):
         heapq.heappush(self.outstanding, u)
         self.published += 1
         self.sem.release()  # a worker may now claim it
+
+    def taken_from(self, worker_id):
+        """One more result of worker_id taken in, whole (its tensors' file
+        descriptors received): a worker leaving at the gate waits for
+        this count (_leave_when_taken)."""
+        at = _HELD + 4 * self.workers + worker_id
+        _stoke.shared_store(self._ctl, at,
+                            _stoke.shared_load(self._ctl, at) + 1)
 
     def came_back(self, unit):
         self.back.add(unit)
@@ -753,9 +793,11 @@ class ProcessIterator(IteratorBase):
         if msg is None:
             return False
         pool = self._pool
-        epoch, unit, kind, pos, data = msg
+        epoch, unit, kind, pos, data = msg[:5]
         if kind == "init":
             self._fail(data)
+        if len(msg) > 5:     # (worker_setup's "init" has no sender count)
+            pool.taken_from(msg[5])
         pool.came_back(unit)
         if kind == "row":
             pool.arenas.register(data)   # the first row of an arena brings it
