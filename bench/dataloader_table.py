@@ -96,37 +96,44 @@ def process_section(raw, runs, doc):
         if best.get("torch") and sb:
             print(f"  best: stoke {sb:.0f} vs torch {best['torch']:.0f} "
                   f"images/s = {sb / best['torch']:.2f}x")
-    ws = sorted({w for (s, k, w) in runs if s == "process" and
-                 k == "seed000"})
-    doc["seed000_process"] = []
-    if ws:
-        print("\nseed 000 on worker processes (epoch seconds; ratio to the "
-              "ideal 1.28 s / W)")
-        for w in ws:
-            r = runs[("process", "seed000", w)]
-            es = benchlib.get(r, "summary.epoch_s")
-            ideal = 256 * 0.005 / max(w, 1)
-            doc["seed000_process"].append({"workers": w, "epoch_s": es,
-                                           "x_ideal": es / ideal if es else
-                                           None})
-            print(f"  {w:2d}  {f(es, '%8.3f')}  "
-                  f"{f(es / ideal if es else None, '%6.2fx')}")
-    ws = sorted({w for (s, k, w) in runs if s == "process" and
-                 k == "trivial"})
-    doc["trivial_process"] = []
-    if ws:
-        print("\nper-sample overhead on worker processes (us per sample)")
-        for w in ws:
-            v = benchlib.get(runs[("process", "trivial", w)],
-                             "summary.samples_per_s")
-            t = benchlib.get(runs.get(("torch", "trivial", w)),
-                             "summary.samples_per_s")
-            doc["trivial_process"].append(
-                {"workers": w, "process_us": 1e6 / v if v else None,
-                 "torch_us": 1e6 / t if t else None})
-            print(f"  {w:2d}  process {f(1e6 / v if v else None, '%8.2f')}"
-                  f"   torch {f(1e6 / t if t else None, '%8.2f')}")
+    def seed000_row(w, r):
+        es = benchlib.get(r, "summary.epoch_s")
+        ideal = 256 * 0.005 / max(w, 1)
+        row = {"workers": w, "epoch_s": es,
+               "x_ideal": es / ideal if es else None}
+        return row, (f"  {w:2d}  {f(es, '%8.3f')}  "
+                     f"{f(row['x_ideal'], '%6.2fx')}")
 
+    def trivial_row(w, r):
+        v = benchlib.get(r, "summary.samples_per_s")
+        t = benchlib.get(runs.get(("torch", "trivial", w)),
+                         "summary.samples_per_s")
+        row = {"workers": w, "process_us": 1e6 / v if v else None,
+               "torch_us": 1e6 / t if t else None}
+        return row, (f"  {w:2d}  process {f(row['process_us'], '%8.2f')}"
+                     f"   torch {f(row['torch_us'], '%8.2f')}")
+
+    doc["seed000_process"] = process_rows(
+        runs, "seed000", "seed 000 on worker processes (epoch seconds; "
+        "ratio to the ideal 1.28 s / W)", seed000_row)
+    doc["trivial_process"] = process_rows(
+        runs, "trivial", "per-sample overhead on worker processes (us per "
+        "sample)", trivial_row)
+
+
+def process_rows(runs, workload, title, row_of):
+    """The process runs of one workload, a row per W: row_of(w, run) gives
+    the row and its printed line."""
+    ws = sorted({w for (s, k, w) in runs if s == "process" and
+                 k == workload})
+    rows = []
+    if ws:
+        print(f"\n{title}")
+    for w in ws:
+        row, line = row_of(w, runs[("process", workload, w)])
+        rows.append(row)
+        print(line)
+    return rows
 
 def main():
     raw, out = sys.argv[1], sys.argv[2]

@@ -47,7 +47,15 @@ def cmd_runs(argv):
             print(f"  {side}  M samples/s  {cells}   median "
                   f"{statistics.median(vals) / 1e6:8.2f}")
         ratio = statistics.median(new) / statistics.median(old)
+        # The pairs ran side by side: the median of their ratios, and how
+        # many went the new side's way, tell a shift from a bimodal spread.
+        pairs = [n / o for o, n in zip(old, new) if o]
+        pair_ratio = statistics.median(pairs) if pairs else None
+        faster = sum(r > 1 for r in pairs)
         line = f"  ratio new/old  {ratio:.3f}x"
+        if pairs:
+            line += (f"   pairs: median {pair_ratio:.3f}x, new faster in "
+                     f"{faster} of {len(pairs)}")
         if w == 0:
             ok = ratio >= target
             missed = not ok
@@ -56,7 +64,8 @@ def cmd_runs(argv):
         result["workers"][str(w)] = {
             "old_samples_per_s": old, "new_samples_per_s": new,
             "old_median": statistics.median(old),
-            "new_median": statistics.median(new), "ratio": ratio}
+            "new_median": statistics.median(new), "ratio": ratio,
+            "pair_ratio_median": pair_ratio, "pairs_new_faster": faster}
     result["target_met"] = not missed
     merge_summary(summary_path, {"runs": result})
     return 3 if missed else 0

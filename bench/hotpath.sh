@@ -8,8 +8,8 @@
 #   stoke bench --synthetic tensor --samples 4096 --shape 32 -b 256 -j W \
 #               --epochs 200
 #
-# at W=0 and W=2: one warm-up pair, then N alternating runs (old, new, old,
-# new, ...), each a fresh process.  Prints samples/s of every run, the
+# at W=0 and W=2: one warm-up pair, then N alternating pairs (old, new; new,
+# old; ...), each run a fresh process.  Prints samples/s of every run, the
 # medians, the ratio new/old with the target beside W=0's (>= 0.97x, every
 # feature off), the machine and the load average before and after.
 #
@@ -20,6 +20,18 @@
 #               --compute none --epochs 20
 #
 # (a quarter of overhead.sh's epoch, so that --callgrind fits in minutes).
+#
+# Two cases run the Python module instead (both sides build it, and both
+# run the current tree's scripts, so only the module differs):
+#   --case pyarrays   bench/run.sh's Python arrays row: stoke.Loader over
+#                     (features, targets) tensors, 4096x32, batch 256, W=0
+#                     (bench/stoke_py.py --arrays 4096x32 --min-seconds 1)
+#   --case pytrivial  bench/dataloader.sh's per-sample overhead:
+#                     stoke.DataLoader over a dataset returning its index,
+#                     W=1 and 2 (bench/dataloader_bench.py --workload trivial)
+# In-memory Python runs are bimodal on some VMs (the same tree gives 20 or
+# 28 M samples/s), so give them --runs 11 or more: the median of the pairs'
+# ratios, printed beside the ratio of the medians, is the figure.
 #
 # --callgrind instead counts instructions per sample under valgrind, which
 # the load cannot change: two runs per side, 5 and 25 epochs, and their
@@ -35,7 +47,7 @@
 #
 # Usage: bench/hotpath.sh [--old COMMIT] [--new COMMIT | --new-tree DIR]
 #                         [--runs N] [--epochs N] [--callgrind] [--keep]
-#                         [--case tensor|overhead]
+#                         [--case tensor|overhead|pyarrays|pytrivial]
 #   --old COMMIT     the reference (default b09aa3a)
 #   --new COMMIT     measure a commit instead of the working tree
 #   --new-tree DIR   measure another checkout as it is (built out of it)
@@ -43,7 +55,9 @@
 #   --epochs N       epochs per timed run (default 200)
 #   --callgrind      instructions per sample instead of samples/s
 #   --keep           keep the worktrees and builds (reused by the next run)
-#   --case NAME      tensor (default) or overhead (the empty sample)
+#   --case NAME      tensor (default), overhead (the empty sample),
+#                    pyarrays or pytrivial (the Python module; no --callgrind:
+#                    valgrind stops in a library constructor torch loads)
 #
 # Environment: BENCH_OUT (default bench/out), HOTPATH_WORK (where the
 # builds go, default $BENCH_OUT/hotpath), HOTPATH_WORKERS (default "0 2"),
@@ -76,7 +90,14 @@ done
   { echo "hotpath: --new and --new-tree exclude each other" >&2; exit 2; }
 
 die() { echo "hotpath: $*" >&2; exit 1; }
-case $case_name in tensor|overhead) ;; *) die "unknown --case $case_name (tensor or overhead)" ;; esac
+py=0
+case $case_name in
+  tensor|overhead) ;;
+  pyarrays|pytrivial) py=1 ;;
+  *) die "unknown --case $case_name (tensor, overhead, pyarrays or pytrivial)" ;;
+esac
+[ "$py" = 1 ] && [ "$callgrind" = 1 ] &&
+  die "--callgrind counts the CLI's cases only (tensor, overhead)"
 say() { echo "hotpath: $*" >&2; }
 
 old_sha=$(git -C "$ROOT" rev-parse --verify "$old_rev^{commit}") ||
@@ -122,39 +143,50 @@ checkout() {
     die "git worktree add $dir $sha failed"
 }
 
-# build SRC BUILD: the CLI alone, Release, the same flags for both sides.
+# build SRC BUILD: the CLI alone (the Python module for the Python cases),
+# Release, the same flags for both sides.
 build() {
-  local src=$1 dir=$2
+  local src=$1 dir=$2 python=OFF target=stoke-cli
+  [ "$py" = 1 ] && python=ON target=stoke_python
   say "building $src into $dir"
   cmake -S "$src" -B "$dir" -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_FLAGS=-g \
-    -DSTOKE_BUILD_TESTS=OFF -DSTOKE_BUILD_PYTHON=OFF -DSTOKE_WERROR=OFF \
+    -DSTOKE_BUILD_TESTS=OFF -DSTOKE_BUILD_PYTHON=$python -DSTOKE_WERROR=OFF \
     >"$RAW/$(basename "$src").configure.log" 2>&1 ||
     die "configure failed: $RAW/$(basename "$src").configure.log"
-  # The CLI's target, or everything for a commit that names it otherwise.
+  # The case's target, or everything for a commit that names it otherwise.
   local log
   log=$RAW/$(basename "$src").build.log
-  cmake --build "$dir" -j"$(nproc)" --target stoke-cli >"$log" 2>&1 ||
+  { cmake --build "$dir" -j"$(nproc)" --target "$target" &&
+    { [ "$py" = 0 ] ||
+      cmake --build "$dir" -j"$(nproc)" --target stoke_python_files; }; } \
+    >"$log" 2>&1 ||
     cmake --build "$dir" -j"$(nproc)" >>"$log" 2>&1 ||
     die "build failed: $log"
-  [ -x "$dir/stoke" ] || die "no stoke CLI in $dir"
+  if [ "$py" = 1 ]; then
+    [ -f "$dir/python/stoke/__init__.py" ] || die "no Python module in $dir"
+  else
+    [ -x "$dir/stoke" ] || die "no stoke CLI in $dir"
+  fi
 }
 
 old_src=$WORK/old-${old_sha:0:12}
 checkout "$old_sha" "$old_src"
-build "$old_src" "$old_src/build-hotpath"
-OLD=$old_src/build-hotpath/stoke
+build_name=build-hotpath
+[ "$py" = 1 ] && build_name=build-hotpath-py
+build "$old_src" "$old_src/$build_name"
+OLD=$old_src/$build_name/stoke
 
 if [ -n "$new_rev" ]; then
   new_sha=$(git -C "$ROOT" rev-parse --verify "$new_rev^{commit}") ||
     die "no commit $new_rev"
   new_src=$WORK/new-${new_sha:0:12}
   checkout "$new_sha" "$new_src"
-  new_dir=$new_src/build-hotpath
+  new_dir=$new_src/$build_name
   new_desc="$new_rev (${new_sha:0:12})"
 else
   # The working tree as it is, or another checkout: built out of it.
   new_src=${new_tree:-$ROOT}
-  new_dir=$WORK/build-$(basename "$new_src")
+  new_dir=$WORK/$build_name-$(basename "$new_src")
   new_desc="$(git -C "$new_src" rev-parse --short=12 HEAD)"
   [ -n "$(git -C "$new_src" status --porcelain --untracked-files=no)" ] &&
     new_desc="$new_desc + uncommitted changes"
@@ -173,7 +205,14 @@ case $case_name in
     CASE=(--synthetic spin:0 --samples $epoch_samples --shape 1 -b 256
           --compute none)
     workers=${HOTPATH_WORKERS:-1 2} epochs=${epochs:-20} ;;
-  *) die "unknown --case $case_name (tensor or overhead)" ;;
+  pyarrays)
+    CASE=("$BENCH_DIR/stoke_py.py" --arrays 4096x32 -b 256 --min-seconds 1
+          --min-epochs 20)
+    workers=${HOTPATH_WORKERS:-0} ;;
+  pytrivial)
+    CASE=("$BENCH_DIR/dataloader_bench.py" --loader stoke --workload trivial
+          --measured 3)
+    workers=${HOTPATH_WORKERS:-1 2} ;;
 esac
 top=${HOTPATH_TOP:-15}
 summary=$OUT/$name.json
@@ -239,6 +278,17 @@ else
     local side=$1 w=$2 n=$3 bin=$OLD
     [ "$side" = new ] && bin=$NEW
     local json=$RAW/w$w.$n.$side.json
+    if [ "$py" = 1 ]; then
+      # Each side's module, the current tree's script.
+      local pp
+      pp=$(dirname "$bin")/python
+      echo "PYTHONPATH=$pp $PY ${CASE[*]} --workers $w --json $json" \
+        >>"$RAW/commands.txt"
+      PYTHONPATH=$pp "$PY" "${CASE[@]}" --workers "$w" --json "$json" \
+        >"${json%.json}.log" 2>&1 ||
+        die "the Python case failed: ${json%.json}.log"
+      return
+    fi
     echo "$bin bench ${CASE[*]} -j $w --epochs $epochs -q --json $json" \
       >>"$RAW/commands.txt"
     "$bin" bench "${CASE[@]}" -j "$w" --epochs "$epochs" -q --json "$json" \
@@ -251,8 +301,15 @@ else
     run old "$w" warmup
     run new "$w" warmup
     for i in $(seq 1 "$runs"); do
-      run old "$w" "$i"
-      run new "$w" "$i"
+      # Which side goes first alternates, so that neither always follows
+      # the other (a run can leave the caches or the clock to the next).
+      if [ $((i % 2)) = 1 ]; then
+        run old "$w" "$i"
+        run new "$w" "$i"
+      else
+        run new "$w" "$i"
+        run old "$w" "$i"
+      fi
       specs+=("$w:old:$RAW/w$w.$i.old.json" "$w:new:$RAW/w$w.$i.new.json")
     done
   done
@@ -269,7 +326,8 @@ cut -d' ' -f1-3 /proc/loadavg >"$RAW/loadavg_after.txt"
 "$PY" "$BENCH_DIR/hotpath.py" meta "$summary" old="$old_sha" new="$new_desc" \
   machine="$(machine | sed "s/^machine: //")" load_before="$(cat "$RAW/loadavg_before.txt")" \
   load_after="$(cat "$RAW/loadavg_after.txt")" \
-  command="stoke bench ${CASE[*]} -j W --epochs $epochs"
+  command="$([ "$py" = 1 ] && echo "$PY ${CASE[*]} --workers W" ||
+    echo "stoke bench ${CASE[*]} -j W --epochs $epochs")"
 echo "raw runs and commands: $RAW; summary: $summary"
 if [ "$status" = 3 ] && [ "${BENCH_STRICT:-0}" = 1 ]; then
   exit 3

@@ -588,6 +588,7 @@ class _Pool(PoolBase):
         self.key_bytes = torch.zeros((self.cap, self.key_width),
                                      dtype=torch.uint8).share_memory_()
         self._ctl, self._ring = self.ctl.numpy(), self.ring.numpy()
+        self._taken = [0] * w  # taken_from's counts, as stored in ctl
         self._key_bytes = self.key_bytes.numpy()
         self.sem = ctx.Semaphore(0)
         self.results = ctx.Queue()
@@ -661,9 +662,12 @@ class _Pool(PoolBase):
         """One more result of worker_id taken in, whole (its tensors' file
         descriptors received): a worker leaving at the gate waits for
         this count (_leave_when_taken)."""
-        at = _HELD + 4 * self.workers + worker_id
-        _stoke.shared_store(self._ctl, at,
-                            _stoke.shared_load(self._ctl, at) + 1)
+        # The main process is the count's only writer, so it keeps the
+        # count itself and stores it: one shared access a result, not two.
+        n = self._taken[worker_id] + 1
+        self._taken[worker_id] = n
+        _stoke.shared_store(self._ctl, _HELD + 4 * self.workers + worker_id,
+                            n)
 
     def came_back(self, unit):
         self.back.add(unit)

@@ -197,29 +197,37 @@ def test_auto_grows_the_worker_processes_and_keeps_the_batches():
     auto.close()
 
 
+def _gate_run(dataset, steps, moves, values, **kw):
+    """A num_workers="auto" process loader driven by hand: the tuner's
+    moves switched off, moves[step](pool) called before that step's batch.
+    Runs the epoch's `steps` batches, checks that it then ends, and returns
+    every batch's values(batch) in order, and the pool."""
+    dl = stoke.DataLoader(dataset, batch_size=8, num_workers="auto",
+                          worker_type="process", **kw)
+    it = iter(dl)
+    it._stats.tuner.on_step = lambda *a: None   # the gate is the test's
+    pool = it._pool
+    seen = []
+    for step in range(steps):
+        if step in moves:
+            moves[step](pool)
+        seen += values(next(it)).tolist()
+    with pytest.raises(StopIteration):
+        next(it)
+    return seen, pool
+
+
 def test_auto_shrinks_and_grows_again_without_losing_a_sample():
     # The pool's gate, moved by hand at fixed steps (the tuner moves it
     # from its windows): workers above it leave at their next claim, and
     # come back as new processes when it rises again.
     # 480 samples: enough that workers still claim after the gate falls
     # (and leave), and after it rises.
-    dl = stoke.DataLoader(Slow(480), batch_size=8, num_workers="auto",
-                          worker_type="process")
-    it = iter(dl)
-    it._stats.tuner.on_step = lambda *a: None   # the gate is the test's
-    pool = it._pool
-    seen = []
-    for step in range(60):
-        if step == 2:
-            pool.set_active(3)
-        elif step == 8:
-            pool.set_active(1)
-        elif step == 40:
-            pool.set_active(2)
-        _, y = next(it)
-        seen += y.tolist()
-    with pytest.raises(StopIteration):
-        next(it)
+    seen, pool = _gate_run(
+        Slow(480), 60, {2: lambda p: p.set_active(3),
+                        8: lambda p: p.set_active(1),
+                        40: lambda p: p.set_active(2)},
+        values=lambda batch: batch[1])
     assert seen == list(range(480))
     assert len(pool.procs) == 3
 
@@ -288,31 +296,27 @@ def test_auto_shrinks_while_pickled_batches_are_in_flight():
     # (The race CI met did not reproduce here on demand, with or without
     # the wait: the unit test above is the one that pins the wait down.)
     import time
-    dl = stoke.DataLoader(_Batches(), batch_size=8, num_workers="auto",
-                          worker_type="process", collate_fn=_as_tensor)
-    it = iter(dl)
-    it._stats.tuner.on_step = lambda *a: None
-    pool = it._pool
-    seen = []
-    for step in range(20):
-        if step == 1:
-            pool.set_active(3)
-        elif step == 4:
-            # Workers 1 and 2 put their units; then each unit published
-            # wakes one, which sees the gate and leaves, while the main
-            # process takes nothing in for 0.2 s.
-            pool.set_active(1)
-            time.sleep(0.2)
-            publish = pool.publish
+    plain = {}
 
-            def publish_then_nap(*args):
-                publish(*args)
-                time.sleep(0.2)
-            pool.publish = publish_then_nap
-        elif step == 12:
-            pool.publish = publish
-            pool.set_active(2)
-        seen += next(it).tolist()
-    with pytest.raises(StopIteration):
-        next(it)
+    def shrink_and_nap(pool):
+        # Workers 1 and 2 put their units; then each unit published wakes
+        # one, which sees the gate and leaves, while the main process
+        # takes nothing in for 0.2 s.
+        pool.set_active(1)
+        time.sleep(0.2)
+        publish = plain["publish"] = pool.publish
+
+        def publish_then_nap(*args):
+            publish(*args)
+            time.sleep(0.2)
+        pool.publish = publish_then_nap
+
+    def grow(pool):
+        pool.publish = plain["publish"]
+        pool.set_active(2)
+
+    seen, _ = _gate_run(
+        _Batches(), 20, {1: lambda p: p.set_active(3), 4: shrink_and_nap,
+                         12: grow},
+        values=lambda batch: batch, collate_fn=_as_tensor)
     assert seen == list(range(160))
