@@ -198,11 +198,11 @@ NEW=$new_dir/stoke
 case $case_name in
   tensor)
     epoch_samples=4096
-    CASE=(--synthetic tensor --samples $epoch_samples --shape 32 -b 256)
+    CASE=(--synthetic tensor --samples "$epoch_samples" --shape 32 -b 256)
     workers=${HOTPATH_WORKERS:-0 2} epochs=${epochs:-200} ;;
   overhead)
     epoch_samples=262144
-    CASE=(--synthetic spin:0 --samples $epoch_samples --shape 1 -b 256
+    CASE=(--synthetic spin:0 --samples "$epoch_samples" --shape 1 -b 256
           --compute none)
     workers=${HOTPATH_WORKERS:-1 2} epochs=${epochs:-20} ;;
   pyarrays)
