@@ -86,6 +86,10 @@ void top_outside_line(const stoke_stats *st, long cores, char *buf,
 ** loader's start: bytes/s, the requests' p50 and p95, retries, throttled
 ** answers), into buf: 1, or 0 (buf untouched) without remote shards. */
 int top_fetch_line(const stoke_stats *st, char *buf, size_t cap);
+/* The frame's line on the remote shard cache (its rcache_*, counted when
+** the source opened its shards: hits and their bytes, shards fetched into
+** it, uncached, evicted), into buf: 1, or 0 (buf untouched) without one. */
+int top_rcache_line(const stoke_stats *st, char *buf, size_t cap);
 
 /* ---- messages ----------------------------------------------------------- */
 

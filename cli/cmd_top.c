@@ -253,6 +253,7 @@ static void outside_and_fetch_lines(const stoke_stats *st, frame *f) {
   top_outside_line(st, sysconf(_SC_NPROCESSORS_ONLN), text, sizeof text);
   add(f, "%s", text);
   if (top_fetch_line(st, text, sizeof text)) add(f, "%s", text);
+  if (top_rcache_line(st, text, sizeof text)) add(f, "%s", text);
 }
 
 static void follow_frame(const follow *fw, const top_window *w,

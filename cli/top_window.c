@@ -141,22 +141,46 @@ void top_outside_line(const stoke_stats *st, long cores, char *buf,
              st->outside_max_cores, st->outside_windows);
 }
 
-/* "850 B/s", "12.3 MB/s", "1.5 GB/s"; "21.5 ms", "12.3 s". */
-static void fmt_rate(double bps, char *buf, size_t cap) {
-  const char *unit[] = {"B/s", "kB/s", "MB/s", "GB/s", "TB/s"};
+/* v with a decimal prefix before unit: "850 B/s", "12.3 MB/s", "1.5 GB". */
+static void fmt_si(double v, const char *unit, char *buf, size_t cap) {
+  const char *prefix[] = {"", "k", "M", "G", "T", "P", "E"};
   int u = 0;
-  while (bps >= 1000 && u < 4) {
-    bps /= 1000;
+  while (v >= 1000 && u < 6) {
+    v /= 1000;
     u++;
   }
-  snprintf(buf, cap, "%.3g %s", bps, unit[u]);
+  snprintf(buf, cap, "%.3g %s%s", v, prefix[u], unit);
 }
 
+static void fmt_rate(double bps, char *buf, size_t cap) {
+  fmt_si(bps, "B/s", buf, cap);
+}
+
+/* "21.5 ms", "12.3 s". */
 static void fmt_ms(double ms, char *buf, size_t cap) {
   if (ms < 1000)
     snprintf(buf, cap, "%.3g ms", ms);
   else
     snprintf(buf, cap, "%.3g s", ms / 1e3);
+}
+
+int top_rcache_line(const stoke_stats *st, char *buf, size_t cap) {
+  if (!st->rcache_used) return 0;
+  char hit[24], got[24];
+  fmt_si((double)st->rcache_bytes_cached, "B", hit, sizeof hit);
+  fmt_si((double)st->rcache_bytes_fetched, "B", got, sizeof got);
+  int n = snprintf(buf, cap, "cache: %llu hit%s (%s), %llu fetched (%s)",
+                   (unsigned long long)st->rcache_hits,
+                   st->rcache_hits == 1 ? "" : "s", hit,
+                   (unsigned long long)st->rcache_misses, got);
+  size_t len = n < 0 ? 0 : (size_t)n < cap ? (size_t)n : cap - 1;
+  if (st->rcache_uncached && len < cap)
+    len += (size_t)snprintf(buf + len, cap - len, ", %llu uncached",
+                            (unsigned long long)st->rcache_uncached);
+  if (st->rcache_evicted && len < cap)
+    snprintf(buf + len, cap - len, ", %llu evicted",
+             (unsigned long long)st->rcache_evicted);
+  return 1;
 }
 
 int top_fetch_line(const stoke_stats *st, char *buf, size_t cap) {

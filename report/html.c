@@ -445,10 +445,29 @@ static void fetch_block(FILE *f, const cJSON *s) {
   fputs(".</p>\n", f);
 }
 
+/* The remote shard cache (summary.remote_cache since 0.6: a source opened
+** with a cache; nothing otherwise), as the text report's line says it. */
+static void rcache_block(FILE *f, const cJSON *s) {
+  const cJSON *x = obj(s, "remote_cache");
+  if (!x || !isfinite(num(x, "hits"))) return;
+  fputs("<p class=\"model\"><b>Remote cache</b> ", f);
+  escf(f, "%.0f shards from the cache (%.1f MB), %.0f fetched into it "
+          "(%.1f MB)",
+       num(x, "hits"), num(x, "bytes_cached") / 1e6, num(x, "misses"),
+       num(x, "bytes_fetched") / 1e6);
+  if (num(x, "uncached") > 0)
+    escf(f, ", %.0f read remotely (no ETag)", num(x, "uncached"));
+  if (num(x, "evicted") > 0)
+    escf(f, ", %.0f evicted (%.1f MB)", num(x, "evicted"),
+         num(x, "bytes_evicted") / 1e6);
+  fputs(".</p>\n", f);
+}
+
 /* Echo's steps and fresh samples, and what the wait costs (bench and
 ** profile files since 0.3; nothing for older ones). */
 static void rungs_block(FILE *f, const cJSON *s) {
   fetch_block(f, s);
+  rcache_block(f, s);
   double echo = num(s, "echo");
   if (isfinite(echo) && echo > 1) {
     char st[32], fr[32];

@@ -5,6 +5,7 @@
 #include "os/os.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
@@ -142,6 +143,43 @@ int stoke__metrics_print(FILE *f, const stoke_stats *st,
     head(f, "stoke_fetch_in_flight", "gauge",
          "Mean number of requests in flight.");
     sample(f, "stoke_fetch_in_flight", "", lb, NULL, st->fetch_in_flight);
+  }
+  if (st->rcache_used) {
+    /* The remote shard cache (docs/remote.md, "The cache"): counted when
+    ** the source opened its shards, so these move only across runs; a
+    ** dashboard reads the hit rate and what the cache spared the link. */
+    static const struct {
+      const char *name, *help;
+      size_t off;
+    } rc[] = {
+        {"stoke_remote_cache_hits_total",
+         "Remote shards found in the local cache.",
+         offsetof(stoke_stats, rcache_hits)},
+        {"stoke_remote_cache_misses_total",
+         "Remote shards fetched whole into the local cache.",
+         offsetof(stoke_stats, rcache_misses)},
+        {"stoke_remote_cache_uncached_total",
+         "Remote shards read uncached (the server gave no ETag).",
+         offsetof(stoke_stats, rcache_uncached)},
+        {"stoke_remote_cache_hit_bytes_total",
+         "Bytes of the shards found in the cache (spared the network).",
+         offsetof(stoke_stats, rcache_bytes_cached)},
+        {"stoke_remote_cache_fetched_bytes_total",
+         "Bytes of the shards fetched into the cache.",
+         offsetof(stoke_stats, rcache_bytes_fetched)},
+        {"stoke_remote_cache_evictions_total",
+         "Cache entries removed to keep within its byte budget.",
+         offsetof(stoke_stats, rcache_evicted)},
+        {"stoke_remote_cache_evicted_bytes_total",
+         "Bytes of the entries evicted.",
+         offsetof(stoke_stats, rcache_bytes_evicted)},
+    };
+    for (size_t i = 0; i < sizeof rc / sizeof rc[0]; i++) {
+      uint64_t v;
+      memcpy(&v, (const char *)st + rc[i].off, sizeof v);
+      head(f, rc[i].name, "counter", rc[i].help);
+      sample(f, rc[i].name, "", lb, NULL, (double)v);
+    }
   }
   return ferror(f) ? STOKE_EIO : 0;
 }

@@ -3,7 +3,8 @@
 # --cache fetches every shard into it (misses, their bytes), a second finds
 # them all (hits, the bytes spared), a server without ETags leaves them
 # uncached, a budget too small evicts the entries of another set; the text
-# report's "remote cache" line and the JSON summary's remote_cache, against
+# report's "remote cache" line, the JSON summary's remote_cache, the
+# metrics file's stoke_remote_cache_* and the HTML report, against
 # the fault server's log and the shards' sizes.  No cache, no section.
 # `stoke tune` and `stoke budget` take --cache as bench does.
 . "$(dirname "$0")/lib.sh"
@@ -41,7 +42,8 @@ grep -q "^  remote cache  0 shards from the cache (0.0 MB), $n_shards fetched in
 
 say "a second run finds them all: $n_shards hits, nothing fetched"
 mark=$(log_lines)
-run_stoke "${BENCH[@]}" "$F/etag/$SHARDS" --cache "$TMP/c" --json "$TMP/second.json"
+run_stoke "${BENCH[@]}" "$F/etag/$SHARDS" --cache "$TMP/c" --json "$TMP/second.json" \
+  --metrics-file "$TMP/second.prom"
 [ "$rc" -eq 0 ] || fail "second run exit $rc: $(cat "$TMP/err")"
 [ "$(whole_gets "$mark")" -eq 0 ] || fail "a shard was fetched again"
 json_check "$TMP/second.json" '
@@ -49,6 +51,22 @@ c = d["summary"]["remote_cache"]
 assert (c["hits"], c["misses"], c["bytes_cached"], c["bytes_fetched"]) == ('"$n_shards"', 0, '"$BYTES"', 0), c
 '
 grep -q "^  remote cache  $n_shards shards from the cache" "$TMP/out" || fail "second: $(cat "$TMP/out")"
+# The same counts in the metrics file and the HTML report.
+L='\{rank="0",loader="[^"]*"\}'
+grep -qE "^stoke_remote_cache_hits_total$L $n_shards$" "$TMP/second.prom" ||
+  fail "no hits in the metrics: $(cat "$TMP/second.prom")"
+grep -qE "^stoke_remote_cache_hit_bytes_total$L $BYTES$" "$TMP/second.prom" ||
+  fail "no hit bytes in the metrics: $(cat "$TMP/second.prom")"
+grep -qE "^stoke_remote_cache_misses_total$L 0$" "$TMP/second.prom" ||
+  fail "misses in the metrics: $(cat "$TMP/second.prom")"
+if command -v promtool >/dev/null; then
+  promtool check metrics <"$TMP/second.prom" >"$TMP/promtool.out" 2>&1 ||
+    fail "promtool: $(cat "$TMP/promtool.out")"
+fi
+run_stoke report "$TMP/second.json" -o "$TMP/second.html"
+[ "$rc" -eq 0 ] || fail "report exit $rc: $(cat "$TMP/err")"
+grep -q "<b>Remote cache</b> $n_shards shards from the cache" "$TMP/second.html" ||
+  fail "no remote cache paragraph in the HTML report"
 
 say "a server without ETags: every shard read remotely, uncached"
 run_stoke "${BENCH[@]}" "$F/ok/$SHARDS" --cache "$TMP/c" --json "$TMP/noetag.json"
@@ -80,6 +98,8 @@ run_stoke "${BENCH[@]}" "$TMP/www/shard-0.tar" --cache "$TMP/c" --json "$TMP/loc
 [ "$rc" -eq 0 ] || fail "local run exit $rc: $(cat "$TMP/err")"
 json_check "$TMP/local.json" 'assert "remote_cache" not in d["summary"], d["summary"]["remote_cache"]'
 grep -q "remote cache" "$TMP/out" && fail "a local run printed a remote cache line"
+run_stoke report "$TMP/local.json" -o "$TMP/local.html"
+grep -q "<b>Remote cache</b>" "$TMP/local.html" && fail "a local run has a remote cache paragraph"
 
 say "stoke budget --cache: a source all in the cache holds no read-ahead"
 run_stoke budget "$F/etag/$SHARDS" -b 4 -j 2 --json "$TMP/b-remote.json"

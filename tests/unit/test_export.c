@@ -245,6 +245,29 @@ static void test_metrics_fetch_and_outside(void **state) {
   TU_CONTAINS(text, "stoke_fetch_in_flight{rank=\"0\",loader=\"t\"} 3.5\n");
   TU_CONTAINS(text, "stoke_outside_load_cores{rank=\"0\",loader=\"t\"} 0.75\n");
   TU_CONTAINS(text, "stoke_outside_load_moved{rank=\"0\",loader=\"t\"} 1\n");
+  assert_null(strstr(text, "stoke_remote_cache"));
+  free(text);
+  /* The remote cache's counters, only with a cache. */
+  st.rcache_used = 1;
+  st.rcache_hits = 7;
+  st.rcache_misses = 2;
+  st.rcache_uncached = 1;
+  st.rcache_bytes_cached = 7000;
+  st.rcache_bytes_fetched = 2000;
+  st.rcache_evicted = 3;
+  st.rcache_bytes_evicted = 3000;
+  f = open_memstream(&text, &len);
+  assert_non_null(f);
+  TU_OK(stoke__metrics_print(f, &st, &lb));
+  fclose(f);
+  TU_CONTAINS(text, "# TYPE stoke_remote_cache_hits_total counter\n");
+  TU_CONTAINS(text, "stoke_remote_cache_hits_total{rank=\"0\",loader=\"t\"} 7\n");
+  TU_CONTAINS(text, "stoke_remote_cache_misses_total{rank=\"0\",loader=\"t\"} 2\n");
+  TU_CONTAINS(text, "stoke_remote_cache_uncached_total{rank=\"0\",loader=\"t\"} 1\n");
+  TU_CONTAINS(text, "stoke_remote_cache_hit_bytes_total{rank=\"0\",loader=\"t\"} 7000\n");
+  TU_CONTAINS(text, "stoke_remote_cache_fetched_bytes_total{rank=\"0\",loader=\"t\"} 2000\n");
+  TU_CONTAINS(text, "stoke_remote_cache_evictions_total{rank=\"0\",loader=\"t\"} 3\n");
+  TU_CONTAINS(text, "stoke_remote_cache_evicted_bytes_total{rank=\"0\",loader=\"t\"} 3000\n");
   if (access("/usr/bin/promtool", X_OK) == 0) {
     char path[300], cmd[1024];
     snprintf(path, sizeof path, "%s/fetch.prom", dir);

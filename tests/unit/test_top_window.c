@@ -164,6 +164,29 @@ static void test_outside_and_fetch_lines(void **state) {
   assert_string_equal(line, "fetch: 1.5 GB/s, p50 12.3 s, p95 98.8 s, "
                             "1234567 retries, 1234567 throttled");
   assert_true(strlen(line) <= 79);
+
+  /* The remote cache's line: only with a cache; the counts are totals
+  ** from the source's open, the same in every window. */
+  strcpy(line, "untouched");
+  assert_int_equal(top_rcache_line(&w.stats, line, sizeof line), 0);
+  assert_string_equal(line, "untouched");
+  now.stats.rcache_used = 1;
+  now.stats.rcache_hits = 1;
+  now.stats.rcache_bytes_cached = 850;
+  now.stats.rcache_misses = 12;
+  now.stats.rcache_bytes_fetched = 340500000;
+  top_window_make(&now, &now, &w);
+  assert_int_equal(top_rcache_line(&w.stats, line, sizeof line), 1);
+  assert_string_equal(line, "cache: 1 hit (850 B), 12 fetched (340 MB)");
+  now.stats.rcache_hits = 4000000000u;
+  now.stats.rcache_bytes_cached = 1.5e15;
+  now.stats.rcache_uncached = 4000000000u;
+  now.stats.rcache_evicted = 4000000000u;
+  top_rcache_line(&now.stats, line, sizeof line);
+  /* Longer than a frame's row: the frame cuts it at 79 columns (add()). */
+  assert_string_equal(line, "cache: 4000000000 hits (1.5 PB), 12 fetched "
+                            "(340 MB), 4000000000 uncached, 4000000000 "
+                            "evicted");
 }
 
 int main(void) {
