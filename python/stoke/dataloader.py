@@ -693,10 +693,23 @@ class _DataLoader:
     def save_json(self, path, cores=0, consumer_cpu=None, *,
                   train_epochs=None, deadline=None):
         """Write `stoke profile --json`'s document (`stoke report` renders
-        it)."""
-        self._need_engine().save_json(os.fspath(path), cores, consumer_cpu,
+        it), with the memory ledger (memory()) under ``memory``."""
+        path = os.fspath(path)
+        self._need_engine().save_json(path, cores, consumer_cpu,
                                       words="dataloader",
                                       **deadline_kw(train_epochs, deadline))
+        # The ledger is the Python side's (the workers' own memory is read
+        # from /proc here), so it joins the C document afterwards; the
+        # document is replaced whole, never left half written.
+        import json
+        with open(path) as f:
+            doc = json.load(f)
+        doc["memory"] = self.memory()
+        tmp = f"{path}.tmp.{os.getpid()}"
+        with open(tmp, "w") as f:
+            json.dump(doc, f, indent=2)
+            f.write("\n")
+        os.replace(tmp, path)
 
     def memory(self):
         """The memory ledger: ``shared_bytes`` (process mode: the slots,

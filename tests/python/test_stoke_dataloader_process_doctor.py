@@ -75,6 +75,26 @@ def test_memory_ledger_counts_the_slots_once_and_each_worker():
     dl.close()
 
 
+def test_save_json_carries_the_memory_ledger(tmp_path):
+    # Process mode: the shared slots once and each worker's own, as
+    # memory() gives them; threads: one process.
+    for kw, workers in (({"worker_type": "process"}, 2), ({}, 0)):
+        dl = stoke.DataLoader(Big(), batch_size=8, num_workers=2, **kw)
+        assert sum(1 for _ in dl) == 8
+        path = tmp_path / f"run-{workers}.json"
+        dl.save_json(path)
+        doc = json.loads(path.read_text())
+        m = doc["memory"]
+        assert len(m["workers"]) == workers
+        assert (m["shared_bytes"] > 0) == (workers > 0)
+        assert m["main_bytes"] > 0
+        assert m["total_bytes"] == m["shared_bytes"] + m["main_bytes"] + \
+            sum(w["own_bytes"] for w in m["workers"])
+        assert doc["schema_version"] == 1 and "summary" in doc
+        assert not list(tmp_path.glob("*.tmp.*"))
+        dl.close()
+
+
 def test_memory_ledger_keeps_the_workers_as_they_stopped():
     dl = stoke.DataLoader(Big(), batch_size=8, num_workers=2,
                           worker_type="process")
