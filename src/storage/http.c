@@ -57,6 +57,7 @@ struct stoke__http {
   struct request *pending_head, *pending_tail;
   struct request *timed;    /* unsorted; a few at once */
   unsigned users;           /* callers inside a blocking call */
+  atomic_uint waiting;      /* of them, requests submitted, not done */
   bool stopping;
   atomic_uint limit;        /* io_concurrency now (set_io_concurrency) */
   unsigned multi_limit;     /* what the multi was last told (I/O thread) */
@@ -139,6 +140,7 @@ int stoke__http_create(const stoke__http_options *o, const stoke_allocator *a,
   atomic_init(&h->bytes, 0);
   atomic_init(&h->body_ns, 0);
   atomic_init(&h->limit, h->o.io_concurrency);
+  atomic_init(&h->waiting, 0);
   int rc = 0;
   if (h->o.ca_path) {
     h->ca_path = stoke__strdup(a, h->o.ca_path);
@@ -231,13 +233,14 @@ void stoke__http_counts_get(const stoke__http *h, stoke__http_counts *out) {
   out->busy_ns = stoke__counter_get(&m->latency.sum);
   out->body_ns = atomic_load(&m->body_ns);
   out->io_concurrency = atomic_load_explicit(&m->limit, memory_order_acquire);
+  out->waiting = atomic_load(&m->waiting);
 }
 
 void stoke__http_latency_read(const stoke__http *h, stoke__hist_snap *acc) {
   stoke__hist_read(&h->latency, acc);
 }
 
-/* ---- handles (the I/O thread's only) -------------------------------------- */
+/* ---- handles (the I/O thread's only) ------------------------------------- */
 
 static CURL *handle_take(stoke__http *h) {
   return h->n_pool ? h->pool[--h->n_pool] : curl_easy_init();
@@ -459,6 +462,11 @@ typedef struct request {
   outcome o;
   unsigned attempt;
   bool spent, followed;
+  /* An asynchronous request's (get_range_async): called at its end in
+  ** place of waking a caller; its message lands in own_err. */
+  stoke__http_done_fn done_fn;
+  void *done_arg;
+  char own_err[STOKE__ERRMSG_CAP];
   /* The result, set before done. */
   int rc;
   bool done;
@@ -686,6 +694,12 @@ static bool wrong_region(const request *q, const outcome *o,
 /* The request's end: its result, and its caller woken.  The I/O thread
 ** does not touch q after this (it lives on the caller's stack). */
 static void complete(stoke__http *h, request *q, int rc) {
+  if (q->done_fn) { /* no caller waits: the request is the client's */
+    atomic_fetch_sub(&h->waiting, 1);
+    q->done_fn(q->done_arg, rc);
+    stoke__free(h->alloc, q);
+    return;
+  }
   pthread_mutex_lock(&h->q_lock);
   q->rc = rc;
   q->done = true;
@@ -885,8 +899,9 @@ static void *io_main(void *user) {
   return NULL;
 }
 
-/* Submit q and wait for its result: the blocking calls below. */
-static int perform(stoke__http *h, request *q, char *err, size_t cap) {
+/* What libcurl is sent for q: its URL, or the http(s) URL of an s3:// one
+** in its bucket's region. */
+static int prepare(stoke__http *h, request *q, char *err, size_t cap) {
   q->err = err;
   q->cap = cap;
   q->target = q->url;
@@ -904,6 +919,13 @@ static int perform(stoke__http *h, request *q, char *err, size_t cap) {
     if (rc) return rc;
     q->target = q->target_buf;
   }
+  return 0;
+}
+
+/* Submit q and wait for its result: the blocking calls below. */
+static int perform(stoke__http *h, request *q, char *err, size_t cap) {
+  int rc = prepare(h, q, err, cap);
+  if (rc) return rc;
   pthread_cond_init(&q->cv, NULL);
   pthread_mutex_lock(&h->q_lock);
   if (h->stopping) {
@@ -912,15 +934,45 @@ static int perform(stoke__http *h, request *q, char *err, size_t cap) {
     return closed(q);
   }
   h->users++;
+  atomic_fetch_add(&h->waiting, 1);
   push_back(h, q);
   pthread_mutex_unlock(&h->q_lock);
   curl_multi_wakeup(h->multi);
   pthread_mutex_lock(&h->q_lock);
   while (!q->done) pthread_cond_wait(&q->cv, &h->q_lock);
+  atomic_fetch_sub(&h->waiting, 1);
   if (--h->users == 0 && h->stopping) pthread_cond_broadcast(&h->users_cv);
   pthread_mutex_unlock(&h->q_lock);
   pthread_cond_destroy(&q->cv);
   return q->rc;
+}
+
+int stoke__http_get_range_async(stoke__http *h, const char *url,
+                                uint64_t off, size_t len, void *buf,
+                                stoke__http_done_fn done, void *arg) {
+  request *q = stoke__calloc(h->alloc, 1, sizeof *q);
+  if (!q) return STOKE_ENOMEM;
+  q->url = url;
+  q->off = off;
+  q->len = len;
+  q->k.buf = buf;
+  q->k.cap = len;
+  q->done_fn = done;
+  q->done_arg = arg;
+  int rc = prepare(h, q, q->own_err, sizeof q->own_err);
+  pthread_mutex_lock(&h->q_lock);
+  if (rc == 0 && h->stopping) rc = STOKE_EIO;
+  if (rc == 0) {
+    atomic_fetch_add(&h->waiting, 1);
+    push_back(h, q);
+  }
+  pthread_mutex_unlock(&h->q_lock);
+  if (rc) {
+    stoke__free(h->alloc, q);
+    return rc;
+  }
+  curl_multi_wakeup(h->multi);
+  return 0;
 }
 
 /* A request of the caller's: on the heap, not the stack (about 11 KiB
@@ -941,13 +993,15 @@ static request *request_new(stoke__http *h, const char *url, uint64_t off,
 int stoke__http_get_range(stoke__http *h, const char *url, uint64_t off,
                           size_t len, void *buf, uint64_t *total, char *err,
                           size_t cap) {
+  /* h may be destroyed once perform returns (its callers are told). */
+  const stoke_allocator *a = h->alloc;
   request *q = request_new(h, url, off, len, err, cap);
   if (!q) return STOKE_ENOMEM;
   q->k.buf = buf;
   q->k.cap = len;
   int rc = perform(h, q, err, cap);
   if (rc == 0 && total) *total = q->k.total;
-  stoke__free(h->alloc, q);
+  stoke__free(a, q);
   return rc;
 }
 
@@ -955,6 +1009,8 @@ int stoke__http_get_range_etag(stoke__http *h, const char *url,
                                uint64_t off, size_t len, void *buf,
                                uint64_t *total, char *etag, char *err,
                                size_t cap) {
+  /* h may be destroyed once perform returns (its callers are told). */
+  const stoke_allocator *a = h->alloc;
   request *q = request_new(h, url, off, len, err, cap);
   if (!q) return STOKE_ENOMEM;
   q->k.buf = buf;
@@ -962,13 +1018,14 @@ int stoke__http_get_range_etag(stoke__http *h, const char *url,
   int rc = perform(h, q, err, cap);
   if (rc == 0) *total = q->k.total;
   memcpy(etag, rc == 0 ? q->k.etag : "", rc == 0 ? sizeof q->k.etag : 1);
-  stoke__free(h->alloc, q);
+  stoke__free(a, q);
   return rc;
 }
 
 int stoke__http_get_file(stoke__http *h, const char *url,
                          const stoke__sys *sys, int fd, uint64_t max,
                          uint64_t *bytes, char *err, size_t cap) {
+  const stoke_allocator *a = h->alloc;
   request *q = request_new(h, url, 0, 0, err, cap);
   if (!q) return STOKE_ENOMEM;
   q->k.sys = sys;
@@ -976,19 +1033,20 @@ int stoke__http_get_file(stoke__http *h, const char *url,
   q->k.cap = max;
   int rc = perform(h, q, err, cap);
   *bytes = rc == 0 ? q->k.got : 0;
-  stoke__free(h->alloc, q);
+  stoke__free(a, q);
   return rc;
 }
 
 int stoke__http_get_body(stoke__http *h, const char *url, void *buf,
                          size_t cap, size_t *n, char *err, size_t ecap) {
+  const stoke_allocator *a = h->alloc;
   request *q = request_new(h, url, 0, 0, err, ecap);
   if (!q) return STOKE_ENOMEM;
   q->k.buf = buf;
   q->k.cap = cap;
   int rc = perform(h, q, err, ecap);
   *n = rc == 0 ? (size_t)q->k.got : 0;
-  stoke__free(h->alloc, q);
+  stoke__free(a, q);
   return rc;
 }
 

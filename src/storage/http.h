@@ -66,6 +66,8 @@ typedef struct stoke__http_counts {
   uint64_t body_ns;   /* of busy_ns, the time after each attempt's first
                          byte (receiving its body), summed */
   unsigned io_concurrency; /* the client's now, resolved (0 became 8) */
+  unsigned waiting;   /* requests asked and not yet answered: queued,
+                         in flight or waiting to retry */
 } stoke__http_counts;
 
 typedef struct stoke__http stoke__http;
@@ -82,6 +84,19 @@ void stoke__http_destroy(stoke__http *h); /* NULL: no-op */
 int stoke__http_get_range(stoke__http *h, const char *url, uint64_t off,
                           size_t len, void *buf, uint64_t *total, char *err,
                           size_t cap);
+
+/* The same without waiting: queued (FIFO, with the blocking calls') and
+** 0 returned at once; done(arg, rc) is called once, from the client's I/O
+** thread, when it ended (rc as get_range's; the message is dropped: a
+** read that needs these bytes asks again and reports its own).  url and
+** buf are borrowed until then; done must not block on other requests.
+** Nonzero (STOKE_ENOMEM, STOKE_EIO once destroy began, an s3:// URL
+** without settings): nothing queued, done never called.  A request still
+** queued or in flight at destroy ends with STOKE_EIO. */
+typedef void (*stoke__http_done_fn)(void *arg, int rc);
+int stoke__http_get_range_async(stoke__http *h, const char *url,
+                                uint64_t off, size_t len, void *buf,
+                                stoke__http_done_fn done, void *arg);
 
 /* The same, with the answer's ETag in etag[STOKE__HTTP_ETAG_CAP] ("" when
 ** it sent none, or a longer one), for the remote cache (rcache.h). */
