@@ -428,6 +428,71 @@ static void test_destroy_with_requests_queued(void **state) {
   server_stop(&s);
 }
 
+/* The asynchronous request: done is called once per request, from the
+** client's thread, with the bytes in place; those still queued or in
+** flight at destroy end with STOKE_EIO, and destroy returns. */
+typedef struct landing {
+  pthread_mutex_t lock;
+  int ok, eio, other;
+} landing;
+
+static void on_done(void *arg, int rc) {
+  landing *l = arg;
+  pthread_mutex_lock(&l->lock);
+  if (rc == 0) l->ok++;
+  else if (rc == STOKE_EIO) l->eio++;
+  else l->other++;
+  pthread_mutex_unlock(&l->lock);
+}
+
+static void test_async(void **state) {
+  (void)state;
+  server s;
+  server_start(&s);
+  landing l = {.ok = 0};
+  pthread_mutex_init(&l.lock, NULL);
+  enum { N = 6 };
+  char bufs[N][4], url[128];
+  snprintf(url, sizeof url, "http://127.0.0.1:%d/ok/x", s.port);
+  stoke__http *h = client(2, 1, 1);
+  for (int k = 0; k < N; k++)
+    assert_int_equal(stoke__http_get_range_async(h, url, 0, 4, bufs[k],
+                                                 on_done, &l), 0);
+  /* A blocking request behind them in the FIFO: when it is answered, the
+  ** earlier ones have started (and, one slot after another, most ended). */
+  char b[4], err[256];
+  assert_int_equal(stoke__http_get_range(h, url, 0, 4, b, NULL, err,
+                                         sizeof err), 0);
+  for (;;) {
+    stoke__http_counts c;
+    stoke__http_counts_get(h, &c);
+    if (c.waiting == 0) break;
+    struct timespec ts = {0, 1000000L};
+    nanosleep(&ts, NULL);
+  }
+  pthread_mutex_lock(&l.lock);
+  assert_int_equal(l.ok, N);
+  pthread_mutex_unlock(&l.lock);
+  for (int k = 0; k < N; k++) assert_memory_equal(bufs[k], BODY, 4);
+  stoke__http_destroy(h);
+
+  /* Destroy with one held at the server and the rest queued. */
+  snprintf(url, sizeof url, "http://127.0.0.1:%d/gate/x", s.port);
+  h = client(1, 1, 1);
+  landing m = {.ok = 0};
+  pthread_mutex_init(&m.lock, NULL);
+  for (int k = 0; k < N; k++)
+    assert_int_equal(stoke__http_get_range_async(h, url, 0, 4, bufs[k],
+                                                 on_done, &m), 0);
+  wait_logged(&s, 8); /* 7 above, then the first /gate/ */
+  stoke__http_destroy(h);
+  assert_int_equal(m.eio, N);
+  assert_int_equal(m.ok + m.other, 0);
+  pthread_mutex_destroy(&l.lock);
+  pthread_mutex_destroy(&m.lock);
+  server_stop(&s);
+}
+
 int main(void) {
   /* The server writes to connections destroy has closed. */
   signal(SIGPIPE, SIG_IGN);
@@ -436,6 +501,7 @@ int main(void) {
       cmocka_unit_test(test_set_io_concurrency),
       cmocka_unit_test(test_backoff_holds_up_nothing),
       cmocka_unit_test(test_destroy_with_requests_queued),
+      cmocka_unit_test(test_async),
   };
   return cmocka_run_group_tests(tests, 0, 0);
 }
