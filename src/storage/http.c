@@ -1,6 +1,8 @@
-/* http.c — the remote byte source (http.h): libcurl easy handles from a
-** pool, retries under a budget, and answers checked against what was
-** asked before a byte is believed. */
+/* http.c — the remote byte source (http.h): one I/O thread per client
+** drives a libcurl multi handle, so that the requests in flight are a
+** number of their own (io_concurrency), not a number of threads; retries
+** wait in a timed queue under a budget, and answers are checked against
+** what was asked before a byte is believed. */
 #define _POSIX_C_SOURCE 200809L
 #include "storage/http.h"
 #include "storage/s3.h"
@@ -41,9 +43,25 @@ struct stoke__http {
   bool ca_is_dir;
   CURLSH *share;           /* DNS and TLS sessions of every handle */
   pthread_mutex_t share_lock[CURL_LOCK_DATA_LAST];
-  pthread_mutex_t pool_lock;
-  CURL **pool;             /* idle handles, n_pool of io_concurrency */
+  CURL **pool;             /* idle handles (the I/O thread's only) */
   size_t n_pool;
+  /* The I/O thread and what it shares with the callers, under q_lock:
+  ** requests wait in FIFO order in pending, at most `limit` are in
+  ** flight in the multi handle, and a retried one waits in timed (its
+  ** backoff) without holding a thread or a slot. */
+  CURLM *multi;
+  pthread_t io;
+  bool io_started;
+  pthread_mutex_t q_lock;
+  pthread_cond_t users_cv;  /* destroy waits here for callers to leave */
+  struct request *pending_head, *pending_tail;
+  struct request *timed;    /* unsorted; a few at once */
+  unsigned users;           /* callers inside a blocking call */
+  atomic_uint waiting;      /* of them, requests submitted, not done */
+  bool stopping;
+  atomic_uint limit;        /* io_concurrency now (set_io_concurrency) */
+  unsigned multi_limit;     /* what the multi was last told (I/O thread) */
+  unsigned in_flight;       /* I/O thread only */
   atomic_uint budget;      /* retries left */
   atomic_uint_fast64_t requests, retries, throttled, bytes;
   /* The attempts' time after their first byte (curl's total less its
@@ -82,12 +100,16 @@ static void share_unlock(CURL *c, curl_lock_data d, void *user) {
 
 static void defaults(stoke__http_options *o) {
   if (!o->io_concurrency) o->io_concurrency = STOKE_IO_CONCURRENCY_DEFAULT;
+  if (o->io_concurrency > STOKE_IO_CONCURRENCY_MAX)
+    o->io_concurrency = STOKE_IO_CONCURRENCY_MAX;
   if (!o->connect_timeout_ms) o->connect_timeout_ms = 10000;
   if (!o->stall_timeout_ms) o->stall_timeout_ms = 30000;
   if (!o->max_attempts) o->max_attempts = 5;
   if (!o->retry_budget) o->retry_budget = 1000;
   if (!o->backoff_ms) o->backoff_ms = 100;
 }
+
+static void *io_main(void *user);
 
 int stoke__http_create(const stoke__http_options *o, const stoke_allocator *a,
                        stoke__http **out, char *err, size_t cap) {
@@ -108,14 +130,17 @@ int stoke__http_create(const stoke__http_options *o, const stoke_allocator *a,
   defaults(&h->o);
   for (int d = 0; d < CURL_LOCK_DATA_LAST; d++)
     pthread_mutex_init(&h->share_lock[d], NULL);
-  pthread_mutex_init(&h->pool_lock, NULL);
   pthread_mutex_init(&h->moved_lock, NULL);
+  pthread_mutex_init(&h->q_lock, NULL);
+  pthread_cond_init(&h->users_cv, NULL);
   atomic_init(&h->budget, h->o.retry_budget);
   atomic_init(&h->requests, 0);
   atomic_init(&h->retries, 0);
   atomic_init(&h->throttled, 0);
   atomic_init(&h->bytes, 0);
   atomic_init(&h->body_ns, 0);
+  atomic_init(&h->limit, h->o.io_concurrency);
+  atomic_init(&h->waiting, 0);
   int rc = 0;
   if (h->o.ca_path) {
     h->ca_path = stoke__strdup(a, h->o.ca_path);
@@ -130,9 +155,12 @@ int stoke__http_create(const stoke__http_options *o, const stoke_allocator *a,
     else rc = STOKE_ENOMEM;
     h->o.s3 = h->s3;
   }
-  h->pool = rc ? NULL : stoke__calloc(a, h->o.io_concurrency, sizeof(CURL *));
+  /* As many idle handles as may ever be in flight (the limit may rise). */
+  h->pool = rc ? NULL
+               : stoke__calloc(a, STOKE_IO_CONCURRENCY_MAX, sizeof(CURL *));
   h->share = h->pool ? curl_share_init() : NULL;
-  if (!h->share) {
+  h->multi = h->share ? curl_multi_init() : NULL;
+  if (!h->multi) {
     stoke__http_destroy(h);
     return stoke__errf(err, cap, STOKE_ENOMEM, "remote source: out of "
                        "memory");
@@ -140,23 +168,42 @@ int stoke__http_create(const stoke__http_options *o, const stoke_allocator *a,
   curl_share_setopt(h->share, CURLSHOPT_LOCKFUNC, share_lock);
   curl_share_setopt(h->share, CURLSHOPT_UNLOCKFUNC, share_unlock);
   curl_share_setopt(h->share, CURLSHOPT_USERDATA, h);
-  /* Not CURL_LOCK_DATA_CONNECT: libcurl does not support one connection
-  ** cache under concurrent threads.  Each pooled handle keeps its own
-  ** connection instead. */
+  /* DNS and TLS sessions shared (the multi's connection cache keeps the
+  ** connections themselves, reused by whichever handle runs next). */
   curl_share_setopt(h->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
   curl_share_setopt(h->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
+  if (pthread_create(&h->io, NULL, io_main, h) != 0) {
+    stoke__http_destroy(h);
+    return stoke__errf(err, cap, STOKE_EIO, "remote source: could not "
+                       "start its I/O thread");
+  }
+  h->io_started = true;
   *out = h;
   return 0;
 }
 
 void stoke__http_destroy(stoke__http *h) {
   if (!h) return;
+  if (h->io_started) {
+    /* The I/O thread fails what is queued or in flight and leaves; then
+    ** the callers it woke leave their calls before the memory goes. */
+    pthread_mutex_lock(&h->q_lock);
+    h->stopping = true;
+    pthread_mutex_unlock(&h->q_lock);
+    curl_multi_wakeup(h->multi);
+    pthread_join(h->io, NULL);
+    pthread_mutex_lock(&h->q_lock);
+    while (h->users) pthread_cond_wait(&h->users_cv, &h->q_lock);
+    pthread_mutex_unlock(&h->q_lock);
+  }
   for (size_t k = 0; k < h->n_pool; k++) curl_easy_cleanup(h->pool[k]);
+  if (h->multi) curl_multi_cleanup(h->multi);
   if (h->share) curl_share_cleanup(h->share);
   for (int d = 0; d < CURL_LOCK_DATA_LAST; d++)
     pthread_mutex_destroy(&h->share_lock[d]);
-  pthread_mutex_destroy(&h->pool_lock);
   pthread_mutex_destroy(&h->moved_lock);
+  pthread_mutex_destroy(&h->q_lock);
+  pthread_cond_destroy(&h->users_cv);
   stoke__free(h->alloc, h->pool);
   stoke__free(h->alloc, h->ca_path);
   /* The secret and the token do not outlive the client in its memory. */
@@ -169,6 +216,14 @@ unsigned stoke__http_s3_max_keys(const stoke__http *h) {
   return h->s3 ? h->s3->max_keys : 0;
 }
 
+void stoke__http_set_io_concurrency(stoke__http *h, unsigned n) {
+  if (!n) n = STOKE_IO_CONCURRENCY_DEFAULT;
+  if (n > STOKE_IO_CONCURRENCY_MAX) n = STOKE_IO_CONCURRENCY_MAX;
+  atomic_store_explicit(&h->limit, n, memory_order_release);
+  /* A rise lets queued requests start now, not at the next completion. */
+  curl_multi_wakeup(h->multi);
+}
+
 void stoke__http_counts_get(const stoke__http *h, stoke__http_counts *out) {
   stoke__http *m = (stoke__http *)h; /* atomics are read, not changed */
   out->requests = atomic_load(&m->requests);
@@ -177,33 +232,28 @@ void stoke__http_counts_get(const stoke__http *h, stoke__http_counts *out) {
   out->bytes = atomic_load(&m->bytes);
   out->busy_ns = stoke__counter_get(&m->latency.sum);
   out->body_ns = atomic_load(&m->body_ns);
-  out->io_concurrency = h->o.io_concurrency;
+  out->io_concurrency = atomic_load_explicit(&m->limit, memory_order_acquire);
+  out->waiting = atomic_load(&m->waiting);
 }
 
 void stoke__http_latency_read(const stoke__http *h, stoke__hist_snap *acc) {
   stoke__hist_read(&h->latency, acc);
 }
 
-/* ---- handles ------------------------------------------------------------- */
+/* ---- handles (the I/O thread's only) ------------------------------------- */
 
 static CURL *handle_take(stoke__http *h) {
-  CURL *c = NULL;
-  pthread_mutex_lock(&h->pool_lock);
-  if (h->n_pool) c = h->pool[--h->n_pool];
-  pthread_mutex_unlock(&h->pool_lock);
-  return c ? c : curl_easy_init();
+  return h->n_pool ? h->pool[--h->n_pool] : curl_easy_init();
 }
 
-/* Back to the pool with its connection, or closed when the pool is full
-** (more threads than io_concurrency asked at once). */
+/* Back to the pool, or closed when as many idle ones as the limit are kept
+** (the limit was lowered); the connections stay in the multi's cache. */
 static void handle_give(stoke__http *h, CURL *c) {
-  pthread_mutex_lock(&h->pool_lock);
-  if (h->n_pool < h->o.io_concurrency) {
+  unsigned limit = atomic_load_explicit(&h->limit, memory_order_acquire);
+  if (h->n_pool < limit && h->n_pool < STOKE_IO_CONCURRENCY_MAX)
     h->pool[h->n_pool++] = c;
-    c = NULL;
-  }
-  pthread_mutex_unlock(&h->pool_lock);
-  if (c) curl_easy_cleanup(c);
+  else
+    curl_easy_cleanup(c);
 }
 
 /* ---- one transfer -------------------------------------------------------- */
@@ -371,27 +421,16 @@ static bool transient_status(long status) {
 }
 
 /* Equal jitter: half the exponential delay, plus up to the other half
-** drawn from the request's own hash (no shared random state). */
-static void backoff(const stoke__http *h, const char *url, uint64_t off,
-                    unsigned attempt) {
+** drawn from the request's own hash (no shared random state).  The
+** request waits it out in the timed queue, not in a sleeping thread. */
+static uint64_t backoff_ms(const stoke__http *h, const char *url,
+                           uint64_t off, unsigned attempt) {
   uint64_t ms = h->o.backoff_ms;
   for (unsigned k = 1; k < attempt && ms < MAX_BACKOFF_MS; k++) ms *= 2;
   if (ms > MAX_BACKOFF_MS) ms = MAX_BACKOFF_MS;
   uint64_t r = stoke__hash_u64(stoke__hash_str(0, url), off ^ attempt);
-  ms = ms / 2 + (ms / 2 ? stoke__mix64(r) % (ms / 2 + 1) : 0);
-  struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
-  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-  }
+  return ms / 2 + (ms / 2 ? stoke__mix64(r) % (ms / 2 + 1) : 0);
 }
-
-typedef struct request {
-  const char *url;         /* as given: what messages show (redacted) */
-  const char *target;      /* what libcurl is given: url, or its mapping */
-  bool s3;
-  uint64_t off, len;       /* range; len 0 = the whole object */
-  sink k;
-  char region[64];         /* an s3:// request's: where it goes, signed */
-} request;
 
 /* What the last attempt saw, for the message when it gives up. */
 typedef struct outcome {
@@ -399,6 +438,40 @@ typedef struct outcome {
   long status;
   char curl_err[CURL_ERROR_SIZE];
 } outcome;
+
+/* One request from submission to its result.  The caller's fields are
+** set before it is queued and not touched by the caller again until
+** `done` (under q_lock); in between, only the I/O thread touches it. */
+typedef struct request {
+  const char *url;         /* as given: what messages show (redacted) */
+  const char *target;      /* what libcurl is given: url, or its mapping */
+  bool s3;
+  uint64_t off, len;       /* range; len 0 = the whole object */
+  sink k;
+  char region[64];         /* an s3:// request's: where it goes, signed */
+  char bucket[64];
+  char target_buf[TARGET_CAP]; /* an s3:// URL's mapping */
+  char *err;               /* the caller's message buffer */
+  size_t cap;
+  /* The I/O thread's. */
+  struct request *next;    /* in pending or timed */
+  CURL *c;                 /* while in flight */
+  struct curl_slist *headers;
+  char range[64];
+  int64_t t0, due_ns;      /* started; due again (timed) */
+  outcome o;
+  unsigned attempt;
+  bool spent, followed;
+  /* An asynchronous request's (get_range_async): called at its end in
+  ** place of waking a caller; its message lands in own_err. */
+  stoke__http_done_fn done_fn;
+  void *done_arg;
+  char own_err[STOKE__ERRMSG_CAP];
+  /* The result, set before done. */
+  int rc;
+  bool done;
+  pthread_cond_t cv;       /* with q_lock: the caller waits for done */
+} request;
 
 /* An s3:// request: SigV4 by libcurl when there is a key (else unsigned,
 ** for a public bucket).  The key id, the secret and the token go to
@@ -434,8 +507,9 @@ static bool s3_sign(const stoke__http *h, CURL *c, const request *q,
   return true;
 }
 
-/* One attempt: 0 done, 1 transient (retry), or a negative error. */
-static int attempt_once(stoke__http *h, CURL *c, request *q, outcome *o) {
+/* An attempt's start: the handle set up and added to the multi.  0, or
+** a negative error (the request then ends with it). */
+static int attempt_start(stoke__http *h, request *q) {
   sink *k = &q->k;
   k->got = 0;
   k->overflow = false;
@@ -446,22 +520,50 @@ static int attempt_once(stoke__http *h, CURL *c, request *q, outcome *o) {
   k->ebody[0] = 0;
   k->etag[0] = 0;
   k->bucket_region[0] = 0;
+  outcome *o = &q->o;
   o->code = CURLE_OK; /* what fail() reads, should this attempt not start */
   o->status = 0;
   o->curl_err[0] = 0;
+  q->attempt++;
+  CURL *c = handle_take(h);
+  if (!c) return STOKE_ENOMEM;
   setup(h, c, q->target, k, o->curl_err);
-  struct curl_slist *headers = NULL;
-  if (q->s3 && !s3_sign(h, c, q, &headers)) return STOKE_ENOMEM;
-  char range[64];
+  curl_easy_setopt(c, CURLOPT_PRIVATE, q);
+  q->headers = NULL;
+  if (q->s3 && !s3_sign(h, c, q, &q->headers)) {
+    handle_give(h, c);
+    return STOKE_ENOMEM;
+  }
   if (q->len) {
-    snprintf(range, sizeof range, "%llu-%llu", (unsigned long long)q->off,
+    snprintf(q->range, sizeof q->range, "%llu-%llu",
+             (unsigned long long)q->off,
              (unsigned long long)(q->off + q->len - 1));
-    curl_easy_setopt(c, CURLOPT_RANGE, range);
+    curl_easy_setopt(c, CURLOPT_RANGE, q->range);
   }
   atomic_fetch_add(&h->requests, 1);
-  int64_t t0 = stoke__now_ns();
-  o->code = curl_easy_perform(c);
-  int64_t dt = stoke__now_ns() - t0;
+  q->t0 = stoke__now_ns();
+  if (curl_multi_add_handle(h->multi, c) != CURLM_OK) {
+    curl_slist_free_all(q->headers);
+    q->headers = NULL;
+    handle_give(h, c);
+    return STOKE_ENOMEM;
+  }
+  q->c = c;
+  h->in_flight++;
+  return 0;
+}
+
+/* An attempt's end (its transfer done with code): 0 done, 1 transient
+** (retry), or a negative error.  The handle goes back to the pool. */
+static int attempt_end(stoke__http *h, request *q, CURLcode code) {
+  sink *k = &q->k;
+  outcome *o = &q->o;
+  CURL *c = q->c;
+  curl_multi_remove_handle(h->multi, c);
+  q->c = NULL;
+  h->in_flight--;
+  o->code = code;
+  int64_t dt = stoke__now_ns() - q->t0;
   stoke__hist_add_shared(&h->latency, dt > 0 ? (uint64_t)dt : 0);
   curl_off_t first_us = 0, total_us = 0;
   if (curl_easy_getinfo(c, CURLINFO_STARTTRANSFER_TIME_T, &first_us) ==
@@ -474,9 +576,11 @@ static int attempt_once(stoke__http *h, CURL *c, request *q, outcome *o) {
     if (dt > 0 && body > (uint64_t)dt) body = (uint64_t)dt;
     atomic_fetch_add(&h->body_ns, body);
   }
-  curl_slist_free_all(headers);
+  curl_slist_free_all(q->headers);
+  q->headers = NULL;
   o->status = 0;
   curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &o->status);
+  handle_give(h, c);
   atomic_fetch_add(&h->bytes, k->got);
   if (o->status == 429 || o->status == 503) atomic_fetch_add(&h->throttled, 1);
   if (k->io_errno) return STOKE_EIO;
@@ -585,8 +689,221 @@ static bool wrong_region(const request *q, const outcome *o,
   return region[0] && strcmp(region, q->region) != 0;
 }
 
-static int perform(stoke__http *h, request *q, char *err, size_t cap) {
-  char target[TARGET_CAP], bucket[64] = "";
+/* ---- the I/O thread ------------------------------------------------------ */
+
+/* The request's end: its result, and its caller woken.  The I/O thread
+** does not touch q after this (it lives on the caller's stack). */
+static void complete(stoke__http *h, request *q, int rc) {
+  if (q->done_fn) { /* no caller waits: the request is the client's */
+    atomic_fetch_sub(&h->waiting, 1);
+    q->done_fn(q->done_arg, rc);
+    stoke__free(h->alloc, q);
+    return;
+  }
+  pthread_mutex_lock(&h->q_lock);
+  q->rc = rc;
+  q->done = true;
+  pthread_cond_signal(&q->cv);
+  pthread_mutex_unlock(&h->q_lock);
+}
+
+static int closed(const request *q) {
+  char shown[SHOWN_CAP];
+  stoke__url_redact(q->url, shown, sizeof shown);
+  return stoke__errf(q->err, q->cap, STOKE_EIO, "GET %s: the remote source "
+                     "was closed", shown);
+}
+
+/* Under q_lock. */
+static void push_front(stoke__http *h, request *q) {
+  q->next = h->pending_head;
+  h->pending_head = q;
+  if (!h->pending_tail) h->pending_tail = q;
+}
+
+static void push_back(stoke__http *h, request *q) {
+  q->next = NULL;
+  if (h->pending_tail) h->pending_tail->next = q;
+  else h->pending_head = q;
+  h->pending_tail = q;
+}
+
+static request *pop_front(stoke__http *h) {
+  request *q = h->pending_head;
+  if (q) {
+    h->pending_head = q->next;
+    if (!h->pending_head) h->pending_tail = NULL;
+  }
+  return q;
+}
+
+/* After an attempt ended with rc (attempt_end's): the request is done,
+** waits in the timed queue for its retry (no thread sleeps, no slot is
+** held), goes again at once to the region S3 named, or fails. */
+static void after_attempt(stoke__http *h, request *q, int rc) {
+  if (rc == 1 && q->attempt < h->o.max_attempts) {
+    unsigned left = atomic_load(&h->budget);
+    do {
+      q->spent = left == 0;
+    } while (!q->spent &&
+             !atomic_compare_exchange_weak(&h->budget, &left, left - 1));
+    if (!q->spent) {
+      atomic_fetch_add(&h->retries, 1);
+      uint64_t ms = backoff_ms(h, q->url, q->off, q->attempt);
+      q->due_ns = stoke__now_ns() + (int64_t)ms * 1000000;
+      pthread_mutex_lock(&h->q_lock);
+      q->next = h->timed;
+      h->timed = q;
+      pthread_mutex_unlock(&h->q_lock);
+      return;
+    }
+  }
+  /* A bucket in another region: once, to where S3 said (a redirect, not
+  ** a retry: the budget is not charged), and every later request of the
+  ** bucket goes there first. */
+  char moved_to[64];
+  if (rc != 0 && !q->followed && wrong_region(q, &q->o, moved_to)) {
+    q->followed = true;
+    snprintf(q->region, sizeof q->region, "%s", moved_to);
+    bucket_moved(h, q->bucket, q->region);
+    int m = stoke__s3_http_url_in(h->s3, q->region, q->url, q->target_buf,
+                                  sizeof q->target_buf, q->err, q->cap);
+    if (m) {
+      complete(h, q, m);
+      return;
+    }
+    pthread_mutex_lock(&h->q_lock);
+    push_front(h, q);
+    pthread_mutex_unlock(&h->q_lock);
+    return;
+  }
+  if (rc == 0) {
+    complete(h, q, 0);
+    return;
+  }
+  complete(h, q, fail(q, rc == 1 ? STOKE_EIO : rc, &q->o, q->attempt,
+                      q->spent, q->err, q->cap));
+}
+
+/* The multi's connection limits follow io_concurrency: as many
+** connections as requests in flight, to one host or in all, and as many
+** kept alive for reuse. */
+static void multi_limits(stoke__http *h, unsigned limit) {
+  if (limit == h->multi_limit) return;
+  curl_multi_setopt(h->multi, CURLMOPT_MAX_HOST_CONNECTIONS, (long)limit);
+  curl_multi_setopt(h->multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, (long)limit);
+  curl_multi_setopt(h->multi, CURLMOPT_MAXCONNECTS, (long)limit);
+  h->multi_limit = limit;
+}
+
+/* At destroy: every request still queued, waiting or in flight fails. */
+static void io_drain(stoke__http *h, request **active) {
+  pthread_mutex_lock(&h->q_lock);
+  request *rest = h->pending_head, *timed = h->timed;
+  h->pending_head = h->pending_tail = NULL;
+  h->timed = NULL;
+  pthread_mutex_unlock(&h->q_lock);
+  for (unsigned k = 0; k < STOKE_IO_CONCURRENCY_MAX; k++) {
+    request *q = active[k];
+    if (!q) continue;
+    curl_multi_remove_handle(h->multi, q->c);
+    curl_slist_free_all(q->headers);
+    handle_give(h, q->c);
+    q->c = NULL;
+    active[k] = NULL;
+    complete(h, q, closed(q));
+  }
+  h->in_flight = 0;
+  for (request *l = rest; l;) {
+    request *q = l;
+    l = l->next;
+    complete(h, q, closed(q));
+  }
+  for (request *l = timed; l;) {
+    request *q = l;
+    l = l->next;
+    complete(h, q, closed(q));
+  }
+}
+
+static void *io_main(void *user) {
+  stoke__http *h = user;
+  /* The requests in flight, by slot, for destroy (curl 7.88 cannot list
+  ** a multi's handles); never more than STOKE_IO_CONCURRENCY_MAX. */
+  request *active[STOKE_IO_CONCURRENCY_MAX] = {0};
+  pthread_mutex_lock(&h->q_lock);
+  while (!h->stopping) {
+    /* Retries that are due go first: they have waited their turn. */
+    int64_t now = stoke__now_ns(), next_due = INT64_MAX;
+    for (request **pp = &h->timed; *pp;) {
+      request *q = *pp;
+      if (q->due_ns <= now) {
+        *pp = q->next;
+        push_front(h, q);
+      } else {
+        if (q->due_ns < next_due) next_due = q->due_ns;
+        pp = &q->next;
+      }
+    }
+    unsigned limit = atomic_load_explicit(&h->limit, memory_order_acquire);
+    multi_limits(h, limit);
+    while (h->in_flight < limit && h->pending_head) {
+      request *q = pop_front(h);
+      pthread_mutex_unlock(&h->q_lock);
+      int rc = attempt_start(h, q);
+      if (rc) {
+        char shown[SHOWN_CAP];
+        stoke__url_redact(q->url, shown, sizeof shown);
+        complete(h, q, stoke__errf(q->err, q->cap, rc, "GET %s: out of "
+                                   "memory", shown));
+      } else {
+        unsigned k = 0;
+        while (active[k]) k++; /* in_flight <= limit: a slot is free */
+        active[k] = q;
+      }
+      pthread_mutex_lock(&h->q_lock);
+    }
+    pthread_mutex_unlock(&h->q_lock);
+
+    int running = 0;
+    curl_multi_perform(h->multi, &running);
+    bool ended = false;
+    CURLMsg *m;
+    int left;
+    while ((m = curl_multi_info_read(h->multi, &left))) {
+      if (m->msg != CURLMSG_DONE) continue;
+      /* m is freed by the handle's removal: read it first. */
+      CURL *c = m->easy_handle;
+      CURLcode code = m->data.result;
+      request *q = NULL;
+      curl_easy_getinfo(c, CURLINFO_PRIVATE, (char **)&q);
+      for (unsigned k = 0; k < STOKE_IO_CONCURRENCY_MAX; k++)
+        if (active[k] == q) active[k] = NULL;
+      after_attempt(h, q, attempt_end(h, q, code));
+      ended = true;
+    }
+    /* An attempt ended: a slot is free, or a retry was queued (with a
+    ** due time not yet in next_due): look again at once. */
+    int ms = 1000;
+    if (ended) {
+      ms = 0;
+    } else if (next_due != INT64_MAX) {
+      int64_t wait = (next_due - stoke__now_ns()) / 1000000 + 1;
+      ms = wait < 0 ? 0 : wait > 1000 ? 1000 : (int)wait;
+    }
+    if (ms) curl_multi_poll(h->multi, NULL, 0, ms, NULL);
+    pthread_mutex_lock(&h->q_lock);
+  }
+  pthread_mutex_unlock(&h->q_lock);
+  io_drain(h, active);
+  return NULL;
+}
+
+/* What libcurl is sent for q: its URL, or the http(s) URL of an s3:// one
+** in its bucket's region. */
+static int prepare(stoke__http *h, request *q, char *err, size_t cap) {
+  q->err = err;
+  q->cap = cap;
   q->target = q->url;
   q->s3 = stoke__url_is_s3(q->url);
   if (q->s3) {
@@ -595,66 +912,96 @@ static int perform(stoke__http *h, request *q, char *err, size_t cap) {
     if (!h->s3)
       return stoke__errf(err, cap, STOKE_EINVAL, "GET %s: no S3 settings "
                          "for an s3:// URL", shown);
-    stoke__s3_bucket_of(q->url, bucket);
-    bucket_region(h, bucket, q->region);
-    int rc = stoke__s3_http_url_in(h->s3, q->region, q->url, target,
-                                   sizeof target, err, cap);
+    stoke__s3_bucket_of(q->url, q->bucket);
+    bucket_region(h, q->bucket, q->region);
+    int rc = stoke__s3_http_url_in(h->s3, q->region, q->url, q->target_buf,
+                                   sizeof q->target_buf, err, cap);
     if (rc) return rc;
-    q->target = target;
+    q->target = q->target_buf;
   }
-  CURL *c = handle_take(h);
-  if (!c)
-    return stoke__errf(err, cap, STOKE_ENOMEM, "remote source: out of "
-                       "memory");
-  outcome o;
-  int rc = 1;
-  unsigned attempt = 0;
-  bool spent = false, followed = false;
-again:
-  while (rc == 1) {
-    attempt++;
-    rc = attempt_once(h, c, q, &o);
-    if (rc != 1) break;
-    if (attempt >= h->o.max_attempts) break;
-    unsigned left = atomic_load(&h->budget);
-    do {
-      spent = left == 0;
-    } while (!spent &&
-             !atomic_compare_exchange_weak(&h->budget, &left, left - 1));
-    if (spent) break;
-    atomic_fetch_add(&h->retries, 1);
-    backoff(h, q->url, q->off, attempt);
+  return 0;
+}
+
+/* Submit q and wait for its result: the blocking calls below. */
+static int perform(stoke__http *h, request *q, char *err, size_t cap) {
+  int rc = prepare(h, q, err, cap);
+  if (rc) return rc;
+  pthread_cond_init(&q->cv, NULL);
+  pthread_mutex_lock(&h->q_lock);
+  if (h->stopping) {
+    pthread_mutex_unlock(&h->q_lock);
+    pthread_cond_destroy(&q->cv);
+    return closed(q);
   }
-  /* A bucket in another region: once, to where S3 said (a redirect, not
-  ** a retry: the budget is not charged), and every later request of the
-  ** bucket goes there first. */
-  char moved_to[64];
-  if (rc != 0 && !followed && wrong_region(q, &o, moved_to)) {
-    followed = true;
-    snprintf(q->region, sizeof q->region, "%s", moved_to);
-    bucket_moved(h, bucket, q->region);
-    rc = stoke__s3_http_url_in(h->s3, q->region, q->url, target,
-                               sizeof target, err, cap);
-    if (rc == 0) {
-      rc = 1;
-      goto again;
-    }
-    handle_give(h, c);
+  h->users++;
+  atomic_fetch_add(&h->waiting, 1);
+  push_back(h, q);
+  pthread_mutex_unlock(&h->q_lock);
+  curl_multi_wakeup(h->multi);
+  pthread_mutex_lock(&h->q_lock);
+  while (!q->done) pthread_cond_wait(&q->cv, &h->q_lock);
+  atomic_fetch_sub(&h->waiting, 1);
+  if (--h->users == 0 && h->stopping) pthread_cond_broadcast(&h->users_cv);
+  pthread_mutex_unlock(&h->q_lock);
+  pthread_cond_destroy(&q->cv);
+  return q->rc;
+}
+
+int stoke__http_get_range_async(stoke__http *h, const char *url,
+                                uint64_t off, size_t len, void *buf,
+                                stoke__http_done_fn done, void *arg) {
+  request *q = stoke__calloc(h->alloc, 1, sizeof *q);
+  if (!q) return STOKE_ENOMEM;
+  q->url = url;
+  q->off = off;
+  q->len = len;
+  q->k.buf = buf;
+  q->k.cap = len;
+  q->done_fn = done;
+  q->done_arg = arg;
+  int rc = prepare(h, q, q->own_err, sizeof q->own_err);
+  pthread_mutex_lock(&h->q_lock);
+  if (rc == 0 && h->stopping) rc = STOKE_EIO;
+  if (rc == 0) {
+    atomic_fetch_add(&h->waiting, 1);
+    push_back(h, q);
+  }
+  pthread_mutex_unlock(&h->q_lock);
+  if (rc) {
+    stoke__free(h->alloc, q);
     return rc;
   }
-  handle_give(h, c);
-  if (rc == 0) return 0;
-  return fail(q, rc == 1 ? STOKE_EIO : rc, &o, attempt, spent, err, cap);
+  curl_multi_wakeup(h->multi);
+  return 0;
+}
+
+/* A request of the caller's: on the heap, not the stack (about 11 KiB
+** with its buffers), zeroed. */
+static request *request_new(stoke__http *h, const char *url, uint64_t off,
+                            uint64_t len, char *err, size_t cap) {
+  request *q = stoke__calloc(h->alloc, 1, sizeof *q);
+  if (!q) {
+    stoke__errf(err, cap, STOKE_ENOMEM, "remote source: out of memory");
+    return NULL;
+  }
+  q->url = url;
+  q->off = off;
+  q->len = len;
+  return q;
 }
 
 int stoke__http_get_range(stoke__http *h, const char *url, uint64_t off,
                           size_t len, void *buf, uint64_t *total, char *err,
                           size_t cap) {
-  request q = {url, NULL, false, off, len, {0}, ""};
-  q.k.buf = buf;
-  q.k.cap = len;
-  int rc = perform(h, &q, err, cap);
-  if (rc == 0 && total) *total = q.k.total;
+  /* h may be destroyed once perform returns (its callers are told). */
+  const stoke_allocator *a = h->alloc;
+  request *q = request_new(h, url, off, len, err, cap);
+  if (!q) return STOKE_ENOMEM;
+  q->k.buf = buf;
+  q->k.cap = len;
+  int rc = perform(h, q, err, cap);
+  if (rc == 0 && total) *total = q->k.total;
+  stoke__free(a, q);
   return rc;
 }
 
@@ -662,34 +1009,44 @@ int stoke__http_get_range_etag(stoke__http *h, const char *url,
                                uint64_t off, size_t len, void *buf,
                                uint64_t *total, char *etag, char *err,
                                size_t cap) {
-  request q = {url, NULL, false, off, len, {0}, ""};
-  q.k.buf = buf;
-  q.k.cap = len;
-  int rc = perform(h, &q, err, cap);
-  if (rc == 0) *total = q.k.total;
-  memcpy(etag, rc == 0 ? q.k.etag : "", rc == 0 ? sizeof q.k.etag : 1);
+  /* h may be destroyed once perform returns (its callers are told). */
+  const stoke_allocator *a = h->alloc;
+  request *q = request_new(h, url, off, len, err, cap);
+  if (!q) return STOKE_ENOMEM;
+  q->k.buf = buf;
+  q->k.cap = len;
+  int rc = perform(h, q, err, cap);
+  if (rc == 0) *total = q->k.total;
+  memcpy(etag, rc == 0 ? q->k.etag : "", rc == 0 ? sizeof q->k.etag : 1);
+  stoke__free(a, q);
   return rc;
 }
 
 int stoke__http_get_file(stoke__http *h, const char *url,
                          const stoke__sys *sys, int fd, uint64_t max,
                          uint64_t *bytes, char *err, size_t cap) {
-  request q = {url, NULL, false, 0, 0, {0}, ""};
-  q.k.sys = sys;
-  q.k.fd = fd;
-  q.k.cap = max;
-  int rc = perform(h, &q, err, cap);
-  *bytes = rc == 0 ? q.k.got : 0;
+  const stoke_allocator *a = h->alloc;
+  request *q = request_new(h, url, 0, 0, err, cap);
+  if (!q) return STOKE_ENOMEM;
+  q->k.sys = sys;
+  q->k.fd = fd;
+  q->k.cap = max;
+  int rc = perform(h, q, err, cap);
+  *bytes = rc == 0 ? q->k.got : 0;
+  stoke__free(a, q);
   return rc;
 }
 
 int stoke__http_get_body(stoke__http *h, const char *url, void *buf,
                          size_t cap, size_t *n, char *err, size_t ecap) {
-  request q = {url, NULL, false, 0, 0, {0}, ""};
-  q.k.buf = buf;
-  q.k.cap = cap;
-  int rc = perform(h, &q, err, ecap);
-  *n = rc == 0 ? (size_t)q.k.got : 0;
+  const stoke_allocator *a = h->alloc;
+  request *q = request_new(h, url, 0, 0, err, ecap);
+  if (!q) return STOKE_ENOMEM;
+  q->k.buf = buf;
+  q->k.cap = cap;
+  int rc = perform(h, q, err, ecap);
+  *n = rc == 0 ? (size_t)q->k.got : 0;
+  stoke__free(a, q);
   return rc;
 }
 
@@ -730,7 +1087,9 @@ int stoke__http_parallel(const stoke__http *h, size_t n,
   atomic_init(&p.rc, 0);
   enum { MAX_THREADS = 64 };
   pthread_t t[MAX_THREADS];
-  size_t want = STOKE__MIN((size_t)h->o.io_concurrency, n);
+  unsigned limit = atomic_load_explicit(&((stoke__http *)h)->limit,
+                                        memory_order_acquire);
+  size_t want = STOKE__MIN((size_t)limit, n);
   if (want > MAX_THREADS) want = MAX_THREADS;
   size_t started = 0;
   for (; started + 1 < want; started++)

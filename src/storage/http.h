@@ -1,11 +1,16 @@
 /* http.h — the remote byte source under packed and tar shards given as
 ** http:// or https:// URLs (libcurl).  Private to src/.
 **
-** A client holds what every request of one blobset shares: the options, a
-** pool of easy handles (each keeps its connection alive between requests,
-** so a worker's next range reuses it), DNS and TLS sessions shared between
-** them, the retry budget and the counters.  Any thread may issue requests
-** at once; each takes a handle from the pool for the request's life.
+** A client holds what every request of one blobset shares: the options,
+** one I/O thread driving a libcurl multi handle, a pool of easy handles,
+** the multi's connection cache (a connection stays alive between requests,
+** so a worker's next range reuses it), DNS and TLS sessions shared, the
+** retry budget and the counters.  Any thread may issue requests at once:
+** each call queues its request and waits for its own result; the I/O
+** thread keeps at most io_concurrency of them in flight, starts the rest
+** in FIFO order, and a retry waits out its backoff in a timed queue
+** without holding a slot or a thread.  So the number of requests in
+** flight is a knob apart from the number of threads asking.
 **
 ** Every request retries what may pass (5xx, 429, a reset or refused
 ** connection, a stall, a body shorter than asked) with exponential backoff
@@ -34,7 +39,8 @@ typedef struct stoke__http_options {
   const char *ca_path;         /* a CA bundle file or a hashed folder of CA
                                   certificates; NULL: the system's */
   bool insecure;               /* TLS without verifying the server */
-  unsigned io_concurrency;     /* requests in flight; 0 = 8 */
+  unsigned io_concurrency;     /* requests in flight; 0 = 8, at most
+                                  STOKE_IO_CONCURRENCY_MAX */
   uint32_t connect_timeout_ms; /* 0 = 10 s */
   uint32_t stall_timeout_ms;   /* 0 = 30 s */
   unsigned max_attempts;       /* per request, the first included; 0 = 5 */
@@ -59,7 +65,9 @@ typedef struct stoke__http_counts {
                          wall time, the mean number in flight */
   uint64_t body_ns;   /* of busy_ns, the time after each attempt's first
                          byte (receiving its body), summed */
-  unsigned io_concurrency; /* the client's, resolved (0 became 8) */
+  unsigned io_concurrency; /* the client's now, resolved (0 became 8) */
+  unsigned waiting;   /* requests asked and not yet answered: queued,
+                         in flight or waiting to retry */
 } stoke__http_counts;
 
 typedef struct stoke__http stoke__http;
@@ -76,6 +84,19 @@ void stoke__http_destroy(stoke__http *h); /* NULL: no-op */
 int stoke__http_get_range(stoke__http *h, const char *url, uint64_t off,
                           size_t len, void *buf, uint64_t *total, char *err,
                           size_t cap);
+
+/* The same without waiting: queued (FIFO, with the blocking calls') and
+** 0 returned at once; done(arg, rc) is called once, from the client's I/O
+** thread, when it ended (rc as get_range's; the message is dropped: a
+** read that needs these bytes asks again and reports its own).  url and
+** buf are borrowed until then; done must not block on other requests.
+** Nonzero (STOKE_ENOMEM, STOKE_EIO once destroy began, an s3:// URL
+** without settings): nothing queued, done never called.  A request still
+** queued or in flight at destroy ends with STOKE_EIO. */
+typedef void (*stoke__http_done_fn)(void *arg, int rc);
+int stoke__http_get_range_async(stoke__http *h, const char *url,
+                                uint64_t off, size_t len, void *buf,
+                                stoke__http_done_fn done, void *arg);
 
 /* The same, with the answer's ETag in etag[STOKE__HTTP_ETAG_CAP] ("" when
 ** it sent none, or a longer one), for the remote cache (rcache.h). */
@@ -109,9 +130,16 @@ int stoke__http_parallel(const stoke__http *h, size_t n,
                          int (*fn)(size_t i, void *arg, char *e, size_t ecap),
                          void *arg, char *err, size_t cap);
 
+/* The requests in flight at most, from now on: n in 1..
+** STOKE_IO_CONCURRENCY_MAX (0: the default 8; more: the maximum).  Those
+** already in flight finish; the next ones start under the new limit, and
+** the multi's connection limits follow.  Any thread, any time (the tuner
+** moves it without a new client). */
+void stoke__http_set_io_concurrency(stoke__http *h, unsigned n);
+
 void stoke__http_counts_get(const stoke__http *h, stoke__http_counts *out);
-/* Adds the attempts' latencies (ns, each curl_easy_perform's wall time,
-** retries each one) into *acc. */
+/* Adds the attempts' latencies (ns, each attempt's wall time in the multi
+** handle, retries each one) into *acc. */
 void stoke__http_latency_read(const stoke__http *h, stoke__hist_snap *acc);
 
 #endif /* STOKE_STORAGE_HTTP_H */

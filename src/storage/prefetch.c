@@ -1,6 +1,7 @@
 /* prefetch.c — remote read-ahead (prefetch.h): a list of runs under one
-** mutex, fetcher threads waiting for queued runs, readers waiting for runs
-** in flight. */
+** mutex, each run submitted to the client without waiting (its I/O thread
+** calls back when it landed), readers waiting for runs in flight.  No
+** thread of the prefetcher's own blocks in a transfer. */
 #define _POSIX_C_SOURCE 200809L
 #include "storage/prefetch.h"
 
@@ -11,6 +12,7 @@ enum { RUN_QUEUED, RUN_FETCHING, RUN_DONE, RUN_FAILED };
 
 typedef struct run {
   struct run *next;  /* the list, oldest first */
+  stoke__prefetch *p;  /* its prefetcher, for the landing callback */
   const char *url;   /* borrowed */
   uint32_t shard;
   uint64_t off, len;
@@ -21,20 +23,19 @@ typedef struct run {
   int waiters;       /* readers waiting on it: not freed under them */
 } run;
 
-#define MAX_FETCHERS 64
+#define MAX_IN_FLIGHT 64
 
 struct stoke__prefetch {
   stoke__http *http;
   const stoke_allocator *alloc;
   uint64_t max_bytes;
   pthread_mutex_t mu;
-  pthread_cond_t queued;  /* a run was queued, or stop */
   pthread_cond_t landed;  /* a run was fetched or failed */
   run *head;
   uint64_t bytes;         /* buffered: the runs' len */
   bool stop;
-  pthread_t threads[MAX_FETCHERS];
-  unsigned n_threads;
+  unsigned max_in_flight; /* runs submitted at once (the create's threads) */
+  unsigned in_flight;
   uint64_t runs, served;
 };
 
@@ -46,29 +47,35 @@ static void run_free(stoke__prefetch *p, run **link) {
   stoke__free(p->alloc, r);
 }
 
-static void *fetcher(void *user) {
-  stoke__prefetch *p = user;
+static void submit_queued(stoke__prefetch *p);
+
+/* From the client's I/O thread: a run landed or failed. */
+static void landed(void *arg, int rc) {
+  run *r = arg;
+  stoke__prefetch *p = r->p;
   pthread_mutex_lock(&p->mu);
-  for (;;) {
-    run *r = p->head;
-    while (r && r->state != RUN_QUEUED) r = r->next;
-    if (p->stop) break;
-    if (!r) {
-      pthread_cond_wait(&p->queued, &p->mu);
-      continue;
-    }
-    r->state = RUN_FETCHING;
-    pthread_mutex_unlock(&p->mu);
-    char err[STOKE__ERRMSG_CAP]; /* the worker's own read reports */
-    int rc = stoke__http_get_range(p->http, r->url, r->off, (size_t)r->len,
-                                   r->buf, NULL, err, sizeof err);
-    pthread_mutex_lock(&p->mu);
-    r->state = rc == 0 ? RUN_DONE : RUN_FAILED;
-    if (rc == 0) p->runs++;
-    pthread_cond_broadcast(&p->landed);
-  }
+  r->state = rc == 0 ? RUN_DONE : RUN_FAILED;
+  if (rc == 0) p->runs++;
+  p->in_flight--;
+  if (!p->stop) submit_queued(p);
+  pthread_cond_broadcast(&p->landed);
   pthread_mutex_unlock(&p->mu);
-  return NULL;
+}
+
+/* Under mu: queued runs submitted, oldest first, while fewer than
+** max_in_flight are (the client bounds what is on the wire; this bound
+** leaves room in its queue for the readers' own reads). */
+static void submit_queued(stoke__prefetch *p) {
+  for (run *r = p->head; r && p->in_flight < p->max_in_flight; r = r->next) {
+    if (r->state != RUN_QUEUED) continue;
+    r->state = RUN_FETCHING;
+    p->in_flight++;
+    if (stoke__http_get_range_async(p->http, r->url, r->off, (size_t)r->len,
+                                    r->buf, landed, r) != 0) {
+      r->state = RUN_FAILED; /* the reader reads it itself, and reports */
+      p->in_flight--;
+    }
+  }
 }
 
 int stoke__prefetch_create(stoke__http *h, unsigned threads,
@@ -81,31 +88,22 @@ int stoke__prefetch_create(stoke__http *h, unsigned threads,
   p->alloc = a;
   p->max_bytes = max_bytes;
   pthread_mutex_init(&p->mu, NULL);
-  pthread_cond_init(&p->queued, NULL);
   pthread_cond_init(&p->landed, NULL);
-  if (threads > MAX_FETCHERS) threads = MAX_FETCHERS;
-  for (unsigned k = 0; k < threads; k++) {
-    if (pthread_create(&p->threads[k], NULL, fetcher, p) != 0) break;
-    p->n_threads++;
-  }
-  if (p->n_threads == 0) {
-    stoke__prefetch_destroy(p);
-    return STOKE_ETHREAD;
-  }
+  if (threads > MAX_IN_FLIGHT) threads = MAX_IN_FLIGHT;
+  p->max_in_flight = threads ? threads : 1;
   *out = p;
   return 0;
 }
 
 void stoke__prefetch_destroy(stoke__prefetch *p) {
   if (!p) return;
+  /* Runs in flight land (the client calls back) before their buffers go;
+  ** queued ones are never submitted. */
   pthread_mutex_lock(&p->mu);
   p->stop = true;
-  pthread_cond_broadcast(&p->queued);
+  while (p->in_flight) pthread_cond_wait(&p->landed, &p->mu);
   pthread_mutex_unlock(&p->mu);
-  for (unsigned k = 0; k < p->n_threads; k++)
-    pthread_join(p->threads[k], NULL);
   while (p->head) run_free(p, &p->head);
-  pthread_cond_destroy(&p->queued);
   pthread_cond_destroy(&p->landed);
   pthread_mutex_destroy(&p->mu);
   stoke__free(p->alloc, p);
@@ -147,6 +145,7 @@ void stoke__prefetch_request(stoke__prefetch *p, const char *url,
     }
   }
   if (r) {
+    r->p = p;
     r->url = url;
     r->shard = shard;
     r->off = off;
@@ -155,7 +154,7 @@ void stoke__prefetch_request(stoke__prefetch *p, const char *url,
     r->state = RUN_QUEUED;
     *tail = r;
     p->bytes += len;
-    pthread_cond_signal(&p->queued);
+    if (!p->stop) submit_queued(p);
   }
   pthread_mutex_unlock(&p->mu);
 }

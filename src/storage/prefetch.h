@@ -1,8 +1,10 @@
 /* prefetch.h — reading remote packed shards ahead: the block order's
 ** read-ahead (stoke__blobset_read_ahead) becomes coalesced Range requests
-** for runs of consecutive samples, io_concurrency of them in flight on the
-** prefetcher's own threads (not the decode workers), landing in a buffer
-** bounded by max_bytes that the workers' reads take their samples from.
+** for runs of consecutive samples, io_concurrency of them submitted at
+** once to the client's I/O thread (no thread blocks in them: not the
+** decode workers, nor threads of the prefetcher's own), landing in a
+** buffer bounded by max_bytes that the workers' reads take their samples
+** from.
 ** Private to src/storage/.
 **
 ** It changes where bytes come from, never which bytes or their order: a
@@ -19,8 +21,9 @@
 
 typedef struct stoke__prefetch stoke__prefetch;
 
-/* threads fetchers over h (borrowed, must outlive the prefetcher), at most
-** max_bytes buffered. */
+/* At most `threads` runs submitted at once over h (borrowed, must outlive
+** the prefetcher; the name is the old one: no thread is started), at most
+** max_bytes buffered.  Destroy waits for the runs in flight to land. */
 int stoke__prefetch_create(stoke__http *h, unsigned threads,
                            uint64_t max_bytes, const stoke_allocator *a,
                            stoke__prefetch **out);
