@@ -2493,9 +2493,11 @@ typedef enum stoke_setting {
                                         which run without the GIL */
   STOKE_SETTING_IO_CONCURRENCY = 10, /* value: remote requests in flight
                                         (since 0.6) */
-  STOKE_SETTING_CACHE = 11           /* the remote shard cache, a folder
+  STOKE_SETTING_CACHE = 11,          /* the remote shard cache, a folder
                                         named by the user; no value (since
                                         0.6) */
+  STOKE_SETTING_PROCESSES = 12       /* value: worker processes, which run
+                                        Python in parallel (since 0.7) */
 } stoke_setting;
 
 /* How a front end names a setting: name() writes the words for `setting`

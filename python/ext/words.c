@@ -58,6 +58,14 @@ static void python_words(void *user, int setting, unsigned v,
     snprintf(buf, n, "io_concurrency=%u", v);
     break;
   case STOKE_SETTING_CACHE: snprintf(buf, n, "cache=\"DIR\""); break;
+  case STOKE_SETTING_PROCESSES:
+    /* stoke.DataLoader has its own worker processes. */
+    if (dataloader)
+      snprintf(buf, n, "%u worker processes (worker_type=\"process\", "
+               "num_workers=%u)", v, v);
+    else
+      snprintf(buf, n, "%u worker processes (torch's DataLoader)", v);
+    break;
   default: snprintf(buf, n, "?");
   }
 }

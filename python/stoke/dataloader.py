@@ -422,6 +422,12 @@ class _DataLoader:
             raise ValueError(f"worker_type: expected 'thread', 'process' or "
                              f"'auto', got {worker_type!r}")
         self.worker_type = worker_type
+        # worker_type="auto": threads until the decision (python/stoke/
+        # _autoswitch.py), made at the first iter() after an epoch on
+        # threads; "process" from then on when it switched.
+        self._auto_mode = "thread"
+        self._auto_decision = None
+        self._auto_epoch = None
         self.seed_per_sample = bool(seed_per_sample)
         _check_exports(metrics_file, metrics_every, log_jsonl, log_every)
         self.metrics_file = metrics_file
@@ -500,10 +506,79 @@ class _DataLoader:
         return len(self._index_sampler)
 
     def _processes(self):
-        """Worker processes ("auto" is threads until its switch exists)."""
-        return self.worker_type == "process" and self.num_workers > 0
+        """Worker processes ("auto": once it switched)."""
+        return self.num_workers > 0 and (
+            self.worker_type == "process" or
+            (self.worker_type == "auto" and self._auto_mode == "process"))
+
+    def _auto_decide(self):
+        """worker_type="auto" at an epoch boundary: after an epoch on
+        threads, the rule of _autoswitch.py on the workers' stages; a
+        switch starts worker processes at this iter() (the threads stop)."""
+        if (self.worker_type != "auto" or self._auto_decision is not None
+                or self.num_workers < 1 or self._engine is None):
+            return
+        from . import _autoswitch
+        measured = getattr(self, "_auto_epoch", None)
+        if measured is None:
+            return   # no whole epoch measured yet: at the next boundary
+        epoch_s, cpu_s, before, after = measured
+        stages = _autoswitch.stage_delta(before, after)
+        if not stages.get("python", {}).get("count", 0):
+            return
+        d = _autoswitch.decide_from_epoch(stages, epoch_s, self.num_workers,
+                                          _autoswitch.cores(), cpu_s)
+        if d["switch"]:
+            why = _autoswitch.cannot_move(self)
+            if why:
+                d["switch"] = False
+                d["reason"] = f"{d['reason']}; stays on threads: {why}"
+        d["epoch"] = self._engine.epoch + 1
+        d["worker_type"] = "process" if d["switch"] else "thread"
+        self._auto_decision = d
+        if d["switch"]:
+            self._auto_mode = "process"
+            eng, self._engine = self._engine, None
+            _drop_on_a_good_thread(eng, close=True)
+            _drop_deferred()
+            self._iterator = None
+
+    def _auto_summary(self):
+        """stats()["auto"]: the decision, and after a switch the measured
+        gain (the process workers' samples/s over the threads', from the
+        same stages)."""
+        d = self._auto_decision
+        if self.worker_type != "auto":
+            return None
+        if d is None:
+            return {"decided": False, "worker_type": "thread",
+                    "reason": "threads first: the decision comes at the "
+                              "first iter() after an epoch on threads"}
+        out = dict(d, decided=True)
+        out["measured_gain"] = None
+        if d["switch"] and self._pstats is not None:
+            from . import _autoswitch
+            st = {s["name"]: s for s in self._pstats.stats()["stages"]}
+            wall = _autoswitch.stage_wall(st)
+            if wall > 0 and d["threads_samples_per_s"]:
+                out["measured_gain"] = (self.num_workers / wall /
+                                        d["threads_samples_per_s"])
+        return out
+
+    def _auto_line(self):
+        a = self._auto_summary()
+        if a is None:
+            return ""
+        if not a["decided"]:
+            return "worker_type=auto: threads; " + a["reason"]
+        text = (f"worker_type=auto: {a['worker_type']} from epoch "
+                f"{a['epoch']}: {a['reason']}")
+        if a["measured_gain"] is not None:
+            text += f"; measured {a['measured_gain']:.2f}x"
+        return text
 
     def __iter__(self):
+        self._auto_decide()
         if self.persistent_workers and self.num_workers > 0:
             if self._iterator is None:
                 self._iterator = self._get_iterator()
@@ -657,7 +732,10 @@ class _DataLoader:
         """The steady-state summary, as `stoke bench --json` writes it: both
         clocks, percentiles, the stages (python, gil_wait, collate), the
         queue, RSS."""
-        return self._need_engine().stats()
+        st = self._need_engine().stats()
+        if self.worker_type == "auto":
+            st["auto"] = self._auto_summary()
+        return st
 
     def autotune(self):
         """num_workers="auto": the autotuner's workers and prefetch in force,
@@ -685,6 +763,8 @@ class _DataLoader:
         text = self._need_engine().report(
             cores, consumer_cpu, words="dataloader",
             **deadline_kw(train_epochs, deadline))
+        if self.worker_type == "auto":
+            text = text.rstrip("\n") + "\n" + self._auto_line() + "\n"
         if all_ranks:
             from .distributed import gather_stats, ranks_report
             text += "\n" + ranks_report(gather_stats(self))
@@ -817,6 +897,14 @@ class _Iterator:
         self._engine = loader._engine_for(base_seed)
         self._engine.begin(it)
         self._epoch = self._engine.epoch
+        # worker_type="auto" before its decision: the epoch's stages and
+        # wall time (from here to its StopIteration) for _autoswitch.py.
+        self._auto_start = None
+        if loader.worker_type == "auto" and loader._auto_decision is None \
+                and loader.num_workers > 0:
+            import time
+            self._auto_start = (time.perf_counter(), time.process_time(),
+                                self._engine.stats()["stages"])
         self._num_yielded = 0
         self._timeout = float(loader.timeout or 0)
         self._profiled = _profiler_check()
@@ -852,6 +940,13 @@ class _Iterator:
             else:
                 data = eng.next_batch(self._timeout)
         except StopIteration:
+            if self._auto_start is not None and loader is not None:
+                import time
+                t0, c0, before = self._auto_start
+                self._auto_start = None
+                loader._auto_epoch = (time.perf_counter() - t0,
+                                      time.process_time() - c0, before,
+                                      eng.stats()["stages"])
             raise
         except KeyboardInterrupt:
             raise

@@ -43,6 +43,9 @@ static void legacy_words(void *user, int setting, unsigned v,
     snprintf(buf, n, "--io-concurrency %u", v);
     break;
   case STOKE_SETTING_CACHE: snprintf(buf, n, "--cache DIR"); break;
+  case STOKE_SETTING_PROCESSES:
+    snprintf(buf, n, "%u worker processes (torch's DataLoader)", v);
+    break;
   default: snprintf(buf, n, "?");
   }
 }
@@ -163,11 +166,11 @@ int stoke_advice_format(const stoke_advice *a, const stoke_advice_basis *b,
     return 0;
   case STOKE_ADVICE_PROCESSES:
     snprintf(buf, n,
-             "last resort, processes: %u worker processes (torch's "
-             "DataLoader) run Python in parallel, at the cost of a copy of "
-             "each batch and of the dataset per process: predicted step "
-             "%.2f ms or less (now %.2f ms), %.1fx",
-             a->n_workers, pred, now, a->speedup);
+             "last resort, processes: %s run Python in parallel, at the "
+             "cost of a copy of each batch and of the dataset per process: "
+             "predicted step %.2f ms or less (now %.2f ms), %.1fx",
+             say(w, a, STOKE_SETTING_PROCESSES, a->n_workers).s, pred, now,
+             a->speedup);
     return 0;
   case STOKE_ADVICE_WORKERS: {
     int k = snprintf(buf, n, "%s: predicted step %.2f ms (now %.2f ms), %.1fx",

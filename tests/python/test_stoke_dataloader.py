@@ -120,9 +120,15 @@ def test_python_bound_verdict_for_pure_python():
         # (the same CPU, on the cores it has) under halving the Python
         # (less CPU): it can rank C transforms below, or under 5%.
         assert "fewer_python_ops" in kinds, kinds
+        for a in d["advice"]:
+            if a["kind"] == "processes":
+                assert 'worker_type="process"' in a["text"], a["text"]
         return
     assert kinds[0] == "c_transforms", (kinds, delay)
     assert "fewer_python_ops" in kinds and kinds[-1] == "processes"
+    # stoke.DataLoader's own worker processes, with the predicted gain
+    assert 'worker_type="process", num_workers=' in d["advice"][-1]["text"]
+    assert d["advice"][-1]["text"].endswith("x")
     assert "stoke.Loader(path, transform=...)" in d["advice"][0]["text"]
     assert "num_workers=" in d["advice"][0]["text"]  # not the CLI's -j
 
