@@ -1,10 +1,12 @@
 """worker_type="auto": the rule that decides between threads and worker
 processes, as a pure function of what the workers measured on threads.
 
-Not yet wired into stoke.DataLoader (worker_type="auto" still runs on
-threads throughout); see docs/dataloader.md, "worker_type='auto'".
+stoke.DataLoader(worker_type="auto") runs its first whole epoch on
+threads, feeds that epoch's measurements to decide_from_epoch() and, when
+it says so, runs on worker processes from the next iter() on
+(docs/dataloader.md, "worker_type='auto'").
 
-The model (issue 19, item 3).  On threads each worker's sample takes
+The model.  On threads each worker's sample takes
 ``wall_s`` of the worker's time (its stages read + gil_wait + python +
 collate, or better the worker's busy time over its samples), of which
 ``gil_wait_s`` is spent waiting for the GIL (behind the other workers and

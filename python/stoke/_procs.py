@@ -718,6 +718,8 @@ class ProcessIterator(IteratorBase):
         # The loader's clocks: an epoch left early ends here.
         self._stats = loader._proc_stats()
         self._stats.end_epoch()
+        # worker_type="auto": this epoch's wall time, iter() to its end.
+        self._epoch_t0 = time.perf_counter()
         pool = getattr(self, "_pool", None)
         if pool is None or pool.closed or not loader.persistent_workers:
             if pool is not None:
@@ -832,6 +834,16 @@ class ProcessIterator(IteratorBase):
                 return b
         return None
 
+    def _epoch_timed(self):
+        """A whole epoch ended: its wall time to a worker_type="auto"
+        loader (its measured gain, dataloader._auto_summary)."""
+        loader = self._loader_ref()
+        if self._epoch_t0 is not None and loader is not None and \
+                loader.worker_type == "auto":
+            loader._auto_process_epochs.append(time.perf_counter() -
+                                               self._epoch_t0)
+        self._epoch_t0 = None
+
     def __next__(self):
         self._check_next()
         # The consumer's clock: waiting from here to the return (a step
@@ -846,6 +858,7 @@ class ProcessIterator(IteratorBase):
                 break
             if not self._pending:
                 self._end()
+                self._epoch_timed()
                 raise StopIteration
             self._receive(block=True)
             while self._receive(block=False):

@@ -428,6 +428,7 @@ class _DataLoader:
         self._auto_mode = "thread"
         self._auto_decision = None
         self._auto_epoch = None
+        self._auto_process_epochs = []   # whole epochs' wall s, after it
         self.seed_per_sample = bool(seed_per_sample)
         _check_exports(metrics_file, metrics_every, log_jsonl, log_every)
         self.metrics_file = metrics_file
@@ -555,14 +556,25 @@ class _DataLoader:
                     "reason": "threads first: the decision comes at the "
                               "first iter() after an epoch on threads"}
         out = dict(d, decided=True)
-        out["measured_gain"] = None
+        # measured_gain: the epoch on threads over the latest whole epoch
+        # on processes, each from iter() to StopIteration (the pool's start
+        # and the training loop included: what the switch gave the job;
+        # with persistent_workers the pool starts in the first one only).
+        # measured_producer_gain: the workers' samples a second from their
+        # stages over the threads' (the producers alone; a short epoch's
+        # first samples, made while the pool starts, weigh on it).
+        out["measured_gain"] = out["measured_producer_gain"] = None
+        runs = self._auto_process_epochs
+        if d["switch"] and runs and self._auto_epoch and runs[-1] > 0:
+            out["measured_gain"] = self._auto_epoch[0] / runs[-1]
+            out["process_epochs"] = len(runs)
         if d["switch"] and self._pstats is not None:
             from . import _autoswitch
             st = {s["name"]: s for s in self._pstats.stats()["stages"]}
             wall = _autoswitch.stage_wall(st)
             if wall > 0 and d["threads_samples_per_s"]:
-                out["measured_gain"] = (self.num_workers / wall /
-                                        d["threads_samples_per_s"])
+                out["measured_producer_gain"] = (
+                    self.num_workers / wall / d["threads_samples_per_s"])
         return out
 
     def _auto_line(self):
@@ -773,7 +785,8 @@ class _DataLoader:
     def save_json(self, path, cores=0, consumer_cpu=None, *,
                   train_epochs=None, deadline=None):
         """Write `stoke profile --json`'s document (`stoke report` renders
-        it), with the memory ledger (memory()) under ``memory``."""
+        it), with the memory ledger (memory()) under ``memory`` and, for
+        worker_type="auto", its decision (stats()["auto"]) under ``auto``."""
         path = os.fspath(path)
         self._need_engine().save_json(path, cores, consumer_cpu,
                                       words="dataloader",
@@ -785,6 +798,8 @@ class _DataLoader:
         with open(path) as f:
             doc = json.load(f)
         doc["memory"] = self.memory()
+        if self.worker_type == "auto":
+            doc["auto"] = self._auto_summary()   # as stats()["auto"]
         tmp = f"{path}.tmp.{os.getpid()}"
         with open(tmp, "w") as f:
             json.dump(doc, f, indent=2)

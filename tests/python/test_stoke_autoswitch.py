@@ -1,6 +1,8 @@
 """worker_type="auto"'s decision rule (python/stoke/_autoswitch.py), fed
 measurements: no timing here, nothing that a loaded machine can change."""
 
+import json
+
 import pytest
 
 from stoke import _autoswitch as a
@@ -123,7 +125,7 @@ def _same(a, b):
 
 @pytest.mark.parametrize("persistent", [False, True])
 def test_auto_switches_pure_python_to_processes_at_the_second_epoch(
-        persistent):
+        persistent, tmp_path):
     dl, got = _epochs("auto", persistent_workers=persistent)
     _, want = _epochs("thread")
     assert _same(got, want)
@@ -140,6 +142,10 @@ def test_auto_switches_pure_python_to_processes_at_the_second_epoch(
     assert "worker_type=auto: process from epoch 1" in text
     assert "predicted" in text and "measured" in text
     assert "processes" in repr(dl)
+    dl.save_json(tmp_path / "run.json")      # the decision in the document
+    doc = json.loads((tmp_path / "run.json").read_text())
+    assert doc["auto"]["switch"] and doc["auto"]["epoch"] == 1
+    assert doc["auto"]["predicted_gain"] == a["predicted_gain"]
 
 
 def test_auto_keeps_a_sleeping_dataset_on_threads():
