@@ -993,15 +993,12 @@ static request *request_new(stoke__http *h, const char *url, uint64_t off,
 int stoke__http_get_range(stoke__http *h, const char *url, uint64_t off,
                           size_t len, void *buf, uint64_t *total, char *err,
                           size_t cap) {
-  /* h may be destroyed once perform returns (its callers are told). */
-  const stoke_allocator *a = h->alloc;
-  request *q = request_new(h, url, off, len, err, cap);
-  if (!q) return STOKE_ENOMEM;
-  q->k.buf = buf;
-  q->k.cap = len;
-  int rc = perform(h, q, err, cap);
-  if (rc == 0 && total) *total = q->k.total;
-  stoke__free(a, q);
+  /* The ETag variant's request, its tag left unread. */
+  uint64_t t = 0;
+  char etag[STOKE__HTTP_ETAG_CAP];
+  int rc = stoke__http_get_range_etag(h, url, off, len, buf, &t, etag, err,
+                                      cap);
+  if (rc == 0 && total) *total = t;
   return rc;
 }
 
