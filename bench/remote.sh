@@ -13,10 +13,19 @@
 # the servers), the two sides alternate, round after round: each round is
 # stoke's five conditions, then torch's (one process for all, torch's
 # import being slower than the runs on a loaded machine); each run has its
-# own warm-up epoch.  Sized for 2 cores and under 10 minutes.
+# own warm-up epoch.  Sized for 2 cores and about 10 minutes.
+#
+# The corpus is larger than what stoke reads ahead (2 x io_concurrency
+# blocks, and the next epoch's first windows: about 40 MB at
+# io_concurrency 16), so each epoch's bytes cross the network: a set that
+# fits in the read-ahead keeps its blocks in memory from one epoch to the
+# next, and nothing would be measured but RAM.  The cap reads the first
+# REMOTE_CAP_SHARDS shards only, with --no-epoch-prefetch for that reason.
 #
 #   REMOTE_CORPUS=bench/out/remote-corpus-N  made on first use
-#   REMOTE_IMAGES=256                      photos' crops (make_corpus.py)
+#   REMOTE_IMAGES=4096                     photos' crops (make_corpus.py),
+#                                          ~220 MB
+#   REMOTE_CAP_SHARDS=2                    the cap's subset (8 MB shards)
 #   REMOTE_CAP_KBPS=8000                   the cap B (8 MB/s)
 #   REMOTE_IO="4 8 16"                     the io_concurrency sweep
 #   REMOTE_TORCH_WORKERS="2 3"
@@ -27,7 +36,8 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 bench_init remote
 
-n_images=${REMOTE_IMAGES:-256}
+n_images=${REMOTE_IMAGES:-4096}
+cap_shards=${REMOTE_CAP_SHARDS:-2}
 corpus=${REMOTE_CORPUS:-$OUT/remote-corpus-$n_images}
 cap_kbps=${REMOTE_CAP_KBPS:-8000}
 io_sweep=${REMOTE_IO:-4 8 16}
@@ -53,6 +63,10 @@ if [ ! -f "$corpus/pack.json" ]; then
 fi
 n_packed=$(ls "$corpus"/www/packed/train-*.stoke | wc -l)
 shards="train-{00000..$(printf %05d $((n_packed - 1)))}.stoke"
+[ "$cap_shards" -le "$n_packed" ] || cap_shards=$n_packed
+cap_set="train-{00000..$(printf %05d $((cap_shards - 1)))}.stoke"
+# The torch side's cap subset: about as many samples as those shards hold.
+cap_samples=$(( $(find "$corpus/train" -name '*.jpg' | wc -l) * cap_shards / n_packed ))
 du -sb "$corpus/train" "$corpus/www/packed" "$corpus/www/tar" >"$RAW/corpus_bytes.txt"
 find "$corpus/train" -name '*.jpg' | wc -l >"$RAW/corpus_images.txt"
 
@@ -76,14 +90,23 @@ base_of() {
     cap) echo "http://127.0.0.1:$FAULTS/cap$cap_kbps" ;;
   esac
 }
-# The torch side's fixed subset: a 100 ms server answers 10 requests a
-# second per worker, so its epoch is 64 samples; the others read all.
-torch_samples() { if [ "$1" = ms100 ]; then echo 64; else echo 0; fi; }
+# The torch side's fixed subsets: a 100 ms server answers 10 requests a
+# second per worker, so its epoch is 64 samples, and a 20 ms one 512; the
+# cap's, its shards' samples; the others read all.
+torch_samples() {
+  case $1 in ms100) echo 64 ;; ms20) echo 512 ;; cap) echo "$cap_samples" ;;
+    *) echo 0 ;; esac
+}
+# stoke's set and options per condition (the cap: see the header).
+set_of() { if [ "$1" = cap ]; then echo "$cap_set"; else echo "$shards"; fi; }
+cond_args() { if [ "$1" = cap ]; then echo --no-epoch-prefetch; fi; }
 
 stoke_side() { # JSON COND IO
   local json=$1 cond=$2 io=$3
-  local args=("$(base_of "$cond")/packed/$shards" --transform "$spec" -b "$batch"
-              -j "$stoke_w" --shuffle block=1MB --epochs 3 -q)
+  local args=("$(base_of "$cond")/packed/$(set_of "$cond")" --transform "$spec"
+              -b "$batch" -j "$stoke_w" --shuffle block=1MB --epochs 3 -q)
+  # shellcheck disable=SC2207 # one option or none
+  args+=($(cond_args "$cond"))
   [ "$cond" != local ] && args+=(--io-concurrency "$io")
   stoke_run "$json" "${args[@]}"
 }
@@ -103,9 +126,11 @@ torch_round() { # ROUND: every condition at every W, one process
 for cond in ms0 ms20 ms100 cap; do
   for io in $io_sweep; do
     echo "remote: sweep $cond io_concurrency $io" >&2
-    stoke_run "$RAW/sweep_${cond}_io$io.json" "$(base_of "$cond")/packed/$shards" \
+    # shellcheck disable=SC2046 # one option or none
+    stoke_run "$RAW/sweep_${cond}_io$io.json" \
+      "$(base_of "$cond")/packed/$(set_of "$cond")" \
       --transform "$spec" -b "$batch" -j "$stoke_w" --shuffle block=1MB \
-      --epochs 2 -q --io-concurrency "$io"
+      --epochs 2 -q --io-concurrency "$io" $(cond_args "$cond")
   done
 done
 best_io() {

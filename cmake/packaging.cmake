@@ -21,12 +21,13 @@ set(CPACK_DEBIAN_PACKAGE_SECTION devel)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 # What the library and the CLI link (Debian 12's runtime packages); the
-# static library's users also need libjpeg62-turbo-dev and libspng-dev
+# static library's users also need libjpeg62-turbo-dev, libspng-dev and
+# zlib1g-dev
 # for pkg-config --static, as the .pc file's Requires.private says
 # (and libcurl4-openssl-dev for -lcurl).
 set(CPACK_DEBIAN_PACKAGE_DEPENDS
-    "libc6 (>= 2.34), libjpeg62-turbo (>= 1:2.1), libspng0 (>= 0.7), libcjson1 (>= 1.7), libcurl4 (>= 7.85)")
-set(CPACK_DEBIAN_PACKAGE_SUGGESTS "libjpeg62-turbo-dev, libspng-dev, libcurl4-openssl-dev")
+    "libc6 (>= 2.34), libjpeg62-turbo (>= 1:2.1), libspng0 (>= 0.7), libcjson1 (>= 1.7), libcurl4 (>= 7.85), zlib1g (>= 1:1.2.11)")
+set(CPACK_DEBIAN_PACKAGE_SUGGESTS "libjpeg62-turbo-dev, libspng-dev, zlib1g-dev, libcurl4-openssl-dev")
 # Everything but the Python module: only the default component of this
 # build tree (CPack's BUILD_DIR;PROJECT;COMPONENT;SUBDIR).
 set(CPACK_INSTALL_CMAKE_PROJECTS "${CMAKE_BINARY_DIR};stoke;Unspecified;/")

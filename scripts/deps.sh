@@ -10,6 +10,7 @@ set -euo pipefail
 # Debian's DLPack header (libdlpack-dev), the ABI torch 1.13 speaks.
 pkgs=(build-essential cmake pkg-config libcmocka-dev libcjson-dev
       libjpeg62-turbo-dev libspng-dev python3 python3-dev libdlpack-dev
+      zlib1g-dev            # CRC-32 of checked streams (src/core/crc.c)
       libcurl4-openssl-dev  # remote shards over HTTP(S) (src/storage/http.c)
       nginx-light           # the remote tests' HTTP(S) server (tests/remote)
       curl                  # the S3 tests' uploads (tests/remote/servers.sh)

@@ -40,14 +40,26 @@ static void fisher_yates(size_t *v, size_t n, stoke_rng *rng) {
   }
 }
 
+/* The blocks of epoch's block order, shuffled: the stream's first draws. */
+static void shuffle_blocks(const stoke__plan *p, uint64_t epoch,
+                           size_t *order, stoke_rng *rng) {
+  stoke_rng_init(rng, p->seed, epoch, BLOCK_STREAM);
+  for (size_t k = 0; k < p->blocks->n_blocks; k++) order[k] = k;
+  fisher_yates(order, p->blocks->n_blocks, rng);
+}
+
+void stoke__plan_block_order(const stoke__plan *p, uint64_t epoch,
+                             size_t *order) {
+  stoke_rng rng;
+  shuffle_blocks(p, epoch, order, &rng);
+}
+
 /* The block order (blocks.c): the blocks shuffled, then the samples of
 ** each window of blocks shuffled among themselves, from one stream. */
 static void block_order(const stoke__plan *p, uint64_t epoch, size_t *perm) {
   stoke__blocks *b = p->blocks;
   stoke_rng rng;
-  stoke_rng_init(&rng, p->seed, epoch, BLOCK_STREAM);
-  for (size_t k = 0; k < b->n_blocks; k++) b->order[k] = k;
-  fisher_yates(b->order, b->n_blocks, &rng);
+  shuffle_blocks(p, epoch, b->order, &rng);
   size_t pos = 0;
   for (size_t w = 0; w < b->n_windows; w++) {
     size_t from = pos;

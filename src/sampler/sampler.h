@@ -62,6 +62,11 @@ int stoke__plan_init(stoke__plan *p);
 ** perm is scratch of n_source entries.  A pure function of (plan, epoch). */
 void stoke__plan_order(const stoke__plan *p, uint64_t epoch, size_t *perm,
                        size_t *order);
+/* With p->blocks: the blocks in epoch's block order (n_blocks entries),
+** as stoke__plan_order leaves them in p->blocks->order, without the
+** samples' permutation (the read-ahead's look at the next epoch). */
+void stoke__plan_block_order(const stoke__plan *p, uint64_t epoch,
+                             size_t *order);
 /* Samples in the batch at position `batch` of the epoch. */
 size_t stoke__plan_batch_len(const stoke__plan *p, size_t batch);
 

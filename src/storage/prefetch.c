@@ -18,6 +18,9 @@ typedef struct run {
   uint64_t off, len;
   uint64_t payload;  /* the samples' bytes in it */
   uint64_t taken;    /* bytes taken by readers */
+  unsigned uses;     /* requests for it: freed when uses x payload bytes
+                        are taken (the next epoch may ask for a block
+                        this one still reads) */
   uint8_t *buf;      /* owned, len bytes */
   int state;
   int waiters;       /* readers waiting on it: not freed under them */
@@ -130,7 +133,11 @@ void stoke__prefetch_request(stoke__prefetch *p, const char *url,
   run **tail = &p->head;
   for (run *r = p->head; r; r = r->next) {
     if (r->shard == shard && r->off < off + len && off < r->off + r->len) {
-      pthread_mutex_unlock(&p->mu); /* overlaps one asked for already */
+      /* Asked for already: the same run once more is one more use of
+      ** it; another overlap is dropped. */
+      if (r->off == off && r->len == len && r->state != RUN_FAILED)
+        r->uses++;
+      pthread_mutex_unlock(&p->mu);
       return;
     }
     tail = &r->next;
@@ -151,6 +158,7 @@ void stoke__prefetch_request(stoke__prefetch *p, const char *url,
     r->off = off;
     r->len = len;
     r->payload = payload;
+    r->uses = 1;
     r->state = RUN_QUEUED;
     *tail = r;
     p->bytes += len;
@@ -181,7 +189,8 @@ bool stoke__prefetch_take(stoke__prefetch *p, uint32_t shard, uint64_t off,
     }
     /* The list may have changed while waiting: find r's link again. */
     for (link = &p->head; *link != r;) link = &(*link)->next;
-    if (!r->waiters && (r->state == RUN_FAILED || r->taken >= r->payload))
+    if (!r->waiters &&
+        (r->state == RUN_FAILED || r->taken >= r->uses * r->payload))
       run_free(p, link);
   }
   pthread_mutex_unlock(&p->mu);

@@ -32,8 +32,10 @@ void stoke__prefetch_destroy(stoke__prefetch *p); /* NULL: no-op */
 /* Queue [off, off + len) of url (borrowed for the prefetcher's life) as
 ** one request; shard names the object, payload is the bytes of the
 ** samples in it (the rest is alignment: the run is freed when readers
-** have taken payload bytes).  Dropped, without error, when it does not fit
-** or overlaps a run already asked for. */
+** have taken payload bytes).  The same range again, while its run is held,
+** is one more use of it (freed after payload bytes a use).  Dropped,
+** without error, when it does not fit or overlaps another run already
+** asked for. */
 void stoke__prefetch_request(stoke__prefetch *p, const char *url,
                              uint32_t shard, uint64_t off, uint64_t len,
                              uint64_t payload);

@@ -1,7 +1,8 @@
 /* test_http_multi.c — the client's I/O thread (storage/http.c): requests in
 ** flight bounded by io_concurrency whatever the number of threads asking,
 ** the limit moved at run time, a retry's backoff holding up no other
-** request, and destroy with requests queued and in flight.
+** request, and destroy with requests queued and in flight; and the
+** read-ahead's runs (storage/prefetch.h) asked for twice, kept for both.
 **
 ** The server runs in this process, one thread per connection, and counts
 ** the requests it is answering at once (the client cannot fake that
@@ -10,6 +11,7 @@
 ** passes), and an order by holding one answer until another was served. */
 #define _POSIX_C_SOURCE 200809L
 #include "storage/http.h"
+#include "storage/prefetch.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -493,6 +495,51 @@ static void test_async(void **state) {
   server_stop(&s);
 }
 
+static size_t logged(server *s) {
+  pthread_mutex_lock(&s->lock);
+  size_t n = s->n_log;
+  pthread_mutex_unlock(&s->lock);
+  return n;
+}
+
+/* A run asked for twice (this epoch's block, and the next epoch's read
+** ahead while this one still reads it) is fetched once and kept until
+** both uses took their bytes; then freed.  An overlap that is not the
+** same run is dropped, never fetched. */
+static void test_prefetch_same_run_twice(void **state) {
+  (void)state;
+  server s;
+  server_start(&s);
+  char url[128];
+  snprintf(url, sizeof url, "http://127.0.0.1:%d/ok/run", s.port);
+  stoke__http *h = client(2, 1, 1);
+  stoke__prefetch *p;
+  assert_int_equal(stoke__prefetch_create(h, 2, 1 << 20, NULL, &p), 0);
+  stoke__prefetch_request(p, url, 0, 0, 4, 4);
+  stoke__prefetch_request(p, url, 0, 0, 4, 4); /* a second use */
+  stoke__prefetch_request(p, url, 0, 2, 2, 2); /* overlaps: dropped */
+  char b[4];
+  for (int use = 0; use < 2; use++) {
+    memset(b, 0, sizeof b);
+    assert_true(stoke__prefetch_take(p, 0, 0, 4, b));
+    assert_memory_equal(b, BODY, 4);
+  }
+  /* Both uses taken: freed, so a third read is the caller's own. */
+  assert_false(stoke__prefetch_take(p, 0, 0, 4, b));
+  uint64_t runs, served;
+  stoke__prefetch_counts(p, &runs, &served);
+  assert_int_equal(runs, 1);
+  assert_int_equal(served, 2);
+  assert_int_equal(logged(&s), 1); /* one GET for the three requests */
+  /* Once freed, the same range is a new run. */
+  stoke__prefetch_request(p, url, 0, 0, 4, 4);
+  assert_true(stoke__prefetch_take(p, 0, 0, 4, b));
+  assert_int_equal(logged(&s), 2);
+  stoke__prefetch_destroy(p);
+  stoke__http_destroy(h);
+  server_stop(&s);
+}
+
 int main(void) {
   /* The server writes to connections destroy has closed. */
   signal(SIGPIPE, SIG_IGN);
@@ -502,6 +549,7 @@ int main(void) {
       cmocka_unit_test(test_backoff_holds_up_nothing),
       cmocka_unit_test(test_destroy_with_requests_queued),
       cmocka_unit_test(test_async),
+      cmocka_unit_test(test_prefetch_same_run_twice),
   };
   return cmocka_run_group_tests(tests, 0, 0);
 }
