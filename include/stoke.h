@@ -1349,14 +1349,20 @@ typedef enum stoke_autotune_kind {
   STOKE_AUTOTUNE_LIMIT = 6,    /* still waiting, but a budget (CPU, memory,
                                   threads) allows no more */
   STOKE_AUTOTUNE_STEP = 7,     /* the consumer's step changed: search again */
-  STOKE_AUTOTUNE_OUTSIDE = 8   /* since 0.6: the machine's other load moved
+  STOKE_AUTOTUNE_OUTSIDE = 8,  /* since 0.6: the machine's other load moved
                                   between the measurements: no decision on
                                   them (a trial waits for the load to come
                                   back), or it stayed: search again */
+  STOKE_AUTOTUNE_IO_MORE = 9,  /* since 0.6: more requests in flight
+                                  (io_concurrency) for a remote source: the
+                                  consumer waited while the limit bound */
+  STOKE_AUTOTUNE_IO_FEWER = 10 /* since 0.6: fewer: the server throttled
+                                  (429/503).  A grow that gained nothing is
+                                  a ROLLBACK with from_io > to_io */
 } stoke_autotune_kind;
 
 /* "grow", "shrink", "deeper", "shallower", "rollback", "limit", "step",
-** "outside". */
+** "outside", "io-more", "io-fewer". */
 STOKE_API const char *stoke_autotune_kind_name(int kind);
 
 typedef struct stoke_autotune_event {
@@ -1375,6 +1381,9 @@ typedef struct stoke_autotune_event {
   int64_t compute_ns;       /* the consumer's compute per step then */
   char text[256];           /* one line: "epoch 2, step 40: 4 -> 8
                                workers, waiting 38% -> 2% (...)" */
+  unsigned from_io, to_io;  /* since 0.6: io_concurrency before and after
+                               an io decision (IO_MORE, IO_FEWER, or a
+                               ROLLBACK of one); 0 for the others */
 } stoke_autotune_event;
 
 /* Decisions so far (0 without autotune).  Any thread. */

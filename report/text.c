@@ -246,6 +246,10 @@ cJSON *report_autotune_json(const report_result *res) {
     cJSON_AddNumberToObject(d, "to_workers", e->to_workers);
     cJSON_AddNumberToObject(d, "from_prefetch", e->from_prefetch);
     cJSON_AddNumberToObject(d, "to_prefetch", e->to_prefetch);
+    if (e->from_io || e->to_io) { /* an io_concurrency decision */
+      cJSON_AddNumberToObject(d, "from_io_concurrency", e->from_io);
+      cJSON_AddNumberToObject(d, "to_io_concurrency", e->to_io);
+    }
     cJSON_AddNumberToObject(d, "wait_before", e->wait_before);
     if (e->wait_after >= 0)
       cJSON_AddNumberToObject(d, "wait_after", e->wait_after);

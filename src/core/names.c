@@ -69,6 +69,8 @@ const char *stoke_autotune_kind_name(int kind) {
   case STOKE_AUTOTUNE_LIMIT: return "limit";
   case STOKE_AUTOTUNE_STEP: return "step";
   case STOKE_AUTOTUNE_OUTSIDE: return "outside";
+  case STOKE_AUTOTUNE_IO_MORE: return "io-more";
+  case STOKE_AUTOTUNE_IO_FEWER: return "io-fewer";
   default: return "?";
   }
 }

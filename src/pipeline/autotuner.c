@@ -257,6 +257,28 @@ static void record(stoke_loader *l, const stoke__atc_decision *d,
   }
 }
 
+void stoke__autotuner_note(stoke_loader *l, const stoke_autotune_event *e,
+                           int64_t now) {
+  stoke__at *at = tuner(l);
+  if (!at) return;
+  pthread_mutex_lock(&l->stats_mu);
+  at->changes++;
+  if (e->kind == STOKE_AUTOTUNE_ROLLBACK) at->rollbacks++;
+  void *p = at->ev;
+  bool room = stoke__grow(l->alloc, &p, &at->cap_ev, at->n_ev, sizeof *e,
+                          STOKE_AUTOTUNE_EVENTS_KEPT);
+  at->ev = p;
+  if (room) at->ev[at->n_ev++] = *e;
+  pthread_mutex_unlock(&l->stats_mu);
+  if (l->tracks.v) /* the workers and prefetch stay: from = to */
+    stoke__trace_push(&l->tracks.v[0], STOKE__EV_AUTOTUNE, now, 0,
+                      (uint64_t)(e->from_workers & 0xffff) |
+                          (uint64_t)(e->to_workers & 0xffff) << 16 |
+                          (uint64_t)(e->from_prefetch & 0xffff) << 32 |
+                          (uint64_t)(e->to_prefetch & 0xffff) << 48,
+                      (uint32_t)e->kind);
+}
+
 /* The window after a kept change: its measured numbers. */
 static void fill_after(stoke_loader *l, const stoke__atc_decision *d) {
   stoke__at *at = tuner(l);

@@ -414,6 +414,7 @@ int stoke__loader_create(const stoke_config *cfg, const stoke__sys *sys,
   if (!mem) mem = stoke__tracks_create(l);
   if (!mem) mem = stoke__publish_create(l);
   if (!mem) mem = stoke__fetch_create(l);
+  if (!mem && l->cfg.autotune) mem = stoke__io_autotuner_create(l);
   if (!mem) mem = stoke__rcache_stats_create(l);
   if (mem && mem != STOKE_ENOMEM) {
     /* A source's per-worker state failed for its own reason (message set). */

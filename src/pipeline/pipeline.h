@@ -396,6 +396,15 @@ void stoke__given_counts(const stoke_loader *l, size_t *batches,
 ** autotuner.  0, STOKE_EINVAL or STOKE_ENOMEM (TLS message set).
 ** Lists itself among the features (its hooks: feature.h). */
 int stoke__autotuner_create(stoke_loader *l);
+/* Another tuner's decision e (io_autotuner.c) into the log, counted as a
+** change (a ROLLBACK as one), on the consumer's trace track at now;
+** consumer thread.  No-op without the autotuner. */
+void stoke__autotuner_note(stoke_loader *l, const stoke_autotune_event *e,
+                           int64_t now);
+/* io_autotuner.c: at create, with autotune and a source that reads through
+** an HTTP client, list the io_concurrency tuner (src/model/io_tune.h) among
+** the features.  0 or STOKE_ENOMEM. */
+int stoke__io_autotuner_create(stoke_loader *l);
 /* Tests: set the active workers and prefetch (clamped to the most) and
 ** stop the controller from deciding; any thread but a worker. */
 void stoke__autotuner_force(stoke_loader *l, unsigned workers,

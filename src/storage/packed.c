@@ -708,10 +708,10 @@ static int open_remote(packed_impl *p, const stoke__http_options *remote,
     stoke__url_redact(p->paths[k], p->paths[k], strlen(p->paths[k]) + 1);
     p->shards[k].url = p->urls[k];
   }
-  /* Read-ahead's fetchers: as many as requests may be in flight. */
-  unsigned threads = remote && remote->io_concurrency ? remote->io_concurrency
-                                                      : 8;
-  if (stoke__prefetch_create(p->http, threads, STOKE__REMOTE_PREFETCH_BYTES,
+  /* Read-ahead's runs in flight: as many as the client's limit, read at
+  ** each submit (the live autotuner moves it), up to its most. */
+  if (stoke__prefetch_create(p->http, STOKE_IO_CONCURRENCY_MAX,
+                             STOKE__REMOTE_PREFETCH_BYTES,
                              a, &p->pf))
     return stoke__errf(err, cap, STOKE_ETHREAD, "packed source: cannot "
                        "start the remote read-ahead threads");

@@ -37,7 +37,8 @@ struct stoke__prefetch {
   run *head;
   uint64_t bytes;         /* buffered: the runs' len */
   bool stop;
-  unsigned max_in_flight; /* runs submitted at once (the create's threads) */
+  unsigned max_in_flight; /* runs submitted at once, at most (the create's
+                             threads); the client's limit now, if lower */
   unsigned in_flight;
   uint64_t runs, served;
 };
@@ -69,7 +70,12 @@ static void landed(void *arg, int rc) {
 ** max_in_flight are (the client bounds what is on the wire; this bound
 ** leaves room in its queue for the readers' own reads). */
 static void submit_queued(stoke__prefetch *p) {
-  for (run *r = p->head; r && p->in_flight < p->max_in_flight; r = r->next) {
+  /* The client's limit is read each time: the live autotuner moves it
+  ** (io_autotuner.c), and the runs follow. */
+  stoke__http_counts c;
+  stoke__http_counts_get(p->http, &c);
+  unsigned most = STOKE__MIN(p->max_in_flight, STOKE__MAX(c.io_concurrency, 1u));
+  for (run *r = p->head; r && p->in_flight < most; r = r->next) {
     if (r->state != RUN_QUEUED) continue;
     r->state = RUN_FETCHING;
     p->in_flight++;

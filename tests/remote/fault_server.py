@@ -11,6 +11,10 @@ limits meet each fault on purpose:
   /resetx2/F       ... a closed connection without an answer
   /shortx2/F       ... a body cut off halfway (Content-Length says all)
   /slow50/F        50 ms before each answer (latency)
+  /throttle/F      20 ms before each answer, and every other request for
+                   each (file, range) answered 429: a server that keeps
+                   pushing back, half of the requests (the live
+                   autotuner's io-fewer)
   /cap8000/F       the body through one link of 8000 kB/s that every
                    connection shares (a bandwidth cap on the server's
                    side, unlike nginx's limit_rate, which is per connection
@@ -148,6 +152,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 return
             if kind == "flip" and body:
                 body = bytes([body[0] ^ 0xFF]) + body[1:]
+        if mode == "throttle":
+            time.sleep(0.02)
+            if n % 2 == 1:
+                return self.answer(429, b"slow down\n", [("Retry-After", "0")])
         if mode.startswith("slow"):
             time.sleep(int(mode[4:]) / 1000)
         if mode == "stall":
