@@ -46,15 +46,22 @@ struct stoke__http {
   CURL **pool;             /* idle handles (the I/O thread's only) */
   size_t n_pool;
   /* The I/O thread and what it shares with the callers, under q_lock:
-  ** requests wait in FIFO order in pending, at most `limit` are in
-  ** flight in the multi handle, and a retried one waits in timed (its
-  ** backoff) without holding a thread or a slot. */
+  ** requests wait in two FIFO queues, at most `limit` are in flight in
+  ** the multi handle, and a retried one waits in timed (its backoff)
+  ** without holding a thread or a slot.  `now` holds the requests a
+  ** thread is blocked on (a worker's sample that was not read ahead, the
+  ** fetches at open) and retries that are due; `ahead` the read-ahead's
+  ** (get_range_async).  A free slot goes to `now` first, but when both
+  ** wait, every other one goes to `ahead` (ahead_turn): a miss does not
+  ** wait behind every run read ahead, and the runs are never starved by
+  ** misses (which would leave every worker reading alone). */
   CURLM *multi;
   pthread_t io;
   bool io_started;
   pthread_mutex_t q_lock;
   pthread_cond_t users_cv;  /* destroy waits here for callers to leave */
-  struct request *pending_head, *pending_tail;
+  struct rqueue { struct request *head, *tail; } now, ahead;
+  bool ahead_turn;
   struct request *timed;    /* unsorted; a few at once */
   unsigned users;           /* callers inside a blocking call */
   atomic_uint waiting;      /* of them, requests submitted, not done */
@@ -454,7 +461,7 @@ typedef struct request {
   char *err;               /* the caller's message buffer */
   size_t cap;
   /* The I/O thread's. */
-  struct request *next;    /* in pending or timed */
+  struct request *next;    /* in a queue (now, ahead) or timed */
   CURL *c;                 /* while in flight */
   struct curl_slist *headers;
   char range[64];
@@ -714,27 +721,43 @@ static int closed(const request *q) {
                      "was closed", shown);
 }
 
-/* Under q_lock. */
+/* Under q_lock.  A retry (or a request sent on to S3's region) goes to
+** the front of `now`: it has waited its turn. */
 static void push_front(stoke__http *h, request *q) {
-  q->next = h->pending_head;
-  h->pending_head = q;
-  if (!h->pending_tail) h->pending_tail = q;
+  q->next = h->now.head;
+  h->now.head = q;
+  if (!h->now.tail) h->now.tail = q;
 }
 
-static void push_back(stoke__http *h, request *q) {
+static void push_back(struct rqueue *r, request *q) {
   q->next = NULL;
-  if (h->pending_tail) h->pending_tail->next = q;
-  else h->pending_head = q;
-  h->pending_tail = q;
+  if (r->tail) r->tail->next = q;
+  else r->head = q;
+  r->tail = q;
 }
 
-static request *pop_front(stoke__http *h) {
-  request *q = h->pending_head;
+static request *pop_from(struct rqueue *r) {
+  request *q = r->head;
   if (q) {
-    h->pending_head = q->next;
-    if (!h->pending_head) h->pending_tail = NULL;
+    r->head = q->next;
+    if (!r->head) r->tail = NULL;
   }
   return q;
+}
+
+static bool any_pending(const stoke__http *h) {
+  return h->now.head || h->ahead.head;
+}
+
+/* The next request to start: `now` first, every other one `ahead` when
+** both wait. */
+static request *pop_front(stoke__http *h) {
+  if (h->now.head && h->ahead.head) {
+    bool to_ahead = h->ahead_turn;
+    h->ahead_turn = !h->ahead_turn;
+    return pop_from(to_ahead ? &h->ahead : &h->now);
+  }
+  return pop_from(h->now.head ? &h->now : &h->ahead);
 }
 
 /* After an attempt ended with rc (attempt_end's): the request is done,
@@ -799,8 +822,11 @@ static void multi_limits(stoke__http *h, unsigned limit) {
 /* At destroy: every request still queued, waiting or in flight fails. */
 static void io_drain(stoke__http *h, request **active) {
   pthread_mutex_lock(&h->q_lock);
-  request *rest = h->pending_head, *timed = h->timed;
-  h->pending_head = h->pending_tail = NULL;
+  /* Both queues as one list: `now`'s, then `ahead`'s. */
+  if (h->now.tail) h->now.tail->next = h->ahead.head;
+  request *rest = h->now.head ? h->now.head : h->ahead.head;
+  request *timed = h->timed;
+  h->now.head = h->now.tail = h->ahead.head = h->ahead.tail = NULL;
   h->timed = NULL;
   pthread_mutex_unlock(&h->q_lock);
   for (unsigned k = 0; k < STOKE_IO_CONCURRENCY_MAX; k++) {
@@ -847,7 +873,7 @@ static void *io_main(void *user) {
     }
     unsigned limit = atomic_load_explicit(&h->limit, memory_order_acquire);
     multi_limits(h, limit);
-    while (h->in_flight < limit && h->pending_head) {
+    while (h->in_flight < limit && any_pending(h)) {
       request *q = pop_front(h);
       pthread_mutex_unlock(&h->q_lock);
       int rc = attempt_start(h, q);
@@ -935,7 +961,7 @@ static int perform(stoke__http *h, request *q, char *err, size_t cap) {
   }
   h->users++;
   atomic_fetch_add(&h->waiting, 1);
-  push_back(h, q);
+  push_back(&h->now, q);
   pthread_mutex_unlock(&h->q_lock);
   curl_multi_wakeup(h->multi);
   pthread_mutex_lock(&h->q_lock);
@@ -964,7 +990,7 @@ int stoke__http_get_range_async(stoke__http *h, const char *url,
   if (rc == 0 && h->stopping) rc = STOKE_EIO;
   if (rc == 0) {
     atomic_fetch_add(&h->waiting, 1);
-    push_back(h, q);
+    push_back(&h->ahead, q);
   }
   pthread_mutex_unlock(&h->q_lock);
   if (rc) {

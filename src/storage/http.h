@@ -8,7 +8,9 @@
 ** retry budget and the counters.  Any thread may issue requests at once:
 ** each call queues its request and waits for its own result; the I/O
 ** thread keeps at most io_concurrency of them in flight, starts the rest
-** in FIFO order, and a retry waits out its backoff in a timed queue
+** in FIFO order (a blocking call's ahead of the read-ahead's asynchronous
+** ones, every other free slot going to those when both wait), and a
+** retry waits out its backoff in a timed queue
 ** without holding a slot or a thread.  So the number of requests in
 ** flight is a knob apart from the number of threads asking.
 **

@@ -502,6 +502,70 @@ static size_t logged(server *s) {
   return n;
 }
 
+typedef struct blocking_get {
+  stoke__http *h;
+  char url[128];
+  int rc;
+} blocking_get;
+
+static void *blocking_main(void *user) {
+  blocking_get *g = user;
+  char b[4], err[256];
+  g->rc = stoke__http_get_range(g->h, g->url, 0, 4, b, NULL, err, sizeof err);
+  return NULL;
+}
+
+/* A thread blocked on a read (a worker's sample that was not read ahead)
+** goes ahead of the read-ahead's queued requests: with one slot held at
+** the server and four asynchronous requests queued before it, it is the
+** next one served, not the fifth; and the queued ones still all land. */
+static void test_blocking_before_read_ahead(void **state) {
+  (void)state;
+  server s;
+  server_start(&s);
+  stoke__http *h = client(1, 1, 1);
+  landing l = {.ok = 0};
+  pthread_mutex_init(&l.lock, NULL);
+  char gate[128], ok[128], bufs[5][4];
+  snprintf(gate, sizeof gate, "http://127.0.0.1:%d/gate/held", s.port);
+  snprintf(ok, sizeof ok, "http://127.0.0.1:%d/ok/ahead", s.port);
+  assert_int_equal(stoke__http_get_range_async(h, gate, 0, 4, bufs[0],
+                                               on_done, &l), 0);
+  wait_logged(&s, 1); /* the slot is held at the server */
+  for (int k = 1; k < 5; k++)
+    assert_int_equal(stoke__http_get_range_async(h, ok, 0, 4, bufs[k],
+                                                 on_done, &l), 0);
+  blocking_get g = {.h = h};
+  snprintf(g.url, sizeof g.url, "http://127.0.0.1:%d/b/now", s.port);
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, blocking_main, &g), 0);
+  wait_waiting(h, 6); /* all six asked */
+  pthread_mutex_lock(&s.lock); /* the gate opens */
+  s.released = true;
+  pthread_cond_broadcast(&s.cv);
+  pthread_mutex_unlock(&s.lock);
+  pthread_join(t, NULL);
+  assert_int_equal(g.rc, 0);
+  for (;;) {
+    stoke__http_counts c;
+    stoke__http_counts_get(h, &c);
+    if (c.waiting == 0) break;
+    struct timespec ts = {0, 1000000L};
+    nanosleep(&ts, NULL);
+  }
+  pthread_mutex_lock(&s.lock);
+  assert_int_equal(s.n_log, 6);
+  assert_string_equal(s.log[0], "/gate/held");
+  assert_string_equal(s.log[1], "/b/now"); /* FIFO would make it log[5] */
+  pthread_mutex_unlock(&s.lock);
+  pthread_mutex_lock(&l.lock);
+  assert_int_equal(l.ok, 5);
+  pthread_mutex_unlock(&l.lock);
+  pthread_mutex_destroy(&l.lock);
+  stoke__http_destroy(h);
+  server_stop(&s);
+}
+
 /* A run asked for twice (this epoch's block, and the next epoch's read
 ** ahead while this one still reads it) is fetched once and kept until
 ** both uses took their bytes; then freed.  An overlap that is not the
@@ -550,6 +614,7 @@ int main(void) {
       cmocka_unit_test(test_destroy_with_requests_queued),
       cmocka_unit_test(test_async),
       cmocka_unit_test(test_prefetch_same_run_twice),
+      cmocka_unit_test(test_blocking_before_read_ahead),
   };
   return cmocka_run_group_tests(tests, 0, 0);
 }
