@@ -26,6 +26,14 @@
 #   REMOTE_IMAGES=4096                     photos' crops (make_corpus.py),
 #                                          ~220 MB
 #   REMOTE_CAP_SHARDS=2                    the cap's subset (8 MB shards)
+#   REMOTE_KNEE_SHARDS=4                   the knee check's subset: at
+#                                          100 ms, `stoke tune`'s io knee
+#                                          (its ladder) against every
+#                                          io_concurrency 1..64 measured by
+#                                          `stoke bench`, the same rule on
+#                                          both (--no-epoch-prefetch);
+#                                          target: within one doubling
+#   REMOTE_KNEE=1 (0: skip it)
 #   REMOTE_CAP_KBPS=8000                   the cap B (8 MB/s)
 #   REMOTE_IO="4 8 16"                     the io_concurrency sweep
 #   REMOTE_TORCH_WORKERS="2 3"
@@ -141,6 +149,27 @@ best = max(glob.glob("%s/sweep_%s_io*.json" % (sys.argv[1], sys.argv[2])),
 print(re.search(r"_io(\d+)\.json$", best).group(1))
 PY
 }
+# ---- the tuner's io knee against an exhaustive sweep (ms100) --------------
+knee_shards=${REMOTE_KNEE_SHARDS:-4}
+[ "$knee_shards" -le "$n_packed" ] || knee_shards=$n_packed
+knee_set="train-{00000..$(printf %05d $((knee_shards - 1)))}.stoke"
+if [ "${REMOTE_KNEE:-1}" = 1 ] && [ "${BENCH_NO_STOKE:-0}" != 1 ]; then
+  knee_url="$(base_of ms100)/packed/$knee_set"
+  knee_args=(--transform "$spec" -b "$batch" -j "$stoke_w" --shuffle block=1MB
+             --no-epoch-prefetch)
+  echo "the first $knee_shards shards, --no-epoch-prefetch" >"$RAW/knee_set.txt"
+  echo "remote: knee: stoke tune at 100 ms" >&2
+  echo "$STOKE tune $knee_url ${knee_args[*]} --json $RAW/knee_tune.json" \
+    >>"$RAW/commands.txt"
+  "$STOKE" tune "$knee_url" "${knee_args[@]}" --json "$RAW/knee_tune.json" \
+    >"$RAW/knee_tune.txt" 2>&1 || bench_die "stoke tune failed: $(tail -5 "$RAW/knee_tune.txt")"
+  for io in 1 2 4 8 16 32 64; do
+    echo "remote: knee: every io_concurrency, $io" >&2
+    stoke_run "$RAW/knee_io$io.json" "$knee_url" "${knee_args[@]}" --epochs 3 \
+      -q --io-concurrency "$io"
+  done
+fi
+
 declare -A io_of
 for cond in ms0 ms20 ms100 cap; do io_of[$cond]=$(best_io "$cond"); done
 io_of[local]=0

@@ -7,6 +7,7 @@ the two, the MB/s against the cap, and the targets of issue 21.
   remote_table.py RAW_DIR OUT_JSON"""
 import glob
 import json
+import math
 import os
 import re
 import sys
@@ -34,6 +35,37 @@ def text(path):
             return f.read().strip()
     except OSError:
         return ""
+
+
+def knee_check(raw):
+    """The tuner's io knee (knee_tune.json: its ladder and knee) against
+    stoke bench at every io_concurrency (knee_io*.json), the knee by the
+    same rule on both (the fewest requests within the tolerance of the
+    best); None when the check did not run."""
+    path = os.path.join(raw, "knee_tune.json")
+    if not os.path.exists(path):
+        return None
+    d = json.load(open(path))
+    sweep = d.get("io_sweep")
+    if not sweep:
+        return None
+    tol = d["config"]["tolerance"]
+    ladder = [(p["io_concurrency"], p["samples_per_s"]) for p in sweep["points"]]
+    every = []
+    for f in glob.glob(os.path.join(raw, "knee_io*.json")):
+        io = int(re.search(r"knee_io(\d+)\.json$", f).group(1))
+        every.append((io, json.load(open(f))["summary"]["samples_per_s"]))
+    every.sort()
+    if not every:
+        return None
+    best = max(v for _, v in every)
+    every_knee = min(io for io, v in every if v >= (1 - tol) * best)
+    tune_knee = sweep["knee"]["io_concurrency"]
+    steps = abs(math.log2(tune_knee) - math.log2(every_knee))
+    return {"set": text(os.path.join(raw, "knee_set.txt")),
+            "tolerance": tol, "ladder": ladder, "every": every,
+            "tune_knee": tune_knee, "every_knee": every_knee,
+            "doublings_apart": steps, "within_one_step": steps <= 1}
 
 
 def main(raw, out_path):
@@ -124,13 +156,31 @@ def main(raw, out_path):
     lines.append("sweep (images/s by io_concurrency): " + "; ".join(
         "%s %s" % (c, " ".join("%d:%.0f" % (io, v) for io, v in sorted(sweep[c].items())))
         for c in sorted(sweep)))
-    lines.append("targets: 20 ms >= 0.9x local: %s; cap >= 90%% of B: %s" % (
+    knee = knee_check(raw)
+    if knee:
+        targets["io_knee_within_one_step"] = knee["within_one_step"]
+        lines.append(
+            "io knee at 100 ms (%s): stoke tune's ladder %s -> knee %d; every "
+            "io_concurrency by stoke bench %s -> knee %d (the fewest within "
+            "%.0f%% of the best): %s" % (
+                knee["set"],
+                " ".join("%d:%.0f" % p for p in knee["ladder"]), knee["tune_knee"],
+                " ".join("%d:%.0f" % p for p in knee["every"]), knee["every_knee"],
+                100 * knee["tolerance"],
+                "within one doubling" if knee["within_one_step"] else "MORE than one doubling apart"))
+    lines.append("targets: 20 ms >= 0.9x local: %s; cap >= 90%% of B: %s%s" % (
         "met" if targets["ms20_stoke_vs_local_ge_0.9"] else "MISSED",
-        "met" if targets["cap_stoke_ge_0.9_of_B"] else "MISSED"))
+        "met" if targets["cap_stoke_ge_0.9_of_B"] else "MISSED",
+        "; io knee within one doubling: %s" % ("met" if knee["within_one_step"] else "MISSED")
+        if knee else ""))
     lines.append("load: start %s, end %s" % (text(os.path.join(raw, "loadavg_start.txt")),
                                                text(os.path.join(raw, "loadavg_end.txt"))))
     print("\n".join(lines))
-    out = {"benchmark": "remote", "machine": machine,
+    if knee:
+        out_knee = knee
+    else:
+        out_knee = None
+    out = {"benchmark": "remote", "machine": machine, "io_knee": out_knee,
            "corpus": {"images": n_images, "bytes": du,
                       "packed_bytes_per_sample": packed_per_sample},
            "cap_bytes_per_s": cap_bps, "rows": rows, "sweep": sweep,

@@ -74,6 +74,8 @@ const char cmd_tune_usage[] =
     "                         sweep io_concurrency at it, each point a source\n"
     "                         of its own (default: 1, 2, 4, ... up to 64\n"
     "                         while a doubling still gains; off: none)\n"
+    "  --no-epoch-prefetch    start each epoch at its first next(), as\n"
+    "                         PyTorch does (bench's option)\n"
     "\n"
     "measurement\n"
     "  --compute STEP         the training step: sleep:12ms, spin:12ms or\n"
@@ -120,6 +122,7 @@ enum {
   O_IO_SWEEP,
   O_CACHE,
   O_CACHE_MAX,
+  O_NO_EPOCH_PREFETCH,
   O_HELP,
   O_LAST
 };
@@ -148,6 +151,8 @@ static const cli_opt tune_own_opts[] = {{"workers", 'j', 1, O_WORKERS},
                                         {"io-sweep", 0, 1, O_IO_SWEEP},
                                         {"cache", 0, 1, O_CACHE},
                                         {"cache-max", 0, 1, O_CACHE_MAX},
+                                        {"no-epoch-prefetch", 0, 0,
+                                         O_NO_EPOCH_PREFETCH},
                                         {"help", 'h', 0, O_HELP},
                                         {NULL, 0, 0, 0}};
 
@@ -445,6 +450,9 @@ int cmd_tune(int argc, char **argv) {
         io_off = 1;
       else
         bad = parse_list(f, v, 1, STOKE_IO_CONCURRENCY_MAX, io_list, &n_io);
+      break;
+    case O_NO_EPOCH_PREFETCH: /* as bench's: each epoch at its first next() */
+      tc.base.prefetch_next_epoch = 0;
       break;
     case O_SEED:
       bad = cli_parse_u64(f, v, &tc.base.seed);
@@ -755,6 +763,8 @@ int cmd_tune(int argc, char **argv) {
         cJSON_AddNumberToObject(c, "epochs", epochs);
         cJSON_AddNumberToObject(c, "min_time_s", (double)min_time_ns / 1e9);
         cJSON_AddNumberToObject(c, "tolerance", tolerance);
+        cJSON_AddBoolToObject(c, "prefetch_next_epoch",
+                              tc.base.prefetch_next_epoch != 0);
         cJSON_AddBoolToObject(c, "shuffle", tc.base.shuffle);
         cJSON_AddStringToObject(c, "shuffle_mode",
                                 tc.base.shuffle == STOKE_SHUFFLE_BLOCK

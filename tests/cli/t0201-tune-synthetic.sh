@@ -28,6 +28,7 @@ for k in ("config", "machine", "points", "knee", "points_planned",
 assert d["interrupted"] is False
 assert d["points_planned"] == d["points_done"] == 12, d["points_done"]
 assert d["config"]["compute"] == "sleep:2ms", d["config"]
+assert d["config"]["prefetch_next_epoch"] is True, d["config"]
 assert d["machine"]["cores"] >= 1
 pts = d["points"]
 assert [(p["workers"], p["prefetch"]) for p in pts] == [
@@ -90,4 +91,9 @@ say "-q: no table, no progress"
 run_stoke tune --synthetic tensor --samples 16 -j 0,1 --prefetch 1 -q
 [ "$rc" -eq 0 ] && [ ! -s "$TMP/out" ] && [ ! -s "$TMP/err" ] ||
   fail "-q printed: $(cat "$TMP/out" "$TMP/err")"
+say "tune --no-epoch-prefetch: each epoch starts at its first next(), as bench's option"
+run_stoke tune --synthetic sleep:1ms --samples 32 -b 4 -j 1 --prefetch 1 \
+  --no-epoch-prefetch --json "$TMP/n.json" -q
+[ "$rc" -eq 0 ] || fail "exit $rc: $(cat "$TMP/err")"
+json_check "$TMP/n.json" 'assert d["config"]["prefetch_next_epoch"] is False, d["config"]'
 echo ok
