@@ -405,15 +405,49 @@ bool stoke__s3_error_code(const char *body, size_t n, char *code,
   return true;
 }
 
+/* The region of an AWS S3 endpoint host, as a 301's <Endpoint> names it:
+** "b.s3.eu-west-1.amazonaws.com", "s3.eu-west-1.amazonaws.com", the
+** older "b.s3-eu-west-1.amazonaws.com", and "b.s3.amazonaws.com" (the
+** global endpoint: us-east-1).  False for any other host (a custom
+** endpoint names no region in its host). */
+static bool endpoint_region(const char *host, char region[64]) {
+  static const char aws[] = ".amazonaws.com";
+  size_t n = strlen(host), a = sizeof aws - 1;
+  if (n <= a || strcmp(host + n - a, aws) != 0) return false;
+  /* The label "s3" (then ".region") or "s3-region", at the start or
+  ** after a dot, the region running to the ".amazonaws.com". */
+  for (size_t i = 0; i + 2 <= n - a; i++) {
+    if ((i > 0 && host[i - 1] != '.') || strncmp(host + i, "s3", 2) != 0)
+      continue;
+    size_t from = i + 2;
+    if (from == n - a) { /* "b.s3.amazonaws.com" */
+      snprintf(region, 64, "us-east-1");
+      return true;
+    }
+    if (host[from] != '.' && host[from] != '-') continue;
+    from++;
+    size_t len = n - a - from;
+    if (len == 0 || len >= 64) return false;
+    memcpy(region, host + from, len);
+    region[len] = 0;
+    return stoke__s3_region_ok(region);
+  }
+  return false;
+}
+
 bool stoke__s3_error_region(const char *body, size_t n, char region[64]) {
   /* A region goes into a host name and a signature's scope: only a
-  ** region name is kept (stoke__s3_region_ok), as for the header. */
-  if (!error_field(body, n, "Region", region, 64) ||
-      !stoke__s3_region_ok(region)) {
-    region[0] = 0;
-    return false;
-  }
-  return true;
+  ** region name is kept (stoke__s3_region_ok), as for the header.  No
+  ** <Region>: a 301 PermanentRedirect may name only the <Endpoint>. */
+  char host[256];
+  if (error_field(body, n, "Region", region, 64) &&
+      stoke__s3_region_ok(region))
+    return true;
+  if (error_field(body, n, "Endpoint", host, sizeof host) &&
+      endpoint_region(host, region))
+    return true;
+  region[0] = 0;
+  return false;
 }
 
 typedef struct list_page {

@@ -85,8 +85,10 @@ bool stoke__s3_error_code(const char *body, size_t n, char *code,
 
 /* The region S3 names in an error body's <Region> (a wrong region's 400
 ** AuthorizationHeaderMalformed or 301 PermanentRedirect, when it sends no
-** x-amz-bucket-region header) into region; false, and "", when there is
-** none or it is not a region name (stoke__s3_region_ok). */
+** x-amz-bucket-region header), or else in the AWS host of its <Endpoint>
+** ("b.s3.eu-west-1.amazonaws.com", "b.s3-eu-west-1.amazonaws.com";
+** "b.s3.amazonaws.com" is us-east-1), into region; false, and "", when
+** there is none or it is not a region name (stoke__s3_region_ok). */
 bool stoke__s3_error_region(const char *body, size_t n, char region[64]);
 
 /* The longest text of an XML element the reader keeps: a listed key

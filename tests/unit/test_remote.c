@@ -361,17 +361,19 @@ static void test_s3_signed_error_code_not_retried(void **state) {
 }
 
 /* A wrong region's answer naming the bucket's region only in its XML
-** body (no x-amz-bucket-region header): 301 PermanentRedirect, then 400
-** AuthorizationHeaderMalformed; each followed once, signed for the region
-** the body names, and the bucket's next request goes there at once. */
+** body (no x-amz-bucket-region header): 301 PermanentRedirect naming only
+** its <Endpoint> (the region read from the AWS host), then 400
+** AuthorizationHeaderMalformed with a <Region>; each followed once, signed
+** for the region the body names, and the bucket's next request goes
+** there at once. */
 static void test_s3_region_in_body(void **state) {
   (void)state;
   static const char moved[] =
       "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>"
       "PermanentRedirect</Code><Message>The bucket you are attempting to "
       "access must be addressed using the specified endpoint.</Message>"
-      "<Bucket>bkt</Bucket><Region>sa-east-1</Region><RequestId>4442587F"
-      "</RequestId></Error>";
+      "<Bucket>bkt</Bucket><Endpoint>bkt.s3.sa-east-1.amazonaws.com"
+      "</Endpoint><RequestId>4442587F</RequestId></Error>";
   static const char malformed[] =
       "<Error><Code>AuthorizationHeaderMalformed</Code><Message>the region "
       "'eu-west-1' is wrong; expecting 'ap-south-1'</Message><Region>"

@@ -509,6 +509,32 @@ static void test_error_region(void **state) {
                       "</Bucket><Region>ap-south-1</Region></Error>";
   assert_true(stoke__s3_error_region(moved, strlen(moved), region));
   assert_string_equal(region, "ap-south-1");
+  /* A 301 that names only the Endpoint: the region of its AWS host. */
+  static const struct { const char *host, *region; } ends[] = {
+      {"b.s3.eu-west-1.amazonaws.com", "eu-west-1"},
+      {"s3.ap-northeast-2.amazonaws.com", "ap-northeast-2"},
+      {"my.bucket.s3-us-west-2.amazonaws.com", "us-west-2"},
+      {"b.s3.amazonaws.com", "us-east-1"},
+      {"bs3.eu-west-1.amazonaws.com", ""},   /* "s3" is not a label */
+      {"b.s3.eu-west-1.example.com", ""},    /* not AWS: no region */
+      {"b.s3.EVIL/x.amazonaws.com", ""},     /* no region name */
+      {"minio.local:9000", ""},
+  };
+  for (size_t k = 0; k < sizeof ends / sizeof ends[0]; k++) {
+    char body[256];
+    snprintf(body, sizeof body, "<Error><Code>PermanentRedirect</Code>"
+             "<Message>The bucket you are attempting to access must be "
+             "addressed using the specified endpoint.</Message><Endpoint>%s"
+             "</Endpoint><Bucket>b</Bucket></Error>", ends[k].host);
+    bool got = stoke__s3_error_region(body, strlen(body), region);
+    assert_int_equal(got, ends[k].region[0] != 0);
+    assert_string_equal(region, ends[k].region);
+  }
+  /* A Region wins over the Endpoint. */
+  const char *both = "<Error><Endpoint>b.s3.us-west-1.amazonaws.com"
+                     "</Endpoint><Region>eu-north-1</Region></Error>";
+  assert_true(stoke__s3_error_region(both, strlen(both), region));
+  assert_string_equal(region, "eu-north-1");
   /* No Region: nothing to follow. */
   const char *none = "<Error><Code>AccessDenied</Code></Error>";
   assert_false(stoke__s3_error_region(none, strlen(none), region));
