@@ -30,6 +30,93 @@ typedef struct tune_ctx {
   int kept;                /* a step kept its batch */
 } tune_ctx;
 
+/* The io_concurrency sweep's sources: the spec again with another
+** io_concurrency (on the sweep's thread: the GIL is taken here).  Each
+** source's keep is held until the sweep ends (a URL spec keeps nothing:
+** its bytes are the server's). */
+#define IO_KEEPS 8
+typedef struct io_make {
+  PyObject *spec;
+  sk_keep keeps[IO_KEEPS];
+  size_t n_keeps;
+} io_make;
+
+static int io_source(void *user, unsigned io, stoke_source **out) {
+  io_make *m = user;
+  *out = NULL;
+  PyGILState_STATE g = PyGILState_Ensure();
+  int rc = STOKE_ENOMEM;
+  PyObject *spec = PyDict_Copy(m->spec);
+  PyObject *v = PyLong_FromUnsignedLong(io);
+  if (spec && v && PyDict_SetItemString(spec, "io_concurrency", v) == 0 &&
+      m->n_keeps < IO_KEEPS) {
+    sk_keep *k = &m->keeps[m->n_keeps];
+    memset(k, 0, sizeof *k);
+    if (sk_source_from_spec(spec, out, k) == 0) {
+      m->n_keeps++;
+      rc = 0;
+    } else {
+      PyErr_Clear(); /* the library's message is set for the sweep */
+      rc = STOKE_EINVAL;
+    }
+  }
+  if (rc == STOKE_ENOMEM) PyErr_Clear();
+  Py_XDECREF(v);
+  Py_XDECREF(spec);
+  PyGILState_Release(g);
+  return rc;
+}
+
+/* After the worker knee k of a remote run: io_concurrency swept at it
+** (values, or the ladder when NULL), into root's "io_sweep" as `stoke tune
+** --json` writes it: the points and the io knee.  Nothing for a run that
+** read nothing remote (k's io_concurrency 0).  0, or -1 with a Python
+** error. */
+static int io_sweep_json(cJSON *root, PyObject *spec, const stoke_tune_config *tc,
+                         const stoke_tune_point *k, const unsigned *values,
+                         size_t n_values, int have_consumer) {
+  if (!k->io_concurrency) return 0;
+  io_make m = {.spec = spec};
+  stoke_tune_io_config c;
+  stoke_tune_io_config_init(&c);
+  c.tune = tc;
+  c.n_workers = k->n_workers;
+  c.prefetch = k->prefetch;
+  c.batch_size = k->batch_size;
+  c.values = values;
+  c.n_values = n_values;
+  c.source = io_source;
+  c.source_user = &m;
+  size_t cap = stoke_tune_io_bound(&c), n = 0;
+  stoke_tune_point *pts = cap ? PyMem_Calloc(cap, sizeof *pts) : NULL;
+  if (!pts) {
+    PyErr_NoMemory();
+    return -1;
+  }
+  int rc;
+  Py_BEGIN_ALLOW_THREADS
+  rc = stoke_tune_io_sweep(&c, pts, cap, &n);
+  Py_END_ALLOW_THREADS
+  for (size_t i = 0; i < m.n_keeps; i++) sk_keep_release(&m.keeps[i]);
+  if (rc < 0) {
+    PyMem_Free(pts);
+    sk_raise_tls(rc);
+    return -1;
+  }
+  cJSON *o = cJSON_AddObjectToObject(root, "io_sweep");
+  cJSON *arr = o ? cJSON_AddArrayToObject(o, "points") : NULL;
+  for (size_t i = 0; arr && i < n; i++)
+    cJSON_AddItemToArray(arr, report_tune_point_json(&pts[i]));
+  stoke_tune_knee knee;
+  if (o && n && stoke_tune_io_knee_find(pts, n, tc->tolerance, have_consumer,
+                                        &knee) == 0)
+    cJSON_AddItemToObject(o, "knee", report_tune_knee_json(pts, &knee, 0));
+  else if (o)
+    cJSON_AddNullToObject(o, "knee");
+  PyMem_Free(pts);
+  return 0;
+}
+
 static void keep_error(tune_ctx *t) {
   if (!t->exc_type) PyErr_Fetch(&t->exc_type, &t->exc_value, &t->exc_tb);
   else PyErr_Clear();
@@ -234,12 +321,29 @@ PyObject *sk_tune(PyObject *mod, PyObject *args, PyObject *kw) {
     cJSON_AddItemToArray(arr, report_tune_point_json(&pts[i]));
   stoke_tune_knee knee;
   int have_consumer = t.step || t.kind != REPORT_COMPUTE_NONE;
-  if (root && stoke_tune_knee_find(pts, n, STOKE_TUNE_TOLERANCE,
-                                   have_consumer, &knee) == 0)
+  bool have_knee = root && stoke_tune_knee_find(pts, n, STOKE_TUNE_TOLERANCE,
+                                                have_consumer, &knee) == 0;
+  if (have_knee)
     cJSON_AddItemToObject(root, "knee",
                           report_tune_knee_json(pts, &knee, nb > 1));
   else if (root)
     cJSON_AddNullToObject(root, "knee");
+  /* Remote packed shards: io_concurrency as its own dimension, at the
+  ** worker knee (docs/tuning.md), unless io_sweep is "off". */
+  PyObject *io_off = PyDict_GetItemString(tune, "io_off");
+  if (have_knee && !t.dataset && !(io_off && PyObject_IsTrue(io_off))) {
+    unsigned *ios = NULL;
+    size_t nio = 0;
+    tc.tolerance = STOKE_TUNE_TOLERANCE;
+    int bad = uint_list(PyDict_GetItemString(tune, "io_sweep"), &ios, &nio) < 0 ||
+              io_sweep_json(root, spec, &tc, &pts[knee.index], ios, nio,
+                            have_consumer) < 0;
+    PyMem_Free(ios);
+    if (bad) {
+      cJSON_Delete(root);
+      goto out;
+    }
+  }
   if (root) cJSON_AddNumberToObject(root, "tolerance", STOKE_TUNE_TOLERANCE);
   char *text = root ? cJSON_PrintUnformatted(root) : NULL;
   cJSON_Delete(root);

@@ -19,7 +19,7 @@ def _step_of(step):
 def tune(source, batch_size=32, step=None, *, workers=None, prefetch=None,
          batch_sizes=None, max_workers=0, warmup_epochs=1, min_epochs=1,
          min_measure=0.0, progress=None, output=None, transform=None,
-         **loader_kwargs):
+         io_sweep=None, **loader_kwargs):
     """Sweep a loader over ``source`` (a stoke source, or a map-style Python
     dataset as stoke.DataLoader runs it) and return its knee: the cheapest
     configuration (fewest workers, then least memory) within 5% of the best
@@ -41,7 +41,14 @@ def tune(source, batch_size=32, step=None, *, workers=None, prefetch=None,
     dataset is read in index order (``shuffle=True`` shuffles with stoke's
     seeded order), with ``collate_fn``, ``worker_init_fn`` and
     ``torch_threads`` as stoke.DataLoader takes them; the step gets each
-    collated batch."""
+    collated batch.
+
+    For remote packed shards (``http(s)://``, ``s3://``) ``io_concurrency``
+    is then swept at the worker knee, as ``stoke tune`` does: each point a
+    source of its own at that many requests in flight (``io_sweep``: a
+    list of values, default the ladder 1, 2, 4, ... while a doubling still
+    gains; ``"off"``: none).  The result's ``io_sweep`` holds its points
+    and knee, and ``io_concurrency`` and ``loader_kwargs`` the knee's."""
     from .dataloader import is_map_dataset, tune_spec
     if is_map_dataset(source):
         if transform is not None:
@@ -62,10 +69,17 @@ def tune(source, batch_size=32, step=None, *, workers=None, prefetch=None,
                               if k in loader_kwargs}))
     config = loader_config(batch_size, **loader_kwargs)
     _, mode, to_torch, to_numpy = output_converters(output)
+    if io_sweep is not None and io_sweep != "off":
+        io_sweep = [int(v) for v in io_sweep]
+        if not io_sweep or not all(1 <= v <= 64 for v in io_sweep):
+            raise ValueError(f"io_sweep: expected 'off' or values in "
+                             f"1..64, got {io_sweep!r}")
     t = {"workers": workers, "prefetch": prefetch,
          "batch_sizes": batch_sizes, "max_workers": max_workers,
          "warmup_epochs": warmup_epochs, "min_epochs": min_epochs,
-         "min_measure_s": float(min_measure)}
+         "min_measure_s": float(min_measure),
+         "io_off": io_sweep == "off",
+         "io_sweep": None if io_sweep == "off" else io_sweep}
     res = _stoke.tune(spec, config, t, _step_of(step), mode, layout, names,
                       to_torch, to_numpy, progress)
     del keep  # the arrays were borrowed for the sweep only
@@ -82,6 +96,13 @@ def tune(source, batch_size=32, step=None, *, workers=None, prefetch=None,
     if spec.get("kind") == "dataset":
         # stoke.DataLoader counts prefetch per worker, as torch does.
         out["loader_kwargs"] = dict(out["dataloader_kwargs"])
+    io = res.get("io_sweep")
+    if io is not None:
+        out["io_sweep"] = io
+        if io.get("knee"):
+            n = io["knee"]["io_concurrency"]
+            out["io_concurrency"] = n
+            out["loader_kwargs"]["io_concurrency"] = n
     out["points"] = res["points"]
     out["tolerance"] = res["tolerance"]
     return out

@@ -227,3 +227,34 @@ def test_stats_fetch_section(served):
     assert 0 <= f["body_frac"] <= 1, f
     assert f["retries"] == 0 and f["throttled"] == 0, f
     assert f["io_concurrency"] == 3, f
+
+
+def test_tune_sweeps_io_concurrency_for_remote_shards(served):
+    # As `stoke tune` does: after the worker knee, io_concurrency at it,
+    # each point a source of its own.  40 ms before each answer makes one
+    # request in flight several times slower than four (no time is
+    # compared: the knee is checked against the rule on the points).
+    url = pattern(served["faults"] + "/slow40", served["last"])
+    kw = dict(KW, shuffle="block=2KiB")
+    res = stoke.tune(url, workers=[1], prefetch=[2], io_sweep=[1, 4], **kw)
+    io = res["io_sweep"]
+    pts = io["points"]
+    assert [p["io_concurrency"] for p in pts] == [1, 4], pts
+    assert all(p["status"] == "measured" for p in pts), pts
+    best = max(p["samples_per_s"] for p in pts)
+    want = min(p["io_concurrency"] for p in pts
+               if p["samples_per_s"] >= (1 - res["tolerance"]) * best)
+    assert io["knee"]["io_concurrency"] == want, io
+    assert res["io_concurrency"] == want
+    assert res["loader_kwargs"]["io_concurrency"] == want, res["loader_kwargs"]
+    # The knee's loader_kwargs make a loader.
+    epochs(stoke.Loader(pattern(served["http"], served["last"]),
+                        **dict(kw, **res["loader_kwargs"])))
+    # "off" sweeps nothing; a local set has nothing to sweep.
+    off = stoke.tune(url, workers=[1], prefetch=[2], io_sweep="off", **kw)
+    assert "io_sweep" not in off
+    local = stoke.tune(pattern(served["www"], served["last"]), workers=[1],
+                       prefetch=[2], **kw)
+    assert "io_sweep" not in local and "io_concurrency" not in local
+    with pytest.raises(ValueError, match="io_sweep"):
+        stoke.tune(url, workers=[1], io_sweep=[0], **kw)
