@@ -18,6 +18,7 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <unistd.h>
 
 #define MAX_REDIRECTS 5L
 #define STALL_BYTES_PER_S 1024L /* below this for stall_timeout: stalled */
@@ -67,6 +68,9 @@ struct stoke__http {
   atomic_uint waiting;      /* of them, requests submitted, not done */
   bool stopping;
   atomic_uint limit;        /* io_concurrency now (set_io_concurrency) */
+  pid_t pid;                /* the process that made it: a forked child
+                               has no I/O thread, so its requests fail at
+                               once instead of waiting for ever */
   unsigned multi_limit;     /* what the multi was last told (I/O thread) */
   unsigned in_flight;       /* I/O thread only */
   atomic_uint budget;      /* retries left */
@@ -147,6 +151,7 @@ int stoke__http_create(const stoke__http_options *o, const stoke_allocator *a,
   atomic_init(&h->bytes, 0);
   atomic_init(&h->body_ns, 0);
   atomic_init(&h->limit, h->o.io_concurrency);
+  h->pid = getpid();
   atomic_init(&h->waiting, 0);
   int rc = 0;
   if (h->o.ca_path) {
@@ -191,6 +196,12 @@ int stoke__http_create(const stoke__http_options *o, const stoke_allocator *a,
 
 void stoke__http_destroy(stoke__http *h) {
   if (!h) return;
+  /* In a forked child the I/O thread is not there to join, the locks may
+  ** have been held by the parent's threads at the fork, and the
+  ** connections' sockets are the parent's too (a TLS close from here
+  ** would end the parent's session): the client is left as it is, its
+  ** memory the child's to lose when it exits. */
+  if (getpid() != h->pid) return;
   if (h->io_started) {
     /* The I/O thread fails what is queued or in flight and leaves; then
     ** the callers it woke leave their calls before the memory goes. */
@@ -721,6 +732,20 @@ static int closed(const request *q) {
                      "was closed", shown);
 }
 
+/* A client used in a process forked from the one that made it: the child
+** has the client's memory but not its I/O thread (fork copies only the
+** calling thread), so nothing would ever answer. */
+static int forked(const stoke__http *h, const char *url, char *err,
+                  size_t cap) {
+  char shown[SHOWN_CAP];
+  stoke__url_redact(url, shown, sizeof shown);
+  return stoke__errf(err, cap, STOKE_EINVAL, "GET %s: the remote source was "
+                     "opened in process %ld, and this is process %ld (a fork "
+                     "keeps no I/O thread): open it in the process that "
+                     "reads it (e.g. in a worker's worker_init_fn)", shown,
+                     (long)h->pid, (long)getpid());
+}
+
 /* Under q_lock.  A retry (or a request sent on to S3's region) goes to
 ** the front of `now`: it has waited its turn. */
 static void push_front(stoke__http *h, request *q) {
@@ -950,6 +975,7 @@ static int prepare(stoke__http *h, request *q, char *err, size_t cap) {
 
 /* Submit q and wait for its result: the blocking calls below. */
 static int perform(stoke__http *h, request *q, char *err, size_t cap) {
+  if (getpid() != h->pid) return forked(h, q->url, err, cap);
   int rc = prepare(h, q, err, cap);
   if (rc) return rc;
   pthread_cond_init(&q->cv, NULL);
@@ -976,6 +1002,10 @@ static int perform(stoke__http *h, request *q, char *err, size_t cap) {
 int stoke__http_get_range_async(stoke__http *h, const char *url,
                                 uint64_t off, size_t len, void *buf,
                                 stoke__http_done_fn done, void *arg) {
+  if (getpid() != h->pid) { /* no I/O thread here: never called back */
+    char e[STOKE__ERRMSG_CAP];
+    return forked(h, url, e, sizeof e);
+  }
   request *q = stoke__calloc(h->alloc, 1, sizeof *q);
   if (!q) return STOKE_ENOMEM;
   q->url = url;

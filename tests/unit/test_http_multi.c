@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -566,6 +567,41 @@ static void test_blocking_before_read_ahead(void **state) {
   server_stop(&s);
 }
 
+/* A client used after a fork (the child has no I/O thread): a request
+** fails at once, naming both processes, instead of waiting for ever; its
+** destroy does not wait either; and the parent's client still works. */
+static void test_forked_child_fails_fast(void **state) {
+  (void)state;
+  server s;
+  server_start(&s);
+  char url[128];
+  snprintf(url, sizeof url, "http://127.0.0.1:%d/ok/x", s.port);
+  stoke__http *h = client(2, 1, 1);
+  char b[4], err[512];
+  assert_int_equal(stoke__http_get_range(h, url, 0, 4, b, NULL, err,
+                                         sizeof err), 0);
+  pid_t child = fork();
+  assert_true(child >= 0);
+  if (child == 0) {
+    alarm(20); /* a hang is a failure by signal, not a stuck test */
+    int rc = stoke__http_get_range(h, url, 0, 4, b, NULL, err, sizeof err);
+    int ok = rc == STOKE_EINVAL && strstr(err, "opened in process") &&
+             strstr(err, "open it in the process that reads it");
+    int rc2 = stoke__http_get_range_async(h, url, 0, 4, b, on_done, NULL);
+    stoke__http_destroy(h);
+    _exit(ok && rc2 == STOKE_EINVAL ? 0 : 1);
+  }
+  int st = 0;
+  assert_int_equal(waitpid(child, &st, 0), child);
+  assert_true(WIFEXITED(st));
+  assert_int_equal(WEXITSTATUS(st), 0);
+  assert_int_equal(stoke__http_get_range(h, url, 0, 4, b, NULL, err,
+                                         sizeof err), 0);
+  assert_memory_equal(b, BODY, 4);
+  stoke__http_destroy(h);
+  server_stop(&s);
+}
+
 /* A run asked for twice (this epoch's block, and the next epoch's read
 ** ahead while this one still reads it) is fetched once and kept until
 ** both uses took their bytes; then freed.  An overlap that is not the
@@ -615,6 +651,7 @@ int main(void) {
       cmocka_unit_test(test_async),
       cmocka_unit_test(test_prefetch_same_run_twice),
       cmocka_unit_test(test_blocking_before_read_ahead),
+      cmocka_unit_test(test_forked_child_fails_fast),
   };
   return cmocka_run_group_tests(tests, 0, 0);
 }
