@@ -348,6 +348,17 @@ static void wait_waiting(stoke__http *h, unsigned n) {
   }
 }
 
+/* Until every request asked of h was answered. */
+static void wait_answered(stoke__http *h) {
+  for (;;) {
+    stoke__http_counts c;
+    stoke__http_counts_get(h, &c);
+    if (c.waiting == 0) return;
+    struct timespec ts = {0, 1000000L};
+    nanosleep(&ts, NULL);
+  }
+}
+
 static void wait_logged(server *s, size_t n) {
   for (;;) {
     pthread_mutex_lock(&s->lock);
@@ -466,13 +477,7 @@ static void test_async(void **state) {
   char b[4], err[256];
   assert_int_equal(stoke__http_get_range(h, url, 0, 4, b, NULL, err,
                                          sizeof err), 0);
-  for (;;) {
-    stoke__http_counts c;
-    stoke__http_counts_get(h, &c);
-    if (c.waiting == 0) break;
-    struct timespec ts = {0, 1000000L};
-    nanosleep(&ts, NULL);
-  }
+  wait_answered(h);
   pthread_mutex_lock(&l.lock);
   assert_int_equal(l.ok, N);
   pthread_mutex_unlock(&l.lock);
@@ -547,13 +552,7 @@ static void test_blocking_before_read_ahead(void **state) {
   pthread_mutex_unlock(&s.lock);
   pthread_join(t, NULL);
   assert_int_equal(g.rc, 0);
-  for (;;) {
-    stoke__http_counts c;
-    stoke__http_counts_get(h, &c);
-    if (c.waiting == 0) break;
-    struct timespec ts = {0, 1000000L};
-    nanosleep(&ts, NULL);
-  }
+  wait_answered(h);
   pthread_mutex_lock(&s.lock);
   assert_int_equal(s.n_log, 6);
   assert_string_equal(s.log[0], "/gate/held");
