@@ -7,6 +7,8 @@ import pytest
 
 from stoke import _autoswitch as a
 
+_rule = a   # (the loader tests name their stats()["auto"] a)
+
 
 def test_pure_python_on_two_threads_switches_with_its_gain():
     # 1 ms of Python a sample, W=2: each worker waits about half its time
@@ -75,6 +77,122 @@ def test_the_overhead_is_a_parameter():
     assert a.decide(100e-6, 50e-6, 2, 2, overhead_s=5e-6)["switch"]
 
 
+# ---- the pool's start, the measured gain, the switch back ---------------
+
+def test_the_start_estimate_follows_the_workers_and_the_start_method():
+    assert a.estimate_start(2) == pytest.approx(2 * a.POOL_START_FORK_S)
+    assert a.estimate_start(1.4) == pytest.approx(2 * a.POOL_START_FORK_S)
+    assert a.estimate_start(2, "spawn") == pytest.approx(
+        2 * a.POOL_START_SPAWN_S)
+    # spawn: each worker unpickles its copy of the dataset
+    assert a.estimate_start(2, "forkserver", pickled_bytes=1e9) == \
+        pytest.approx(2 * (a.POOL_START_SPAWN_S + 1e9 / a.PICKLE_BYTES_PER_S))
+    # fork copies nothing to pickle
+    assert a.estimate_start(2, "fork", pickled_bytes=1e9) == \
+        a.estimate_start(2)
+
+
+def test_a_short_epoch_does_not_pay_for_the_pools_start():
+    # pure Python at W=2 (1.92x the samples/s), epochs of 0.1 s, a pool
+    # start of 0.13 s each epoch: 0.1 / (0.1 / 1.92 + 0.13) = 0.55x
+    d = a.price_start(a.decide(2e-3, 1e-3, 2, 2, cpu_s=1e-3), 0.1, 0.13,
+                      persistent=False)
+    g = 2 / 1.041
+    assert d["producer_gain"] == pytest.approx(g, rel=1e-6)
+    assert d["predicted_process_epoch_s"] == pytest.approx(0.1 / g + 0.13)
+    assert d["predicted_gain"] == pytest.approx(0.1 / (0.1 / g + 0.13))
+    assert d["switch"] is False
+    assert "threads stay" in d["reason"]
+    assert "the pool's start 0.130 s (estimated) each epoch" in d["reason"]
+    # epochs of 10 s: the start is lost in them
+    d = a.price_start(a.decide(2e-3, 1e-3, 2, 2, cpu_s=1e-3), 10.0, 0.13,
+                      persistent=False, source="measured")
+    assert d["switch"] is True
+    assert d["predicted_gain"] == pytest.approx(10 / (10 / g + 0.13))
+    assert "(measured) each epoch" in d["reason"]
+
+
+def test_persistent_workers_pay_the_start_once():
+    d = a.price_start(a.decide(2e-3, 1e-3, 2, 2, cpu_s=1e-3), 0.1, 0.13,
+                      persistent=True)
+    assert d["switch"] is True
+    assert d["predicted_gain"] == pytest.approx(2 / 1.041, rel=1e-6)
+    assert "paid once: persistent_workers" in d["reason"]
+
+
+def test_the_epoch_rule_prices_the_start():
+    st = {"read": {"count": 100, "total_s": 0.0},
+          "python": {"count": 100, "total_s": 0.4},
+          "gil_wait": {"count": 100, "total_s": 0.001},
+          "collate": {"count": 100, "total_s": 0.0},
+          "slot_wait": {"count": 0, "total_s": 0.0}}
+    free = a.decide_from_epoch(st, 0.4, 2, 2, cpu_s=0.4)
+    assert free["switch"] and "start_s" not in free
+    d = a.decide_from_epoch(st, 0.4, 2, 2, cpu_s=0.4, threads_epoch_s=0.38,
+                            start_s=0.5)
+    g = free["predicted_gain"]
+    assert d["producer_gain"] == pytest.approx(g)
+    assert d["predicted_gain"] == pytest.approx(0.38 / (0.38 / g + 0.5))
+    assert not d["switch"]
+    d = a.decide_from_epoch(st, 0.4, 2, 2, cpu_s=0.4, start_s=0.5,
+                            persistent=True)
+    assert d["switch"] and d["predicted_gain"] == pytest.approx(g)
+
+
+def test_the_start_is_measured_from_the_epochs_marks():
+    # first batch at 0.3 s, the last at 1.2 s, 10 batches: 0.1 s apart, so
+    # 0.2 s of start; the epoch ended 0.25 s after its last next(): stop
+    assert a.start_from_marks(0.3, 1.2, 10) == pytest.approx(0.2)
+    assert a.start_from_marks(0.3, 1.2, 10, wall_s=1.5, ended_s=1.25) == \
+        pytest.approx(0.45)
+    assert a.start_from_marks(0.04, 1.0, 20) == 0.0   # no start to see
+    assert a.start_from_marks(0.3, 0.3, 1) == 0.0     # one batch: none told
+    assert a.start_from_marks(None, None, 0) is None
+
+
+def test_a_slower_epoch_on_processes_goes_back_and_says_why():
+    j = a.judge(0.1, 0.25, 0.13, persistent=False, started_pool=True)
+    assert j["back"] is True
+    assert j["measured_gain"] == pytest.approx(0.4)
+    assert j["process_recurring_s"] == pytest.approx(0.25)
+    assert "0.250 s on processes against 0.100 s on threads" in j["reason"]
+    assert "measured 0.40x" in j["reason"]
+    assert "back to threads for good" in j["reason"]
+    # faster: processes stay
+    j = a.judge(0.1, 0.06, 0.01, persistent=False, started_pool=True)
+    assert not j["back"] and j["measured_gain"] == pytest.approx(0.1 / 0.06)
+    assert "processes stay" in j["reason"]
+    # within the margin (1.05x): a tie stays; past it: back
+    assert not a.judge(0.1, 0.104, 0, False, True)["back"]
+    assert a.judge(0.1, 0.106, 0, False, True)["back"]
+    assert not a.judge(0.1, 0.106, 0, False, True, back_margin=1.1)["back"]
+
+
+def test_the_epoch_that_started_a_persistent_pool_is_not_judged():
+    j = a.judge(0.1, 0.25, 0.13, persistent=True, started_pool=True)
+    assert not j["back"]
+    assert j["process_recurring_s"] == pytest.approx(0.12)
+    assert j["measured_gain"] == pytest.approx(0.1 / 0.12)
+    assert "started the pool (persistent_workers)" in j["reason"]
+    # the next one is: its whole wall, the pool already there
+    j = a.judge(0.1, 0.25, 0.0, persistent=True, started_pool=False)
+    assert j["back"] and j["measured_gain"] == pytest.approx(0.4)
+
+
+def test_the_workers_run_are_the_autotuners_mean_over_the_epoch():
+    ds = [{"time_s": 1.0, "to_workers": 2}, {"time_s": 3.0, "to_workers": 3}]
+    # 1 worker for 1 s, 2 for 2 s, 3 for 1 s
+    assert a.workers_over(ds, 1, 0.0, 4.0) == pytest.approx(2.0)
+    # from 2 s: the decision before sets the count
+    assert a.workers_over(ds, 1, 2.0, 4.0) == pytest.approx(2.5)
+    assert a.workers_over(ds, 1, 0.0, 0.5) == pytest.approx(1.0)
+    assert a.workers_over([], 4, 0.0, 1.0) == pytest.approx(4.0)
+    # decide() takes the mean as it is
+    d = a.decide(2e-3, 1e-3, 1.5, 2, cpu_s=1e-3)
+    assert d["num_workers"] == 1.5
+    assert d["threads_samples_per_s"] == pytest.approx(1.5 / 2e-3)
+
+
 # ---- the loader: threads first, the switch at the epoch boundary --------
 
 import multiprocessing
@@ -123,10 +241,11 @@ def _same(a, b):
         for x, y in zip(a, b))
 
 
-@pytest.mark.parametrize("persistent", [False, True])
 def test_auto_switches_pure_python_to_processes_at_the_second_epoch(
-        persistent, tmp_path):
-    dl, got = _epochs("auto", persistent_workers=persistent)
+        tmp_path):
+    # persistent_workers: the pool's start is paid once, so the producers'
+    # gain (1.5-2x for pure Python at W=2) is the prediction.
+    dl, got = _epochs("auto", persistent_workers=True)
     _, want = _epochs("thread")
     assert _same(got, want)
     for epoch in got:   # every sample once an epoch
@@ -136,7 +255,21 @@ def test_auto_switches_pure_python_to_processes_at_the_second_epoch(
     assert a["decided"] and a["switch"] and a["worker_type"] == "process"
     assert a["epoch"] == 1   # the first iter() after the epoch on threads
     assert a["predicted_gain"] >= 1.15
+    assert a["predicted_gain"] == pytest.approx(a["producer_gain"])
+    assert a["persistent_workers"] and a["start_s"] > 0
     assert a["measured_gain"] is not None and a["measured_gain"] > 0
+    # the history: the switch (its start estimated), then the first epoch
+    # on processes, which started the pool and is not judged
+    kinds = [(h["kind"], h["from"], h["to"]) for h in a["decisions"]]
+    assert kinds == [("switch", "thread", "process"),
+                     ("keep", "process", "process")]
+    sw, keep = a["decisions"]
+    assert sw["epoch"] == 1 and keep["epoch"] == 2
+    assert sw["start_source"].startswith("estimated: fork, 2 workers")
+    assert sw["measured_gain"] is None
+    assert keep["start_source"] == "measured" and keep["start_s"] > 0
+    assert keep["measured_gain"] > 0
+    assert "started the pool" in keep["reason"]
     assert dl._processes()
     text = dl.report()
     assert "worker_type=auto: process from epoch 1" in text
@@ -146,6 +279,31 @@ def test_auto_switches_pure_python_to_processes_at_the_second_epoch(
     doc = json.loads((tmp_path / "run.json").read_text())
     assert doc["auto"]["switch"] and doc["auto"]["epoch"] == 1
     assert doc["auto"]["predicted_gain"] == a["predicted_gain"]
+    assert [h["kind"] for h in doc["auto"]["decisions"]] == ["switch", "keep"]
+
+
+def test_auto_prices_the_pools_start_each_epoch_without_persistent_workers():
+    # Pure Python, epochs of about 0.1 s: the pool's start (0.13 s at W=2
+    # estimated) each epoch weighs more than the producers gain; what is
+    # checked is the arithmetic on the figures recorded, whichever way it
+    # went on this machine's load.
+    dl, got = _epochs("auto", epochs=2)
+    _, want = _epochs("thread", epochs=2)
+    assert _same(got, want)
+    a = dl.stats()["auto"]
+    assert a["decided"] and not a["persistent_workers"]
+    assert a["start_s"] == pytest.approx(2 * _rule.POOL_START_FORK_S)
+    e, g = a["threads_epoch_s"], a["producer_gain"]
+    assert a["predicted_process_epoch_s"] == pytest.approx(e / g +
+                                                           a["start_s"])
+    assert a["predicted_gain"] == pytest.approx(
+        e / (e / g + a["start_s"]))
+    assert a["switch"] == (a["predicted_gain"] >= 1.15)
+    assert "the pool's start 0.130 s (estimated: fork, 2 workers) each " \
+        "epoch" in a["reason"]
+    if not a["switch"]:
+        assert "threads stay" in a["reason"] and not dl._processes()
+        assert [h["kind"] for h in a["decisions"]] == ["stay"]
 
 
 def test_auto_keeps_a_sleeping_dataset_on_threads():
@@ -165,7 +323,9 @@ class Unpicklable(PurePython):
 
 
 def test_auto_stays_on_threads_when_spawn_cannot_pickle_the_dataset():
-    dl, got = _epochs("auto", dataset=Unpicklable,
+    # (persistent_workers: spawn's start, 2 s a worker estimated, is paid
+    # once, so the rule would switch if the dataset could move)
+    dl, got = _epochs("auto", dataset=Unpicklable, persistent_workers=True,
                       multiprocessing_context=multiprocessing.get_context(
                           "spawn"))
     _, want = _epochs("thread", dataset=Unpicklable)
