@@ -218,7 +218,8 @@ def estimate_start(num_workers, method="fork", pickled_bytes=0):
     w = max(1, math.ceil(float(num_workers or 1)))
     if method == "fork":
         return w * POOL_START_FORK_S
-    return w * (POOL_START_SPAWN_S + max(0, pickled_bytes) / PICKLE_BYTES_PER_S)
+    each = POOL_START_SPAWN_S + max(0, pickled_bytes) / PICKLE_BYTES_PER_S
+    return w * each
 
 
 def start_from_marks(first_s, last_s, batches, wall_s=None, ended_s=None):

@@ -697,9 +697,9 @@ class _DataLoader:
             return ""
         if not a["decided"]:
             return "worker_type=auto: threads; " + a["reason"]
-        d = a["decisions"][0] if a["decisions"] else a
-        text = (f"worker_type=auto: {d['to'] if 'to' in d else a['worker_type']}"
-                f" from epoch {a['epoch']}: {a['reason']}")
+        to = "process" if a["switch"] else "thread"   # the first decision
+        text = (f"worker_type=auto: {to} from epoch {a['epoch']}: "
+                f"{a['reason']}")
         first = a["measured_gain"] if not a["switched_back"] else None
         if first is not None:
             text += f"; measured {first:.2f}x"

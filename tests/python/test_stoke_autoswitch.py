@@ -395,3 +395,153 @@ def test_the_epoch_rule_bounds_the_wait_by_the_cpu():
     d = a.decide_from_epoch(st, 0.4, 2, 2, cpu_s=0.4)
     assert d["switch"]
     assert d["gil_share"] == pytest.approx(0.5, rel=1e-3)
+
+
+# ---- the switch back, the trace, num_workers="auto" ---------------------
+
+import os
+
+_MAIN_PID = os.getpid()
+
+
+def _slow_in_a_process(worker_id):
+    """worker_init_fn: 1 s in a worker process, nothing on a thread (as a
+    process that opens its files or its device afresh): processes start
+    slower than any epoch of PurePython on threads."""
+    if os.getpid() != _MAIN_PID:
+        time.sleep(1.0)
+
+
+def test_auto_goes_back_to_threads_when_processes_measured_slower(
+        monkeypatch, tmp_path):
+    # The estimate says the pool starts for free, so the rule switches
+    # (pure Python at W=2); each epoch on processes then takes at least the
+    # workers' 1 s start, against about 0.1 s on threads: back.
+    monkeypatch.setattr(a, "POOL_START_FORK_S", 0.0)
+    kw = dict(worker_init_fn=_slow_in_a_process, trace=True)
+    dl, got = _epochs("auto", epochs=4, **kw)
+    _, want = _epochs("thread", epochs=4, **kw)
+    assert _same(got, want)
+    st = dl.stats()
+    a_ = st["auto"]
+    assert a_["decided"] and a_["switch"] and a_["switched_back"]
+    assert a_["worker_type"] == "thread" and not dl._processes()
+    kinds = [(h["kind"], h["epoch"], h["from"], h["to"])
+             for h in a_["decisions"]]
+    # switched at epoch 1, back at epoch 2, and nothing after (for good)
+    assert kinds == [("switch", 1, "thread", "process"),
+                     ("back", 2, "process", "thread")]
+    back = a_["decisions"][1]
+    assert back["process_epoch_s"] >= 1.0
+    assert back["measured_gain"] == pytest.approx(
+        back["threads_epoch_s"] / back["process_epoch_s"])
+    assert back["measured_gain"] < 1 / 1.05
+    assert a_["measured_gain"] == back["measured_gain"]
+    assert "back to threads for good" in back["reason"]
+    assert f"measured {back['measured_gain']:.2f}x" in back["reason"]
+    assert back["start_source"] == "measured" and back["start_s"] >= 0.9
+    # the prediction again with the start measured: below 1
+    assert back["predicted_gain"] < 1
+    text = dl.report()
+    assert "worker_type=auto: process from epoch 1" in text
+    assert "worker_type=auto: thread from epoch 2" in text
+    assert "back to threads" in text
+    dl.save_json(tmp_path / "run.json")
+    doc = json.loads((tmp_path / "run.json").read_text())
+    assert [h["kind"] for h in doc["auto"]["decisions"]] == ["switch", "back"]
+    assert doc["auto"]["switched_back"] is True
+    # the trace is thread mode's again, with both decisions in it
+    dl.save_trace(tmp_path / "trace.json")
+    ev = _auto_events(tmp_path / "trace.json")
+    assert [e["name"] for e in ev] == [
+        "worker_type auto: switch (thread -> process)",
+        "worker_type auto: back (process -> thread)"]
+    assert ev[1]["args"]["measured_gain"] == back["measured_gain"]
+    assert ev[1]["args"]["from_mode"] == "process"
+    assert ev[1]["args"]["to_mode"] == "thread"
+
+
+def _auto_events(path):
+    doc = json.loads(open(path).read())
+    ev = [e for e in doc["traceEvents"]
+          if e.get("name", "").startswith("worker_type auto:")]
+    for e in ev:
+        assert e["ph"] == "i" and e["s"] == "g" and e["cat"] == "stoke"
+        assert e["ts"] >= 0
+        for k in ("predicted_gain", "measured_gain", "reason", "from_mode",
+                  "to_mode", "epoch", "time_s"):
+            assert k in e["args"], k
+    return ev
+
+
+def test_the_decision_is_in_a_thread_mode_trace(tmp_path):
+    dl, _ = _epochs("auto", dataset=Sleepy, epochs=2, trace=True)
+    assert not dl._processes()
+    dl.save_trace(tmp_path / "t.json")
+    ev = _auto_events(tmp_path / "t.json")
+    assert [e["name"] for e in ev] == ["worker_type auto: stay "
+                                       "(thread -> thread)"]
+    d = dl.stats()["auto"]
+    assert ev[0]["args"]["predicted_gain"] == d["predicted_gain"]
+    assert ev[0]["args"]["reason"] == d["reason"]
+    assert ev[0]["args"]["measured_gain"] is None
+    # on the trace's clock: after the first epoch's spans began
+    doc = json.loads((tmp_path / "t.json").read_text())
+    spans = [e for e in doc["traceEvents"] if e.get("ph") == "X"]
+    assert ev[0]["ts"] > min(e["ts"] for e in spans)
+
+
+def test_the_decisions_are_in_a_process_mode_trace(monkeypatch, tmp_path):
+    # forced to switch (a margin of 0), saved on processes
+    monkeypatch.setattr(a, "SWITCH_MARGIN", 0.0)
+    dl, _ = _epochs("auto", dataset=Sleepy, epochs=3, trace=True,
+                    persistent_workers=True)
+    assert dl._processes()
+    dl.save_trace(tmp_path / "p.json")
+    ev = _auto_events(tmp_path / "p.json")
+    assert [e["name"] for e in ev] == [
+        "worker_type auto: switch (thread -> process)",
+        "worker_type auto: keep (process -> process)"]
+    keep = dl.stats()["auto"]["decisions"][1]
+    assert ev[1]["args"]["measured_gain"] == keep["measured_gain"]
+    assert ev[1]["args"]["start_s"] == keep["start_s"]
+    # the process trace's workers' tracks are there beside them
+    doc = json.loads((tmp_path / "p.json").read_text())
+    assert any(e.get("name") == "thread_name" and
+               e["args"]["name"].startswith("stoke-p")
+               for e in doc["traceEvents"])
+
+
+def _auto_workers(worker_type, epochs=3, **kw):
+    g = torch.Generator()
+    g.manual_seed(7)
+    dl = stoke.DataLoader(PurePython(), batch_size=8, num_workers="auto",
+                          shuffle=True, generator=g, worker_type=worker_type,
+                          **kw)
+    return dl, [[b.clone() for b in dl] for _ in range(epochs)]
+
+
+@pytest.mark.parametrize("forced", [False, True])
+def test_auto_with_num_workers_auto_gives_the_rule_the_workers_run(
+        forced, monkeypatch):
+    if forced:   # the switch made whatever the rule says, then judged
+        monkeypatch.setattr(a, "SWITCH_MARGIN", 0.0)
+    dl, got = _auto_workers("auto", epochs=4)
+    _, want = _auto_workers("thread", epochs=4)
+    assert _same(got, want)
+    d = dl.stats()["auto"]
+    assert d["decided"] and d["epoch"] == 1
+    # the autotuner starts at one worker: the rule is given the mean it
+    # ran over the epoch, not its ceiling
+    ceiling = dl.num_workers
+    assert d["num_workers_ceiling"] == ceiling
+    assert 1 <= d["num_workers"] < ceiling
+    kinds = [h["kind"] for h in d["decisions"]]
+    if forced:
+        assert d["switch"] and kinds[0] == "switch"
+        assert all(k in ("keep", "back") for k in kinds[1:])
+        assert len(kinds) >= 2    # the first process epoch was judged
+        assert dl._processes() == (kinds[-1] != "back")
+    else:
+        assert kinds == ["switch" if d["switch"] else "stay"]
+    assert dl.autotune() is not None
