@@ -162,7 +162,7 @@ def stage_delta(before, after):
 def decide_from_epoch(stages, epoch_s, num_workers, cores,
                       cpu_s=None, *, threads_epoch_s=None, start_s=None,
                       persistent=False, start_source="estimated",
-                      margin=None):
+                      margin=None, epochs_run=None):
     """decide() on one whole epoch on threads: its stages (stage_delta) and
     its wall time (iter() to StopIteration).
 
@@ -205,7 +205,7 @@ def decide_from_epoch(stages, epoch_s, num_workers, cores,
     if start_s is not None:
         price_start(d, epoch_s if threads_epoch_s is None
                     else threads_epoch_s, start_s, persistent, margin,
-                    start_source)
+                    start_source, epochs_run)
     return d
 
 
@@ -240,16 +240,33 @@ def start_from_marks(first_s, last_s, batches, wall_s=None, ended_s=None):
     return start
 
 
+def repay_epochs(threads_epoch_s, gain, start_s):
+    """How many epochs' savings on processes repay a pool's start: an
+    epoch saves threads_epoch_s - threads_epoch_s / gain; None when it
+    saves nothing."""
+    import math
+    saving = threads_epoch_s - threads_epoch_s / gain if gain > 0 else 0.0
+    if saving <= 0:
+        return None
+    return max(1, math.ceil(start_s / saving - 1e-9))
+
+
 def price_start(d, threads_epoch_s, start_s, persistent,
-                margin=None, source="estimated"):
+                margin=None, source="estimated", epochs_run=None):
     """decide()'s decision priced with the pool's start, over the epochs
     to come: an epoch on threads takes threads_epoch_s (as it recurs: the
     threads start once); on processes threads_epoch_s / (decide()'s gain)
     plus, without persistent_workers, the pool's start (start_s, each
-    epoch starts a pool); with them it is paid once and left out.  The
-    predicted gain becomes the epochs' ratio (decide()'s is kept as
-    producer_gain) and the switch is made on it.  d is changed and
-    returned."""
+    epoch starts a pool).  The predicted gain becomes the epochs' ratio
+    (decide()'s is kept as producer_gain) and the switch is made on it.
+
+    With persistent_workers the start is paid once, and when it is repaid
+    is not known (the epochs left are not): as the ski-rental rule, the
+    loader switches once as many epochs ran on threads (epochs_run) as the
+    savings need to repay the start (repay_epochs); before, ``wait`` is
+    True and ``switch`` False.  So the start never costs more than the
+    time the threads already lost to processes.  epochs_run None: on the
+    gain alone.  d is changed and returned."""
     margin = SWITCH_MARGIN if margin is None else margin
     g = d.get("predicted_gain")
     start_s = max(0.0, float(start_s or 0.0))
@@ -272,6 +289,24 @@ def price_start(d, threads_epoch_s, start_s, persistent,
            f"{threads_epoch_s:.3f} s on threads, {proc:.3f} s predicted on "
            f"processes with {start}")
     d["switch"] = gain >= margin
+    d["wait"] = False
+    d["repay_epochs"] = None
+    if persistent and d["switch"]:
+        k = repay_epochs(threads_epoch_s, gain, start_s)
+        d["repay_epochs"] = k
+        d["epochs_run"] = epochs_run
+        if epochs_run is not None and k is not None and epochs_run < k:
+            d["switch"] = False
+            d["wait"] = True
+            d["reason"] = (
+                f"the workers wait {share:.0f}% of a sample for the GIL: "
+                f"worker_type=\"process\" predicted {gain:.2f}x the "
+                f"threads' epoch ({why}); the start is repaid after {k} "
+                f"epochs' savings: threads until {k} epochs ran on them "
+                f"({epochs_run} so far)")
+            return d
+        if k is not None:
+            why += f", repaid after {k} epoch{'s' if k > 1 else ''}"
     if d["switch"]:
         d["reason"] = (
             f"the workers wait {share:.0f}% of a sample for the GIL: "

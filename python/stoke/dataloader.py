@@ -435,6 +435,8 @@ class _DataLoader:
         self._auto_judged = 0            # process epochs judged
         self._auto_final = False         # back on threads: no more
         self._auto_iters = 0             # iter()s so far (the epoch)
+        self._auto_thread_epochs = 0     # whole epochs on threads, before
+        self._auto_pending = None        # a decision waiting (persistent)
         self._auto_t0 = None             # the first iter() (ns)
         self._trace_origin_ns = None     # the trace's time origin (ns)
         self.seed_per_sample = bool(seed_per_sample)
@@ -539,6 +541,10 @@ class _DataLoader:
         measured = self._auto_epoch
         if measured is None:
             return   # no whole epoch measured yet: at the next boundary
+        wait = self._auto_pending
+        if wait is not None and \
+                self._auto_thread_epochs < wait["repay_epochs"]:
+            return   # persistent_workers: the start not repaid yet
         stages = _autoswitch.stage_delta(measured["before"],
                                          measured["after"])
         if not stages.get("python", {}).get("count", 0):
@@ -552,14 +558,27 @@ class _DataLoader:
             start_s=start, persistent=persistent,
             start_source=f"estimated: {_autoswitch.start_method(self)}, "
                          f"{max(1, math.ceil(w))} worker"
-                         f"{'s' if math.ceil(w) > 1 else ''}")
+                         f"{'s' if math.ceil(w) > 1 else ''}",
+            epochs_run=self._auto_thread_epochs)
         d["num_workers_ceiling"] = self.num_workers
-        if d["switch"]:
+        if d["switch"] or d.get("wait"):
             why = _autoswitch.cannot_move(self)
             if why:
-                d["switch"] = False
+                d["switch"] = d["wait"] = False
                 d["reason"] = f"{d['reason']}; stays on threads: {why}"
         d["epoch"] = self._auto_iters
+        if d.get("wait"):
+            # persistent_workers: the start not yet repaid; the next epoch
+            # on threads is measured and the rule asked again.
+            if self._auto_pending is None:
+                self._auto_record(
+                    "wait", "thread", "thread", d["predicted_gain"], None,
+                    d["reason"], producer_gain=d.get("producer_gain"),
+                    start_s=d.get("start_s"),
+                    start_source=d.get("start_source"),
+                    repay_epochs=d.get("repay_epochs"))
+            self._auto_pending = d
+            return
         d["worker_type"] = "process" if d["switch"] else "thread"
         self._auto_decision = d
         self._auto_record(
@@ -657,6 +676,9 @@ class _DataLoader:
         history = [{k: v for k, v in h.items() if k != "_ns"}
                    for h in self._auto_history]
         if d is None:
+            if self._auto_pending is not None:   # waiting: its figures
+                return dict(self._auto_pending, decided=False,
+                            worker_type="thread", decisions=history)
             return {"decided": False, "worker_type": "thread",
                     "reason": "threads first: the decision comes at the "
                               "first iter() after an epoch on threads",
@@ -1074,8 +1096,10 @@ class _Iterator:
         # worker_type="auto" before its decision: the epoch's stages and
         # wall time (from here to its StopIteration) for _autoswitch.py.
         self._auto_start = None
-        if loader.worker_type == "auto" and loader._auto_decision is None \
-                and loader.num_workers > 0:
+        # (undecided, measured: its whole epochs on threads are counted)
+        self._auto_count = loader.worker_type == "auto" and \
+            loader._auto_decision is None and loader.num_workers > 0
+        if self._auto_count and loader._auto_epoch is None:
             # (begin ns, CPU s, stages, first and last batch out ns, batches)
             self._auto_start = [time.perf_counter_ns(), time.process_time(),
                                 self._engine.stats()["stages"], None, None,
@@ -1117,6 +1141,9 @@ class _Iterator:
         except StopIteration:
             if self._auto_start is not None and loader is not None:
                 self._auto_measured(loader, eng)
+            elif self._auto_count and loader is not None:
+                loader._auto_thread_epochs += 1
+            self._auto_count = False
             raise
         except KeyboardInterrupt:
             raise
@@ -1142,6 +1169,7 @@ class _Iterator:
         from . import _autoswitch
         t0, c0, before, first, last, batches = self._auto_start
         self._auto_start = None
+        self._auto_count = False
         now = time.perf_counter_ns()
         wall = (now - t0) / 1e9
         start = 0.0
@@ -1160,6 +1188,7 @@ class _Iterator:
             workers = _autoswitch.workers_over(
                 decisions, initial, (t0 - origin) / 1e9,
                 (now - origin) / 1e9)
+        loader._auto_thread_epochs += 1
         loader._auto_epoch = {
             "wall_s": wall, "cpu_s": time.process_time() - c0,
             "before": before, "after": eng.stats()["stages"],
