@@ -58,8 +58,16 @@ Measured after.  After each whole epoch on processes judge() compares it
 with the epoch on threads (both as they recur: with persistent_workers an
 epoch that started the pool is judged without its start) and sends the
 loader back to threads, for good, when processes took more than
-BACK_MARGIN x the threads' epoch: the prediction can lose at most one
-epoch."""
+BACK_MARGIN x the threads' epoch (the epoch that started a persistent
+pool: BACK_MARGIN_FIRST, less its start): a wrong prediction costs one
+epoch on processes (without persistent_workers), or the start and at most
+two epochs (with them).
+
+With persistent_workers the start is paid once, but when it pays off
+depends on the epochs left, which are not known: as in the ski-rental
+problem the loader waits on threads until as many epochs ran as the
+predicted savings need to repay the start (repay_epochs()), so a start that
+never pays off (a dataset of microseconds a sample) is never paid."""
 
 # The per-sample overhead of process mode (seconds), the top of the range
 # measured in bench/README.md's process section (28-41 us a sample, AMD
@@ -79,6 +87,11 @@ PICKLE_BYTES_PER_S = 500e6
 # After an epoch on processes: back to threads (for good) when that epoch
 # took more than BACK_MARGIN x the threads' (processes measured slower).
 BACK_MARGIN = 1.05
+# The epoch that started a persistent pool, less the start measured,
+# against the threads': a fresh pool runs slower for longer than its first
+# batch (0.95-1.25x the epochs after it measured at W=2), so that epoch
+# goes back only past this margin.
+BACK_MARGIN_FIRST = 1.5
 
 
 def decide(wall_s, gil_wait_s, num_workers, cores, cpu_s=None,
@@ -326,12 +339,14 @@ def judge(threads_epoch_s, process_epoch_s, start_s, persistent,
     epoch as it recurs over this one as it will recur) and whether to go
     back to threads.  process_epoch_s is iter() to its end.  With
     persistent_workers the pool starts once: the epoch that started it
-    (started_pool) is measured less its start (start_s) but not judged (a
-    fresh pool's processes are slow for longer than their first batch:
-    0.35 s against 0.18 s after it measured on 0.09 s epochs at W=2), the
-    next one is.  Back when the epoch took more than back_margin x the
-    threads' (BACK_MARGIN when back_margin is None)."""
+    (started_pool) is measured less its start (start_s) and judged against
+    BACK_MARGIN_FIRST (a fresh pool runs slower for longer than its first
+    batch), the next ones against back_margin.  Back when the epoch took
+    more than the margin x the threads' (BACK_MARGIN when back_margin is
+    None)."""
     back_margin = BACK_MARGIN if back_margin is None else back_margin
+    if persistent and started_pool:
+        back_margin = max(back_margin, BACK_MARGIN_FIRST)
     out = {"threads_epoch_s": threads_epoch_s,
            "process_epoch_s": process_epoch_s, "start_s": start_s,
            "measured_gain": None, "back": False,
@@ -348,15 +363,16 @@ def judge(threads_epoch_s, process_epoch_s, start_s, persistent,
     figures = (f"the epoch took {recurring:.3f} s on processes{less} "
                f"against {threads_epoch_s:.3f} s on threads: measured "
                f"{gain:.2f}x")
-    if paid_once or (persistent and started_pool):
-        out["reason"] = (f"{figures}; this epoch started the pool "
-                         f"(persistent_workers): the next one is judged")
-    elif recurring > back_margin * threads_epoch_s:
+    first = (" (the epoch that started the pool, persistent_workers: "
+             f"judged against {back_margin:.2f}x)"
+             if persistent and started_pool else "")
+    if recurring > back_margin * threads_epoch_s:
         out["back"] = True
         out["reason"] = (f"{figures}, processes slower than threads by more "
-                         f"than {back_margin:.2f}x: back to threads for good")
+                         f"than {back_margin:.2f}x{first}: back to threads "
+                         f"for good")
     else:
-        out["reason"] = f"{figures}; processes stay"
+        out["reason"] = f"{figures}; processes stay{first}"
     return out
 
 

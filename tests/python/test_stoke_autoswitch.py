@@ -190,12 +190,19 @@ def test_a_slower_epoch_on_processes_goes_back_and_says_why():
     assert not a.judge(0.1, 0.106, 0, False, True, back_margin=1.1)["back"]
 
 
-def test_the_epoch_that_started_a_persistent_pool_is_not_judged():
+def test_the_epoch_that_started_a_persistent_pool_is_judged_less_its_start():
+    # 0.25 s less its 0.13 s start: 0.12 s, 1.2x the threads' 0.1 s, within
+    # the first epoch's margin (1.5x)
     j = a.judge(0.1, 0.25, 0.13, persistent=True, started_pool=True)
     assert not j["back"]
     assert j["process_recurring_s"] == pytest.approx(0.12)
     assert j["measured_gain"] == pytest.approx(0.1 / 0.12)
-    assert "started the pool (persistent_workers)" in j["reason"]
+    assert "(less the pool's start, paid once)" in j["reason"]
+    assert "started the pool, persistent_workers: judged against 1.50x" \
+        in j["reason"]
+    # 0.35 s less 0.13 s: 2.2x the threads': back
+    j = a.judge(0.1, 0.35, 0.13, persistent=True, started_pool=True)
+    assert j["back"] and j["measured_gain"] == pytest.approx(0.1 / 0.22)
     # the next one is: its whole wall, the pool already there
     j = a.judge(0.1, 0.25, 0.0, persistent=True, started_pool=False)
     assert j["back"] and j["measured_gain"] == pytest.approx(0.4)
@@ -276,7 +283,7 @@ def test_auto_switches_pure_python_to_processes_at_the_second_epoch(
         assert sorted(int(b[j, 0]) for b in epoch for j in range(len(b))) \
             == list(range(240))
     a = dl.stats()["auto"]
-    assert a["decided"] and a["switch"] and a["worker_type"] == "process"
+    assert a["decided"] and a["switch"]
     assert a["epoch"] == 1   # the first iter() after the epoch on threads
     assert a["predicted_gain"] >= 1.15
     assert a["predicted_gain"] == pytest.approx(a["producer_gain"])
@@ -284,27 +291,36 @@ def test_auto_switches_pure_python_to_processes_at_the_second_epoch(
     assert a["repay_epochs"] == 1
     assert a["measured_gain"] is not None and a["measured_gain"] > 0
     # the history: the switch (its start estimated), then the first epoch
-    # on processes, which started the pool and is not judged
-    kinds = [(h["kind"], h["from"], h["to"]) for h in a["decisions"]]
-    assert kinds == [("switch", "thread", "process"),
-                     ("keep", "process", "process")]
-    sw, keep = a["decisions"]
-    assert sw["epoch"] == 1 and keep["epoch"] == 2
+    # on processes, which started the pool: measured less its start and
+    # judged against 1.5x (pure Python at W=2 measured 0.5-1.3x here
+    # beside other builds, so either way)
+    assert len(a["decisions"]) == 2
+    sw, second = a["decisions"]
+    assert (sw["kind"], sw["from"], sw["to"]) == ("switch", "thread",
+                                                  "process")
+    assert sw["epoch"] == 1 and second["epoch"] == 2
     assert sw["start_source"].startswith("estimated: fork, 2 workers")
     assert sw["measured_gain"] is None
-    assert keep["start_source"] == "measured" and keep["start_s"] > 0
-    assert keep["measured_gain"] > 0
-    assert "started the pool" in keep["reason"]
-    assert dl._processes()
+    assert second["from"] == "process"
+    assert second["start_source"] == "measured" and second["start_s"] > 0
+    assert "started the pool" in second["reason"]
+    back = second["kind"] == "back"
+    assert second["kind"] in ("keep", "back")
+    assert back == (second["measured_gain"] < 1 / 1.5)
+    assert second["to"] == a["worker_type"] == \
+        ("thread" if back else "process")
+    assert dl._processes() is not back
+    assert a["switched_back"] is back
     text = dl.report()
     assert "worker_type=auto: process from epoch 1" in text
     assert "predicted" in text and "measured" in text
-    assert "processes" in repr(dl)
+    assert ("threads" if back else "processes") in repr(dl)
     dl.save_json(tmp_path / "run.json")      # the decision in the document
     doc = json.loads((tmp_path / "run.json").read_text())
     assert doc["auto"]["switch"] and doc["auto"]["epoch"] == 1
     assert doc["auto"]["predicted_gain"] == a["predicted_gain"]
-    assert [h["kind"] for h in doc["auto"]["decisions"]] == ["switch", "keep"]
+    assert [h["kind"] for h in doc["auto"]["decisions"]] == \
+        ["switch", second["kind"]]
 
 
 def test_a_persistent_pool_waits_until_its_start_is_repaid():
@@ -549,8 +565,11 @@ def test_the_decision_is_in_a_thread_mode_trace(tmp_path):
 
 
 def test_the_decisions_are_in_a_process_mode_trace(monkeypatch, tmp_path):
-    # forced to switch (a margin of 0), saved on processes
+    # forced to switch (a margin of 0) and to stay there, saved on
+    # processes
     monkeypatch.setattr(_rule, "SWITCH_MARGIN", 0.0)
+    monkeypatch.setattr(_rule, "POOL_START_FORK_S", 0.0)   # no wait
+    monkeypatch.setattr(_rule, "BACK_MARGIN_FIRST", 1e9)
     dl, _ = _epochs("auto", dataset=Sleepy, epochs=3, trace=True,
                     persistent_workers=True)
     assert dl._processes()
