@@ -117,6 +117,7 @@ class ProcStats:
         # next() (every batch out: the pool stops after it); "ended" is
         # None for an epoch left early.
         self.marks = None
+        self._batches = info.get("batches")
 
     # ---- driven by the iterator -------------------------------------------
 
@@ -150,11 +151,15 @@ class ProcStats:
         # Called at an epoch's end (its last next(), before the pool
         # stops) and at the next iter(): the first marks the end, the
         # second (or one after an epoch left early) begins new marks.
+        # An epoch ended whole has every batch out (a map-style dataset's
+        # len(loader); an iterable's: a next() entered and not left, as
+        # at its StopIteration).
         now = time.perf_counter_ns()
         m = self.marks
-        if m is not None and m["ended"] is None and \
-                self._entered is not None and \
-                self._entered != self._last_enter:
+        whole = m is not None and m["batches"] > 0 and (
+            m["batches"] == self._batches if self._batches else
+            self._entered is not None and self._entered != self._last_enter)
+        if whole and m["ended"] is None:
             m["ended"] = now
         else:
             self.marks = {"begin": now, "first": None, "last": None,

@@ -329,30 +329,51 @@ def test_a_persistent_pool_waits_until_its_start_is_repaid():
     # switch comes at the iter() after that many epochs on threads.
     dl, got = _epochs("auto", persistent_workers=True, epochs=7)
     _, want = _epochs("thread", epochs=7)
-    assert _same(got, want)
     d = dl.stats()["auto"]
+    history = json.dumps(d["decisions"], indent=1)   # said if one fails
+    assert _same(got, want), history
+    assert d["decisions"], d
     first = d["decisions"][0]
-    assert first["kind"] in ("wait", "switch", "stay")
+    assert first["kind"] in ("wait", "switch", "stay"), history
     if first["kind"] == "stay":
         pytest.skip("predicted below the margin on this load: " +
                     first["reason"])
     k = first["repay_epochs"]
     figures = (d["threads_epoch_s"], d["producer_gain"], d["start_s"])
-    assert k == _rule.repay_epochs(*figures)
+    assert k == _rule.repay_epochs(*figures), history
     assert d["start_s"] == pytest.approx(2 * _rule.POOL_START_FORK_S)
     if first["kind"] == "wait":
-        assert k >= 2 and first["epoch"] == 1
+        assert k >= 2 and first["epoch"] == 1, history
         assert f"repaid after {k} epochs' savings" in first["reason"]
         assert "(1 so far)" in first["reason"]
         if k > 6:
-            assert not d["decided"] and len(d["decisions"]) == 1
+            assert not d["decided"] and len(d["decisions"]) == 1, history
             return
-        assert d["decisions"][1]["kind"] == "switch"
-        assert d["decisions"][1]["epoch"] == k    # k epochs ran on threads
-        assert d["epoch"] == k
+        assert d["decisions"][1]["kind"] == "switch", history
+        # k epochs ran on threads
+        assert d["decisions"][1]["epoch"] == k, history
+        assert d["epoch"] == k, history
     else:
-        assert k == 1 and first["epoch"] == 1
-    assert d["decided"] and d["switch"]
+        assert k == 1 and first["epoch"] == 1, history
+    assert d["decided"] and d["switch"], history
+
+
+def test_a_persistent_pool_goes_back_too(monkeypatch):
+    # forced: a switch at once, and back at the first epoch on processes
+    # (margins of 0); the pool kept across epochs stops, threads again
+    for name, value in (("SWITCH_MARGIN", 0.0), ("POOL_START_FORK_S", 0.0),
+                        ("BACK_MARGIN", 0.0), ("BACK_MARGIN_FIRST", 0.0)):
+        monkeypatch.setattr(_rule, name, value)
+    dl, got = _epochs("auto", persistent_workers=True, epochs=4)
+    _, want = _epochs("thread", epochs=4)
+    assert _same(got, want)
+    d = dl.stats()["auto"]
+    assert [(h["kind"], h["epoch"]) for h in d["decisions"]] == \
+        [("switch", 1), ("back", 2)]
+    assert "started the pool, persistent_workers: judged against 0.00x" \
+        in d["decisions"][1]["reason"]
+    assert not dl._processes() and d["switched_back"]
+    assert dl._iterator is not None and not hasattr(dl._iterator, "_pool")
 
 
 def test_auto_prices_the_pools_start_each_epoch_without_persistent_workers():
