@@ -397,7 +397,7 @@ def workers_over(decisions, initial, start_s, end_s):
         acc += w * (at - t)
         t, w = at, float(d["to_workers"])
     acc += w * (end_s - t)
-    return acc / (end_s - start_s)
+    return round(acc / (end_s - start_s), 6)   # (1.0, not 0.9999999...)
 
 
 def cores():
