@@ -585,7 +585,8 @@ class _DataLoader:
             "switch" if d["switch"] else "stay", "thread",
             d["worker_type"], d["predicted_gain"], None, d["reason"],
             producer_gain=d.get("producer_gain"), start_s=d.get("start_s"),
-            start_source=d.get("start_source"))
+            start_source=d.get("start_source"),
+            repay_epochs=d.get("repay_epochs"))
         if d["switch"]:
             self._auto_mode = "process"
             eng, self._engine = self._engine, None

@@ -305,6 +305,10 @@ def test_auto_switches_pure_python_to_processes_at_the_second_epoch(
     assert sw["epoch"] == 1 and second["epoch"] == 2
     assert sw["start_source"].startswith("estimated: fork, 2 workers")
     assert sw["measured_gain"] is None
+    assert sw["repay_epochs"] == 1     # every record has the same keys
+    assert sw.keys() >= {"epoch", "kind", "from", "to", "predicted_gain",
+                         "measured_gain", "reason", "time_s", "start_s",
+                         "start_source", "repay_epochs", "producer_gain"}
     assert second["from"] == "process"
     assert second["start_source"] == "measured" and second["start_s"] > 0
     assert "started the pool" in second["reason"]
