@@ -633,7 +633,8 @@ class _DataLoader:
         self._auto_judged = len(self._auto_process_epochs)
         if not j["back"]:
             # The first two are recorded (with persistent_workers the
-            # first is not judged), later ones when they send it back.
+            # first is judged less its start, against 1.5x), later ones
+            # only when they send it back.
             if self._auto_judged <= 2:
                 self._auto_record(
                     "keep", "process", "process", j["predicted_gain"],
