@@ -118,6 +118,7 @@ class ProcStats:
         # None for an epoch left early.
         self.marks = None
         self._batches = info.get("batches")
+        self.epochs_ended = 0    # whole epochs marked
 
     # ---- driven by the iterator -------------------------------------------
 
@@ -161,6 +162,7 @@ class ProcStats:
             self._entered is not None and self._entered != self._last_enter)
         if whole and m["ended"] is None:
             m["ended"] = now
+            self.epochs_ended += 1
         else:
             self.marks = {"begin": now, "first": None, "last": None,
                           "batches": 0, "ended": None}

@@ -603,11 +603,19 @@ class _DataLoader:
         d = self._auto_decision
         st = self._pstats
         m = st.marks if st is not None else None
-        if not runs or d is None or self._auto_epoch is None or \
-                m is None or m["ended"] is None or m["first"] is None:
+        if d is None or self._auto_epoch is None or m is None or \
+                m["ended"] is None or m["first"] is None:
             return None
-        wall = runs[-1]
         ns = 1e-9
+        if self._iterable:
+            # (_iterprocs.py's epochs are not timed to their end: from the
+            # marks, to the last next(), without the pool's stop)
+            runs = [None] * st.epochs_ended
+            wall = (m["ended"] - m["begin"]) * ns
+        elif not runs:
+            return None
+        else:
+            wall = runs[-1]
         start = _autoswitch.start_from_marks(
             (m["first"] - m["begin"]) * ns, (m["last"] - m["begin"]) * ns,
             m["batches"], wall, (m["ended"] - m["begin"]) * ns)
@@ -625,12 +633,15 @@ class _DataLoader:
         return j
 
     def _auto_judge(self):
-        if len(self._auto_process_epochs) <= self._auto_judged:
+        st = self._pstats
+        n = len(self._auto_process_epochs) if not self._iterable else \
+            (st.epochs_ended if st is not None else 0)
+        if n <= self._auto_judged:
             return   # no new whole epoch on processes
         j = self._auto_latest()
         if j is None or j["measured_gain"] is None:
             return
-        self._auto_judged = len(self._auto_process_epochs)
+        self._auto_judged = n
         if not j["back"]:
             # The first two are recorded (with persistent_workers the
             # first is judged less its start, against 1.5x), later ones
@@ -701,7 +712,7 @@ class _DataLoader:
         if j is not None:
             out["measured_gain"] = j["measured_gain"]
             out["measured_start_s"] = j["start_s"]
-            out["process_epochs"] = len(self._auto_process_epochs)
+            out["process_epochs"] = j["process_epochs"]
         if d["switch"] and self._pstats is not None:
             from . import _autoswitch
             st = {s["name"]: s for s in self._pstats.stats()["stages"]}

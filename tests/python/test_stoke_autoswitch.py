@@ -655,3 +655,39 @@ def test_auto_with_num_workers_auto_gives_the_rule_the_workers_run(
     else:
         assert kinds == ["switch" if d["switch"] else "stay"]
     assert dl.autotune() is not None
+
+
+class Stream(torch.utils.data.IterableDataset):
+    """A stream split among the workers as torch documents it."""
+
+    def __iter__(self):
+        info = torch.utils.data.get_worker_info()
+        wid, n = (info.id, info.num_workers) if info else (0, 1)
+        for i in range(wid, 64, n):
+            s = 0
+            for k in range(5000):
+                s += k
+            yield torch.tensor([i, s % 7])
+
+
+def _stream(worker_type, epochs=4):
+    dl = stoke.DataLoader(Stream(), batch_size=8, num_workers=2,
+                          worker_type=worker_type)
+    return dl, [[b.clone() for b in dl] for _ in range(epochs)]
+
+
+def test_an_iterable_dataset_on_processes_is_judged_too(monkeypatch):
+    # forced: the switch at once and back at the first epoch on processes
+    # (its epoch timed from the marks: iter() to the last next())
+    for name, value in (("SWITCH_MARGIN", 0.0), ("POOL_START_FORK_S", 0.0),
+                        ("BACK_MARGIN", 0.0)):
+        monkeypatch.setattr(_rule, name, value)
+    dl, got = _stream("auto")
+    _, want = _stream("thread")
+    assert _same(got, want)
+    d = dl.stats()["auto"]
+    assert [(h["kind"], h["epoch"]) for h in d["decisions"]] == \
+        [("switch", 1), ("back", 2)]
+    back = d["decisions"][1]
+    assert back["process_epoch_s"] > 0 and back["measured_gain"] > 0
+    assert not dl._processes()
