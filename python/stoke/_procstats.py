@@ -112,6 +112,13 @@ class ProcStats:
         self._left = None        # (wall, CPU) when the last step was handed out
         self._compute_ns = 0     # computing spans, summed
         self._compute_cpu_ns = 0  # the main process's CPU time in them
+        # worker_type="auto": the marks of the latest epoch (perf_counter
+        # ns): its begin, first and last batch out, batches, and its last
+        # next() (every batch out: the pool stops after it); "ended" is
+        # None for an epoch left early.
+        self.marks = None
+        self._batches = info.get("batches")
+        self.epochs_ended = 0    # whole epochs marked
 
     # ---- driven by the iterator -------------------------------------------
 
@@ -131,11 +138,34 @@ class ProcStats:
         self.clock._leave(n_samples, depth)
         self._last_enter = self._entered
         self._left = (time.perf_counter_ns(), time.process_time_ns())
+        m = self.marks
+        if m is not None:
+            if m["first"] is None:
+                m["first"] = self._left[0]
+            m["last"] = self._left[0]
+            m["batches"] += 1
         if self.tuner is not None:
             self.tuner.on_step(self._left[0] - self._entered,
                                self._step_compute, n_samples)
 
     def end_epoch(self):
+        # Called at an epoch's end (its last next(), before the pool
+        # stops) and at the next iter(): the first marks the end, the
+        # second (or one after an epoch left early) begins new marks.
+        # An epoch ended whole has every batch out (a map-style dataset's
+        # len(loader); an iterable's: a next() entered and not left, as
+        # at its StopIteration).
+        now = time.perf_counter_ns()
+        m = self.marks
+        whole = m is not None and m["batches"] > 0 and (
+            m["batches"] == self._batches if self._batches else
+            self._entered is not None and self._entered != self._last_enter)
+        if whole and m["ended"] is None:
+            m["ended"] = now
+            self.epochs_ended += 1
+        else:
+            self.marks = {"begin": now, "first": None, "last": None,
+                          "batches": 0, "ended": None}
         if self._left is not None:
             self._compute_ns += time.perf_counter_ns() - self._left[0]
             self._compute_cpu_ns += time.process_time_ns() - self._left[1]

@@ -35,7 +35,9 @@ shards it, a stream per worker."""
 
 import atexit
 import copy as _copy
+import math
 import os
+import time
 import warnings
 import weakref
 
@@ -426,9 +428,17 @@ class _DataLoader:
         # _autoswitch.py), made at the first iter() after an epoch on
         # threads; "process" from then on when it switched.
         self._auto_mode = "thread"
-        self._auto_decision = None
-        self._auto_epoch = None
+        self._auto_decision = None       # the first decision
+        self._auto_epoch = None          # the epoch on threads, measured
         self._auto_process_epochs = []   # whole epochs' wall s, after it
+        self._auto_history = []          # every decision (_auto_record)
+        self._auto_judged = 0            # process epochs judged
+        self._auto_final = False         # back on threads: no more
+        self._auto_iters = 0             # iter()s so far (the epoch)
+        self._auto_thread_epochs = 0     # whole epochs on threads, before
+        self._auto_pending = None        # a decision waiting (persistent)
+        self._auto_t0 = None             # the first iter() (ns)
+        self._trace_origin_ns = None     # the trace's time origin (ns)
         self.seed_per_sample = bool(seed_per_sample)
         _check_exports(metrics_file, metrics_every, log_jsonl, log_every)
         self.metrics_file = metrics_file
@@ -513,30 +523,70 @@ class _DataLoader:
             (self.worker_type == "auto" and self._auto_mode == "process"))
 
     def _auto_decide(self):
-        """worker_type="auto" at an epoch boundary: after an epoch on
-        threads, the rule of _autoswitch.py on the workers' stages; a
-        switch starts worker processes at this iter() (the threads stop)."""
-        if (self.worker_type != "auto" or self._auto_decision is not None
-                or self.num_workers < 1 or self._engine is None):
+        """worker_type="auto" at an epoch boundary (iter()): after the
+        first whole epoch on threads, the rule of _autoswitch.py on its
+        workers' stages, priced with the pool's start; a switch starts
+        worker processes at this iter() (the threads stop).  After each
+        whole epoch on processes, its measured gain: back to threads, for
+        good, when processes measured slower."""
+        if self.worker_type != "auto" or self.num_workers < 1 or \
+                self._auto_final:
+            return
+        if self._auto_mode == "process":
+            self._auto_judge()
+            return
+        if self._auto_decision is not None or self._engine is None:
             return
         from . import _autoswitch
-        measured = getattr(self, "_auto_epoch", None)
+        measured = self._auto_epoch
         if measured is None:
             return   # no whole epoch measured yet: at the next boundary
-        epoch_s, cpu_s, before, after = measured
-        stages = _autoswitch.stage_delta(before, after)
+        wait = self._auto_pending
+        if wait is not None and \
+                self._auto_thread_epochs < wait["repay_epochs"]:
+            return   # persistent_workers: the start not repaid yet
+        stages = _autoswitch.stage_delta(measured["before"],
+                                         measured["after"])
         if not stages.get("python", {}).get("count", 0):
             return
-        d = _autoswitch.decide_from_epoch(stages, epoch_s, self.num_workers,
-                                          _autoswitch.cores(), cpu_s)
-        if d["switch"]:
+        w = measured["workers"]
+        persistent = bool(self.persistent_workers)
+        start = _autoswitch.loader_start_estimate(self, w)
+        d = _autoswitch.decide_from_epoch(
+            stages, measured["wall_s"], w, _autoswitch.cores(),
+            measured["cpu_s"], threads_epoch_s=measured["recurring_s"],
+            start_s=start, persistent=persistent,
+            start_source=f"estimated: {_autoswitch.start_method(self)}, "
+                         f"{max(1, math.ceil(w))} worker"
+                         f"{'s' if math.ceil(w) > 1 else ''}",
+            epochs_run=self._auto_thread_epochs)
+        d["num_workers_ceiling"] = self.num_workers
+        if d["switch"] or d.get("wait"):
             why = _autoswitch.cannot_move(self)
             if why:
-                d["switch"] = False
+                d["switch"] = d["wait"] = False
                 d["reason"] = f"{d['reason']}; stays on threads: {why}"
-        d["epoch"] = self._engine.epoch + 1
+        d["epoch"] = self._auto_iters
+        if d.get("wait"):
+            # persistent_workers: the start not yet repaid; the next epoch
+            # on threads is measured and the rule asked again.
+            if self._auto_pending is None:
+                self._auto_record(
+                    "wait", "thread", "thread", d["predicted_gain"], None,
+                    d["reason"], producer_gain=d.get("producer_gain"),
+                    start_s=d.get("start_s"),
+                    start_source=d.get("start_source"),
+                    repay_epochs=d.get("repay_epochs"))
+            self._auto_pending = d
+            return
         d["worker_type"] = "process" if d["switch"] else "thread"
         self._auto_decision = d
+        self._auto_record(
+            "switch" if d["switch"] else "stay", "thread",
+            d["worker_type"], d["predicted_gain"], None, d["reason"],
+            producer_gain=d.get("producer_gain"), start_s=d.get("start_s"),
+            start_source=d.get("start_source"),
+            repay_epochs=d.get("repay_epochs"))
         if d["switch"]:
             self._auto_mode = "process"
             eng, self._engine = self._engine, None
@@ -544,37 +594,136 @@ class _DataLoader:
             _drop_deferred()
             self._iterator = None
 
+    def _auto_latest(self):
+        """The latest whole epoch on processes, measured and judged
+        (_autoswitch.judge(), with the prediction priced again with its
+        measured start), or None when there is none."""
+        from . import _autoswitch
+        runs = self._auto_process_epochs
+        d = self._auto_decision
+        st = self._pstats
+        m = st.marks if st is not None else None
+        if d is None or self._auto_epoch is None or m is None or \
+                m["ended"] is None or m["first"] is None:
+            return None
+        ns = 1e-9
+        if self._iterable:
+            # (_iterprocs.py's epochs are not timed to their end: from the
+            # marks, to the last next(), without the pool's stop)
+            runs = [None] * st.epochs_ended
+            wall = (m["ended"] - m["begin"]) * ns
+        elif not runs:
+            return None
+        else:
+            wall = runs[-1]
+        start = _autoswitch.start_from_marks(
+            (m["first"] - m["begin"]) * ns, (m["last"] - m["begin"]) * ns,
+            m["batches"], wall, (m["ended"] - m["begin"]) * ns)
+        persistent = bool(self.persistent_workers)
+        threads = self._auto_epoch["recurring_s"]
+        j = _autoswitch.judge(threads, wall, start, persistent,
+                              started_pool=len(runs) == 1)
+        # the prediction again, with the start measured
+        g = d.get("producer_gain")
+        j["predicted_gain"] = None
+        if g and threads > 0:
+            each = 0.0 if persistent else start
+            j["predicted_gain"] = threads / (threads / g + each)
+        j["process_epochs"] = len(runs)
+        return j
+
+    def _auto_judge(self):
+        st = self._pstats
+        n = len(self._auto_process_epochs) if not self._iterable else \
+            (st.epochs_ended if st is not None else 0)
+        if n <= self._auto_judged:
+            return   # no new whole epoch on processes
+        j = self._auto_latest()
+        if j is None or j["measured_gain"] is None:
+            return
+        self._auto_judged = n
+        if not j["back"]:
+            # The first two are recorded (with persistent_workers the
+            # first is judged less its start, against 1.5x), later ones
+            # only when they send it back.
+            if self._auto_judged <= 2:
+                self._auto_record(
+                    "keep", "process", "process", j["predicted_gain"],
+                    j["measured_gain"], j["reason"], start_s=j["start_s"],
+                    start_source="measured",
+                    process_epoch_s=j["process_epoch_s"],
+                    threads_epoch_s=j["threads_epoch_s"])
+            return
+        self._auto_record(
+            "back", "process", "thread", j["predicted_gain"],
+            j["measured_gain"], j["reason"], start_s=j["start_s"],
+            start_source="measured", process_epoch_s=j["process_epoch_s"],
+            threads_epoch_s=j["threads_epoch_s"])
+        self._auto_mode = "thread"
+        self._auto_final = True
+        self._auto_back = j
+        for it in list(getattr(self, "_proc_iters", ())):
+            it._close()
+        self._iterator = None
+        self._pstats = None
+
+    def _auto_record(self, kind, from_mode, to_mode, predicted, measured,
+                     reason, **more):
+        """One decision into the history (the summary's ``decisions``, the
+        trace's instant events)."""
+        now = time.perf_counter_ns()
+        rec = {"epoch": self._auto_iters, "kind": kind, "from": from_mode,
+               "to": to_mode, "predicted_gain": predicted,
+               "measured_gain": measured, "reason": reason,
+               "time_s": (now - (self._auto_t0 or now)) / 1e9}
+        rec.update(more)
+        rec["_ns"] = now
+        self._auto_history.append(rec)
+
     def _auto_summary(self):
-        """stats()["auto"]: the decision, and after a switch the measured
-        gain (the process workers' samples/s over the threads', from the
-        same stages)."""
+        """stats()["auto"]: the first decision, the mode now, after a
+        switch the measured gain, and every decision (``decisions``)."""
         d = self._auto_decision
         if self.worker_type != "auto":
             return None
+        history = [{k: v for k, v in h.items() if k != "_ns"}
+                   for h in self._auto_history]
         if d is None:
+            if self._auto_pending is not None:   # waiting: its figures
+                return dict(self._auto_pending, decided=False,
+                            worker_type="thread", decisions=history)
             return {"decided": False, "worker_type": "thread",
                     "reason": "threads first: the decision comes at the "
-                              "first iter() after an epoch on threads"}
+                              "first iter() after an epoch on threads",
+                    "decisions": history}
         out = dict(d, decided=True)
+        out["worker_type"] = self._auto_mode
+        out["decisions"] = history
+        out["switched_back"] = self._auto_final
         # measured_gain: the epoch on threads over the latest whole epoch
-        # on processes, each from iter() to StopIteration (the pool's start
-        # and the training loop included: what the switch gave the job;
-        # with persistent_workers the pool starts in the first one only).
+        # on processes, both as they recur (_autoswitch.judge); after a
+        # switch back, the one that sent it back.
         # measured_producer_gain: the workers' samples a second from their
         # stages over the threads' (the producers alone; a short epoch's
         # first samples, made while the pool starts, weigh on it).
         out["measured_gain"] = out["measured_producer_gain"] = None
-        runs = self._auto_process_epochs
-        if d["switch"] and runs and self._auto_epoch and runs[-1] > 0:
-            out["measured_gain"] = self._auto_epoch[0] / runs[-1]
-            out["process_epochs"] = len(runs)
+        j = getattr(self, "_auto_back", None) if self._auto_final else \
+            (self._auto_latest() if d["switch"] else None)
+        if j is not None:
+            out["measured_gain"] = j["measured_gain"]
+            out["measured_start_s"] = j["start_s"]
+            out["process_epochs"] = j["process_epochs"]
         if d["switch"] and self._pstats is not None:
             from . import _autoswitch
             st = {s["name"]: s for s in self._pstats.stats()["stages"]}
             wall = _autoswitch.stage_wall(st)
             if wall > 0 and d["threads_samples_per_s"]:
+                w = d["num_workers"]
+                tuner = self._pstats.tuner
+                if tuner is not None:
+                    w = tuner.active
                 out["measured_producer_gain"] = (
-                    self.num_workers / wall / d["threads_samples_per_s"])
+                    w / wall / d["threads_samples_per_s"])
         return out
 
     def _auto_line(self):
@@ -583,14 +732,54 @@ class _DataLoader:
             return ""
         if not a["decided"]:
             return "worker_type=auto: threads; " + a["reason"]
-        text = (f"worker_type=auto: {a['worker_type']} from epoch "
-                f"{a['epoch']}: {a['reason']}")
-        if a["measured_gain"] is not None:
-            text += f"; measured {a['measured_gain']:.2f}x"
+        to = "process" if a["switch"] else "thread"   # the first decision
+        text = (f"worker_type=auto: {to} from epoch {a['epoch']}: "
+                f"{a['reason']}")
+        first = a["measured_gain"] if not a["switched_back"] else None
+        if first is not None:
+            text += f"; measured {first:.2f}x"
+        for h in a["decisions"][1:]:
+            if h["kind"] == "back":
+                text += (f"\nworker_type=auto: thread from epoch "
+                         f"{h['epoch']}: {h['reason']}")
         return text
 
+    def _auto_trace(self, path):
+        """The decisions into the trace at path, as instant events on the
+        whole process (ts on the trace's origin; one made before it, in an
+        earlier mode's trace, at 0 with its time_s in its args)."""
+        if not self._auto_history:
+            return
+        import json
+        with open(path) as f:
+            doc = json.load(f)
+        origin = self._trace_origin_ns
+        if self._processes() and self._pstats is not None:
+            from . import _proctrace
+            exact = _proctrace.consumer_t0(path, self._pstats._last_enter)
+            if exact is not None:
+                origin = exact
+        for h in self._auto_history:
+            ts = 0.0 if origin is None else max(0.0, (h["_ns"] - origin) / 1e3)
+            args = {k: v for k, v in h.items() if k not in ("_ns", "kind")}
+            args["from_mode"] = args.pop("from")
+            args["to_mode"] = args.pop("to")
+            doc["traceEvents"].append({
+                "name": f"worker_type auto: {h['kind']} "
+                        f"({h['from']} -> {h['to']})",
+                "cat": "stoke", "ph": "i", "s": "g", "ts": round(ts, 3),
+                "pid": 1, "tid": 0, "args": args})
+        tmp = f"{path}.tmp.{os.getpid()}"
+        with open(tmp, "w") as f:
+            json.dump(doc, f)
+        os.replace(tmp, path)
+
     def __iter__(self):
-        self._auto_decide()
+        if self.worker_type == "auto":
+            if self._auto_t0 is None:
+                self._auto_t0 = time.perf_counter_ns()
+            self._auto_decide()
+            self._auto_iters += 1
         if self.persistent_workers and self.num_workers > 0:
             if self._iterator is None:
                 self._iterator = self._get_iterator()
@@ -698,6 +887,7 @@ class _DataLoader:
         if self._autotune:
             config["autotune"] = 1
         ahead = prefetch + config["consumer_slots"] + 1
+        self._trace_origin_ns = time.perf_counter_ns()   # the trace's t0
         self._engine = _stoke.DatasetLoader(spec, config, ahead)
         _live.add(self._engine)
         return self._engine
@@ -708,6 +898,7 @@ class _DataLoader:
         and worker pools."""
         if self._pstats is None:
             from ._procstats import ProcStats
+            self._trace_origin_ns = time.perf_counter_ns()
             self._pstats = ProcStats(self)
         return self._pstats
 
@@ -826,7 +1017,10 @@ class _DataLoader:
     def save_trace(self, path):
         """A Chrome/Perfetto trace of the spans kept (create with
         trace=True)."""
-        self._need_engine().save_trace(os.fspath(path))
+        path = os.fspath(path)
+        self._need_engine().save_trace(path)
+        if self.worker_type == "auto":
+            self._auto_trace(path)   # its decisions, as instant events
 
     def __repr__(self):
         kind = "processes" if self._processes() else "threads"
@@ -915,11 +1109,14 @@ class _Iterator:
         # worker_type="auto" before its decision: the epoch's stages and
         # wall time (from here to its StopIteration) for _autoswitch.py.
         self._auto_start = None
-        if loader.worker_type == "auto" and loader._auto_decision is None \
-                and loader.num_workers > 0:
-            import time
-            self._auto_start = (time.perf_counter(), time.process_time(),
-                                self._engine.stats()["stages"])
+        # (undecided, measured: its whole epochs on threads are counted)
+        self._auto_count = loader.worker_type == "auto" and \
+            loader._auto_decision is None and loader.num_workers > 0
+        if self._auto_count and loader._auto_epoch is None:
+            # (begin ns, CPU s, stages, first and last batch out ns, batches)
+            self._auto_start = [time.perf_counter_ns(), time.process_time(),
+                                self._engine.stats()["stages"], None, None,
+                                0]
         self._num_yielded = 0
         self._timeout = float(loader.timeout or 0)
         self._profiled = _profiler_check()
@@ -956,12 +1153,10 @@ class _Iterator:
                 data = eng.next_batch(self._timeout)
         except StopIteration:
             if self._auto_start is not None and loader is not None:
-                import time
-                t0, c0, before = self._auto_start
-                self._auto_start = None
-                loader._auto_epoch = (time.perf_counter() - t0,
-                                      time.process_time() - c0, before,
-                                      eng.stats()["stages"])
+                self._auto_measured(loader, eng)
+            elif self._auto_count and loader is not None:
+                loader._auto_thread_epochs += 1
+            self._auto_count = False
             raise
         except KeyboardInterrupt:
             raise
@@ -973,7 +1168,45 @@ class _Iterator:
             self._failed()
             raise
         self._num_yielded += 1
+        m = self._auto_start
+        if m is not None:
+            m[4] = time.perf_counter_ns()
+            if m[3] is None:
+                m[3] = m[4]
+            m[5] += 1
         return data
+
+    def _auto_measured(self, loader, eng):
+        """worker_type="auto": the whole epoch on threads just ended, its
+        measurements to the loader (dataloader._auto_decide)."""
+        from . import _autoswitch
+        t0, c0, before, first, last, batches = self._auto_start
+        self._auto_start = None
+        self._auto_count = False
+        now = time.perf_counter_ns()
+        wall = (now - t0) / 1e9
+        start = 0.0
+        if first is not None:
+            start = _autoswitch.start_from_marks(
+                (first - t0) / 1e9, (last - t0) / 1e9, batches) or 0.0
+        # num_workers="auto": the workers the autotuner ran over this
+        # epoch (a time-weighted mean from its decisions), not its ceiling.
+        workers = loader.num_workers
+        if loader._autotune and loader._trace_origin_ns is not None:
+            at = eng.autotune() or {}
+            decisions = at.get("decisions") or []
+            initial = decisions[0]["from_workers"] if decisions else \
+                at.get("workers", workers)
+            origin = loader._trace_origin_ns
+            workers = _autoswitch.workers_over(
+                decisions, initial, (t0 - origin) / 1e9,
+                (now - origin) / 1e9)
+        loader._auto_thread_epochs += 1
+        loader._auto_epoch = {
+            "wall_s": wall, "cpu_s": time.process_time() - c0,
+            "before": before, "after": eng.stats()["stages"],
+            "start_s": start, "recurring_s": wall - start,
+            "batches": batches, "workers": workers}
 
     def __getstate__(self):
         raise NotImplementedError("{} cannot be pickled",
