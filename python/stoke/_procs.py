@@ -239,6 +239,8 @@ def _worker_main(worker_id, job):
     reseed = _reseeder() if job.seed_per_sample else None
     dataset, collate = job.dataset, job.collate
     sem_acquire, sem_release = job.sem.acquire, job.sem.release
+    take_more = _taker(job.sem)
+    mix = _stoke.seed_mix
     # The thread's CPU clock is a system call (~3 us on a VM, 20 times the
     # wall clock's): read once a message, at its end.  Waiting for the
     # next claim uses none, so one message's end is the next one's start.
@@ -249,9 +251,7 @@ def _worker_main(worker_id, job):
         sem_acquire()
         want = 1 if per_unit <= 0 else \
             max(1, min(_CHUNK_MAX, _CHUNK_NS // per_unit))
-        n = 1
-        while n < want and sem_acquire(False):
-            n += 1
+        n = 1 + (take_more(want - 1) if want > 1 else 0)
         if load(ctl, _STOP):
             # The stop's tokens may be among those taken: the others'
             # go back.  Leaving must not wait for the main process to
@@ -293,7 +293,7 @@ def _worker_main(worker_id, job):
                     ik = k if type(k) is int else _key_number(k)
                     store(ctl, held, ik)
                     if reseed is not None:
-                        reseed(_mix(base, epoch, ik))
+                        reseed(mix(base, epoch, ik))
                     t1 = clock()
                     samples.append(dataset[k])
                     t = clock()
@@ -343,6 +343,37 @@ def _worker_main(worker_id, job):
         per_unit = took if per_unit <= 0 else (3 * per_unit + took) // 4
 
 
+def _taker(sem):
+    """take(n): up to n more tokens of sem without waiting, how many (one
+    C call when the semaphore shows its handle)."""
+    handle = getattr(getattr(sem, "_semlock", None), "handle", None)
+    if isinstance(handle, int) and handle:
+        take_n = _stoke.sem_take_n
+        return lambda n: take_n(handle, n)
+    acquire = sem.acquire
+
+    def take(n):
+        got = 0
+        while got < n and acquire(False):
+            got += 1
+        return got
+    return take
+
+
+def _poster(sem):
+    """post(n): n tokens into sem (one C call where it can)."""
+    handle = getattr(getattr(sem, "_semlock", None), "handle", None)
+    if isinstance(handle, int) and handle:
+        post_n = _stoke.sem_post_n
+        return lambda n: post_n(handle, n)
+    release = sem.release
+
+    def post(n):
+        for _ in range(n):
+            release()
+    return post
+
+
 def record_units(record, stages, worker_id, recs, cpu_ns):
     """A message's units into the worker's part of the stage block (see
     record_unit), the message's CPU time shared out by wall time."""
@@ -352,8 +383,13 @@ def record_units(record, stages, worker_id, recs, cpu_ns):
     walls = [sum(rd + py for rd, py in times) + co for times, co in recs]
     total = sum(walls) or 1
     for (times, co), wall in zip(recs, walls):
-        record_unit(record, stages, worker_id, times, co,
-                    cpu_ns * wall // total)
+        if len(times) == 1:     # a sample's unit: record_unit's one line
+            rd, py = times[0]
+            record(stages, worker_id, rd, py, co, wall,
+                   cpu_ns * wall // total)
+        else:
+            record_unit(record, stages, worker_id, times, co,
+                        cpu_ns * wall // total)
 
 
 def _leave_when_taken(ctl, at_taken, sent, worker_id, parent):
@@ -675,6 +711,7 @@ class _Pool(PoolBase):
         self._taken = [0] * w  # taken_from's counts, as stored in ctl
         self._key_bytes = self.key_bytes.numpy()
         self.sem = ctx.Semaphore(0)
+        self._post = _poster(self.sem)
         self.results = ctx.Queue()
         job = _Job(loader, self.ctl, self.ring, self.key_bytes, self.sem,
                    self.results, base_seed, stages)
@@ -744,9 +781,7 @@ class _Pool(PoolBase):
         ring[at, _BASE] = base_seed
         ring[at, _KEYS] = keys[:n]
         self.published = u + n
-        release = self.sem.release
-        for _ in range(n):
-            release()   # a worker may now claim it
+        self._post(n)   # a worker may now claim them
         return n
 
     def publish(self, keys, batch, pos, epoch, base_seed):

@@ -24,6 +24,7 @@ from . import _stoke
 _ALIGN = 64          # each leaf starts on a cache line
 _ROW_ROUND = 4096    # a row's size, rounded up to a page
 _FREE, _BUSY = 0, 1
+_SCALARS = (int, float, bool, str, bytes, type(None))
 
 
 class Leaf:
@@ -140,6 +141,8 @@ class WorkerArena:
 
     def write(self, sample, torch):
         """The Row for sample, written; or None (it crosses whole)."""
+        if type(sample) in _SCALARS:
+            return None     # no leaf: it crosses as it is
         leaves = []
         tree = _describe(sample, torch, leaves)
         if tree is None or not leaves:
