@@ -52,7 +52,9 @@ _HELD = 3       # + worker id: the key the worker is making, or -1
 # (wall) ns at _HELD + W + id, samples at _HELD + 2W + id, CPU ns at
 # _HELD + 3W + id (single writer each: num_workers="auto" reads them), and
 # at _HELD + 4W + id the results of worker id that the main process has
-# taken in (its single writer; a worker leaving at the gate waits for it)
+# taken in (its single writer; a worker leaving at the gate waits for it);
+# last, at _HELD + 5W, the units published so far (the main process's):
+# a claim takes at most its fair share of those not yet claimed.
 _RETIRED = -2   # held: the worker left at the gate, as asked
 # ring rows (one per unit, int64): its keys and where it goes
 _N, _BATCH, _POS, _EP, _BASE, _KEYS = range(6)
@@ -230,6 +232,7 @@ def _worker_main(worker_id, job):
                                    _HELD + 2 * nw + worker_id,
                                    _HELD + 3 * nw + worker_id)
     at_taken = _HELD + 4 * nw + worker_id
+    at_pub = _HELD + 5 * nw
     # A process started again in a retired one's place counts on from what
     # its predecessor sent (all of it taken in before that one left).
     sent = int(load(ctl, at_taken))
@@ -250,7 +253,13 @@ def _worker_main(worker_id, job):
     while True:
         sem_acquire()
         want = 1 if per_unit <= 0 else \
-            max(1, min(_CHUNK_MAX, _CHUNK_NS // per_unit))
+            min(_CHUNK_MAX, _CHUNK_NS // per_unit)
+        if want > 1:
+            # No more than a fair share of what is there to claim: the
+            # other workers get theirs (a worker alone does not take a
+            # window of cheap samples while the others wait).
+            left = load(ctl, at_pub) - load(ctl, _CLAIM)
+            want = min(want, -(-left // max(1, load(ctl, _GATE))))
         n = 1 + (take_more(want - 1) if want > 1 else 0)
         if load(ctl, _STOP):
             # The stop's tokens may be among those taken: the others'
@@ -690,10 +699,12 @@ class _Pool(PoolBase):
         units_ahead = ahead * (1 if per_unit > 1 or not loader._auto_collation
                                else loader._max_batch)
         self.cap = units_ahead + w + 1
-        self.ctl = torch.full((_HELD + 5 * w,), _NO_KEY, dtype=torch.int64)
+        self.ctl = torch.full((_HELD + 5 * w + 1,), _NO_KEY,
+                              dtype=torch.int64)
         self.ctl[_CLAIM] = 0
         self.ctl[_STOP] = 0
         self.ctl[_HELD + w:] = 0
+        self._at_pub = _HELD + 5 * w
         # num_workers="auto": the tuner's count of workers (the others are
         # started when it grows); else all of them.
         tuner = getattr(loader._pstats, "tuner", None)
@@ -781,6 +792,7 @@ class _Pool(PoolBase):
         ring[at, _BASE] = base_seed
         ring[at, _KEYS] = keys[:n]
         self.published = u + n
+        _stoke.shared_store(self._ctl, self._at_pub, self.published)
         self._post(n)   # a worker may now claim them
         return n
 
@@ -807,6 +819,7 @@ class _Pool(PoolBase):
             self._key_bytes[u % self.cap, :len(data)] = memoryview(data)
             row[_N] = -len(data)
         self.published += 1
+        _stoke.shared_store(self._ctl, self._at_pub, self.published)
         self.sem.release()  # a worker may now claim it
 
     def taken_from(self, worker_id):
