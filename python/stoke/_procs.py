@@ -255,11 +255,15 @@ def _worker_main(worker_id, job):
         want = 1 if per_unit <= 0 else \
             min(_CHUNK_MAX, _CHUNK_NS // per_unit)
         if want > 1:
-            # No more than a fair share of what is there to claim: the
-            # other workers get theirs (a worker alone does not take a
-            # window of cheap samples while the others wait).
+            # No more than a fair share of what is there to claim, so that
+            # the first worker awake does not take a window of cheap
+            # samples while the others wait; and no less than a quarter
+            # of the ring's share, so that claims do not shrink to single
+            # samples as the window drains.
+            active = max(1, load(ctl, _GATE))
             left = load(ctl, at_pub) - load(ctl, _CLAIM)
-            want = min(want, -(-left // max(1, load(ctl, _GATE))))
+            want = min(want, max(-(-left // active),
+                                 -(-cap // (4 * active))))
         n = 1 + (take_more(want - 1) if want > 1 else 0)
         if load(ctl, _STOP):
             # The stop's tokens may be among those taken: the others'
