@@ -4,13 +4,15 @@ worker processes that share out samples, not whole batches.
 The main process iterates the (batch) sampler a few batches ahead, as in
 thread mode, and publishes each unit of work (one sample; one whole batch
 when the batch is collated in the worker: a custom collate_fn, or no
-auto-collation) into a ring in shared memory.  A worker takes a token from
-a semaphore (one per published unit), then claims the next unit with an
-atomic fetch-and-add on a shared counter: every unit is made exactly once,
-in the order it was published, whichever worker is free first.  Results
-come back on one queue (torch's reductions move tensors through shared
-memory, not the pipe); the main process assembles each batch from its
-samples in order and collates it with torch's default_collate.
+auto-collation) into a ring in shared memory, a batch's samples at
+once, with one semaphore token per unit.  A worker takes the tokens there
+are, up to its chunk (about _CHUNK_NS of its own recent units, within a
+fair share), then claims that many consecutive units with one atomic fetch-and-add on a
+shared counter: every unit is made exactly once, in the order it was
+published, whichever worker is free first.  A chunk's results come back
+in one message on one queue (torch's reductions move tensors through
+shared memory, not the pipe); the main process assembles each batch from
+its samples in order and collates it with torch's default_collate.
 
 Shared memory: torch's shared tensors (file-descriptor strategy: the
 segment is unlinked as soon as it is made, so /dev/shm never holds it and

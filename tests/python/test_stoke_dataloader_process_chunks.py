@@ -5,8 +5,9 @@ results in one message.
 What must not change with it: every sample made exactly once, the same
 batches in the same order as torch's DataLoader for any W (and over
 persistent workers' epochs), a sample that raises in the middle of a
-chunk failing its batch alone (torch's next batch follows), a worker killed while it holds a chunk named with its pid,
-the signal and the sample, with nothing left in /dev/shm; and the C
+chunk failing its batch alone (torch's next batch follows), a worker
+killed while it holds a chunk named with its pid, the signal and the
+sample, with nothing left in /dev/shm; and the C
 per-sample seed (seed_mix) and the reseeder equal to their Python
 definitions.
 
