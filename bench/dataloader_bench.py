@@ -125,6 +125,9 @@ def main():
     ap.add_argument("--worker-policy", default="batch",
                     choices=["batch", "normal"],
                     help="stoke.DataLoader's worker_policy (batch)")
+    ap.add_argument("--no-seed-per-sample", action="store_true",
+                    help="stoke.DataLoader's seed_per_sample=False (the "
+                    "per-sample reseed of worker processes off)")
     ap.add_argument("--json", required=True)
     args = ap.parse_args()
     warnings.filterwarnings("ignore", message="This DataLoader will create")
@@ -164,11 +167,13 @@ def main():
                               warmup=args.warmup)
         impl = "stoke.Loader"
     elif args.loader == "stoke":
+        skw = {"seed_per_sample": False} if args.no_seed_per_sample else {}
         loader = stoke.DataLoader(ds, warmup=args.warmup,
                                   worker_policy=args.worker_policy,
-                                  worker_type=args.worker_type, **kw)
+                                  worker_type=args.worker_type, **kw, **skw)
         impl = "stoke.DataLoader"
         extra["worker_type"] = args.worker_type
+        extra.update(skw)
     else:
         from torch.utils.data import DataLoader
         loader = DataLoader(ds, **kw)

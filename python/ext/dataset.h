@@ -144,5 +144,10 @@ PyObject *sk_shared_store(PyObject *mod, PyObject *args);
 PyObject *sk_stage_block_bytes(PyObject *mod, PyObject *args);
 PyObject *sk_stage_block_init(PyObject *mod, PyObject *args);
 PyObject *sk_stage_record(PyObject *mod, PyObject *args);
+/* The per-sample seed (splitmix64 over ints), and a multiprocessing
+** semaphore posted or taken n times in one call (its SemLock handle). */
+PyObject *sk_seed_mix(PyObject *mod, PyObject *args);
+PyObject *sk_sem_post_n(PyObject *mod, PyObject *args);
+PyObject *sk_sem_take_n(PyObject *mod, PyObject *args);
 
 #endif

@@ -174,6 +174,14 @@ static PyMethodDef methods[] = {
      "stage_record(buf, w, read_ns, python_ns, collate_ns, busy_ns, cpu_ns):"
      " worker w made a sample (its gil_wait is 0: a process has its own "
      "GIL)."},
+    {"seed_mix", sk_seed_mix, METH_VARARGS,
+     "seed_mix(*words): a 63-bit seed, splitmix64 over each int's low 64 "
+     "bits (the per-sample seed of worker processes)."},
+    {"sem_post_n", sk_sem_post_n, METH_VARARGS,
+     "sem_post_n(handle, n): post a multiprocessing SemLock n times."},
+    {"sem_take_n", sk_sem_take_n, METH_VARARGS,
+     "sem_take_n(handle, n): take up to n tokens of a multiprocessing "
+     "SemLock without waiting; how many were taken."},
     {"worker_info", sk_worker_info, METH_NOARGS,
      "The calling stoke worker thread's WorkerInfo, or None."},
     {"on_worker_thread", sk_on_worker_thread, METH_NOARGS,

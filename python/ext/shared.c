@@ -13,6 +13,8 @@
 ** (python/stoke/_procstats.py). */
 #include "ext.h"
 
+#include <errno.h>
+#include <semaphore.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
@@ -129,4 +131,70 @@ PyObject *sk_stage_record(PyObject *mod, PyObject *args) {
                         "stage block: worker %u outside it, or not a block",
                         w);
   Py_RETURN_NONE;
+}
+
+/* seed_mix(*words) -> a 63-bit seed: splitmix64 over each word's low 64
+** bits, as _procs._mix (the per-sample seed of (base seed, epoch, key)),
+** without the Python arithmetic it costs on every sample. */
+PyObject *sk_seed_mix(PyObject *mod, PyObject *args) {
+  uint64_t h = 0x9E3779B97F4A7C15ull;
+  Py_ssize_t n = PyTuple_GET_SIZE(args);
+  for (Py_ssize_t i = 0; i < n; i++) {
+    PyObject *w = PyTuple_GET_ITEM(args, i);
+    if (!PyLong_Check(w))
+      return PyErr_Format(PyExc_TypeError, "seed_mix: word %zd is not an int",
+                          i);
+    uint64_t v = PyLong_AsUnsignedLongLongMask(w);
+    if (v == (uint64_t)-1 && PyErr_Occurred()) return NULL;
+    h ^= v;
+    h += 0x9E3779B97F4A7C15ull;
+    uint64_t z = h;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    h = z ^ (z >> 31);
+  }
+  return PyLong_FromUnsignedLongLong(h & ((1ull << 63) - 1));
+}
+
+/* The sem_t of a multiprocessing SemLock's handle, or NULL with an
+** exception. */
+static sem_t *sem_of(PyObject *handle) {
+  void *p = PyLong_AsVoidPtr(handle);
+  if (!p && !PyErr_Occurred())
+    PyErr_SetString(PyExc_ValueError, "semaphore: a null handle");
+  return (sem_t *)p;
+}
+
+/* sem_post_n(handle, n): post a multiprocessing semaphore n times (one
+** token per unit published) in one call. */
+PyObject *sk_sem_post_n(PyObject *mod, PyObject *args) {
+  PyObject *handle;
+  Py_ssize_t n;
+  if (!PyArg_ParseTuple(args, "On", &handle, &n)) return NULL;
+  sem_t *s = sem_of(handle);
+  if (!s) return NULL;
+  for (Py_ssize_t i = 0; i < n; i++)
+    if (sem_post(s) != 0) return PyErr_SetFromErrno(PyExc_OSError);
+  Py_RETURN_NONE;
+}
+
+/* sem_take_n(handle, n) -> how many of n tokens were there to take
+** without waiting (a worker's claim beyond its first token). */
+PyObject *sk_sem_take_n(PyObject *mod, PyObject *args) {
+  PyObject *handle;
+  Py_ssize_t n;
+  if (!PyArg_ParseTuple(args, "On", &handle, &n)) return NULL;
+  sem_t *s = sem_of(handle);
+  if (!s) return NULL;
+  Py_ssize_t got = 0;
+  while (got < n) {
+    if (sem_trywait(s) == 0) {
+      got++;
+      continue;
+    }
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN) break;
+    return PyErr_SetFromErrno(PyExc_OSError);
+  }
+  return PyLong_FromSsize_t(got);
 }

@@ -4,13 +4,15 @@ worker processes that share out samples, not whole batches.
 The main process iterates the (batch) sampler a few batches ahead, as in
 thread mode, and publishes each unit of work (one sample; one whole batch
 when the batch is collated in the worker: a custom collate_fn, or no
-auto-collation) into a ring in shared memory.  A worker takes a token from
-a semaphore (one per published unit), then claims the next unit with an
-atomic fetch-and-add on a shared counter: every unit is made exactly once,
-in the order it was published, whichever worker is free first.  Results
-come back on one queue (torch's reductions move tensors through shared
-memory, not the pipe); the main process assembles each batch from its
-samples in order and collates it with torch's default_collate.
+auto-collation) into a ring in shared memory, a batch's samples at
+once, with one semaphore token per unit.  A worker takes the tokens there
+are, up to its chunk (about _CHUNK_NS of its own recent units, within a
+fair share), then claims that many consecutive units with one atomic fetch-and-add on a
+shared counter: every unit is made exactly once, in the order it was
+published, whichever worker is free first.  A chunk's results come back
+in one message on one queue (torch's reductions move tensors through
+shared memory, not the pipe); the main process assembles each batch from
+its samples in order and collates it with torch's default_collate.
 
 Shared memory: torch's shared tensors (file-descriptor strategy: the
 segment is unlinked as soon as it is made, so /dev/shm never holds it and
@@ -33,7 +35,6 @@ shared memory, the iterator drives the consumer's clock in the main
 process (python/stoke/_procstats.py)."""
 
 import atexit
-import heapq
 import os
 import pickle
 import multiprocessing as _mp
@@ -53,7 +54,9 @@ _HELD = 3       # + worker id: the key the worker is making, or -1
 # (wall) ns at _HELD + W + id, samples at _HELD + 2W + id, CPU ns at
 # _HELD + 3W + id (single writer each: num_workers="auto" reads them), and
 # at _HELD + 4W + id the results of worker id that the main process has
-# taken in (its single writer; a worker leaving at the gate waits for it)
+# taken in (its single writer; a worker leaving at the gate waits for it);
+# last, at _HELD + 5W, the units published so far (the main process's):
+# a claim takes at most its fair share of those not yet claimed.
 _RETIRED = -2   # held: the worker left at the gate, as asked
 # ring rows (one per unit, int64): its keys and where it goes
 _N, _BATCH, _POS, _EP, _BASE, _KEYS = range(6)
@@ -165,6 +168,51 @@ def worker_setup(worker_id, job):
     return True
 
 
+def _reseeder():
+    """_reseed's work with its look-ups done once: a function of the seed
+    (the per-sample reseed runs before every __getitem__, so its cost is
+    the per-sample overhead's largest share on a cheap sample)."""
+    import random
+    import sys
+    import torch
+    inst = random._inst
+    seed_random = type(inst).__mro__[1].seed   # _random.Random.seed (C)
+    seed_torch = torch.default_generator.manual_seed
+    if type(inst) is not random.Random or \
+            getattr(inst.seed, "__func__", None) is not random.Random.seed:
+        return _reseed   # random's generator replaced: its own seed()
+
+    def reseed(seed):
+        # random.Random.seed(int) less its Python wrapper: the C seeding,
+        # and the cached normal variate dropped as the wrapper drops it.
+        seed_random(inst, seed)
+        inst.gauss_next = None
+        seed_torch(seed)
+        f = seed_np[0]
+        if f is None:   # NumPy may be imported by the dataset later
+            np = sys.modules.get("numpy")
+            if np is None:
+                return
+            f = seed_np[0] = np.random.seed
+        f(seed % (1 << 32))
+    seed_np = [None]
+    return reseed
+
+
+# A worker claims several units at once: as many as it makes in about
+# _CHUNK_NS (from its own recent time a unit), at most _CHUNK_MAX, and
+# one while it has made none.  The units of a claim are consecutive in
+# the published order (one fetch-and-add), so every unit is still made
+# exactly once and batches are the same for any W; what is made goes back
+# in one message, sent early when _FLUSH_NS have passed since the
+# oldest result not yet sent (a slow sample does not hold back the
+# others).
+_CHUNK_NS = 500_000
+_CHUNK_MAX = 256
+_FLUSH_NS = 1_000_000
+_UNITS = -2     # a message's first word: the results of one claim
+
+
 def _worker_main(worker_id, job):
     """A worker process: claim units until told to stop."""
     import torch
@@ -176,6 +224,7 @@ def _worker_main(worker_id, job):
     stages = job.stages.numpy()
     clock, cpu_clock = time.perf_counter_ns, time.thread_time_ns
     record = _stoke.stage_record
+    load, store = _stoke.shared_load, _stoke.shared_store
     key_bytes = job.key_bytes.numpy()
     results = job.results
     spans = _proctrace.start_worker(job.spans, worker_id, os.getpid())
@@ -185,91 +234,177 @@ def _worker_main(worker_id, job):
                                    _HELD + 2 * nw + worker_id,
                                    _HELD + 3 * nw + worker_id)
     at_taken = _HELD + 4 * nw + worker_id
+    at_pub = _HELD + 5 * nw
     # A process started again in a retired one's place counts on from what
     # its predecessor sent (all of it taken in before that one left).
-    sent = int(_stoke.shared_load(ctl, at_taken))
+    sent = int(load(ctl, at_taken))
     parent = os.getppid()
     tot_busy = tot_samples = tot_cpu = 0
     cap = ring.shape[0]
+    reseed = _reseeder() if job.seed_per_sample else None
+    dataset, collate = job.dataset, job.collate
+    sem_acquire, sem_release = job.sem.acquire, job.sem.release
+    take_more = _taker(job.sem)
+    mix = _stoke.seed_mix
     # The thread's CPU clock is a system call (~3 us on a VM, 20 times the
-    # wall clock's): read once a unit, at its end.  Waiting for the next
-    # claim uses none, so one unit's end is the next one's start.
+    # wall clock's): read once a message, at its end.  Waiting for the
+    # next claim uses none, so one message's end is the next one's start.
     cpu_was = cpu_clock()
     arena = _slots.WorkerArena(worker_id, job.rows)
+    per_unit = 0        # this worker's recent wall ns a unit (0: none yet)
     while True:
-        job.sem.acquire()
-        if _stoke.shared_load(ctl, _STOP):
-            # Leaving must not wait for the main process to read what is
-            # still queued: it no longer wants it.
+        sem_acquire()
+        want = 1 if per_unit <= 0 else \
+            min(_CHUNK_MAX, _CHUNK_NS // per_unit)
+        if want > 1:
+            # No more than a fair share of what is there to claim, so that
+            # the first worker awake does not take a window of cheap
+            # samples while the others wait; and no less than a quarter
+            # of the ring's share, so that claims do not shrink to single
+            # samples as the window drains.
+            active = max(1, load(ctl, _GATE))
+            left = load(ctl, at_pub) - load(ctl, _CLAIM)
+            want = min(want, max(-(-left // active),
+                                 -(-cap // (4 * active))))
+        n = 1 + (take_more(want - 1) if want > 1 else 0)
+        if load(ctl, _STOP):
+            # The stop's tokens may be among those taken: the others'
+            # go back.  Leaving must not wait for the main process to
+            # read what is still queued: it no longer wants it.
+            for _ in range(n - 1):
+                sem_release()
             results.cancel_join_thread()
             return
-        if worker_id >= _stoke.shared_load(ctl, _GATE):
-            # num_workers="auto" shrank: the token is another worker's.
-            job.sem.release()
+        if worker_id >= load(ctl, _GATE):
+            # num_workers="auto" shrank: the tokens are another worker's.
+            for _ in range(n):
+                sem_release()
             how = _leave_when_taken(ctl, at_taken, sent, worker_id, parent)
             if how == "stay":
                 continue
             if how == "stop":
                 results.cancel_join_thread()
                 return
-            _stoke.shared_store(ctl, held, _RETIRED)
+            store(ctl, held, _RETIRED)
             return
         t = start = clock()     # a sample's clock starts at its claim
-        unit = _stoke.shared_fetch_add(ctl, _CLAIM, 1)
-        row = ring[unit % cap]
-        n, pos, epoch, base = (int(row[_N]), int(row[_POS]), int(row[_EP]),
-                               int(row[_BASE]))
-        if n >= 0:
-            keys = [int(k) for k in row[_KEYS:_KEYS + n]]
-        else:   # keys that are not ints: pickled beside the row
-            keys = pickle.loads(key_bytes[unit % cap, :-n].tobytes())
-        times = []      # per sample: read, python (ns)
-        try:
-            samples = []
-            for k in keys:
-                t0 = t
-                ik = k if isinstance(k, int) else _key_number(k)
-                _stoke.shared_store(ctl, held, ik)
-                if job.seed_per_sample:
-                    _reseed(_mix(base, epoch, ik))
-                t1 = clock()
-                samples.append(job.dataset[k])
-                t = clock()
-                times.append((t1 - t0, t - t1))
-            if job.collate is not None:
-                data = _apply(job, samples)
-                kind = "batch"
-            else:
-                data = arena.write(samples[0], torch)
-                kind = "row"
-                if data is None:     # it does not fit a row: it crosses
-                    data, kind = samples[0], "sample"
-        except Exception:
-            kind = "error"
-            data = ExceptionWrapper(
-                where=f"in DataLoader worker process {worker_id}")
-        # Recorded before the result goes: the main process sees a sample's
-        # stages no later than the sample.  The collation (a row, or the
-        # whole batch) is the last sample's, as a thread's collate_fn is;
-        # the unit's CPU time is shared out in proportion to wall time.
-        co = clock() - t
-        cpu = cpu_clock()
-        record_unit(record, stages, worker_id, times, co, cpu - cpu_was)
-        tot_busy += t + co - start
-        tot_samples += len(times)
-        tot_cpu += cpu - cpu_was
-        _stoke.shared_store(ctl, at_busy, tot_busy)
-        _stoke.shared_store(ctl, at_samples, tot_samples)
-        _stoke.shared_store(ctl, at_cpu, tot_cpu)
-        if spans is not None:
-            _proctrace.write_unit(spans, start, times, co,
-                                  [k if isinstance(k, int) else _key_number(k)
-                                   for k in keys])
-        cpu_was = cpu
-        _stoke.shared_store(ctl, held, _NO_KEY)
-        results.put((epoch, unit, kind, pos, data, worker_id))
-        sent += 1
-        samples = data = None
+        first = _stoke.shared_fetch_add(ctl, _CLAIM, n)
+        out, recs = [], []      # results not yet sent, and their times
+        oldest = start
+        for unit in range(first, first + n):
+            row = ring[unit % cap]
+            m, pos, epoch, base = (int(row[_N]), int(row[_POS]),
+                                   int(row[_EP]), int(row[_BASE]))
+            if m >= 0:
+                keys = row[_KEYS:_KEYS + m].tolist()
+            else:   # keys that are not ints: pickled beside the row
+                keys = pickle.loads(key_bytes[unit % cap, :-m].tobytes())
+            u_start = t
+            times = []      # per sample: read, python (ns)
+            try:
+                samples = []
+                for k in keys:
+                    t0 = t
+                    ik = k if type(k) is int else _key_number(k)
+                    store(ctl, held, ik)
+                    if reseed is not None:
+                        reseed(mix(base, epoch, ik))
+                    t1 = clock()
+                    samples.append(dataset[k])
+                    t = clock()
+                    times.append((t1 - t0, t - t1))
+                if collate is not None:
+                    data = _apply(job, samples)
+                    kind = "batch"
+                else:
+                    data = arena.write(samples[0], torch)
+                    kind = "row"
+                    if data is None:  # it does not fit a row: it crosses
+                        data, kind = samples[0], "sample"
+            except Exception:
+                kind = "error"
+                data = ExceptionWrapper(
+                    where=f"in DataLoader worker process {worker_id}")
+            samples = None
+            now = clock()
+            co = now - t
+            t = now
+            recs.append((times, co))
+            out.append((epoch, unit, kind, pos, data))
+            data = None
+            if spans is not None:
+                _proctrace.write_unit(
+                    spans, u_start, times, co,
+                    [k if type(k) is int else _key_number(k) for k in keys])
+            if now - oldest >= _FLUSH_NS or unit == first + n - 1:
+                # Recorded before the results go: the main process sees a
+                # sample's stages no later than the sample.
+                cpu = cpu_clock()
+                record_units(record, stages, worker_id, recs, cpu - cpu_was)
+                tot_busy += now - oldest
+                tot_samples += sum(len(r[0]) for r in recs)
+                tot_cpu += cpu - cpu_was
+                store(ctl, at_busy, tot_busy)
+                store(ctl, at_samples, tot_samples)
+                store(ctl, at_cpu, tot_cpu)
+                cpu_was = cpu
+                if unit == first + n - 1:
+                    store(ctl, held, _NO_KEY)
+                results.put((_UNITS, worker_id, "units", out))
+                sent += 1
+                out, recs = [], []
+                oldest = now
+        took = (t - start) // n
+        per_unit = took if per_unit <= 0 else (3 * per_unit + took) // 4
+
+
+def _taker(sem):
+    """take(n): up to n more tokens of sem without waiting, how many (one
+    C call when the semaphore shows its handle)."""
+    handle = getattr(getattr(sem, "_semlock", None), "handle", None)
+    if isinstance(handle, int) and handle:
+        take_n = _stoke.sem_take_n
+        return lambda n: take_n(handle, n)
+    acquire = sem.acquire
+
+    def take(n):
+        got = 0
+        while got < n and acquire(False):
+            got += 1
+        return got
+    return take
+
+
+def _poster(sem):
+    """post(n): n tokens into sem (one C call where it can)."""
+    handle = getattr(getattr(sem, "_semlock", None), "handle", None)
+    if isinstance(handle, int) and handle:
+        post_n = _stoke.sem_post_n
+        return lambda n: post_n(handle, n)
+    release = sem.release
+
+    def post(n):
+        for _ in range(n):
+            release()
+    return post
+
+
+def record_units(record, stages, worker_id, recs, cpu_ns):
+    """A message's units into the worker's part of the stage block (see
+    record_unit), the message's CPU time shared out by wall time."""
+    if len(recs) == 1:
+        record_unit(record, stages, worker_id, recs[0][0], recs[0][1], cpu_ns)
+        return
+    walls = [sum(rd + py for rd, py in times) + co for times, co in recs]
+    total = sum(walls) or 1
+    for (times, co), wall in zip(recs, walls):
+        if len(times) == 1:     # a sample's unit: record_unit's one line
+            rd, py = times[0]
+            record(stages, worker_id, rd, py, co, wall,
+                   cpu_ns * wall // total)
+        else:
+            record_unit(record, stages, worker_id, times, co,
+                        cpu_ns * wall // total)
 
 
 def _leave_when_taken(ctl, at_taken, sent, worker_id, parent):
@@ -570,10 +705,12 @@ class _Pool(PoolBase):
         units_ahead = ahead * (1 if per_unit > 1 or not loader._auto_collation
                                else loader._max_batch)
         self.cap = units_ahead + w + 1
-        self.ctl = torch.full((_HELD + 5 * w,), _NO_KEY, dtype=torch.int64)
+        self.ctl = torch.full((_HELD + 5 * w + 1,), _NO_KEY,
+                              dtype=torch.int64)
         self.ctl[_CLAIM] = 0
         self.ctl[_STOP] = 0
         self.ctl[_HELD + w:] = 0
+        self._at_pub = _HELD + 5 * w
         # num_workers="auto": the tuner's count of workers (the others are
         # started when it grows); else all of them.
         tuner = getattr(loader._pstats, "tuner", None)
@@ -591,6 +728,7 @@ class _Pool(PoolBase):
         self._taken = [0] * w  # taken_from's counts, as stored in ctl
         self._key_bytes = self.key_bytes.numpy()
         self.sem = ctx.Semaphore(0)
+        self._post = _poster(self.sem)
         self.results = ctx.Queue()
         job = _Job(loader, self.ctl, self.ring, self.key_bytes, self.sem,
                    self.results, base_seed, stages)
@@ -601,8 +739,13 @@ class _Pool(PoolBase):
         job.rows = -(-units_ahead // max(w, 1)) + 2
         self.arenas = _slots.MainArenas()
         self.published = 0
-        self.outstanding = []    # heap of units published, not come back
-        self.back = set()        # units come back, above the heap's top
+        # Units come back in any order: low is the oldest not come back
+        # (a ring row is reused only from there), back[u % cap] marks
+        # those above it that have.
+        self.low = 0
+        self.back = bytearray(self.cap)
+        import numpy as np
+        self._steps = np.arange(self.cap, dtype=np.int64)
         self._start(ctx, _worker_main, job, start)
 
     def set_active(self, n):
@@ -627,10 +770,37 @@ class _Pool(PoolBase):
                      for k in (1, 2, 3))
 
     def room(self):
-        """Can one more unit be published without overwriting a row whose
-        unit is still out?"""
-        low = self.outstanding[0] if self.outstanding else self.published
-        return self.published < low + self.cap
+        """How many more units can be published without overwriting a
+        row whose unit is still out?"""
+        return self.low + self.cap - self.published
+
+    def publish_samples(self, keys, batch, pos, epoch, base_seed):
+        """Units of one int key each (a batch's samples, from its
+        position pos on), as publish() would one by one; as many as there
+        is room for.  Returns how many."""
+        n = min(len(keys), self.room())
+        if n <= 0:
+            return 0
+        if not all(type(k) is int and 0 <= k < (1 << 62)
+                   for k in keys[:n]):
+            k = 0
+            while k < n:
+                self.publish([keys[k]], batch, pos + k, epoch, base_seed)
+                k += 1
+            return n
+        u, cap = self.published, self.cap
+        at = (u + self._steps[:n]) % cap
+        ring = self._ring
+        ring[at, _N] = 1
+        ring[at, _BATCH] = batch
+        ring[at, _POS] = pos + self._steps[:n]
+        ring[at, _EP] = epoch
+        ring[at, _BASE] = base_seed
+        ring[at, _KEYS] = keys[:n]
+        self.published = u + n
+        _stoke.shared_store(self._ctl, self._at_pub, self.published)
+        self._post(n)   # a worker may now claim them
+        return n
 
     def publish(self, keys, batch, pos, epoch, base_seed):
         u = self.published
@@ -654,8 +824,8 @@ class _Pool(PoolBase):
                     f"{self.key_width}; use worker_type='thread'")
             self._key_bytes[u % self.cap, :len(data)] = memoryview(data)
             row[_N] = -len(data)
-        heapq.heappush(self.outstanding, u)
         self.published += 1
+        _stoke.shared_store(self._ctl, self._at_pub, self.published)
         self.sem.release()  # a worker may now claim it
 
     def taken_from(self, worker_id):
@@ -670,9 +840,13 @@ class _Pool(PoolBase):
                             n)
 
     def came_back(self, unit):
-        self.back.add(unit)
-        while self.outstanding and self.outstanding[0] in self.back:
-            self.back.discard(heapq.heappop(self.outstanding))
+        back, cap = self.back, self.cap
+        back[unit % cap] = 1
+        low = self.low
+        while low < self.published and back[low % cap]:
+            back[low % cap] = 0
+            low += 1
+        self.low = low
 
     def dead(self):
         """The message for a worker that died, or None."""
@@ -778,19 +952,35 @@ class ProcessIterator(IteratorBase):
             keys = list(item) if self._auto else [item]
             b = self._next_batch
             self._next_batch += 1
-            units = [keys] if self._per_batch else [[k] for k in keys]
-            self._pending[b] = [len(units), {}, {}, len(keys)]
-            for pos, unit_keys in enumerate(units):
-                while not pool.room():
+            if self._per_batch:
+                self._pending[b] = [1, {}, {}, len(keys)]
+                while pool.room() <= 0:
                     self._receive(block=True)
                 self._units_of[pool.published] = b
                 try:
-                    pool.publish(unit_keys, b, pos, self._epoch,
-                                 self._base_seed)
+                    pool.publish(keys, b, 0, self._epoch, self._base_seed)
                 except Exception as e:
                     # A batch half given cannot complete: the iteration
                     # stops here, as thread mode's does at a sampler error.
                     self._fail(e)
+                continue
+            # One unit a sample, published together (as many as the ring
+            # has room for at a time).
+            self._pending[b] = [len(keys), {}, {}, len(keys)]
+            pos = 0
+            while pos < len(keys):
+                while pool.room() <= 0:
+                    self._receive(block=True)
+                u = pool.published
+                try:
+                    n = pool.publish_samples(keys[pos:], b, pos, self._epoch,
+                                             self._base_seed)
+                except Exception as e:
+                    self._units_of.update(
+                        dict.fromkeys(range(u, pool.published), b))
+                    self._fail(e)
+                self._units_of.update(dict.fromkeys(range(u, u + n), b))
+                pos += n
 
     def _receive(self, block):
         """Take one result off the queue (waiting, with the workers watched
@@ -798,12 +988,16 @@ class ProcessIterator(IteratorBase):
         msg = self._receive_msg(block)
         if msg is None:
             return False
+        if msg[2] == "init":
+            self._fail(msg[4])
+        self._pool.taken_from(msg[1])
+        for item in msg[3]:
+            self._take(*item)
+        return True
+
+    def _take(self, epoch, unit, kind, pos, data):
+        """One unit's result into its batch."""
         pool = self._pool
-        epoch, unit, kind, pos, data = msg[:5]
-        if kind == "init":
-            self._fail(data)
-        if len(msg) > 5:     # (worker_setup's "init" has no sender count)
-            pool.taken_from(msg[5])
         pool.came_back(unit)
         if kind == "row":
             pool.arenas.register(data)   # the first row of an arena brings it
