@@ -17,9 +17,11 @@ the consumer).  The threads' producer rate is then
 (measured, so the threads' own core cap is in it).  On processes the GIL
 is each process's own: a sample costs what it costs alone, plus the
 process mode's per-sample overhead (the ring, the row, the clocks:
-28-41 us a sample measured on a 2-core AMD EPYC, bench/README.md's
-process section; the default, 41 us, is the top of that range, so the
-prediction errs towards threads):
+28-41 us a sample measured on a 2-core AMD EPYC before chunked claims,
+6-17 us after them, with the per-sample reseed the larger part;
+bench/README.md's process section; the default stays 41 us, so the
+prediction errs towards threads: the switch-back measured processes
+slower than the rule's figure on pure Python under load):
 
     t_process = wall_s - gil_wait_s + overhead_s
     X_process = min(W / t_process, cores / (cpu_s + overhead_s))
@@ -69,9 +71,10 @@ problem the loader waits on threads until as many epochs ran as the
 predicted savings need to repay the start (repay_epochs()), so a start that
 never pays off (a dataset of microseconds a sample) is never paid."""
 
-# The per-sample overhead of process mode (seconds), the top of the range
-# measured in bench/README.md's process section (28-41 us a sample, AMD
-# EPYC, 2 cores).
+# The per-sample overhead of process mode (seconds): the top of the range
+# measured in bench/README.md's process section before chunked claims
+# (28-41 us a sample, AMD EPYC, 2 cores; 6-17 us after them).  Kept high:
+# under load processes measured slower than the rule predicts.
 PROCESS_OVERHEAD_S = 41e-6
 # The predicted gain at which "auto" switches to processes.
 SWITCH_MARGIN = 1.15
