@@ -35,7 +35,7 @@
 #                                          target: within one doubling
 #   REMOTE_KNEE=1 (0: skip it)
 #   REMOTE_CAP_KBPS=8000                   the cap B (8 MB/s)
-#   REMOTE_IO="4 8 16"                     the io_concurrency sweep
+#   REMOTE_IO="4 8 16 32"                  the io_concurrency sweep
 #   REMOTE_TORCH_WORKERS="2 3"
 #   REMOTE_STOKE_WORKERS=2
 #   REMOTE_ROUNDS=2                        alternating rounds
@@ -48,7 +48,7 @@ n_images=${REMOTE_IMAGES:-4096}
 cap_shards=${REMOTE_CAP_SHARDS:-2}
 corpus=${REMOTE_CORPUS:-$OUT/remote-corpus-$n_images}
 cap_kbps=${REMOTE_CAP_KBPS:-8000}
-io_sweep=${REMOTE_IO:-4 8 16}
+io_sweep=${REMOTE_IO:-4 8 16 32}
 torch_workers=${REMOTE_TORCH_WORKERS:-2 3}
 stoke_w=${REMOTE_STOKE_WORKERS:-2}
 rounds=${REMOTE_ROUNDS:-2}
