@@ -207,6 +207,41 @@ static void event_text(stoke_autotune_event *e, const char *reason) {
            pred, reason);
 }
 
+/* Event e into the log and on the consumer's trace track (consumer
+** thread).  A change is counted (a ROLLBACK as one).  `own`: a decision of
+** the workers' controller, which ends the trial before it and opens one
+** when it is a change other than a rollback; another tuner's (note) leaves
+** the workers' trial as it is. */
+static void keep_event(stoke_loader *l, const stoke_autotune_event *e,
+                       bool change, bool own, int64_t now) {
+  stoke__at *at = tuner(l);
+  pthread_mutex_lock(&l->stats_mu);
+  if (change) {
+    at->changes++;
+    if (e->kind == STOKE_AUTOTUNE_ROLLBACK) at->rollbacks++;
+  }
+  if (own) at->trial_ev = SIZE_MAX;
+  /* Out of memory for the log loses the record, not the decision. */
+  void *p = at->ev;
+  bool room = stoke__grow(l->alloc, &p, &at->cap_ev, at->n_ev, sizeof *e,
+                          STOKE_AUTOTUNE_EVENTS_KEPT);
+  at->ev = p;
+  if (room) {
+    if (own && change && e->kind != STOKE_AUTOTUNE_ROLLBACK)
+      at->trial_ev = at->n_ev;
+    at->ev[at->n_ev++] = *e;
+  }
+  pthread_mutex_unlock(&l->stats_mu);
+  if (l->tracks.v) {
+    uint64_t arg = (uint64_t)(e->from_workers & 0xffff) |
+                   (uint64_t)(e->to_workers & 0xffff) << 16 |
+                   (uint64_t)(e->from_prefetch & 0xffff) << 32 |
+                   (uint64_t)(e->to_prefetch & 0xffff) << 48;
+    stoke__trace_push(&l->tracks.v[0], STOKE__EV_AUTOTUNE, now, 0, arg,
+                      (uint32_t)e->kind);
+  }
+}
+
 /* Keep decision d (consumer thread). */
 static void record(stoke_loader *l, const stoke__atc_decision *d,
                    int64_t now) {
@@ -231,52 +266,12 @@ static void record(stoke_loader *l, const stoke__atc_decision *d,
   bool change = d->kind != STOKE_AUTOTUNE_LIMIT &&
                 d->kind != STOKE_AUTOTUNE_STEP &&
                 d->kind != STOKE_AUTOTUNE_OUTSIDE;
-  pthread_mutex_lock(&l->stats_mu);
-  if (change) {
-    at->changes++;
-    if (d->kind == STOKE_AUTOTUNE_ROLLBACK) at->rollbacks++;
-  }
-  at->trial_ev = SIZE_MAX;
-  /* Out of memory for the log loses the record, not the decision. */
-  void *p = at->ev;
-  bool room = stoke__grow(l->alloc, &p, &at->cap_ev, at->n_ev, sizeof e,
-                          STOKE_AUTOTUNE_EVENTS_KEPT);
-  at->ev = p;
-  if (room) {
-    if (change && d->kind != STOKE_AUTOTUNE_ROLLBACK) at->trial_ev = at->n_ev;
-    at->ev[at->n_ev++] = e;
-  }
-  pthread_mutex_unlock(&l->stats_mu);
-  if (l->tracks.v) {
-    uint64_t arg = (uint64_t)(d->from_workers & 0xffff) |
-                   (uint64_t)(d->to_workers & 0xffff) << 16 |
-                   (uint64_t)(d->from_prefetch & 0xffff) << 32 |
-                   (uint64_t)(d->to_prefetch & 0xffff) << 48;
-    stoke__trace_push(&l->tracks.v[0], STOKE__EV_AUTOTUNE, now, 0, arg,
-                      (uint32_t)d->kind);
-  }
+  keep_event(l, &e, change, true, now);
 }
 
 void stoke__autotuner_note(stoke_loader *l, const stoke_autotune_event *e,
                            int64_t now) {
-  stoke__at *at = tuner(l);
-  if (!at) return;
-  pthread_mutex_lock(&l->stats_mu);
-  at->changes++;
-  if (e->kind == STOKE_AUTOTUNE_ROLLBACK) at->rollbacks++;
-  void *p = at->ev;
-  bool room = stoke__grow(l->alloc, &p, &at->cap_ev, at->n_ev, sizeof *e,
-                          STOKE_AUTOTUNE_EVENTS_KEPT);
-  at->ev = p;
-  if (room) at->ev[at->n_ev++] = *e;
-  pthread_mutex_unlock(&l->stats_mu);
-  if (l->tracks.v) /* the workers and prefetch stay: from = to */
-    stoke__trace_push(&l->tracks.v[0], STOKE__EV_AUTOTUNE, now, 0,
-                      (uint64_t)(e->from_workers & 0xffff) |
-                          (uint64_t)(e->to_workers & 0xffff) << 16 |
-                          (uint64_t)(e->from_prefetch & 0xffff) << 32 |
-                          (uint64_t)(e->to_prefetch & 0xffff) << 48,
-                      (uint32_t)e->kind);
+  if (tuner(l)) keep_event(l, e, true, false, now);
 }
 
 /* The window after a kept change: its measured numbers. */
