@@ -111,10 +111,9 @@ static void collect_window(const stoke__blocks *bl, const size_t *order,
 ** it), within half the buffer and MAX_AHEAD. */
 static size_t windows_ahead(const stoke__readahead *r) {
   if (!r->http) return 1;
-  stoke__http_counts c;
-  stoke__http_counts_get(r->http, &c);
   uint64_t window_bytes = r->block_bytes * r->blocks.window;
-  uint64_t want = 2ull * STOKE__MAX(c.io_concurrency, 1u) * r->block_bytes;
+  unsigned io = stoke__http_io_concurrency(r->http);
+  uint64_t want = 2ull * STOKE__MAX(io, 1u) * r->block_bytes;
   if (r->buffer_bytes) want = STOKE__MIN(want, r->buffer_bytes / 2);
   uint64_t n = (want + window_bytes - 1) / STOKE__MAX(window_bytes, 1u);
   return (size_t)STOKE__MAX(1u, STOKE__MIN(n, (uint64_t)MAX_AHEAD));

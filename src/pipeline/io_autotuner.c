@@ -37,11 +37,14 @@ typedef struct io_tuner {
   uint64_t all_steps;         /* since create, for the events */
 } io_tuner;
 
-static void window_start(io_tuner *t, int64_t now) {
+/* A window starts at now, from the client's counts then (the last
+** window's end reading, once there is one). */
+static void window_start(io_tuner *t, int64_t now,
+                         const stoke__http_counts *c) {
   t->start_ns = now;
   t->steps = 0;
   t->wait_ns = 0;
-  stoke__http_counts_get(t->http, &t->base);
+  t->base = *c;
 }
 
 static void note(stoke_loader *l, const io_tuner *t,
@@ -82,7 +85,9 @@ static void step(stoke_loader *l, void *state, int64_t wait_ns, bool empty) {
   int64_t now = stoke__now_ns();
   t->all_steps++;
   if (!t->start_ns) { /* creation and the first batch are no steady state */
-    window_start(t, now);
+    stoke__http_counts c;
+    stoke__http_counts_get(t->http, &c);
+    window_start(t, now, &c);
     return;
   }
   t->steps++;
@@ -110,7 +115,7 @@ static void step(stoke_loader *l, void *state, int64_t wait_ns, bool empty) {
     stoke__http_set_io_concurrency(t->http, d.to);
     note(l, t, &w, &d, now);
   }
-  window_start(t, now);
+  window_start(t, now, &c);
 }
 
 static void destroy(stoke_loader *l, void *state) {
@@ -134,8 +139,6 @@ int stoke__io_autotuner_create(stoke_loader *l) {
   ** (storage/http.h), so the const of the source's accessor is cast away
   ** here alone. */
   t->http = (stoke__http *)h;
-  stoke__http_counts c;
-  stoke__http_counts_get(h, &c);
-  stoke__iot_init(&t->st, c.io_concurrency);
+  stoke__iot_init(&t->st, stoke__http_io_concurrency(h));
   return 0;
 }

@@ -254,6 +254,11 @@ void stoke__http_counts_get(const stoke__http *h, stoke__http_counts *out) {
   out->waiting = atomic_load(&m->waiting);
 }
 
+unsigned stoke__http_io_concurrency(const stoke__http *h) {
+  return atomic_load_explicit(&((stoke__http *)h)->limit,
+                              memory_order_acquire);
+}
+
 void stoke__http_latency_read(const stoke__http *h, stoke__hist_snap *acc) {
   stoke__hist_read(&h->latency, acc);
 }
@@ -1002,10 +1007,10 @@ static int perform(stoke__http *h, request *q, char *err, size_t cap) {
 int stoke__http_get_range_async(stoke__http *h, const char *url,
                                 uint64_t off, size_t len, void *buf,
                                 stoke__http_done_fn done, void *arg) {
-  if (getpid() != h->pid) { /* no I/O thread here: never called back */
-    char e[STOKE__ERRMSG_CAP];
-    return forked(h, url, e, sizeof e);
-  }
+  /* No I/O thread here: it would never be called back.  The caller (the
+  ** read-ahead) then reads the sample itself, and that blocking read
+  ** names the fork. */
+  if (getpid() != h->pid) return STOKE_EINVAL;
   request *q = stoke__calloc(h->alloc, 1, sizeof *q);
   if (!q) return STOKE_ENOMEM;
   q->url = url;

@@ -140,6 +140,9 @@ int stoke__http_parallel(const stoke__http *h, size_t n,
 void stoke__http_set_io_concurrency(stoke__http *h, unsigned n);
 
 void stoke__http_counts_get(const stoke__http *h, stoke__http_counts *out);
+/* The limit in force now (counts_get's io_concurrency, one atomic load:
+** for the read-ahead, which asks at every batch and every submit). */
+unsigned stoke__http_io_concurrency(const stoke__http *h);
 /* Adds the attempts' latencies (ns, each attempt's wall time in the multi
 ** handle, retries each one) into *acc. */
 void stoke__http_latency_read(const stoke__http *h, stoke__hist_snap *acc);

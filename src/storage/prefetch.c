@@ -72,9 +72,8 @@ static void landed(void *arg, int rc) {
 static void submit_queued(stoke__prefetch *p) {
   /* The client's limit is read each time: the live autotuner moves it
   ** (io_autotuner.c), and the runs follow. */
-  stoke__http_counts c;
-  stoke__http_counts_get(p->http, &c);
-  unsigned most = STOKE__MIN(p->max_in_flight, STOKE__MAX(c.io_concurrency, 1u));
+  unsigned most = STOKE__MIN(p->max_in_flight,
+                             STOKE__MAX(stoke__http_io_concurrency(p->http), 1u));
   for (run *r = p->head; r && p->in_flight < most; r = r->next) {
     if (r->state != RUN_QUEUED) continue;
     r->state = RUN_FETCHING;
