@@ -32,13 +32,12 @@ typedef struct tune_ctx {
 
 /* The io_concurrency sweep's sources: the spec again with another
 ** io_concurrency (on the sweep's thread: the GIL is taken here).  Each
-** source's keep is held until the sweep ends (a URL spec keeps nothing:
-** its bytes are the server's). */
-#define IO_KEEPS 8
+** source's keep is held until the sweep ends, one a point (a URL spec
+** keeps nothing: its bytes are the server's). */
 typedef struct io_make {
   PyObject *spec;
-  sk_keep keeps[IO_KEEPS];
-  size_t n_keeps;
+  sk_keep *keeps;  /* cap_keeps: the sweep's points at most */
+  size_t n_keeps, cap_keeps;
 } io_make;
 
 static int io_source(void *user, unsigned io, stoke_source **out) {
@@ -49,7 +48,7 @@ static int io_source(void *user, unsigned io, stoke_source **out) {
   PyObject *spec = PyDict_Copy(m->spec);
   PyObject *v = PyLong_FromUnsignedLong(io);
   if (spec && v && PyDict_SetItemString(spec, "io_concurrency", v) == 0 &&
-      m->n_keeps < IO_KEEPS) {
+      m->n_keeps < m->cap_keeps) {
     sk_keep *k = &m->keeps[m->n_keeps];
     memset(k, 0, sizeof *k);
     if (sk_source_from_spec(spec, out, k) == 0) {
@@ -89,7 +88,11 @@ static int io_sweep_json(cJSON *root, PyObject *spec, const stoke_tune_config *t
   c.source_user = &m;
   size_t cap = stoke_tune_io_bound(&c), n = 0;
   stoke_tune_point *pts = cap ? PyMem_Calloc(cap, sizeof *pts) : NULL;
-  if (!pts) {
+  m.keeps = cap ? PyMem_Calloc(cap, sizeof *m.keeps) : NULL;
+  m.cap_keeps = cap;
+  if (!pts || !m.keeps) {
+    PyMem_Free(pts);
+    PyMem_Free(m.keeps);
     PyErr_NoMemory();
     return -1;
   }
@@ -98,6 +101,7 @@ static int io_sweep_json(cJSON *root, PyObject *spec, const stoke_tune_config *t
   rc = stoke_tune_io_sweep(&c, pts, cap, &n);
   Py_END_ALLOW_THREADS
   for (size_t i = 0; i < m.n_keeps; i++) sk_keep_release(&m.keeps[i]);
+  PyMem_Free(m.keeps);
   if (rc < 0) {
     PyMem_Free(pts);
     sk_raise_tls(rc);
@@ -334,7 +338,6 @@ PyObject *sk_tune(PyObject *mod, PyObject *args, PyObject *kw) {
   if (have_knee && !t.dataset && !(io_off && PyObject_IsTrue(io_off))) {
     unsigned *ios = NULL;
     size_t nio = 0;
-    tc.tolerance = STOKE_TUNE_TOLERANCE;
     int bad = uint_list(PyDict_GetItemString(tune, "io_sweep"), &ios, &nio) < 0 ||
               io_sweep_json(root, spec, &tc, &pts[knee.index], ios, nio,
                             have_consumer) < 0;

@@ -250,6 +250,11 @@ def test_tune_sweeps_io_concurrency_for_remote_shards(served):
     # The knee's loader_kwargs make a loader.
     epochs(stoke.Loader(pattern(served["http"], served["last"]),
                         **dict(kw, **res["loader_kwargs"])))
+    # More values than the ladder's seven: each point its own source.
+    many = stoke.tune(url, workers=[1], prefetch=[2],
+                      io_sweep=[1, 2, 3, 4, 5, 6, 7, 8, 9], **kw)
+    assert [p["io_concurrency"] for p in many["io_sweep"]["points"]] == \
+        list(range(1, 10)), many["io_sweep"]
     # "off" sweeps nothing; a local set has nothing to sweep.
     off = stoke.tune(url, workers=[1], prefetch=[2], io_sweep="off", **kw)
     assert "io_sweep" not in off
