@@ -176,11 +176,7 @@ def main(raw, out_path):
     lines.append("load: start %s, end %s" % (text(os.path.join(raw, "loadavg_start.txt")),
                                                text(os.path.join(raw, "loadavg_end.txt"))))
     print("\n".join(lines))
-    if knee:
-        out_knee = knee
-    else:
-        out_knee = None
-    out = {"benchmark": "remote", "machine": machine, "io_knee": out_knee,
+    out = {"benchmark": "remote", "machine": machine, "io_knee": knee,
            "corpus": {"images": n_images, "bytes": du,
                       "packed_bytes_per_sample": packed_per_sample},
            "cap_bytes_per_s": cap_bps, "rows": rows, "sweep": sweep,
