@@ -243,8 +243,8 @@ def _worker_main(worker_id, job):
     cap = ring.shape[0]
     reseed = _reseeder() if job.seed_per_sample else None
     dataset, collate = job.dataset, job.collate
-    sem_acquire, sem_release = job.sem.acquire, job.sem.release
-    take_more = _taker(job.sem)
+    sem_acquire = job.sem.acquire
+    take_more, give_back = _taker(job.sem), _poster(job.sem)
     mix = _stoke.seed_mix
     # The thread's CPU clock is a system call (~3 us on a VM, 20 times the
     # wall clock's): read once a message, at its end.  Waiting for the
@@ -271,14 +271,12 @@ def _worker_main(worker_id, job):
             # The stop's tokens may be among those taken: the others'
             # go back.  Leaving must not wait for the main process to
             # read what is still queued: it no longer wants it.
-            for _ in range(n - 1):
-                sem_release()
+            give_back(n - 1)
             results.cancel_join_thread()
             return
         if worker_id >= load(ctl, _GATE):
             # num_workers="auto" shrank: the tokens are another worker's.
-            for _ in range(n):
-                sem_release()
+            give_back(n)
             how = _leave_when_taken(ctl, at_taken, sent, worker_id, parent)
             if how == "stay":
                 continue
