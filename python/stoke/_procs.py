@@ -505,6 +505,15 @@ def _death_after(pool, error):
         time.sleep(_POLL_S / 10)
 
 
+def _death_when_drained(pool):
+    """pool.dead()'s message once nothing is left queued, else None: a
+    worker's last message (worker_init_fn's error) reaches the pipe before
+    it ends, so a death seen first and an empty queue after it mean no
+    message of the dead worker is still to be read."""
+    why = pool.dead()
+    return why if why is None or pool.results.empty() else None
+
+
 def wait_result(pool, block, timeout, fail):
     """One message off pool.results, or None when not block and none is
     there.  Waiting, the workers are watched (fail(RuntimeError) for one
@@ -526,7 +535,7 @@ def wait_result(pool, block, timeout, fail):
         except _queue.Empty:
             if not block:
                 return None
-            why = pool.dead()
+            why = _death_when_drained(pool)
             if why is not None:
                 fail(RuntimeError(why))
             waited += _POLL_S
@@ -637,8 +646,9 @@ class IteratorBase:
             # gone: that is no death), and no step for the clock.
             raise StopIteration
         # As torch: a worker that died is an error at the next call, even
-        # when the others could finish the epoch without it.
-        why = self._pool.dead()
+        # when the others could finish the epoch without it; what it sent
+        # before it ended is read first.
+        why = _death_when_drained(self._pool)
         if why is not None:
             self._fail(RuntimeError(why))
 

@@ -254,6 +254,19 @@ def test_worker_init_fn_failure_is_raised():
         list(loader)
 
 
+def test_worker_init_fn_failure_is_raised_after_the_worker_ended():
+    # A loaded machine: the workers have sent their error and ended before
+    # the main process first looks.  The error, not a death, is raised
+    # (CI's stress stage once got "exited unexpectedly with exit code 0").
+    loader = ProcessDataLoader(Range(4), num_workers=2,
+                               worker_init_fn=failing_init)
+    it = iter(loader)
+    while any(p.exitcode is None for p in it._pool.procs):
+        time.sleep(0.01)
+    with pytest.raises(Oops, match="init of worker"):
+        next(it)
+
+
 def in_worker_collate(batch):
     info = get_worker_info()
     return torch.tensor(batch), info.id if info else -1, os.getpid()
