@@ -29,9 +29,8 @@ int tune_io_run(tune_io *io, const stoke_tune_config *tc,
   if (!k->io_concurrency) {
     if (stoke_path_is_remote(data))
       snprintf(io->why_not, sizeof io->why_not,
-               "io_concurrency not swept: the run read no remote packed "
-               "shard while it ran (tar shards are fetched whole at open, "
-               "cached shards are local)");
+               "io_concurrency not swept: the run read no remote shard "
+               "while it ran (cached shards are local files)");
     return 0;
   }
   make_ctx m = {data, image};

@@ -185,7 +185,7 @@ uint64_t stoke__blobset_stored_bytes(const stoke__blobset *s, size_t i);
 /* ops->held_bytes (the host ledger's storage term), or 0. */
 uint64_t stoke__blobset_held_bytes(const stoke__blobset *s);
 /* ops->http: the client remote reads go through, or NULL (local shards,
-** and tar shards, which are fetched whole at open). */
+** cached ones, tar shards spooled whole). */
 const struct stoke__http *stoke__blobset_http(const stoke__blobset *s);
 /* ops->rcache_counts into *out, or false (no remote cache). */
 bool stoke__blobset_rcache_counts(const stoke__blobset *s,

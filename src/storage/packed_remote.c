@@ -5,7 +5,11 @@
 ** which only the pages of the metadata are ever written (the header, the
 ** class table, the source map, the index and the footer: a few Range
 ** requests); the data stays on the server and each sample is one Range
-** request at read time (packed.c). */
+** request at read time (packed.c).
+**
+** A remote tar shard is indexed through a forward-only window (remote.h)
+** and its samples are then Range requests as a packed shard's; only a
+** server that ignores Range gets the shard fetched whole into a spool. */
 #define _GNU_SOURCE /* O_TMPFILE, MAP_NORESERVE, MAP_ANONYMOUS */
 #include "storage/remote.h"
 #include "storage/url.h"
@@ -113,4 +117,80 @@ int stoke__tar_remote_spool(stoke__http *h, const stoke__sys *sys,
   }
   *fd = f;
   return 0;
+}
+
+int stoke__tar_window_open(stoke__tar_window *w, stoke__http *h,
+                           const char *url, const stoke_allocator *a,
+                           char *err, size_t cap) {
+  memset(w, 0, sizeof *w);
+  w->http = h;
+  w->url = url;
+  w->a = a;
+  w->cap = STOKE__TAR_WINDOW_MIN;
+  w->buf = stoke__alloc(a, w->cap);
+  if (!w->buf)
+    return stoke__errf(err, cap, STOKE_ENOMEM, "tar source: out of memory");
+  w->total = UINT64_MAX;
+  int rc = stoke__http_get_range_etag(h, url, 0, 512, w->buf, &w->total,
+                                      w->etag, err, cap);
+  if (rc == 0 && w->total == UINT64_MAX)
+    rc = stoke__errf(err, cap, STOKE_EFORMAT, "tar source: the server did "
+                     "not say the object's size (no Content-Range)");
+  if (rc == 0 && w->total > STOKE__REMOTE_MAX_OBJECT)
+    rc = stoke__errf(err, cap, STOKE_EFORMAT, "tar source: %llu bytes, "
+                     "more than a shard may be (%llu)",
+                     (unsigned long long)w->total,
+                     (unsigned long long)STOKE__REMOTE_MAX_OBJECT);
+  if (rc) {
+    stoke__tar_window_close(w);
+    return rc;
+  }
+  w->len = 512;
+  w->want = STOKE__TAR_WINDOW_MIN;
+  w->fetched = 512;
+  return 0;
+}
+
+int stoke__tar_window_read(stoke__tar_window *w, void *dst, size_t n,
+                           uint64_t off, char *err, size_t cap) {
+  if (off >= w->off && n <= w->len && off - w->off <= w->len - n) {
+    memcpy(dst, w->buf + (off - w->off), n);
+    return 0;
+  }
+  /* Refills that follow each other read a run of small members: ask for
+  ** more at once.  One that skips a gap keeps its size. */
+  if (off == w->off + w->len && w->want < STOKE__TAR_WINDOW_MAX)
+    w->want *= 2;
+  size_t len = n > w->want ? n : w->want;
+  if (off >= w->total) len = 0;
+  else if (len > w->total - off) len = (size_t)(w->total - off);
+  if (len < n)
+    return stoke__errf(err, cap, STOKE_EFORMAT, "tar source: a read of "
+                       "%zu bytes at offset %llu past the end (%llu)", n,
+                       (unsigned long long)off,
+                       (unsigned long long)w->total);
+  if (len > w->cap) {
+    uint8_t *b = stoke__alloc(w->a, len);
+    if (!b)
+      return stoke__errf(err, cap, STOKE_ENOMEM, "tar source: out of "
+                         "memory for a window of %zu bytes", len);
+    stoke__free(w->a, w->buf);
+    w->buf = b;
+    w->cap = len;
+  }
+  w->len = 0; /* nothing held should the request fail */
+  int rc = stoke__http_get_range(w->http, w->url, off, len, w->buf, NULL,
+                                 err, cap);
+  if (rc) return rc;
+  w->off = off;
+  w->len = len;
+  w->fetched += len;
+  memcpy(dst, w->buf, n);
+  return 0;
+}
+
+void stoke__tar_window_close(stoke__tar_window *w) {
+  stoke__free(w->a, w->buf);
+  w->buf = NULL;
+  w->cap = w->len = 0;
 }

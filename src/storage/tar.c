@@ -24,12 +24,22 @@
 ** there to check.
 **
 ** Each shard's descriptor stays open for the blobset's life (shards are
-** few); reads pread into the worker's buffer.  A shard given as an http://
-** or https:// URL is fetched whole at open (side by side, io_concurrency at
-** once) into an unlinked temporary file, read from then on as a local
-** shard: tar has no index, so reading its members means reading it all. */
+** few); reads pread into the worker's buffer.
+**
+** A shard given as a URL (http://, https://, s3://) is streamed, never
+** kept whole: open indexes it through a forward-only window of Range
+** requests (remote.h; the shards side by side, io_concurrency at once),
+** which fetches the headers and the small members between them and skips
+** a large member's data; then each sample is one Range request into the
+** worker's buffer, and the block order's read-ahead asks for runs of
+** consecutive samples (prefetch.h), as for a remote packed shard.  No disk,
+** and the memory the read-ahead's budget.  A server that ignores Range
+** gets the shard fetched whole into an unlinked temporary file instead;
+** with a cache folder (rcache.h) each shard is fetched whole into it, once,
+** and read there as a local shard. */
 #define _POSIX_C_SOURCE 200809L
 #include "storage/blob.h"
+#include "storage/prefetch.h"
 #include "storage/rcache.h"
 #include "storage/remote.h"
 #include "storage/url.h"
@@ -66,6 +76,13 @@ typedef struct tar_impl {
   size_t n, cap;
   stoke__rcache *rcache; /* owned; remote shards with a cache_dir, or NULL:
                             their fds are then cache entries (rcache.h) */
+  stoke__http *http;     /* owned; remote shards only, else NULL */
+  stoke__prefetch *pf;   /* owned; the streamed shards' read-ahead, or NULL */
+  char **urls;           /* owned, n_shards (each owned), remote only: the
+                            URL a streamed shard is read from, NULL for one
+                            read from its descriptor */
+  uint64_t *keys;        /* owned, n_shards, remote only: a streamed shard's
+                            size and ETag hashed, 0 without an ETag */
 } tar_impl;
 
 static void tar_destroy(void *impl, const stoke_allocator *a) {
@@ -77,6 +94,12 @@ static void tar_destroy(void *impl, const stoke_allocator *a) {
     for (size_t k = 0; k < t->n_shards; k++)
       if (t->fds[k] >= 0) t->sys->close(t->sys->user, t->fds[k]);
   stoke__rcache_close(t->rcache); /* after the closes: it evicts */
+  stoke__prefetch_destroy(t->pf);
+  stoke__http_destroy(t->http); /* after the read-ahead, which uses it */
+  if (t->urls)
+    for (size_t k = 0; k < t->n_shards; k++) stoke__free(a, t->urls[k]);
+  stoke__free(a, t->urls);
+  stoke__free(a, t->keys);
   stoke__free(a, t->fds);
   stoke__free(a, t->paths);
   stoke__free(a, t);
@@ -110,7 +133,15 @@ static int tar_read(const void *impl, size_t i, stoke__blob_reader *r,
                        "%s member %s (sample %zu): out of memory for "
                        "%llu bytes", t->paths[s->shard], s->name, i,
                        (unsigned long long)s->len);
-  if (stoke__sys_pread_full(t->sys, t->fds[s->shard], r->buf,
+  const char *url = t->urls ? t->urls[s->shard] : NULL;
+  if (url && s->len) { /* streamed: read ahead, or one Range request */
+    if (!(t->pf && stoke__prefetch_take(t->pf, s->shard, s->offset,
+                                        s->len, r->buf))) {
+      int rc = stoke__http_get_range(t->http, url, s->offset,
+                                     (size_t)s->len, r->buf, NULL, err, cap);
+      if (rc) return rc;
+    }
+  } else if (!url && stoke__sys_pread_full(t->sys, t->fds[s->shard], r->buf,
                             (size_t)s->len, s->offset) != 0)
     return stoke__errf(err, cap, STOKE_EIO,
                        "%s member %s (sample %zu): read %llu bytes at "
@@ -127,18 +158,29 @@ static uint64_t tar_bytes(const void *impl, size_t i) {
   return ((const tar_impl *)impl)->v[i].len;
 }
 
-/* Consecutive samples of a shard are one range of its file. */
+/* Consecutive samples of a shard are one range of its file: a hint to
+** the kernel, or for a streamed shard one Range request to the
+** read-ahead (runs of at most PREFETCH_RUN bytes). */
+#define PREFETCH_RUN (8u << 20)
 static void tar_read_ahead(const void *impl, size_t first, size_t n) {
   const tar_impl *t = impl;
   for (size_t i = first; i < first + n;) {
     const tar_sample *a = &t->v[i];
+    const char *url = t->urls ? t->urls[a->shard] : NULL;
+    uint64_t payload = a->len;
     size_t j = i;
     while (j + 1 < first + n && t->v[j + 1].shard == a->shard &&
-           t->v[j + 1].offset >= a->offset)
-      j++;
+           t->v[j + 1].offset >= t->v[j].offset + t->v[j].len &&
+           (!url ||
+            t->v[j + 1].offset + t->v[j + 1].len - a->offset <= PREFETCH_RUN))
+      payload += t->v[++j].len;
     const tar_sample *b = &t->v[j];
-    t->sys->fadvise(t->sys->user, t->fds[a->shard], a->offset,
-                    b->offset + b->len - a->offset, POSIX_FADV_WILLNEED);
+    uint64_t len = b->offset + b->len - a->offset;
+    if (!url)
+      t->sys->fadvise(t->sys->user, t->fds[a->shard], a->offset, len,
+                      POSIX_FADV_WILLNEED);
+    else if (t->pf && len)
+      stoke__prefetch_request(t->pf, url, a->shard, a->offset, len, payload);
     i = j + 1;
   }
 }
@@ -149,6 +191,14 @@ static int tar_content_key(const void *impl, uint64_t *key, char *err,
   const tar_impl *t = impl;
   uint64_t h = stoke__hash_str(0x7A4C4C4EULL, "tar");
   for (size_t k = 0; k < t->n_shards; k++) {
+    if (t->urls && t->urls[k]) { /* streamed: its size and ETag */
+      if (!t->keys[k])
+        return stoke__errf(err, cap, STOKE_EINVAL, "%s: the server sent "
+                           "no ETag: a changed object cannot be told",
+                           t->paths[k]);
+      h = stoke__hash_u64(h, t->keys[k]);
+      continue;
+    }
     struct stat st;
     if (t->sys->fstat(t->sys->user, t->fds[k], &st) != 0)
       return stoke__errf(err, cap, STOKE_EIO, "%s: stat: %s", t->paths[k],
@@ -165,12 +215,22 @@ static int tar_content_key(const void *impl, uint64_t *key, char *err,
 
 static bool tar_rcache_counts(const void *impl, stoke__rcache_counts *out);
 
+/* Streamed shards: the read-ahead buffer's budget (prefetch.c never holds
+** more). */
+static uint64_t tar_held_bytes(const void *impl) {
+  const tar_impl *t = impl;
+  return t->pf ? STOKE__REMOTE_PREFETCH_BYTES : 0;
+}
+
+static const struct stoke__http *tar_http(const void *impl) {
+  const tar_impl *t = impl;
+  return t->pf ? t->http : NULL;
+}
+
 static const stoke__blob_ops tar_ops = {
     "tar", tar_label, tar_format, NULL, tar_describe, tar_read, tar_destroy,
     NULL, NULL, tar_bytes, NULL, tar_read_ahead, tar_content_key, NULL,
-    NULL, NULL, /* remote shards are spooled to files, not held */
-    NULL,       /* nor read through a client once open */
-    tar_rcache_counts,
+    NULL, tar_held_bytes, tar_http, tar_rcache_counts,
 };
 
 /* ---- header fields ------------------------------------------------------- */
@@ -236,13 +296,22 @@ typedef struct group {
   int64_t label;
 } group;
 
+/* One shard's samples and skipped keys, in order: shards are indexed side
+** by side, then joined in shard order. */
+typedef struct shard_out {
+  tar_sample *v;    /* owned, n of cap */
+  size_t n, cap;
+  stoke__blob_strs skipped;
+} shard_out;
+
 typedef struct indexer {
   const stoke_allocator *a;
   tar_impl *t;
-  stoke__blob_strs *skipped;
+  shard_out *out;
   size_t shard;
   const char *path;
-  int fd;
+  int fd;                  /* a file's, or -1: read through win */
+  stoke__tar_window *win;  /* a streamed shard's, else NULL */
   uint64_t size;
   char *err;
   size_t cap;
@@ -336,7 +405,7 @@ static int find_group(indexer *x, const char *key, size_t key_len,
 /* Emit a complete sample, or list it as skipped. */
 static int group_finish(indexer *x, group *g) {
   if (g->has_img && g->has_label) {
-    tar_impl *t = x->t;
+    shard_out *t = x->out;
     if (t->n == t->cap) {
       size_t cap = t->cap ? t->cap * 2 : 256, bytes;
       tar_sample *v = NULL;
@@ -362,8 +431,21 @@ static int group_finish(indexer *x, group *g) {
     snprintf(why, sizeof why, "no image (.jpg .jpeg .png)");
   else
     snprintf(why, sizeof why, "no label (.cls)");
-  if (stoke__blob_strs_add(x->skipped, x->a, what, why)) return oom(x);
+  if (stoke__blob_strs_add(&x->out->skipped, x->a, what, why))
+    return oom(x);
   return 0;
+}
+
+/* [off, off + n) of the shard being indexed: 0, or -1 with errno (a file)
+** or an error in x->err (streamed: the request's, naming the URL). */
+static int shard_read(indexer *x, void *buf, size_t n, uint64_t off,
+                      int *rc) {
+  if (x->win) {
+    *rc = stoke__tar_window_read(x->win, buf, n, off, x->err, x->cap);
+    return *rc ? -1 : 0;
+  }
+  *rc = 0;
+  return stoke__sys_pread_full(x->t->sys, x->fd, buf, n, off);
 }
 
 static int parse_cls(indexer *x, const char *name, uint64_t off,
@@ -375,8 +457,9 @@ static int parse_cls(indexer *x, const char *name, uint64_t off,
                        "label of %llu bytes (expected 1..%d)", x->path,
                        name, (unsigned long long)off,
                        (unsigned long long)len, MAX_CLS);
-  if (stoke__sys_pread_full(x->t->sys, x->fd, text, (size_t)len, off) != 0)
-    return stoke__errf(x->err, x->cap, STOKE_EIO,
+  int got;
+  if (shard_read(x, text, (size_t)len, off, &got) != 0)
+    return got ? got : stoke__errf(x->err, x->cap, STOKE_EIO,
                        "tar source: %s member %s at offset %llu: read: "
                        "%s", x->path, name, (unsigned long long)off,
                        errno ? strerror(errno) : "the shard shrank");
@@ -505,8 +588,9 @@ static int index_shard(indexer *x) {
                                  "file", x->path, (unsigned long long)off);
       break;
     }
-    if (stoke__sys_pread_full(x->t->sys, x->fd, h, BLOCK, off) != 0) {
-      rc = stoke__errf(x->err, x->cap, STOKE_EIO,
+    int got;
+    if (shard_read(x, h, BLOCK, off, &got) != 0) {
+      rc = got ? got : stoke__errf(x->err, x->cap, STOKE_EIO,
                        "tar source: %s: read header at offset %llu: %s",
                        x->path, (unsigned long long)off,
                        errno ? strerror(errno) : "the shard shrank");
@@ -559,10 +643,9 @@ static int index_shard(indexer *x) {
         rc = oom(x);
         break;
       }
-      if (stoke__sys_pread_full(x->t->sys, x->fd, d, (size_t)size, data) !=
-          0) {
+      if (shard_read(x, d, (size_t)size, data, &got) != 0) {
         stoke__free(x->a, d);
-        rc = stoke__errf(x->err, x->cap, STOKE_EIO,
+        rc = got ? got : stoke__errf(x->err, x->cap, STOKE_EIO,
                          "tar source: %s: read at offset %llu: %s",
                          x->path, (unsigned long long)data,
                          errno ? strerror(errno) : "the shard shrank");
@@ -637,58 +720,151 @@ int stoke__blobset_open_tar(const char *const *specs, size_t n_specs,
                                     cap);
 }
 
-/* Remote shards' spools, fetched side by side (stoke__http_parallel keeps
-** the first error's message). */
-typedef struct spool_all {
+/* Remote shards at open, side by side (stoke__http_parallel keeps the
+** first error's message); each indexes into its own shard_out. */
+typedef struct remote_all {
   tar_impl *t;
-  stoke__http *http;
-} spool_all;
+  shard_out *outs;
+  const stoke_allocator *a;
+} remote_all;
+
+/* A shard the server will not stream (it ignores Range): fetched whole
+** into a spool, read from then on as a local shard. */
+static int spool_one(remote_all *o, size_t k, char *e, size_t ecap) {
+  tar_impl *t = o->t;
+  int rc = stoke__tar_remote_spool(t->http, t->sys, t->urls[k], &t->fds[k],
+                                   e, ecap);
+  stoke__free(o->a, t->urls[k]);
+  t->urls[k] = NULL; /* read from its descriptor */
+  return rc;
+}
+
+/* A streamed shard: indexed through a window of Range requests; its URL
+** stays for the reads. */
+static int stream_one(remote_all *o, size_t k, char *e, size_t ecap) {
+  tar_impl *t = o->t;
+  stoke__tar_window w;
+  int rc = stoke__tar_window_open(&w, t->http, t->urls[k], o->a, e, ecap);
+  if (rc == STOKE_EFORMAT) return spool_one(o, k, e, ecap);
+  if (rc) return rc;
+  t->keys[k] = w.etag[0] ? stoke__hash_u64(stoke__hash_str(k + 1, w.etag),
+                                           w.total) | 1
+                         : 0;
+  indexer x = {o->a, t, &o->outs[k], k, t->paths[k], -1, &w, w.total, e,
+               ecap, NULL, 0, 0, NULL, 0};
+  rc = index_shard(&x);
+  stoke__tar_window_close(&w);
+  return rc;
+}
 
 /* A remote tar shard through the cache: one byte asks the server for its
-** size and ETag (the key); without an ETag it is spooled, uncached. */
-static int cached_one(spool_all *o, size_t k, char *e, size_t ecap) {
-  const char *url = o->t->paths[k];
+** size and ETag (the key); without an ETag it is streamed, uncached. */
+static int cached_one(remote_all *o, size_t k, char *e, size_t ecap) {
+  tar_impl *t = o->t;
   uint8_t one;
   uint64_t total = UINT64_MAX;
   char etag[STOKE__HTTP_ETAG_CAP];
-  int rc = stoke__http_get_range_etag(o->http, url, 0, 1, &one, &total, etag,
-                                      e, ecap);
+  int rc = stoke__http_get_range_etag(t->http, t->urls[k], 0, 1, &one,
+                                      &total, etag, e, ecap);
   if (rc) return rc;
   if (!etag[0] || total == UINT64_MAX || total > STOKE__REMOTE_MAX_OBJECT) {
-    stoke__rcache_note_uncached(o->t->rcache);
-    return stoke__tar_remote_spool(o->http, o->t->sys, url, &o->t->fds[k],
-                                   e, ecap);
+    stoke__rcache_note_uncached(t->rcache);
+    return stream_one(o, k, e, ecap);
   }
-  char shown[4096]; /* the key's input: the whole shown form */
-  stoke__url_redact(url, shown, sizeof shown);
-  return stoke__rcache_get(o->t->rcache, o->http, url, shown, ".tar", total,
-                           etag, &o->t->fds[k], e, ecap);
+  rc = stoke__rcache_get(t->rcache, t->http, t->urls[k], t->paths[k], ".tar",
+                         total, etag, &t->fds[k], e, ecap);
+  if (rc == 0) {
+    stoke__free(o->a, t->urls[k]);
+    t->urls[k] = NULL; /* read from the cache entry */
+  }
+  return rc;
 }
 
-static int spool_one(size_t k, void *arg, char *e, size_t ecap) {
-  spool_all *o = arg;
-  const char *url = o->t->paths[k];
-  if (!stoke__url_is_remote(url)) return 0;
-  if (o->t->rcache) return cached_one(o, k, e, ecap);
-  return stoke__tar_remote_spool(o->http, o->t->sys, url, &o->t->fds[k], e,
-                                 ecap);
+static int remote_one(size_t k, void *arg, char *e, size_t ecap) {
+  remote_all *o = arg;
+  if (!o->t->urls[k]) return 0;
+  return o->t->rcache ? cached_one(o, k, e, ecap) : stream_one(o, k, e, ecap);
 }
 
-static int spool_remote(tar_impl *t, const stoke__http_options *remote,
-                        const stoke_allocator *a, char *err, size_t cap) {
-  spool_all o = {t, NULL};
+/* Keep each URL for the requests and show only its shown form (the path
+** every message gives), then index every streamed shard, fetch the rest
+** into the cache (or a spool), and start the read-ahead when a shard is
+** read remotely. */
+static int open_remote(tar_impl *t, shard_out *outs,
+                       const stoke__http_options *remote,
+                       const stoke_allocator *a, char *err, size_t cap) {
   int rc = 0;
+  t->urls = stoke__calloc(a, t->n_shards, sizeof *t->urls);
+  t->keys = stoke__calloc(a, t->n_shards, sizeof *t->keys);
+  if (!t->urls || !t->keys)
+    return stoke__errf(err, cap, STOKE_ENOMEM, "tar source: out of memory");
+  for (size_t k = 0; k < t->n_shards; k++) {
+    if (!stoke__url_is_remote(t->paths[k])) continue;
+    if (!(t->urls[k] = stoke__strdup(a, t->paths[k])))
+      return stoke__errf(err, cap, STOKE_ENOMEM, "tar source: out of "
+                         "memory");
+    stoke__url_redact(t->paths[k], t->paths[k], strlen(t->paths[k]) + 1);
+  }
   if (remote && remote->cache_dir)
     rc = stoke__rcache_open(remote->cache_dir, remote->cache_max_bytes,
                             t->sys, a, &t->rcache, err, cap);
-  if (rc == 0) rc = stoke__http_create(remote, a, &o.http, err, cap);
+  if (rc == 0) rc = stoke__http_create(remote, a, &t->http, err, cap);
+  remote_all o = {t, outs, a};
+  if (rc == 0)
+    rc = stoke__http_parallel(t->http, t->n_shards, remote_one, &o, err,
+                              cap);
   if (rc) return rc;
-  rc = stoke__http_parallel(o.http, t->n_shards, spool_one, &o, err, cap);
-  stoke__http_destroy(o.http);
-  /* From here on a remote shard is named by its shown form only. */
+  bool streamed = false;
   for (size_t k = 0; k < t->n_shards; k++)
-    stoke__url_redact(t->paths[k], t->paths[k], strlen(t->paths[k]) + 1);
-  return rc;
+    if (t->urls[k]) streamed = true;
+  if (!streamed) { /* all in the cache or spooled: no request from here on */
+    stoke__http_destroy(t->http);
+    t->http = NULL;
+    return 0;
+  }
+  /* Read-ahead's runs in flight: as many as the client's limit, read at
+  ** each submit (the live autotuner moves it), up to its most. */
+  if (stoke__prefetch_create(t->http, STOKE_IO_CONCURRENCY_MAX,
+                             STOKE__REMOTE_PREFETCH_BYTES, a, &t->pf))
+    return stoke__errf(err, cap, STOKE_ETHREAD, "tar source: cannot "
+                       "start the remote read-ahead");
+  return 0;
+}
+
+/* Every shard's samples and skipped keys into t and *skipped, in shard
+** order; outs is emptied (freed with outs_free all the same). */
+static int join_shards(tar_impl *t, shard_out *outs, stoke__blob_strs *skipped,
+                       const stoke_allocator *a, char *err, size_t cap) {
+  size_t n = 0;
+  for (size_t k = 0; k < t->n_shards; k++) n += outs[k].n;
+  size_t bytes;
+  if (n && (!stoke__mul_ok(n, sizeof *t->v, &bytes) ||
+            !(t->v = stoke__alloc(a, bytes))))
+    return stoke__errf(err, cap, STOKE_ENOMEM, "tar source: out of memory");
+  t->cap = n;
+  for (size_t k = 0; k < t->n_shards; k++) {
+    shard_out *s = &outs[k];
+    if (s->n) memcpy(t->v + t->n, s->v, s->n * sizeof *s->v);
+    t->n += s->n;
+    s->n = 0; /* the names are t's now */
+    for (size_t i = 0; i < s->skipped.n; i++) {
+      const char *text = s->skipped.s[i];
+      if (stoke__blob_strs_add(skipped, a, text, text + strlen(text) + 1))
+        return stoke__errf(err, cap, STOKE_ENOMEM, "tar source: out of "
+                           "memory");
+    }
+  }
+  return 0;
+}
+
+static void outs_free(shard_out *outs, size_t n, const stoke_allocator *a) {
+  if (!outs) return;
+  for (size_t k = 0; k < n; k++) {
+    for (size_t i = 0; i < outs[k].n; i++) stoke__free(a, outs[k].v[i].name);
+    stoke__free(a, outs[k].v);
+    stoke__blob_strs_free(&outs[k].skipped, a);
+  }
+  stoke__free(a, outs);
 }
 
 int stoke__blobset_open_tar_ex(const char *const *specs, size_t n_specs,
@@ -699,6 +875,7 @@ int stoke__blobset_open_tar_ex(const char *const *specs, size_t n_specs,
                                char *err, size_t cap) {
   *out = NULL;
   stoke__blob_strs skipped = {0};
+  shard_out *outs = NULL;
   tar_impl *t = stoke__calloc(a, 1, sizeof *t);
   if (!t)
     return stoke__errf(err, cap, STOKE_ENOMEM,
@@ -718,18 +895,20 @@ int stoke__blobset_open_tar_ex(const char *const *specs, size_t n_specs,
     goto fail;
   }
   t->fds = stoke__alloc(a, t->n_shards * sizeof(int));
-  if (!t->fds) {
+  outs = stoke__calloc(a, t->n_shards, sizeof *outs);
+  if (!t->fds || !outs) {
     rc = stoke__errf(err, cap, STOKE_ENOMEM, "tar source: out of memory");
     goto fail;
   }
   for (size_t k = 0; k < t->n_shards; k++) t->fds[k] = -1;
   if (stoke__specs_remote(specs, n_specs)) {
-    rc = spool_remote(t, remote, a, err, cap);
+    rc = open_remote(t, outs, remote, a, err, cap);
     if (rc) goto fail;
   }
   for (size_t k = 0; k < t->n_shards; k++) {
+    if (t->urls && t->urls[k]) continue; /* streamed: indexed already */
     const char *path = t->paths[k];
-    int fd = t->fds[k]; /* a remote shard's spool, or none yet */
+    int fd = t->fds[k]; /* a remote shard's spool or cache entry, or none */
     t->fds[k] = -1;
     if (fd < 0) fd = stoke__sys_open(sys, path, O_RDONLY | O_CLOEXEC, 0);
     struct stat st;
@@ -745,11 +924,15 @@ int stoke__blobset_open_tar_ex(const char *const *specs, size_t n_specs,
                        "tar source: %s: not a regular file", path);
       goto fail;
     }
-    indexer x = {a, t, &skipped, k, path, fd, (uint64_t)st.st_size, err,
-                 cap, NULL, 0, 0, NULL, 0};
+    indexer x = {a, t, &outs[k], k, path, fd, NULL, (uint64_t)st.st_size,
+                 err, cap, NULL, 0, 0, NULL, 0};
     rc = index_shard(&x);
     if (rc) goto fail;
   }
+  rc = join_shards(t, outs, &skipped, a, err, cap);
+  outs_free(outs, t->n_shards, a);
+  outs = NULL;
+  if (rc) goto fail;
   if (t->n == 0) {
     const char *why = NULL, *what = skipped.n ? skipped.s[0] : NULL;
     if (what) why = what + strlen(what) + 1;
@@ -763,6 +946,7 @@ int stoke__blobset_open_tar_ex(const char *const *specs, size_t n_specs,
   return stoke__blobset_wrap(&tar_ops, t, t->n, NULL, &skipped, a, out, err,
                              cap);
 fail:
+  outs_free(outs, t->n_shards, a);
   tar_destroy(t, a);
   stoke__blob_strs_free(&skipped, a);
   return rc;

@@ -109,9 +109,8 @@ int stoke_tune_io_sweep(const stoke_tune_io_config *c, stoke_tune_point *pts,
     if (p->io_concurrency == 0) {
       /* Nothing was fetched while the loader ran: the requests in flight
       ** change only the open, which is not measured. */
-      snprintf(p->note, sizeof p->note, "the run read no remote packed "
-               "shard (local, cached or tar shards): io_concurrency "
-               "cannot matter");
+      snprintf(p->note, sizeof p->note, "the run read no remote shard "
+               "(local or cached shards): io_concurrency cannot matter");
       if (t->progress) (void)t->progress(t->progress_user, i, n, p);
       break;
     }

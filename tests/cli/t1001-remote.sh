@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Shards over HTTP(S): packed shards by Range requests and tar shards
-# fetched whole, from nginx (HTTP, HTTPS with a certificate made here, a
+# Shards over HTTP(S): packed shards and tar shards by Range requests (tar
+# shards fetched whole only from a server that ignores Range), from nginx (HTTP, HTTPS with a certificate made here, a
 # bandwidth cap) and from the tests' own fault server; the same batches as
 # local reads, retries that pass, errors that name the URL, the status and
 # the attempts, and no secret of a URL in any output.
@@ -71,12 +71,53 @@ grep -qi "certificate" "$TMP/err" || fail "no certificate reason in: $(cat "$TMP
 run_stoke "${BENCH[@]}" "$S/train-{00000..$last}.stoke" --tls-insecure
 [ "$rc" -eq 0 ] || fail "--tls-insecure exit $rc: $(cat "$TMP/err")"
 
-say "tar shards over http: fetched whole, the same batches as local"
+say "tar shards over http: streamed by Range requests, never spooled, the same batches as local"
 run_stoke "${BENCH[@]}" "$TMP/www/shard-{0..1}.tar" --indices "$TMP/tar-local.idx"
 [ "$rc" -eq 0 ] || fail "local tar exit $rc: $(cat "$TMP/err")"
-run_stoke "${BENCH[@]}" "$H/shard-{0..1}.tar" --indices "$TMP/tar-http.idx"
+before=$(nginx_requests)
+# No temporary folder to spool into: a streamed shard needs none.
+TMPDIR=$TMP/no-such-dir run_stoke "${BENCH[@]}" "$H/shard-{0..1}.tar" --indices "$TMP/tar-http.idx" --json "$TMP/tar-http.json"
 [ "$rc" -eq 0 ] || fail "http tar exit $rc: $(cat "$TMP/err")"
 same_indices "$TMP/tar-local.idx" "$TMP/tar-http.idx"
+# Every request for a tar shard was a Range request (206), none whole (200).
+tail -n +$((before + 1)) "$TMP/nginx/logs/access.log" | awk '$7 ~ /shard-/ { n++; if ($9 != 206) bad++ }
+  END { if (n < 4 || bad) { print n " requests, " bad " not 206"; exit 1 } }' ||
+  fail "tar shards not read by Range requests"
+json_check "$TMP/tar-http.json" '
+f = d["summary"]["fetch"]
+assert f["requests"] > 0 and f["bytes"] > 0, f
+'
+run_stoke "${BENCH[@]}" -j 3 --io-concurrency 1 "$H/shard-{0..1}.tar" --indices "$TMP/tar-http3.idx"
+[ "$rc" -eq 0 ] || fail "http tar -j 3 exit $rc: $(cat "$TMP/err")"
+same_indices "$TMP/tar-local.idx" "$TMP/tar-http3.idx"
+
+say "a tar shard with a large member between samples: its data is skipped at open, not fetched"
+"$PY" - "$TMP/train" "$TMP/www/mixed.tar" <<'PYEOF'
+import io, os, sys, tarfile
+root, out = sys.argv[1], sys.argv[2]
+classes = sorted(os.listdir(root))
+def add(t, name, data):
+    i = tarfile.TarInfo(name)
+    i.size = len(data)
+    t.addfile(i, io.BytesIO(data))
+with tarfile.open(out, "w", format=tarfile.PAX_FORMAT) as t:
+    for ci, c in enumerate(classes):
+        for f in sorted(os.listdir(os.path.join(root, c)))[:2]:
+            key = "%s_%s" % (c, f.split(".")[0])
+            add(t, key + ".jpg", open(os.path.join(root, c, f), "rb").read())
+            add(t, key + ".cls", str(ci).encode())
+            add(t, key + ".npy", os.urandom(6 << 20))  # 6 MB a sample, unread
+PYEOF
+size=$(stat -c %s "$TMP/www/mixed.tar")
+run_stoke "${BENCH[@]}" "$TMP/www/mixed.tar" --indices "$TMP/mixed-local.idx"
+[ "$rc" -eq 0 ] || fail "local mixed tar exit $rc: $(cat "$TMP/err")"
+before=$(nginx_requests)
+run_stoke "${BENCH[@]}" "$H/mixed.tar" --indices "$TMP/mixed-http.idx"
+[ "$rc" -eq 0 ] || fail "http mixed tar exit $rc: $(cat "$TMP/err")"
+same_indices "$TMP/mixed-local.idx" "$TMP/mixed-http.idx"
+sent=$(tail -n +$((before + 1)) "$TMP/nginx/logs/access.log" | awk '$7 ~ /mixed.tar/ { b += $10 } END { print b + 0 }')
+# Open and three epochs of 6 images: a few MB at most, of a shard of 36 MB.
+[ "$sent" -gt 0 ] && [ "$sent" -lt $((size / 4)) ] || fail "$sent bytes sent of a $size-byte shard: the large members were fetched"
 
 say "a bandwidth-capped server (nginx limit_rate) still delivers everything"
 run_stoke "${BENCH[@]}" "http://127.0.0.1:$NGINX_SLOW/train-{00000..$last}.stoke" --indices "$TMP/slow.idx"
@@ -93,7 +134,7 @@ for mode in 503x2 429x2 resetx2 shortx2 slow50 flipx1; do
 done
 grep -q "^/503x2/train-00000.stoke bytes=0-63 503" "$TMP/faults.log" || fail "no 503 was served"
 for mode in 503x2 shortx2 resetx2; do
-  say "fault server, tar shards, $mode: the whole shard fetched again"
+  say "fault server, tar shards, $mode: each Range request retried, the same batches"
   run_stoke "${BENCH[@]}" "${FAST[@]}" "$F/$mode/shard-{0..1}.tar" --indices "$TMP/tar-$mode.idx"
   [ "$rc" -eq 0 ] || fail "tar $mode: exit $rc: $(cat "$TMP/err")"
   same_indices "$TMP/tar-local.idx" "$TMP/tar-$mode.idx"
@@ -116,6 +157,10 @@ run_stoke "${BENCH[@]}" "${FAST[@]}" "$F/loop/0.stoke"
 [ "$rc" -ne 0 ] && grep -qi "redirect" "$TMP/err" || fail "loop: $(cat "$TMP/err")"
 run_stoke "${BENCH[@]}" "${FAST[@]}" "$F/huge/train-00000.stoke"
 [ "$rc" -ne 0 ] && grep -q "larger than allowed\|more than asked\|ignored the Range" "$TMP/err" || fail "huge: $(cat "$TMP/err")"
+say "a server that ignores Range: tar shards fetched whole into a spool, the same batches"
+run_stoke "${BENCH[@]}" "${FAST[@]}" "$F/norange/shard-{0..1}.tar" --indices "$TMP/tar-norange.idx"
+[ "$rc" -eq 0 ] || fail "tar norange: exit $rc: $(cat "$TMP/err")"
+same_indices "$TMP/tar-local.idx" "$TMP/tar-norange.idx"
 run_stoke "${BENCH[@]}" "${FAST[@]}" "$F/norange/train-00000.stoke"
 [ "$rc" -ne 0 ] && grep -q "ignored the Range request\|more than asked" "$TMP/err" || fail "norange: $(cat "$TMP/err")"
 run_stoke "${BENCH[@]}" "${FAST[@]}" "$H/missing-00000.stoke"

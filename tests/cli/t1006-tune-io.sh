@@ -107,7 +107,7 @@ grep -q "io-concurrency\|io_concurrency" "$TMP/out" && fail "a local tune spoke 
 say "cached remote shards are local while the loader runs: not swept, and said why"
 run_stoke "${TUNE[@]}" "$F/etag/$SHARDS" --cache "$TMP/cache" --json "$TMP/cached.json"
 [ "$rc" -eq 0 ] || fail "cached tune exit $rc: $(cat "$TMP/err")"
-grep -q "^io_concurrency not swept: the run read no remote packed shard while it ran" "$TMP/out" ||
+grep -q "^io_concurrency not swept: the run read no remote shard while it ran" "$TMP/out" ||
   fail "no reason for not sweeping: $(cat "$TMP/out")"
 json_check "$TMP/cached.json" 'assert "io_sweep" not in d and d["knee"]["flags"] == "-j 2 --prefetch 2", d["knee"]'
 

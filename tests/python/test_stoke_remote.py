@@ -116,6 +116,43 @@ def test_block_order_read_ahead_bit_identical(served):
         same(local, epochs(remote))
 
 
+def tar_shards(served):
+    """The image folder cut into two WebDataset tar shards under the web
+    root (once); their pattern under a base."""
+    www, train = served["www"], served["tmp"] / "train"
+    if not (www / "shard-1.tar").exists():
+        import tarfile
+        classes = sorted(os.listdir(train))
+        for s in range(2):
+            with tarfile.open(www / f"shard-{s}.tar", "w",
+                              format=tarfile.USTAR_FORMAT) as t:
+                for ci, c in enumerate(classes):
+                    for f in sorted(os.listdir(train / c))[s::2]:
+                        key = f"{c}_{f.split('.')[0]}"
+                        t.add(train / c / f, key + ".jpg")
+                        cls = served["tmp"] / (key + ".cls")
+                        cls.write_text(str(ci))
+                        t.add(cls, key + ".cls")
+    return lambda base: f"{base}/shard-{{0..1}}.tar"
+
+
+def test_tar_streamed_bit_identical_with_a_fetch_section(served):
+    # Streamed by Range requests (no spool): the same batches as the local
+    # shards in either order, at any workers and io_concurrency, and the
+    # reads show in the stats' fetch section as a packed shard's do.
+    tars = tar_shards(served)
+    for shuffle in (True, "block=16KiB"):
+        kw = dict(KW, shuffle=shuffle)
+        local = epochs(stoke.Loader(tars(served["www"]), num_workers=1, **kw))
+        for workers, io in ((1, 1), (3, 4)):
+            remote = stoke.Loader(tars(served["http"]), num_workers=workers,
+                                  io_concurrency=io, **kw)
+            same(local, epochs(remote))
+    f = remote.stats()["fetch"]
+    assert f["requests"] > 0 and f["bytes"] > 0, f
+    assert f["io_concurrency"] == 4, f
+
+
 def test_replace_a_sample_the_server_keeps_damaging(served):
     # /flipx99/ flips a byte of every answer for sample data: each read of
     # a sample fails its CRC-32 twice and the sample is bad.

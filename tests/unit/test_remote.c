@@ -567,6 +567,95 @@ static void test_parallel(void **state) {
   stoke__http_destroy(h);
 }
 
+/* A 206 answer for [lo, lo + n) of an object of total bytes, each byte c. */
+static char *answer_of(uint64_t lo, size_t n, uint64_t total, char c) {
+  char head[256];
+  int h = snprintf(head, sizeof head,
+                   "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes "
+                   "%llu-%llu/%llu\r\nContent-Length: %zu\r\nConnection: "
+                   "close\r\n\r\n", (unsigned long long)lo,
+                   (unsigned long long)(lo + n - 1),
+                   (unsigned long long)total, n);
+  char *a = malloc((size_t)h + n + 1);
+  assert_non_null(a);
+  memcpy(a, head, (size_t)h);
+  memset(a + h, c, n);
+  a[(size_t)h + n] = 0;
+  return a;
+}
+
+/* The tar index's window: the probe's block, a refill that follows it
+** asks for twice the window, a read inside is no request, one past a
+** gap (a large member skipped) asks from there and fetches nothing of
+** the gap, and a read past the object's end is refused without one. */
+static void test_tar_window(void **state) {
+  (void)state;
+  const uint64_t total = 10u << 20;
+  const size_t grown = 2 * STOKE__TAR_WINDOW_MIN;
+  char *a[3] = {answer_of(0, 512, total, 'a'),
+                answer_of(512, grown, total, 'b'),
+                answer_of(8u << 20, grown, total, 'c')};
+  const char *script[3] = {a[0], a[1], a[2]};
+  server s;
+  server_start(&s, script, 3);
+  stoke__http *h = client(1, 0);
+  char url[128], err[512];
+  url_of(&s, url, sizeof url, "/shard.tar");
+  stoke__tar_window w;
+  assert_int_equal(stoke__tar_window_open(&w, h, url, NULL, err, sizeof err),
+                   0);
+  assert_int_equal(w.total, total);
+  char buf[512];
+  assert_int_equal(stoke__tar_window_read(&w, buf, 100, 10, err, sizeof err),
+                   0);
+  assert_int_equal(buf[99], 'a');
+  assert_int_equal(atomic_load(&s.served), 1);
+  assert_int_equal(stoke__tar_window_read(&w, buf, 512, 512, err, sizeof err),
+                   0);
+  assert_int_equal(buf[0], 'b');
+  char want[64];
+  snprintf(want, sizeof want, "Range: bytes=512-%zu", 512 + grown - 1);
+  assert_non_null(strstr(s.last_request, want));
+  assert_int_equal(stoke__tar_window_read(&w, buf, 512, 100000, err,
+                                          sizeof err), 0);
+  assert_int_equal(atomic_load(&s.served), 2); /* inside: no request */
+  assert_int_equal(stoke__tar_window_read(&w, buf, 512, 8u << 20, err,
+                                          sizeof err), 0);
+  assert_int_equal(buf[511], 'c');
+  snprintf(want, sizeof want, "Range: bytes=%u-%zu", 8u << 20,
+           (size_t)(8u << 20) + grown - 1);
+  assert_non_null(strstr(s.last_request, want));
+  assert_int_equal(w.fetched, 512 + 2 * grown); /* none of the gap */
+  assert_int_equal(stoke__tar_window_read(&w, buf, 512, total - 100, err,
+                                          sizeof err), STOKE_EFORMAT);
+  assert_non_null(strstr(err, "past the end"));
+  assert_int_equal(atomic_load(&s.served), 3);
+  stoke__tar_window_close(&w);
+  stoke__http_destroy(h);
+  server_stop(&s);
+  for (int k = 0; k < 3; k++) free(a[k]);
+}
+
+/* A server that answers the probe with the whole object (no Range): the
+** window says STOKE_EFORMAT, the tar kind's cue to spool the shard. */
+static void test_tar_window_no_range(void **state) {
+  (void)state;
+  const char *script[] = {"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n"
+                          "Connection: close\r\n\r\nabcd"};
+  server s;
+  server_start(&s, script, 1);
+  stoke__http *h = client(1, 0);
+  char url[128], err[512];
+  url_of(&s, url, sizeof url, "/shard.tar");
+  stoke__tar_window w;
+  assert_int_equal(stoke__tar_window_open(&w, h, url, NULL, err, sizeof err),
+                   STOKE_EFORMAT);
+  assert_null(w.buf);
+  assert_null(strstr(err, "SECRET"));
+  stoke__http_destroy(h);
+  server_stop(&s);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_url_shown),
@@ -582,6 +671,8 @@ int main(void) {
       cmocka_unit_test(test_s3_region_in_body_refused),
       cmocka_unit_test(test_s3_listing_hostile),
       cmocka_unit_test(test_parallel),
+      cmocka_unit_test(test_tar_window),
+      cmocka_unit_test(test_tar_window_no_range),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

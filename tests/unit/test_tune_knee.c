@@ -201,7 +201,7 @@ static void test_io_knee(void **state) {
 }
 
 /* A source that reads nothing remotely while the loader runs (synthetic
-** here; local, cached or tar shards in use): the sweep measures its first
+** here; local or cached shards in use): the sweep measures its first
 ** point, says io_concurrency cannot matter, and stops; a bad config is
 ** refused before any source is made. */
 static int made;
