@@ -40,6 +40,16 @@
 #   REMOTE_STOKE_WORKERS=2
 #   REMOTE_ROUNDS=2                        alternating rounds
 #   REMOTE_TORCH_MEASURED=2                torch epochs measured per run
+#   REMOTE_FORMAT=packed                   what stoke reads: packed, or tar
+#                                          (the torch side's tar shards,
+#                                          streamed: indexed at open by
+#                                          Range windows, then read as
+#                                          packed ones; the cap's subset is
+#                                          as many samples as packed's).
+#                                          The knee check reads packed
+#                                          shards either way.
+# The open of the whole set is timed per condition (`stoke inspect`, which
+# opens it as a run does and reads no sample): open_s.txt.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 bench_init remote
@@ -53,6 +63,8 @@ torch_workers=${REMOTE_TORCH_WORKERS:-2 3}
 stoke_w=${REMOTE_STOKE_WORKERS:-2}
 rounds=${REMOTE_ROUNDS:-2}
 torch_measured=${REMOTE_TORCH_MEASURED:-2}
+format=${REMOTE_FORMAT:-packed}
+case $format in packed|tar) ;; *) bench_die "REMOTE_FORMAT: packed or tar, not $format" ;; esac
 batch=64
 spec="random-resized-crop=224,flip,chw,u8"
 
@@ -75,6 +87,13 @@ shards="train-{00000..$(printf %05d $((n_packed - 1)))}.stoke"
 cap_set="train-{00000..$(printf %05d $((cap_shards - 1)))}.stoke"
 # The torch side's cap subset: about as many samples as those shards hold.
 cap_samples=$(( $(find "$corpus/train" -name '*.jpg' | wc -l) * cap_shards / n_packed ))
+if [ "$format" = tar ]; then # 128 samples a tar shard (make_tars.py)
+  n_tar=$(ls "$corpus"/www/tar/train-*.tar | wc -l)
+  shards="train-{0000..$(printf %04d $((n_tar - 1)))}.tar"
+  cap_tar=$(( (cap_samples + 127) / 128 ))
+  cap_set="train-{0000..$(printf %04d $((cap_tar - 1)))}.tar"
+fi
+echo "$format" >"$RAW/format.txt"
 du -sb "$corpus/train" "$corpus/www/packed" "$corpus/www/tar" >"$RAW/corpus_bytes.txt"
 find "$corpus/train" -name '*.jpg' | wc -l >"$RAW/corpus_images.txt"
 
@@ -111,7 +130,7 @@ cond_args() { if [ "$1" = cap ]; then echo --no-epoch-prefetch; fi; }
 
 stoke_side() { # JSON COND IO
   local json=$1 cond=$2 io=$3
-  local args=("$(base_of "$cond")/packed/$(set_of "$cond")" --transform "$spec"
+  local args=("$(base_of "$cond")/$format/$(set_of "$cond")" --transform "$spec"
               -b "$batch" -j "$stoke_w" --shuffle block=1MB --epochs 3 -q)
   # shellcheck disable=SC2207 # one option or none
   args+=($(cond_args "$cond"))
@@ -136,7 +155,7 @@ for cond in ms0 ms20 ms100 cap; do
     echo "remote: sweep $cond io_concurrency $io" >&2
     # shellcheck disable=SC2046 # one option or none
     stoke_run "$RAW/sweep_${cond}_io$io.json" \
-      "$(base_of "$cond")/packed/$(set_of "$cond")" \
+      "$(base_of "$cond")/$format/$(set_of "$cond")" \
       --transform "$spec" -b "$batch" -j "$stoke_w" --shuffle block=1MB \
       --epochs 2 -q --io-concurrency "$io" $(cond_args "$cond")
   done
@@ -169,6 +188,16 @@ if [ "${REMOTE_KNEE:-1}" = 1 ] && [ "${BENCH_NO_STOKE:-0}" != 1 ]; then
       -q --io-concurrency "$io"
   done
 fi
+
+# ---- the open: the shards' indices (packed) or their headers' windows
+# (tar), what a run waits for before its first batch; `stoke inspect` opens
+# the set as a run does (io_concurrency 8) and reads no sample.
+for cond in local ms0 ms20 ms100; do
+  t0=$EPOCHREALTIME
+  "$STOKE" inspect "$(base_of "$cond")/$format/$shards" >/dev/null 2>"$RAW/open_$cond.err" ||
+    bench_die "stoke inspect ($cond) failed: $(tail -3 "$RAW/open_$cond.err")"
+  echo "$cond $(awk "BEGIN { print $EPOCHREALTIME - $t0 }")"
+done >"$RAW/open_s.txt"
 
 declare -A io_of
 for cond in ms0 ms20 ms100 cap; do io_of[$cond]=$(best_io "$cond"); done

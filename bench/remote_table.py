@@ -75,7 +75,8 @@ def main(raw, out_path):
     du = {os.path.basename(l.split()[1]): int(l.split()[0])
           for l in text(os.path.join(raw, "corpus_bytes.txt")).splitlines()}
     n_images = int(text(os.path.join(raw, "corpus_images.txt")))
-    packed_per_sample = du["packed"] / n_images
+    fmt = text(os.path.join(raw, "format.txt")) or "packed"
+    packed_per_sample = du[fmt] / n_images  # a sample of what stoke reads
     machine = None
     sweep = {}
     for p in sorted(glob.glob(os.path.join(raw, "sweep_*_io*.json"))):
@@ -116,6 +117,7 @@ def main(raw, out_path):
                                        if torch else None)}
     loc_s, loc_t = rows["local"]["stoke_mean"], rows["local"]["torch_mean"]
     lines = []
+    lines.append("stoke reads %s shards" % fmt)
     lines.append("%-18s %-22s %6s %-22s %4s %8s %8s %7s" % (
         "condition", "stoke images/s", "io", "torch images/s", "W",
         "stoke/loc", "torch/loc", "s/torch"))
@@ -147,12 +149,17 @@ def main(raw, out_path):
     }
     lines.append("")
     lines.append("cap B = %.1f MB/s (the fault server's one link): stoke %.2f MB/s "
-                 "(%.0f%% of B, samples/s x %.1f KB a packed sample), torch W=%s "
+                 "(%.0f%% of B, samples/s x %.1f KB a %s sample), torch W=%s "
                  "%.2f MB/s (%.0f%%)" % (
                      cap_bps / 1e6, (cap_stoke_bps or 0) / 1e6,
                      100 * (cap_stoke_bps or 0) / cap_bps, packed_per_sample / 1e3,
-                     cap["torch_best_w"], (cap_torch_bps or 0) / 1e6,
+                     fmt, cap["torch_best_w"], (cap_torch_bps or 0) / 1e6,
                      100 * (cap_torch_bps or 0) / cap_bps))
+    opens = dict((l.split()[0], float(l.split()[1])) for l in
+                 text(os.path.join(raw, "open_s.txt")).splitlines())
+    if opens:
+        lines.append("open of the whole set (%s shards, stoke inspect): %s" % (
+            fmt, "; ".join("%s %.2f s" % (NAMES[c], v) for c, v in opens.items())))
     lines.append("sweep (images/s by io_concurrency): " + "; ".join(
         "%s %s" % (c, " ".join("%d:%.0f" % (io, v) for io, v in sorted(sweep[c].items())))
         for c in sorted(sweep)))
@@ -176,7 +183,8 @@ def main(raw, out_path):
     lines.append("load: start %s, end %s" % (text(os.path.join(raw, "loadavg_start.txt")),
                                                text(os.path.join(raw, "loadavg_end.txt"))))
     print("\n".join(lines))
-    out = {"benchmark": "remote", "machine": machine, "io_knee": knee,
+    out = {"benchmark": "remote", "format": fmt, "open_s": opens,
+           "machine": machine, "io_knee": knee,
            "corpus": {"images": n_images, "bytes": du,
                       "packed_bytes_per_sample": packed_per_sample},
            "cap_bytes_per_s": cap_bps, "rows": rows, "sweep": sweep,
