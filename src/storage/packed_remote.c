@@ -157,10 +157,14 @@ int stoke__tar_window_read(stoke__tar_window *w, void *dst, size_t n,
     memcpy(dst, w->buf + (off - w->off), n);
     return 0;
   }
-  /* Refills that follow each other read a run of small members: ask for
-  ** more at once.  One that skips a gap keeps its size. */
-  if (off == w->off + w->len && w->want < STOKE__TAR_WINDOW_MAX)
-    w->want *= 2;
+  /* A refill near the last one's end (what it skips, the rest of a member
+  ** cut off by that end, is less than a window) is in a run of small
+  ** members: ask for twice as much.  One past a large member starts again
+  ** from the smallest: the members there may be large too, and what the
+  ** window holds past the next header would be skipped unread. */
+  uint64_t end = w->off + w->len, gap = off > end ? off - end : 0;
+  if (gap >= w->want) w->want = STOKE__TAR_WINDOW_MIN;
+  else if (w->want < STOKE__TAR_WINDOW_MAX) w->want *= 2;
   size_t len = n > w->want ? n : w->want;
   if (off >= w->total) len = 0;
   else if (len > w->total - off) len = (size_t)(w->total - off);

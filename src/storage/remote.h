@@ -38,8 +38,9 @@ int stoke__tar_remote_spool(stoke__http *h, const stoke__sys *sys,
 /* A forward-only window over a remote object, for indexing a tar shard
 ** without fetching it whole: each read of [off, off + n) is served from
 ** the bytes held, or refills the window from off with one Range request
-** of at least n bytes (the window grows, up to STOKE__TAR_WINDOW_MAX,
-** while refills follow each other, and the bytes skipped between two
+** of at least n bytes (the window doubles, up to STOKE__TAR_WINDOW_MAX,
+** while each refill skips less than a window, and starts again from
+** STOKE__TAR_WINDOW_MIN past a larger gap: the bytes skipped between two
 ** reads, a large member's data, are never fetched).  Reads past the
 ** object's end are the caller's to refuse: the window clips to it. */
 #define STOKE__TAR_WINDOW_MIN (256u << 10)

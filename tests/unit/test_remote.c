@@ -586,18 +586,23 @@ static char *answer_of(uint64_t lo, size_t n, uint64_t total, char c) {
 
 /* The tar index's window: the probe's block, a refill that follows it
 ** asks for twice the window, a read inside is no request, one past a
-** gap (a large member skipped) asks from there and fetches nothing of
-** the gap, and a read past the object's end is refused without one. */
+** gap of more than a window (a large member skipped) asks from there for
+** the smallest window and fetches nothing of the gap, one past a small
+** gap (the rest of a small member) for twice as much, and a read past the
+** object's end is refused without one. */
 static void test_tar_window(void **state) {
   (void)state;
   const uint64_t total = 10u << 20;
   const size_t grown = 2 * STOKE__TAR_WINDOW_MIN;
-  char *a[3] = {answer_of(0, 512, total, 'a'),
+  const uint64_t near = (8u << 20) + STOKE__TAR_WINDOW_MIN + 1000; /* 1000
+                                                    bytes skipped */
+  char *a[4] = {answer_of(0, 512, total, 'a'),
                 answer_of(512, grown, total, 'b'),
-                answer_of(8u << 20, grown, total, 'c')};
-  const char *script[3] = {a[0], a[1], a[2]};
+                answer_of(8u << 20, STOKE__TAR_WINDOW_MIN, total, 'c'),
+                answer_of(near, grown, total, 'd')};
+  const char *script[4] = {a[0], a[1], a[2], a[3]};
   server s;
-  server_start(&s, script, 3);
+  server_start(&s, script, 4);
   stoke__http *h = client(1, 0);
   char url[128], err[512];
   url_of(&s, url, sizeof url, "/shard.tar");
@@ -623,17 +628,25 @@ static void test_tar_window(void **state) {
                                           sizeof err), 0);
   assert_int_equal(buf[511], 'c');
   snprintf(want, sizeof want, "Range: bytes=%u-%zu", 8u << 20,
-           (size_t)(8u << 20) + grown - 1);
+           (size_t)(8u << 20) + STOKE__TAR_WINDOW_MIN - 1);
   assert_non_null(strstr(s.last_request, want));
-  assert_int_equal(w.fetched, 512 + 2 * grown); /* none of the gap */
+  assert_int_equal(w.fetched, 512 + grown + STOKE__TAR_WINDOW_MIN); /* none
+                                                          of the gap */
+  assert_int_equal(stoke__tar_window_read(&w, buf, 512, near, err,
+                                          sizeof err), 0);
+  assert_int_equal(buf[0], 'd');
+  snprintf(want, sizeof want, "Range: bytes=%llu-%llu",
+           (unsigned long long)near,
+           (unsigned long long)(near + grown - 1));
+  assert_non_null(strstr(s.last_request, want));
   assert_int_equal(stoke__tar_window_read(&w, buf, 512, total - 100, err,
                                           sizeof err), STOKE_EFORMAT);
   assert_non_null(strstr(err, "past the end"));
-  assert_int_equal(atomic_load(&s.served), 3);
+  assert_int_equal(atomic_load(&s.served), 4);
   stoke__tar_window_close(&w);
   stoke__http_destroy(h);
   server_stop(&s);
-  for (int k = 0; k < 3; k++) free(a[k]);
+  for (int k = 0; k < 4; k++) free(a[k]);
 }
 
 /* A server that answers the probe with the whole object (no Range): the
