@@ -48,8 +48,8 @@
 #                                          as many samples as packed's).
 #                                          The knee check reads packed
 #                                          shards either way.
-# The open of the whole set is timed per condition (`stoke inspect`, which
-# opens it as a run does and reads no sample): open_s.txt.
+# The open of the whole set is timed per condition (bench/remote_open.py:
+# stoke.Loader opens it as a run does): open_s.txt.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 bench_init remote
@@ -189,20 +189,20 @@ if [ "${REMOTE_KNEE:-1}" = 1 ] && [ "${BENCH_NO_STOKE:-0}" != 1 ]; then
   done
 fi
 
-# ---- the open: the shards' indices (packed) or their headers' windows
-# (tar), what a run waits for before its first batch; `stoke inspect` opens
-# the set as a run does (io_concurrency 8) and reads no sample.
-for cond in local ms0 ms20 ms100; do
-  t0=$EPOCHREALTIME
-  "$STOKE" inspect "$(base_of "$cond")/$format/$shards" >/dev/null 2>"$RAW/open_$cond.err" ||
-    bench_die "stoke inspect ($cond) failed: $(tail -3 "$RAW/open_$cond.err")"
-  echo "$cond $(awk "BEGIN { print $EPOCHREALTIME - $t0 }")"
-done >"$RAW/open_s.txt"
-
 declare -A io_of
 for cond in ms0 ms20 ms100 cap; do io_of[$cond]=$(best_io "$cond"); done
 io_of[local]=0
 for cond in $conds; do echo "$cond ${io_of[$cond]}" ; done >"$RAW/io_chosen.txt"
+
+# ---- the open: what a run waits for before its first batch, the shards'
+# indices (packed) or their headers' windows (tar) and the memory ledger's
+# probe of 64 samples (tar), at the chosen io_concurrency; stoke.Loader
+# opens the set and reads nothing more (bench/remote_open.py).
+for cond in local ms0 ms20 ms100; do
+  io=${io_of[$cond]}; [ "$io" = 0 ] && io=8
+  echo "$cond $(PYTHONPATH=$STOKE_BUILD_DIR/python "$PY" "$BENCH_DIR/remote_open.py" \
+    "$(base_of "$cond")/$format/$shards" "$io")"
+done >"$RAW/open_s.txt" || bench_die "remote_open.py failed"
 
 # ---- side by side, alternating --------------------------------------------
 for r in $(seq "$rounds"); do

@@ -158,7 +158,7 @@ def main(raw, out_path):
     opens = dict((l.split()[0], float(l.split()[1])) for l in
                  text(os.path.join(raw, "open_s.txt")).splitlines())
     if opens:
-        lines.append("open of the whole set (%s shards, stoke inspect): %s" % (
+        lines.append("open of the whole set (%s shards, stoke.Loader): %s" % (
             fmt, "; ".join("%s %.2f s" % (NAMES[c], v) for c, v in opens.items())))
     lines.append("sweep (images/s by io_concurrency): " + "; ".join(
         "%s %s" % (c, " ".join("%d:%.0f" % (io, v) for io, v in sorted(sweep[c].items())))

@@ -62,6 +62,11 @@ static void take(stoke__scratch_bound *b, uint32_t w, uint32_t h,
   if (progressive) b->progressive = 1;
 }
 
+/* The j-th of k samples spread evenly over n. */
+static size_t probe_index(size_t j, size_t k, size_t n) {
+  return k > 1 ? (size_t)((double)j * (double)(n - 1) / (double)(k - 1)) : 0;
+}
+
 int stoke__scratch_probe(const stoke__blobset *set,
                          const stoke_image_config *cfg,
                          const stoke_allocator *a,
@@ -102,9 +107,14 @@ int stoke__scratch_probe(const stoke__blobset *set,
   if (rc != 0) return rc;
   stoke__blob_reader r;
   stoke__blob_reader_init(&r, a);
+  /* All asked for before the first is read: a remote set's read-ahead
+  ** then fetches them io_concurrency at once, where one after another
+  ** would cost k round trips of the open (a local set gets the kernel's
+  ** hint). */
+  for (size_t j = 0; j < k; j++)
+    stoke__blobset_read_ahead(set, probe_index(j, k, n), 1);
   for (size_t j = 0; j < k; j++) {
-    size_t i = k > 1 ? (size_t)((double)j * (double)(n - 1) / (double)(k - 1))
-                     : 0;
+    size_t i = probe_index(j, k, n);
     const uint8_t *bytes;
     size_t len;
     stoke_image_info info;
