@@ -128,11 +128,16 @@ void top_outside_line(const stoke_stats *st, long cores, char *buf,
     snprintf(buf, cap,
              "other load: not measured yet (it is, from the warm-up's end)");
   else if (st->outside_moved)
+    /* "(delay)": the run delay's sign said it (the other load itself may
+    ** have moved too little, beside workers on full cores); shorter, so
+    ** that the line keeps within 79 columns on a large machine. */
     snprintf(buf, cap,
-             "other load: %.1f of %ld cores (%.1f-%.1f): moved, figures off "
-             "by up to %.0f%%",
+             "other load: %.1f of %ld cores (%.1f-%.1f): moved%s off by up "
+             "to %.0f%%",
              st->outside_mean_cores, cores, st->outside_min_cores,
-             st->outside_max_cores, 100 * st->outside_shift_frac);
+             st->outside_max_cores,
+             st->outside_delay_moved ? " (delay)," : ", figures",
+             100 * st->outside_shift_frac);
   else
     snprintf(buf, cap,
              "other load: %.1f of %ld cores (%.1f-%.1f over %u windows): "

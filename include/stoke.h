@@ -1298,7 +1298,8 @@ typedef struct stoke_stats {
   ** warm-up (the first ones shorter, from 50 ms up, and the open
   ** one counted at the snapshot from 50 ms: a run that measured 0.1 s has
   ** two); the mean, the lightest and the heaviest window.  It moved
-  ** when those two differ by 0.5 cores and 15% of the online CPUs; then
+  ** when those two differ by 0.5 cores and 15% of the online CPUs (or the
+  ** run delay's sign moved: outside_delay_moved, below); then
   ** outside_shift_frac says how far the figures may be off (the cores it
   ** took or gave back over those the run had at its quietest), else 0.
   ** outside_windows 0: not measured (yet, or no /proc/stat).  The job's
@@ -1332,6 +1333,26 @@ typedef struct stoke_stats {
   uint64_t rcache_hits, rcache_misses, rcache_uncached;
   uint64_t rcache_bytes_cached, rcache_bytes_fetched;
   uint64_t rcache_evicted, rcache_bytes_evicted;
+  /* Since 0.6: the second sign of the machine's other load moving, from
+  ** this process's threads' run delay (Linux schedstat: runnable, waiting
+  ** for a core), in cores' worth of waiting per window of outside_*'s
+  ** (those whose two readings saw the same threads, at most 128 of them):
+  ** the lightest and the heaviest window.  outside_taken_cores: the cores
+  ** taken from the run between those two windows, the delay's rise bounded
+  ** by the fall of the threads' own time on a core (a loader that
+  ** oversubscribes its own cores waits a lot, but steadily, and runs as
+  ** much).  outside_delay_moved when they reach 0.25 cores and 10% of the
+  ** online CPUs; outside_other_moved when the other load itself moved
+  ** (outside_*'s rule).  outside_moved is either, and outside_shift_frac
+  ** the larger of the two's (the delay's: the cores taken over those the
+  ** threads ran at the window of least delay).  A new job beside
+  ** CPU-bound workers that fill the cores gets only its fair share, so
+  ** the other load barely moves; the run's threads wait for what it
+  ** takes.  outside_delay_windows 0: not measured (or no schedstat). */
+  unsigned outside_delay_windows;
+  double outside_delay_min_cores, outside_delay_max_cores;
+  double outside_taken_cores;
+  int outside_delay_moved, outside_other_moved;
 } stoke_stats;
 
 /* Snapshot of the statistics since warm-up ended.  Any thread. */

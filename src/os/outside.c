@@ -2,7 +2,8 @@
 ** every core (from /proc/uptime's idle time, else /proc/stat's busy
 ** ticks) and this process's own CPU time, the two readings
 ** whose difference over a window is the machine's other load
-** (stats/outside.c keeps the windows). */
+** (stats/outside.c keeps the windows; schedstat.c adds how long this
+** process's threads ran and waited for a core). */
 #define _POSIX_C_SOURCE 200809L
 #include "os/os.h"
 
@@ -61,6 +62,11 @@ int stoke__outside_read(stoke__outside_reading *r) {
                    : busy;
   r->self_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
   r->t_ns = now;
+  /* The threads' files are read only where asked for
+  ** (stoke__outside_read_sched): the live autotuner's readings need none. */
+  r->sched_run_ns = r->sched_delay_ns = 0;
+  r->sched_ids = 0;
+  r->sched_threads = -1;
   return 0;
 }
 

@@ -11,9 +11,14 @@
 ** STOKE__OUTSIDE_MOVED_CORES (and STOKE__OUTSIDE_MOVED_SHARE of the cores)
 ** is said in the verdict and the JSON (report/), with how far it may have
 ** moved the figures: the cores it took or gave back against those the run
-** had at the quietest window.  A window costs two small file reads; a
-** step, a compare with the time the consumer clock already read (a step
-** timed by someone else: a clock read every STOKE__OUTSIDE_EVERY steps).
+** had at the quietest window.  Beside it, the run delay of this process's
+** threads per window (stats/outside.h, STOKE__OUTSIDE_DELAY_CORES): a new
+** job on full cores takes its share from the run's threads, which then
+** wait, where the other load barely moves.  A window costs two small file
+** reads and one per thread of the process (at most
+** STOKE__SCHED_MAX_THREADS); a step, a compare with the time the consumer
+** clock already read (a step timed by someone else: a clock read every
+** STOKE__OUTSIDE_EVERY steps).
 ** (Moved here from report/, and the readings to os/outside.c, so that
 ** every front end gets the figures from the library and the live
 ** autotuner, below report/, takes the same readings.) */
@@ -26,6 +31,18 @@ bool stoke__outside_differs(double a, double b, double cores) {
   double d = fabs(a - b);
   return d >= STOKE__OUTSIDE_MOVED_CORES &&
          d >= STOKE__OUTSIDE_MOVED_SHARE * cores;
+}
+
+double stoke__outside_taken(double d_lo, double run_lo, double d_hi,
+                            double run_hi) {
+  double rise = d_hi - d_lo, fall = run_lo - run_hi;
+  double taken = rise < fall ? rise : fall;
+  return taken > 0 ? taken : 0;
+}
+
+bool stoke__outside_taken_moved(double taken, double cores) {
+  return taken >= STOKE__OUTSIDE_DELAY_CORES &&
+         taken >= STOKE__OUTSIDE_DELAY_SHARE * cores;
 }
 
 static uint64_t bits(double v) {
@@ -61,6 +78,14 @@ static void publish_open(stoke__outside *o) {
   atomic_store_explicit(&o->pub_busy, o->open.busy_ns, memory_order_release);
   atomic_store_explicit(&o->pub_self, o->open.self_ns, memory_order_release);
   atomic_store_explicit(&o->pub_want, o->want_ns, memory_order_release);
+  atomic_store_explicit(&o->pub_srun, o->open.sched_run_ns,
+                        memory_order_release);
+  atomic_store_explicit(&o->pub_sdelay, o->open.sched_delay_ns,
+                        memory_order_release);
+  atomic_store_explicit(&o->pub_sthreads, o->open.sched_threads,
+                        memory_order_release);
+  atomic_store_explicit(&o->pub_sids, o->open.sched_ids,
+                        memory_order_release);
   atomic_store_explicit(&o->pub_precise, o->open.precise,
                         memory_order_release);
   atomic_store_explicit(&o->pub_job, o->open_job, memory_order_release);
@@ -85,6 +110,11 @@ void stoke__outside_start_at(stoke__outside *o,
   put(&o->max_bits, 0);
   put(&o->sum_bits, 0);
   put(&o->wall_bits, 0);
+  atomic_store_explicit(&o->delay_windows, 0, memory_order_relaxed);
+  put(&o->dmin_bits, 0);
+  put(&o->dmax_bits, 0);
+  put(&o->run_at_dmin_bits, 0);
+  put(&o->run_at_dmax_bits, 0);
   o->on = r != NULL;
   if (!o->on) {
     o->want_ns = 0; /* published: no tail */
@@ -98,9 +128,16 @@ void stoke__outside_start_at(stoke__outside *o,
   open_window(o);
 }
 
+/* A reading with the threads' run delay (left unknown without schedstat). */
+static int read_all(stoke__outside_reading *r) {
+  if (stoke__outside_read(r) != 0) return -1;
+  (void)stoke__outside_read_sched(r);
+  return 0;
+}
+
 void stoke__outside_start(stoke__outside *o) {
   stoke__outside_reading r;
-  stoke__outside_start_at(o, stoke__outside_read(&r) == 0 ? &r : NULL);
+  stoke__outside_start_at(o, read_all(&r) == 0 ? &r : NULL);
 }
 
 /* One window's load (cores) over wall ns into the closed windows. */
@@ -111,6 +148,22 @@ static void close_window(stoke__outside *o, double other, double wall) {
   put(&o->sum_bits, value(&o->sum_bits) + other * wall);
   put(&o->wall_bits, value(&o->wall_bits) + wall);
   stoke__counter_add(&o->windows, 1);
+}
+
+/* One window's run delay and running (cores) into the delay's windows.
+** The least and most delay keep the running beside them: the cores
+** taken are judged between those two windows. */
+static void close_delay(stoke__outside *o, double delay, double run) {
+  uint64_t n = stoke__counter_get(&o->delay_windows);
+  if (n == 0 || delay < value(&o->dmin_bits)) {
+    put(&o->dmin_bits, delay);
+    put(&o->run_at_dmin_bits, run);
+  }
+  if (n == 0 || delay > value(&o->dmax_bits)) {
+    put(&o->dmax_bits, delay);
+    put(&o->run_at_dmax_bits, run);
+  }
+  stoke__counter_add(&o->delay_windows, 1);
 }
 
 void stoke__outside_tick_at(stoke__outside *o,
@@ -136,6 +189,9 @@ void stoke__outside_tick_at(stoke__outside *o,
   }
   close_window(o, stoke__outside_cores(&o->open, &now),
                (double)(now.t_ns - o->open.t_ns));
+  double delay, run;
+  if (stoke__outside_sched_cores(&o->open, &now, &delay, &run))
+    close_delay(o, delay, run);
   o->open = now;
   open_window(o);
 }
@@ -148,7 +204,7 @@ void stoke__outside_tick_slow(stoke__outside *o, int64_t now_ns) {
   }
   if (now_ns - o->open.t_ns < o->want_ns) return;
   stoke__outside_reading now;
-  stoke__outside_tick_at(o, stoke__outside_read(&now) == 0 ? &now : NULL);
+  stoke__outside_tick_at(o, read_all(&now) == 0 ? &now : NULL);
 }
 
 /* The open window's start, length and job as published (false: being
@@ -165,6 +221,13 @@ static bool read_open(const stoke__outside *o, stoke__outside_reading *r,
     r->t_ns = atomic_load_explicit(&m->pub_t, memory_order_acquire);
     r->busy_ns = atomic_load_explicit(&m->pub_busy, memory_order_acquire);
     r->self_ns = atomic_load_explicit(&m->pub_self, memory_order_acquire);
+    r->sched_run_ns =
+        atomic_load_explicit(&m->pub_srun, memory_order_acquire);
+    r->sched_delay_ns =
+        atomic_load_explicit(&m->pub_sdelay, memory_order_acquire);
+    r->sched_threads =
+        atomic_load_explicit(&m->pub_sthreads, memory_order_acquire);
+    r->sched_ids = atomic_load_explicit(&m->pub_sids, memory_order_acquire);
     *want = atomic_load_explicit(&m->pub_want, memory_order_acquire);
     r->precise =
         atomic_load_explicit(&m->pub_precise, memory_order_acquire);
@@ -181,6 +244,10 @@ void stoke__outside_stats_at(const stoke__outside *o, double cores,
   uint64_t n = stoke__counter_get(&o->windows);
   double lo = value(&o->min_bits), hi = value(&o->max_bits);
   double wall = value(&o->wall_bits), sum = value(&o->sum_bits);
+  uint64_t dn = stoke__counter_get(&o->delay_windows);
+  double dlo = value(&o->dmin_bits), dhi = value(&o->dmax_bits);
+  double run_lo = value(&o->run_at_dmin_bits);
+  double run_hi = value(&o->run_at_dmax_bits);
   if (cores < 1) cores = 1;
   /* The tail: the open window so far, when it is long enough to say
   ** something and not longer than it would have been (the steps went on
@@ -201,6 +268,18 @@ void stoke__outside_stats_at(const stoke__outside *o, double cores,
       sum += other * (double)span;
       wall += (double)span;
       n++;
+      double delay, run;
+      if (stoke__outside_sched_cores(&open, &end, &delay, &run)) {
+        if (dn == 0 || delay < dlo) {
+          dlo = delay;
+          run_lo = run;
+        }
+        if (dn == 0 || delay > dhi) {
+          dhi = delay;
+          run_hi = run;
+        }
+        dn++;
+      }
     }
   }
   st->outside_windows = (unsigned)n;
@@ -208,13 +287,25 @@ void stoke__outside_stats_at(const stoke__outside *o, double cores,
   st->outside_mean_cores = wall > 0 ? sum / wall : 0;
   st->outside_min_cores = n ? lo : 0;
   st->outside_max_cores = n ? hi : 0;
-  st->outside_moved = n >= 2 && stoke__outside_differs(lo, hi, cores);
+  st->outside_other_moved = n >= 2 && stoke__outside_differs(lo, hi, cores);
+  st->outside_delay_windows = (unsigned)dn;
+  st->outside_delay_min_cores = dn ? dlo : 0;
+  st->outside_delay_max_cores = dn ? dhi : 0;
+  double taken = dn >= 2 ? stoke__outside_taken(dlo, run_lo, dhi, run_hi) : 0;
+  st->outside_taken_cores = taken;
+  st->outside_delay_moved =
+      dn >= 2 && stoke__outside_taken_moved(taken, cores);
+  st->outside_moved = st->outside_other_moved || st->outside_delay_moved;
   /* The cores it took or gave back over those the run had at the
-  ** quietest window. */
+  ** quietest window; for the delay, the cores taken over those the
+  ** threads ran at the window of least delay. */
   double had = cores - lo;
   if (had < 1) had = 1;
-  double shift = (hi - lo) / had;
-  st->outside_shift_frac = st->outside_moved ? (shift > 1 ? 1 : shift) : 0;
+  double shift = st->outside_other_moved ? (hi - lo) / had : 0;
+  double had_run = run_lo > 1 ? run_lo : 1;
+  if (st->outside_delay_moved && taken / had_run > shift)
+    shift = taken / had_run;
+  st->outside_shift_frac = shift > 1 ? 1 : shift;
 }
 
 void stoke__outside_stats(const stoke__outside *o, double cores,
@@ -222,6 +313,6 @@ void stoke__outside_stats(const stoke__outside *o, double cores,
   stoke__outside_reading now;
   bool have = atomic_load_explicit(&((stoke__outside *)o)->pub_seq,
                                    memory_order_acquire) != 0 &&
-              stoke__outside_read(&now) == 0;
+              read_all(&now) == 0;
   stoke__outside_stats_at(o, cores, have ? &now : NULL, st);
 }

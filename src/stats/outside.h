@@ -28,6 +28,38 @@
 #define STOKE__OUTSIDE_MOVED_CORES 0.5       /* moved: by this many cores */
 #define STOKE__OUTSIDE_MOVED_SHARE 0.15      /* and this share of them */
 
+/* The second signal: this process's threads' run delay (os/schedstat.c),
+** in cores' worth of waiting per window.  Beside CPU-bound workers that
+** already fill the cores, a new job gets only its fair share and the
+** other cores above barely move (a busy loop beside 4 workers on 2 cores
+** takes 0.4 of one); what it takes shows as the run's threads waiting more
+** and running less by as much.  So the cores taken from the run between
+** the windows of least and most delay are the smaller of the delay's rise
+** and the fall of the threads' own time on a core: a loader that
+** oversubscribes its own cores waits a lot, steadily, and where its
+** demand comes in bursts its delay rises and falls with its own time on a
+** core (more threads runnable: more running too, where cores were idle,
+** or as many, where they were full); neither counts.  Both figures are
+** the kernel's ns, with no 10 ms rounding for the threshold to allow for
+** (the other load's 0.5 cores is 0.3 and that rounding); a daemon's 5 ms
+** on a 50 ms window is a tenth of a core.  So a quarter of a core and a
+** tenth of the cores (the live autotuner's finer threshold) count as a
+** move: the busy loop's 0.4 is seen, a steady run's jitter is not.
+** Limit: a run whose own demand turns from bursts to steady at the same
+** mean (half the time 4 threads runnable, then always 2) waits less and
+** runs more, as if a load had gone; a steady run does not do that. */
+#define STOKE__OUTSIDE_DELAY_CORES 0.25
+#define STOKE__OUTSIDE_DELAY_SHARE 0.10
+
+/* The cores taken from (> 0) the run between a window of less delay
+** (d_lo, its threads running run_lo cores) and one of more (d_hi,
+** run_hi): the delay's rise bounded by the running's fall, never
+** negative. */
+double stoke__outside_taken(double d_lo, double run_lo, double d_hi,
+                            double run_hi);
+/* Are they enough to have moved the run's figures (of `cores`)? */
+bool stoke__outside_taken_moved(double taken, double cores);
+
 /* Do two loads (in cores, of `cores` online) differ enough to have moved
 ** a run's figures?  By STOKE__OUTSIDE_MOVED_CORES and by
 ** STOKE__OUTSIDE_MOVED_SHARE of the cores: a tick's noise on a window of
@@ -48,6 +80,9 @@ typedef struct stoke__outside {
   ** (any thread): a seqlock, odd while the consumer writes them. */
   atomic_uint_least64_t pub_seq;
   atomic_int_least64_t pub_t, pub_busy, pub_self, pub_want;
+  atomic_int_least64_t pub_srun, pub_sdelay;
+  atomic_int pub_sthreads;
+  atomic_uint_least64_t pub_sids;
   atomic_bool pub_precise;
   _Atomic(const void *) pub_job;
   /* A stage block whose producers are this job's worker processes
@@ -59,6 +94,12 @@ typedef struct stoke__outside {
   atomic_uint_least64_t windows;  /* closed windows */
   atomic_uint_least64_t min_bits, max_bits; /* doubles' bits: cores */
   atomic_uint_least64_t sum_bits, wall_bits; /* cores x ns, ns: the mean */
+  /* The run delay's windows (those whose two readings saw the same
+  ** threads): the least and most delay, in cores, and the cores the
+  ** threads ran in those two windows. */
+  atomic_uint_least64_t delay_windows;
+  atomic_uint_least64_t dmin_bits, dmax_bits, run_at_dmin_bits,
+      run_at_dmax_bits;
 } stoke__outside;
 
 /* Start measuring (the warm-up is over).  Consumer thread. */

@@ -14,11 +14,20 @@ import json, sys
 s = json.load(open(sys.argv[1]))["summary"]
 o = s["outside_load"]
 assert set(o) == {"windows", "window_s", "mean_cores", "min_cores",
-                  "max_cores", "moved", "shift_frac"}, sorted(o)
+                  "max_cores", "moved", "shift_frac", "other_moved",
+                  "delay_moved", "delay_windows", "delay_min_cores",
+                  "delay_max_cores", "taken_cores"}, sorted(o)
 assert o["windows"] >= 2, o
 assert 0 <= o["min_cores"] <= o["mean_cores"] + 1e-9, o
 assert o["mean_cores"] <= o["max_cores"] + 1e-9, o
 assert isinstance(o["moved"], bool) and 0 <= o["shift_frac"] <= 1, o
+# The run delay's sign beside it (no windows without schedstat): moved is
+# either's.
+assert o["moved"] == (o["other_moved"] or o["delay_moved"]), o
+assert 0 <= o["delay_windows"] <= o["windows"], o
+assert 0 <= o["delay_min_cores"] <= o["delay_max_cores"] + 1e-9, o
+assert 0 <= o["taken_cores"] <= \
+    o["delay_max_cores"] - o["delay_min_cores"] + 1e-9, o
 text = open(sys.argv[2]).read()
 note = "the machine's other load moved from" in text
 assert note == o["moved"], (o, text[-400:])

@@ -24,7 +24,9 @@ from conftest import python_env
 stoke = pytest.importorskip("stoke")
 
 KEYS = {"windows", "window_s", "mean_cores", "min_cores", "max_cores",
-        "moved", "shift_frac"}
+        "moved", "shift_frac", "other_moved", "delay_moved",
+        "delay_windows", "delay_min_cores", "delay_max_cores",
+        "taken_cores"}
 NOTE = "the machine's other load moved from"
 HOG = ["timeout", "1.5", "sh", "-c", "while :; do :; done"]
 QUIET = 0.2  # other cores above which the machine counts as busy
@@ -39,6 +41,12 @@ def check(o, text):
     assert o["mean_cores"] <= o["max_cores"] + 1e-9, o
     assert isinstance(o["moved"], bool), o
     assert 0 <= o["shift_frac"] <= 1, o
+    # The run delay's sign beside it: moved is either's.
+    assert o["moved"] == (o["other_moved"] or o["delay_moved"]), o
+    assert 0 <= o["delay_windows"] <= o["windows"], o
+    assert 0 <= o["delay_min_cores"] <= o["delay_max_cores"] + 1e-9, o
+    assert 0 <= o["taken_cores"] <= o["delay_max_cores"] - \
+        o["delay_min_cores"] + 1e-9, o
     assert (NOTE in text) == o["moved"], (o, text[-600:])
     if o["moved"]:
         assert "may be off by up to" in text

@@ -137,6 +137,11 @@ static void test_outside_and_fetch_lines(void **state) {
   top_outside_line(&w.stats, 2, line, sizeof line);
   assert_string_equal(line, "other load: 0.1 of 2 cores (0.0-1.0): moved, "
                             "figures off by up to 51%");
+  now.stats.outside_delay_moved = 1; /* the run delay said it */
+  top_window_make(&now, &now, &w);
+  top_outside_line(&w.stats, 2, line, sizeof line);
+  assert_string_equal(line, "other load: 0.1 of 2 cores (0.0-1.0): moved "
+                            "(delay), off by up to 51%");
   now.stats.outside_mean_cores = 100.25;
   now.stats.outside_min_cores = 10.5;
   now.stats.outside_max_cores = 190.5;
