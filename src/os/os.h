@@ -94,7 +94,7 @@ typedef struct stoke__outside_reading {
 } stoke__outside_reading;
 
 /* The most threads a reading reads: one small file each, at every window's
-** close, about 2.5 us each (21 threads: 51 us, on a 2-core AMD machine),
+** close, about 2.5 us each (21 threads: 51 us, on a 2-core Intel Xeon VM),
 ** so 0.3 ms at most, under 1% of the shortest window (50 ms).  A process
 ** with more has no delay figures. */
 #define STOKE__SCHED_MAX_THREADS 128

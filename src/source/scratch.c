@@ -107,12 +107,13 @@ int stoke__scratch_probe(const stoke__blobset *set,
   if (rc != 0) return rc;
   stoke__blob_reader r;
   stoke__blob_reader_init(&r, a);
-  /* All asked for before the first is read: a remote set's read-ahead
-  ** then fetches them io_concurrency at once, where one after another
-  ** would cost k round trips of the open (a local set gets the kernel's
-  ** hint). */
-  for (size_t j = 0; j < k; j++)
-    stoke__blobset_read_ahead(set, probe_index(j, k, n), 1);
+  /* A remote set's: all asked for before the first is read, so that its
+  ** read-ahead fetches them io_concurrency at once, where one after
+  ** another would cost k round trips of the open.  (A local set's
+  ** read-ahead is a hint whose failures nobody hears: not asked.) */
+  if (stoke__blobset_http(set))
+    for (size_t j = 0; j < k; j++)
+      stoke__blobset_read_ahead(set, probe_index(j, k, n), 1);
   for (size_t j = 0; j < k; j++) {
     size_t i = probe_index(j, k, n);
     const uint8_t *bytes;
