@@ -1,6 +1,8 @@
 """bench/autotune.sh's table: each scenario's exhaustive knee against the
 online autotuner after min(3 epochs, 200 steps), and the step-change run.
-Exit 1 when a target is missed."""
+Exit 1 when a target is missed (a miss whose run recorded an "outside"
+decision is said as such and allowed: the load beside it moved).
+Beside a hog: `bench/hog.py & bench/autotune.sh; kill $!`."""
 import json
 import os
 import sys
@@ -46,10 +48,15 @@ def main(raw):
         changes = max(e["changes"] for e in steady)
         ratio = tput / knee["samples_per_s"] if knee["samples_per_s"] else 0
         hit = ratio >= 0.95 and w <= knee["workers"] + 1 and changes <= 1
-        ok &= hit
+        # Issue 20: beside a load that comes and goes, a miss is allowed
+        # when the autotuner said the outside load held it (an "outside"
+        # decision: it did not chase the change).
+        named = any(e["kind"] == "outside" for e in events)
+        ok &= hit or named
         print("%-27s %5d %9.1f | %5d %9.1f %5.0f%% %8d %7d  %s" % (
             name, knee["workers"], knee["samples_per_s"], w, tput,
-            100 * ratio, len(events), changes, "met" if hit else "MISSED"))
+            100 * ratio, len(events), changes,
+            "met" if hit else "outside load named" if named else "MISSED"))
     change = os.path.join(raw, "change.auto.jsonl")
     if os.path.exists(change):
         epochs, events = auto(change)

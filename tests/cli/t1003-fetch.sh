@@ -89,8 +89,12 @@ grep -q "latency-bound: .* --io-concurrency [0-9]* -j [0-9]*: predicted step" "$
 json_check "$TMP/slow.json" '
 f = d["summary"]["fetch"]
 assert f["verdict"] == "latency-bound", f
-# The server sleeps 100 ms before each answer: a floor, not a timing.
-assert f["latency_p50_ms"] >= 100, f
+# The server sleeps 100 ms before each answer: a floor, not a timing.  The
+# quantile comes from the latency histogram, interpolated within a bucket
+# 2.1 ms wide at 100 ms (src/stats/hist.c: 32 a power of two; 100 ms falls
+# in [98.6, 100.7) ms), so it may read up to that under the floor (99.6 ms
+# was seen on a fresh machine).
+assert f["latency_p50_ms"] >= 100 - 2.1, f
 '
 say "the metrics file and stoke top carry the fetch stage of a remote run"
 run_stoke "${BENCH[@]}" "$F/ok/$SHARDS" --json "$TMP/m.json" \
