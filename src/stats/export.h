@@ -115,8 +115,9 @@ static inline void stoke__exporter_step(stoke__exporter *e) {
   if (e->every_steps && ++e->steps >= e->next_line)
     stoke__exporter_line_due(e);
 }
-/* An epoch ended with record rec (NULL: none kept): the lines still due,
-** its line and the metrics, written before it returns. */
+/* An epoch ended with record rec (NULL: none kept): the lines still due
+** and its line, written before it returns (the metrics stay on their
+** timer: the writer's thread, or without one this call when it is due). */
 void stoke__exporter_epoch(stoke__exporter *e, const stoke_epoch_stats *rec);
 
 #endif /* STOKE_STATS_EXPORT_H */
