@@ -269,8 +269,8 @@ static void packed_done(const void *impl, size_t i, const uint8_t *ptr,
 }
 
 /* Samples [lo, hi] of remote shard s, as runs of consecutive samples of at
-** most PREFETCH_RUN bytes, each one Range request to the prefetcher. */
-#define PREFETCH_RUN (8u << 20)
+** most STOKE__REMOTE_PREFETCH_RUN bytes, each one Range request to the
+** prefetcher. */
 static void remote_read_ahead(const packed_impl *p, const pack_shard *s,
                               size_t lo, size_t hi) {
   if (!p->pf) return;
@@ -283,7 +283,7 @@ static void remote_read_ahead(const packed_impl *p, const pack_shard *s,
     for (k++; k <= hi; k++) {
       const uint8_t *f = s->index + k * STOKE__PACK_ENTRY;
       uint64_t f_end = stoke__le64(f) + stoke__le64(f + 8);
-      if (f_end - start > PREFETCH_RUN) break;
+      if (f_end - start > STOKE__REMOTE_PREFETCH_RUN) break;
       end = f_end;
       payload += stoke__le64(f + 8);
     }

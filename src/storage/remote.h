@@ -11,6 +11,8 @@
 #define STOKE__REMOTE_MAX_OBJECT (1ull << 40)
 /* What the remote read-ahead (prefetch.h) may hold at once. */
 #define STOKE__REMOTE_PREFETCH_BYTES (256ull << 20)
+/* The most bytes one read-ahead run (one Range request) spans. */
+#define STOKE__REMOTE_PREFETCH_RUN (8u << 20)
 /* The largest index (and source map) fetched at open for one shard. */
 #define STOKE__REMOTE_MAX_INDEX (1ull << 30)
 

@@ -160,8 +160,7 @@ static uint64_t tar_bytes(const void *impl, size_t i) {
 
 /* Consecutive samples of a shard are one range of its file: a hint to
 ** the kernel, or for a streamed shard one Range request to the
-** read-ahead (runs of at most PREFETCH_RUN bytes). */
-#define PREFETCH_RUN (8u << 20)
+** read-ahead (runs of at most STOKE__REMOTE_PREFETCH_RUN bytes). */
 static void tar_read_ahead(const void *impl, size_t first, size_t n) {
   const tar_impl *t = impl;
   for (size_t i = first; i < first + n;) {
@@ -172,7 +171,8 @@ static void tar_read_ahead(const void *impl, size_t first, size_t n) {
     while (j + 1 < first + n && t->v[j + 1].shard == a->shard &&
            t->v[j + 1].offset >= t->v[j].offset + t->v[j].len &&
            (!url ||
-            t->v[j + 1].offset + t->v[j + 1].len - a->offset <= PREFETCH_RUN))
+            t->v[j + 1].offset + t->v[j + 1].len - a->offset <=
+                STOKE__REMOTE_PREFETCH_RUN))
       payload += t->v[++j].len;
     const tar_sample *b = &t->v[j];
     uint64_t len = b->offset + b->len - a->offset;
