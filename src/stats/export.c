@@ -454,10 +454,12 @@ void stoke__exporter_epoch(stoke__exporter *e, const stoke_epoch_stats *rec) {
   ** thread 7% of the in-memory tensor benchmark (bench/publish.sh
   ** PUBLISH_ALL=1, epochs of 85 us).  Without the writer's thread, the
   ** timer is looked at here. */
-  int64_t now = threaded || !e->metrics_path ? 0 : stoke__now_ns();
-  if (!threaded && e->metrics_path && now >= e->next_ns) {
-    write_metrics(e);
-    e->next_ns = now + e->every_ns;
+  if (!threaded && e->metrics_path) {
+    int64_t now = stoke__now_ns();
+    if (now >= e->next_ns) {
+      write_metrics(e);
+      e->next_ns = now + e->every_ns;
+    }
   }
   pthread_mutex_unlock(&e->write_mu);
   e->epochs++;
